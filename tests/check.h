@@ -1,0 +1,114 @@
+/* check.h - the tests' tiny runner (in the spirit of utest.h).
+
+   TEST(name) { ... } defines a test; list it in a CHECK_SUITE.
+   EXPECT(cond)   records a failure and goes on.
+   REQUIRE(cond)  records a failure and leaves the test.
+   EXPECT_EQ_BITS(a, b) compares two doubles bit for bit.
+   Run with --filter=SUBSTRING to run only matching tests. The runner prints
+   one line per test and closes with the plain line "N passed, N failed". */
+#ifndef CHECK_H
+#define CHECK_H
+
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#if defined(__GNUC__) || defined(__clang__)
+#define CHECK_UNUSED __attribute__((unused))
+#else
+#define CHECK_UNUSED
+#endif
+
+static int check__failed_here;
+
+#define TEST(name) static void name(void)
+
+#define EXPECT(cond)                                                           \
+  do {                                                                         \
+    if (!(cond)) {                                                             \
+      printf("  %s:%d: expected %s\n", __FILE__, __LINE__, #cond);             \
+      check__failed_here = 1;                                                  \
+    }                                                                          \
+  } while (0)
+
+#define REQUIRE(cond)                                                          \
+  do {                                                                         \
+    if (!(cond)) {                                                             \
+      printf("  %s:%d: required %s\n", __FILE__, __LINE__, #cond);             \
+      check__failed_here = 1;                                                  \
+      return;                                                                  \
+    }                                                                          \
+  } while (0)
+
+#define EXPECT_EQ_INT(a, b)                                                    \
+  do {                                                                         \
+    long long check__a = (long long)(a), check__b = (long long)(b);            \
+    if (check__a != check__b) {                                                \
+      printf("  %s:%d: %s == %s: %lld != %lld\n", __FILE__, __LINE__, #a, #b,  \
+             check__a, check__b);                                              \
+      check__failed_here = 1;                                                  \
+    }                                                                          \
+  } while (0)
+
+#define EXPECT_EQ_BITS(a, b)                                                   \
+  do {                                                                         \
+    double check__a = (a), check__b = (b);                                     \
+    if (memcmp(&check__a, &check__b, sizeof check__a) != 0) {                  \
+      printf("  %s:%d: %s == %s bitwise: %.17g != %.17g\n", __FILE__,          \
+             __LINE__, #a, #b, check__a, check__b);                            \
+      check__failed_here = 1;                                                  \
+    }                                                                          \
+  } while (0)
+
+#define EXPECT_NEAR(a, b, tol)                                                 \
+  do {                                                                         \
+    double check__a = (a), check__b = (b);                                     \
+    if (!(fabs(check__a - check__b) <= (tol))) {                               \
+      printf("  %s:%d: %s ~ %s: %.17g vs %.17g (tol %g)\n", __FILE__,          \
+             __LINE__, #a, #b, check__a, check__b, (double)(tol));             \
+      check__failed_here = 1;                                                  \
+    }                                                                          \
+  } while (0)
+
+typedef struct check_case {
+  const char *name;
+  void (*fn)(void);
+} check_case;
+
+#define CHECK_CASE(fn) {#fn, fn}
+
+/* Runs the cases; returns the process exit status. */
+CHECK_UNUSED static int check_main(const check_case *cases, size_t n, int argc,
+                      char **argv) {
+  const char *filter = NULL;
+  int passed = 0, failed = 0, i;
+  size_t c;
+  for (i = 1; i < argc; i++)
+    if (strncmp(argv[i], "--filter=", 9) == 0) filter = argv[i] + 9;
+  for (c = 0; c < n; c++) {
+    if (filter && !strstr(cases[c].name, filter)) continue;
+    check__failed_here = 0;
+    cases[c].fn();
+    printf("%s %s\n", check__failed_here ? "FAIL" : "ok  ", cases[c].name);
+    if (check__failed_here) failed++;
+    else passed++;
+  }
+  printf("%d passed, %d failed\n", passed, failed);
+  return failed ? 1 : 0;
+}
+
+/* A small deterministic generator for the tests (splitmix64). */
+static uint64_t check_rand_state = 0x9E3779B97F4A7C15ull;
+CHECK_UNUSED static uint64_t check_rand(void) {
+  uint64_t z = (check_rand_state += 0x9E3779B97F4A7C15ull);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+CHECK_UNUSED static double check_uniform(void) {
+  return (double)(check_rand() >> 11) * (1.0 / 9007199254740992.0);
+}
+
+#endif

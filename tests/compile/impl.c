@@ -1,0 +1,3 @@
+/* The one file that holds the implementation. */
+#define GNMR_IMPLEMENTATION
+#include "gnmr.h"
