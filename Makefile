@@ -20,7 +20,8 @@ TEST_BINS = $(foreach cc,$(CC_LIST),$(foreach t,$(TESTS),$(B)/$(cc)/$(t))) \
 # The controller test links with malloc & co. wrapped: any call fails it.
 LDFLAGS_test_ctl = -Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc,--wrap=free
 
-FORMAT_FILES = $(shell git ls-files '*.c' '*.h' '*.cc' '*.cu' 2>/dev/null)
+FORMAT_FILES = $(wildcard *.h tests/*.c tests/*.h tests/*/*.c tests/*/*.cc \
+                 examples/*.c examples/*/*.cu bench/*.c)
 
 .PHONY: all test bench demo format format-check clean
 

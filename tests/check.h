@@ -77,11 +77,12 @@ typedef struct check_case {
   void (*fn)(void);
 } check_case;
 
-#define CHECK_CASE(fn) {#fn, fn}
+#define CHECK_CASE(fn)                                                         \
+  { #fn, fn }
 
 /* Runs the cases; returns the process exit status. */
 CHECK_UNUSED static int check_main(const check_case *cases, size_t n, int argc,
-                      char **argv) {
+                                   char **argv) {
   const char *filter = NULL;
   int passed = 0, failed = 0, i;
   size_t c;
@@ -92,8 +93,10 @@ CHECK_UNUSED static int check_main(const check_case *cases, size_t n, int argc,
     check__failed_here = 0;
     cases[c].fn();
     printf("%s %s\n", check__failed_here ? "FAIL" : "ok  ", cases[c].name);
-    if (check__failed_here) failed++;
-    else passed++;
+    if (check__failed_here)
+      failed++;
+    else
+      passed++;
   }
   printf("%d passed, %d failed\n", passed, failed);
   return failed ? 1 : 0;
