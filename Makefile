@@ -12,8 +12,10 @@ CSTD = -std=c99
 CFLAGS_ALL = $(CSTD) $(WARN) $(OPT) -ffp-contract=off -I.
 B = build
 
-TESTS = test_ctl
+TESTS = test_ctl test_norm
 TEST_BINS = $(foreach cc,$(CC_LIST),$(foreach t,$(TESTS),$(B)/$(cc)/$(t))) \
+            $(foreach cc,$(CC_LIST),$(B)/$(cc)/test_norm_nosimd \
+                                    $(B)/$(cc)/test_norm_noavx512) \
             $(foreach cc,$(CC_LIST),$(B)/$(cc)/compile_link) \
             $(foreach cxx,$(CXX_LIST),$(B)/$(cxx)/compile_cxx11 $(B)/$(cxx)/compile_cxx17)
 
@@ -23,7 +25,7 @@ LDFLAGS_test_ctl = -Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc,--wrap=free
 FORMAT_FILES = $(wildcard *.h tests/*.c tests/*.h tests/*/*.c tests/*/*.cc \
                  examples/*.c examples/*/*.cu bench/*.c)
 
-.PHONY: all test bench demo format format-check clean
+.PHONY: all test bench demo format format-check clean neon
 
 all: test
 
@@ -37,6 +39,33 @@ $(B)/gcc/%: tests/%.c gnmr.h tests/check.h
 $(B)/clang/%: tests/%.c gnmr.h tests/check.h
 	@mkdir -p $(@D)
 	clang $(CFLAGS_ALL) -o $@ $< $(LDFLAGS_$(*F)) -lm
+
+# The norm test again with paths switched off at compile time (a smaller
+# large case: the full one runs above).
+NORM_SMALL = -DTEST_NORM_BIG=1048576
+$(B)/%/test_norm_nosimd: tests/test_norm.c gnmr.h tests/check.h
+	@mkdir -p $(@D)
+	$* $(CFLAGS_ALL) $(NORM_SMALL) -DGNMR_NO_SIMD -o $@ $< -lm
+$(B)/%/test_norm_noavx512: tests/test_norm.c gnmr.h tests/check.h
+	@mkdir -p $(@D)
+	$* $(CFLAGS_ALL) $(NORM_SMALL) -DGNMR_NO_AVX512 -o $@ $< -lm
+
+# NEON: the norm test cross-built for aarch64 and run under qemu-user
+# (Debian: gcc-aarch64-linux-gnu qemu-user); skipped where they are missing.
+AARCH64_CC ?= aarch64-linux-gnu-gcc
+QEMU_AARCH64 ?= qemu-aarch64
+neon:
+	@if ! command -v $(AARCH64_CC) >/dev/null 2>&1 || \
+	    ! command -v $(QEMU_AARCH64) >/dev/null 2>&1; then \
+	  echo "make neon: skipped: needs $(AARCH64_CC) and $(QEMU_AARCH64)" \
+	       "(apt-get install gcc-aarch64-linux-gnu qemu-user)"; \
+	else \
+	  mkdir -p $(B)/aarch64 && \
+	  $(AARCH64_CC) $(CFLAGS_ALL) -static -o $(B)/aarch64/test_norm \
+	    tests/test_norm.c -lm && \
+	  echo "== qemu-aarch64 $(B)/aarch64/test_norm" && \
+	  $(QEMU_AARCH64) $(B)/aarch64/test_norm --big=4194304; \
+	fi
 
 # Implementation in one file, interface in two others, all linked together;
 # and two files built GNMR_STATIC in the same program: no duplicate symbols.

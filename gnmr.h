@@ -300,6 +300,34 @@ GNMR_DEF const char *gnmr_isa_name(int isa);
 #include <math.h>
 #include <string.h>
 
+/* SIMD paths compiled into this build (see "SIMD paths" and "dispatch"),
+   with gcc and clang only: the x86 kernels need per-function target
+   attributes. Under nvcc (__CUDACC__) only the scalar path is compiled: its
+   host pass may reject target-attributed intrinsics, the scalar path gives
+   the same bits, and no intrinsics are visible when __CUDA_ARCH__ is set. */
+#if !defined(GNMR_NO_SIMD) && !defined(__CUDACC__) &&                          \
+    (defined(__GNUC__) || defined(__clang__))
+#if defined(__x86_64__) || defined(__i386__)
+#define GNMR__X86 1
+#define GNMR__SSE2 1
+#ifndef GNMR_NO_AVX2
+#define GNMR__AVX2 1
+#endif
+#ifndef GNMR_NO_AVX512
+#define GNMR__AVX512 1
+#endif
+#define GNMR__NORM_SSE2 __attribute__((target("sse2")))
+#define GNMR__NORM_AVX2 __attribute__((target("avx2,fma,f16c")))
+#define GNMR__NORM_AVX512                                                      \
+  __attribute__((target("avx512f,avx512bw,avx2,fma,f16c")))
+#include <cpuid.h>
+#include <immintrin.h>
+#elif defined(__aarch64__) && !defined(GNMR_NO_NEON)
+#define GNMR__NEON 1
+#include <arm_neon.h>
+#endif
+#endif
+
 #ifndef GNMR_ASSERT
 #include <assert.h>
 #define GNMR_ASSERT(x) assert(x)
@@ -914,7 +942,24 @@ GNMR_DEF int gnmr_checkpoint_load(gnmr_ctl *ctl, const void *buf, size_t len) {
    fold by halves (16, 8, 4, 2, 1: a warp shuffle-down); chunk sums combine
    by a bottom-up pairwise tree, an odd last one carried up. Squares of
    f32/f16/bf16 values are exact in double, so fixing the order of additions
-   fixes the bits on every path. */
+   fixes the bits on every path.
+
+   Every path runs the one driver below (gnmr__sum). A path only supplies a
+   kernel that adds whole rows of 32 elements into the 32 lane sums; a
+   chunk's last partial row is copied into a zero-padded row first (adding
+   +0 to a lane sum, which is >= +0, changes nothing, and no path reads past
+   the end). The fold, the chunk tree and the non-finite handling exist once.
+
+   amax: kernels track magnitudes as the element's bits with the sign
+   cleared, which order like the values. Finite squares cannot overflow a
+   chunk (4096 * FLT_MAX^2 < DBL_MAX), so a chunk holds a NaN/Inf exactly when
+   its sum is not finite; only such a chunk is read again, to count them and
+   keep them out of amax. The fast loop never tests for them.
+
+   FTZ/DAZ: with DAZ (x86) or FZ (aarch64) set by the caller, the conversion
+   to double reads f32 and bf16 subnormals as zero on every path alike, the
+   scalar one included, so paths still agree; f16 subnormals are f32 normals
+   and always count. */
 
 static float gnmr__bf16_to_f32(uint16_t h) {
   uint32_t bits = (uint32_t)h << 16;
@@ -978,41 +1023,129 @@ static double gnmr__lane_fold(double *lane) {
   return lane[0];
 }
 
-static float gnmr__load(const void *x, size_t i, int dtype) {
-  if (dtype == GNMR_F32) return ((const float *)x)[i];
-  if (dtype == GNMR_F16) return gnmr__f16_to_f32(((const uint16_t *)x)[i]);
-  return gnmr__bf16_to_f32(((const uint16_t *)x)[i]);
+static size_t gnmr__elem_size(int dtype) { return dtype == GNMR_F32 ? 4 : 2; }
+
+/* An element's magnitude: its bits with the sign cleared. */
+static uint32_t gnmr__mag_at(const unsigned char *p, int dtype) {
+  uint32_t b32;
+  uint16_t b16;
+  if (dtype == GNMR_F32) {
+    memcpy(&b32, p, 4);
+    return b32 & 0x7FFFFFFFu;
+  }
+  memcpy(&b16, p, 2);
+  return b16 & 0x7FFFu;
 }
 
-/* The scalar reference path: every other path must give its bits. */
-static void gnmr__stats_scalar(const void *x, size_t n, int dtype,
-                               gnmr_tensor_stats *out) {
+static int gnmr__mag_finite(uint32_t mag, int dtype) {
+  if (dtype == GNMR_F32) return mag < 0x7F800000u;
+  return mag < (dtype == GNMR_F16 ? 0x7C00u : 0x7F80u);
+}
+
+static float gnmr__mag_value(uint32_t mag, int dtype) {
+  float f;
+  if (dtype == GNMR_F16) return gnmr__f16_to_f32((uint16_t)mag);
+  if (dtype == GNMR_BF16) return gnmr__bf16_to_f32((uint16_t)mag);
+  memcpy(&f, &mag, 4);
+  return f;
+}
+
+/* A path's kernel: adds the squares of rows * GNMR_SUM_LANES elements of
+   dtype at x (any alignment) into lane[i mod GNMR_SUM_LANES], in increasing
+   i; with mag != NULL it also raises *mag to the largest magnitude read,
+   NaN/Inf included. */
+typedef void (*gnmr__rows_fn)(const void *x, size_t rows, int dtype,
+                              double *lane, uint32_t *mag);
+
+/* The scalar path, the reference every other path must match. */
+static void gnmr__rows_scalar(const void *x, size_t rows, int dtype,
+                              double *lane, uint32_t *mag) {
+  const unsigned char *p = (const unsigned char *)x;
+  size_t size = gnmr__elem_size(dtype), r;
+  int j;
+  for (r = 0; r < rows; r++) {
+    for (j = 0; j < GNMR_SUM_LANES; j++, p += size) {
+      uint32_t m = gnmr__mag_at(p, dtype);
+      double v = (double)gnmr__mag_value(m, dtype);
+      lane[j] += v * v;
+      if (mag && m > *mag) *mag = m;
+    }
+  }
+}
+
+static gnmr__rows_fn gnmr__active_rows(void);
+
+/* A chunk with a NaN/Inf read again: counts them, and raises *mag over the
+   finite elements only. */
+static void gnmr__nonfinite_chunk(const unsigned char *p, size_t n, int dtype,
+                                  uint32_t *mag, uint64_t *nonfinite) {
+  size_t size = gnmr__elem_size(dtype), i;
+  for (i = 0; i < n; i++, p += size) {
+    uint32_t m = gnmr__mag_at(p, dtype);
+    if (!gnmr__mag_finite(m, dtype))
+      ++*nonfinite;
+    else if (m > *mag)
+      *mag = m;
+  }
+}
+
+/* The canonical sum of x[0..n) with one path's kernel; with mag != NULL also
+   the largest finite magnitude and the count of NaN/Inf elements. */
+static double gnmr__sum(gnmr__rows_fn rows, const void *x, size_t n, int dtype,
+                        uint32_t *mag, uint64_t *nonfinite) {
+  const unsigned char *p = (const unsigned char *)x;
+  size_t size = gnmr__elem_size(dtype), start;
   gnmr__tree tree;
-  double amax = 0.0;
-  uint64_t nonfinite = 0;
-  size_t start;
   memset(&tree, 0, sizeof tree);
   for (start = 0; start < n; start += GNMR_SUM_CHUNK) {
+    const unsigned char *chunk = p + start * size;
+    size_t len = n - start < GNMR_SUM_CHUNK ? n - start : GNMR_SUM_CHUNK;
+    size_t full = len / GNMR_SUM_LANES, tail = len % GNMR_SUM_LANES;
     double lane[GNMR_SUM_LANES] = {0};
-    size_t i, end = n - start < GNMR_SUM_CHUNK ? n : start + GNMR_SUM_CHUNK;
-    for (i = start; i < end; i++) {
-      double v = (double)gnmr__load(x, i, dtype);
-      lane[(i - start) % GNMR_SUM_LANES] += v * v;
-      if (!isfinite(v))
-        nonfinite++;
-      else if (fabs(v) > amax)
-        amax = fabs(v);
+    uint32_t chunk_mag = 0, *want_mag = mag ? &chunk_mag : NULL;
+    double sum;
+    if (full > 0) rows(chunk, full, dtype, lane, want_mag);
+    if (tail > 0) {
+      union {
+        double align;
+        unsigned char bytes[GNMR_SUM_LANES * 4];
+      } row;
+      memset(&row, 0, sizeof row);
+      memcpy(row.bytes, chunk + full * GNMR_SUM_LANES * size, tail * size);
+      rows(row.bytes, 1, dtype, lane, want_mag);
     }
-    gnmr__tree_add(&tree, gnmr__lane_fold(lane));
+    sum = gnmr__lane_fold(lane);
+    if (mag) {
+      if (!isfinite(sum))
+        gnmr__nonfinite_chunk(chunk, len, dtype, mag, nonfinite);
+      else if (chunk_mag > *mag)
+        *mag = chunk_mag;
+    }
+    gnmr__tree_add(&tree, sum);
   }
-  out->sumsq = gnmr__tree_sum(&tree);
-  out->amax = amax;
+  return gnmr__tree_sum(&tree);
+}
+
+/* x == NULL with n > 0 is a caller bug: it reads as a NaN norm (which the
+   controller treats as a numerical failure), never as a crash. */
+static void gnmr__stats(const void *x, size_t n, int dtype,
+                        gnmr_tensor_stats *out) {
+  uint32_t mag = 0;
+  uint64_t nonfinite = 0;
+  if (!out) return;
+  if (!x && n > 0) {
+    out->sumsq = out->amax = (double)NAN;
+    out->nonfinite = 0;
+    return;
+  }
+  out->sumsq = gnmr__sum(gnmr__active_rows(), x, n, dtype, &mag, &nonfinite);
+  out->amax = (double)gnmr__mag_value(mag, dtype);
   out->nonfinite = nonfinite;
 }
 
-static void gnmr__stats(const void *x, size_t n, int dtype,
-                        gnmr_tensor_stats *out) {
-  gnmr__stats_scalar(x, n, dtype, out);
+static double gnmr__sumsq(const void *x, size_t n, int dtype) {
+  if (!x && n > 0) return (double)NAN;
+  return gnmr__sum(gnmr__active_rows(), x, n, dtype, NULL, NULL);
 }
 
 GNMR_DEF void gnmr_stats_f32(const float *x, size_t n, gnmr_tensor_stats *out) {
@@ -1027,19 +1160,13 @@ GNMR_DEF void gnmr_stats_bf16(const uint16_t *x, size_t n,
   gnmr__stats(x, n, GNMR_BF16, out);
 }
 GNMR_DEF double gnmr_sumsq_f32(const float *x, size_t n) {
-  gnmr_tensor_stats s;
-  gnmr__stats(x, n, GNMR_F32, &s);
-  return s.sumsq;
+  return gnmr__sumsq(x, n, GNMR_F32);
 }
 GNMR_DEF double gnmr_sumsq_f16(const uint16_t *x, size_t n) {
-  gnmr_tensor_stats s;
-  gnmr__stats(x, n, GNMR_F16, &s);
-  return s.sumsq;
+  return gnmr__sumsq(x, n, GNMR_F16);
 }
 GNMR_DEF double gnmr_sumsq_bf16(const uint16_t *x, size_t n) {
-  gnmr_tensor_stats s;
-  gnmr__stats(x, n, GNMR_BF16, &s);
-  return s.sumsq;
+  return gnmr__sumsq(x, n, GNMR_BF16);
 }
 
 static int gnmr__tensors_valid(const gnmr_tensor *t, size_t nt,
@@ -1060,11 +1187,8 @@ GNMR_DEF int gnmr_unit_sumsq(const gnmr_tensor *t, size_t nt, double *sumsq,
   if ((n_units > 0 && !sumsq) || !gnmr__tensors_valid(t, nt, n_units))
     return GNMR_EINVAL;
   for (i = 0; i < n_units; i++) sumsq[i] = 0.0;
-  for (i = 0; i < nt; i++) {
-    gnmr_tensor_stats s;
-    gnmr__stats(t[i].data, t[i].n, t[i].dtype, &s);
-    sumsq[t[i].unit] += s.sumsq;
-  }
+  for (i = 0; i < nt; i++)
+    sumsq[t[i].unit] += gnmr__sumsq(t[i].data, t[i].n, t[i].dtype);
   return GNMR_OK;
 }
 
@@ -1080,23 +1204,388 @@ GNMR_DEF int gnmr_unit_norms(const gnmr_tensor *t, size_t nt, float *norms,
   for (i = 0; i < nt;) {
     double sum = 0.0;
     u = t[i].unit;
-    for (; i < nt && t[i].unit == u; i++) {
-      gnmr_tensor_stats s;
-      gnmr__stats(t[i].data, t[i].n, t[i].dtype, &s);
-      sum += s.sumsq;
-    }
+    for (; i < nt && t[i].unit == u; i++)
+      sum += gnmr__sumsq(t[i].data, t[i].n, t[i].dtype);
     norms[u] = (float)sqrt(sum);
   }
   return GNMR_OK;
 }
 
-/* ---- dispatch ------------------------------------------------------------ */
+/* ---- SIMD paths -----------------------------------------------------------
+   Each kernel keeps the 32 lane sums in registers, converts elements to
+   double exactly (cvtps2pd, F16C/NEON half conversions, bf16 by a shift)
+   and adds x*x with a fused multiply-add where it has one: x*x is exact in
+   double, so fma(x, x, s) rounds once, like s + x*x. Loads are unaligned. */
 
-GNMR_DEF int gnmr_isa_supported(int isa) { return isa == GNMR_ISA_SCALAR; }
-GNMR_DEF int gnmr_isa_active(void) { return GNMR_ISA_SCALAR; }
-GNMR_DEF int gnmr_isa_force(int isa) {
-  return gnmr_isa_supported(isa) ? GNMR_OK : GNMR_EISA;
+#ifdef GNMR__SSE2
+/* SSE2 has no half conversion: f16 magnitudes (sign dropped; squares do not
+   need it) are rebuilt as f32 bits with integer operations, subnormals as
+   m * 2^-24 from integers, so no subnormal ever enters the FPU (DAZ-safe). */
+static GNMR__NORM_SSE2 __m128 gnmr__sse2_f16(__m128i m) {
+  __m128i bits =
+      _mm_add_epi32(_mm_slli_epi32(m, 13), _mm_set1_epi32(0x38000000));
+  __m128i infnan = _mm_cmpgt_epi32(m, _mm_set1_epi32(0x7BFF));
+  __m128 sub = _mm_castsi128_ps(_mm_cmplt_epi32(m, _mm_set1_epi32(0x400)));
+  __m128 subv =
+      _mm_mul_ps(_mm_cvtepi32_ps(m), _mm_set1_ps(5.9604644775390625e-8f));
+  bits = _mm_add_epi32(bits, _mm_and_si128(infnan, _mm_set1_epi32(0x38000000)));
+  return _mm_or_ps(_mm_and_ps(sub, subv),
+                   _mm_andnot_ps(sub, _mm_castsi128_ps(bits)));
 }
+
+/* Four floats into lane sums a[0] (elements 0, 1) and a[1] (2, 3). */
+static GNMR__NORM_SSE2 void gnmr__sse2_sq4(__m128d *a, __m128 f) {
+  __m128d lo = _mm_cvtps_pd(f), hi = _mm_cvtps_pd(_mm_movehl_ps(f, f));
+  a[0] = _mm_add_pd(a[0], _mm_mul_pd(lo, lo));
+  a[1] = _mm_add_pd(a[1], _mm_mul_pd(hi, hi));
+}
+
+static GNMR__NORM_SSE2 void gnmr__rows_sse2(const void *x, size_t rows,
+                                            int dtype, double *lane,
+                                            uint32_t *mag) {
+  const unsigned char *p = (const unsigned char *)x;
+  __m128d a[16];
+  __m128i top = _mm_setzero_si128();
+  uint32_t t[4];
+  size_t r;
+  int k;
+  for (k = 0; k < 16; k++) a[k] = _mm_loadu_pd(lane + 2 * k);
+  if (dtype == GNMR_F32) {
+    const __m128i abs = _mm_set1_epi32(0x7FFFFFFF);
+    for (r = 0; r < rows; r++, p += 128) {
+      for (k = 0; k < 8; k++) {
+        __m128i v = _mm_loadu_si128((const __m128i *)(p + 16 * k));
+        gnmr__sse2_sq4(a + 2 * k, _mm_castsi128_ps(v));
+        if (mag) { /* unsigned max: magnitudes are < 2^31 */
+          __m128i m = _mm_and_si128(v, abs), gt = _mm_cmpgt_epi32(m, top);
+          top = _mm_or_si128(_mm_and_si128(gt, m), _mm_andnot_si128(gt, top));
+        }
+      }
+    }
+    _mm_storeu_si128((__m128i *)t, top);
+  } else {
+    const __m128i abs = _mm_set1_epi16(0x7FFF), zero = _mm_setzero_si128();
+    for (r = 0; r < rows; r++, p += 64) {
+      for (k = 0; k < 4; k++) {
+        __m128i h = _mm_loadu_si128((const __m128i *)(p + 16 * k));
+        __m128 lo, hi;
+        if (dtype == GNMR_BF16) {
+          lo = _mm_castsi128_ps(_mm_unpacklo_epi16(zero, h));
+          hi = _mm_castsi128_ps(_mm_unpackhi_epi16(zero, h));
+        } else {
+          __m128i m = _mm_and_si128(h, abs);
+          lo = gnmr__sse2_f16(_mm_unpacklo_epi16(m, zero));
+          hi = gnmr__sse2_f16(_mm_unpackhi_epi16(m, zero));
+        }
+        gnmr__sse2_sq4(a + 4 * k, lo);
+        gnmr__sse2_sq4(a + 4 * k + 2, hi);
+        if (mag) top = _mm_max_epi16(top, _mm_and_si128(h, abs));
+      }
+    }
+    /* 16-bit maxima to 32-bit lanes */
+    top = _mm_max_epi16(_mm_srli_epi32(top, 16),
+                        _mm_and_si128(top, _mm_set1_epi32(0xFFFF)));
+    _mm_storeu_si128((__m128i *)t, top);
+  }
+  for (k = 0; k < 16; k++) _mm_storeu_pd(lane + 2 * k, a[k]);
+  if (mag)
+    for (k = 0; k < 4; k++)
+      if (t[k] > *mag) *mag = t[k];
+}
+#endif /* GNMR__SSE2 */
+
+#ifdef GNMR__AVX2
+static GNMR__NORM_AVX2 __m256d gnmr__avx2_sq(__m256d acc, __m128 f) {
+  __m256d d = _mm256_cvtps_pd(f);
+  return _mm256_fmadd_pd(d, d, acc);
+}
+
+/* Eight f16/bf16 elements to eight floats, in order. */
+static GNMR__NORM_AVX2 __m256 gnmr__avx2_half8(const unsigned char *p,
+                                               int dtype) {
+  __m128i h = _mm_loadu_si128((const __m128i *)p);
+  if (dtype == GNMR_F16) return _mm256_cvtph_ps(h);
+  return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
+}
+
+static GNMR__NORM_AVX2 void gnmr__rows_avx2(const void *x, size_t rows,
+                                            int dtype, double *lane,
+                                            uint32_t *mag) {
+  const unsigned char *p = (const unsigned char *)x;
+  __m256d a0 = _mm256_loadu_pd(lane), a1 = _mm256_loadu_pd(lane + 4);
+  __m256d a2 = _mm256_loadu_pd(lane + 8), a3 = _mm256_loadu_pd(lane + 12);
+  __m256d a4 = _mm256_loadu_pd(lane + 16), a5 = _mm256_loadu_pd(lane + 20);
+  __m256d a6 = _mm256_loadu_pd(lane + 24), a7 = _mm256_loadu_pd(lane + 28);
+  __m256i top = _mm256_setzero_si256();
+  uint32_t t[8];
+  size_t r;
+  int k;
+  if (dtype == GNMR_F32) {
+    const __m256i abs = _mm256_set1_epi32(0x7FFFFFFF);
+    for (r = 0; r < rows; r++, p += 128) {
+      const float *f = (const float *)(const void *)p;
+      a0 = gnmr__avx2_sq(a0, _mm_loadu_ps(f));
+      a1 = gnmr__avx2_sq(a1, _mm_loadu_ps(f + 4));
+      a2 = gnmr__avx2_sq(a2, _mm_loadu_ps(f + 8));
+      a3 = gnmr__avx2_sq(a3, _mm_loadu_ps(f + 12));
+      a4 = gnmr__avx2_sq(a4, _mm_loadu_ps(f + 16));
+      a5 = gnmr__avx2_sq(a5, _mm_loadu_ps(f + 20));
+      a6 = gnmr__avx2_sq(a6, _mm_loadu_ps(f + 24));
+      a7 = gnmr__avx2_sq(a7, _mm_loadu_ps(f + 28));
+      if (mag)
+        for (k = 0; k < 4; k++)
+          top = _mm256_max_epu32(
+              top, _mm256_and_si256(
+                       _mm256_loadu_si256((const __m256i *)(p + 32 * k)), abs));
+    }
+  } else {
+    const __m256i abs = _mm256_set1_epi16(0x7FFF);
+    for (r = 0; r < rows; r++, p += 64) {
+      __m256 f0 = gnmr__avx2_half8(p, dtype);
+      __m256 f1 = gnmr__avx2_half8(p + 16, dtype);
+      __m256 f2 = gnmr__avx2_half8(p + 32, dtype);
+      __m256 f3 = gnmr__avx2_half8(p + 48, dtype);
+      a0 = gnmr__avx2_sq(a0, _mm256_castps256_ps128(f0));
+      a1 = gnmr__avx2_sq(a1, _mm256_extractf128_ps(f0, 1));
+      a2 = gnmr__avx2_sq(a2, _mm256_castps256_ps128(f1));
+      a3 = gnmr__avx2_sq(a3, _mm256_extractf128_ps(f1, 1));
+      a4 = gnmr__avx2_sq(a4, _mm256_castps256_ps128(f2));
+      a5 = gnmr__avx2_sq(a5, _mm256_extractf128_ps(f2, 1));
+      a6 = gnmr__avx2_sq(a6, _mm256_castps256_ps128(f3));
+      a7 = gnmr__avx2_sq(a7, _mm256_extractf128_ps(f3, 1));
+      if (mag)
+        for (k = 0; k < 2; k++)
+          top = _mm256_max_epu16(
+              top, _mm256_and_si256(
+                       _mm256_loadu_si256((const __m256i *)(p + 32 * k)), abs));
+    }
+    top = _mm256_max_epu32(_mm256_srli_epi32(top, 16),
+                           _mm256_and_si256(top, _mm256_set1_epi32(0xFFFF)));
+  }
+  _mm256_storeu_pd(lane, a0);
+  _mm256_storeu_pd(lane + 4, a1);
+  _mm256_storeu_pd(lane + 8, a2);
+  _mm256_storeu_pd(lane + 12, a3);
+  _mm256_storeu_pd(lane + 16, a4);
+  _mm256_storeu_pd(lane + 20, a5);
+  _mm256_storeu_pd(lane + 24, a6);
+  _mm256_storeu_pd(lane + 28, a7);
+  if (mag) {
+    _mm256_storeu_si256((__m256i *)t, top);
+    for (k = 0; k < 8; k++)
+      if (t[k] > *mag) *mag = t[k];
+  }
+}
+#endif /* GNMR__AVX2 */
+
+#ifdef GNMR__AVX512
+/* g++ 12 warns inside its own AVX-512 headers (_mm512_undefined_*, GCC bug
+   105593) when they are inlined into C++ code: silence it for this path. */
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
+static GNMR__NORM_AVX512 __m512d gnmr__avx512_sq(__m512d acc, __m256 f) {
+  __m512d d = _mm512_cvtps_pd(f);
+  return _mm512_fmadd_pd(d, d, acc);
+}
+
+static GNMR__NORM_AVX512 __m256 gnmr__avx512_hi8(__m512 f) {
+  return _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(f), 1));
+}
+
+/* Sixteen f16/bf16 elements to sixteen floats, in order. */
+static GNMR__NORM_AVX512 __m512 gnmr__avx512_half16(const unsigned char *p,
+                                                    int dtype) {
+  __m256i h = _mm256_loadu_si256((const __m256i *)p);
+  if (dtype == GNMR_F16) return _mm512_cvtph_ps(h);
+  return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+}
+
+static GNMR__NORM_AVX512 void gnmr__rows_avx512(const void *x, size_t rows,
+                                                int dtype, double *lane,
+                                                uint32_t *mag) {
+  const unsigned char *p = (const unsigned char *)x;
+  __m512d a0 = _mm512_loadu_pd(lane), a1 = _mm512_loadu_pd(lane + 8);
+  __m512d a2 = _mm512_loadu_pd(lane + 16), a3 = _mm512_loadu_pd(lane + 24);
+  __m512i top = _mm512_setzero_si512();
+  size_t r;
+  if (dtype == GNMR_F32) {
+    const __m512i abs = _mm512_set1_epi32(0x7FFFFFFF);
+    for (r = 0; r < rows; r++, p += 128) {
+      const float *f = (const float *)(const void *)p;
+      a0 = gnmr__avx512_sq(a0, _mm256_loadu_ps(f));
+      a1 = gnmr__avx512_sq(a1, _mm256_loadu_ps(f + 8));
+      a2 = gnmr__avx512_sq(a2, _mm256_loadu_ps(f + 16));
+      a3 = gnmr__avx512_sq(a3, _mm256_loadu_ps(f + 24));
+      if (mag) {
+        top =
+            _mm512_max_epu32(top, _mm512_and_si512(_mm512_loadu_si512(p), abs));
+        top = _mm512_max_epu32(
+            top, _mm512_and_si512(_mm512_loadu_si512(p + 64), abs));
+      }
+    }
+  } else {
+    const __m512i abs = _mm512_set1_epi16(0x7FFF);
+    for (r = 0; r < rows; r++, p += 64) {
+      __m512 f0 = gnmr__avx512_half16(p, dtype);
+      __m512 f1 = gnmr__avx512_half16(p + 32, dtype);
+      a0 = gnmr__avx512_sq(a0, _mm512_castps512_ps256(f0));
+      a1 = gnmr__avx512_sq(a1, gnmr__avx512_hi8(f0));
+      a2 = gnmr__avx512_sq(a2, _mm512_castps512_ps256(f1));
+      a3 = gnmr__avx512_sq(a3, gnmr__avx512_hi8(f1));
+      if (mag)
+        top =
+            _mm512_max_epu16(top, _mm512_and_si512(_mm512_loadu_si512(p), abs));
+    }
+    top = _mm512_max_epu32(_mm512_srli_epi32(top, 16),
+                           _mm512_and_si512(top, _mm512_set1_epi32(0xFFFF)));
+  }
+  _mm512_storeu_pd(lane, a0);
+  _mm512_storeu_pd(lane + 8, a1);
+  _mm512_storeu_pd(lane + 16, a2);
+  _mm512_storeu_pd(lane + 24, a3);
+  if (mag) {
+    uint32_t m = (uint32_t)_mm512_reduce_max_epu32(top);
+    if (m > *mag) *mag = m;
+  }
+}
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic pop
+#endif
+#endif /* GNMR__AVX512 */
+
+#ifdef GNMR__NEON
+/* Four floats into lane sums a[0] (elements 0, 1) and a[1] (2, 3). */
+static void gnmr__neon_sq4(float64x2_t *a, float32x4_t f) {
+  float64x2_t lo = vcvt_f64_f32(vget_low_f32(f)), hi = vcvt_high_f64_f32(f);
+  a[0] = vfmaq_f64(a[0], lo, lo);
+  a[1] = vfmaq_f64(a[1], hi, hi);
+}
+
+static void gnmr__rows_neon(const void *x, size_t rows, int dtype, double *lane,
+                            uint32_t *mag) {
+  const uint8_t *p = (const uint8_t *)x;
+  float64x2_t a[16];
+  uint32_t top = 0;
+  size_t r;
+  int k;
+  for (k = 0; k < 16; k++) a[k] = vld1q_f64(lane + 2 * k);
+  if (dtype == GNMR_F32) {
+    const uint32x4_t abs = vdupq_n_u32(0x7FFFFFFFu);
+    uint32x4_t t = vdupq_n_u32(0);
+    for (r = 0; r < rows; r++, p += 128) {
+      for (k = 0; k < 8; k++) {
+        uint32x4_t v = vreinterpretq_u32_u8(vld1q_u8(p + 16 * k));
+        gnmr__neon_sq4(a + 2 * k, vreinterpretq_f32_u32(v));
+        if (mag) t = vmaxq_u32(t, vandq_u32(v, abs));
+      }
+    }
+    top = vmaxvq_u32(t);
+  } else {
+    const uint16x8_t abs = vdupq_n_u16(0x7FFFu);
+    uint16x8_t t = vdupq_n_u16(0);
+    for (r = 0; r < rows; r++, p += 64) {
+      for (k = 0; k < 4; k++) {
+        uint16x8_t h = vreinterpretq_u16_u8(vld1q_u8(p + 16 * k));
+        float32x4_t lo, hi;
+        if (dtype == GNMR_F16) {
+          lo = vcvt_f32_f16(vreinterpret_f16_u16(vget_low_u16(h)));
+          hi = vcvt_high_f32_f16(vreinterpretq_f16_u16(h));
+        } else {
+          lo = vreinterpretq_f32_u32(vshll_n_u16(vget_low_u16(h), 16));
+          hi = vreinterpretq_f32_u32(vshll_high_n_u16(h, 16));
+        }
+        gnmr__neon_sq4(a + 4 * k, lo);
+        gnmr__neon_sq4(a + 4 * k + 2, hi);
+        if (mag) t = vmaxq_u16(t, vandq_u16(h, abs));
+      }
+    }
+    top = vmaxvq_u16(t);
+  }
+  for (k = 0; k < 16; k++) vst1q_f64(lane + 2 * k, a[k]);
+  if (mag && top > *mag) *mag = top;
+}
+#endif /* GNMR__NEON */
+
+/* ---- dispatch -------------------------------------------------------------
+   The path is chosen once, on first use, as the best one this build and
+   CPU can run (gnmr_isa_force overrides it); that choice is the library's
+   only global mutable state, read and written atomically where the
+   compiler offers it. x86: cpuid leaves 1 and 7, and xgetbv to check that
+   the OS saves the YMM/ZMM registers. */
+
+static int gnmr__isa_choice = -1;
+
+static int gnmr__isa_get(void) {
+#if defined(__GNUC__) || defined(__clang__)
+  return __atomic_load_n(&gnmr__isa_choice, __ATOMIC_RELAXED);
+#else
+  return gnmr__isa_choice;
+#endif
+}
+
+static void gnmr__isa_set(int isa) {
+#if defined(__GNUC__) || defined(__clang__)
+  __atomic_store_n(&gnmr__isa_choice, isa, __ATOMIC_RELAXED);
+#else
+  gnmr__isa_choice = isa;
+#endif
+}
+
+#ifdef GNMR__X86
+static int gnmr__x86_has(int isa) {
+  unsigned a, b, c, d, b7 = 0, xcr0 = 0, xcr0_hi;
+  if (!__get_cpuid(1, &a, &b, &c, &d)) return 0;
+  if (isa == GNMR_ISA_SSE2) return (d >> 26) & 1u;
+  /* OSXSAVE, AVX, FMA, F16C */
+  if ((c & 0x38001000u) != 0x38001000u) return 0;
+  __asm__ __volatile__("xgetbv" : "=a"(xcr0), "=d"(xcr0_hi) : "c"(0));
+  (void)xcr0_hi;
+  if (__get_cpuid_max(0, NULL) >= 7) __cpuid_count(7, 0, a, b7, c, d);
+  if (isa == GNMR_ISA_AVX2) /* XMM+YMM state; AVX2 */
+    return (xcr0 & 0x6u) == 0x6u && ((b7 >> 5) & 1u);
+  if (isa == GNMR_ISA_AVX512) /* + opmask, ZMM state; AVX2, F, BW */
+    return (xcr0 & 0xE6u) == 0xE6u && (b7 & 0x40010020u) == 0x40010020u;
+  return 0;
+}
+#endif
+
+GNMR_DEF int gnmr_isa_supported(int isa) {
+  switch (isa) {
+  case GNMR_ISA_SCALAR: return 1;
+#ifdef GNMR__SSE2
+  case GNMR_ISA_SSE2: return gnmr__x86_has(isa);
+#endif
+#ifdef GNMR__AVX2
+  case GNMR_ISA_AVX2: return gnmr__x86_has(isa);
+#endif
+#ifdef GNMR__AVX512
+  case GNMR_ISA_AVX512: return gnmr__x86_has(isa);
+#endif
+#ifdef GNMR__NEON
+  case GNMR_ISA_NEON: return 1;
+#endif
+  default: return 0;
+  }
+}
+
+GNMR_DEF int gnmr_isa_active(void) {
+  int isa = gnmr__isa_get();
+  if (isa < 0) {
+    isa = GNMR_ISA_NEON;
+    while (!gnmr_isa_supported(isa)) isa--;
+    gnmr__isa_set(isa);
+  }
+  return isa;
+}
+
+GNMR_DEF int gnmr_isa_force(int isa) {
+  if (!gnmr_isa_supported(isa)) return GNMR_EISA;
+  gnmr__isa_set(isa);
+  return GNMR_OK;
+}
+
 GNMR_DEF const char *gnmr_isa_name(int isa) {
   switch (isa) {
   case GNMR_ISA_SCALAR: return "scalar";
@@ -1105,6 +1594,24 @@ GNMR_DEF const char *gnmr_isa_name(int isa) {
   case GNMR_ISA_AVX512: return "avx512";
   case GNMR_ISA_NEON: return "neon";
   default: return "unknown";
+  }
+}
+
+static gnmr__rows_fn gnmr__active_rows(void) {
+  switch (gnmr_isa_active()) {
+#ifdef GNMR__SSE2
+  case GNMR_ISA_SSE2: return gnmr__rows_sse2;
+#endif
+#ifdef GNMR__AVX2
+  case GNMR_ISA_AVX2: return gnmr__rows_avx2;
+#endif
+#ifdef GNMR__AVX512
+  case GNMR_ISA_AVX512: return gnmr__rows_avx512;
+#endif
+#ifdef GNMR__NEON
+  case GNMR_ISA_NEON: return gnmr__rows_neon;
+#endif
+  default: return gnmr__rows_scalar;
   }
 }
 
