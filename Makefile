@@ -25,7 +25,7 @@ LDFLAGS_test_ctl = -Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc,--wrap=free
 FORMAT_FILES = $(wildcard *.h tests/*.c tests/*.h tests/*/*.c tests/*/*.cc \
                  examples/*.c examples/*/*.cu bench/*.c)
 
-.PHONY: all test bench demo format format-check clean neon
+.PHONY: all test bench bench-norm demo format format-check clean neon
 
 all: test
 
@@ -89,7 +89,29 @@ $(B)/bench_ctl: bench/bench_ctl.c gnmr.h
 	@mkdir -p $(@D)
 	$(firstword $(CC_LIST)) $(BENCH_FLAGS) -o $@ $< -lm
 
-bench: $(B)/bench_ctl
+# Norm helpers: a portable -O2 build and a -march=native one (the dispatch
+# should make them equal); cblas_snrm2 beside them where OpenBLAS is found.
+OPENBLAS_LIBS := $(shell pkg-config --libs openblas 2>/dev/null)
+ifneq ($(OPENBLAS_LIBS),)
+NORM_CBLAS = -DHAVE_CBLAS $(shell pkg-config --cflags openblas 2>/dev/null)
+endif
+$(B)/bench_norm: bench/bench_norm.c gnmr.h
+	@mkdir -p $(@D)
+	$(firstword $(CC_LIST)) $(BENCH_FLAGS) $(NORM_CBLAS) -o $@ $< \
+	  $(OPENBLAS_LIBS) -lm
+$(B)/bench_norm_native: bench/bench_norm.c gnmr.h
+	@mkdir -p $(@D)
+	$(firstword $(CC_LIST)) $(BENCH_FLAGS) -march=native -o $@ $< -lm
+
+bench-norm: $(B)/bench_norm $(B)/bench_norm_native
+	@[ -n "$(NORM_CBLAS)" ] || echo "bench_norm: OpenBLAS not found" \
+	  "(libopenblas-dev): cblas_snrm2 left out"
+	$(B)/bench_norm --csv bench/bench_norm.csv
+	@echo "== the same, default path only: -O2 and -O2 -march=native"
+	$(B)/bench_norm --paths=best --csv bench/bench_norm_o2.csv
+	$(B)/bench_norm_native --paths=best --csv bench/bench_norm_native.csv
+
+bench: $(B)/bench_ctl bench-norm
 	$(B)/bench_ctl --csv bench/bench_ctl.csv
 
 # ---- examples --------------------------------------------------------------

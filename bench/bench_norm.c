@@ -1,0 +1,278 @@
+/* bench_norm - throughput of the norm helpers, per dtype and per path, for
+   sizes from 1 KiB to 1 GiB, beside references measured in the same run:
+     plain     a plain scalar loop: double s += (double)x[i] * x[i]
+     probe     the fastest streaming read we can write (AVX-512 or AVX2
+               loads OR-reduced, unrolled), the memory-bus ceiling
+     snrm2     cblas_snrm2 (OpenBLAS), when built with -DHAVE_CBLAS
+   Repetitions are chosen by time; each figure is the median of several
+   samples, with the spread (max - min) / median. A sink keeps the work.
+
+   usage: bench_norm [--paths=all|best] [--max-bytes=N] [--csv FILE] */
+#define _POSIX_C_SOURCE 200112L
+#define GNMR_IMPLEMENTATION
+#include "gnmr.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#ifdef HAVE_CBLAS
+#include <cblas.h>
+#endif
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <immintrin.h>
+#define HAVE_PROBE 1
+#endif
+
+static volatile double sink;
+static FILE *csv;
+
+static double now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* ---- references -------------------------------------------------------- */
+
+static double plain_f32(const void *x, size_t n) {
+  const float *f = (const float *)x;
+  double s = 0.0;
+  size_t i;
+  for (i = 0; i < n; i++) s += (double)f[i] * (double)f[i];
+  return s;
+}
+
+#ifdef HAVE_PROBE
+__attribute__((target("avx512f"))) static double probe_avx512(const void *x,
+                                                              size_t bytes) {
+  const unsigned char *p = (const unsigned char *)x;
+  __m512i a = _mm512_setzero_si512(), b = a, c = a, d = a;
+  size_t i;
+  for (i = 0; i + 256 <= bytes; i += 256) {
+    a = _mm512_or_si512(a, _mm512_loadu_si512(p + i));
+    b = _mm512_or_si512(b, _mm512_loadu_si512(p + i + 64));
+    c = _mm512_or_si512(c, _mm512_loadu_si512(p + i + 128));
+    d = _mm512_or_si512(d, _mm512_loadu_si512(p + i + 192));
+  }
+  a = _mm512_or_si512(_mm512_or_si512(a, b), _mm512_or_si512(c, d));
+  return (double)_mm512_reduce_or_epi32(a);
+}
+__attribute__((target("avx2"))) static double probe_avx2(const void *x,
+                                                         size_t bytes) {
+  const unsigned char *p = (const unsigned char *)x;
+  __m256i a = _mm256_setzero_si256(), b = a, c = a, d = a;
+  int t[8], k, r = 0;
+  size_t i;
+  for (i = 0; i + 128 <= bytes; i += 128) {
+    a = _mm256_or_si256(a, _mm256_loadu_si256((const __m256i *)(p + i)));
+    b = _mm256_or_si256(b, _mm256_loadu_si256((const __m256i *)(p + i + 32)));
+    c = _mm256_or_si256(c, _mm256_loadu_si256((const __m256i *)(p + i + 64)));
+    d = _mm256_or_si256(d, _mm256_loadu_si256((const __m256i *)(p + i + 96)));
+  }
+  a = _mm256_or_si256(_mm256_or_si256(a, b), _mm256_or_si256(c, d));
+  _mm256_storeu_si256((__m256i *)t, a);
+  for (k = 0; k < 8; k++) r |= t[k];
+  return (double)r;
+}
+#endif
+
+/* ---- measurement ------------------------------------------------------- */
+
+enum { K_LIB_SUMSQ, K_LIB_STATS, K_PLAIN, K_PROBE, K_SNRM2 };
+
+typedef struct job {
+  int kind, dtype;
+  const void *x;
+  size_t n, bytes;
+} job;
+
+static double run_once(const job *j) {
+  gnmr_tensor_stats s;
+  switch (j->kind) {
+  case K_LIB_SUMSQ:
+    if (j->dtype == GNMR_F32) return gnmr_sumsq_f32((const float *)j->x, j->n);
+    if (j->dtype == GNMR_F16)
+      return gnmr_sumsq_f16((const uint16_t *)j->x, j->n);
+    return gnmr_sumsq_bf16((const uint16_t *)j->x, j->n);
+  case K_LIB_STATS:
+    if (j->dtype == GNMR_F32) gnmr_stats_f32((const float *)j->x, j->n, &s);
+    if (j->dtype == GNMR_F16) gnmr_stats_f16((const uint16_t *)j->x, j->n, &s);
+    if (j->dtype == GNMR_BF16)
+      gnmr_stats_bf16((const uint16_t *)j->x, j->n, &s);
+    return s.sumsq + s.amax;
+  case K_PLAIN: return plain_f32(j->x, j->n);
+#ifdef HAVE_PROBE
+  case K_PROBE:
+    return __builtin_cpu_supports("avx512f") ? probe_avx512(j->x, j->bytes)
+                                             : probe_avx2(j->x, j->bytes);
+#endif
+#ifdef HAVE_CBLAS
+  case K_SNRM2: return (double)cblas_snrm2((int)j->n, (const float *)j->x, 1);
+#endif
+  default: return 0.0;
+  }
+}
+
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return x < y ? -1 : x > y;
+}
+
+/* Seconds per call: median over samples, each sample long enough to time. */
+static double measure(const job *j, double *spread) {
+  double t[21], t0, once;
+  long reps = 1, r;
+  int samples, k;
+  t0 = now();
+  sink += run_once(j); /* warm-up, and a first estimate */
+  once = now() - t0;
+  /* short samples, many of them: on a shared machine the median is then a
+     sample that no other job interrupted */
+  if (once < 1e-3) reps = (long)(1e-3 / (once > 1e-9 ? once : 1e-9)) + 1;
+  samples = once > 0.05 ? 3 : once > 5e-3 ? 7 : 21;
+  for (k = 0; k < samples; k++) {
+    t0 = now();
+    for (r = 0; r < reps; r++) sink += run_once(j);
+    t[k] = (now() - t0) / (double)reps;
+  }
+  qsort(t, (size_t)samples, sizeof t[0], cmp_double);
+  *spread = (t[samples - 1] - t[0]) / t[samples / 2];
+  return t[samples / 2];
+}
+
+static const char *dtype_name(int dtype) {
+  return dtype == GNMR_F32 ? "f32" : dtype == GNMR_F16 ? "f16" : "bf16";
+}
+
+static void report(const job *j, const char *what) {
+  double spread, sec = measure(j, &spread);
+  double gbs = (double)j->bytes / sec * 1e-9, ges = (double)j->n / sec * 1e-9;
+  char size[32];
+  if (j->bytes >= (1u << 30))
+    sprintf(size, "%lu GiB", (unsigned long)(j->bytes >> 30));
+  else if (j->bytes >= (1u << 20))
+    sprintf(size, "%lu MiB", (unsigned long)(j->bytes >> 20));
+  else
+    sprintf(size, "%lu KiB", (unsigned long)(j->bytes >> 10));
+  printf("| %-4s | %7s | %-14s | %7.2f | %7.2f | %5.1f%% |\n",
+         dtype_name(j->dtype), size, what, gbs, ges, 100 * spread);
+  fflush(stdout);
+  if (csv)
+    fprintf(csv, "%s,%lu,%s,%.4f,%.4f,%.4f\n", dtype_name(j->dtype),
+            (unsigned long)j->bytes, what, gbs, ges, spread);
+}
+
+/* Gradient-like values: a sum of uniforms, scaled; no NaN, no subnormals. */
+static uint64_t rng = 0x9E3779B97F4A7C15ull;
+static float gauss(void) {
+  double g = 0;
+  int i;
+  for (i = 0; i < 4; i++) {
+    uint64_t z = (rng += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    g += (double)((z ^ (z >> 31)) >> 11) * (1.0 / 9007199254740992.0) - 0.5;
+  }
+  return (float)(g * 1e-2);
+}
+
+static void fill(void *buf, size_t bytes, int dtype) {
+  size_t i;
+  if (dtype == GNMR_F32) {
+    float *f = (float *)buf;
+    for (i = 0; i < bytes / 4; i++) f[i] = gauss();
+  } else {
+    uint16_t *h = (uint16_t *)buf;
+    for (i = 0; i < bytes / 2; i++) {
+      float f = gauss();
+      uint32_t b;
+      memcpy(&b, &f, 4);
+      if (dtype == GNMR_BF16)
+        h[i] = (uint16_t)(b >> 16);
+      else /* |f| < 0.02: an f16 normal or subnormal, truncated */
+        h[i] = (uint16_t)(((b >> 16) & 0x8000u) |
+                          (fabsf(f) < 6.1035156e-05f
+                               ? (uint32_t)(fabsf(f) * 16777216.0f)
+                               : ((((b >> 23) & 0xFFu) - 112u) << 10) |
+                                     ((b >> 13) & 0x3FFu)));
+    }
+  }
+}
+
+int main(int argc, char **argv) {
+  size_t max_bytes = (size_t)1 << 30, bytes;
+  int all_paths = 1, best, dtype, i, isa;
+  unsigned char *buf;
+  for (i = 1; i < argc; i++) {
+    if (strcmp(argv[i], "--paths=best") == 0) all_paths = 0;
+    if (strncmp(argv[i], "--max-bytes=", 12) == 0)
+      max_bytes = (size_t)strtoull(argv[i] + 12, NULL, 10);
+    if (strcmp(argv[i], "--csv") == 0 && i + 1 < argc) {
+      csv = fopen(argv[++i], "w");
+      if (!csv) {
+        perror(argv[i]);
+        return 1;
+      }
+      fprintf(csv, "dtype,bytes,what,gb_per_s,gelem_per_s,spread\n");
+    }
+  }
+  buf = (unsigned char *)malloc(max_bytes + 64);
+  if (!buf) {
+    fprintf(stderr, "bench_norm: cannot allocate %lu bytes\n",
+            (unsigned long)max_bytes);
+    return 1;
+  }
+#if defined(HAVE_CBLAS) && defined(OPENBLAS_VERSION)
+  openblas_set_num_threads(1);
+#endif
+  best = gnmr_isa_active();
+  printf("gnmr %s, default path %s, paths:", gnmr_version(),
+         gnmr_isa_name(best));
+  for (isa = 0; isa <= GNMR_ISA_NEON; isa++)
+    if (gnmr_isa_supported(isa)) printf(" %s", gnmr_isa_name(isa));
+  printf("\n\n| dtype | size | what | GB/s | Gelem/s | spread |\n"
+         "|---|---|---|---|---|---|\n");
+  for (dtype = GNMR_F32; dtype <= GNMR_BF16; dtype++) {
+    fill(buf, max_bytes, dtype);
+    for (bytes = 1024; bytes <= max_bytes; bytes *= 4) {
+      job j;
+      char what[32];
+      j.dtype = dtype;
+      j.x = buf;
+      j.bytes = bytes;
+      j.n = bytes / (dtype == GNMR_F32 ? 4 : 2);
+      for (isa = GNMR_ISA_NEON; isa >= 0; isa--) {
+        if (!gnmr_isa_supported(isa) || (!all_paths && isa != best)) continue;
+        gnmr_isa_force(isa);
+        j.kind = K_LIB_SUMSQ;
+        sprintf(what, "sumsq %s", gnmr_isa_name(isa));
+        report(&j, what);
+        if (isa == best) {
+          j.kind = K_LIB_STATS;
+          sprintf(what, "stats %s", gnmr_isa_name(isa));
+          report(&j, what);
+        }
+      }
+      gnmr_isa_force(best);
+      if (dtype == GNMR_F32 && all_paths) {
+        j.kind = K_PLAIN;
+        report(&j, "plain loop");
+#ifdef HAVE_CBLAS
+        j.kind = K_SNRM2;
+        report(&j, "cblas_snrm2");
+#endif
+      }
+#ifdef HAVE_PROBE
+      if (dtype == GNMR_F32) {
+        j.kind = K_PROBE;
+        report(&j, "read probe");
+      }
+#endif
+    }
+  }
+  printf("\n(sink %g)\n", sink);
+  if (csv) fclose(csv);
+  free(buf);
+  return 0;
+}
