@@ -27,7 +27,7 @@ FORMAT_FILES = $(wildcard *.h tests/*.c tests/*.h tests/*/*.c tests/*/*.cc \
 
 all: test
 
-test: $(TEST_BINS)
+test: $(TEST_BINS) $(B)/quickstart
 	@sh tests/run.sh $(TEST_BINS)
 
 $(B)/gcc/%: tests/%.c gnmr.h tests/check.h

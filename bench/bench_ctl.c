@@ -1,9 +1,10 @@
 /* bench_ctl.c - controller overhead: nanoseconds per unit per gnmr_step.
 
    For N = 16 ... 1M units, calm and spiky inputs, a small and a large
-   max_recovering. Each measurement runs batches of steps sized to take about
-   BATCH_MS, repeats them, and reports the median and the spread (min, max).
-   The decisions feed a sink so the work cannot be optimised away.
+   max_recovering, with the decision array filled and without it (out =
+   NULL: state and admission only). Each measurement runs batches of steps sized
+   to take about BATCH_MS, repeats them, and reports the median and the spread
+   (min, max). The decisions feed a sink so the work cannot be optimised away.
 
    usage: bench_ctl [--csv FILE] [--quick] */
 #define _POSIX_C_SOURCE 199309L
@@ -61,10 +62,11 @@ typedef struct result {
 static double sink;
 
 static result measure(uint32_t n, int spiky, uint32_t max_recovering,
-                      double batch_ms) {
+                      int with_out, double batch_ms) {
   gnmr_config cfg = gnmr_config_default();
   gnmr_unit *units = (gnmr_unit *)malloc(sizeof *units * n);
   gnmr_decision *d = (gnmr_decision *)malloc(sizeof *d * n);
+  gnmr_decision *out = with_out ? d : NULL;
   float *pool = (float *)malloc(sizeof *pool * n * POOL);
   double samples[REPEATS], t0, per_step;
   gnmr_ctl ctl;
@@ -91,16 +93,16 @@ static result measure(uint32_t n, int spiky, uint32_t max_recovering,
   /* Past warm-up, and an estimate of one step's cost to size the batches. */
   t0 = now_ns();
   for (s = 0; s < 64 || now_ns() - t0 < 20e6; s++) {
-    gnmr_step(&ctl, pool + (size_t)(steps++ % POOL) * n, d);
-    sink += d[s % n].scale;
+    gnmr_step(&ctl, pool + (size_t)(steps++ % POOL) * n, out);
+    sink += with_out ? d[s % n].scale : (double)gnmr_recovering(&ctl, 0);
   }
   per_step = (now_ns() - t0) / (double)s;
   batch = (uint64_t)(batch_ms * 1e6 / per_step) + 1;
   for (i = 0; i < REPEATS; i++) {
     t0 = now_ns();
     for (s = 0; s < batch; s++) {
-      gnmr_step(&ctl, pool + (size_t)(steps++ % POOL) * n, d);
-      sink += d[s % n].scale;
+      gnmr_step(&ctl, pool + (size_t)(steps++ % POOL) * n, out);
+      sink += with_out ? d[s % n].scale : (double)gnmr_recovering(&ctl, 0);
     }
     samples[i] = (now_ns() - t0) / ((double)batch * (double)n);
   }
@@ -149,12 +151,19 @@ int main(int argc, char **argv) {
       for (large = 0; large <= 1; large++) {
         uint32_t n = sizes[i];
         uint32_t max_o = large ? n / 8 : (n < 4 ? n : 4);
-        result r = measure(n, spiky, max_o, batch_ms);
-        printf("%9u  %-6s %8u  %6.2f [%5.2f, %5.2f]\n", n,
-               spiky ? "spiky" : "calm", max_o, r.median, r.lo, r.hi);
-        if (csv)
-          fprintf(csv, "%u,%s,%u,%.4f,%.4f,%.4f\n", n, spiky ? "spiky" : "calm",
-                  max_o, r.median, r.lo, r.hi);
+        result r[2];
+        int with_out;
+        for (with_out = 1; with_out >= 0; with_out--) {
+          r[with_out] = measure(n, spiky, max_o, with_out, batch_ms);
+          if (csv)
+            fprintf(csv, "%u,%s,%u,%s,%.4f,%.4f,%.4f\n", n,
+                    spiky ? "spiky" : "calm", max_o, with_out ? "yes" : "no",
+                    r[with_out].median, r[with_out].lo, r[with_out].hi);
+        }
+        printf(
+            "%9u  %-6s %8u  %6.2f [%5.2f, %6.2f]      %6.2f [%5.2f, %6.2f]\n",
+            n, spiky ? "spiky" : "calm", max_o, r[1].median, r[1].lo, r[1].hi,
+            r[0].median, r[0].lo, r[0].hi);
         fflush(stdout);
       }
   printf("\n(sink %g)\n", sink);
