@@ -2,6 +2,7 @@
 #   make test     every test, with gcc and clang, plus the C++/STATIC/multi-file builds
 #   make demo     the training stress demo on its built-in data (the main job)
 #   make bench    norm-helper and controller benchmarks (results in bench/)
+#   make mpi-run  the data-parallel MPI example on 2 and 4 ranks
 #   make format   clang-format in place; make format-check fails on a diff
 
 CC_LIST ?= gcc clang
@@ -23,7 +24,7 @@ LDFLAGS_test_ctl = -Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc,--wrap=free
 FORMAT_FILES = $(wildcard *.h tests/*.c tests/*.h tests/*/*.c tests/*/*.cc \
                  examples/*.c examples/*/*.cu bench/*.c)
 
-.PHONY: all test bench demo format format-check clean
+.PHONY: all test bench demo mpi mpi-run format format-check clean
 
 all: test
 
@@ -67,6 +68,46 @@ bench: $(B)/bench_ctl
 $(B)/quickstart: examples/quickstart.c gnmr.h
 	@mkdir -p $(@D)
 	$(firstword $(CC_LIST)) $(CFLAGS_ALL) -o $@ $< -lm
+
+# ---- MPI: data-parallel example (skips without an MPI) -----------------------
+#   make mpi       build build/mpi_dp with mpicc
+#   make mpi-run   run it on 2 and 4 ranks, with MPI_Allreduce and with
+#                  MPI_Reduce + MPI_Bcast, and show that a rank fed different
+#                  bits fails the run
+MPICC ?= mpicc
+MPIRUN ?= mpirun
+MPIRUN_FLAGS ?= --oversubscribe $(if $(filter 0,$(shell id -u)),--allow-run-as-root)
+MPI_CKPT = $(B)/mpi_dp.ckpt
+HAVE_MPI := $(shell command -v $(MPICC) >/dev/null 2>&1 && \
+                    command -v $(MPIRUN) >/dev/null 2>&1 && echo yes)
+
+ifeq ($(HAVE_MPI),yes)
+mpi: $(B)/mpi_dp
+
+$(B)/mpi_dp: examples/mpi_dp.c gnmr.h
+	@mkdir -p $(@D)
+	$(MPICC) $(CFLAGS_ALL) -o $@ $< -lm
+
+mpi-run: $(B)/mpi_dp
+	$(MPIRUN) $(MPIRUN_FLAGS) -np 2 $(B)/mpi_dp --checkpoint $(MPI_CKPT)
+	$(MPIRUN) $(MPIRUN_FLAGS) -np 4 $(B)/mpi_dp --checkpoint $(MPI_CKPT)
+	$(MPIRUN) $(MPIRUN_FLAGS) -np 4 $(B)/mpi_dp --checkpoint $(MPI_CKPT) \
+	  --reduce-bcast
+	@echo "mpi-run: rank 1 nudges one norm by one ulp; the run must fail"
+	@if $(MPIRUN) $(MPIRUN_FLAGS) -np 2 $(B)/mpi_dp --checkpoint $(MPI_CKPT) \
+	    --perturb-rank 1 >$(B)/mpi_perturb.log 2>&1; then \
+	  cat $(B)/mpi_perturb.log; echo "mpi-run: the perturbed run passed"; \
+	  exit 1; \
+	fi; \
+	grep "decisions differ" $(B)/mpi_perturb.log | head -n 1; \
+	grep -q "decisions differ" $(B)/mpi_perturb.log || \
+	  { cat $(B)/mpi_perturb.log; exit 1; }; \
+	echo "mpi-run: the perturbed run failed, as it must"
+else
+mpi mpi-run:
+	@echo "$@: skipped: no $(MPICC)/$(MPIRUN) found" \
+	  "(Debian: apt-get install openmpi-bin libopenmpi-dev)"
+endif
 
 # ---- formatting -------------------------------------------------------------
 format:
