@@ -12,7 +12,7 @@ CSTD = -std=c99
 CFLAGS_ALL = $(CSTD) $(WARN) $(OPT) -ffp-contract=off -I.
 B = build
 
-TESTS = test_ctl
+TESTS = test_ctl test_cuda_host
 TEST_BINS = $(foreach cc,$(CC_LIST),$(foreach t,$(TESTS),$(B)/$(cc)/$(t))) \
             $(foreach cc,$(CC_LIST),$(B)/$(cc)/compile_link) \
             $(foreach cxx,$(CXX_LIST),$(B)/$(cxx)/compile_cxx11 $(B)/$(cxx)/compile_cxx17)
@@ -21,7 +21,7 @@ TEST_BINS = $(foreach cc,$(CC_LIST),$(foreach t,$(TESTS),$(B)/$(cc)/$(t))) \
 LDFLAGS_test_ctl = -Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc,--wrap=free
 
 FORMAT_FILES = $(wildcard *.h tests/*.c tests/*.h tests/*/*.c tests/*/*.cc \
-                 examples/*.c examples/*/*.cu bench/*.c)
+                 examples/*.c examples/*/*.cu examples/*/*.h bench/*.c)
 
 .PHONY: all test bench demo format format-check clean
 
@@ -37,6 +37,9 @@ $(B)/gcc/%: tests/%.c gnmr.h tests/check.h
 $(B)/clang/%: tests/%.c gnmr.h tests/check.h
 	@mkdir -p $(@D)
 	clang $(CFLAGS_ALL) -o $@ $< $(LDFLAGS_$(*F)) -lm
+
+# The CUDA example's kernel arithmetic, run on the CPU.
+$(foreach cc,$(CC_LIST),$(B)/$(cc)/test_cuda_host): examples/cuda/gnmr_cuda_index.h
 
 # Implementation in one file, interface in two others, all linked together;
 # and two files built GNMR_STATIC in the same program: no duplicate symbols.
