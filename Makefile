@@ -2,6 +2,7 @@
 #   make test     every test, with gcc and clang, plus the C++/STATIC/multi-file builds
 #   make demo     the training stress demo on its built-in data (the main job)
 #   make bench    norm-helper and controller benchmarks (results in bench/)
+#   make cuda     the CUDA example (sm_80, sm_90); skipped where nvcc is missing
 #   make format   clang-format in place; make format-check fails on a diff
 
 CC_LIST ?= gcc clang
@@ -23,7 +24,7 @@ LDFLAGS_test_ctl = -Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc,--wrap=free
 FORMAT_FILES = $(wildcard *.h tests/*.c tests/*.h tests/*/*.c tests/*/*.cc \
                  examples/*.c examples/*/*.cu examples/*/*.h bench/*.c)
 
-.PHONY: all test bench demo format format-check clean
+.PHONY: all test bench demo cuda format format-check clean
 
 all: test
 
@@ -70,6 +71,27 @@ bench: $(B)/bench_ctl
 $(B)/quickstart: examples/quickstart.c gnmr.h
 	@mkdir -p $(@D)
 	$(firstword $(CC_LIST)) $(CFLAGS_ALL) -o $@ $< -lm
+
+# ---- CUDA example ------------------------------------------------------------
+# nvcc from PATH, else the standard install location. Contraction off on both
+# sides (--fmad=false, -ffp-contract=off): the device must give the CPU's bits.
+# CUDA_ARCHS=80 builds one architecture (faster while iterating).
+NVCC ?= $(or $(shell command -v nvcc 2>/dev/null),$(wildcard /usr/local/cuda/bin/nvcc))
+CUDA_ARCHS ?= 80 90
+NVCC_FLAGS = -O3 -std=c++17 --fmad=false -Xcompiler -ffp-contract=off \
+             -Werror all-warnings -Xcompiler -Wall,-Wextra,-Werror -I. \
+             $(foreach a,$(CUDA_ARCHS),-gencode arch=compute_$(a),code=sm_$(a))
+
+ifeq ($(NVCC),)
+cuda:
+	@echo "cuda: nvcc not found (PATH, /usr/local/cuda/bin/nvcc): skipped"
+else
+cuda: $(B)/gnmr_cuda
+endif
+
+$(B)/gnmr_cuda: examples/cuda/gnmr_cuda.cu examples/cuda/gnmr_cuda_index.h gnmr.h
+	@mkdir -p $(@D)
+	$(NVCC) $(NVCC_FLAGS) -o $@ $<
 
 # ---- formatting -------------------------------------------------------------
 format:

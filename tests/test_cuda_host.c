@@ -105,25 +105,12 @@ static void fill(void *data, uint32_t dtype, uint64_t n) {
   }
 }
 
-/* Sizes around every boundary of the layout: lanes, chunks, tasks, levels. */
-static const uint64_t edge_sizes[] = {
-    0,
-    1,
-    31,
-    32,
-    33,
-    4095,
-    4096,
-    4097,
-    3 * 4096 + 17,
-    8 * 4096 - 1,
-    8 * 4096,
-    8 * 4096 + 1,
-    9 * 4096 + 5,
-    24 * 4096,
-    8 * 8 * 4096 + 1,
-    13 * 8 * 4096 + 4096 * 5 + 300,
-};
+/* Sizes around every boundary of the layout: a warp (32), a chunk (4096),
+   3 chunks + 17, a task of 8 chunks (32768), 9 chunks + 5, 3 tasks, 8 tasks
+   + 1 (a partial ninth task: the carry), 13 tasks + 5 chunks + 300. */
+static const uint64_t edge_sizes[] = {0,     1,     31,     32,    33,    4095,
+                                      4096,  4097,  12305,  32767, 32768, 32769,
+                                      36869, 98304, 262145, 446764};
 #define N_EDGE (sizeof edge_sizes / sizeof edge_sizes[0])
 
 static double library_sumsq(const gc_tensor *x) {
