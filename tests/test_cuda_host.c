@@ -75,10 +75,16 @@ static void run_norm_units(const gc_tensor *t, const gc_unit *units,
   for (u = 0; u < n_units; u++) {
     double sum = 0.0;
     for (i = 0; i < units[u].n_tensors; i++) {
+      static double node[GC_UNIT_SHARED_TASKS]; /* the shared array */
       const gc_tensor *x = &t[units[u].first_tensor + i];
       uint64_t m = gc_tasks(x->n);
-      block_tree(partial + x->first_task, m, GC_THREADS);
-      sum += m ? partial[x->first_task] : 0.0;
+      double *p = partial + x->first_task;
+      if (m <= GC_UNIT_SHARED_TASKS) {
+        memcpy(node, p, m * sizeof *p);
+        p = node;
+      }
+      block_tree(p, m, GC_THREADS);
+      sum += m ? p[0] : 0.0;
     }
     sumsq[u] = sum;
     norms[u] = (float)sqrt(sum);

@@ -34,6 +34,8 @@
 #define GC_LANE_STEPS (GNMR_SUM_CHUNK / GNMR_SUM_LANES)
 #define GC_BATCH 16 /* loads each lane has in flight before it adds */
 #define GC_TASK_ELEMS ((uint64_t)GC_WARPS * GNMR_SUM_CHUNK)
+/* Task sums of one tensor that the unit kernel trees in shared memory. */
+#define GC_UNIT_SHARED_TASKS 4096
 
 /* One tensor of the multi-tensor launch. Tensors of a unit are consecutive,
    in the order their sums are added. */
