@@ -22,7 +22,8 @@
    Build and run (needs an NVIDIA GPU, sm_80 or sm_90):
        make cuda && ./build/gnmr_cuda
    Both sides are built with contraction off (nvcc --fmad=false, host
-   -ffp-contract=off): a fused multiply-add would change the bits.
+   -ffp-contract=off): a fused multiply-add would change the bits, and so
+   would --use_fast_math (-ftz=true flushes subnormal inputs to zero).
    Without a CUDA device it says so and exits 0. */
 #define GNMR_IMPLEMENTATION
 #include "gnmr.h"
@@ -272,20 +273,17 @@ __global__ void read_probe(const uint4 *p, size_t n16, uint32_t *sink) {
 }
 
 /* Finite values over a wide range, subnormals included, from a hash of the
-   index: the bandwidth buffers are filled on the device. */
-__host__ __device__ static uint16_t value_bits16(uint32_t dtype, uint32_t r) {
+   index and a seed: every gradient of the run is made on the device. */
+__device__ static uint16_t value_bits16(uint32_t dtype, uint32_t r) {
   if (dtype == GNMR_BF16) /* 2^-14 .. 2^2, sign, 1/256 subnormal */
     return (uint16_t)((r & 0x807Fu) |
                       ((r >> 24) == 0 ? 0 : (113 + (r >> 16) % 16) << 7));
   /* f16: exponent field 0 (subnormal) .. 20 (2^5) */
   return (uint16_t)((r & 0x83FFu) | ((r >> 16) % 21) << 10);
 }
-__host__ __device__ static float value_f32(uint32_t r, uint32_t r2) {
+__device__ static float value_f32(uint32_t r, uint32_t r2) {
   const uint32_t exp = (r2 >> 24) == 0 ? 0 : 113 + (r2 >> 16) % 16;
-  const uint32_t bits = (r & 0x807FFFFFu) | exp << 23;
-  float f;
-  memcpy(&f, &bits, 4);
-  return f;
+  return __uint_as_float((r & 0x807FFFFFu) | exp << 23);
 }
 
 __global__ void fill_values(void *data, uint32_t dtype, uint64_t n,
@@ -385,25 +383,6 @@ static gc_tensor *model_place(const model *m, const void *arena,
     if (one_unit_each) t[i].unit = i;
   }
   return t;
-}
-
-static void model_fill(const model *m, char *arena) {
-  uint64_t rng = 7;
-  uint32_t i;
-  for (i = 0; i < m->n_tensors; i++) {
-    const gc_tensor *x = &m->tensors[i];
-    char *p = arena + (size_t)x->data;
-    uint64_t k;
-    for (k = 0; k < x->n; k++) {
-      const uint64_t r = splitmix(&rng);
-      if (x->dtype == GNMR_F32) {
-        const float f = value_f32((uint32_t)r, (uint32_t)(r >> 32));
-        memcpy(p + 4 * k, &f, 4);
-      } else {
-        ((uint16_t *)p)[k] = value_bits16(x->dtype, (uint32_t)r);
-      }
-    }
-  }
 }
 
 /* ---- host side: running the norm kernels -------------------------------- */
@@ -575,12 +554,22 @@ static int run_training(cudaStream_t stream) {
            (double)(bytes[0] + bytes[1] + bytes[2]) / (1u << 30), lo, hi >> 20,
            (unsigned long long)m.n_tasks);
   }
+  /* The base gradients: made on the device, copied to the host for the
+     CPU reference. */
   char *h_base = (char *)mallocCheck(m.bytes);
   char *d_base, *d_grad;
-  model_fill(&m, h_base);
   cudaCheck(cudaMalloc(&d_base, m.bytes));
   cudaCheck(cudaMalloc(&d_grad, m.bytes));
-  cudaCheck(cudaMemcpy(d_base, h_base, m.bytes, cudaMemcpyHostToDevice));
+  for (i = 0; i < nt; i++)
+    if (m.tensors[i].n > 0) {
+      fill_values<<<256, 256, 0, stream>>>(d_base + (size_t)m.tensors[i].data,
+                                           m.tensors[i].dtype, m.tensors[i].n,
+                                           i + 1);
+      cudaCheck(cudaGetLastError());
+    }
+  cudaCheck(
+      cudaMemcpyAsync(h_base, d_base, m.bytes, cudaMemcpyDeviceToHost, stream));
+  cudaCheck(cudaStreamSynchronize(stream));
   gc_tensor *h_tensors = model_place(&m, h_base, 0);
   gc_tensor *base_single = model_place(&m, d_base, 1);
   gc_tensor *base_tensors = model_place(&m, d_base, 0);
