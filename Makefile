@@ -3,6 +3,7 @@
 #   make demo     the training stress demo on its built-in data (the main job)
 #   make bench    norm-helper and controller benchmarks (results in bench/)
 #   make mpi-run  the data-parallel MPI example on 2 and 4 ranks
+#   make cuda     the CUDA example (sm_80, sm_90); skipped where nvcc is missing
 #   make format   clang-format in place; make format-check fails on a diff
 
 CC_LIST ?= gcc clang
@@ -13,7 +14,7 @@ CSTD = -std=c99
 CFLAGS_ALL = $(CSTD) $(WARN) $(OPT) -ffp-contract=off -I.
 B = build
 
-TESTS = test_ctl
+TESTS = test_ctl test_cuda_host
 TEST_BINS = $(foreach cc,$(CC_LIST),$(foreach t,$(TESTS),$(B)/$(cc)/$(t))) \
             $(foreach cc,$(CC_LIST),$(B)/$(cc)/compile_link) \
             $(foreach cxx,$(CXX_LIST),$(B)/$(cxx)/compile_cxx11 $(B)/$(cxx)/compile_cxx17)
@@ -22,9 +23,9 @@ TEST_BINS = $(foreach cc,$(CC_LIST),$(foreach t,$(TESTS),$(B)/$(cc)/$(t))) \
 LDFLAGS_test_ctl = -Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc,--wrap=free
 
 FORMAT_FILES = $(wildcard *.h tests/*.c tests/*.h tests/*/*.c tests/*/*.cc \
-                 examples/*.c examples/*/*.cu bench/*.c)
+                 examples/*.c examples/*/*.cu examples/*/*.h bench/*.c)
 
-.PHONY: all test bench demo mpi mpi-run format format-check clean
+.PHONY: all test bench demo mpi mpi-run format format-check clean cuda
 
 all: test
 
@@ -38,6 +39,9 @@ $(B)/gcc/%: tests/%.c gnmr.h tests/check.h
 $(B)/clang/%: tests/%.c gnmr.h tests/check.h
 	@mkdir -p $(@D)
 	clang $(CFLAGS_ALL) -o $@ $< $(LDFLAGS_$(*F)) -lm
+
+# The CUDA example's kernel arithmetic, run on the CPU.
+$(foreach cc,$(CC_LIST),$(B)/$(cc)/test_cuda_host): examples/cuda/gnmr_cuda_index.h
 
 # Implementation in one file, interface in two others, all linked together;
 # and two files built GNMR_STATIC in the same program: no duplicate symbols.
@@ -108,6 +112,27 @@ mpi mpi-run:
 	@echo "$@: skipped: no $(MPICC)/$(MPIRUN) found" \
 	  "(Debian: apt-get install openmpi-bin libopenmpi-dev)"
 endif
+
+# ---- CUDA example ------------------------------------------------------------
+# nvcc from PATH, else the standard install location. Contraction off on both
+# sides (--fmad=false, -ffp-contract=off): the device must give the CPU's bits.
+# CUDA_ARCHS=80 builds one architecture (faster while iterating).
+NVCC ?= $(or $(shell command -v nvcc 2>/dev/null),$(wildcard /usr/local/cuda/bin/nvcc))
+CUDA_ARCHS ?= 80 90
+NVCC_FLAGS = -O3 -std=c++17 --fmad=false -Xcompiler -ffp-contract=off \
+             -Werror all-warnings -Xcompiler -Wall,-Wextra,-Werror -I. \
+             $(foreach a,$(CUDA_ARCHS),-gencode arch=compute_$(a),code=sm_$(a))
+
+ifeq ($(NVCC),)
+cuda:
+	@echo "cuda: nvcc not found (PATH, /usr/local/cuda/bin/nvcc): skipped"
+else
+cuda: $(B)/gnmr_cuda
+endif
+
+$(B)/gnmr_cuda: examples/cuda/gnmr_cuda.cu examples/cuda/gnmr_cuda_index.h gnmr.h
+	@mkdir -p $(@D)
+	$(NVCC) $(NVCC_FLAGS) -o $@ $<
 
 # ---- formatting -------------------------------------------------------------
 format:
