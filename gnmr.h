@@ -684,11 +684,11 @@ static GNMR_HOSTDEV void gnmr__unit_step(gnmr__step_ctx *c, uint32_t u) {
 
 /* ---- the step, eight calm units at a time (AVX-512) -----------------------
    Most units on most steps are calm: finite, past the first W observations,
-   not locked, not cooling down, not risky. For eight such units in a row the
-   rules reduce to straight arithmetic, done here eight lanes wide with the
-   same IEEE operations in the same order as gnmr__unit_step, so the bits are
-   the same (with -ffp-contract=off, as everywhere). A group holding any
-   other unit is left untouched and goes to gnmr__unit_step. No gathers:
+   not locked, not cooling down, not risky. For such units the rules reduce
+   to straight arithmetic, done here eight lanes wide with the same IEEE
+   operations in the same order as gnmr__unit_step, so the bits are the same
+   (with -ffp-contract=off, as everywhere). Other lanes are left untouched
+   and returned as a mask for gnmr__unit_step. No gathers:
    they are slow where the Downfall microcode mitigation is in place. The
    maskz_ forms of the conversions avoid g++'s uninitialised-variable
    warnings inside its own headers. */
@@ -712,7 +712,7 @@ static uint32_t gnmr__negative16_avx512(const float *norms, uint32_t n,
 }
 
 GNMR__TARGET_AVX512
-static int gnmr__calm8_avx512(gnmr__step_ctx *c, uint32_t u) {
+static unsigned gnmr__calm8_avx512(gnmr__step_ctx *c, uint32_t u) {
   /* Eight decisions are 40 doubles' worth of memory: output vector j, lane l
      holds field (8j + l) mod 5 of unit (8j + l) / 5. */
   static const long long unit_of[5][8] = {{0, 0, 0, 0, 0, 1, 1, 1},
@@ -732,7 +732,7 @@ static int gnmr__calm8_avx512(gnmr__step_ctx *c, uint32_t u) {
   __m512i k, k1;
   __m256i busy;
   __m256 stored, evicted;
-  __mmask8 warm, young, resync;
+  __mmask8 calm, warm, young, resync;
   uint64_t ks[8];
   int lane, j;
 
@@ -741,12 +741,13 @@ static int gnmr__calm8_avx512(gnmr__step_ctx *c, uint32_t u) {
   busy =
       _mm256_or_si256(_mm256_loadu_si256((const __m256i *)(s->lock + u)),
                       _mm256_loadu_si256((const __m256i *)(s->cooldown + u)));
-  if (_mm512_cmp_pd_mask(_mm512_abs_pd(g), _mm512_set1_pd(FLT_MAX),
-                         _CMP_LE_OQ) != 0xFF ||
-      _mm512_cmp_epu64_mask(k, _mm512_set1_epi64((long long)c->window),
-                            _MM_CMPINT_NLT) != 0xFF ||
-      !_mm256_testz_si256(busy, busy))
-    return 0;
+  calm = (__mmask8)(_mm512_cmp_pd_mask(_mm512_abs_pd(g),
+                                       _mm512_set1_pd(FLT_MAX), _CMP_LE_OQ) &
+                    _mm512_cmp_epu64_mask(
+                        k, _mm512_set1_epi64((long long)c->window),
+                        _MM_CMPINT_NLT) &
+                    _mm256_cmpeq_epi32_mask(busy, _mm256_setzero_si256()));
+  if (!calm) return 0xFF;
 
   m = _mm512_loadu_pd(s->mean + u);
   wsum = _mm512_loadu_pd(s->window_sum + u);
@@ -758,13 +759,13 @@ static int gnmr__calm8_avx512(gnmr__step_ctx *c, uint32_t u) {
       _mm512_sub_pd(ratio, _mm512_mul_pd(wsum, _mm512_set1_pd(c->inv_window)));
   warm = _mm512_cmp_epu64_mask(k, _mm512_set1_epi64((long long)c->warmup),
                                _MM_CMPINT_NLT);
-  if (_mm512_mask_cmp_pd_mask(warm, ratio, _mm512_set1_pd(c->tau_r),
-                              _CMP_GT_OQ) |
-      _mm512_mask_cmp_pd_mask(warm, delta, _mm512_set1_pd(c->tau_d),
-                              _CMP_GT_OQ))
-    return 0; /* a risky unit: the scalar rules decide the group */
+  calm &= (__mmask8) ~(_mm512_mask_cmp_pd_mask(
+                           warm, ratio, _mm512_set1_pd(c->tau_r), _CMP_GT_OQ) |
+                       _mm512_mask_cmp_pd_mask(
+                           warm, delta, _mm512_set1_pd(c->tau_d), _CMP_GT_OQ));
+  if (!calm) return 0xFF;
 
-  /* The group is calm: commit. */
+  /* Commit the calm lanes; the caller steps the others one by one. */
   k1 = _mm512_add_epi64(k, _mm512_set1_epi64(1));
   young = _mm512_cmp_epu64_mask(
       k1, _mm512_set1_epi64((long long)c->full_weight_from), _MM_CMPINT_LT);
@@ -772,9 +773,10 @@ static int gnmr__calm8_avx512(gnmr__step_ctx *c, uint32_t u) {
   if (young) /* a division only while some unit is still young */
     w = _mm512_mask_div_pd(w, young, _mm512_set1_pd(1.0),
                            _mm512_maskz_cvtepu64_pd(0xFF, k1));
-  _mm512_storeu_pd(s->mean + u,
-                   _mm512_add_pd(m, _mm512_mul_pd(w, _mm512_sub_pd(g, m))));
-  _mm512_storeu_si512((void *)(s->finite_steps + u), k1);
+  _mm512_mask_storeu_pd(
+      s->mean + u, calm,
+      _mm512_add_pd(m, _mm512_mul_pd(w, _mm512_sub_pd(g, m))));
+  _mm512_mask_storeu_epi64((void *)(s->finite_steps + u), calm, k1);
   stored = _mm512_maskz_cvtpd_ps(
       0xFF, _mm512_mask_blend_pd(
                 _mm512_cmp_pd_mask(ratio, _mm512_set1_pd(c->tau_r), _CMP_LT_OQ),
@@ -786,12 +788,15 @@ static int gnmr__calm8_avx512(gnmr__step_ctx *c, uint32_t u) {
   if (_mm512_cmpeq_epi64_mask(k, _mm512_set1_epi64((long long)ks[0])) == 0xFF) {
     evicted =
         _mm256_loadu_ps(s->window + ((ks[0] - c->window) & GNMR__RING) * n + u);
-    _mm256_storeu_ps(s->window + (ks[0] & GNMR__RING) * n + u, stored);
+    _mm256_mask_storeu_ps(s->window + (ks[0] & GNMR__RING) * n + u, calm,
+                          stored);
   } else {
     float e[8], f[8];
     _mm256_storeu_ps(f, stored);
     for (lane = 0; lane < 8; lane++) {
       size_t at = u + (size_t)lane;
+      e[lane] = 0.0f;
+      if (!(calm & (1u << lane))) continue;
       e[lane] = s->window[((ks[lane] - c->window) & GNMR__RING) * n + at];
       s->window[(ks[lane] & GNMR__RING) * n + at] = f[lane];
     }
@@ -800,8 +805,8 @@ static int gnmr__calm8_avx512(gnmr__step_ctx *c, uint32_t u) {
   wsum =
       _mm512_add_pd(wsum, _mm512_sub_pd(_mm512_maskz_cvtps_pd(0xFF, stored),
                                         _mm512_maskz_cvtps_pd(0xFF, evicted)));
-  _mm512_storeu_pd(s->window_sum + u, wsum);
-  resync = _mm512_testn_epi64_mask(k1, _mm512_set1_epi64(GNMR__RING));
+  _mm512_mask_storeu_pd(s->window_sum + u, calm, wsum);
+  resync = calm & _mm512_testn_epi64_mask(k1, _mm512_set1_epi64(GNMR__RING));
   for (lane = 0; resync && lane < 8; lane++)
     if (resync & (1u << lane))
       s->window_sum[u + (uint32_t)lane] = gnmr__window_sum(
@@ -809,7 +814,8 @@ static int gnmr__calm8_avx512(gnmr__step_ctx *c, uint32_t u) {
 
   if (c->out) {
     /* gnmr, delta, score, scale = 1, then flags (WARMUP or 0) and action
-       (KEEP = 0) as one 8-byte word; five full-width stores. */
+       (KEEP = 0) as one 8-byte word; five full-width stores. The caller's
+       scalar steps overwrite the lanes that were not calm. */
     a = _mm512_mul_pd(ratio, _mm512_set1_pd(c->inv_tau_r));
     b = _mm512_mul_pd(delta, _mm512_set1_pd(c->inv_tau_d));
     score = _mm512_mask_blend_pd(_mm512_cmp_pd_mask(b, a, _CMP_GT_OQ), a, b);
@@ -830,7 +836,7 @@ static int gnmr__calm8_avx512(gnmr__step_ctx *c, uint32_t u) {
       }
     }
   }
-  return 1;
+  return (__mmask8)~calm;
 }
 #endif
 
@@ -884,8 +890,11 @@ GNMR_DEF GNMR_HOSTDEV int gnmr_step(gnmr_ctl *ctl, const float *norms,
 #if GNMR__CTL_AVX512
   for (u = 0; u < n;) {
     uint32_t end = n - u < 8 ? n : u + 8;
-    if (wide && end - u == 8 && gnmr__calm8_avx512(&c, u)) {
-      u = end;
+    if (wide && end - u == 8) {
+      /* Eight at once; the lanes it leaves take the scalar rules. */
+      unsigned rest = gnmr__calm8_avx512(&c, u);
+      for (; u < end; u++, rest >>= 1)
+        if (rest & 1u) gnmr__unit_step(&c, u);
       continue;
     }
     for (; u < end; u++) gnmr__unit_step(&c, u);
