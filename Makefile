@@ -2,6 +2,8 @@
 #   make test     every test, with gcc and clang, plus the C++/STATIC/multi-file builds
 #   make demo     the training stress demo on its built-in data (the main job)
 #   make bench    norm-helper and controller benchmarks (results in bench/)
+#   make mpi-run  the data-parallel MPI example on 2 and 4 ranks
+#   make cuda     the CUDA example (sm_80, sm_90); skipped where nvcc is missing
 #   make format   clang-format in place; make format-check fails on a diff
 
 CC_LIST ?= gcc clang
@@ -12,7 +14,7 @@ CSTD = -std=c99
 CFLAGS_ALL = $(CSTD) $(WARN) $(OPT) -ffp-contract=off -I.
 B = build
 
-TESTS = test_ctl test_norm
+TESTS = test_ctl test_cuda_host test_norm
 TEST_BINS = $(foreach cc,$(CC_LIST),$(foreach t,$(TESTS),$(B)/$(cc)/$(t))) \
             $(foreach cc,$(CC_LIST),$(B)/$(cc)/test_norm_nosimd \
                                     $(B)/$(cc)/test_norm_noavx512) \
@@ -23,13 +25,13 @@ TEST_BINS = $(foreach cc,$(CC_LIST),$(foreach t,$(TESTS),$(B)/$(cc)/$(t))) \
 LDFLAGS_test_ctl = -Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc,--wrap=free
 
 FORMAT_FILES = $(wildcard *.h tests/*.c tests/*.h tests/*/*.c tests/*/*.cc \
-                 examples/*.c examples/*/*.cu bench/*.c)
+                 examples/*.c examples/*/*.cu examples/*/*.h bench/*.c)
 
-.PHONY: all test bench bench-norm demo format format-check clean neon
+.PHONY: all test bench bench-norm demo mpi mpi-run format format-check clean cuda neon
 
 all: test
 
-test: $(TEST_BINS)
+test: $(TEST_BINS) $(B)/quickstart
 	@sh tests/run.sh $(TEST_BINS)
 
 $(B)/gcc/%: tests/%.c gnmr.h tests/check.h
@@ -39,6 +41,9 @@ $(B)/gcc/%: tests/%.c gnmr.h tests/check.h
 $(B)/clang/%: tests/%.c gnmr.h tests/check.h
 	@mkdir -p $(@D)
 	clang $(CFLAGS_ALL) -o $@ $< $(LDFLAGS_$(*F)) -lm
+
+# The CUDA example's kernel arithmetic, run on the CPU.
+$(foreach cc,$(CC_LIST),$(B)/$(cc)/test_cuda_host): examples/cuda/gnmr_cuda_index.h
 
 # The norm test again with paths switched off at compile time (a smaller
 # large case: the full one runs above).
@@ -118,6 +123,67 @@ bench: $(B)/bench_ctl bench-norm
 $(B)/quickstart: examples/quickstart.c gnmr.h
 	@mkdir -p $(@D)
 	$(firstword $(CC_LIST)) $(CFLAGS_ALL) -o $@ $< -lm
+
+# ---- MPI: data-parallel example (skips without an MPI) -----------------------
+#   make mpi       build build/mpi_dp with mpicc
+#   make mpi-run   run it on 2 and 4 ranks, with MPI_Allreduce and with
+#                  MPI_Reduce + MPI_Bcast, and show that a rank fed different
+#                  bits fails the run
+MPICC ?= mpicc
+MPIRUN ?= mpirun
+MPIRUN_FLAGS ?= --oversubscribe $(if $(filter 0,$(shell id -u)),--allow-run-as-root)
+MPI_CKPT = $(B)/mpi_dp.ckpt
+HAVE_MPI := $(shell command -v $(MPICC) >/dev/null 2>&1 && \
+                    command -v $(MPIRUN) >/dev/null 2>&1 && echo yes)
+
+ifeq ($(HAVE_MPI),yes)
+mpi: $(B)/mpi_dp
+
+$(B)/mpi_dp: examples/mpi_dp.c gnmr.h
+	@mkdir -p $(@D)
+	$(MPICC) $(CFLAGS_ALL) -o $@ $< -lm
+
+mpi-run: $(B)/mpi_dp
+	$(MPIRUN) $(MPIRUN_FLAGS) -np 2 $(B)/mpi_dp --checkpoint $(MPI_CKPT)
+	$(MPIRUN) $(MPIRUN_FLAGS) -np 4 $(B)/mpi_dp --checkpoint $(MPI_CKPT)
+	$(MPIRUN) $(MPIRUN_FLAGS) -np 4 $(B)/mpi_dp --checkpoint $(MPI_CKPT) \
+	  --reduce-bcast
+	@echo "mpi-run: rank 1 nudges one norm by one ulp; the run must fail"
+	@if $(MPIRUN) $(MPIRUN_FLAGS) -np 2 $(B)/mpi_dp --checkpoint $(MPI_CKPT) \
+	    --perturb-rank 1 >$(B)/mpi_perturb.log 2>&1; then \
+	  cat $(B)/mpi_perturb.log; echo "mpi-run: the perturbed run passed"; \
+	  exit 1; \
+	fi; \
+	grep "decisions differ" $(B)/mpi_perturb.log | head -n 1; \
+	grep -q "decisions differ" $(B)/mpi_perturb.log || \
+	  { cat $(B)/mpi_perturb.log; exit 1; }; \
+	echo "mpi-run: the perturbed run failed, as it must"
+else
+mpi mpi-run:
+	@echo "$@: skipped: no $(MPICC)/$(MPIRUN) found" \
+	  "(Debian: apt-get install openmpi-bin libopenmpi-dev)"
+endif
+
+# ---- CUDA example ------------------------------------------------------------
+# nvcc from PATH, else the standard install location. Contraction off on both
+# sides (--fmad=false, -ffp-contract=off): the device must give the CPU's bits.
+# CUDA_ARCHS=80 builds one architecture (faster while iterating).
+NVCC ?= $(or $(shell command -v nvcc 2>/dev/null),$(wildcard /usr/local/cuda/bin/nvcc))
+CUDA_ARCHS ?= 80 90
+NVCC_FLAGS = -O3 -std=c++17 --fmad=false -Xcompiler -ffp-contract=off \
+             -Werror all-warnings -Xcompiler -Wall,-Wextra,-Werror -I. \
+             $(foreach a,$(CUDA_ARCHS),-gencode arch=compute_$(a),code=sm_$(a))
+
+ifeq ($(NVCC),)
+cuda:
+	@echo "cuda: nvcc not found (PATH, /usr/local/cuda/bin/nvcc): skipped"
+else
+cuda: $(B)/gnmr_cuda
+endif
+
+$(B)/gnmr_cuda: examples/cuda/gnmr_cuda.cu examples/cuda/gnmr_cuda_index.h gnmr.h
+	@mkdir -p $(@D)
+	$(NVCC) $(NVCC_FLAGS) -o $@ $<
 
 # ---- formatting -------------------------------------------------------------
 format:

@@ -142,20 +142,10 @@ GNMR_DEF int gnmr_config_validate(const gnmr_config *cfg);
 
 /* ---- controller state (caller-owned, allocation-free) ------------------ */
 
-/* One unit's state. Plain data of fixed size; treat the fields as private. */
+/* One unit's state: plain data of fixed size, opaque (the controller lays
+   the whole array out as one array per field, see gnmr__carve). */
 typedef struct gnmr_unit {
-  double mean;                   /* historical mean m */
-  double window_sum;             /* running sum of window[] */
-  float window[GNMR_WINDOW_MAX]; /* last min(k, W) stored ratios, a ring */
-  uint64_t finite_steps;         /* k */
-  uint64_t risky, nonfinite, admissions, renewals, recovery_steps, over_budget;
-  uint32_t lock;        /* steps left on the high-fidelity path; 0 = low-cost */
-  uint32_t cooldown;    /* steps left before readmission */
-  uint32_t window_head; /* next slot of the ring */
-  /* Per-step scratch, not state (not saved in checkpoints): */
-  double score;       /* this step's risk score */
-  uint32_t heap;      /* admission heap storage, see gnmr_step */
-  uint32_t candidate; /* risky and eligible for admission this step */
+  uint64_t opaque[20];
 } gnmr_unit;
 
 typedef struct gnmr_ctl {
@@ -297,6 +287,7 @@ GNMR_DEF const char *gnmr_isa_name(int isa);
 #ifndef GNMR__IMPLEMENTED
 #define GNMR__IMPLEMENTED
 
+#include <float.h>
 #include <math.h>
 #include <string.h>
 
@@ -338,6 +329,23 @@ extern "C" {
 #endif
 
 #define GNMR__MAGIC 0x524d4e47u /* "GNMR" */
+
+/* The controller's AVX-512 path: x86-64 with GCC or Clang, host code only. */
+#if !defined(GNMR_NO_SIMD) && !defined(GNMR_NO_AVX512) &&                      \
+    !defined(__CUDACC__) && defined(__x86_64__) &&                             \
+    (defined(__GNUC__) || defined(__clang__))
+#define GNMR__CTL_AVX512 1
+#include <immintrin.h>
+#define GNMR__TARGET_AVX512                                                    \
+  __attribute__((target("avx2,avx512f,avx512dq,avx512vl")))
+static int gnmr__ctl_wide(void) {
+  return __builtin_cpu_supports("avx512f") &&
+         __builtin_cpu_supports("avx512dq") &&
+         __builtin_cpu_supports("avx512vl");
+}
+#else
+#define GNMR__CTL_AVX512 0
+#endif
 
 GNMR_DEF const char *gnmr_strerror(int code) {
   switch (code) {
@@ -426,210 +434,536 @@ GNMR_DEF int gnmr_init(gnmr_ctl *ctl, const gnmr_config *cfg, gnmr_unit *units,
   return GNMR_OK;
 }
 
-/* ---- signals, admission and decisions ---------------------------------- */
+/* ---- unit state, structure of arrays --------------------------------------
+   The caller's gnmr_unit array is opaque storage: the controller lays it out
+   as one array per field (N means, then N window sums, ...), so a step reads
+   and writes each field contiguously and eight units fit one AVX-512
+   register. The ring of stored ratios keeps slot s of unit u at
+   window[s * N + u]; observation k (0-based) of a unit goes to slot k mod 16,
+   so the last W <= 16 ratios are always there and no head index is kept. */
 
-/* a is a worse admission candidate than b: lower score, then higher index.
-   A strict total order, so the admitted set never depends on visit order. */
-static GNMR_HOSTDEV int gnmr__worse(const gnmr_unit *units, uint32_t a,
+#define GNMR__RING (GNMR_WINDOW_MAX - 1)
+
+/* Layout promises the code relies on, checked at compile time: the arrays
+   fit the opaque units, and a decision is 4 doubles then flags, action. */
+typedef char
+    gnmr__units_fit[sizeof(gnmr_unit) >= 10 * 8 + 16 * 4 + 3 * 4 ? 1 : -1];
+typedef char gnmr__decision_layout[sizeof(gnmr_decision) == 40 &&
+                                           offsetof(gnmr_decision, flags) == 32
+                                       ? 1
+                                       : -1];
+
+typedef struct gnmr__soa {
+  double *mean, *window_sum;
+  double *score; /* scratch: > 0 while the unit waits for a slot */
+  uint64_t *finite_steps, *risky, *nonfinite, *admissions, *renewals,
+      *recovery_steps, *over_budget;
+  float *window;
+  uint32_t *lock, *cooldown;
+  uint32_t *heap; /* scratch: the admission heap */
+} gnmr__soa;
+
+static GNMR_HOSTDEV gnmr__soa gnmr__carve(gnmr_unit *units, uint32_t n) {
+  gnmr__soa s;
+  double *d = (double *)(void *)units;
+  uint64_t *q = (uint64_t *)(void *)(d + 3 * (size_t)n);
+  float *f = (float *)(void *)(q + 7 * (size_t)n);
+  uint32_t *w = (uint32_t *)(void *)(f + GNMR_WINDOW_MAX * (size_t)n);
+  s.mean = d;
+  s.window_sum = d + n;
+  s.score = d + 2 * (size_t)n;
+  s.finite_steps = q;
+  s.risky = q + n;
+  s.nonfinite = q + 2 * (size_t)n;
+  s.admissions = q + 3 * (size_t)n;
+  s.renewals = q + 4 * (size_t)n;
+  s.recovery_steps = q + 5 * (size_t)n;
+  s.over_budget = q + 6 * (size_t)n;
+  s.window = f;
+  s.lock = w;
+  s.cooldown = w + n;
+  s.heap = w + 2 * (size_t)n;
+  return s;
+}
+
+/* One unit's fields gathered from the arrays (checkpoint, tests). */
+typedef struct gnmr__unit_state {
+  double mean, window_sum;
+  float window[GNMR_WINDOW_MAX];
+  uint64_t finite_steps, risky, nonfinite, admissions, renewals, recovery_steps,
+      over_budget;
+  uint32_t lock, cooldown;
+} gnmr__unit_state;
+
+static void gnmr__unit_get(const gnmr__soa *s, uint32_t n, uint32_t u,
+                           gnmr__unit_state *out) {
+  uint32_t i;
+  out->mean = s->mean[u];
+  out->window_sum = s->window_sum[u];
+  for (i = 0; i < GNMR_WINDOW_MAX; i++)
+    out->window[i] = s->window[(size_t)i * n + u];
+  out->finite_steps = s->finite_steps[u];
+  out->risky = s->risky[u];
+  out->nonfinite = s->nonfinite[u];
+  out->admissions = s->admissions[u];
+  out->renewals = s->renewals[u];
+  out->recovery_steps = s->recovery_steps[u];
+  out->over_budget = s->over_budget[u];
+  out->lock = s->lock[u];
+  out->cooldown = s->cooldown[u];
+}
+
+static void gnmr__unit_set(const gnmr__soa *s, uint32_t n, uint32_t u,
+                           const gnmr__unit_state *in) {
+  uint32_t i;
+  s->mean[u] = in->mean;
+  s->window_sum[u] = in->window_sum;
+  for (i = 0; i < GNMR_WINDOW_MAX; i++)
+    s->window[(size_t)i * n + u] = in->window[i];
+  s->finite_steps[u] = in->finite_steps;
+  s->risky[u] = in->risky;
+  s->nonfinite[u] = in->nonfinite;
+  s->admissions[u] = in->admissions;
+  s->renewals[u] = in->renewals;
+  s->recovery_steps[u] = in->recovery_steps;
+  s->over_budget[u] = in->over_budget;
+  s->lock[u] = in->lock;
+  s->cooldown[u] = in->cooldown;
+  s->score[u] = 0.0;
+  s->heap[u] = 0;
+}
+
+/* Sum of the last `window` ratios before observation k, oldest first. The
+   step keeps a running sum and replaces it with this once per lap of the
+   ring, so rounding never builds up. */
+static GNMR_HOSTDEV double gnmr__window_sum(const gnmr__soa *s, uint32_t n,
+                                            uint32_t u, uint64_t k,
+                                            uint32_t window) {
+  double sum = 0.0;
+  uint32_t i;
+  for (i = window; i > 0; i--)
+    sum += (double)s->window[(size_t)((k - i) & GNMR__RING) * n + u];
+  return sum;
+}
+
+/* ---- admission heap --------------------------------------------------------
+   A min-heap (worst candidate on top) of at most max_recovering unit
+   indices: admission needs no memory of its own and costs O(N log maxO).
+   Worse = lower score, then higher index: a strict total order, so the
+   admitted set never depends on the order units are visited in. */
+
+static GNMR_HOSTDEV int gnmr__worse(const gnmr__soa *s, uint32_t a,
                                     uint32_t b) {
-  if (units[a].score != units[b].score) return units[a].score < units[b].score;
+  if (s->score[a] != s->score[b]) return s->score[a] < s->score[b];
   return a > b;
 }
 
-/* The admission heap: a min-heap (worst candidate on top) of at most
-   max_recovering unit indices, stored in units[0 .. size).heap so that
-   admission needs no memory of its own and costs O(N log maxO). */
-static GNMR_HOSTDEV void gnmr__heap_sift_down(gnmr_unit *units, uint32_t size,
+static GNMR_HOSTDEV void gnmr__heap_sift_down(const gnmr__soa *s, uint32_t size,
                                               uint32_t at) {
-  uint32_t item = units[at].heap;
+  uint32_t item = s->heap[at];
   for (;;) {
     uint32_t child = 2 * at + 1;
     if (child >= size) break;
-    if (child + 1 < size &&
-        gnmr__worse(units, units[child + 1].heap, units[child].heap))
+    if (child + 1 < size && gnmr__worse(s, s->heap[child + 1], s->heap[child]))
       child++;
-    if (!gnmr__worse(units, units[child].heap, item)) break;
-    units[at].heap = units[child].heap;
+    if (!gnmr__worse(s, s->heap[child], item)) break;
+    s->heap[at] = s->heap[child];
     at = child;
   }
-  units[at].heap = item;
+  s->heap[at] = item;
 }
 
-static GNMR_HOSTDEV void gnmr__heap_offer(gnmr_unit *units, uint32_t *size,
+static GNMR_HOSTDEV void gnmr__heap_offer(const gnmr__soa *s, uint32_t *size,
                                           uint32_t cap, uint32_t u) {
   uint32_t at;
   if (*size < cap) {
     at = (*size)++;
-    while (at > 0 && gnmr__worse(units, u, units[(at - 1) / 2].heap)) {
-      units[at].heap = units[(at - 1) / 2].heap;
+    while (at > 0 && gnmr__worse(s, u, s->heap[(at - 1) / 2])) {
+      s->heap[at] = s->heap[(at - 1) / 2];
       at = (at - 1) / 2;
     }
-    units[at].heap = u;
-  } else if (cap > 0 && gnmr__worse(units, units[0].heap, u)) {
-    units[0].heap = u;
-    gnmr__heap_sift_down(units, *size, 0);
+    s->heap[at] = u;
+  } else if (cap > 0 && gnmr__worse(s, s->heap[0], u)) {
+    s->heap[0] = u;
+    gnmr__heap_sift_down(s, *size, 0);
   }
 }
 
-static GNMR_HOSTDEV void gnmr__window_push(gnmr_unit *unit, uint32_t window,
-                                           uint64_t k_before, float ratio) {
-  uint32_t head = unit->window_head;
-  double evicted = k_before >= window ? (double)unit->window[head] : 0.0;
-  unit->window[head] = ratio;
-  unit->window_sum += (double)ratio - evicted;
-  if (++head == window) {
-    /* Re-add from scratch once per lap, so rounding never builds up. */
-    double sum = 0.0;
-    uint32_t i;
-    for (i = 0; i < window; i++) sum += (double)unit->window[i];
-    unit->window_sum = sum;
-    head = 0;
+/* ---- one step
+ * ---------------------------------------------------------------- */
+
+/* Everything one step needs, read once from the controller: locals the
+   compiler can keep in registers while it stores into the units. */
+typedef struct gnmr__step_ctx {
+  gnmr__soa s;
+  const float *norms;
+  gnmr_decision *out;
+  double tau_r, tau_d, eps, inv_tau_r, inv_tau_d, inv_window, floor_w;
+  uint64_t warmup, full_weight_from;
+  uint64_t n_risky, n_nonfinite, n_recovery, n_renewals;
+  uint32_t n, window, lock_steps, cooldown_steps, max_recovering;
+  uint32_t heap_size, recovering, candidates;
+  int policy;
+} gnmr__step_ctx;
+
+/* Rules 1-8 of DESIGN.md for one unit, up to admission. */
+static GNMR_HOSTDEV void gnmr__unit_step(gnmr__step_ctx *c, uint32_t u) {
+  const gnmr__soa *s = &c->s;
+  const double g = (double)c->norms[u];
+  double ratio, delta, score, scale = 1.0;
+  uint32_t flags;
+  int32_t action = GNMR_KEEP;
+  int risky;
+
+  if (isfinite(g)) {
+    const double m = s->mean[u];
+    const uint64_t k = s->finite_steps[u];
+    double x = g, w, evicted = 0.0;
+    float stored;
+    if (k >= c->window) {
+      ratio = g / (m > c->eps ? m : c->eps);
+      delta = ratio - s->window_sum[u] * c->inv_window;
+      evicted =
+          (double)s->window[(size_t)((k - c->window) & GNMR__RING) * c->n + u];
+    } else if (k > 0) {
+      ratio = g / (m > c->eps ? m : c->eps);
+      delta = ratio - s->window_sum[u] / (double)(uint32_t)k;
+    } else {
+      ratio = 1.0;
+      delta = 0.0;
+    }
+    if (k < c->warmup)
+      flags = GNMR_F_WARMUP;
+    else
+      flags = (ratio > c->tau_r ? (uint32_t)GNMR_F_RATIO : 0u) |
+              (delta > c->tau_d ? (uint32_t)GNMR_F_DELTA : 0u);
+    risky = (flags & (GNMR_F_RATIO | GNMR_F_DELTA)) != 0;
+    score = ratio * c->inv_tau_r;
+    if (delta * c->inv_tau_d > score) score = delta * c->inv_tau_d;
+    if (risky && g > c->tau_r * m) {
+      /* A spike cannot inflate its own history. */
+      x = c->tau_r * m;
+      if (c->policy == GNMR_POLICY_CLIP) scale = x / g;
+    }
+    if (risky && c->policy == GNMR_POLICY_SKIP) scale = 0.0;
+
+    w = k + 1 < c->full_weight_from ? 1.0 / (double)(k + 1) : c->floor_w;
+    s->finite_steps[u] = k + 1;
+    s->mean[u] = m + w * (x - m);
+    stored = (float)(ratio < c->tau_r ? ratio : c->tau_r);
+    s->window[(size_t)(k & GNMR__RING) * c->n + u] = stored;
+    s->window_sum[u] += (double)stored - evicted;
+    if (((k + 1) & GNMR__RING) == 0)
+      s->window_sum[u] = gnmr__window_sum(s, c->n, u, k + 1, c->window);
+  } else {
+    /* A NaN/Inf never enters the mean or the window. */
+    ratio = delta = g;
+    score = (double)INFINITY;
+    flags = GNMR_F_NONFINITE;
+    risky = 1;
+    scale = 0.0;
+    s->nonfinite[u]++;
+    c->n_nonfinite++;
   }
-  unit->window_head = head;
+  if (risky) {
+    s->risky[u]++;
+    c->n_risky++;
+  }
+
+  if (s->lock[u] > 0) {
+    s->recovery_steps[u]++;
+    c->n_recovery++;
+    action = GNMR_HOLD;
+    if (--s->lock[u] == 0) {
+      if (risky) {
+        s->lock[u] = c->lock_steps;
+        s->renewals[u]++;
+        c->n_renewals++;
+        flags |= GNMR_F_RENEWED;
+      } else {
+        action = GNMR_RELEASE;
+        s->cooldown[u] = c->cooldown_steps;
+      }
+    }
+    c->recovering += s->lock[u] > 0;
+  } else if (s->cooldown[u] > 0 || risky) {
+    int cooling = s->cooldown[u] > 0;
+    if (cooling) s->cooldown[u]--;
+    if (cooling && risky && !(flags & GNMR_F_NONFINITE)) {
+      flags |= GNMR_F_COOLDOWN;
+    } else if (risky) {
+      /* Waits for a slot; a positive score marks it (risky scores are
+         >= 1 or +inf). Every mark is cleared before the step returns. */
+      s->score[u] = score;
+      c->candidates++;
+      gnmr__heap_offer(s, &c->heap_size, c->max_recovering, u);
+    }
+  }
+  if (c->out) {
+    gnmr_decision *d = &c->out[u];
+    d->gnmr = ratio;
+    d->delta = delta;
+    d->score = score;
+    d->scale = scale;
+    d->flags = flags;
+    d->action = action;
+  }
 }
+
+/* ---- the step, eight calm units at a time (AVX-512) -----------------------
+   Most units on most steps are calm: finite, past the first W observations,
+   not locked, not cooling down, not risky. For such units the rules reduce
+   to straight arithmetic, done here eight lanes wide with the same IEEE
+   operations in the same order as gnmr__unit_step, so the bits are the same
+   (with -ffp-contract=off, as everywhere). Other lanes are left untouched
+   and returned as a mask for gnmr__unit_step. No gathers:
+   they are slow where the Downfall microcode mitigation is in place. The
+   maskz_ forms of the conversions avoid g++'s uninitialised-variable
+   warnings inside its own headers. */
+#if GNMR__CTL_AVX512
+/* The refusal check of rule 0 sixteen norms at a time; returns how many it
+   looked at (the rest go to the scalar loop). */
+GNMR__TARGET_AVX512
+static uint32_t gnmr__negative16_avx512(const float *norms, uint32_t n,
+                                        int *negative) {
+  __m512i any = _mm512_setzero_si512();
+  uint32_t u;
+  for (u = 0; n - u >= 16; u += 16) {
+    __m512i bits = _mm512_loadu_si512((const void *)(norms + u));
+    __mmask16 bad = _mm512_cmplt_epu32_mask(
+        _mm512_sub_epi32(bits, _mm512_set1_epi32((int)0x80000001u)),
+        _mm512_set1_epi32(0x7F7FFFFF));
+    any = _mm512_mask_set1_epi32(any, bad, 1);
+  }
+  *negative |= _mm512_test_epi32_mask(any, any) != 0;
+  return u;
+}
+
+GNMR__TARGET_AVX512
+static unsigned gnmr__calm8_avx512(gnmr__step_ctx *c, uint32_t u) {
+  /* Eight decisions are 40 doubles' worth of memory: output vector j, lane l
+     holds field (8j + l) mod 5 of unit (8j + l) / 5. */
+  static const long long unit_of[5][8] = {{0, 0, 0, 0, 0, 1, 1, 1},
+                                          {1, 1, 2, 2, 2, 2, 2, 3},
+                                          {3, 3, 3, 3, 4, 4, 4, 4},
+                                          {4, 5, 5, 5, 5, 5, 6, 6},
+                                          {6, 6, 6, 7, 7, 7, 7, 7}};
+  static const unsigned char field_mask[5][5] = {
+      {0x21, 0x42, 0x84, 0x08, 0x10},
+      {0x84, 0x08, 0x10, 0x21, 0x42},
+      {0x10, 0x21, 0x42, 0x84, 0x08},
+      {0x42, 0x84, 0x08, 0x10, 0x21},
+      {0x08, 0x10, 0x21, 0x42, 0x84}};
+  const gnmr__soa *s = &c->s;
+  const size_t n = c->n;
+  __m512d g, m, wsum, mm, ratio, delta, a, b, score, w;
+  __m512i k, k1;
+  __m256i busy;
+  __m256 stored, evicted;
+  __mmask8 calm, warm, young, resync;
+  uint64_t ks[8];
+  int lane, j;
+
+  g = _mm512_maskz_cvtps_pd(0xFF, _mm256_loadu_ps(c->norms + u));
+  k = _mm512_loadu_si512((const void *)(s->finite_steps + u));
+  busy =
+      _mm256_or_si256(_mm256_loadu_si256((const __m256i *)(s->lock + u)),
+                      _mm256_loadu_si256((const __m256i *)(s->cooldown + u)));
+  calm = (__mmask8)(_mm512_cmp_pd_mask(_mm512_abs_pd(g),
+                                       _mm512_set1_pd(FLT_MAX), _CMP_LE_OQ) &
+                    _mm512_cmp_epu64_mask(
+                        k, _mm512_set1_epi64((long long)c->window),
+                        _MM_CMPINT_NLT) &
+                    _mm256_cmpeq_epi32_mask(busy, _mm256_setzero_si256()));
+  if (!calm) return 0xFF;
+
+  m = _mm512_loadu_pd(s->mean + u);
+  wsum = _mm512_loadu_pd(s->window_sum + u);
+  mm = _mm512_mask_blend_pd(
+      _mm512_cmp_pd_mask(m, _mm512_set1_pd(c->eps), _CMP_GT_OQ),
+      _mm512_set1_pd(c->eps), m);
+  ratio = _mm512_div_pd(g, mm);
+  delta =
+      _mm512_sub_pd(ratio, _mm512_mul_pd(wsum, _mm512_set1_pd(c->inv_window)));
+  warm = _mm512_cmp_epu64_mask(k, _mm512_set1_epi64((long long)c->warmup),
+                               _MM_CMPINT_NLT);
+  calm &= (__mmask8) ~(_mm512_mask_cmp_pd_mask(
+                           warm, ratio, _mm512_set1_pd(c->tau_r), _CMP_GT_OQ) |
+                       _mm512_mask_cmp_pd_mask(
+                           warm, delta, _mm512_set1_pd(c->tau_d), _CMP_GT_OQ));
+  if (!calm) return 0xFF;
+
+  /* Commit the calm lanes; the caller steps the others one by one. */
+  k1 = _mm512_add_epi64(k, _mm512_set1_epi64(1));
+  young = _mm512_cmp_epu64_mask(
+      k1, _mm512_set1_epi64((long long)c->full_weight_from), _MM_CMPINT_LT);
+  w = _mm512_set1_pd(c->floor_w);
+  if (young) /* a division only while some unit is still young */
+    w = _mm512_mask_div_pd(w, young, _mm512_set1_pd(1.0),
+                           _mm512_maskz_cvtepu64_pd(0xFF, k1));
+  _mm512_mask_storeu_pd(
+      s->mean + u, calm,
+      _mm512_add_pd(m, _mm512_mul_pd(w, _mm512_sub_pd(g, m))));
+  _mm512_mask_storeu_epi64((void *)(s->finite_steps + u), calm, k1);
+  stored = _mm512_maskz_cvtpd_ps(
+      0xFF, _mm512_mask_blend_pd(
+                _mm512_cmp_pd_mask(ratio, _mm512_set1_pd(c->tau_r), _CMP_LT_OQ),
+                _mm512_set1_pd(c->tau_r), ratio));
+
+  /* The ring slots: one row for all eight while their counts agree (they
+     differ only after a non-finite step), else lane by lane. */
+  _mm512_storeu_si512((void *)ks, k);
+  if (_mm512_cmpeq_epi64_mask(k, _mm512_set1_epi64((long long)ks[0])) == 0xFF) {
+    evicted =
+        _mm256_loadu_ps(s->window + ((ks[0] - c->window) & GNMR__RING) * n + u);
+    _mm256_mask_storeu_ps(s->window + (ks[0] & GNMR__RING) * n + u, calm,
+                          stored);
+  } else {
+    float e[8], f[8];
+    _mm256_storeu_ps(f, stored);
+    for (lane = 0; lane < 8; lane++) {
+      size_t at = u + (size_t)lane;
+      e[lane] = 0.0f;
+      if (!(calm & (1u << lane))) continue;
+      e[lane] = s->window[((ks[lane] - c->window) & GNMR__RING) * n + at];
+      s->window[(ks[lane] & GNMR__RING) * n + at] = f[lane];
+    }
+    evicted = _mm256_setr_ps(e[0], e[1], e[2], e[3], e[4], e[5], e[6], e[7]);
+  }
+  wsum =
+      _mm512_add_pd(wsum, _mm512_sub_pd(_mm512_maskz_cvtps_pd(0xFF, stored),
+                                        _mm512_maskz_cvtps_pd(0xFF, evicted)));
+  _mm512_mask_storeu_pd(s->window_sum + u, calm, wsum);
+  resync = calm & _mm512_testn_epi64_mask(k1, _mm512_set1_epi64(GNMR__RING));
+  for (lane = 0; resync && lane < 8; lane++)
+    if (resync & (1u << lane))
+      s->window_sum[u + (uint32_t)lane] = gnmr__window_sum(
+          s, c->n, u + (uint32_t)lane, ks[lane] + 1, c->window);
+
+  if (c->out) {
+    /* gnmr, delta, score, scale = 1, then flags (WARMUP or 0) and action
+       (KEEP = 0) as one 8-byte word; five full-width stores. The caller's
+       scalar steps overwrite the lanes that were not calm. */
+    a = _mm512_mul_pd(ratio, _mm512_set1_pd(c->inv_tau_r));
+    b = _mm512_mul_pd(delta, _mm512_set1_pd(c->inv_tau_d));
+    score = _mm512_mask_blend_pd(_mm512_cmp_pd_mask(b, a, _CMP_GT_OQ), a, b);
+    {
+      const __m512d one = _mm512_set1_pd(1.0);
+      const __m512d tail = _mm512_castsi512_pd(
+          _mm512_maskz_set1_epi64((__mmask8)~warm, GNMR_F_WARMUP));
+      double *d = (double *)(void *)(c->out + u);
+      for (j = 0; j < 5; j++) {
+        const __m512i at = _mm512_loadu_si512((const void *)unit_of[j]);
+        const unsigned char *f = field_mask[j];
+        __m512d v = _mm512_maskz_permutexvar_pd(f[0], at, ratio);
+        v = _mm512_mask_permutexvar_pd(v, f[1], at, delta);
+        v = _mm512_mask_permutexvar_pd(v, f[2], at, score);
+        v = _mm512_mask_mov_pd(v, f[3], one);
+        v = _mm512_mask_permutexvar_pd(v, f[4], at, tail);
+        _mm512_storeu_pd(d + 8 * j, v);
+      }
+    }
+  }
+  return (__mmask8)~calm;
+}
+#endif
 
 GNMR_DEF GNMR_HOSTDEV int gnmr_step(gnmr_ctl *ctl, const float *norms,
                                     gnmr_decision *out) {
-  const gnmr_config *cfg;
-  gnmr_unit *units;
-  uint32_t n, u, heap_size = 0, recovering = 0, candidates = 0, admitted;
+  gnmr__step_ctx c;
+  uint32_t n, u, admitted;
+  int negative = 0;
+#if GNMR__CTL_AVX512
+  int wide;
+#endif
   if (!ctl) return GNMR_EINVAL;
   if (ctl->magic != GNMR__MAGIC) return GNMR_ESTATE;
   n = ctl->n_units;
   if (n > 0 && !norms) return GNMR_EINVAL;
-  for (u = 0; u < n; u++)
-    if (norms[u] < 0.0f && isfinite(norms[u])) return GNMR_ENORM;
-
-  cfg = &ctl->cfg;
-  units = ctl->units;
-  for (u = 0; u < n; u++) {
-    gnmr_unit *unit = &units[u];
-    double g = (double)norms[u], m = unit->mean, ratio, delta, score;
-    double scale = 1.0;
-    uint64_t k = unit->finite_steps;
-    uint32_t flags = 0;
-    int32_t action = GNMR_KEEP;
-    int risky;
-
-    if (!isfinite(g)) {
-      /* A NaN/Inf never enters the mean or the window. */
-      ratio = delta = g;
-      score = (double)INFINITY;
-      flags = GNMR_F_NONFINITE;
-      risky = 1;
-      scale = 0.0;
-      unit->nonfinite++;
-      ctl->nonfinite++;
-    } else {
-      uint32_t window = cfg->delta_window;
-      double w, x;
-      if (k == 0) {
-        ratio = 1.0;
-        delta = 0.0;
-      } else {
-        ratio = g / (m > cfg->eps ? m : cfg->eps);
-        delta = ratio - unit->window_sum / (double)(k < window ? k : window);
-      }
-      if (k < cfg->warmup_steps) {
-        flags = GNMR_F_WARMUP;
-      } else {
-        if (ratio > cfg->ratio_threshold) flags |= GNMR_F_RATIO;
-        if (delta > cfg->delta_threshold) flags |= GNMR_F_DELTA;
-      }
-      risky = flags != 0 && flags != GNMR_F_WARMUP;
-      score = ratio / cfg->ratio_threshold;
-      if (delta / cfg->delta_threshold > score)
-        score = delta / cfg->delta_threshold;
-
-      /* A spike cannot inflate its own history. */
-      x = g;
-      if (risky && x > cfg->ratio_threshold * m) x = cfg->ratio_threshold * m;
-      unit->finite_steps = ++k;
-      w = k < ctl->full_weight_from ? 1.0 / (double)k
-                                    : 1.0 - cfg->history_decay;
-      unit->mean = m + w * (x - m);
-      gnmr__window_push(
-          unit, window, k - 1,
-          (float)(ratio < cfg->ratio_threshold ? ratio : cfg->ratio_threshold));
-      if (risky) {
-        if (cfg->spike_policy == GNMR_POLICY_SKIP) scale = 0.0;
-        if (cfg->spike_policy == GNMR_POLICY_CLIP &&
-            g > cfg->ratio_threshold * m)
-          scale = cfg->ratio_threshold * m / g;
-      }
-    }
-    if (risky) {
-      unit->risky++;
-      ctl->risky++;
-    }
-    unit->score = score;
-    unit->candidate = 0;
-
-    if (unit->lock > 0) {
-      unit->recovery_steps++;
-      ctl->recovery_steps++;
-      action = GNMR_HOLD;
-      if (--unit->lock == 0) {
-        if (risky) {
-          unit->lock = cfg->lock_steps;
-          unit->renewals++;
-          ctl->renewals++;
-          flags |= GNMR_F_RENEWED;
-        } else {
-          action = GNMR_RELEASE;
-          unit->cooldown = cfg->cooldown_steps;
-        }
-      }
-      if (unit->lock > 0) recovering++;
-    } else {
-      int cooling = unit->cooldown > 0;
-      if (cooling) unit->cooldown--;
-      if (risky && cooling && !(flags & GNMR_F_NONFINITE)) {
-        flags |= GNMR_F_COOLDOWN;
-      } else if (risky) {
-        unit->candidate = 1;
-        candidates++;
-        gnmr__heap_offer(units, &heap_size, cfg->max_recovering, u);
-      }
-    }
-    if (out) {
-      out[u].gnmr = ratio;
-      out[u].delta = delta;
-      out[u].score = score;
-      out[u].scale = scale;
-      out[u].flags = flags;
-      out[u].action = action;
-    }
+#if GNMR__CTL_AVX512
+  wide = gnmr__ctl_wide();
+  u = wide ? gnmr__negative16_avx512(norms, n, &negative) : 0;
+#else
+  u = 0;
+#endif
+  for (; u < n; u++) {
+    /* Finite and below -0: the bits lie in (0x80000000, 0xFF800000). */
+    uint32_t bits;
+    memcpy(&bits, &norms[u], 4);
+    negative |= bits - 0x80000001u < 0x7F7FFFFFu;
   }
+  if (negative) return GNMR_ENORM;
+
+  c.s = gnmr__carve(ctl->units, n);
+  c.norms = norms;
+  c.out = out;
+  c.n = n;
+  c.tau_r = ctl->cfg.ratio_threshold;
+  c.tau_d = ctl->cfg.delta_threshold;
+  c.eps = ctl->cfg.eps;
+  c.inv_tau_r = 1.0 / c.tau_r;
+  c.inv_tau_d = 1.0 / c.tau_d;
+  c.floor_w = 1.0 - ctl->cfg.history_decay;
+  c.window = ctl->cfg.delta_window;
+  c.inv_window = 1.0 / (double)c.window;
+  c.warmup = ctl->cfg.warmup_steps;
+  c.full_weight_from = ctl->full_weight_from;
+  c.lock_steps = ctl->cfg.lock_steps;
+  c.cooldown_steps = ctl->cfg.cooldown_steps;
+  c.max_recovering = ctl->cfg.max_recovering;
+  c.policy = ctl->cfg.spike_policy;
+  c.n_risky = c.n_nonfinite = c.n_recovery = c.n_renewals = 0;
+  c.heap_size = c.recovering = c.candidates = 0;
+
+#if GNMR__CTL_AVX512
+  for (u = 0; u < n;) {
+    uint32_t end = n - u < 8 ? n : u + 8;
+    if (wide && end - u == 8) {
+      /* Eight at once; the lanes it leaves take the scalar rules. */
+      unsigned rest = gnmr__calm8_avx512(&c, u);
+      for (; u < end; u++, rest >>= 1)
+        if (rest & 1u) gnmr__unit_step(&c, u);
+      continue;
+    }
+    for (; u < end; u++) gnmr__unit_step(&c, u);
+  }
+#else
+  for (u = 0; u < n; u++) gnmr__unit_step(&c, u);
+#endif
 
   /* The heap holds the best max_recovering candidates; releases above may
      have freed more slots than were free before, never fewer. Drop the worst
      until the rest fit, then admit the rest. */
-  GNMR_ASSERT(recovering <= cfg->max_recovering);
-  while (heap_size > cfg->max_recovering - recovering) {
-    units[0].heap = units[--heap_size].heap;
-    gnmr__heap_sift_down(units, heap_size, 0);
+  GNMR_ASSERT(c.recovering <= c.max_recovering);
+  while (c.heap_size > c.max_recovering - c.recovering) {
+    c.s.heap[0] = c.s.heap[--c.heap_size];
+    gnmr__heap_sift_down(&c.s, c.heap_size, 0);
   }
-  admitted = heap_size;
-  while (heap_size > 0) {
-    gnmr_unit *unit = &units[units[--heap_size].heap];
-    unit->lock = cfg->lock_steps;
-    unit->cooldown = 0;
-    unit->admissions++;
-    if (out) out[units[heap_size].heap].action = GNMR_RECOVER;
+  for (admitted = 0; admitted < c.heap_size; admitted++) {
+    uint32_t a = c.s.heap[admitted];
+    c.s.lock[a] = c.lock_steps;
+    c.s.cooldown[a] = 0;
+    c.s.score[a] = 0.0;
+    c.s.admissions[a]++;
+    if (out) out[a].action = GNMR_RECOVER;
   }
-  ctl->admissions += admitted;
-  recovering += admitted;
-  if (candidates > admitted) {
+  if (c.candidates > admitted) {
     for (u = 0; u < n; u++) {
-      if (!units[u].candidate || units[u].lock > 0) continue;
-      units[u].over_budget++;
+      if (!(c.s.score[u] > 0.0)) continue;
+      c.s.score[u] = 0.0;
+      c.s.over_budget[u]++;
       if (out) out[u].flags |= GNMR_F_OVER_BUDGET;
     }
-    ctl->over_budget += candidates - admitted;
   }
-  ctl->recovering = recovering;
-  if (recovering > ctl->peak_recovering) ctl->peak_recovering = recovering;
+  c.recovering += admitted;
+  ctl->risky += c.n_risky;
+  ctl->nonfinite += c.n_nonfinite;
+  ctl->recovery_steps += c.n_recovery;
+  ctl->renewals += c.n_renewals;
+  ctl->admissions += admitted;
+  ctl->over_budget += c.candidates - admitted;
+  ctl->recovering = c.recovering;
+  if (c.recovering > ctl->peak_recovering) ctl->peak_recovering = c.recovering;
   ctl->steps++;
   return GNMR_OK;
 }
@@ -638,18 +972,20 @@ GNMR_DEF GNMR_HOSTDEV int gnmr_recovering(const gnmr_ctl *ctl, uint32_t u) {
   if (!ctl) return GNMR_EINVAL;
   if (ctl->magic != GNMR__MAGIC) return GNMR_ESTATE;
   if (u >= ctl->n_units) return GNMR_EINVAL;
-  return ctl->units[u].lock > 0;
+  return gnmr__carve(ctl->units, ctl->n_units).lock[u] > 0;
 }
 
 GNMR_DEF int gnmr_counters_get(const gnmr_ctl *ctl, uint32_t unit,
                                gnmr_counters *out) {
+  gnmr__soa s;
   if (!ctl || !out) return GNMR_EINVAL;
   if (ctl->magic != GNMR__MAGIC) return GNMR_ESTATE;
+  s = gnmr__carve(ctl->units, ctl->n_units);
+  out->steps = ctl->steps;
   if (unit == GNMR_ALL_UNITS) {
     uint64_t finite = 0;
     uint32_t u;
-    for (u = 0; u < ctl->n_units; u++) finite += ctl->units[u].finite_steps;
-    out->steps = ctl->steps;
+    for (u = 0; u < ctl->n_units; u++) finite += s.finite_steps[u];
     out->finite_steps = finite;
     out->risky = ctl->risky;
     out->nonfinite = ctl->nonfinite;
@@ -660,18 +996,15 @@ GNMR_DEF int gnmr_counters_get(const gnmr_ctl *ctl, uint32_t unit,
     out->recovering = ctl->recovering;
     out->peak_recovering = ctl->peak_recovering;
   } else {
-    const gnmr_unit *s;
     if (unit >= ctl->n_units) return GNMR_EINVAL;
-    s = &ctl->units[unit];
-    out->steps = ctl->steps;
-    out->finite_steps = s->finite_steps;
-    out->risky = s->risky;
-    out->nonfinite = s->nonfinite;
-    out->admissions = s->admissions;
-    out->renewals = s->renewals;
-    out->recovery_steps = s->recovery_steps;
-    out->over_budget = s->over_budget;
-    out->recovering = s->lock > 0;
+    out->finite_steps = s.finite_steps[unit];
+    out->risky = s.risky[unit];
+    out->nonfinite = s.nonfinite[unit];
+    out->admissions = s.admissions[unit];
+    out->renewals = s.renewals[unit];
+    out->recovery_steps = s.recovery_steps[unit];
+    out->over_budget = s.over_budget[unit];
+    out->recovering = s.lock[unit] > 0;
     out->peak_recovering = 0;
   }
   return GNMR_OK;
@@ -686,7 +1019,7 @@ GNMR_DEF int gnmr_counters_get(const gnmr_ctl *ctl, uint32_t unit,
              recovery_steps, over_budget; u32 recovering, peak_recovering
      units   f64 mean, window_sum; f32 window[GNMR_WINDOW_MAX]; u64 k, risky,
              nonfinite, admissions, renewals, recovery_steps, over_budget;
-             u32 lock, cooldown, window_head
+             u32 lock, cooldown
      trailer u32 CRC-32 (IEEE) of everything before it: it catches every
              single-bit flip and every burst up to 32 bits. */
 
@@ -694,7 +1027,7 @@ GNMR_DEF int gnmr_counters_get(const gnmr_ctl *ctl, uint32_t unit,
 #define GNMR__CKPT_HEADER 24u
 #define GNMR__CKPT_CONFIG 56u
 #define GNMR__CKPT_TOTALS 64u
-#define GNMR__CKPT_UNIT (16u + 4u * GNMR_WINDOW_MAX + 56u + 12u)
+#define GNMR__CKPT_UNIT (16u + 4u * GNMR_WINDOW_MAX + 56u + 8u)
 
 static const char gnmr__ckpt_magic[8] = {'G', 'N', 'M', 'R',
                                          'C', 'K', 'P', 'T'};
@@ -772,6 +1105,7 @@ GNMR_DEF size_t gnmr_checkpoint_size(const gnmr_ctl *ctl) {
 GNMR_DEF int gnmr_checkpoint_save(const gnmr_ctl *ctl, void *buf, size_t cap,
                                   size_t *written) {
   const gnmr_config *c;
+  gnmr__soa units;
   unsigned char *p;
   size_t size;
   uint32_t u, i;
@@ -807,21 +1141,22 @@ GNMR_DEF int gnmr_checkpoint_save(const gnmr_ctl *ctl, void *buf, size_t cap,
   p = gnmr__put_u64(p, ctl->over_budget);
   p = gnmr__put_u32(p, ctl->recovering);
   p = gnmr__put_u32(p, ctl->peak_recovering);
+  units = gnmr__carve(ctl->units, ctl->n_units);
   for (u = 0; u < ctl->n_units; u++) {
-    const gnmr_unit *s = &ctl->units[u];
-    p = gnmr__put_f64(p, s->mean);
-    p = gnmr__put_f64(p, s->window_sum);
-    for (i = 0; i < GNMR_WINDOW_MAX; i++) p = gnmr__put_f32(p, s->window[i]);
-    p = gnmr__put_u64(p, s->finite_steps);
-    p = gnmr__put_u64(p, s->risky);
-    p = gnmr__put_u64(p, s->nonfinite);
-    p = gnmr__put_u64(p, s->admissions);
-    p = gnmr__put_u64(p, s->renewals);
-    p = gnmr__put_u64(p, s->recovery_steps);
-    p = gnmr__put_u64(p, s->over_budget);
-    p = gnmr__put_u32(p, s->lock);
-    p = gnmr__put_u32(p, s->cooldown);
-    p = gnmr__put_u32(p, s->window_head);
+    gnmr__unit_state st;
+    gnmr__unit_get(&units, ctl->n_units, u, &st);
+    p = gnmr__put_f64(p, st.mean);
+    p = gnmr__put_f64(p, st.window_sum);
+    for (i = 0; i < GNMR_WINDOW_MAX; i++) p = gnmr__put_f32(p, st.window[i]);
+    p = gnmr__put_u64(p, st.finite_steps);
+    p = gnmr__put_u64(p, st.risky);
+    p = gnmr__put_u64(p, st.nonfinite);
+    p = gnmr__put_u64(p, st.admissions);
+    p = gnmr__put_u64(p, st.renewals);
+    p = gnmr__put_u64(p, st.recovery_steps);
+    p = gnmr__put_u64(p, st.over_budget);
+    p = gnmr__put_u32(p, st.lock);
+    p = gnmr__put_u32(p, st.cooldown);
   }
   p = gnmr__put_u32(p, gnmr__crc32((const unsigned char *)buf,
                                    (size_t)(p - (unsigned char *)buf)));
@@ -831,7 +1166,7 @@ GNMR_DEF int gnmr_checkpoint_save(const gnmr_ctl *ctl, void *buf, size_t cap,
 
 /* Reads one unit; 0 if its state could not have come from gnmr_step. */
 static int gnmr__ckpt_unit(const unsigned char **p, const gnmr_config *c,
-                           gnmr_unit *s) {
+                           gnmr__unit_state *s) {
   uint32_t i, filled;
   memset(s, 0, sizeof *s);
   s->mean = gnmr__get_f64(p);
@@ -846,13 +1181,11 @@ static int gnmr__ckpt_unit(const unsigned char **p, const gnmr_config *c,
   s->over_budget = gnmr__get_u64(p);
   s->lock = gnmr__get_u32(p);
   s->cooldown = gnmr__get_u32(p);
-  s->window_head = gnmr__get_u32(p);
-  filled = s->finite_steps < c->delta_window ? (uint32_t)s->finite_steps
-                                             : c->delta_window;
+  filled = s->finite_steps < GNMR_WINDOW_MAX ? (uint32_t)s->finite_steps
+                                             : GNMR_WINDOW_MAX;
   if (!(isfinite(s->mean) && s->mean >= 0.0) || !isfinite(s->window_sum) ||
       s->lock > c->lock_steps || s->cooldown > c->cooldown_steps ||
-      (s->lock > 0 && s->cooldown > 0) || s->window_head >= c->delta_window ||
-      (filled < c->delta_window && s->window_head != filled))
+      (s->lock > 0 && s->cooldown > 0))
     return 0;
   for (i = 0; i < GNMR_WINDOW_MAX; i++) {
     float r = s->window[i];
@@ -868,6 +1201,7 @@ static int gnmr__ckpt_read(gnmr_ctl *ctl, const unsigned char *buf, size_t len,
   const unsigned char *p = buf;
   gnmr_config c;
   uint64_t totals[7];
+  gnmr__soa units;
   uint32_t n, recovering, peak, u, locked = 0;
   int i;
   if (len < GNMR__CKPT_HEADER) return GNMR_ESIZE;
@@ -902,11 +1236,12 @@ static int gnmr__ckpt_read(gnmr_ctl *ctl, const unsigned char *buf, size_t len,
   if (recovering > c.max_recovering || peak > c.max_recovering ||
       recovering > peak)
     return GNMR_ECORRUPT;
+  units = gnmr__carve(ctl->units, n);
   for (u = 0; u < n; u++) {
-    gnmr_unit s;
+    gnmr__unit_state s;
     if (!gnmr__ckpt_unit(&p, &c, &s)) return GNMR_ECORRUPT;
     locked += s.lock > 0;
-    if (apply) ctl->units[u] = s;
+    if (apply) gnmr__unit_set(&units, n, u, &s);
   }
   if (locked != recovering) return GNMR_ECORRUPT;
   if (apply) {

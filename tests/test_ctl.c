@@ -1,8 +1,1040 @@
+/* test_ctl.c - the controller's rules, pinned one by one, a literal reference
+   model over long random runs, and the checkpoint. Linked with malloc & co.
+   wrapped (see the Makefile): any call from the library fails the no_heap
+   test. */
 #define GNMR_IMPLEMENTATION
 #include "gnmr.h"
 #include "tests/check.h"
-TEST(placeholder) { EXPECT(1); }
+
+#include <float.h>
+
+/* ---- no heap: link-time wrapping ---------------------------------------- */
+
+#ifndef TEST_NO_MALLOC_WRAP
+static volatile int
+    heap_calls; /* volatile: gcc assumes malloc touches no global */
+void *__real_malloc(size_t n);
+void *__real_calloc(size_t n, size_t m);
+void *__real_realloc(void *p, size_t n);
+void __real_free(void *p);
+void *__wrap_malloc(size_t n);
+void *__wrap_calloc(size_t n, size_t m);
+void *__wrap_realloc(void *p, size_t n);
+void __wrap_free(void *p);
+void *__wrap_malloc(size_t n) {
+  heap_calls++;
+  return __real_malloc(n);
+}
+void *__wrap_calloc(size_t n, size_t m) {
+  heap_calls++;
+  return __real_calloc(n, m);
+}
+void *__wrap_realloc(void *p, size_t n) {
+  heap_calls++;
+  return __real_realloc(p, n);
+}
+void __wrap_free(void *p) {
+  heap_calls++;
+  __real_free(p);
+}
+#endif
+
+/* ---- helpers ------------------------------------------------------------ */
+
+#define MAXN 64
+
+typedef struct fixture {
+  gnmr_config cfg;
+  gnmr_unit units[MAXN];
+  gnmr_ctl ctl;
+  gnmr_decision d[MAXN];
+  float norms[MAXN];
+  uint32_t n;
+} fixture;
+
+/* A config whose only trigger is the one a test is about. */
+static gnmr_config quiet_config(void) {
+  gnmr_config c = gnmr_config_default();
+  c.ratio_threshold = 1e30;
+  c.delta_threshold = 1e30;
+  c.history_decay = 0.9;
+  c.delta_window = 4;
+  c.warmup_steps = 0;
+  c.max_recovering = 1;
+  c.lock_steps = 3;
+  c.cooldown_steps = 0;
+  c.spike_policy = GNMR_POLICY_KEEP;
+  return c;
+}
+
+/* Unit u's fields, gathered from the controller's arrays. */
+static gnmr__unit_state unit_of(const fixture *f, uint32_t u) {
+  gnmr__soa s = gnmr__carve((gnmr_unit *)f->units, f->n);
+  gnmr__unit_state st;
+  gnmr__unit_get(&s, f->n, u, &st);
+  return st;
+}
+
+static int setup(fixture *f, const gnmr_config *c, uint32_t n) {
+  memset(f, 0, sizeof *f);
+  f->cfg = *c;
+  f->n = n;
+  return gnmr_init(&f->ctl, &f->cfg, f->units, n);
+}
+
+static int step_all(fixture *f, float v) {
+  uint32_t u;
+  for (u = 0; u < f->n; u++) f->norms[u] = v;
+  return gnmr_step(&f->ctl, f->norms, f->d);
+}
+
+/* Unit u gets v, every other unit 1.0. */
+static int step_one(fixture *f, uint32_t u, float v) {
+  uint32_t i;
+  for (i = 0; i < f->n; i++) f->norms[i] = 1.0f;
+  f->norms[u] = v;
+  return gnmr_step(&f->ctl, f->norms, f->d);
+}
+
+static int recovering_count(const gnmr_ctl *ctl) {
+  uint32_t u;
+  int n = 0;
+  for (u = 0; u < ctl->n_units; u++) n += gnmr_recovering(ctl, u) == 1;
+  return n;
+}
+
+static float random_norm(double p_spike, double p_nan) {
+  double r = check_uniform();
+  if (r < p_nan) {
+    uint64_t kind = check_rand() % 3;
+    return kind == 0 ? NAN : kind == 1 ? INFINITY : -INFINITY;
+  }
+  if (r < p_nan + p_spike) return (float)(5.0 + 100.0 * check_uniform());
+  return (float)(0.5 + check_uniform());
+}
+
+/* ---- configuration ------------------------------------------------------ */
+
+TEST(default_config_is_valid) {
+  gnmr_config c = gnmr_config_default();
+  EXPECT_EQ_INT(gnmr_config_validate(&c), GNMR_OK);
+  EXPECT_EQ_INT(gnmr_config_validate(NULL), GNMR_EINVAL);
+}
+
+TEST(every_invalid_config_field_is_refused_and_changes_nothing) {
+  static fixture f, before;
+  const double bad_ratio[] = {1.0, 0.5, -2.0, NAN, INFINITY};
+  const double bad_delta[] = {0.0, -1.0, NAN, INFINITY};
+  const double bad_decay[] = {0.0, -0.5, 1.0000001, NAN, INFINITY};
+  const double bad_eps[] = {0.0, -1e-9, NAN, INFINITY};
+  const uint32_t bad_window[] = {0, GNMR_WINDOW_MAX + 1, 1000};
+  const int bad_policy[] = {-1, 3, 100};
+  gnmr_config good = gnmr_config_default(), c;
+  size_t i;
+  int rc;
+  REQUIRE(setup(&f, &good, 8) == GNMR_OK);
+  REQUIRE(step_all(&f, 1.0f) == GNMR_OK);
+  before = f;
+#define EXPECT_REFUSED(field, values)                                          \
+  for (i = 0; i < sizeof values / sizeof values[0]; i++) {                     \
+    c = good;                                                                  \
+    c.field = values[i];                                                       \
+    EXPECT_EQ_INT(gnmr_config_validate(&c), GNMR_ECONFIG);                     \
+    rc = gnmr_init(&f.ctl, &c, f.units, 8);                                    \
+    EXPECT_EQ_INT(rc, GNMR_ECONFIG);                                           \
+    EXPECT(memcmp(&f, &before, sizeof f) == 0);                                \
+  }
+  EXPECT_REFUSED(ratio_threshold, bad_ratio)
+  EXPECT_REFUSED(delta_threshold, bad_delta)
+  EXPECT_REFUSED(history_decay, bad_decay)
+  EXPECT_REFUSED(eps, bad_eps)
+  EXPECT_REFUSED(delta_window, bad_window)
+  EXPECT_REFUSED(spike_policy, bad_policy)
+  c = good;
+  c.lock_steps = 0;
+  EXPECT_EQ_INT(gnmr_init(&f.ctl, &c, f.units, 8), GNMR_ECONFIG);
+  c = good;
+  c.max_recovering = 9; /* more than the 8 units */
+  EXPECT_EQ_INT(gnmr_config_validate(&c), GNMR_OK);
+  EXPECT_EQ_INT(gnmr_init(&f.ctl, &c, f.units, 8), GNMR_ECONFIG);
+  EXPECT_EQ_INT(gnmr_init(NULL, &good, f.units, 8), GNMR_EINVAL);
+  EXPECT_EQ_INT(gnmr_init(&f.ctl, NULL, f.units, 8), GNMR_EINVAL);
+  EXPECT_EQ_INT(gnmr_init(&f.ctl, &good, NULL, 8), GNMR_EINVAL);
+  EXPECT(memcmp(&f, &before, sizeof f) == 0);
+#undef EXPECT_REFUSED
+}
+
+TEST(edge_configs_are_accepted) {
+  static fixture f;
+  gnmr_config c = gnmr_config_default();
+  c.history_decay = 1.0;
+  c.delta_window = GNMR_WINDOW_MAX;
+  c.max_recovering = 0;
+  c.ratio_threshold = nextafter(1.0, 2.0);
+  c.delta_threshold = DBL_MIN;
+  c.eps = DBL_MIN;
+  EXPECT_EQ_INT(setup(&f, &c, 4), GNMR_OK);
+  c.delta_window = 1;
+  c.max_recovering = 4;
+  EXPECT_EQ_INT(setup(&f, &c, 4), GNMR_OK);
+  c.max_recovering = 0;
+  EXPECT_EQ_INT(setup(&f, &c, 0), GNMR_OK); /* no units at all */
+  EXPECT_EQ_INT(gnmr_step(&f.ctl, NULL, NULL), GNMR_OK);
+}
+
+/* ---- refused steps ------------------------------------------------------ */
+
+TEST(bad_steps_are_refused_and_change_nothing) {
+  static fixture f, before;
+  static gnmr_ctl raw;
+  gnmr_config c = gnmr_config_default();
+  const float negatives[] = {-1.0f, -FLT_MIN, -1e-45f, -FLT_MAX};
+  size_t i;
+  int s;
+  REQUIRE(setup(&f, &c, 8) == GNMR_OK);
+  for (s = 0; s < 30; s++)
+    REQUIRE(step_one(&f, 3, s == 25 ? 40.0f : 1.0f) == 0);
+  before = f;
+  for (i = 0; i < sizeof negatives / sizeof negatives[0]; i++) {
+    memcpy(f.norms, before.norms, sizeof f.norms);
+    f.norms[7] = negatives[i];
+    EXPECT_EQ_INT(gnmr_step(&f.ctl, f.norms, f.d), GNMR_ENORM);
+    f.norms[7] = before.norms[7];
+    EXPECT(memcmp(&f, &before, sizeof f) == 0);
+  }
+  EXPECT_EQ_INT(gnmr_step(&f.ctl, NULL, f.d), GNMR_EINVAL);
+  EXPECT_EQ_INT(gnmr_step(NULL, f.norms, f.d), GNMR_EINVAL);
+  EXPECT(memcmp(&f, &before, sizeof f) == 0);
+  memset(&raw, 0xA5, sizeof raw); /* never initialised */
+  EXPECT_EQ_INT(gnmr_step(&raw, f.norms, NULL), GNMR_ESTATE);
+  EXPECT_EQ_INT(gnmr_recovering(&raw, 0), GNMR_ESTATE);
+  EXPECT_EQ_INT(gnmr_recovering(&f.ctl, 8), GNMR_EINVAL);
+  EXPECT_EQ_INT(gnmr_recovering(NULL, 0), GNMR_EINVAL);
+  /* -0.0 is not negative; -Inf is a non-finite norm, not a caller bug. */
+  f.norms[7] = -0.0f;
+  EXPECT_EQ_INT(gnmr_step(&f.ctl, f.norms, f.d), GNMR_OK);
+  f.norms[7] = -INFINITY;
+  EXPECT_EQ_INT(gnmr_step(&f.ctl, f.norms, f.d), GNMR_OK);
+  EXPECT(f.d[7].flags & GNMR_F_NONFINITE);
+}
+
+/* ---- signals ------------------------------------------------------------ */
+
+TEST(warmup_suppresses_ratio_and_delta_until_k_observations) {
+  static fixture f;
+  gnmr_config c = quiet_config();
+  uint32_t k;
+  c.ratio_threshold = 2.0;
+  c.warmup_steps = 5;
+  REQUIRE(setup(&f, &c, 2) == GNMR_OK);
+  for (k = 0; k < 5; k++) {
+    /* k finite observations so far: a spike cannot be flagged yet. */
+    REQUIRE(step_one(&f, 0, k == 0 ? 1.0f : 100.0f) == GNMR_OK);
+    EXPECT(f.d[0].flags & GNMR_F_WARMUP);
+    EXPECT(!(f.d[0].flags & (GNMR_F_RATIO | GNMR_F_DELTA)));
+    EXPECT_EQ_INT(f.d[0].action, GNMR_KEEP);
+    EXPECT_EQ_BITS(f.d[0].scale, 1.0);
+  }
+  REQUIRE(step_one(&f, 0, 1e6f) == GNMR_OK);
+  EXPECT(!(f.d[0].flags & GNMR_F_WARMUP));
+  EXPECT(f.d[0].flags & GNMR_F_RATIO);
+  EXPECT_EQ_INT(f.d[0].action, GNMR_RECOVER);
+  /* Non-finite norms are risky even in warm-up. */
+  REQUIRE(setup(&f, &c, 2) == GNMR_OK);
+  REQUIRE(step_one(&f, 1, NAN) == GNMR_OK);
+  EXPECT_EQ_INT(f.d[1].action, GNMR_RECOVER);
+}
+
+TEST(first_observation_has_ratio_one_and_delta_zero) {
+  static fixture f;
+  gnmr_config c = quiet_config();
+  REQUIRE(setup(&f, &c, 1) == GNMR_OK);
+  REQUIRE(step_all(&f, 123.0f) == GNMR_OK);
+  EXPECT_EQ_BITS(f.d[0].gnmr, 1.0);
+  EXPECT_EQ_BITS(f.d[0].delta, 0.0);
+  EXPECT_EQ_BITS(unit_of(&f, 0).mean, 123.0); /* w = 1/1 */
+}
+
+TEST(ratio_trigger_at_and_around_the_threshold) {
+  static fixture f;
+  gnmr_config c = quiet_config();
+  const double tau = 2.5;
+  float at = 2.5f, above = nextafterf(2.5f, 3.0f), below = nextafterf(2.5f, 0);
+  c.ratio_threshold = tau;
+  REQUIRE(setup(&f, &c, 1) == GNMR_OK);
+  while (f.ctl.steps < 10) REQUIRE(step_all(&f, 1.0f) == GNMR_OK);
+  REQUIRE(unit_of(&f, 0).mean == 1.0); /* so GNMR == g exactly */
+  REQUIRE(step_all(&f, below) == GNMR_OK);
+  EXPECT(!(f.d[0].flags & GNMR_F_RATIO));
+  EXPECT_EQ_INT(f.d[0].action, GNMR_KEEP);
+  REQUIRE(setup(&f, &c, 1) == GNMR_OK);
+  while (f.ctl.steps < 10) REQUIRE(step_all(&f, 1.0f) == GNMR_OK);
+  REQUIRE(step_all(&f, at) == GNMR_OK);
+  EXPECT_EQ_BITS(f.d[0].gnmr, tau);
+  EXPECT(!(f.d[0].flags & GNMR_F_RATIO)); /* strictly above */
+  REQUIRE(setup(&f, &c, 1) == GNMR_OK);
+  while (f.ctl.steps < 10) REQUIRE(step_all(&f, 1.0f) == GNMR_OK);
+  REQUIRE(step_all(&f, above) == GNMR_OK);
+  EXPECT_EQ_INT(f.d[0].flags, GNMR_F_RATIO);
+  EXPECT_EQ_INT(f.d[0].action, GNMR_RECOVER);
+  EXPECT_EQ_BITS(f.d[0].score, (double)above * (1.0 / tau));
+}
+
+TEST(delta_trigger_at_and_around_the_threshold) {
+  static fixture f;
+  gnmr_config c = quiet_config();
+  const float at = 1.5f, above = nextafterf(1.5f, 2.0f);
+  c.delta_threshold = 0.5;
+  REQUIRE(setup(&f, &c, 1) == GNMR_OK);
+  while (f.ctl.steps < 10) REQUIRE(step_all(&f, 1.0f) == GNMR_OK);
+  REQUIRE(step_all(&f, at) == GNMR_OK); /* delta = 1.5 - 1 = 0.5 exactly */
+  EXPECT_EQ_BITS(f.d[0].delta, 0.5);
+  EXPECT(!(f.d[0].flags & GNMR_F_DELTA));
+  REQUIRE(setup(&f, &c, 1) == GNMR_OK);
+  while (f.ctl.steps < 10) REQUIRE(step_all(&f, 1.0f) == GNMR_OK);
+  REQUIRE(step_all(&f, above) == GNMR_OK);
+  EXPECT_EQ_INT(f.d[0].flags, GNMR_F_DELTA);
+  EXPECT_EQ_BITS(f.d[0].score, ((double)above - 1.0) * (1.0 / 0.5));
+  EXPECT_EQ_INT(f.d[0].action, GNMR_RECOVER);
+}
+
+TEST(delta_uses_the_mean_of_the_last_w_stored_ratios) {
+  static fixture f;
+  gnmr_config c = quiet_config();
+  const float seq[] = {1.0f, 2.0f, 1.0f, 4.0f, 2.0f, 1.0f, 3.0f};
+  double ratios[7], m = 0.0;
+  size_t s;
+  c.delta_window = 3;
+  c.history_decay = 1.0; /* plain mean */
+  REQUIRE(setup(&f, &c, 1) == GNMR_OK);
+  for (s = 0; s < 7; s++) {
+    double g = seq[s], expect_delta = 0.0;
+    REQUIRE(step_all(&f, seq[s]) == GNMR_OK);
+    ratios[s] = s == 0 ? 1.0 : g / m;
+    if (s > 0) {
+      size_t i, cnt = s < 3 ? s : 3;
+      double sum = 0.0;
+      for (i = s - cnt; i < s; i++) sum += (double)(float)ratios[i];
+      expect_delta = ratios[s] - sum / (double)cnt;
+    }
+    EXPECT_EQ_BITS(f.d[0].gnmr, ratios[s]);
+    EXPECT_NEAR(f.d[0].delta, expect_delta, 1e-15);
+    m += (g - m) / (double)(s + 1);
+  }
+}
+
+TEST(history_weight_is_max_of_one_over_k_and_one_minus_beta) {
+  const double decays[] = {0.3, 0.5, 0.9, 0.99, 0.999, 1.0};
+  size_t i;
+  for (i = 0; i < sizeof decays / sizeof decays[0]; i++) {
+    static fixture f;
+    gnmr_config c = quiet_config();
+    double m = 0.0;
+    uint64_t k;
+    c.history_decay = decays[i];
+    REQUIRE(setup(&f, &c, 1) == GNMR_OK);
+    for (k = 1; k <= 3000; k++) {
+      float g = (float)(0.5 + check_uniform());
+      double w = 1.0 / (double)k;
+      if (1.0 - decays[i] > w) w = 1.0 - decays[i];
+      m = m + w * ((double)g - m);
+      REQUIRE(step_all(&f, g) == GNMR_OK);
+      double got = unit_of(&f, 0).mean;
+      if (memcmp(&m, &got, sizeof m) != 0) break;
+    }
+    EXPECT_EQ_BITS(unit_of(&f, 0).mean, m);
+  }
+}
+
+TEST(spike_is_clamped_into_its_own_history) {
+  static fixture f;
+  gnmr_config c = quiet_config();
+  double m;
+  c.ratio_threshold = 3.0;
+  REQUIRE(setup(&f, &c, 1) == GNMR_OK);
+  while (f.ctl.steps < 20) REQUIRE(step_all(&f, 2.0f) == GNMR_OK);
+  m = unit_of(&f, 0).mean;
+  REQUIRE(step_all(&f, 1000.0f) == GNMR_OK);
+  EXPECT(f.d[0].flags & GNMR_F_RATIO);
+  EXPECT_EQ_BITS(unit_of(&f, 0).mean, m + 0.1 * (3.0 * m - m));
+  /* The window gets min(GNMR, tau_r). */
+  EXPECT_EQ_BITS((double)unit_of(&f, 0).window[20 % GNMR_WINDOW_MAX], 3.0);
+}
+
+TEST(nonfinite_never_enters_the_statistics) {
+  static fixture f;
+  gnmr_config c = quiet_config();
+  const float bad[] = {NAN, INFINITY, -INFINITY, -NAN};
+  size_t i;
+  c.spike_policy = GNMR_POLICY_KEEP; /* scale 0 even so */
+  c.max_recovering = 0;
+  REQUIRE(setup(&f, &c, 2) == GNMR_OK);
+  while (f.ctl.steps < 7) REQUIRE(step_all(&f, 1.25f) == GNMR_OK);
+  for (i = 0; i < 4; i++) {
+    gnmr__unit_state before = unit_of(&f, 0);
+    REQUIRE(step_one(&f, 0, bad[i]) == GNMR_OK);
+    EXPECT_EQ_BITS(unit_of(&f, 0).mean, before.mean);
+    EXPECT_EQ_BITS(unit_of(&f, 0).window_sum, before.window_sum);
+    EXPECT(memcmp(unit_of(&f, 0).window, before.window, sizeof before.window) ==
+           0);
+    EXPECT_EQ_INT(unit_of(&f, 0).finite_steps, before.finite_steps);
+    EXPECT_EQ_INT(unit_of(&f, 0).nonfinite, before.nonfinite + 1);
+    EXPECT(f.d[0].flags & GNMR_F_NONFINITE);
+    EXPECT(isinf(f.d[0].score) && f.d[0].score > 0);
+    EXPECT_EQ_BITS(f.d[0].scale, 0.0);
+    EXPECT_EQ_BITS(f.d[1].scale, 1.0);
+  }
+}
+
+/* ---- admission and locks --------------------------------------------------
+ */
+
+TEST(admission_by_score_then_lower_index) {
+  static fixture f;
+  gnmr_config c = quiet_config();
+  const float spike[6] = {5.0f, 10.0f, 1.0f, 10.0f, 1.0f, 20.0f};
+  uint32_t u;
+  c.ratio_threshold = 2.0;
+  c.max_recovering = 2;
+  REQUIRE(setup(&f, &c, 6) == GNMR_OK);
+  while (f.ctl.steps < 10) REQUIRE(step_all(&f, 1.0f) == GNMR_OK);
+  memcpy(f.norms, spike, sizeof spike);
+  REQUIRE(gnmr_step(&f.ctl, f.norms, f.d) == GNMR_OK);
+  EXPECT_EQ_INT(f.d[5].action, GNMR_RECOVER); /* score 10 */
+  EXPECT_EQ_INT(f.d[1].action, GNMR_RECOVER); /* score 5, index 1 */
+  EXPECT_EQ_INT(f.d[3].action, GNMR_KEEP);    /* score 5, index 3 */
+  EXPECT(f.d[3].flags & GNMR_F_OVER_BUDGET);
+  EXPECT_EQ_INT(f.d[0].action, GNMR_KEEP);
+  EXPECT(f.d[0].flags & GNMR_F_OVER_BUDGET);
+  for (u = 0; u < 6; u++)
+    EXPECT_EQ_INT(gnmr_recovering(&f.ctl, u), u == 1 || u == 5);
+  /* Non-finite (score +inf) beats any finite score, ties by index again. */
+  REQUIRE(setup(&f, &c, 6) == GNMR_OK);
+  while (f.ctl.steps < 10) REQUIRE(step_all(&f, 1.0f) == GNMR_OK);
+  memcpy(f.norms, spike, sizeof spike);
+  f.norms[4] = NAN;
+  f.norms[2] = INFINITY;
+  REQUIRE(gnmr_step(&f.ctl, f.norms, f.d) == GNMR_OK);
+  EXPECT_EQ_INT(f.d[2].action, GNMR_RECOVER);
+  EXPECT_EQ_INT(f.d[4].action, GNMR_RECOVER);
+  EXPECT_EQ_INT(f.d[5].action, GNMR_KEEP);
+}
+
+TEST(admitted_at_t_recovers_for_exactly_t_plus_1_to_t_plus_l) {
+  const uint32_t locks[] = {1, 2, 5};
+  size_t i;
+  for (i = 0; i < 3; i++) {
+    static fixture f;
+    gnmr_config c = quiet_config();
+    uint32_t L = locks[i], j;
+    c.ratio_threshold = 2.0;
+    c.lock_steps = L;
+    REQUIRE(setup(&f, &c, 3) == GNMR_OK);
+    while (f.ctl.steps < 10) REQUIRE(step_all(&f, 1.0f) == GNMR_OK);
+    EXPECT_EQ_INT(gnmr_recovering(&f.ctl, 1), 0);
+    REQUIRE(step_one(&f, 1, 50.0f) == GNMR_OK); /* step t */
+    EXPECT_EQ_INT(f.d[1].action, GNMR_RECOVER);
+    for (j = 1; j <= L; j++) {
+      /* Before step t+j the unit is on the high-fidelity path. */
+      EXPECT_EQ_INT(gnmr_recovering(&f.ctl, 1), 1);
+      REQUIRE(step_all(&f, 1.0f) == GNMR_OK);
+      EXPECT_EQ_INT(f.d[1].action, j < L ? GNMR_HOLD : GNMR_RELEASE);
+    }
+    EXPECT_EQ_INT(gnmr_recovering(&f.ctl, 1), 0);
+    EXPECT_EQ_INT(unit_of(&f, 1).recovery_steps, L);
+    REQUIRE(step_all(&f, 1.0f) == GNMR_OK);
+    EXPECT_EQ_INT(f.d[1].action, GNMR_KEEP);
+  }
+}
+
+TEST(renewal_keeps_the_slot) {
+  static fixture f;
+  gnmr_config c = quiet_config();
+  uint32_t j;
+  c.ratio_threshold = 2.0;
+  c.lock_steps = 3;
+  c.max_recovering = 1;
+  REQUIRE(setup(&f, &c, 3) == GNMR_OK);
+  while (f.ctl.steps < 10) REQUIRE(step_all(&f, 1.0f) == GNMR_OK);
+  REQUIRE(step_one(&f, 0, 50.0f) == GNMR_OK);
+  EXPECT_EQ_INT(f.d[0].action, GNMR_RECOVER);
+  for (j = 1; j <= 3; j++) {
+    /* Unit 0 keeps spiking; unit 2 spikes harder from step t+2 on. */
+    f.norms[0] = 1e4f;
+    f.norms[1] = 1.0f;
+    f.norms[2] = j >= 2 ? 1e6f : 1.0f;
+    REQUIRE(gnmr_step(&f.ctl, f.norms, f.d) == GNMR_OK);
+    EXPECT_EQ_INT(f.d[0].action, GNMR_HOLD);
+    if (j >= 2) {
+      EXPECT_EQ_INT(f.d[2].action, GNMR_KEEP);
+      EXPECT(f.d[2].flags & GNMR_F_OVER_BUDGET);
+    }
+  }
+  EXPECT(f.d[0].flags & GNMR_F_RENEWED);
+  EXPECT_EQ_INT(gnmr_recovering(&f.ctl, 0), 1);
+  EXPECT_EQ_INT(gnmr_recovering(&f.ctl, 2), 0);
+  EXPECT_EQ_INT(unit_of(&f, 0).renewals, 1);
+  EXPECT_EQ_INT(unit_of(&f, 0).admissions, 1);
+}
+
+TEST(cooldown_blocks_readmission_except_for_nonfinite) {
+  static fixture f;
+  gnmr_config c = quiet_config();
+  uint32_t j;
+  c.ratio_threshold = 2.0;
+  c.lock_steps = 1;
+  c.cooldown_steps = 3;
+  REQUIRE(setup(&f, &c, 2) == GNMR_OK);
+  while (f.ctl.steps < 10) REQUIRE(step_all(&f, 1.0f) == GNMR_OK);
+  REQUIRE(step_one(&f, 0, 50.0f) == GNMR_OK);
+  EXPECT_EQ_INT(f.d[0].action, GNMR_RECOVER);
+  REQUIRE(step_all(&f, 1.0f) == GNMR_OK);
+  EXPECT_EQ_INT(f.d[0].action, GNMR_RELEASE);
+  for (j = 1; j <= 3; j++) {
+    REQUIRE(step_one(&f, 0, 1e6f) == GNMR_OK);
+    EXPECT_EQ_INT(f.d[0].action, GNMR_KEEP);
+    EXPECT(f.d[0].flags & GNMR_F_COOLDOWN);
+    EXPECT(!(f.d[0].flags & GNMR_F_OVER_BUDGET));
+  }
+  REQUIRE(step_one(&f, 0, 1e8f) == GNMR_OK);
+  EXPECT_EQ_INT(f.d[0].action, GNMR_RECOVER);
+  /* Non-finite ignores cooldown. */
+  REQUIRE(step_all(&f, 1.0f) == GNMR_OK);
+  EXPECT_EQ_INT(f.d[0].action, GNMR_RELEASE);
+  REQUIRE(step_one(&f, 0, NAN) == GNMR_OK);
+  EXPECT_EQ_INT(f.d[0].action, GNMR_RECOVER);
+}
+
+TEST(spike_policy_scales) {
+  const int policies[] = {GNMR_POLICY_KEEP, GNMR_POLICY_CLIP, GNMR_POLICY_SKIP};
+  size_t i;
+  for (i = 0; i < 3; i++) {
+    static fixture f;
+    gnmr_config c = quiet_config();
+    double m, g = 37.0;
+    c.ratio_threshold = 3.0;
+    c.delta_threshold = 0.25;
+    c.spike_policy = policies[i];
+    REQUIRE(setup(&f, &c, 2) == GNMR_OK);
+    while (f.ctl.steps < 10)
+      REQUIRE(step_all(&f, (float)(1.0 + 0.1 * (double)(f.ctl.steps % 3))) ==
+              0);
+    m = unit_of(&f, 0).mean;
+    REQUIRE(step_one(&f, 0, (float)g) == GNMR_OK);
+    EXPECT(f.d[0].flags & GNMR_F_RATIO);
+    if (policies[i] == GNMR_POLICY_KEEP) EXPECT_EQ_BITS(f.d[0].scale, 1.0);
+    if (policies[i] == GNMR_POLICY_SKIP) EXPECT_EQ_BITS(f.d[0].scale, 0.0);
+    if (policies[i] == GNMR_POLICY_CLIP) {
+      EXPECT_EQ_BITS(f.d[0].scale, 3.0 * m / g);
+      /* g * scale lands on tau_r * m (to the rounding of one product). */
+      EXPECT_NEAR(g * f.d[0].scale, 3.0 * m, 3.0 * m * DBL_EPSILON);
+    }
+    EXPECT_EQ_BITS(f.d[1].scale, 1.0);
+    /* Delta-only risk below tau_r * m: CLIP leaves the gradient alone. */
+    REQUIRE(step_one(&f, 1, (float)(2.0 * unit_of(&f, 1).mean)) == GNMR_OK);
+    EXPECT((f.d[1].flags & (GNMR_F_DELTA | GNMR_F_RATIO)) == GNMR_F_DELTA);
+    EXPECT_EQ_BITS(f.d[1].scale, policies[i] == GNMR_POLICY_SKIP ? 0.0 : 1.0);
+  }
+}
+
+TEST(max_recovering_zero_admits_nobody) {
+  static fixture f;
+  gnmr_config c = gnmr_config_default();
+  gnmr_counters t;
+  uint32_t s, u;
+  c.max_recovering = 0;
+  c.warmup_steps = 2;
+  REQUIRE(setup(&f, &c, 32) == GNMR_OK);
+  for (s = 0; s < 500; s++) {
+    for (u = 0; u < 32; u++) f.norms[u] = random_norm(0.2, 0.05);
+    REQUIRE(gnmr_step(&f.ctl, f.norms, f.d) == GNMR_OK);
+    for (u = 0; u < 32; u++) EXPECT_EQ_INT(f.d[u].action, GNMR_KEEP);
+    EXPECT_EQ_INT(recovering_count(&f.ctl), 0);
+  }
+  REQUIRE(gnmr_counters_get(&f.ctl, GNMR_ALL_UNITS, &t) == GNMR_OK);
+  EXPECT_EQ_INT(t.admissions, 0);
+  EXPECT_EQ_INT(t.peak_recovering, 0);
+  EXPECT(t.over_budget > 100);
+  EXPECT_EQ_INT(t.over_budget, t.risky);
+}
+
+/* ---- a literal reference model over long random runs ----------------------
+   Written straight from DESIGN.md with no cleverness: the window mean is
+   recomputed from the stored ratios, admission sorts all candidates. */
+
+typedef struct ref_unit {
+  double m;
+  float win[GNMR_WINDOW_MAX];
+  uint32_t nwin;
+  uint64_t k;
+  uint32_t lock, cool;
+} ref_unit;
+
+static void ref_step(const gnmr_config *c, ref_unit *r, uint32_t n,
+                     const float *norms, gnmr_decision *out) {
+  static uint32_t cand[MAXN];
+  uint32_t u, ncand = 0, rec = 0, i, j, slots;
+  for (u = 0; u < n; u++) {
+    double g = norms[u], ratio, delta, score, scale = 1.0;
+    uint32_t flags = 0;
+    int risky;
+    int32_t action = GNMR_KEEP;
+    if (!isfinite(g)) {
+      ratio = delta = g;
+      score = INFINITY;
+      flags = GNMR_F_NONFINITE;
+      risky = 1;
+      scale = 0.0;
+    } else {
+      double wsum = 0.0, x, w;
+      for (i = 0; i < r[u].nwin; i++) wsum += r[u].win[i];
+      ratio = r[u].k == 0 ? 1.0 : g / fmax(r[u].m, c->eps);
+      delta = r[u].k == 0 ? 0.0 : ratio - wsum / r[u].nwin;
+      if (r[u].k < c->warmup_steps)
+        flags = GNMR_F_WARMUP;
+      else
+        flags = (ratio > c->ratio_threshold ? GNMR_F_RATIO : 0u) |
+                (delta > c->delta_threshold ? GNMR_F_DELTA : 0u);
+      risky = (flags & (GNMR_F_RATIO | GNMR_F_DELTA)) != 0;
+      score = fmax(ratio / c->ratio_threshold, delta / c->delta_threshold);
+      x = risky ? fmin(g, c->ratio_threshold * r[u].m) : g;
+      if (risky && c->spike_policy == GNMR_POLICY_SKIP) scale = 0.0;
+      if (risky && c->spike_policy == GNMR_POLICY_CLIP)
+        scale = fmin(1.0, c->ratio_threshold * r[u].m / g);
+      r[u].k++;
+      w = fmax(1.0 / (double)r[u].k, 1.0 - c->history_decay);
+      r[u].m += w * (x - r[u].m);
+      if (r[u].nwin == c->delta_window) {
+        memmove(r[u].win, r[u].win + 1, (r[u].nwin - 1) * sizeof(float));
+        r[u].nwin--;
+      }
+      r[u].win[r[u].nwin++] = (float)fmin(ratio, c->ratio_threshold);
+    }
+    if (r[u].lock > 0) {
+      action = GNMR_HOLD;
+      if (--r[u].lock == 0) {
+        if (risky) {
+          r[u].lock = c->lock_steps;
+          flags |= GNMR_F_RENEWED;
+        } else {
+          action = GNMR_RELEASE;
+          r[u].cool = c->cooldown_steps;
+        }
+      }
+      rec += r[u].lock > 0;
+    } else {
+      int cooling = r[u].cool > 0;
+      if (cooling) r[u].cool--;
+      if (risky && cooling && !(flags & GNMR_F_NONFINITE))
+        flags |= GNMR_F_COOLDOWN;
+      else if (risky)
+        cand[ncand++] = u;
+    }
+    out[u].gnmr = ratio;
+    out[u].delta = delta;
+    out[u].score = score;
+    out[u].scale = scale;
+    out[u].flags = flags;
+    out[u].action = action;
+  }
+  /* Insertion sort: score descending, index ascending. */
+  for (i = 1; i < ncand; i++)
+    for (j = i; j > 0; j--) {
+      uint32_t a = cand[j - 1], b = cand[j];
+      if (out[a].score > out[b].score ||
+          (out[a].score == out[b].score && a < b))
+        break;
+      cand[j - 1] = b;
+      cand[j] = a;
+    }
+  slots = c->max_recovering - rec;
+  for (i = 0; i < ncand; i++) {
+    if (i < slots) {
+      out[cand[i]].action = GNMR_RECOVER;
+      r[cand[i]].lock = c->lock_steps;
+      r[cand[i]].cool = 0;
+    } else {
+      out[cand[i]].flags |= GNMR_F_OVER_BUDGET;
+    }
+  }
+}
+
+static int same_value(double a, double b) {
+  if (isnan(a) || isnan(b)) return isnan(a) && isnan(b);
+  if (isinf(a) || isinf(b)) return a == b;
+  return fabs(a - b) <= 1e-9 * fmax(1.0, fabs(b));
+}
+
+TEST(long_random_runs_match_the_reference_and_respect_the_budget) {
+  static fixture f;
+  static ref_unit ref[MAXN];
+  static gnmr_decision rd[MAXN];
+  int run, mismatches = 0;
+  for (run = 0; run < 24; run++) {
+    gnmr_config c = gnmr_config_default();
+    uint32_t n = 1 + (uint32_t)(check_rand() % MAXN), s, u;
+    c.ratio_threshold = 1.5 + 4.0 * check_uniform();
+    c.delta_threshold = 0.2 + 2.0 * check_uniform();
+    c.history_decay = run % 5 == 0 ? 1.0 : 0.5 + 0.5 * check_uniform();
+    c.delta_window = 1 + (uint32_t)(check_rand() % GNMR_WINDOW_MAX);
+    c.warmup_steps = (uint32_t)(check_rand() % 20);
+    c.max_recovering = (uint32_t)(check_rand() % (n + 1));
+    c.lock_steps = 1 + (uint32_t)(check_rand() % 10);
+    c.cooldown_steps = (uint32_t)(check_rand() % 6);
+    c.spike_policy = (int)(check_rand() % 3);
+    REQUIRE(setup(&f, &c, n) == GNMR_OK);
+    memset(ref, 0, sizeof ref);
+    for (s = 0; s < 1500; s++) {
+      uint32_t admitted = 0, rec;
+      double p_spike = run % 3 == 0 ? 0.3 : 0.03;
+      for (u = 0; u < n; u++) f.norms[u] = random_norm(p_spike, 0.01);
+      REQUIRE(gnmr_step(&f.ctl, f.norms, f.d) == GNMR_OK);
+      ref_step(&c, ref, n, f.norms, rd);
+      for (u = 0; u < n; u++) {
+        int ok = f.d[u].action == rd[u].action && f.d[u].flags == rd[u].flags &&
+                 same_value(f.d[u].gnmr, rd[u].gnmr) &&
+                 same_value(f.d[u].delta, rd[u].delta) &&
+                 same_value(f.d[u].score, rd[u].score) &&
+                 same_value(f.d[u].scale, rd[u].scale);
+        if (!ok && mismatches++ < 5)
+          printf("  run %d step %u unit %u: action %d/%d flags %x/%x gnmr "
+                 "%.17g/%.17g\n",
+                 run, s, u, f.d[u].action, rd[u].action, f.d[u].flags,
+                 rd[u].flags, f.d[u].gnmr, rd[u].gnmr);
+        EXPECT(f.d[u].scale >= 0.0 && f.d[u].scale <= 1.0);
+        admitted += f.d[u].action == GNMR_RECOVER;
+        if (f.d[u].action == GNMR_RECOVER || f.d[u].action == GNMR_HOLD)
+          EXPECT_EQ_INT(gnmr_recovering(&f.ctl, u), 1);
+      }
+      rec = (uint32_t)recovering_count(&f.ctl);
+      EXPECT(rec <= c.max_recovering);
+      EXPECT(admitted <= rec);
+      EXPECT_EQ_INT(f.ctl.recovering, rec);
+    }
+    EXPECT(f.ctl.peak_recovering <= c.max_recovering);
+  }
+  EXPECT_EQ_INT(mismatches, 0);
+}
+
+TEST(same_inputs_same_decisions_bit_for_bit) {
+  static fixture a, b;
+  gnmr_config c = gnmr_config_default();
+  uint32_t s, u;
+  c.max_recovering = 5;
+  /* Lock-step; b skips the decision array every other step. */
+  REQUIRE(setup(&a, &c, MAXN) == GNMR_OK);
+  REQUIRE(setup(&b, &c, MAXN) == GNMR_OK);
+  for (s = 0; s < 2000; s++) {
+    for (u = 0; u < MAXN; u++)
+      a.norms[u] = b.norms[u] = random_norm(0.05, 0.01);
+    REQUIRE(gnmr_step(&a.ctl, a.norms, a.d) == GNMR_OK);
+    REQUIRE(gnmr_step(&b.ctl, b.norms, s % 2 ? b.d : NULL) == GNMR_OK);
+    if (s % 2) EXPECT(memcmp(a.d, b.d, sizeof a.d) == 0);
+  }
+  for (u = 0; u < MAXN; u++) {
+    EXPECT_EQ_BITS(unit_of(&a, u).mean, unit_of(&b, u).mean);
+    EXPECT_EQ_INT(unit_of(&a, u).lock, unit_of(&b, u).lock);
+  }
+}
+
+TEST(counters_add_up) {
+  static fixture f;
+  gnmr_config c = gnmr_config_default();
+  gnmr_counters t, one;
+  uint64_t sum_adm = 0, sum_rec = 0, sum_risky = 0, sum_ob = 0, sum_nf = 0;
+  uint64_t seen_adm = 0, seen_nf = 0;
+  uint32_t s, u;
+  c.max_recovering = 3;
+  c.warmup_steps = 4;
+  REQUIRE(setup(&f, &c, 20) == GNMR_OK);
+  for (s = 0; s < 800; s++) {
+    for (u = 0; u < 20; u++) f.norms[u] = random_norm(0.1, 0.02);
+    REQUIRE(gnmr_step(&f.ctl, f.norms, f.d) == GNMR_OK);
+    for (u = 0; u < 20; u++) {
+      seen_adm += f.d[u].action == GNMR_RECOVER;
+      seen_nf += (f.d[u].flags & GNMR_F_NONFINITE) != 0;
+    }
+  }
+  REQUIRE(gnmr_counters_get(&f.ctl, GNMR_ALL_UNITS, &t) == GNMR_OK);
+  for (u = 0; u < 20; u++) {
+    REQUIRE(gnmr_counters_get(&f.ctl, u, &one) == GNMR_OK);
+    sum_adm += one.admissions;
+    sum_rec += one.recovery_steps;
+    sum_risky += one.risky;
+    sum_ob += one.over_budget;
+    sum_nf += one.nonfinite;
+    EXPECT_EQ_INT(one.steps, 800);
+    EXPECT_EQ_INT(one.finite_steps + one.nonfinite, 800);
+  }
+  EXPECT_EQ_INT(t.steps, 800);
+  EXPECT_EQ_INT(t.admissions, sum_adm);
+  EXPECT_EQ_INT(t.admissions, seen_adm);
+  EXPECT_EQ_INT(t.nonfinite, seen_nf);
+  EXPECT_EQ_INT(t.recovery_steps, sum_rec);
+  EXPECT_EQ_INT(t.risky, sum_risky);
+  EXPECT_EQ_INT(t.over_budget, sum_ob);
+  EXPECT_EQ_INT(t.nonfinite, sum_nf);
+  EXPECT(t.peak_recovering <= 3 && t.peak_recovering > 0);
+  EXPECT_EQ_INT(gnmr_counters_get(&f.ctl, 20, &one), GNMR_EINVAL);
+  EXPECT_EQ_INT(gnmr_counters_get(&f.ctl, 0, NULL), GNMR_EINVAL);
+}
+
+/* ---- checkpoint ------------------------------------------------------------
+ */
+
+#define CK_N 5
+#define CK_STEPS 400
+static unsigned char ck_buf[1 << 14];
+
+static gnmr_config ck_config(void) {
+  gnmr_config c = gnmr_config_default();
+  c.max_recovering = 2;
+  c.warmup_steps = 3;
+  c.lock_steps = 4;
+  c.cooldown_steps = 2;
+  c.delta_window = 5;
+  return c;
+}
+
+TEST(checkpoint_resume_matches_the_uninterrupted_run) {
+  static fixture a, b, fresh;
+  static float inputs[CK_STEPS][CK_N];
+  static gnmr_decision want[CK_STEPS][CK_N];
+  gnmr_config c = ck_config(), other = gnmr_config_default();
+  int trial;
+  uint32_t s, u;
+  for (s = 0; s < CK_STEPS; s++)
+    for (u = 0; u < CK_N; u++) inputs[s][u] = random_norm(0.08, 0.01);
+  REQUIRE(setup(&a, &c, CK_N) == GNMR_OK);
+  for (s = 0; s < CK_STEPS; s++) {
+    REQUIRE(gnmr_step(&a.ctl, inputs[s], want[s]) == GNMR_OK);
+  }
+  for (trial = 0; trial < 10; trial++) {
+    uint32_t at = (uint32_t)(check_rand() % CK_STEPS);
+    size_t written = 0;
+    REQUIRE(setup(&b, &c, CK_N) == GNMR_OK);
+    for (s = 0; s < at; s++) REQUIRE(gnmr_step(&b.ctl, inputs[s], b.d) == 0);
+    REQUIRE(gnmr_checkpoint_save(&b.ctl, NULL, 0, &written) == GNMR_OK);
+    EXPECT_EQ_INT(written, gnmr_checkpoint_size(&b.ctl));
+    REQUIRE(gnmr_checkpoint_save(&b.ctl, ck_buf, sizeof ck_buf, &written) ==
+            GNMR_OK);
+    /* A fresh controller with another config: load restores ours. */
+    REQUIRE(setup(&fresh, &other, CK_N) == GNMR_OK);
+    REQUIRE(gnmr_checkpoint_load(&fresh.ctl, ck_buf, written) == GNMR_OK);
+    EXPECT(memcmp(&fresh.ctl.cfg, &c, sizeof c) == 0);
+    for (s = at; s < CK_STEPS; s++) {
+      REQUIRE(gnmr_step(&fresh.ctl, inputs[s], fresh.d) == GNMR_OK);
+      if (memcmp(fresh.d, want[s], sizeof want[s]) != 0) {
+        printf("  resume at %u differs at step %u\n", at, s);
+        check__failed_here = 1;
+        break;
+      }
+    }
+  }
+}
+
+static void ck_saved(fixture *f, size_t *len) {
+  gnmr_config c = ck_config();
+  uint32_t s, u;
+  setup(f, &c, CK_N);
+  for (s = 0; s < 77; s++) {
+    for (u = 0; u < CK_N; u++) f->norms[u] = random_norm(0.1, 0.02);
+    gnmr_step(&f->ctl, f->norms, f->d);
+  }
+  gnmr_checkpoint_save(&f->ctl, ck_buf, sizeof ck_buf, len);
+}
+
+TEST(checkpoint_every_truncation_and_bit_flip_is_refused) {
+  static fixture src, target, before;
+  static unsigned char copy[1 << 14];
+  gnmr_config c = gnmr_config_default();
+  size_t len, cut, bit;
+  uint32_t s;
+  int refused = 0, rc;
+  ck_saved(&src, &len);
+  REQUIRE(len == gnmr_checkpoint_size(&src.ctl));
+  REQUIRE(setup(&target, &c, CK_N) == GNMR_OK);
+  for (s = 0; s < 9; s++) REQUIRE(step_all(&target, 2.0f) == GNMR_OK);
+  before = target;
+  for (cut = 0; cut < len; cut++) {
+    rc = gnmr_checkpoint_load(&target.ctl, ck_buf, cut);
+    EXPECT_EQ_INT(rc, GNMR_ESIZE);
+  }
+  EXPECT_EQ_INT(gnmr_checkpoint_load(&target.ctl, ck_buf, len + 1), GNMR_ESIZE);
+  EXPECT(memcmp(&target, &before, sizeof target) == 0);
+  for (bit = 0; bit < len * 8; bit++) {
+    memcpy(copy, ck_buf, len);
+    copy[bit / 8] ^= (unsigned char)(1u << (bit % 8));
+    rc = gnmr_checkpoint_load(&target.ctl, copy, len);
+    refused += rc < 0;
+    if (rc == GNMR_OK) printf("  bit %u accepted\n", (unsigned)bit);
+  }
+  EXPECT_EQ_INT(refused, len * 8);
+  EXPECT(memcmp(&target, &before, sizeof target) == 0);
+  /* The untouched buffer still loads. */
+  EXPECT_EQ_INT(gnmr_checkpoint_load(&target.ctl, ck_buf, len), GNMR_OK);
+}
+
+/* Rewrites the trailing CRC, as a writer of another version would have. */
+static void ck_reseal(unsigned char *buf, size_t len) {
+  unsigned char *p = buf + len - 4;
+  gnmr__put_u32(p, gnmr__crc32(buf, len - 4));
+}
+
+TEST(checkpoint_errors_each_have_their_own_code) {
+  static fixture src, target, bigger, before;
+  static unsigned char copy[1 << 14];
+  gnmr_config c = gnmr_config_default();
+  size_t len, small;
+  ck_saved(&src, &len);
+  REQUIRE(setup(&target, &c, CK_N) == GNMR_OK);
+  before = target;
+  /* Another format version (with a valid checksum). */
+  memcpy(copy, ck_buf, len);
+  copy[8] = 2;
+  ck_reseal(copy, len);
+  EXPECT_EQ_INT(gnmr_checkpoint_load(&target.ctl, copy, len), GNMR_EVERSION);
+  /* Another unit count. */
+  c.max_recovering = 1;
+  REQUIRE(setup(&bigger, &c, CK_N + 1) == GNMR_OK);
+  EXPECT_EQ_INT(gnmr_checkpoint_load(&bigger.ctl, ck_buf, len), GNMR_EMISMATCH);
+  /* Valid checksum, impossible contents: a lock longer than lock_steps. */
+  memcpy(copy, ck_buf, len);
+  gnmr__put_u32(copy + 24 + 56 + 64 + GNMR__CKPT_UNIT - 8, 99);
+  ck_reseal(copy, len);
+  EXPECT_EQ_INT(gnmr_checkpoint_load(&target.ctl, copy, len), GNMR_ECORRUPT);
+  /* Valid checksum, invalid config (tau_r = 0.5). */
+  memcpy(copy, ck_buf, len);
+  gnmr__put_f64(copy + 24, 0.5);
+  ck_reseal(copy, len);
+  EXPECT_EQ_INT(gnmr_checkpoint_load(&target.ctl, copy, len), GNMR_ECORRUPT);
+  /* Bad magic. */
+  memcpy(copy, ck_buf, len);
+  copy[0] = 'X';
+  EXPECT_EQ_INT(gnmr_checkpoint_load(&target.ctl, copy, len), GNMR_ECORRUPT);
+  EXPECT(memcmp(&target, &before, sizeof target) == 0);
+  /* Save: buffer too small, NULL arguments, uninitialised controller. */
+  small = 0;
+  EXPECT_EQ_INT(gnmr_checkpoint_save(&src.ctl, copy, len - 1, &small),
+                GNMR_ESIZE);
+  EXPECT_EQ_INT(small, len);
+  EXPECT_EQ_INT(gnmr_checkpoint_save(&src.ctl, copy, len, NULL), GNMR_EINVAL);
+  EXPECT_EQ_INT(gnmr_checkpoint_save(NULL, copy, len, &small), GNMR_EINVAL);
+  EXPECT_EQ_INT(gnmr_checkpoint_load(&target.ctl, NULL, len), GNMR_EINVAL);
+  EXPECT_EQ_INT(gnmr_checkpoint_load(NULL, ck_buf, len), GNMR_EINVAL);
+  memset(&bigger.ctl, 0, sizeof bigger.ctl);
+  EXPECT_EQ_INT(gnmr_checkpoint_load(&bigger.ctl, ck_buf, len), GNMR_ESTATE);
+  EXPECT_EQ_INT(gnmr_checkpoint_size(&bigger.ctl), 0);
+}
+
+TEST(checkpoint_checksum_is_standard_crc32) {
+  /* The check value of CRC-32/ISO-HDLC, so other tools can verify a file. */
+  EXPECT_EQ_INT(gnmr__crc32((const unsigned char *)"123456789", 9),
+                0xCBF43926u);
+}
+
+TEST(checkpoint_format_is_little_endian_field_by_field) {
+  static fixture src;
+  size_t len;
+  const unsigned char *p = ck_buf;
+  ck_saved(&src, &len);
+  EXPECT(memcmp(ck_buf, "GNMRCKPT", 8) == 0);
+  EXPECT(ck_buf[8] == 1 && ck_buf[9] == 0 && ck_buf[10] == 0);
+  EXPECT(ck_buf[12] == CK_N && ck_buf[13] == 0);
+  EXPECT(ck_buf[16] == GNMR_WINDOW_MAX);
+  p += 24;
+  EXPECT_EQ_BITS(gnmr__get_f64(&p), src.ctl.cfg.ratio_threshold);
+  EXPECT_EQ_INT(len, 24 + 56 + 64 + CK_N * GNMR__CKPT_UNIT + 4);
+}
+
+/* ---- misc
+ * -------------------------------------------------------------------- */
+
+TEST(strerror_names_every_code) {
+  int code;
+  for (code = GNMR_EISA; code <= GNMR_OK; code++) {
+    const char *s = gnmr_strerror(code);
+    EXPECT(s && strcmp(s, "unknown error") != 0);
+  }
+  EXPECT(strcmp(gnmr_strerror(-1000), "unknown error") == 0);
+  EXPECT(strcmp(gnmr_version(), GNMR_VERSION_STRING) == 0);
+}
+
+TEST(no_heap_in_the_controller_or_the_norms) {
+#ifndef TEST_NO_MALLOC_WRAP
+  static fixture f, g;
+  static unsigned char buf[1 << 14];
+  static float x[3 * GNMR_SUM_CHUNK + 5];
+  gnmr_config c = gnmr_config_default();
+  gnmr_tensor t[2];
+  gnmr_tensor_stats st;
+  double sums[2];
+  float norms[2];
+  size_t len, i;
+  uint32_t s, u;
+  int before = heap_calls;
+  for (i = 0; i < sizeof x / sizeof x[0]; i++) x[i] = (float)i * 0.5f;
+  c.max_recovering = 4;
+  REQUIRE(setup(&f, &c, 40) == GNMR_OK);
+  REQUIRE(setup(&g, &c, 40) == GNMR_OK);
+  for (s = 0; s < 300; s++) {
+    for (u = 0; u < 40; u++) f.norms[u] = random_norm(0.2, 0.05);
+    REQUIRE(gnmr_step(&f.ctl, f.norms, f.d) == GNMR_OK);
+    (void)gnmr_recovering(&f.ctl, s % 40);
+  }
+  REQUIRE(gnmr_checkpoint_save(&f.ctl, buf, sizeof buf, &len) == GNMR_OK);
+  REQUIRE(gnmr_checkpoint_load(&g.ctl, buf, len) == GNMR_OK);
+  t[0].data = x;
+  t[0].n = sizeof x / sizeof x[0];
+  t[0].dtype = GNMR_F32;
+  t[0].unit = 0;
+  t[1] = t[0];
+  t[1].unit = 1;
+  gnmr_stats_f32(x, t[0].n, &st);
+  REQUIRE(gnmr_unit_sumsq(t, 2, sums, 2) == GNMR_OK);
+  REQUIRE(gnmr_unit_norms(t, 2, norms, 2) == GNMR_OK);
+  EXPECT_EQ_BITS(sums[0], st.sumsq);
+  EXPECT_EQ_INT(heap_calls - before, 0);
+  /* And the wrapping works: a call made here is counted. */
+  {
+    void *volatile p = malloc(16);
+    free(p);
+  }
+  EXPECT_EQ_INT(heap_calls - before, 2);
+#else
+  printf("  (malloc wrapping off in this build)\n");
+#endif
+}
+
 int main(int argc, char **argv) {
-  static const check_case cases[] = {CHECK_CASE(placeholder)};
+  static const check_case cases[] = {
+      CHECK_CASE(default_config_is_valid),
+      CHECK_CASE(every_invalid_config_field_is_refused_and_changes_nothing),
+      CHECK_CASE(edge_configs_are_accepted),
+      CHECK_CASE(bad_steps_are_refused_and_change_nothing),
+      CHECK_CASE(warmup_suppresses_ratio_and_delta_until_k_observations),
+      CHECK_CASE(first_observation_has_ratio_one_and_delta_zero),
+      CHECK_CASE(ratio_trigger_at_and_around_the_threshold),
+      CHECK_CASE(delta_trigger_at_and_around_the_threshold),
+      CHECK_CASE(delta_uses_the_mean_of_the_last_w_stored_ratios),
+      CHECK_CASE(history_weight_is_max_of_one_over_k_and_one_minus_beta),
+      CHECK_CASE(spike_is_clamped_into_its_own_history),
+      CHECK_CASE(nonfinite_never_enters_the_statistics),
+      CHECK_CASE(admission_by_score_then_lower_index),
+      CHECK_CASE(admitted_at_t_recovers_for_exactly_t_plus_1_to_t_plus_l),
+      CHECK_CASE(renewal_keeps_the_slot),
+      CHECK_CASE(cooldown_blocks_readmission_except_for_nonfinite),
+      CHECK_CASE(spike_policy_scales),
+      CHECK_CASE(max_recovering_zero_admits_nobody),
+      CHECK_CASE(long_random_runs_match_the_reference_and_respect_the_budget),
+      CHECK_CASE(same_inputs_same_decisions_bit_for_bit),
+      CHECK_CASE(counters_add_up),
+      CHECK_CASE(checkpoint_resume_matches_the_uninterrupted_run),
+      CHECK_CASE(checkpoint_every_truncation_and_bit_flip_is_refused),
+      CHECK_CASE(checkpoint_errors_each_have_their_own_code),
+      CHECK_CASE(checkpoint_checksum_is_standard_crc32),
+      CHECK_CASE(checkpoint_format_is_little_endian_field_by_field),
+      CHECK_CASE(strerror_names_every_code),
+      CHECK_CASE(no_heap_in_the_controller_or_the_norms)};
   return check_main(cases, sizeof cases / sizeof cases[0], argc, argv);
 }
