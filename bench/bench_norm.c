@@ -2,12 +2,17 @@
    sizes from 1 KiB to 1 GiB, beside references measured in the same run:
      plain     a plain scalar loop: double s += (double)x[i] * x[i]
      probe     the fastest streaming read we can write (AVX-512 or AVX2
-               loads OR-reduced, unrolled), the memory-bus ceiling
+               loads OR-reduced, unrolled; once more with software prefetch
+               1 KiB ahead, as the library's kernels do), the bus ceiling
      snrm2     cblas_snrm2 (OpenBLAS), when built with -DHAVE_CBLAS
    Repetitions are chosen by time; each figure is the median of several
    samples, with the spread (max - min) / median. A sink keeps the work.
 
-   usage: bench_norm [--paths=all|best] [--max-bytes=N] [--csv FILE] */
+   usage: bench_norm [--paths=all|best] [--max-bytes=N] [--csv FILE]
+          bench_norm --targets     the issue's speed targets, as ratios
+                                   measured alternately (same load for both)
+          bench_norm --build-line  a few default-path figures, to compare
+                                   an -O2 build with a -march=native one */
 #define _POSIX_C_SOURCE 200112L
 #define GNMR_IMPLEMENTATION
 #include "gnmr.h"
@@ -44,12 +49,18 @@ static double plain_f32(const void *x, size_t n) {
 }
 
 #ifdef HAVE_PROBE
-__attribute__((target("avx512f"))) static double probe_avx512(const void *x,
-                                                              size_t bytes) {
+__attribute__((target("avx512f"))) static double
+probe_avx512(const void *x, size_t bytes, int pf) {
   const unsigned char *p = (const unsigned char *)x;
   __m512i a = _mm512_setzero_si512(), b = a, c = a, d = a;
   size_t i;
   for (i = 0; i + 256 <= bytes; i += 256) {
+    if (pf) {
+      __builtin_prefetch(p + i + 1024);
+      __builtin_prefetch(p + i + 1024 + 64);
+      __builtin_prefetch(p + i + 1024 + 128);
+      __builtin_prefetch(p + i + 1024 + 192);
+    }
     a = _mm512_or_si512(a, _mm512_loadu_si512(p + i));
     b = _mm512_or_si512(b, _mm512_loadu_si512(p + i + 64));
     c = _mm512_or_si512(c, _mm512_loadu_si512(p + i + 128));
@@ -59,12 +70,16 @@ __attribute__((target("avx512f"))) static double probe_avx512(const void *x,
   return (double)_mm512_reduce_or_epi32(a);
 }
 __attribute__((target("avx2"))) static double probe_avx2(const void *x,
-                                                         size_t bytes) {
+                                                         size_t bytes, int pf) {
   const unsigned char *p = (const unsigned char *)x;
   __m256i a = _mm256_setzero_si256(), b = a, c = a, d = a;
   int t[8], k, r = 0;
   size_t i;
   for (i = 0; i + 128 <= bytes; i += 128) {
+    if (pf) {
+      __builtin_prefetch(p + i + 1024);
+      __builtin_prefetch(p + i + 1024 + 64);
+    }
     a = _mm256_or_si256(a, _mm256_loadu_si256((const __m256i *)(p + i)));
     b = _mm256_or_si256(b, _mm256_loadu_si256((const __m256i *)(p + i + 32)));
     c = _mm256_or_si256(c, _mm256_loadu_si256((const __m256i *)(p + i + 64)));
@@ -79,7 +94,7 @@ __attribute__((target("avx2"))) static double probe_avx2(const void *x,
 
 /* ---- measurement ------------------------------------------------------- */
 
-enum { K_LIB_SUMSQ, K_LIB_STATS, K_PLAIN, K_PROBE, K_SNRM2 };
+enum { K_LIB_SUMSQ, K_LIB_STATS, K_PLAIN, K_PROBE, K_PROBE_PF, K_SNRM2 };
 
 typedef struct job {
   int kind, dtype;
@@ -104,8 +119,10 @@ static double run_once(const job *j) {
   case K_PLAIN: return plain_f32(j->x, j->n);
 #ifdef HAVE_PROBE
   case K_PROBE:
-    return __builtin_cpu_supports("avx512f") ? probe_avx512(j->x, j->bytes)
-                                             : probe_avx2(j->x, j->bytes);
+  case K_PROBE_PF:
+    return __builtin_cpu_supports("avx512f")
+               ? probe_avx512(j->x, j->bytes, j->kind == K_PROBE_PF)
+               : probe_avx2(j->x, j->bytes, j->kind == K_PROBE_PF);
 #endif
 #ifdef HAVE_CBLAS
   case K_SNRM2: return (double)cblas_snrm2((int)j->n, (const float *)j->x, 1);
@@ -139,6 +156,50 @@ static double measure(const job *j, double *spread) {
   qsort(t, (size_t)samples, sizeof t[0], cmp_double);
   *spread = (t[samples - 1] - t[0]) / t[samples / 2];
   return t[samples / 2];
+}
+
+/* One timed batch of calls, long enough to time (>= 1 ms). */
+static double sample(const job *j, long reps) {
+  double t0 = now();
+  long r;
+  for (r = 0; r < reps; r++) sink += run_once(j);
+  return (now() - t0) / (double)reps;
+}
+
+static long reps_for(const job *j) {
+  double t0 = now(), once;
+  sink += run_once(j);
+  once = now() - t0;
+  return once < 1e-3 ? (long)(1e-3 / (once > 1e-9 ? once : 1e-9)) + 1 : 1;
+}
+
+/* Speed of a over speed b (per element when per_elem, else per byte),
+   sampled alternately so that both see the same machine load: the median
+   over the rounds, and the lowest and highest. */
+static double ratio(const job *a, const job *b, int per_elem, double *lo,
+                    double *hi) {
+  double r[31], wa = per_elem ? (double)a->n : (double)a->bytes;
+  double wb = per_elem ? (double)b->n : (double)b->bytes;
+  long ra = reps_for(a), rb = reps_for(b);
+  int k, rounds = a->bytes > ((size_t)1 << 26) ? 7 : 31;
+  for (k = 0; k < rounds; k++) {
+    double ta = sample(a, ra), tb = sample(b, rb);
+    r[k] = (wa / ta) / (wb / tb);
+  }
+  qsort(r, (size_t)rounds, sizeof r[0], cmp_double);
+  *lo = r[0];
+  *hi = r[rounds - 1];
+  return r[rounds / 2];
+}
+
+static void target(const char *what, const job *a, const job *b, int per_elem,
+                   double want) {
+  double lo, hi, m = ratio(a, b, per_elem, &lo, &hi);
+  printf("| %-44s | %6.2f | %5.2f .. %5.2f | >= %.2f | %s |\n", what, m, lo, hi,
+         want, m >= want ? "met" : "MISSED");
+  fflush(stdout);
+  if (csv)
+    fprintf(csv, "target,%s,%.4f,%.4f,%.4f,%.2f\n", what, m, lo, hi, want);
 }
 
 static const char *dtype_name(int dtype) {
@@ -200,12 +261,85 @@ static void fill(void *buf, size_t bytes, int dtype) {
   }
 }
 
+static job make_job(int kind, int dtype, const void *x, size_t bytes) {
+  job j;
+  j.kind = kind;
+  j.dtype = dtype;
+  j.x = x;
+  j.bytes = bytes;
+  j.n = bytes / (dtype == GNMR_F32 ? 4 : 2);
+  return j;
+}
+
+/* The issue's speed targets, each an interleaved ratio. The f32, f16 and
+   bf16 data sit side by side in buf (three regions of `big` bytes). */
+static void targets(unsigned char *buf, size_t big) {
+  const size_t small = 64 * 1024;
+  unsigned char *f32 = buf, *f16 = buf + big, *bf16 = buf + 2 * big;
+  job a, b;
+  char what[64];
+  printf("\n| target (A vs B) | A/B median | range | wanted | |\n"
+         "|---|---|---|---|---|\n");
+  a = make_job(K_LIB_SUMSQ, GNMR_F32, f32, big);
+  b = make_job(K_PROBE, GNMR_F32, f32, big);
+  sprintf(what, "f32 sumsq / read probe, %lu MiB, GB/s",
+          (unsigned long)(big >> 20));
+  target(what, &a, &b, 0, 0.90);
+  b.kind = K_PROBE_PF;
+  sprintf(what, "f32 sumsq / read probe+prefetch, %lu MiB",
+          (unsigned long)(big >> 20));
+  target(what, &a, &b, 0, 0.90);
+  a.kind = K_LIB_STATS;
+  b.kind = K_PROBE;
+  sprintf(what, "f32 stats / read probe, %lu MiB, GB/s",
+          (unsigned long)(big >> 20));
+  target(what, &a, &b, 0, 0.90);
+  a = make_job(K_LIB_SUMSQ, GNMR_F32, f32, small);
+#ifdef HAVE_CBLAS
+  b = make_job(K_SNRM2, GNMR_F32, f32, small);
+  target("f32 sumsq / cblas_snrm2, 64 KiB", &a, &b, 1, 3.0);
+#endif
+  b = make_job(K_PLAIN, GNMR_F32, f32, small);
+  target("f32 sumsq / plain loop, 64 KiB", &a, &b, 1, 10.0);
+  b = make_job(K_LIB_SUMSQ, GNMR_F32, f32, small);
+  a = make_job(K_LIB_SUMSQ, GNMR_F16, f16, small);
+  target("f16 / f32 sumsq, 64 KiB, elements/s", &a, &b, 1, 1.0);
+  a = make_job(K_LIB_SUMSQ, GNMR_BF16, bf16, small);
+  target("bf16 / f32 sumsq, 64 KiB, elements/s", &a, &b, 1, 1.0);
+  b = make_job(K_LIB_SUMSQ, GNMR_F32, f32, big);
+  a = make_job(K_LIB_SUMSQ, GNMR_F16, f16, big / 2);
+  sprintf(what, "f16 / f32 sumsq, %lu MiB of f32, elements/s",
+          (unsigned long)(big >> 20));
+  target(what, &a, &b, 1, 1.0);
+  a = make_job(K_LIB_SUMSQ, GNMR_BF16, bf16, big / 2);
+  sprintf(what, "bf16 / f32 sumsq, %lu MiB of f32, elements/s",
+          (unsigned long)(big >> 20));
+  target(what, &a, &b, 1, 1.0);
+}
+
+/* For the -O2 / -march=native comparison: one line per dtype and size. */
+static void build_line(unsigned char *buf, size_t big) {
+  static const size_t sizes[2] = {64 * 1024, 0};
+  int dtype, k;
+  for (dtype = GNMR_F32; dtype <= GNMR_BF16; dtype++)
+    for (k = 0; k < 2; k++) {
+      size_t bytes = sizes[k] ? sizes[k] : big;
+      job j = make_job(K_LIB_SUMSQ, dtype, buf + (size_t)dtype * big, bytes);
+      double spread, sec = measure(&j, &spread);
+      printf("build %-4s %9lu bytes: %7.3f Gelem/s (spread %.0f%%)\n",
+             dtype_name(dtype), (unsigned long)bytes, (double)j.n / sec * 1e-9,
+             100 * spread);
+    }
+}
+
 int main(int argc, char **argv) {
   size_t max_bytes = (size_t)1 << 30, bytes;
-  int all_paths = 1, best, dtype, i, isa;
+  int all_paths = 1, best, dtype, i, isa, mode = 0;
   unsigned char *buf;
   for (i = 1; i < argc; i++) {
     if (strcmp(argv[i], "--paths=best") == 0) all_paths = 0;
+    if (strcmp(argv[i], "--targets") == 0) mode = 1;
+    if (strcmp(argv[i], "--build-line") == 0) mode = 2;
     if (strncmp(argv[i], "--max-bytes=", 12) == 0)
       max_bytes = (size_t)strtoull(argv[i] + 12, NULL, 10);
     if (strcmp(argv[i], "--csv") == 0 && i + 1 < argc) {
@@ -227,6 +361,18 @@ int main(int argc, char **argv) {
   openblas_set_num_threads(1);
 #endif
   best = gnmr_isa_active();
+  if (mode) { /* f32, f16, bf16 side by side, max_bytes / 4 each */
+    size_t big = max_bytes / 4;
+    for (dtype = GNMR_F32; dtype <= GNMR_BF16; dtype++)
+      fill(buf + (size_t)dtype * big, big, dtype);
+    printf("gnmr %s, default path %s\n", gnmr_version(), gnmr_isa_name(best));
+    if (mode == 1)
+      targets(buf, big);
+    else
+      build_line(buf, big);
+    free(buf);
+    return 0;
+  }
   printf("gnmr %s, default path %s, paths:", gnmr_version(),
          gnmr_isa_name(best));
   for (isa = 0; isa <= GNMR_ISA_NEON; isa++)
@@ -267,6 +413,8 @@ int main(int argc, char **argv) {
       if (dtype == GNMR_F32) {
         j.kind = K_PROBE;
         report(&j, "read probe");
+        j.kind = K_PROBE_PF;
+        report(&j, "probe+prefetch");
       }
 #endif
     }
