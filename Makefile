@@ -112,7 +112,7 @@ $(B)/bench_norm: bench/bench_norm.c $(B)/bench_norm_native.o gnmr.h
 bench-norm: $(B)/bench_norm
 	@[ -n "$(NORM_CBLAS)" ] || echo "bench_norm: OpenBLAS not found" \
 	  "(libopenblas-dev): cblas_snrm2 left out"
-	$(B)/bench_norm --csv bench/bench_norm.csv
+	$(B)/bench_norm --csv $(B)/bench_norm.csv
 	$(B)/bench_norm --targets
 
 bench: $(B)/bench_ctl bench-norm
