@@ -243,6 +243,9 @@ typedef struct gnmr_tensor {
   uint32_t unit; /* unit the tensor belongs to */
 } gnmr_tensor;
 
+/* Canonical sum of squares (same bits on every path; any alignment). stats
+   also gives amax and the NaN/Inf count, in the same pass. x == NULL with
+   n > 0 reads as a NaN sum; out == NULL does nothing. */
 GNMR_DEF double gnmr_sumsq_f32(const float *x, size_t n);
 GNMR_DEF double gnmr_sumsq_f16(const uint16_t *x, size_t n);
 GNMR_DEF double gnmr_sumsq_bf16(const uint16_t *x, size_t n);
@@ -271,6 +274,9 @@ enum {
   GNMR_ISA_NEON = 4
 };
 
+/* The norm helpers' path: the best one this build and CPU can run, chosen
+   at first use (x86: cpuid + xgetbv). force changes it for the process (not
+   meant to race with norm calls in other threads). */
 GNMR_DEF int gnmr_isa_active(void);
 GNMR_DEF int
 gnmr_isa_supported(int isa);          /* 1 if this CPU and build can run it */
