@@ -960,7 +960,8 @@ TEST(checkpoint_of_extreme_thresholds_round_trips) {
     c.ratio_threshold = taus[i];
     c.warmup_steps = 1000; /* nothing flagged: ratios reach the window raw */
     REQUIRE(setup(&f, &c, 2) == GNMR_OK);
-    for (s = 0; s < 40; s++)
+    /* m = 0, then 3e38 / eps: a ratio far past the float range. */
+    for (s = 0; s < 3; s++)
       REQUIRE(step_all(&f, s == 0 ? 0.0f : s % 2 ? 3e38f : 1.0f) == GNMR_OK);
     for (s = 0; s < GNMR_WINDOW_MAX; s++)
       EXPECT(isfinite(unit_of(&f, 0).window[s]));
