@@ -449,6 +449,7 @@ GNMR_DEF int gnmr_init(gnmr_ctl *ctl, const gnmr_config *cfg, gnmr_unit *units,
    so the last W <= 16 ratios are always there and no head index is kept. */
 
 #define GNMR__RING (GNMR_WINDOW_MAX - 1)
+#define GNMR__K_MAX (UINT64_C(1) << 62) /* largest k a checkpoint may hold */
 
 /* Layout promises the code relies on, checked at compile time: the arrays
    fit the opaque units, and a decision is 4 doubles then flags, action. */
@@ -537,6 +538,13 @@ static void gnmr__unit_set(const gnmr__soa *s, uint32_t n, uint32_t u,
   s->cooldown[u] = in->cooldown;
   s->score[u] = 0.0;
   s->heap[u] = 0;
+}
+
+/* What the window keeps of a ratio already capped at tau_r: a float, held
+   at FLT_MAX where a tau_r beyond the float range would make it +inf. (A
+   float can also round up past tau_r itself: the loader allows for both.) */
+static GNMR_HOSTDEV float gnmr__window_value(double capped) {
+  return capped < (double)FLT_MAX ? (float)capped : FLT_MAX;
 }
 
 /* Sum of the last `window` ratios before observation k, oldest first. The
@@ -656,7 +664,7 @@ static GNMR_HOSTDEV void gnmr__unit_step(gnmr__step_ctx *c, uint32_t u) {
     w = k + 1 < c->full_weight_from ? 1.0 / (double)(k + 1) : c->floor_w;
     s->finite_steps[u] = k + 1;
     s->mean[u] = m + w * (x - m);
-    stored = (float)(ratio < c->tau_r ? ratio : c->tau_r);
+    stored = gnmr__window_value(ratio < c->tau_r ? ratio : c->tau_r);
     s->window[(size_t)(k & GNMR__RING) * c->n + u] = stored;
     s->window_sum[u] += (double)stored - evicted;
     if (((k + 1) & GNMR__RING) == 0)
@@ -812,9 +820,13 @@ static unsigned gnmr__calm8_avx512(gnmr__step_ctx *c, uint32_t u) {
       _mm512_add_pd(m, _mm512_mul_pd(w, _mm512_sub_pd(g, m))));
   _mm512_mask_storeu_epi64((void *)(s->finite_steps + u), calm, k1);
   stored = _mm512_maskz_cvtpd_ps(
-      0xFF, _mm512_mask_blend_pd(
-                _mm512_cmp_pd_mask(ratio, _mm512_set1_pd(c->tau_r), _CMP_LT_OQ),
-                _mm512_set1_pd(c->tau_r), ratio));
+      0xFF,
+      _mm512_maskz_min_pd(
+          0xFF,
+          _mm512_mask_blend_pd(
+              _mm512_cmp_pd_mask(ratio, _mm512_set1_pd(c->tau_r), _CMP_LT_OQ),
+              _mm512_set1_pd(c->tau_r), ratio),
+          _mm512_set1_pd((double)FLT_MAX)));
 
   /* The ring slots: one row for all eight while their counts agree (they
      differ only after a non-finite step), else lane by lane. */
@@ -1173,7 +1185,9 @@ GNMR_DEF int gnmr_checkpoint_save(const gnmr_ctl *ctl, void *buf, size_t cap,
 /* Reads one unit; 0 if its state could not have come from gnmr_step. */
 static int gnmr__ckpt_unit(const unsigned char **p, const gnmr_config *c,
                            gnmr__unit_state *s) {
-  uint32_t i, filled;
+  const float cap = gnmr__window_value(c->ratio_threshold);
+  uint32_t i, filled, recent;
+  double sum = 0.0;
   memset(s, 0, sizeof *s);
   s->mean = gnmr__get_f64(p);
   s->window_sum = gnmr__get_f64(p);
@@ -1189,17 +1203,24 @@ static int gnmr__ckpt_unit(const unsigned char **p, const gnmr_config *c,
   s->cooldown = gnmr__get_u32(p);
   filled = s->finite_steps < GNMR_WINDOW_MAX ? (uint32_t)s->finite_steps
                                              : GNMR_WINDOW_MAX;
+  /* 2^62 observations are out of reach of any run; beyond, k + 1 and the
+     ring arithmetic would no longer be exact. */
   if (!(isfinite(s->mean) && s->mean >= 0.0) || !isfinite(s->window_sum) ||
-      s->lock > c->lock_steps || s->cooldown > c->cooldown_steps ||
-      (s->lock > 0 && s->cooldown > 0))
+      s->finite_steps > GNMR__K_MAX || s->lock > c->lock_steps ||
+      s->cooldown > c->cooldown_steps || (s->lock > 0 && s->cooldown > 0))
     return 0;
   for (i = 0; i < GNMR_WINDOW_MAX; i++) {
     float r = s->window[i];
-    if (i < filled ? !(r >= 0.0f && (double)r <= c->ratio_threshold)
-                   : r != 0.0f)
-      return 0;
+    if (i < filled ? !(r >= 0.0f && r <= cap) : r != 0.0f) return 0;
   }
-  return 1;
+  /* The running sum strays from the exact sum of the last min(k, W) ratios
+     by at most ~32 roundings between re-adds; anything further off was not
+     written by gnmr_step. */
+  recent = s->finite_steps < c->delta_window ? (uint32_t)s->finite_steps
+                                             : c->delta_window;
+  for (i = recent; i > 0; i--)
+    sum += (double)s->window[(s->finite_steps - i) & GNMR__RING];
+  return fabs(s->window_sum - sum) <= 1e-12 * (double)recent * (double)cap;
 }
 
 static int gnmr__ckpt_read(gnmr_ctl *ctl, const unsigned char *buf, size_t len,

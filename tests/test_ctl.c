@@ -947,6 +947,56 @@ TEST(checkpoint_format_is_little_endian_field_by_field) {
   EXPECT_EQ_INT(len, 24 + 56 + 64 + CK_N * GNMR__CKPT_UNIT + 4);
 }
 
+TEST(checkpoint_of_extreme_thresholds_round_trips) {
+  /* tau_r just above 1 stores ratios that round up past it as floats, and a
+     tau_r beyond the float range must not store +inf. */
+  const double taus[] = {1.0000001, 1e300};
+  size_t i;
+  for (i = 0; i < 2; i++) {
+    static fixture f, g;
+    gnmr_config c = quiet_config();
+    size_t len;
+    uint32_t s;
+    c.ratio_threshold = taus[i];
+    c.warmup_steps = 1000; /* nothing flagged: ratios reach the window raw */
+    REQUIRE(setup(&f, &c, 2) == GNMR_OK);
+    /* m = 0, then 3e38 / eps: a ratio far past the float range. */
+    for (s = 0; s < 3; s++)
+      REQUIRE(step_all(&f, s == 0 ? 0.0f : s % 2 ? 3e38f : 1.0f) == GNMR_OK);
+    for (s = 0; s < GNMR_WINDOW_MAX; s++)
+      EXPECT(isfinite(unit_of(&f, 0).window[s]));
+    EXPECT(isfinite(unit_of(&f, 0).window_sum));
+    REQUIRE(gnmr_checkpoint_save(&f.ctl, ck_buf, sizeof ck_buf, &len) == 0);
+    REQUIRE(setup(&g, &c, 2) == GNMR_OK);
+    EXPECT_EQ_INT(gnmr_checkpoint_load(&g.ctl, ck_buf, len), GNMR_OK);
+  }
+}
+
+TEST(checkpoint_refuses_state_a_step_cannot_reach) {
+  static fixture src, target;
+  static unsigned char copy[1 << 14];
+  gnmr_config c = gnmr_config_default();
+  const size_t unit0 = 24 + 56 + 64;
+  size_t len;
+  ck_saved(&src, &len);
+  REQUIRE(setup(&target, &c, CK_N) == GNMR_OK);
+  /* A window sum unrelated to the window. */
+  memcpy(copy, ck_buf, len);
+  gnmr__put_f64(copy + unit0 + 8, 12345.0);
+  ck_reseal(copy, len);
+  EXPECT_EQ_INT(gnmr_checkpoint_load(&target.ctl, copy, len), GNMR_ECORRUPT);
+  /* A count no run can reach (k + 1 would wrap in the end). */
+  memcpy(copy, ck_buf, len);
+  gnmr__put_u64(copy + unit0 + 16 + 4 * GNMR_WINDOW_MAX, UINT64_MAX);
+  ck_reseal(copy, len);
+  EXPECT_EQ_INT(gnmr_checkpoint_load(&target.ctl, copy, len), GNMR_ECORRUPT);
+  /* A negative mean. */
+  memcpy(copy, ck_buf, len);
+  gnmr__put_f64(copy + unit0, -1.0);
+  ck_reseal(copy, len);
+  EXPECT_EQ_INT(gnmr_checkpoint_load(&target.ctl, copy, len), GNMR_ECORRUPT);
+}
+
 /* ---- misc
  * -------------------------------------------------------------------- */
 
@@ -1034,6 +1084,8 @@ int main(int argc, char **argv) {
       CHECK_CASE(checkpoint_errors_each_have_their_own_code),
       CHECK_CASE(checkpoint_checksum_is_standard_crc32),
       CHECK_CASE(checkpoint_format_is_little_endian_field_by_field),
+      CHECK_CASE(checkpoint_of_extreme_thresholds_round_trips),
+      CHECK_CASE(checkpoint_refuses_state_a_step_cannot_reach),
       CHECK_CASE(strerror_names_every_code),
       CHECK_CASE(no_heap_in_the_controller_or_the_norms)};
   return check_main(cases, sizeof cases / sizeof cases[0], argc, argv);
