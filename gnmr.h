@@ -313,10 +313,10 @@ GNMR_DEF const char *gnmr_isa_name(int isa);
 #ifndef GNMR_NO_AVX512
 #define GNMR__AVX512 1
 #endif
-#define GNMR__NORM_SSE2 __attribute__((target("sse2")))
-#define GNMR__NORM_AVX2 __attribute__((target("avx2,fma,f16c")))
-#define GNMR__NORM_AVX512                                                      \
-  __attribute__((target("avx512f,avx512bw,avx2,fma,f16c")))
+#define GNMR__TARGET_SSE2 __attribute__((target("sse2")))
+#define GNMR__TARGET_AVX2 __attribute__((target("avx2,fma,f16c")))
+#define GNMR__TARGET_AVX512                                                    \
+  __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl,avx2,fma,f16c")))
 #include <cpuid.h>
 #include <immintrin.h>
 #elif defined(__aarch64__) && !defined(GNMR_NO_NEON)
@@ -336,19 +336,11 @@ extern "C" {
 
 #define GNMR__MAGIC 0x524d4e47u /* "GNMR" */
 
-/* The controller's AVX-512 path: x86-64 with GCC or Clang, host code only. */
-#if !defined(GNMR_NO_SIMD) && !defined(GNMR_NO_AVX512) &&                      \
-    !defined(__CUDACC__) && defined(__x86_64__) &&                             \
-    (defined(__GNUC__) || defined(__clang__))
+/* The controller's AVX-512 path: x86-64 builds with the AVX-512 kernels,
+   taken when the dispatch (below) chose AVX-512; gnmr_isa_force(SCALAR)
+   turns it off like the norm kernels'. */
+#if defined(GNMR__AVX512) && defined(__x86_64__)
 #define GNMR__CTL_AVX512 1
-#include <immintrin.h>
-#define GNMR__TARGET_AVX512                                                    \
-  __attribute__((target("avx2,avx512f,avx512dq,avx512vl")))
-static int gnmr__ctl_wide(void) {
-  return __builtin_cpu_supports("avx512f") &&
-         __builtin_cpu_supports("avx512dq") &&
-         __builtin_cpu_supports("avx512vl");
-}
 #else
 #define GNMR__CTL_AVX512 0
 #endif
@@ -606,6 +598,25 @@ static GNMR_HOSTDEV void gnmr__heap_offer(const gnmr__soa *s, uint32_t *size,
 /* ---- one step
  * ---------------------------------------------------------------- */
 
+/* a * b rounded on its own, never fused with the add or subtract that
+   follows: compilers contract a * b + c into an FMA under
+   -ffp-contract=fast (GCC's default in GNU C modes) or --fmad=true (nvcc),
+   and one rounding instead of two would make the scalar path, the AVX-512
+   path and a CUDA device disagree. */
+static GNMR_HOSTDEV double gnmr__mul(double a, double b) {
+#if defined(__CUDA_ARCH__)
+  return __dmul_rn(a, b);
+#else
+  double p = a * b;
+#if (defined(__GNUC__) || defined(__clang__)) && defined(__x86_64__)
+  __asm__("" : "+x"(p));
+#elif (defined(__GNUC__) || defined(__clang__)) && defined(__aarch64__)
+  __asm__("" : "+w"(p));
+#endif
+  return p;
+#endif
+}
+
 /* Everything one step needs, read once from the controller: locals the
    compiler can keep in registers while it stores into the units. */
 typedef struct gnmr__step_ctx {
@@ -636,7 +647,7 @@ static GNMR_HOSTDEV void gnmr__unit_step(gnmr__step_ctx *c, uint32_t u) {
     float stored;
     if (k >= c->window) {
       ratio = g / (m > c->eps ? m : c->eps);
-      delta = ratio - s->window_sum[u] * c->inv_window;
+      delta = ratio - gnmr__mul(s->window_sum[u], c->inv_window);
       evicted =
           (double)s->window[(size_t)((k - c->window) & GNMR__RING) * c->n + u];
     } else if (k > 0) {
@@ -663,7 +674,7 @@ static GNMR_HOSTDEV void gnmr__unit_step(gnmr__step_ctx *c, uint32_t u) {
 
     w = k + 1 < c->full_weight_from ? 1.0 / (double)(k + 1) : c->floor_w;
     s->finite_steps[u] = k + 1;
-    s->mean[u] = m + w * (x - m);
+    s->mean[u] = m + gnmr__mul(w, x - m);
     stored = gnmr__window_value(ratio < c->tau_r ? ratio : c->tau_r);
     s->window[(size_t)(k & GNMR__RING) * c->n + u] = stored;
     s->window_sum[u] += (double)stored - evicted;
@@ -753,6 +764,14 @@ static uint32_t gnmr__negative16_avx512(const float *norms, uint32_t n,
   return u;
 }
 
+/* gnmr__mul, eight lanes wide. */
+GNMR__TARGET_AVX512
+static __m512d gnmr__mul8(__m512d a, __m512d b) {
+  __m512d p = _mm512_mul_pd(a, b);
+  __asm__("" : "+v"(p));
+  return p;
+}
+
 GNMR__TARGET_AVX512
 static unsigned gnmr__calm8_avx512(gnmr__step_ctx *c, uint32_t u) {
   /* Eight decisions are 40 doubles' worth of memory: output vector j, lane l
@@ -797,8 +816,7 @@ static unsigned gnmr__calm8_avx512(gnmr__step_ctx *c, uint32_t u) {
       _mm512_cmp_pd_mask(m, _mm512_set1_pd(c->eps), _CMP_GT_OQ),
       _mm512_set1_pd(c->eps), m);
   ratio = _mm512_div_pd(g, mm);
-  delta =
-      _mm512_sub_pd(ratio, _mm512_mul_pd(wsum, _mm512_set1_pd(c->inv_window)));
+  delta = _mm512_sub_pd(ratio, gnmr__mul8(wsum, _mm512_set1_pd(c->inv_window)));
   warm = _mm512_cmp_epu64_mask(k, _mm512_set1_epi64((long long)c->warmup),
                                _MM_CMPINT_NLT);
   calm &= (__mmask8) ~(_mm512_mask_cmp_pd_mask(
@@ -815,9 +833,8 @@ static unsigned gnmr__calm8_avx512(gnmr__step_ctx *c, uint32_t u) {
   if (young) /* a division only while some unit is still young */
     w = _mm512_mask_div_pd(w, young, _mm512_set1_pd(1.0),
                            _mm512_maskz_cvtepu64_pd(0xFF, k1));
-  _mm512_mask_storeu_pd(
-      s->mean + u, calm,
-      _mm512_add_pd(m, _mm512_mul_pd(w, _mm512_sub_pd(g, m))));
+  _mm512_mask_storeu_pd(s->mean + u, calm,
+                        _mm512_add_pd(m, gnmr__mul8(w, _mm512_sub_pd(g, m))));
   _mm512_mask_storeu_epi64((void *)(s->finite_steps + u), calm, k1);
   stored = _mm512_maskz_cvtpd_ps(
       0xFF,
@@ -899,7 +916,7 @@ GNMR_DEF GNMR_HOSTDEV int gnmr_step(gnmr_ctl *ctl, const float *norms,
   n = ctl->n_units;
   if (n > 0 && !norms) return GNMR_EINVAL;
 #if GNMR__CTL_AVX512
-  wide = gnmr__ctl_wide();
+  wide = gnmr_isa_active() == GNMR_ISA_AVX512;
   u = wide ? gnmr__negative16_avx512(norms, n, &negative) : 0;
 #else
   u = 0;
@@ -1592,7 +1609,7 @@ GNMR_DEF int gnmr_unit_norms(const gnmr_tensor *t, size_t nt, float *norms,
 /* SSE2 has no half conversion: f16 magnitudes (sign dropped; squares do not
    need it) are rebuilt as f32 bits with integer operations, subnormals as
    m * 2^-24 from integers, so no subnormal ever enters the FPU (DAZ-safe). */
-static GNMR__NORM_SSE2 __m128 gnmr__sse2_f16(__m128i m) {
+static GNMR__TARGET_SSE2 __m128 gnmr__sse2_f16(__m128i m) {
   __m128i bits =
       _mm_add_epi32(_mm_slli_epi32(m, 13), _mm_set1_epi32(0x38000000));
   __m128i infnan = _mm_cmpgt_epi32(m, _mm_set1_epi32(0x7BFF));
@@ -1605,15 +1622,15 @@ static GNMR__NORM_SSE2 __m128 gnmr__sse2_f16(__m128i m) {
 }
 
 /* Four floats into lane sums a[0] (elements 0, 1) and a[1] (2, 3). */
-static GNMR__NORM_SSE2 void gnmr__sse2_sq4(__m128d *a, __m128 f) {
+static GNMR__TARGET_SSE2 void gnmr__sse2_sq4(__m128d *a, __m128 f) {
   __m128d lo = _mm_cvtps_pd(f), hi = _mm_cvtps_pd(_mm_movehl_ps(f, f));
   a[0] = _mm_add_pd(a[0], _mm_mul_pd(lo, lo));
   a[1] = _mm_add_pd(a[1], _mm_mul_pd(hi, hi));
 }
 
-static GNMR__NORM_SSE2 void gnmr__rows_sse2(const void *x, size_t rows,
-                                            int dtype, double *lane,
-                                            uint32_t *mag) {
+static GNMR__TARGET_SSE2 void gnmr__rows_sse2(const void *x, size_t rows,
+                                              int dtype, double *lane,
+                                              uint32_t *mag) {
   const unsigned char *p = (const unsigned char *)x;
   __m128d a[16];
   __m128i top = _mm_setzero_si128();
@@ -1668,22 +1685,22 @@ static GNMR__NORM_SSE2 void gnmr__rows_sse2(const void *x, size_t rows,
 #endif /* GNMR__SSE2 */
 
 #ifdef GNMR__AVX2
-static GNMR__NORM_AVX2 __m256d gnmr__avx2_sq(__m256d acc, __m128 f) {
+static GNMR__TARGET_AVX2 __m256d gnmr__avx2_sq(__m256d acc, __m128 f) {
   __m256d d = _mm256_cvtps_pd(f);
   return _mm256_fmadd_pd(d, d, acc);
 }
 
 /* Eight f16/bf16 elements to eight floats, in order. */
-static GNMR__NORM_AVX2 __m256 gnmr__avx2_half8(const unsigned char *p,
-                                               int dtype) {
+static GNMR__TARGET_AVX2 __m256 gnmr__avx2_half8(const unsigned char *p,
+                                                 int dtype) {
   __m128i h = _mm_loadu_si128((const __m128i *)p);
   if (dtype == GNMR_F16) return _mm256_cvtph_ps(h);
   return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
 }
 
-static GNMR__NORM_AVX2 void gnmr__rows_avx2(const void *x, size_t rows,
-                                            int dtype, double *lane,
-                                            uint32_t *mag) {
+static GNMR__TARGET_AVX2 void gnmr__rows_avx2(const void *x, size_t rows,
+                                              int dtype, double *lane,
+                                              uint32_t *mag) {
   const unsigned char *p = (const unsigned char *)x;
   __m256d a0 = _mm256_loadu_pd(lane), a1 = _mm256_loadu_pd(lane + 4);
   __m256d a2 = _mm256_loadu_pd(lane + 8), a3 = _mm256_loadu_pd(lane + 12);
@@ -1760,18 +1777,18 @@ static GNMR__NORM_AVX2 void gnmr__rows_avx2(const void *x, size_t rows,
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #endif
-static GNMR__NORM_AVX512 __m512d gnmr__avx512_sq(__m512d acc, __m256 f) {
+static GNMR__TARGET_AVX512 __m512d gnmr__avx512_sq(__m512d acc, __m256 f) {
   __m512d d = _mm512_cvtps_pd(f);
   return _mm512_fmadd_pd(d, d, acc);
 }
 
-static GNMR__NORM_AVX512 __m256 gnmr__avx512_hi8(__m512 f) {
+static GNMR__TARGET_AVX512 __m256 gnmr__avx512_hi8(__m512 f) {
   return _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(f), 1));
 }
 
-static GNMR__NORM_AVX512 void gnmr__rows_avx512(const void *x, size_t rows,
-                                                int dtype, double *lane,
-                                                uint32_t *mag) {
+static GNMR__TARGET_AVX512 void gnmr__rows_avx512(const void *x, size_t rows,
+                                                  int dtype, double *lane,
+                                                  uint32_t *mag) {
   const unsigned char *p = (const unsigned char *)x;
   __m512d a0 = _mm512_loadu_pd(lane), a1 = _mm512_loadu_pd(lane + 8);
   __m512d a2 = _mm512_loadu_pd(lane + 16), a3 = _mm512_loadu_pd(lane + 24);
@@ -1952,8 +1969,8 @@ static int gnmr__x86_has(int isa) {
   if (__get_cpuid_max(0, NULL) >= 7) __cpuid_count(7, 0, a, b7, c, d);
   if (isa == GNMR_ISA_AVX2) /* XMM+YMM state; AVX2 */
     return (xcr0 & 0x6u) == 0x6u && ((b7 >> 5) & 1u);
-  if (isa == GNMR_ISA_AVX512) /* + opmask, ZMM state; AVX2, F, BW */
-    return (xcr0 & 0xE6u) == 0xE6u && (b7 & 0x40010020u) == 0x40010020u;
+  if (isa == GNMR_ISA_AVX512) /* + opmask, ZMM state; AVX2, F, DQ, BW, VL */
+    return (xcr0 & 0xE6u) == 0xE6u && (b7 & 0xC0030020u) == 0xC0030020u;
   return 0;
 }
 #endif

@@ -337,7 +337,7 @@ TEST(history_weight_is_max_of_one_over_k_and_one_minus_beta) {
       float g = (float)(0.5 + check_uniform());
       double w = 1.0 / (double)k;
       if (1.0 - decays[i] > w) w = 1.0 - decays[i];
-      m = m + w * ((double)g - m);
+      m = m + gnmr__mul(w, (double)g - m); /* unfused, as the library */
       REQUIRE(step_all(&f, g) == GNMR_OK);
       double got = unit_of(&f, 0).mean;
       if (memcmp(&m, &got, sizeof m) != 0) break;
@@ -716,6 +716,49 @@ TEST(long_random_runs_match_the_reference_and_respect_the_budget) {
   EXPECT_EQ_INT(mismatches, 0);
 }
 
+/* The AVX-512 path steps calm units eight at a time; it must give the
+   scalar rules' bits, decisions and state alike, on every kind of step. */
+TEST(avx512_and_scalar_controllers_agree_bit_for_bit) {
+  static fixture a, b;
+  int run, best = gnmr_isa_active();
+  if (!gnmr_isa_supported(GNMR_ISA_AVX512)) {
+    printf("  (no AVX-512 here: nothing to compare)\n");
+    return;
+  }
+  for (run = 0; run < 6; run++) {
+    gnmr_config c = gnmr_config_default();
+    uint32_t s, u, n = 40 + (uint32_t)(check_rand() % 24);
+    c.max_recovering = (uint32_t)(check_rand() % 6);
+    c.warmup_steps = (uint32_t)(check_rand() % 30);
+    c.delta_window = 1 + (uint32_t)(check_rand() % GNMR_WINDOW_MAX);
+    c.history_decay = run == 0 ? 1.0 : 0.9 + 0.1 * check_uniform();
+    c.spike_policy = run % 3;
+    REQUIRE(setup(&a, &c, n) == GNMR_OK);
+    REQUIRE(setup(&b, &c, n) == GNMR_OK);
+    for (s = 0; s < 700; s++) {
+      for (u = 0; u < n; u++)
+        a.norms[u] = b.norms[u] = random_norm(run % 2 ? 0.02 : 0.0005, 0.002);
+      REQUIRE(gnmr_isa_force(GNMR_ISA_SCALAR) == GNMR_OK);
+      REQUIRE(gnmr_step(&a.ctl, a.norms, a.d) == GNMR_OK);
+      REQUIRE(gnmr_isa_force(GNMR_ISA_AVX512) == GNMR_OK);
+      REQUIRE(gnmr_step(&b.ctl, b.norms, s % 5 ? b.d : NULL) == GNMR_OK);
+      if (s % 5 && memcmp(a.d, b.d, sizeof a.d[0] * n) != 0) {
+        printf("  run %d: decisions differ at step %u\n", run, s);
+        check__failed_here = 1;
+        break;
+      }
+      if (memcmp(a.units, b.units, sizeof a.units[0] * n) != 0 ||
+          memcmp(&a.ctl.steps, &b.ctl.steps,
+                 sizeof a.ctl - offsetof(gnmr_ctl, steps)) != 0) {
+        printf("  run %d: state differs after step %u\n", run, s);
+        check__failed_here = 1;
+        break;
+      }
+    }
+  }
+  gnmr_isa_force(best);
+}
+
 TEST(same_inputs_same_decisions_bit_for_bit) {
   static fixture a, b;
   gnmr_config c = gnmr_config_default();
@@ -1077,6 +1120,7 @@ int main(int argc, char **argv) {
       CHECK_CASE(spike_policy_scales),
       CHECK_CASE(max_recovering_zero_admits_nobody),
       CHECK_CASE(long_random_runs_match_the_reference_and_respect_the_budget),
+      CHECK_CASE(avx512_and_scalar_controllers_agree_bit_for_bit),
       CHECK_CASE(same_inputs_same_decisions_bit_for_bit),
       CHECK_CASE(counters_add_up),
       CHECK_CASE(checkpoint_resume_matches_the_uninterrupted_run),
