@@ -1,6 +1,10 @@
 # gnmr.h - build, test, bench and demo targets.
 #   make test     every test, with gcc and clang, plus the C++/STATIC/multi-file builds
 #   make demo     the training stress demo on its built-in data (the main job)
+#   make demo-full  the demo on Fashion-MNIST, all arms, 3 seeds (needs the
+#                 Debian package dataset-fashion-mnist; fails with a message
+#                 without it)
+#   make demo-sweep the GNMR settings sweep on the stress setting
 #   make bench    norm-helper and controller benchmarks (results in bench/)
 #   make format   clang-format in place; make format-check fails on a diff
 
@@ -12,10 +16,13 @@ CSTD = -std=c99
 CFLAGS_ALL = $(CSTD) $(WARN) $(OPT) -ffp-contract=off -I.
 B = build
 
-TESTS = test_ctl
+TESTS = test_ctl test_demo
 TEST_BINS = $(foreach cc,$(CC_LIST),$(foreach t,$(TESTS),$(B)/$(cc)/$(t))) \
             $(foreach cc,$(CC_LIST),$(B)/$(cc)/compile_link) \
             $(foreach cxx,$(CXX_LIST),$(B)/$(cxx)/compile_cxx11 $(B)/$(cxx)/compile_cxx17)
+
+# The demo's test includes the demo itself.
+$(B)/gcc/test_demo $(B)/clang/test_demo: examples/train_stress.c
 
 # The controller test links with malloc & co. wrapped: any call fails it.
 LDFLAGS_test_ctl = -Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc,--wrap=free
@@ -23,7 +30,7 @@ LDFLAGS_test_ctl = -Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc,--wrap=free
 FORMAT_FILES = $(wildcard *.h tests/*.c tests/*.h tests/*/*.c tests/*/*.cc \
                  examples/*.c examples/*/*.cu bench/*.c)
 
-.PHONY: all test bench demo format format-check clean
+.PHONY: all test bench demo demo-full demo-sweep format format-check clean
 
 all: test
 
@@ -67,6 +74,33 @@ bench: $(B)/bench_ctl
 $(B)/quickstart: examples/quickstart.c gnmr.h
 	@mkdir -p $(@D)
 	$(firstword $(CC_LIST)) $(CFLAGS_ALL) -o $@ $< -lm
+
+# The training stress demo. demo: the built-in synthetic task (no files
+# needed); demo-full: Fashion-MNIST from FASHION; demo-sweep: the GNMR
+# settings sweep on the built-in task. Outputs under demo-out/.
+FASHION ?= /usr/share/datasets/fashion-mnist
+DEMO_STRESS = --stress 8
+$(B)/train_stress: examples/train_stress.c gnmr.h
+	@mkdir -p $(@D)
+	gcc $(CFLAGS_ALL) -o $@ $< -lm
+
+demo: $(B)/train_stress
+	$(B)/train_stress --steps 1000 --hidden 128,64,32 --seeds 2 \
+	  $(DEMO_STRESS) --out demo-out
+
+demo-full: $(B)/train_stress
+	@if [ ! -f $(FASHION)/train-images-idx3-ubyte.gz ] && \
+	    [ ! -f $(FASHION)/train-images-idx3-ubyte ]; then \
+	  echo "demo-full: Fashion-MNIST not found in $(FASHION)."; \
+	  echo "  Debian/Ubuntu: apt-get install dataset-fashion-mnist,"; \
+	  echo "  or make demo-full FASHION=DIR with the four IDX files."; \
+	  exit 1; fi
+	$(B)/train_stress --data $(FASHION) --steps 2000 --seeds 3 \
+	  $(DEMO_STRESS) --out demo-out/full
+
+demo-sweep: $(B)/train_stress
+	$(B)/train_stress --sweep --steps 1000 --hidden 128,64,32 --seeds 3 \
+	  $(DEMO_STRESS) --out demo-out/sweep
 
 # ---- formatting -------------------------------------------------------------
 format:
