@@ -334,7 +334,7 @@ GNMR_DEF const char *gnmr_version(void) { return GNMR_VERSION_STRING; }
 
 GNMR_DEF gnmr_config gnmr_config_default(void) {
   gnmr_config c;
-  c.ratio_threshold = 3.0;
+  c.ratio_threshold = 2.0; /* demo sweep: best of 2, 3, 5 (README) */
   c.delta_threshold = 1.5;
   c.history_decay = 0.99;
   c.eps = 1e-12;
