@@ -747,6 +747,7 @@ static ts_result ts_train(const ts_opts *o, int arm, int seed,
 
   for (step = 0; step < o->steps; step++) {
     ts_path paths[TS_LAYERS];
+    gnmr_decision d[TS_LAYERS];
     double loss, lr, tc;
     int b, e;
     /* The next batch; reshuffle (Fisher-Yates) at each epoch. */
@@ -841,7 +842,6 @@ static ts_result ts_train(const ts_opts *o, int arm, int seed,
         adagc_ema[l] = TS_ADAGC_BETA * adagc_ema[l] + (1.0 - TS_ADAGC_BETA) * g;
       }
     } else if (arm == TS_ARM_GNMR) {
-      gnmr_decision d[TS_LAYERS];
       int rc = gnmr_step(&ctl, norms, d);
       if (rc != GNMR_OK) TS_DIE("gnmr_step: %s", gnmr_strerror(rc));
       for (l = 0; l < TS_LAYERS; l++) {
@@ -853,13 +853,14 @@ static ts_result ts_train(const ts_opts *o, int arm, int seed,
           memset(&m.layer[l].sx, 0, sizeof m.layer[l].sx);
           memset(&m.layer[l].sw, 0, sizeof m.layer[l].sw);
         }
-        if (trace && trace->f)
-          fprintf(trace->f, "%d,%d,%.6g,%.6g,%.6g,%s\n", step, l,
-                  (double)norms[l], d[l].gnmr, d[l].delta,
-                  ts_action_name(d[l].action));
       }
     }
     ctl_time += ts_seconds() - tc;
+    if (arm == TS_ARM_GNMR && trace && trace->f) /* not timed: I/O */
+      for (l = 0; l < TS_LAYERS; l++)
+        fprintf(trace->f, "%d,%d,%.6g,%.6g,%.6g,%s\n", step, l,
+                (double)norms[l], d[l].gnmr, d[l].delta,
+                ts_action_name(d[l].action));
 
     /* Cosine decay to a tenth of the learning rate. */
     lr =
