@@ -26,7 +26,9 @@
             gradient is clipped to 1.05 x the EMA (beta 0.98) of its norm
      gnmr   low precision with gnmr.h: per-unit norms from gnmr_unit_norms,
             decisions from gnmr_step; a recovering unit runs f32 for its lock
-            interval and its gradient is multiplied by the decision's scale
+            interval and its gradient is multiplied by the decision's scale;
+            on admission its amax histories start afresh (the f32 steps
+            refill them), so it never returns to a scale the fault left stale
 
    Data: Fashion-MNIST in IDX form (`--data DIR`, files *-idx?-ubyte.gz or
    uncompressed) or, without --data, a built-in deterministic synthetic task
