@@ -1,6 +1,10 @@
 # gnmr.h - build, test, bench and demo targets.
 #   make test     every test, with gcc and clang, plus the C++/STATIC/multi-file builds
 #   make demo     the training stress demo on its built-in data (the main job)
+#   make demo-full  the demo on Fashion-MNIST, all arms, 3 seeds (needs the
+#                 Debian package dataset-fashion-mnist; fails with a message
+#                 without it)
+#   make demo-sweep the GNMR settings sweep on the stress setting
 #   make bench    norm-helper and controller benchmarks (results in bench/)
 #   make mpi-run  the data-parallel MPI example on 2 and 4 ranks
 #   make cuda     the CUDA example (sm_80, sm_90); skipped where nvcc is missing
@@ -14,7 +18,7 @@ CSTD = -std=c99
 CFLAGS_ALL = $(CSTD) $(WARN) $(OPT) -ffp-contract=off -I.
 B = build
 
-TESTS = test_ctl test_cuda_host test_norm
+TESTS = test_ctl test_cuda_host test_norm test_demo
 TEST_BINS = $(foreach cc,$(CC_LIST),$(foreach t,$(TESTS),$(B)/$(cc)/$(t))) \
             $(foreach cc,$(CC_LIST),$(B)/$(cc)/test_norm_nosimd \
                                     $(B)/$(cc)/test_norm_noavx512) \
@@ -22,13 +26,16 @@ TEST_BINS = $(foreach cc,$(CC_LIST),$(foreach t,$(TESTS),$(B)/$(cc)/$(t))) \
             $(foreach cc,$(CC_LIST),$(B)/$(cc)/compile_link) \
             $(foreach cxx,$(CXX_LIST),$(B)/$(cxx)/compile_cxx11 $(B)/$(cxx)/compile_cxx17)
 
+# The demo's test includes the demo itself.
+$(B)/gcc/test_demo $(B)/clang/test_demo: examples/train_stress.c
+
 # The controller test links with malloc & co. wrapped: any call fails it.
 LDFLAGS_test_ctl = -Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc,--wrap=free
 
 FORMAT_FILES = $(wildcard *.h tests/*.c tests/*.h tests/*/*.c tests/*/*.cc \
                  examples/*.c examples/*/*.cu examples/*/*.h bench/*.c)
 
-.PHONY: all test bench bench-norm demo mpi mpi-run format format-check clean cuda neon
+.PHONY: all test bench bench-norm demo mpi mpi-run format format-check clean cuda neon demo-full demo-sweep
 
 all: test
 
@@ -193,6 +200,33 @@ endif
 $(B)/gnmr_cuda: examples/cuda/gnmr_cuda.cu examples/cuda/gnmr_cuda_index.h gnmr.h
 	@mkdir -p $(@D)
 	$(NVCC) $(NVCC_FLAGS) -o $@ $<
+
+# The training stress demo. demo: the built-in synthetic task (no files
+# needed); demo-full: Fashion-MNIST from FASHION; demo-sweep: the GNMR
+# settings sweep on the built-in task. Outputs under demo-out/.
+FASHION ?= /usr/share/datasets/fashion-mnist
+DEMO_STRESS = --stress 8
+$(B)/train_stress: examples/train_stress.c gnmr.h
+	@mkdir -p $(@D)
+	gcc $(CFLAGS_ALL) -o $@ $< -lm
+
+demo: $(B)/train_stress
+	$(B)/train_stress --steps 1000 --hidden 128,64,32 --seeds 2 \
+	  $(DEMO_STRESS) --out demo-out
+
+demo-full: $(B)/train_stress
+	@if [ ! -f $(FASHION)/train-images-idx3-ubyte.gz ] && \
+	    [ ! -f $(FASHION)/train-images-idx3-ubyte ]; then \
+	  echo "demo-full: Fashion-MNIST not found in $(FASHION)."; \
+	  echo "  Debian/Ubuntu: apt-get install dataset-fashion-mnist,"; \
+	  echo "  or make demo-full FASHION=DIR with the four IDX files."; \
+	  exit 1; fi
+	$(B)/train_stress --data $(FASHION) --steps 2000 --seeds 3 \
+	  $(DEMO_STRESS) --out demo-out/full
+
+demo-sweep: $(B)/train_stress
+	$(B)/train_stress --sweep --steps 1000 --hidden 128,64,32 --seeds 3 \
+	  $(DEMO_STRESS) --out demo-out/sweep
 
 # ---- formatting -------------------------------------------------------------
 format:

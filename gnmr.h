@@ -22,8 +22,7 @@
        for (each step) {
            float norms[N];                  // gradient L2 norm of every unit
            gnmr_decision d[N];
-           gnmr_step(&ctl, norms, d);       // d[u].scale: multiply unit u's
-   grad
+           gnmr_step(&ctl, norms, d);       // scale unit u's grad by d[u].scale
            // gnmr_recovering(&ctl, u): run unit u high-fidelity next step
        }
 
@@ -368,7 +367,7 @@ GNMR_DEF const char *gnmr_version(void) { return GNMR_VERSION_STRING; }
 
 GNMR_DEF gnmr_config gnmr_config_default(void) {
   gnmr_config c;
-  c.ratio_threshold = 3.0;
+  c.ratio_threshold = 2.0; /* demo sweep: best of 2, 3, 5 (README) */
   c.delta_threshold = 1.5;
   c.history_decay = 0.99;
   c.eps = 1e-12;

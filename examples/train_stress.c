@@ -1,0 +1,1398 @@
+/* train_stress.c - the training stress demo of gnmr.h.
+
+   An MLP classifier (3 hidden ReLU layers, AdamW) trains with every linear
+   layer on a low-cost path: the GEMM inputs (activation and weight) are
+   quantized per tensor to FP8 E4M3, FP8 E5M2 or FP4 E2M1 (round to nearest
+   even, saturating) with delayed scaling from an amax history, as Transformer
+   Engine does. Each linear layer is one recoverable unit whose high-fidelity
+   path is plain f32. `--stress N` injects N short numerical faults per 1000
+   steps into the low-cost path of a few layers (ground truth in stress.csv):
+
+     burst  a few input channels of the layer's quantized GEMM input come out
+            TS_BURST_GAIN times too large for 2-6 steps (an activation outlier
+            burst); the burst also lands in the amax history, so for the next
+            TS_AMAX_HISTORY steps the scale is stale and small values lose
+            their bits.
+     stale  the layer's activation scale is TS_STALE_GAIN times too large for
+            2-6 steps (a stale amax history): most of the tensor saturates.
+
+   A unit on the f32 path does not see its faults. The arms, with the same
+   seeds, initial weights, data order and faults:
+
+     f32    the reference: every unit f32, no faults
+     lowp   low precision, no control
+     clip   low precision, global gradient-norm clipping to 1.0
+     adagc  low precision, per-unit adaptive clipping (AdaGC style): a unit's
+            gradient is clipped to 1.05 x the EMA (beta 0.98) of its norm
+     gnmr   low precision with gnmr.h: per-unit norms from gnmr_unit_norms,
+            decisions from gnmr_step; a recovering unit runs f32 for its lock
+            interval and its gradient is multiplied by the decision's scale;
+            on admission its amax histories start afresh (the f32 steps
+            refill them), so it never returns to a scale the fault left stale
+
+   Data: Fashion-MNIST in IDX form (`--data DIR`, files *-idx?-ubyte.gz or
+   uncompressed) or, without --data, a built-in deterministic synthetic task
+   (a random teacher network labels Gaussian inputs).
+
+   Outputs in --out (default demo-out/): summary.csv, trace.csv (the gnmr
+   arm of the first seed), stress.csv, loss.svg, recovery.svg, and with
+   --sweep sweep.csv. A table on stdout.
+
+   Build: make demo (built-in data), make demo-full (Fashion-MNIST),
+   make demo-sweep. Define TRAIN_STRESS_NO_MAIN to include this file in a
+   test without its main(). */
+#define _POSIX_C_SOURCE 200809L /* popen/pclose for gzip, see ts_open_idx */
+#define GNMR_IMPLEMENTATION
+#include "gnmr.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+/* ---- constants ----------------------------------------------------------- */
+
+#define TS_LAYERS 4          /* 3 hidden layers + the output layer */
+#define TS_MAX_ARMS 5        /* f32, lowp, clip, adagc, gnmr */
+#define TS_AMAX_HISTORY 16   /* delayed scaling: amax history length */
+#define TS_BURST_GAIN 256.0f /* outlier burst: channel gain */
+#define TS_BURST_CHANNELS 4  /* outlier burst: channels hit */
+#define TS_STALE_GAIN 64.0f  /* stale scale: factor the scale is off by */
+#define TS_SPIKE_FACTOR 2.0  /* a loss spike: loss > 2 x its running EMA */
+#define TS_GLOBAL_CLIP 1.0   /* clip arm: max global norm */
+#define TS_ADAGC_LAMBDA 1.05 /* adagc arm: clip to 1.05 x EMA of unit norm */
+#define TS_ADAGC_BETA 0.98   /* adagc arm: EMA decay */
+
+/* ---- checked helpers (llm.c style: say file and line) ------------------- */
+
+static void ts_die(const char *file, int line, const char *fmt, ...) {
+  va_list ap;
+  fprintf(stderr, "train_stress: %s:%d: ", file, line);
+  va_start(ap, fmt);
+  vfprintf(stderr, fmt, ap);
+  va_end(ap);
+  fputc('\n', stderr);
+  exit(1);
+}
+#define TS_DIE(...) ts_die(__FILE__, __LINE__, __VA_ARGS__)
+
+static void *ts_calloc(size_t n, size_t size, const char *file, int line) {
+  void *p = calloc(n ? n : 1, size);
+  if (!p) ts_die(file, line, "out of memory (%zu x %zu bytes)", n, size);
+  return p;
+}
+#define TS_CALLOC(n, type)                                                     \
+  ((type *)ts_calloc((n), sizeof(type), __FILE__, __LINE__))
+
+static FILE *ts_fopen(const char *path, const char *mode, const char *file,
+                      int line) {
+  FILE *f = fopen(path, mode);
+  if (!f) ts_die(file, line, "cannot open %s: %s", path, strerror(errno));
+  return f;
+}
+#define TS_FOPEN(path, mode) ts_fopen((path), (mode), __FILE__, __LINE__)
+
+/* ---- random numbers (splitmix64: small, portable, deterministic) -------- */
+
+typedef struct ts_rng {
+  uint64_t s;
+} ts_rng;
+
+static uint64_t ts_next(ts_rng *r) {
+  uint64_t z = (r->s += 0x9E3779B97F4A7C15ull);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+static double ts_uniform(ts_rng *r) {
+  return (double)(ts_next(r) >> 11) * (1.0 / 9007199254740992.0);
+}
+static uint32_t ts_below(ts_rng *r, uint32_t n) {
+  return (uint32_t)(ts_uniform(r) * n);
+}
+static double ts_normal(ts_rng *r) {
+  double u1 = ts_uniform(r), u2 = ts_uniform(r);
+  if (u1 < 1e-300) u1 = 1e-300;
+  return sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2);
+}
+
+/* ---- low-precision formats ------------------------------------------------
+ */
+
+/* A minifloat with `mbits` mantissa bits, smallest normal exponent `emin`
+   (subnormals below it) and largest finite value `max`. Every value it holds
+   is exact in float, so quantization is emulated in float. */
+typedef struct ts_format {
+  const char *name;
+  int mbits;
+  int emin;
+  float max;
+} ts_format;
+
+static const ts_format TS_FORMATS[] = {
+    {"e4m3", 3, -6, 448.0f},    /* OCP FP8 E4M3 (no Inf; NaN S.1111.111) */
+    {"e5m2", 2, -14, 57344.0f}, /* OCP FP8 E5M2 */
+    {"e2m1", 1, 0, 6.0f},       /* OCP FP4 E2M1 (no Inf, no NaN) */
+};
+#define TS_N_FORMATS (sizeof TS_FORMATS / sizeof TS_FORMATS[0])
+
+static const ts_format *ts_format_find(const char *name) {
+  size_t i;
+  for (i = 0; i < TS_N_FORMATS; i++)
+    if (strcmp(TS_FORMATS[i].name, name) == 0) return &TS_FORMATS[i];
+  return NULL;
+}
+
+/* Nearest value of the format, ties to even, saturating: finite values and
+   +-Inf beyond the largest go to +-max; the sign of zero is kept; NaN stays
+   NaN (E2M1 has no NaN code: the emulation lets it through so that a NaN is
+   never hidden). x / quantum is exact (a power-of-two scale of a float in
+   double) and rint() rounds ties to even in the default rounding mode; the
+   parity of the integer is the parity of the mantissa's last bit. */
+static float ts_quantize(float x, const ts_format *f) {
+  double a = fabs((double)x), quantum, q;
+  int e;
+  if (isnan(x) || a == 0.0) return x;
+  if (isinf(x)) return x > 0 ? f->max : -f->max;
+  (void)frexp(a, &e); /* a = m * 2^e, m in [0.5, 1) */
+  e -= 1;             /* floor(log2 a) */
+  if (e < f->emin) e = f->emin;
+  quantum = ldexp(1.0, e - f->mbits);
+  q = rint(a / quantum) * quantum;
+  if (q > f->max) q = f->max;
+  return (float)(x < 0 ? -q : q);
+}
+
+/* Delayed scaling: the scale for this step comes from the largest amax of
+   the last TS_AMAX_HISTORY steps (not from this tensor), scale = max / amax;
+   this step's amax then enters the history. The first step has no history
+   and scales by its own amax. */
+typedef struct ts_scaler {
+  float hist[TS_AMAX_HISTORY];
+  int len, head;
+} ts_scaler;
+
+static float ts_scaler_scale(const ts_scaler *s, const ts_format *f,
+                             float amax_now) {
+  float amax = 0.0f;
+  int i;
+  for (i = 0; i < s->len; i++)
+    if (s->hist[i] > amax) amax = s->hist[i];
+  if (s->len == 0) amax = amax_now;
+  if (!(amax > 0.0f) || !isfinite(amax)) return 1.0f;
+  return f->max / amax;
+}
+
+static void ts_scaler_push(ts_scaler *s, float amax) {
+  if (!isfinite(amax)) return;
+  s->hist[s->head] = amax;
+  s->head = (s->head + 1) % TS_AMAX_HISTORY;
+  if (s->len < TS_AMAX_HISTORY) s->len++;
+}
+
+static float ts_amax(const float *x, size_t n) {
+  float a = 0.0f;
+  size_t i;
+  for (i = 0; i < n; i++)
+    if (fabsf(x[i]) > a) a = fabsf(x[i]);
+  return a;
+}
+
+/* out = Q(x * scale) / scale, the dequantized GEMM input. */
+static void ts_quantize_tensor(const float *x, size_t n, const ts_format *f,
+                               float scale, float *out) {
+  size_t i;
+  for (i = 0; i < n; i++) out[i] = ts_quantize(x[i] * scale, f) / scale;
+}
+
+/* ---- data -----------------------------------------------------------------
+ */
+
+typedef struct ts_data {
+  int n, dim, classes;
+  float *x;   /* n x dim */
+  uint8_t *y; /* n */
+} ts_data;
+
+static void ts_data_free(ts_data *d) {
+  free(d->x);
+  free(d->y);
+  memset(d, 0, sizeof *d);
+}
+
+/* The built-in task: 64-dimensional Gaussian inputs labelled by a fixed
+   random teacher (64 -> 24 ReLU -> 10, argmax). Deterministic, needs no
+   file, and an MLP can learn it well but not perfectly. */
+static void ts_synthetic(ts_data *train, ts_data *test) {
+  enum { D = 64, H = 24, C = 10 };
+  static float a[H][D], b[C][H];
+  ts_rng r = {12345};
+  ts_data *sets[2];
+  int s, i, j, k, c;
+  sets[0] = train;
+  sets[1] = test;
+  for (i = 0; i < H; i++)
+    for (j = 0; j < D; j++) a[i][j] = (float)(ts_normal(&r) / sqrt(D));
+  for (i = 0; i < C; i++)
+    for (j = 0; j < H; j++) b[i][j] = (float)(ts_normal(&r) / sqrt(H));
+  train->n = 16384;
+  test->n = 2048;
+  for (s = 0; s < 2; s++) {
+    ts_data *d = sets[s];
+    d->dim = D;
+    d->classes = C;
+    d->x = TS_CALLOC((size_t)d->n * D, float);
+    d->y = TS_CALLOC((size_t)d->n, uint8_t);
+    for (k = 0; k < d->n; k++) {
+      float *x = d->x + (size_t)k * D, h[H], best = -1e30f;
+      for (j = 0; j < D; j++) x[j] = (float)ts_normal(&r);
+      for (i = 0; i < H; i++) {
+        float z = 0.0f;
+        for (j = 0; j < D; j++) z += a[i][j] * x[j];
+        h[i] = z > 0.0f ? z : 0.0f;
+      }
+      for (c = 0; c < C; c++) {
+        float z = 0.0f;
+        for (i = 0; i < H; i++) z += b[c][i] * h[i];
+        if (z > best) {
+          best = z;
+          d->y[k] = (uint8_t)c;
+        }
+      }
+    }
+  }
+}
+
+/* IDX files come gzip-compressed in Debian's dataset-fashion-mnist. Rather
+   than link zlib (the demo keeps to libc + libm like the library) or carry
+   an inflate of its own, the demo reads them through `gzip -dc` (POSIX
+   popen; gzip is on every system that has the package). An uncompressed
+   file of the same name without .gz is read directly. */
+typedef struct ts_stream {
+  FILE *f;
+  int piped;
+  char path[1024];
+} ts_stream;
+
+static int ts_open_idx(ts_stream *s, const char *dir, const char *name) {
+  char cmd[1200];
+  FILE *probe;
+  snprintf(s->path, sizeof s->path, "%s/%s", dir, name);
+  if ((s->f = fopen(s->path, "rb")) != NULL) {
+    s->piped = 0;
+    return 0;
+  }
+  snprintf(s->path, sizeof s->path, "%s/%s.gz", dir, name);
+  if (!(probe = fopen(s->path, "rb"))) return -1;
+  fclose(probe);
+  if (strchr(s->path, '\'')) return -1;
+  snprintf(cmd, sizeof cmd, "gzip -dc '%s'", s->path);
+  s->f = popen(cmd, "r");
+  s->piped = 1;
+  return s->f ? 0 : -1;
+}
+
+static int ts_close_idx(ts_stream *s) {
+  return s->piped ? pclose(s->f) : fclose(s->f);
+}
+
+static uint32_t ts_be32(const unsigned char *p) {
+  return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 |
+         (uint32_t)p[3];
+}
+
+/* Reads one IDX file of unsigned bytes: images (3 dims) or labels (1 dim).
+   Returns the item count; *dim gets the item size. Any problem is an error
+   that names the file. */
+static int ts_read_idx(const char *dir, const char *name, int want_dims,
+                       unsigned char **out, int *dim) {
+  ts_stream s;
+  unsigned char head[16];
+  uint32_t n, rows = 1, cols = 1;
+  size_t size;
+  int extra;
+  if (ts_open_idx(&s, dir, name) != 0)
+    TS_DIE("missing data file %s/%s(.gz) (Debian: apt-get install "
+           "dataset-fashion-mnist, then --data "
+           "/usr/share/datasets/fashion-mnist)",
+           dir, name);
+  if (fread(head, 1, 4 + 4 * (size_t)want_dims, s.f) !=
+          4 + 4 * (size_t)want_dims ||
+      head[0] != 0 || head[1] != 0 || head[2] != 0x08 || head[3] != want_dims)
+    TS_DIE("%s: not an IDX file of unsigned bytes with %d dimension(s)", s.path,
+           want_dims);
+  n = ts_be32(head + 4);
+  if (want_dims == 3) {
+    rows = ts_be32(head + 8);
+    cols = ts_be32(head + 12);
+  }
+  if (n == 0 || n > 1000000 || rows == 0 || rows > 1024 || cols == 0 ||
+      cols > 1024)
+    TS_DIE("%s: implausible IDX sizes %u x %u x %u", s.path, n, rows, cols);
+  size = (size_t)n * rows * cols;
+  *out = TS_CALLOC(size, unsigned char);
+  if (fread(*out, 1, size, s.f) != size)
+    TS_DIE("%s: truncated (%u items of %u bytes expected)", s.path, n,
+           rows * cols);
+  extra = fgetc(s.f) != EOF;
+  if (ts_close_idx(&s) != 0) TS_DIE("%s: could not be decompressed", s.path);
+  if (extra) TS_DIE("%s: trailing bytes after the data", s.path);
+  *dim = (int)(rows * cols);
+  return (int)n;
+}
+
+static void ts_load_split(const char *dir, const char *prefix, ts_data *d) {
+  char img_name[64], lab_name[64];
+  unsigned char *img, *lab;
+  int n, nl, dim, one, i;
+  snprintf(img_name, sizeof img_name, "%s-images-idx3-ubyte", prefix);
+  snprintf(lab_name, sizeof lab_name, "%s-labels-idx1-ubyte", prefix);
+  n = ts_read_idx(dir, img_name, 3, &img, &dim);
+  nl = ts_read_idx(dir, lab_name, 1, &lab, &one);
+  if (n != nl) TS_DIE("%s/%s: %d images but %d labels", dir, prefix, n, nl);
+  d->n = n;
+  d->dim = dim;
+  d->classes = 10;
+  d->x = TS_CALLOC((size_t)n * dim, float);
+  d->y = TS_CALLOC((size_t)n, uint8_t);
+  for (i = 0; i < n; i++) {
+    int j;
+    if (lab[i] > 9)
+      TS_DIE("%s/%s: label %d out of range", dir, lab_name, lab[i]);
+    d->y[i] = lab[i];
+    /* Pixels to [-1, 1]-ish: (p/255 - mean) / std of Fashion-MNIST. */
+    for (j = 0; j < dim; j++)
+      d->x[(size_t)i * dim + j] =
+          ((float)img[(size_t)i * dim + j] / 255.0f - 0.2860f) / 0.3530f;
+  }
+  free(img);
+  free(lab);
+}
+
+/* ---- the model: an MLP whose linear layers are the recoverable units ---- */
+
+typedef struct ts_layer {
+  int in, out;
+  float *w, *b;             /* w: in x out (row i = input feature i), b: out */
+  float *dw, *db;           /* gradients */
+  float *mw, *vw, *mb, *vb; /* AdamW moments */
+  float *xq, *wq;   /* the GEMM inputs used this step (quantized or not) */
+  float *wt;        /* scratch: wq transposed, for the input gradient */
+  ts_scaler sx, sw; /* delayed scaling of the activation and the weight */
+} ts_layer;
+
+typedef struct ts_model {
+  int batch, dims[TS_LAYERS + 1];
+  ts_layer layer[TS_LAYERS];
+  float *act[TS_LAYERS + 1]; /* act[0] = input, act[l+1] = layer l output */
+  float *grad[TS_LAYERS + 1];
+  float *probs;
+} ts_model;
+
+static void ts_model_init(ts_model *m, const int *dims, int batch, ts_rng *r) {
+  int l, i;
+  memset(m, 0, sizeof *m);
+  m->batch = batch;
+  for (l = 0; l <= TS_LAYERS; l++) {
+    m->dims[l] = dims[l];
+    m->act[l] = TS_CALLOC((size_t)batch * dims[l], float);
+    m->grad[l] = TS_CALLOC((size_t)batch * dims[l], float);
+  }
+  m->probs = TS_CALLOC((size_t)batch * dims[TS_LAYERS], float);
+  for (l = 0; l < TS_LAYERS; l++) {
+    ts_layer *L = &m->layer[l];
+    size_t nw = (size_t)dims[l] * dims[l + 1];
+    double bound = sqrt(6.0 / dims[l]); /* He uniform, for ReLU */
+    L->in = dims[l];
+    L->out = dims[l + 1];
+    L->w = TS_CALLOC(nw, float);
+    L->dw = TS_CALLOC(nw, float);
+    L->mw = TS_CALLOC(nw, float);
+    L->vw = TS_CALLOC(nw, float);
+    L->wq = TS_CALLOC(nw, float);
+    L->wt = TS_CALLOC(nw, float);
+    L->xq = TS_CALLOC((size_t)batch * dims[l], float);
+    L->b = TS_CALLOC((size_t)dims[l + 1], float);
+    L->db = TS_CALLOC((size_t)dims[l + 1], float);
+    L->mb = TS_CALLOC((size_t)dims[l + 1], float);
+    L->vb = TS_CALLOC((size_t)dims[l + 1], float);
+    for (i = 0; i < (int)nw; i++)
+      L->w[i] = (float)((2.0 * ts_uniform(r) - 1.0) * bound);
+  }
+}
+
+static void ts_model_free(ts_model *m) {
+  int l;
+  for (l = 0; l <= TS_LAYERS; l++) {
+    free(m->act[l]);
+    free(m->grad[l]);
+  }
+  free(m->probs);
+  for (l = 0; l < TS_LAYERS; l++) {
+    ts_layer *L = &m->layer[l];
+    free(L->w), free(L->dw), free(L->mw), free(L->vw), free(L->wq);
+    free(L->wt), free(L->xq), free(L->b), free(L->db), free(L->mb);
+    free(L->vb);
+  }
+}
+
+/* What the low-cost path of one layer does this step. */
+typedef struct ts_path {
+  const ts_format *fmt; /* NULL: the f32 path */
+  int burst;            /* outlier burst: channels [c0, c0+4) x gain */
+  int burst_c0;
+  int stale; /* stale activation scale (x TS_STALE_GAIN) */
+  int track; /* f32 path that keeps the amax histories fresh */
+} ts_path;
+
+/* y += a * x, the inner loop of every GEMM here. Eight statements a step:
+   at -O2 gcc vectorizes straight-line code but not a loop of unknown
+   length, and this runs at about 4x the speed of the plain loop. */
+static void ts_axpy(float *restrict y, float a, const float *restrict x,
+                    int n) {
+  int i = 0;
+  for (; i + 8 <= n; i += 8) {
+    y[i] += a * x[i];
+    y[i + 1] += a * x[i + 1];
+    y[i + 2] += a * x[i + 2];
+    y[i + 3] += a * x[i + 3];
+    y[i + 4] += a * x[i + 4];
+    y[i + 5] += a * x[i + 5];
+    y[i + 6] += a * x[i + 6];
+    y[i + 7] += a * x[i + 7];
+  }
+  for (; i < n; i++) y[i] += a * x[i];
+}
+
+/* y[b][o] = sum_i x[b][i] w[i][o] + bias[o], the i-outer loop order so the
+   inner loop runs over contiguous o and vectorizes. */
+static void ts_gemm_xw(const float *restrict x, const float *restrict w,
+                       const float *restrict bias, int batch, int in, int out,
+                       float *restrict y) {
+  int b, i, o;
+  for (b = 0; b < batch; b++) {
+    float *restrict yr = y + (size_t)b * out;
+    for (o = 0; o < out; o++) yr[o] = bias[o];
+    for (i = 0; i < in; i++) {
+      float a = x[(size_t)b * in + i];
+      const float *restrict wr = w + (size_t)i * out;
+      if (a == 0.0f) continue; /* ReLU zeros: a third to half of inputs */
+      ts_axpy(yr, a, wr, out);
+    }
+  }
+}
+
+/* One layer forward on the given path; saves the GEMM inputs. */
+static void ts_layer_forward(ts_layer *L, const float *x, int batch,
+                             const ts_path *p, float *y) {
+  size_t nx = (size_t)batch * L->in, nw = (size_t)L->in * L->out;
+  if (!p->fmt) {
+    memcpy(L->xq, x, nx * sizeof *x);
+    memcpy(L->wq, L->w, nw * sizeof *x);
+    if (p->track) {
+      ts_scaler_push(&L->sx, ts_amax(x, nx));
+      ts_scaler_push(&L->sw, ts_amax(L->w, nw));
+    }
+  } else {
+    float sx, sw, amax;
+    memcpy(L->xq, x, nx * sizeof *x);
+    if (p->burst) {
+      int b, c;
+      for (b = 0; b < batch; b++)
+        for (c = 0; c < TS_BURST_CHANNELS; c++) {
+          float *v = &L->xq[(size_t)b * L->in + (p->burst_c0 + c) % L->in];
+          *v = *v * TS_BURST_GAIN + (*v == 0.0f ? TS_BURST_GAIN * 0.1f : 0.0f);
+        }
+    }
+    amax = ts_amax(L->xq, nx);
+    sx = ts_scaler_scale(&L->sx, p->fmt, amax);
+    if (p->stale) sx *= TS_STALE_GAIN;
+    ts_quantize_tensor(L->xq, nx, p->fmt, sx, L->xq);
+    ts_scaler_push(&L->sx, amax);
+    amax = ts_amax(L->w, nw);
+    sw = ts_scaler_scale(&L->sw, p->fmt, amax);
+    ts_quantize_tensor(L->w, nw, p->fmt, sw, L->wq);
+    ts_scaler_push(&L->sw, amax);
+  }
+  ts_gemm_xw(L->xq, L->wq, L->b, batch, L->in, L->out, y);
+}
+
+/* Gradients of one layer from dy; dx (may be NULL for the first layer) is
+   the gradient of the layer's input (through the GEMM inputs it used: the
+   straight-through estimator on the quantizer). */
+static void ts_layer_backward(ts_layer *L, const float *restrict dy, int batch,
+                              float *restrict dx) {
+  int b, i, o, in = L->in, out = L->out;
+  float *restrict dw = L->dw, *restrict wt = L->wt;
+  const float *restrict xq = L->xq;
+  memset(L->dw, 0, sizeof *L->dw * (size_t)in * out);
+  memset(L->db, 0, sizeof *L->db * (size_t)out);
+  for (b = 0; b < batch; b++) {
+    const float *d = dy + (size_t)b * out;
+    for (o = 0; o < out; o++) L->db[o] += d[o];
+    for (i = 0; i < in; i++) {
+      float a = xq[(size_t)b * in + i];
+      float *restrict g = dw + (size_t)i * out;
+      if (a == 0.0f) continue;
+      ts_axpy(g, a, d, out);
+    }
+  }
+  if (!dx) return;
+  for (i = 0; i < in; i++)
+    for (o = 0; o < out; o++)
+      wt[(size_t)o * in + i] = L->wq[(size_t)i * out + o];
+  for (b = 0; b < batch; b++) {
+    float *restrict g = dx + (size_t)b * in;
+    const float *restrict d = dy + (size_t)b * out;
+    memset(g, 0, sizeof *g * (size_t)in);
+    for (o = 0; o < out; o++) {
+      ts_axpy(g, d[o], wt + (size_t)o * in, in);
+    }
+  }
+}
+
+/* Forward of the whole batch (x: batch x dims[0]); returns the mean
+   cross-entropy; counts correct predictions into *correct if not NULL. */
+static double ts_forward(ts_model *m, const float *x, const uint8_t *y,
+                         int batch, const ts_path *paths, int *correct) {
+  int l, b, c, C = m->dims[TS_LAYERS];
+  double loss = 0.0;
+  memcpy(m->act[0], x, sizeof *x * (size_t)batch * m->dims[0]);
+  for (l = 0; l < TS_LAYERS; l++) {
+    float *out = m->act[l + 1];
+    size_t i, n = (size_t)batch * m->dims[l + 1];
+    ts_layer_forward(&m->layer[l], m->act[l], batch, &paths[l], out);
+    if (l < TS_LAYERS - 1)
+      for (i = 0; i < n; i++) out[i] = out[i] > 0.0f ? out[i] : 0.0f;
+  }
+  for (b = 0; b < batch; b++) {
+    const float *z = m->act[TS_LAYERS] + (size_t)b * C;
+    float *p = m->probs + (size_t)b * C;
+    double mx = z[0], sum = 0.0;
+    int arg = 0;
+    for (c = 1; c < C; c++)
+      if (z[c] > mx) mx = z[c], arg = c;
+    for (c = 0; c < C; c++) sum += exp((double)z[c] - mx);
+    for (c = 0; c < C; c++) p[c] = (float)(exp((double)z[c] - mx) / sum);
+    loss += log(sum) + mx - (double)z[y[b]];
+    if (correct && arg == y[b]) (*correct)++;
+  }
+  return loss / batch;
+}
+
+/* Backward of the mean cross-entropy after ts_forward. */
+static void ts_backward(ts_model *m, const uint8_t *y, int batch) {
+  int l, b, c, C = m->dims[TS_LAYERS];
+  float *g = m->grad[TS_LAYERS];
+  for (b = 0; b < batch; b++)
+    for (c = 0; c < C; c++)
+      g[(size_t)b * C + c] =
+          (m->probs[(size_t)b * C + c] - (c == y[b] ? 1.0f : 0.0f)) /
+          (float)batch;
+  for (l = TS_LAYERS - 1; l >= 0; l--) {
+    ts_layer_backward(&m->layer[l], m->grad[l + 1], batch,
+                      l > 0 ? m->grad[l] : NULL);
+    if (l > 0) {
+      size_t i, n = (size_t)batch * m->dims[l];
+      for (i = 0; i < n; i++)
+        if (m->act[l][i] <= 0.0f) m->grad[l][i] = 0.0f;
+    }
+  }
+}
+
+/* AdamW (decoupled weight decay on the weights, not the biases). */
+typedef struct ts_adamw {
+  double lr, beta1, beta2, eps, wd;
+} ts_adamw;
+
+static void ts_adamw_update(float *p, float *g, float *mo, float *v, size_t n,
+                            const ts_adamw *o, double lr, long t, int decay) {
+  double c1 = 1.0 - pow(o->beta1, (double)t),
+         c2 = 1.0 - pow(o->beta2, (double)t);
+  size_t i;
+  for (i = 0; i < n; i++) {
+    double mh, vh;
+    mo[i] = (float)(o->beta1 * mo[i] + (1.0 - o->beta1) * g[i]);
+    v[i] = (float)(o->beta2 * v[i] + (1.0 - o->beta2) * (double)g[i] * g[i]);
+    mh = mo[i] / c1;
+    vh = v[i] / c2;
+    p[i] = (float)(p[i] - lr * (mh / (sqrt(vh) + o->eps) +
+                                (decay ? o->wd * p[i] : 0.0)));
+  }
+}
+
+static void ts_scale_grads(ts_layer *L, double s) {
+  size_t i, nw = (size_t)L->in * L->out;
+  /* Scale 0 means drop: a NaN times 0 would still be NaN. */
+  for (i = 0; i < nw; i++) L->dw[i] = s == 0.0 ? 0.0f : (float)(L->dw[i] * s);
+  for (i = 0; i < (size_t)L->out; i++)
+    L->db[i] = s == 0.0 ? 0.0f : (float)(L->db[i] * s);
+}
+
+/* ---- the stress schedule (ground truth) --------------------------------- */
+
+enum { TS_BURST = 0, TS_STALE = 1 };
+typedef struct ts_event {
+  int start, steps, unit, kind, channel;
+} ts_event;
+
+/* `per_k` events per 1000 steps, none in the first 10%, at most one at a
+   time, at random layers, kinds alternating; deterministic in the seed. */
+static int ts_make_events(int per_k, int steps, int n_layers, int dim_hint,
+                          uint64_t seed, ts_event *ev, int cap) {
+  ts_rng r;
+  int n = per_k * steps / 1000, i, first = steps / 10, span;
+  if (n > cap) n = cap;
+  if (n <= 0) return 0;
+  r.s = seed * 0x2545F4914F6CDD1Dull + 77;
+  span = (steps - first) / n;
+  for (i = 0; i < n; i++) {
+    ev[i].start = first + i * span + (int)ts_below(&r, (uint32_t)(span / 2));
+    ev[i].steps = 2 + (int)ts_below(&r, 5);
+    ev[i].unit = (int)ts_below(&r, (uint32_t)n_layers);
+    ev[i].kind = i % 2 ? TS_STALE : TS_BURST;
+    ev[i].channel = (int)ts_below(&r, (uint32_t)dim_hint);
+  }
+  return n;
+}
+
+/* ---- one training run ---------------------------------------------------- */
+
+enum { TS_ARM_F32, TS_ARM_LOWP, TS_ARM_CLIP, TS_ARM_ADAGC, TS_ARM_GNMR };
+static const char *TS_ARM_NAMES[TS_MAX_ARMS] = {"f32", "lowp", "clip", "adagc",
+                                                "gnmr"};
+
+typedef struct ts_opts {
+  int steps, batch, seed, seeds, stress, sweep, quiet;
+  int hidden[TS_LAYERS - 1];
+  int arms[TS_MAX_ARMS], n_arms;
+  const ts_format *fmt;
+  const char *data_dir, *out_dir;
+  double lr;
+  gnmr_config gnmr;
+} ts_opts;
+
+typedef struct ts_result {
+  double test_loss, test_acc, recovery_fraction, overhead_pct, seconds;
+  int loss_spikes, diverged;
+  float *loss; /* per step training loss (caller frees) */
+} ts_result;
+
+typedef struct ts_trace {
+  FILE *f;             /* trace.csv rows of the gnmr arm, or NULL */
+  uint8_t *recovering; /* steps x units: unit ran f32 at that step */
+} ts_trace;
+
+static double ts_seconds(void) { return (double)clock() / CLOCKS_PER_SEC; }
+
+static double ts_evaluate(ts_model *m, const ts_data *d, double *acc) {
+  ts_path f32[TS_LAYERS];
+  int start, correct = 0;
+  double loss = 0.0;
+  memset(f32, 0, sizeof f32);
+  for (start = 0; start + m->batch <= d->n; start += m->batch)
+    loss += ts_forward(m, d->x + (size_t)start * d->dim, d->y + start, m->batch,
+                       f32, &correct) *
+            m->batch;
+  *acc = (double)correct / (start ? start : 1);
+  return loss / (start ? start : 1);
+}
+
+static const char *ts_action_name(int a) {
+  return a == GNMR_RECOVER   ? "RECOVER"
+         : a == GNMR_HOLD    ? "HOLD"
+         : a == GNMR_RELEASE ? "RELEASE"
+                             : "KEEP";
+}
+
+/* Trains one arm for o->steps steps and evaluates it on the test set in
+   f32. Same seed: same initial weights, same data order, same faults. */
+static ts_result ts_train(const ts_opts *o, int arm, int seed,
+                          const ts_data *train, const ts_data *test,
+                          const ts_event *ev, int n_ev, ts_trace *trace) {
+  ts_model m;
+  ts_rng init = {(uint64_t)seed * 1000003u + 1}, order = {(uint64_t)seed + 99};
+  int dims[TS_LAYERS + 1], l, step, i, *perm, pos;
+  ts_adamw opt;
+  gnmr_unit units[TS_LAYERS];
+  gnmr_ctl ctl;
+  double ema_loss = 0.0, ctl_time = 0.0, t0, adagc_ema[TS_LAYERS];
+  float *xb, norms[TS_LAYERS];
+  uint8_t *yb;
+  ts_result res;
+  memset(&res, 0, sizeof res);
+  dims[0] = train->dim;
+  for (l = 0; l < TS_LAYERS - 1; l++) dims[l + 1] = o->hidden[l];
+  dims[TS_LAYERS] = train->classes;
+  ts_model_init(&m, dims, o->batch, &init);
+  opt.lr = o->lr;
+  opt.beta1 = 0.9;
+  opt.beta2 = 0.999;
+  opt.eps = 1e-8;
+  opt.wd = 1e-4;
+  if (arm == TS_ARM_GNMR) {
+    int rc = gnmr_init(&ctl, &o->gnmr, units, TS_LAYERS);
+    if (rc != GNMR_OK) TS_DIE("gnmr_init: %s", gnmr_strerror(rc));
+  }
+  for (l = 0; l < TS_LAYERS; l++) adagc_ema[l] = 0.0;
+  perm = TS_CALLOC((size_t)train->n, int);
+  for (i = 0; i < train->n; i++) perm[i] = i;
+  pos = train->n;
+  xb = TS_CALLOC((size_t)o->batch * train->dim, float);
+  yb = TS_CALLOC((size_t)o->batch, uint8_t);
+  res.loss = TS_CALLOC((size_t)o->steps, float);
+  t0 = ts_seconds();
+
+  for (step = 0; step < o->steps; step++) {
+    ts_path paths[TS_LAYERS];
+    gnmr_decision d[TS_LAYERS];
+    double loss, lr, tc;
+    int b, e;
+    /* The next batch; reshuffle (Fisher-Yates) at each epoch. */
+    for (b = 0; b < o->batch; b++) {
+      if (pos == train->n) {
+        for (i = train->n - 1; i > 0; i--) {
+          int j = (int)ts_below(&order, (uint32_t)i + 1), t = perm[i];
+          perm[i] = perm[j];
+          perm[j] = t;
+        }
+        pos = 0;
+      }
+      memcpy(xb + (size_t)b * train->dim,
+             train->x + (size_t)perm[pos] * train->dim,
+             sizeof *xb * (size_t)train->dim);
+      yb[b] = train->y[perm[pos++]];
+    }
+    /* Each layer's path this step: f32 for the reference arm and for units
+       GNMR holds in recovery; otherwise low precision, with its faults. */
+    for (l = 0; l < TS_LAYERS; l++) {
+      memset(&paths[l], 0, sizeof paths[l]);
+      if (arm == TS_ARM_F32) continue;
+      if (arm == TS_ARM_GNMR && gnmr_recovering(&ctl, (uint32_t)l) == 1) {
+        paths[l].track = 1;
+        if (trace && trace->recovering)
+          trace->recovering[(size_t)step * TS_LAYERS + l] = 1;
+        continue;
+      }
+      paths[l].fmt = o->fmt;
+      for (e = 0; e < n_ev; e++)
+        if (ev[e].unit == l && step >= ev[e].start &&
+            step < ev[e].start + ev[e].steps) {
+          if (ev[e].kind == TS_BURST) {
+            paths[l].burst = 1;
+            paths[l].burst_c0 = ev[e].channel;
+          } else {
+            paths[l].stale = 1;
+          }
+        }
+    }
+    loss = ts_forward(&m, xb, yb, o->batch, paths, NULL);
+    ts_backward(&m, yb, o->batch);
+    res.loss[step] = (float)loss;
+    if (!isfinite(loss)) res.diverged = 1;
+    if (step >= 20 && isfinite(loss) && loss > TS_SPIKE_FACTOR * ema_loss)
+      res.loss_spikes++;
+    if (isfinite(loss))
+      ema_loss = step == 0 ? loss : 0.9 * ema_loss + 0.1 * loss;
+
+    /* Control: the arms' extra work, timed as their overhead. */
+    tc = ts_seconds();
+    if (arm != TS_ARM_F32 && arm != TS_ARM_LOWP) {
+      gnmr_tensor t[2 * TS_LAYERS];
+      for (l = 0; l < TS_LAYERS; l++) {
+        t[2 * l].data = m.layer[l].dw;
+        t[2 * l].n = (size_t)m.layer[l].in * m.layer[l].out;
+        t[2 * l].dtype = GNMR_F32;
+        t[2 * l].unit = (uint32_t)l;
+        t[2 * l + 1].data = m.layer[l].db;
+        t[2 * l + 1].n = (size_t)m.layer[l].out;
+        t[2 * l + 1].dtype = GNMR_F32;
+        t[2 * l + 1].unit = (uint32_t)l;
+      }
+      if (gnmr_unit_norms(t, 2 * TS_LAYERS, norms, TS_LAYERS) != GNMR_OK)
+        TS_DIE("gnmr_unit_norms failed");
+    }
+    if (arm == TS_ARM_CLIP) {
+      double total = 0.0;
+      for (l = 0; l < TS_LAYERS; l++) total += (double)norms[l] * norms[l];
+      total = sqrt(total);
+      if (!isfinite(total)) {
+        for (l = 0; l < TS_LAYERS; l++) ts_scale_grads(&m.layer[l], 0.0);
+      } else if (total > TS_GLOBAL_CLIP) {
+        for (l = 0; l < TS_LAYERS; l++)
+          ts_scale_grads(&m.layer[l], TS_GLOBAL_CLIP / total);
+      }
+    } else if (arm == TS_ARM_ADAGC) {
+      for (l = 0; l < TS_LAYERS; l++) {
+        double g = norms[l], limit = TS_ADAGC_LAMBDA * adagc_ema[l];
+        if (!isfinite(g)) {
+          ts_scale_grads(&m.layer[l], 0.0);
+          continue;
+        }
+        if (step == 0) {
+          adagc_ema[l] = g;
+          continue;
+        }
+        if (g > limit) {
+          ts_scale_grads(&m.layer[l], limit / g);
+          g = limit;
+        }
+        adagc_ema[l] = TS_ADAGC_BETA * adagc_ema[l] + (1.0 - TS_ADAGC_BETA) * g;
+      }
+    } else if (arm == TS_ARM_GNMR) {
+      int rc = gnmr_step(&ctl, norms, d);
+      if (rc != GNMR_OK) TS_DIE("gnmr_step: %s", gnmr_strerror(rc));
+      for (l = 0; l < TS_LAYERS; l++) {
+        if (d[l].scale != 1.0) ts_scale_grads(&m.layer[l], d[l].scale);
+        /* Admitted: the unit's scaling state is suspect (a burst in the amax
+           history is a stale scale waiting to happen). Start its histories
+           afresh; the f32 steps refill them from the true tensors. */
+        if (d[l].action == GNMR_RECOVER) {
+          memset(&m.layer[l].sx, 0, sizeof m.layer[l].sx);
+          memset(&m.layer[l].sw, 0, sizeof m.layer[l].sw);
+        }
+      }
+    }
+    ctl_time += ts_seconds() - tc;
+    if (arm == TS_ARM_GNMR && trace && trace->f) /* not timed: I/O */
+      for (l = 0; l < TS_LAYERS; l++)
+        fprintf(trace->f, "%d,%d,%.6g,%.6g,%.6g,%s\n", step, l,
+                (double)norms[l], d[l].gnmr, d[l].delta,
+                ts_action_name(d[l].action));
+
+    /* Cosine decay to a tenth of the learning rate. */
+    lr =
+        o->lr * (0.1 + 0.45 * (1.0 + cos(3.141592653589793 * step / o->steps)));
+    for (l = 0; l < TS_LAYERS; l++) {
+      ts_layer *L = &m.layer[l];
+      ts_adamw_update(L->w, L->dw, L->mw, L->vw, (size_t)L->in * L->out, &opt,
+                      lr, step + 1, 1);
+      ts_adamw_update(L->b, L->db, L->mb, L->vb, (size_t)L->out, &opt, lr,
+                      step + 1, 0);
+    }
+  }
+  res.seconds = ts_seconds() - t0;
+  res.overhead_pct = res.seconds > 0 ? 100.0 * ctl_time / res.seconds : 0.0;
+  if (arm == TS_ARM_GNMR) {
+    gnmr_counters c;
+    gnmr_counters_get(&ctl, GNMR_ALL_UNITS, &c);
+    res.recovery_fraction =
+        (double)c.recovery_steps / ((double)o->steps * TS_LAYERS);
+  }
+  res.test_loss = ts_evaluate(&m, test, &res.test_acc);
+  if (!isfinite(res.test_loss) || res.test_loss > log((double)test->classes))
+    res.diverged = 1;
+  ts_model_free(&m);
+  free(perm);
+  free(xb);
+  free(yb);
+  return res;
+}
+
+/* ---- pictures (SVG, drawn here, no plotting library) --------------------- */
+
+static const char *TS_COLORS[TS_MAX_ARMS] = {"#000000", "#d62728", "#ff7f0e",
+                                             "#9467bd", "#2ca02c"};
+
+/* Training loss of every arm (EMA-smoothed, mean over seeds) per step. */
+static void ts_svg_loss(const char *path, const ts_opts *o, float **curves,
+                        const int *arms, int n_arms) {
+  FILE *f = TS_FOPEN(path, "w");
+  const double W = 800, H = 420, x0 = 60, y0 = 20, pw = 700, ph = 350;
+  double lo = 1e30, hi = -1e30;
+  int a, s, skip = o->steps / 50;
+  for (a = 0; a < n_arms; a++)
+    for (s = skip; s < o->steps; s++) {
+      double v = curves[a][s];
+      if (!isfinite(v)) continue;
+      if (v < lo) lo = v;
+      if (v > hi) hi = v;
+    }
+  if (!(lo < hi)) lo = 0.0, hi = 1.0;
+  if (hi > lo + 4.0 * (curves[0][o->steps - 1] - lo) + 1.0)
+    hi = lo + 4.0 * (curves[0][o->steps - 1] - lo) + 1.0; /* keep detail */
+  fprintf(f,
+          "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%g\" "
+          "height=\"%g\" font-family=\"sans-serif\" font-size=\"12\">\n"
+          "<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n"
+          "<rect x=\"%g\" y=\"%g\" width=\"%g\" height=\"%g\" fill=\"none\" "
+          "stroke=\"#888\"/>\n"
+          "<text x=\"%g\" y=\"%g\">training loss (EMA 0.98, mean of %d "
+          "seed(s)), format %s, stress %d; y %.3g..%.3g</text>\n",
+          W, H, x0, y0, pw, ph, x0, y0 - 5, o->seeds, o->fmt->name, o->stress,
+          lo, hi);
+  for (a = 0; a < n_arms; a++) {
+    fprintf(f,
+            "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"1.2\" "
+            "points=\"",
+            TS_COLORS[arms[a]]);
+    for (s = 0; s < o->steps; s++) {
+      double v = curves[a][s];
+      if (!isfinite(v) || v > hi) v = hi;
+      if (v < lo) v = lo;
+      fprintf(f, "%.1f,%.1f ", x0 + pw * s / (o->steps - 1 ? o->steps - 1 : 1),
+              y0 + ph * (1.0 - (v - lo) / (hi - lo)));
+    }
+    fprintf(f, "\"/>\n<text x=\"%g\" y=\"%g\" fill=\"%s\">%s</text>\n",
+            x0 + pw - 60, y0 + 20 + 16 * a, TS_COLORS[arms[a]],
+            TS_ARM_NAMES[arms[a]]);
+  }
+  fprintf(f, "<text x=\"%g\" y=\"%g\">step 0 .. %d</text>\n</svg>\n",
+          x0 + pw / 2 - 30, y0 + ph + 30, o->steps);
+  if (fclose(f) != 0) TS_DIE("writing %s failed", path);
+}
+
+/* Units x steps: where the gnmr arm ran a unit on f32 (blue), and where the
+   faults were injected (red frames; B = burst, S = stale scale). */
+static void ts_svg_raster(const char *path, const ts_opts *o,
+                          const uint8_t *rec, const ts_event *ev, int n_ev) {
+  FILE *f = TS_FOPEN(path, "w");
+  const double x0 = 70, y0 = 30, pw = 900, rh = 30;
+  int u, s, e;
+  double dx = pw / o->steps;
+  fprintf(f,
+          "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%g\" "
+          "height=\"%g\" font-family=\"sans-serif\" font-size=\"12\">\n"
+          "<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n"
+          "<text x=\"%g\" y=\"18\">gnmr arm, first seed: blue = unit on "
+          "the f32 path, red frame = injected fault (B burst, S stale "
+          "scale); steps 0..%d</text>\n",
+          x0 + pw + 20, y0 + rh * TS_LAYERS + 30, x0, o->steps);
+  for (u = 0; u < TS_LAYERS; u++) {
+    double y = y0 + rh * u;
+    fprintf(f,
+            "<text x=\"5\" y=\"%g\">layer %d</text>\n<rect x=\"%g\" "
+            "y=\"%g\" width=\"%g\" height=\"%g\" fill=\"#f4f4f4\"/>\n",
+            y + rh / 2 + 4, u, x0, y + 2, pw, rh - 4);
+    for (s = 0; s < o->steps;) {
+      int end = s;
+      if (!rec || !rec[(size_t)s * TS_LAYERS + u]) {
+        s++;
+        continue;
+      }
+      while (end < o->steps && rec[(size_t)end * TS_LAYERS + u]) end++;
+      fprintf(f,
+              "<rect x=\"%.2f\" y=\"%g\" width=\"%.2f\" height=\"%g\" "
+              "fill=\"#1f77b4\"/>\n",
+              x0 + dx * s, y + 4, dx * (end - s) > 1 ? dx * (end - s) : 1,
+              rh - 8);
+      s = end;
+    }
+  }
+  for (e = 0; e < n_ev; e++) {
+    double y = y0 + rh * ev[e].unit, w = dx * ev[e].steps;
+    fprintf(f,
+            "<rect x=\"%.2f\" y=\"%g\" width=\"%.2f\" height=\"%g\" "
+            "fill=\"none\" stroke=\"#d62728\" stroke-width=\"1.5\"/>\n"
+            "<text x=\"%.2f\" y=\"%g\" fill=\"#d62728\" "
+            "font-size=\"9\">%c</text>\n",
+            x0 + dx * ev[e].start - 1, y + 1, (w > 2 ? w : 2) + 2, rh - 2,
+            x0 + dx * ev[e].start, y + rh + 1,
+            ev[e].kind == TS_BURST ? 'B' : 'S');
+  }
+  fprintf(f, "</svg>\n");
+  if (fclose(f) != 0) TS_DIE("writing %s failed", path);
+}
+
+/* ---- command line ---------------------------------------------------------
+ */
+
+static void ts_usage(FILE *f) {
+  fprintf(f, "usage: train_stress [options]\n"
+             "  --data DIR     Fashion-MNIST IDX files (default: built-in "
+             "synthetic task)\n"
+             "  --arms LIST    comma list of f32,lowp,clip,adagc,gnmr (default "
+             "all)\n"
+             "  --seed S       first seed (default 1)\n"
+             "  --seeds N      number of seeds S, S+1, ... (default 1)\n"
+             "  --steps N      training steps (default 1000)\n"
+             "  --batch N      batch size (default 128)\n"
+             "  --hidden A,B,C hidden layer widths (default 256,128,64)\n"
+             "  --lr X         AdamW learning rate (default 1e-3)\n"
+             "  --format F     e4m3, e5m2 or e2m1 (default e4m3)\n"
+             "  --stress N     faults per 1000 steps on the low-precision path "
+             "(default 0)\n"
+             "  --tau-r X --tau-d X --window N --lock N --max-rec N\n"
+             "                 GNMR settings (default: gnmr_config_default())\n"
+             "  --sweep        sweep the GNMR settings (gnmr arm) instead\n"
+             "  --out DIR      output directory (default demo-out)\n"
+             "  --quiet        no table on stdout\n");
+}
+
+static int ts_parse_int(const char *s, int lo, int hi, const char *flag) {
+  char *end;
+  long v;
+  errno = 0;
+  v = strtol(s, &end, 10);
+  if (errno || *end || end == s || v < lo || v > hi)
+    TS_DIE("%s: expected an integer in %d..%d, got '%s'", flag, lo, hi, s);
+  return (int)v;
+}
+
+static double ts_parse_double(const char *s, const char *flag) {
+  char *end;
+  double v = strtod(s, &end);
+  if (*end || end == s || !isfinite(v))
+    TS_DIE("%s: expected a number, got '%s'", flag, s);
+  return v;
+}
+
+static void ts_parse_arms(ts_opts *o, const char *list) {
+  char buf[256], *tok;
+  int a;
+  snprintf(buf, sizeof buf, "%s", list);
+  o->n_arms = 0;
+  for (tok = strtok(buf, ","); tok; tok = strtok(NULL, ",")) {
+    for (a = 0; a < TS_MAX_ARMS; a++)
+      if (strcmp(tok, TS_ARM_NAMES[a]) == 0) break;
+    if (a == TS_MAX_ARMS) TS_DIE("--arms: unknown arm '%s'", tok);
+    if (o->n_arms == TS_MAX_ARMS) TS_DIE("--arms: too many arms");
+    o->arms[o->n_arms++] = a;
+  }
+  if (o->n_arms == 0) TS_DIE("--arms: empty list");
+}
+
+static void ts_parse(ts_opts *o, int argc, char **argv) {
+  int i, a;
+  memset(o, 0, sizeof *o);
+  o->steps = 1000;
+  o->batch = 128;
+  o->seed = 1;
+  o->seeds = 1;
+  o->hidden[0] = 256;
+  o->hidden[1] = 128;
+  o->hidden[2] = 64;
+  o->lr = 1e-3;
+  o->fmt = &TS_FORMATS[0];
+  o->out_dir = "demo-out";
+  o->gnmr = gnmr_config_default();
+  o->gnmr.max_recovering =
+      o->gnmr.max_recovering > TS_LAYERS ? TS_LAYERS : o->gnmr.max_recovering;
+  for (a = 0; a < TS_MAX_ARMS; a++) o->arms[a] = a;
+  o->n_arms = TS_MAX_ARMS;
+  for (i = 1; i < argc; i++) {
+    const char *f = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+    if (strcmp(f, "--help") == 0 || strcmp(f, "-h") == 0) {
+      ts_usage(stdout);
+      exit(0);
+    }
+    if (strcmp(f, "--sweep") == 0) {
+      o->sweep = 1;
+      continue;
+    }
+    if (strcmp(f, "--quiet") == 0) {
+      o->quiet = 1;
+      continue;
+    }
+    if (!v || strncmp(f, "--", 2) != 0) {
+      ts_usage(stderr);
+      TS_DIE("bad or incomplete option '%s'", f);
+    }
+    i++;
+    if (strcmp(f, "--data") == 0)
+      o->data_dir = v;
+    else if (strcmp(f, "--out") == 0)
+      o->out_dir = v;
+    else if (strcmp(f, "--arms") == 0)
+      ts_parse_arms(o, v);
+    else if (strcmp(f, "--seed") == 0)
+      o->seed = ts_parse_int(v, 0, 1 << 30, f);
+    else if (strcmp(f, "--seeds") == 0)
+      o->seeds = ts_parse_int(v, 1, 100, f);
+    else if (strcmp(f, "--steps") == 0)
+      o->steps = ts_parse_int(v, 1, 10000000, f);
+    else if (strcmp(f, "--batch") == 0)
+      o->batch = ts_parse_int(v, 1, 4096, f);
+    else if (strcmp(f, "--stress") == 0)
+      o->stress = ts_parse_int(v, 0, 1000, f);
+    else if (strcmp(f, "--lr") == 0)
+      o->lr = ts_parse_double(v, f);
+    else if (strcmp(f, "--tau-r") == 0)
+      o->gnmr.ratio_threshold = ts_parse_double(v, f);
+    else if (strcmp(f, "--tau-d") == 0)
+      o->gnmr.delta_threshold = ts_parse_double(v, f);
+    else if (strcmp(f, "--window") == 0)
+      o->gnmr.delta_window = (uint32_t)ts_parse_int(v, 1, GNMR_WINDOW_MAX, f);
+    else if (strcmp(f, "--lock") == 0)
+      o->gnmr.lock_steps = (uint32_t)ts_parse_int(v, 1, 1 << 20, f);
+    else if (strcmp(f, "--max-rec") == 0)
+      o->gnmr.max_recovering = (uint32_t)ts_parse_int(v, 0, TS_LAYERS, f);
+    else if (strcmp(f, "--format") == 0) {
+      o->fmt = ts_format_find(v);
+      if (!o->fmt) TS_DIE("--format: expected e4m3, e5m2 or e2m1, got '%s'", v);
+    } else if (strcmp(f, "--hidden") == 0) {
+      if (sscanf(v, "%d,%d,%d", &o->hidden[0], &o->hidden[1], &o->hidden[2]) !=
+              3 ||
+          o->hidden[0] < 1 || o->hidden[1] < 1 || o->hidden[2] < 1)
+        TS_DIE("--hidden: expected three positive widths A,B,C, got '%s'", v);
+    } else {
+      ts_usage(stderr);
+      TS_DIE("unknown option '%s'", f);
+    }
+  }
+  if (gnmr_config_validate(&o->gnmr) != GNMR_OK)
+    TS_DIE("the GNMR settings are out of range");
+}
+
+/* ---- the runs --------------------------------------------------------------
+ */
+
+static void ts_path_join(char *buf, size_t cap, const char *dir,
+                         const char *name) {
+  snprintf(buf, cap, "%s/%s", dir, name);
+}
+
+static void ts_mkdir(const char *dir) {
+  char cmd[1100];
+  FILE *probe;
+  char path[1100];
+  ts_path_join(path, sizeof path, dir, ".probe");
+  if ((probe = fopen(path, "w")) != NULL) {
+    fclose(probe);
+    remove(path);
+    return;
+  }
+  /* C99 has no mkdir(); POSIX mkdir -p through the shell keeps this short. */
+  if (strchr(dir, '\'')) TS_DIE("--out: no quotes in the directory name");
+  snprintf(cmd, sizeof cmd, "mkdir -p '%s'", dir);
+  if (system(cmd) != 0) TS_DIE("cannot create directory %s", dir);
+}
+
+static double ts_mean(const double *x, int n) {
+  double s = 0.0;
+  int i;
+  for (i = 0; i < n; i++) s += x[i];
+  return n ? s / n : 0.0;
+}
+
+static double ts_sd(const double *x, int n) {
+  double m = ts_mean(x, n), s = 0.0;
+  int i;
+  for (i = 0; i < n; i++) s += (x[i] - m) * (x[i] - m);
+  return n > 1 ? sqrt(s / (n - 1)) : 0.0;
+}
+
+#define TS_MAX_EVENTS 256
+
+/* All arms x seeds; summary.csv, trace.csv, stress.csv, the pictures. */
+static int ts_run_arms(const ts_opts *o, const ts_data *train,
+                       const ts_data *test) {
+  char path[1100];
+  FILE *summary, *stress_f;
+  ts_trace trace;
+  float *curves[TS_MAX_ARMS];
+  double acc[TS_MAX_ARMS][100], tl[TS_MAX_ARMS][100], rf[TS_MAX_ARMS][100],
+      ov[TS_MAX_ARMS][100], secs[TS_MAX_ARMS];
+  int spikes[TS_MAX_ARMS], div[TS_MAX_ARMS], a, s, i, n_ev0 = 0;
+  ts_event ev0[TS_MAX_EVENTS];
+
+  ts_mkdir(o->out_dir);
+  ts_path_join(path, sizeof path, o->out_dir, "summary.csv");
+  summary = TS_FOPEN(path, "w");
+  fprintf(summary, "arm,seed,format,stress,test_loss,test_acc,recovery_"
+                   "fraction,loss_spikes,diverged,overhead_pct\n");
+  ts_path_join(path, sizeof path, o->out_dir, "trace.csv");
+  trace.f = TS_FOPEN(path, "w");
+  fprintf(trace.f, "step,unit,norm,gnmr,delta,action\n");
+  trace.recovering = TS_CALLOC((size_t)o->steps * TS_LAYERS, uint8_t);
+  ts_path_join(path, sizeof path, o->out_dir, "stress.csv");
+  stress_f = TS_FOPEN(path, "w");
+  fprintf(stress_f, "seed,start,steps,unit,kind,channel\n");
+  for (a = 0; a < o->n_arms; a++) {
+    curves[a] = TS_CALLOC((size_t)o->steps, float);
+    spikes[a] = div[a] = 0;
+    secs[a] = 0.0;
+  }
+  for (s = 0; s < o->seeds; s++) {
+    int seed = o->seed + s;
+    ts_event ev[TS_MAX_EVENTS];
+    int n_ev = ts_make_events(o->stress, o->steps, TS_LAYERS, 1 << 16,
+                              (uint64_t)seed, ev, TS_MAX_EVENTS);
+    for (i = 0; i < n_ev; i++)
+      fprintf(stress_f, "%d,%d,%d,%d,%s,%d\n", seed, ev[i].start, ev[i].steps,
+              ev[i].unit, ev[i].kind == TS_BURST ? "burst" : "stale",
+              ev[i].channel);
+    if (s == 0) {
+      memcpy(ev0, ev, sizeof ev[0] * (size_t)n_ev);
+      n_ev0 = n_ev;
+    }
+    for (a = 0; a < o->n_arms; a++) {
+      int arm = o->arms[a];
+      ts_trace *tr = (s == 0 && arm == TS_ARM_GNMR) ? &trace : NULL;
+      ts_result r = ts_train(o, arm, seed, train, test, ev, n_ev, tr);
+      double ema = r.loss[0];
+      for (i = 0; i < o->steps; i++) {
+        if (isfinite(r.loss[i])) ema = 0.98 * ema + 0.02 * r.loss[i];
+        curves[a][i] += (float)(ema / o->seeds);
+      }
+      acc[a][s] = r.test_acc;
+      tl[a][s] = r.test_loss;
+      rf[a][s] = r.recovery_fraction;
+      ov[a][s] = r.overhead_pct;
+      spikes[a] += r.loss_spikes;
+      div[a] += r.diverged;
+      secs[a] += r.seconds;
+      fprintf(summary, "%s,%d,%s,%d,%.6f,%.6f,%.6f,%d,%d,%.4f\n",
+              TS_ARM_NAMES[arm], seed, o->fmt->name, o->stress, r.test_loss,
+              r.test_acc, r.recovery_fraction, r.loss_spikes, r.diverged,
+              r.overhead_pct);
+      fflush(summary);
+      if (!o->quiet)
+        fprintf(stderr, "  seed %d %-5s acc %.4f loss %.4f (%.1fs)\n", seed,
+                TS_ARM_NAMES[arm], r.test_acc, r.test_loss, r.seconds);
+      free(r.loss);
+    }
+  }
+  if (fclose(summary) != 0 || fclose(trace.f) != 0 || fclose(stress_f) != 0)
+    TS_DIE("writing the CSV files in %s failed", o->out_dir);
+  ts_path_join(path, sizeof path, o->out_dir, "loss.svg");
+  ts_svg_loss(path, o, curves, o->arms, o->n_arms);
+  ts_path_join(path, sizeof path, o->out_dir, "recovery.svg");
+  ts_svg_raster(path, o, trace.recovering, ev0, n_ev0);
+  if (!o->quiet) {
+    printf("format %s, stress %d, %d steps, %d seed(s) from %d, data %s\n",
+           o->fmt->name, o->stress, o->steps, o->seeds, o->seed,
+           o->data_dir ? o->data_dir : "built-in");
+    printf("%-6s %17s %9s %9s %7s %8s %9s %8s\n", "arm", "test_acc(sd)",
+           "test_loss", "recovery", "spikes", "diverged", "overhead", "cpu_s");
+    for (a = 0; a < o->n_arms; a++)
+      printf("%-6s %8.2f%% (%4.2f) %9.4f %8.2f%% %7d %8d %8.2f%% %8.1f\n",
+             TS_ARM_NAMES[o->arms[a]], 100.0 * ts_mean(acc[a], o->seeds),
+             100.0 * ts_sd(acc[a], o->seeds), ts_mean(tl[a], o->seeds),
+             100.0 * ts_mean(rf[a], o->seeds), spikes[a], div[a],
+             ts_mean(ov[a], o->seeds), secs[a]);
+    printf("outputs in %s/: summary.csv trace.csv stress.csv loss.svg "
+           "recovery.svg\n",
+           o->out_dir);
+  }
+  for (a = 0; a < o->n_arms; a++) free(curves[a]);
+  free(trace.recovering);
+  return 0;
+}
+
+/* One setting changed at a time around the defaults (a full grid is out of
+   reach on two cores): tau_r, tau_d, W, L, maxO and the spike policy. The gnmr
+   arm on the stress setting over all seeds, beside the f32 and lowp arms for
+   scale. */
+static int ts_run_sweep(const ts_opts *o, const ts_data *train,
+                        const ts_data *test) {
+  static const double tau_r[] = {2.0, 3.0, 5.0}, tau_d[] = {1.0, 1.5, 3.0};
+  static const int window[] = {4, 8, 16}, lock[] = {4, 8, 16}, maxo[] = {1, 2};
+  static const int policy[] = {GNMR_POLICY_KEEP, GNMR_POLICY_CLIP,
+                               GNMR_POLICY_SKIP};
+  static const char *policy_name[] = {"keep", "clip", "skip"};
+  gnmr_config cfgs[20];
+  int n_cfg = 0, i, s, c;
+  char path[1100];
+  FILE *f;
+  double ref[2][100];
+  gnmr_config base = o->gnmr;
+  cfgs[n_cfg++] = base;
+  for (i = 0; i < 3; i++)
+    if (tau_r[i] != base.ratio_threshold)
+      cfgs[n_cfg] = base, cfgs[n_cfg++].ratio_threshold = tau_r[i];
+  for (i = 0; i < 3; i++)
+    if (tau_d[i] != base.delta_threshold)
+      cfgs[n_cfg] = base, cfgs[n_cfg++].delta_threshold = tau_d[i];
+  for (i = 0; i < 3; i++)
+    if (window[i] != (int)base.delta_window)
+      cfgs[n_cfg] = base, cfgs[n_cfg++].delta_window = (uint32_t)window[i];
+  for (i = 0; i < 3; i++)
+    if (lock[i] != (int)base.lock_steps)
+      cfgs[n_cfg] = base, cfgs[n_cfg++].lock_steps = (uint32_t)lock[i];
+  for (i = 0; i < 2; i++)
+    if (maxo[i] != (int)base.max_recovering)
+      cfgs[n_cfg] = base, cfgs[n_cfg++].max_recovering = (uint32_t)maxo[i];
+  for (i = 0; i < 3; i++)
+    if (policy[i] != base.spike_policy)
+      cfgs[n_cfg] = base, cfgs[n_cfg++].spike_policy = policy[i];
+
+  ts_mkdir(o->out_dir);
+  ts_path_join(path, sizeof path, o->out_dir, "sweep.csv");
+  f = TS_FOPEN(path, "w");
+  fprintf(f, "tau_r,tau_d,window,lock,max_rec,policy,seeds,test_acc,"
+             "test_acc_sd,recovery_fraction,loss_spikes,diverged\n");
+  for (s = 0; s < o->seeds; s++) {
+    ts_event ev[TS_MAX_EVENTS];
+    int n_ev = ts_make_events(o->stress, o->steps, TS_LAYERS, 1 << 16,
+                              (uint64_t)(o->seed + s), ev, TS_MAX_EVENTS);
+    for (i = 0; i < 2; i++) {
+      ts_result r = ts_train(o, i == 0 ? TS_ARM_F32 : TS_ARM_LOWP, o->seed + s,
+                             train, test, ev, n_ev, NULL);
+      ref[i][s] = r.test_acc;
+      free(r.loss);
+    }
+  }
+  printf("sweep: format %s, stress %d, %d steps, %d seed(s); f32 %.2f%%, "
+         "lowp %.2f%%\n",
+         o->fmt->name, o->stress, o->steps, o->seeds,
+         100.0 * ts_mean(ref[0], o->seeds), 100.0 * ts_mean(ref[1], o->seeds));
+  printf("%5s %5s %3s %3s %4s %6s %15s %9s %6s %4s\n", "tau_r", "tau_d", "W",
+         "L", "maxO", "policy", "test_acc(sd)", "recovery", "spikes", "div");
+  for (c = 0; c < n_cfg; c++) {
+    ts_opts oc = *o;
+    double acc[100], rf[100];
+    int spikes = 0, div = 0;
+    oc.gnmr = cfgs[c];
+    for (s = 0; s < o->seeds; s++) {
+      ts_event ev[TS_MAX_EVENTS];
+      int n_ev = ts_make_events(o->stress, o->steps, TS_LAYERS, 1 << 16,
+                                (uint64_t)(o->seed + s), ev, TS_MAX_EVENTS);
+      ts_result r =
+          ts_train(&oc, TS_ARM_GNMR, o->seed + s, train, test, ev, n_ev, NULL);
+      acc[s] = r.test_acc;
+      rf[s] = r.recovery_fraction;
+      spikes += r.loss_spikes;
+      div += r.diverged;
+      free(r.loss);
+    }
+    printf("%5.2g %5.2g %3u %3u %4u %6s %7.2f%% (%4.2f) %8.2f%% %6d %4d\n",
+           cfgs[c].ratio_threshold, cfgs[c].delta_threshold,
+           cfgs[c].delta_window, cfgs[c].lock_steps, cfgs[c].max_recovering,
+           policy_name[cfgs[c].spike_policy], 100.0 * ts_mean(acc, o->seeds),
+           100.0 * ts_sd(acc, o->seeds), 100.0 * ts_mean(rf, o->seeds), spikes,
+           div);
+    fflush(stdout);
+    fprintf(f, "%g,%g,%u,%u,%u,%s,%d,%.6f,%.6f,%.6f,%d,%d\n",
+            cfgs[c].ratio_threshold, cfgs[c].delta_threshold,
+            cfgs[c].delta_window, cfgs[c].lock_steps, cfgs[c].max_recovering,
+            policy_name[cfgs[c].spike_policy], o->seeds, ts_mean(acc, o->seeds),
+            ts_sd(acc, o->seeds), ts_mean(rf, o->seeds), spikes, div);
+  }
+  if (fclose(f) != 0) TS_DIE("writing %s failed", path);
+  printf("outputs in %s/: sweep.csv\n", o->out_dir);
+  return 0;
+}
+
+/* The whole program, callable from a test. */
+static int train_stress_main(int argc, char **argv) {
+  ts_opts o;
+  ts_data train, test;
+  int rc;
+  ts_parse(&o, argc, argv);
+  memset(&train, 0, sizeof train);
+  memset(&test, 0, sizeof test);
+  if (o.data_dir) {
+    ts_load_split(o.data_dir, "train", &train);
+    ts_load_split(o.data_dir, "t10k", &test);
+    if (train.dim != test.dim)
+      TS_DIE("%s: train and test images differ in size", o.data_dir);
+  } else {
+    ts_synthetic(&train, &test);
+  }
+  if (train.n < o.batch || test.n < o.batch)
+    TS_DIE("the data has fewer items than one batch (%d)", o.batch);
+  rc = o.sweep ? ts_run_sweep(&o, &train, &test)
+               : ts_run_arms(&o, &train, &test);
+  ts_data_free(&train);
+  ts_data_free(&test);
+  return rc;
+}
+
+#ifndef TRAIN_STRESS_NO_MAIN
+int main(int argc, char **argv) { return train_stress_main(argc, argv); }
+#endif

@@ -1,0 +1,307 @@
+/* test_demo.c - the training stress demo: its quantizers against the formats'
+   value tables, its MLP gradients against finite differences, and a short
+   end-to-end run that must write well-formed CSV files. */
+#define TRAIN_STRESS_NO_MAIN
+#include "../examples/train_stress.c"
+#include "check.h"
+
+/* ---- quantizers ------------------------------------------------------------
+ */
+
+static float q(const char *fmt, float x) {
+  return ts_quantize(x, ts_format_find(fmt));
+}
+
+TEST(e4m3_known_values) {
+  EXPECT(q("e4m3", 1.0f) == 1.0f);
+  EXPECT(q("e4m3", 448.0f) == 448.0f);
+  EXPECT(q("e4m3", 1.0625f) == 1.0f);  /* tie: 1.000 vs 1.001, even */
+  EXPECT(q("e4m3", 1.1875f) == 1.25f); /* tie: 1.001 vs 1.010, even */
+  EXPECT(q("e4m3", 1.06f) == 1.0f);    /* below the tie */
+  EXPECT(q("e4m3", 1.07f) == 1.125f);  /* above the tie */
+  EXPECT(q("e4m3", 240.0f) == 240.0f); /* 1.111 x 2^7 */
+  EXPECT(q("e4m3", 464.0f) == 448.0f); /* tie at the top saturates */
+  EXPECT(q("e4m3", 500.0f) == 448.0f); /* saturates, no NaN */
+  EXPECT(q("e4m3", -1e30f) == -448.0f);
+  EXPECT(q("e4m3", (float)INFINITY) == 448.0f);
+  EXPECT(q("e4m3", -(float)INFINITY) == -448.0f);
+  EXPECT(isnan(q("e4m3", (float)NAN)));
+  EXPECT(q("e4m3", 0.015625f) == 0.015625f);         /* smallest normal 2^-6 */
+  EXPECT(q("e4m3", ldexpf(1, -9)) == ldexpf(1, -9)); /* smallest subnormal */
+  EXPECT(q("e4m3", ldexpf(1, -10)) == 0.0f);         /* tie to zero */
+  EXPECT(q("e4m3", 3 * ldexpf(1, -10)) == ldexpf(1, -8));    /* tie, even */
+  EXPECT(q("e4m3", 5 * ldexpf(1, -10)) == ldexpf(1, -8));    /* tie, even */
+  EXPECT(q("e4m3", 7 * ldexpf(1, -9)) == 7 * ldexpf(1, -9)); /* subnormal */
+  EXPECT(signbit(q("e4m3", -0.0f)) && q("e4m3", -0.0f) == 0.0f);
+  EXPECT(signbit(q("e4m3", -ldexpf(1, -11)))); /* underflow keeps the sign */
+}
+
+TEST(e5m2_known_values) {
+  EXPECT(q("e5m2", 57344.0f) == 57344.0f);
+  EXPECT(q("e5m2", 61440.0f) == 57344.0f); /* tie at the top saturates */
+  EXPECT(q("e5m2", 1e6f) == 57344.0f);
+  EXPECT(q("e5m2", (float)INFINITY) == 57344.0f);
+  EXPECT(isnan(q("e5m2", (float)NAN)));
+  EXPECT(q("e5m2", 1.125f) == 1.0f); /* tie: 1.00 vs 1.01, even */
+  EXPECT(q("e5m2", 1.375f) == 1.5f); /* tie: 1.01 vs 1.10, even */
+  EXPECT(q("e5m2", 3.0f) == 3.0f);
+  EXPECT(q("e5m2", ldexpf(1, -16)) == ldexpf(1, -16)); /* smallest subnormal */
+  EXPECT(q("e5m2", ldexpf(1, -17)) == 0.0f);           /* tie to zero */
+  EXPECT(q("e5m2", 3 * ldexpf(1, -17)) == ldexpf(1, -15));
+  EXPECT(q("e5m2", -ldexpf(1, -14)) == -ldexpf(1, -14)); /* smallest normal */
+}
+
+TEST(e2m1_known_values) {
+  /* E2M1 holds 0, 0.5, 1, 1.5, 2, 3, 4, 6. */
+  EXPECT(q("e2m1", 0.25f) == 0.0f); /* tie: 0 vs 0.5, even */
+  EXPECT(q("e2m1", 0.5f) == 0.5f);  /* the only subnormal */
+  EXPECT(q("e2m1", 0.75f) == 1.0f); /* tie: 0.5 (odd) vs 1.0 (even) */
+  EXPECT(q("e2m1", 1.25f) == 1.0f); /* tie: 1.0 vs 1.5 */
+  EXPECT(q("e2m1", 1.75f) == 2.0f); /* tie: 1.5 vs 2.0 */
+  EXPECT(q("e2m1", 2.5f) == 2.0f);  /* tie: 2 vs 3 */
+  EXPECT(q("e2m1", 3.5f) == 4.0f);  /* tie: 3 vs 4 */
+  EXPECT(q("e2m1", 5.0f) == 4.0f);  /* tie: 4 vs 6 */
+  EXPECT(q("e2m1", -5.1f) == -6.0f);
+  EXPECT(q("e2m1", 7.0f) == 6.0f); /* saturates */
+  EXPECT(q("e2m1", 1e9f) == 6.0f);
+  EXPECT(q("e2m1", -(float)INFINITY) == -6.0f);
+  EXPECT(isnan(q("e2m1", (float)NAN))); /* no NaN code: NaN is let through */
+}
+
+/* The formats' value tables decoded from their bit fields, independently of
+   ts_quantize: (value, mantissa's last bit) for every non-negative code. */
+static int decode_table(const char *fmt, double *val, int *odd) {
+  int ebits = fmt[1] - '0', mbits = fmt[3] - '0';
+  int bias = (1 << (ebits - 1)) - 1, n = 0, e, m;
+  for (e = 0; e < (1 << ebits); e++)
+    for (m = 0; m < (1 << mbits); m++) {
+      if (strcmp(fmt, "e4m3") == 0 && e == 15 && m == 7) continue; /* NaN */
+      if (strcmp(fmt, "e5m2") == 0 && e == 31) continue; /* Inf, NaN */
+      val[n] = e == 0 ? ldexp((double)m, 1 - bias - mbits)
+                      : ldexp(1.0 + (double)m / (1 << mbits), e - bias);
+      odd[n++] = m & 1;
+    }
+  return n;
+}
+
+TEST(quantizers_match_value_tables) {
+  static const char *fmts[] = {"e4m3", "e5m2", "e2m1"};
+  double val[256];
+  int odd[256], f, i, k, n;
+  for (f = 0; f < 3; f++) {
+    const ts_format *tf = ts_format_find(fmts[f]);
+    n = decode_table(fmts[f], val, odd);
+    EXPECT(val[n - 1] == tf->max);
+    for (i = 0; i < 20000; i++) {
+      /* Log-uniform magnitudes across and beyond the range, both signs; and
+         every exact midpoint between neighbours. */
+      float x;
+      double best = 0.0, a;
+      if (i < n - 1)
+        x = (float)((val[i] + val[i + 1]) / 2);
+      else
+        x = (float)(tf->max * pow(2.0, -30.0 * check_uniform() + 3.0));
+      if (check_rand() & 1) x = -x;
+      a = fabs((double)x);
+      for (k = 0; k < n; k++) {
+        double dk = fabs(a - val[k]), db = fabs(a - best);
+        if (dk < db || (dk == db && !odd[k])) best = val[k];
+      }
+      if (a > tf->max) best = tf->max;
+      if (fabs((double)ts_quantize(x, tf)) != best) {
+        printf("  %s: q(%.9g) = %.9g, table says %.9g\n", fmts[f], x,
+               ts_quantize(x, tf), best);
+        check__failed_here = 1;
+        break;
+      }
+    }
+  }
+}
+
+TEST(delayed_scaling_saturates_a_burst) {
+  /* The scale comes from the history, so a burst this step saturates at the
+     historical amax; the next step's scale has seen the burst. */
+  const ts_format *f = ts_format_find("e4m3");
+  ts_scaler s;
+  float x[2] = {0.5f, 100.0f}, out[2], sc;
+  memset(&s, 0, sizeof s);
+  EXPECT(ts_scaler_scale(&s, f, 2.0f) == 448.0f / 2.0f); /* no history */
+  ts_scaler_push(&s, 2.0f);
+  sc = ts_scaler_scale(&s, f, ts_amax(x, 2));
+  EXPECT(sc == 448.0f / 2.0f);
+  ts_quantize_tensor(x, 2, f, sc, out);
+  EXPECT(out[0] == 0.5f);
+  EXPECT(out[1] == 2.0f); /* saturated */
+  ts_scaler_push(&s, ts_amax(x, 2));
+  EXPECT(ts_scaler_scale(&s, f, 1.0f) == 448.0f / 100.0f);
+}
+
+/* ---- gradients vs finite differences --------------------------------------
+ */
+
+TEST(mlp_gradients_match_finite_differences) {
+  static const int dims[TS_LAYERS + 1] = {6, 9, 8, 7, 4};
+  enum { B = 5 };
+  ts_model m;
+  ts_path paths[TS_LAYERS];
+  ts_rng r = {42};
+  float x[B * 6];
+  uint8_t y[B];
+  int l, i, bad = 0, checked = 0;
+  ts_model_init(&m, dims, B, &r);
+  memset(paths, 0, sizeof paths);
+  for (i = 0; i < B * 6; i++) x[i] = (float)ts_normal(&r);
+  for (i = 0; i < B; i++) y[i] = (uint8_t)(i % 4);
+  for (l = 0; l < TS_LAYERS; l++)
+    for (i = 0; i < m.layer[l].out; i++)
+      m.layer[l].b[i] = (float)(0.1 * ts_normal(&r));
+  ts_forward(&m, x, y, B, paths, NULL);
+  ts_backward(&m, y, B);
+  for (l = 0; l < TS_LAYERS; l++) {
+    ts_layer *L = &m.layer[l];
+    int nw = L->in * L->out, k;
+    for (k = 0; k < nw + L->out; k++) {
+      float *p = k < nw ? &L->w[k] : &L->b[k - nw];
+      double g = k < nw ? L->dw[k] : L->db[k - nw], h = 1e-3, lp, lm, fd;
+      float keep = *p;
+      *p = keep + (float)h;
+      lp = ts_forward(&m, x, y, B, paths, NULL);
+      *p = keep - (float)h;
+      lm = ts_forward(&m, x, y, B, paths, NULL);
+      *p = keep;
+      fd = (lp - lm) / (2 * h);
+      checked++;
+      if (fabs(fd - g) > 2e-3 + 2e-2 * fabs(fd)) {
+        if (bad < 5)
+          printf("  layer %d param %d: analytic %.6g, finite diff %.6g\n", l, k,
+                 g, fd);
+        bad++;
+      }
+    }
+  }
+  EXPECT_EQ_INT(checked, 238);
+  EXPECT_EQ_INT(bad, 0);
+  ts_model_free(&m);
+}
+
+/* ---- end to end -------------------------------------------------------------
+ */
+
+/* Lines of a CSV file, each with `fields` comma-separated fields; returns the
+   number of data lines or -1 if the header or any line is off. */
+static int csv_check(const char *path, const char *header, int fields,
+                     void (*row)(char **f)) {
+  FILE *f = fopen(path, "r");
+  char line[512];
+  int rows = 0;
+  if (!f) return -1;
+  if (!fgets(line, sizeof line, f) || strcmp(line, header) != 0) {
+    fclose(f);
+    return -1;
+  }
+  while (fgets(line, sizeof line, f)) {
+    char *cols[16], *c = line;
+    int n = 0;
+    if (line[strlen(line) - 1] != '\n') break;
+    line[strlen(line) - 1] = 0;
+    for (;;) {
+      if (n < 16) cols[n] = c;
+      n++;
+      c = strchr(c, ',');
+      if (!c) break;
+      *c++ = 0;
+    }
+    if (n != fields) {
+      fclose(f);
+      return -1;
+    }
+    if (row) row(cols);
+    rows++;
+  }
+  fclose(f);
+  return rows;
+}
+
+static int row_errors;
+
+static int is_number(const char *s) {
+  char *end;
+  double v = strtod(s, &end);
+  return *s && !*end && isfinite(v);
+}
+
+static void summary_row(char **f) {
+  int i, arm_ok = 0;
+  for (i = 0; i < TS_MAX_ARMS; i++)
+    arm_ok |= strcmp(f[0], TS_ARM_NAMES[i]) == 0;
+  if (!arm_ok || strcmp(f[2], "e4m3") != 0) row_errors++;
+  for (i = 4; i < 10; i++)
+    if (!is_number(f[i])) row_errors++;
+  if (atof(f[5]) < 0 || atof(f[5]) > 1 || atof(f[6]) < 0 || atof(f[6]) > 1)
+    row_errors++;
+  if (strcmp(f[0], "gnmr") != 0 && atof(f[6]) != 0) row_errors++;
+}
+
+static void trace_row(char **f) {
+  if (!is_number(f[0]) || !is_number(f[1]) || atoi(f[1]) >= TS_LAYERS)
+    row_errors++;
+  if (strcmp(f[5], "KEEP") && strcmp(f[5], "RECOVER") && strcmp(f[5], "HOLD") &&
+      strcmp(f[5], "RELEASE"))
+    row_errors++;
+}
+
+static int file_starts_with(const char *path, const char *prefix) {
+  FILE *f = fopen(path, "r");
+  char buf[64] = {0};
+  if (!f) return 0;
+  if (!fgets(buf, sizeof buf, f)) buf[0] = 0;
+  fclose(f);
+  return strncmp(buf, prefix, strlen(prefix)) == 0;
+}
+
+TEST(demo_runs_end_to_end) {
+  char *argv[] = {"train_stress",
+                  "--steps",
+                  "40",
+                  "--hidden",
+                  "16,16,16",
+                  "--batch",
+                  "32",
+                  "--stress",
+                  "100",
+                  "--seeds",
+                  "2",
+                  "--out",
+                  "build/test_demo_out",
+                  "--quiet"};
+  int argc = (int)(sizeof argv / sizeof argv[0]);
+  row_errors = 0;
+  REQUIRE(train_stress_main(argc, argv) == 0);
+  EXPECT_EQ_INT(csv_check("build/test_demo_out/summary.csv",
+                          "arm,seed,format,stress,test_loss,test_acc,"
+                          "recovery_fraction,loss_spikes,diverged,"
+                          "overhead_pct\n",
+                          10, summary_row),
+                2 * TS_MAX_ARMS);
+  EXPECT_EQ_INT(csv_check("build/test_demo_out/trace.csv",
+                          "step,unit,norm,gnmr,delta,action\n", 6, trace_row),
+                40 * TS_LAYERS);
+  EXPECT(csv_check("build/test_demo_out/stress.csv",
+                   "seed,start,steps,unit,kind,channel\n", 6, NULL) > 0);
+  EXPECT_EQ_INT(row_errors, 0);
+  EXPECT(file_starts_with("build/test_demo_out/loss.svg", "<svg"));
+  EXPECT(file_starts_with("build/test_demo_out/recovery.svg", "<svg"));
+}
+
+int main(int argc, char **argv) {
+  static const check_case cases[] = {
+      CHECK_CASE(e4m3_known_values),
+      CHECK_CASE(e5m2_known_values),
+      CHECK_CASE(e2m1_known_values),
+      CHECK_CASE(quantizers_match_value_tables),
+      CHECK_CASE(delayed_scaling_saturates_a_burst),
+      CHECK_CASE(mlp_gradients_match_finite_differences),
+      CHECK_CASE(demo_runs_end_to_end),
+  };
+  return check_main(cases, sizeof cases / sizeof cases[0], argc, argv);
+}
