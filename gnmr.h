@@ -297,6 +297,7 @@ GNMR_DEF const char *gnmr_isa_name(int isa);
 #ifndef GNMR__IMPLEMENTED
 #define GNMR__IMPLEMENTED
 
+#include <float.h>
 #include <math.h>
 #include <string.h>
 
@@ -443,6 +444,14 @@ static GNMR_HOSTDEV void gnmr__heap_offer(gnmr_unit *units, uint32_t *size,
   }
 }
 
+/* What the window keeps of a ratio (already capped at tau_r): a float, held
+   at FLT_MAX where a tau_r beyond the float range would make it +inf. The
+   checkpoint loader accepts exactly the values this can give, [0,
+   gnmr__window_value(tau_r)] (a float can round up past tau_r itself). */
+static GNMR_HOSTDEV float gnmr__window_value(double ratio) {
+  return ratio < (double)FLT_MAX ? (float)ratio : FLT_MAX;
+}
+
 static GNMR_HOSTDEV void gnmr__window_push(gnmr_unit *unit, uint32_t window,
                                            uint64_t k_before, float ratio) {
   uint32_t head = unit->window_head;
@@ -520,9 +529,10 @@ GNMR_DEF GNMR_HOSTDEV int gnmr_step(gnmr_ctl *ctl, const float *norms,
       w = k < ctl->full_weight_from ? 1.0 / (double)k
                                     : 1.0 - cfg->history_decay;
       unit->mean = m + w * (x - m);
-      gnmr__window_push(
-          unit, window, k - 1,
-          (float)(ratio < cfg->ratio_threshold ? ratio : cfg->ratio_threshold));
+      gnmr__window_push(unit, window, k - 1,
+                        gnmr__window_value(ratio < cfg->ratio_threshold
+                                               ? ratio
+                                               : cfg->ratio_threshold));
       if (risky) {
         if (cfg->spike_policy == GNMR_POLICY_SKIP) scale = 0.0;
         if (cfg->spike_policy == GNMR_POLICY_CLIP &&
@@ -828,7 +838,7 @@ static int gnmr__ckpt_unit(const unsigned char **p, const gnmr_config *c,
     return 0;
   for (i = 0; i < GNMR_WINDOW_MAX; i++) {
     float r = s->window[i];
-    if (i < filled ? !(r >= 0.0f && (double)r <= c->ratio_threshold)
+    if (i < filled ? !(r >= 0.0f && r <= gnmr__window_value(c->ratio_threshold))
                    : r != 0.0f)
       return 0;
   }
@@ -978,10 +988,17 @@ static double gnmr__lane_fold(double *lane) {
   return lane[0];
 }
 
+/* Loads by memcpy: tensors may sit at any address (gnmr_tensor.data). */
 static float gnmr__load(const void *x, size_t i, int dtype) {
-  if (dtype == GNMR_F32) return ((const float *)x)[i];
-  if (dtype == GNMR_F16) return gnmr__f16_to_f32(((const uint16_t *)x)[i]);
-  return gnmr__bf16_to_f32(((const uint16_t *)x)[i]);
+  const unsigned char *p = (const unsigned char *)x;
+  uint16_t h;
+  if (dtype == GNMR_F32) {
+    float f;
+    memcpy(&f, p + 4 * i, 4);
+    return f;
+  }
+  memcpy(&h, p + 2 * i, 2);
+  return dtype == GNMR_F16 ? gnmr__f16_to_f32(h) : gnmr__bf16_to_f32(h);
 }
 
 /* The scalar reference path: every other path must give its bits. */
