@@ -821,6 +821,8 @@ GNMR_DEF int gnmr_checkpoint_save(const gnmr_ctl *ctl, void *buf, size_t cap,
 static int gnmr__ckpt_unit(const unsigned char **p, const gnmr_config *c,
                            gnmr_unit *s) {
   uint32_t i, filled;
+  float cap = gnmr__window_value(c->ratio_threshold);
+  double sum = 0.0;
   memset(s, 0, sizeof *s);
   s->mean = gnmr__get_f64(p);
   s->window_sum = gnmr__get_f64(p);
@@ -844,11 +846,13 @@ static int gnmr__ckpt_unit(const unsigned char **p, const gnmr_config *c,
     return 0;
   for (i = 0; i < GNMR_WINDOW_MAX; i++) {
     float r = s->window[i];
-    if (i < filled ? !(r >= 0.0f && r <= gnmr__window_value(c->ratio_threshold))
-                   : r != 0.0f)
-      return 0;
+    if (i < filled ? !(r >= 0.0f && r <= cap) : r != 0.0f) return 0;
+    sum += (double)r;
   }
-  return 1;
+  /* window_sum runs between the once-per-lap exact re-adds: its rounding
+     stays below 2 W (W + 2) 2^-53 cap; anything further off was not
+     written by gnmr_step. */
+  return fabs(s->window_sum - sum) <= 1e-12 * (double)c->delta_window * cap;
 }
 
 static int gnmr__ckpt_read(gnmr_ctl *ctl, const unsigned char *buf, size_t len,

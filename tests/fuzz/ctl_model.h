@@ -85,6 +85,49 @@ FUZZ_UNUSED static int fuzz_same(const fuzz_snapshot *s, const gnmr_ctl *ctl,
          (n == 0 || memcmp(s->units, units, sizeof *units * n) == 0);
 }
 
+/* The state could have come from gnmr_init and gnmr_step: the harness's own
+   statement of it, independent of the checkpoint loader's checks (a loader
+   that forgot one must not pass unnoticed). Reads the private unit fields,
+   which hold what the contract talks about: lock and cooldown counters, the
+   window and its running sum. */
+FUZZ_UNUSED static void fuzz_state_valid(const gnmr_ctl *ctl) {
+  const gnmr_config *c = &ctl->cfg;
+  float cap = c->ratio_threshold < (double)FLT_MAX ? (float)c->ratio_threshold
+                                                   : FLT_MAX;
+  uint32_t u, i, locked = 0;
+  FUZZ_CHECK(gnmr_config_validate(c) == GNMR_OK);
+  FUZZ_CHECK(c->max_recovering <= ctl->n_units);
+  for (u = 0; u < ctl->n_units; u++) {
+    const gnmr_unit *s = &ctl->units[u];
+    uint32_t filled = s->finite_steps < c->delta_window
+                          ? (uint32_t)s->finite_steps
+                          : c->delta_window;
+    double sum = 0.0;
+    FUZZ_CHECK(s->lock <= c->lock_steps);
+    FUZZ_CHECK(s->cooldown <= c->cooldown_steps);
+    FUZZ_CHECK(s->lock == 0 || s->cooldown == 0);
+    FUZZ_CHECK(s->window_head < c->delta_window);
+    if (filled < c->delta_window) FUZZ_CHECK(s->window_head == filled);
+    FUZZ_CHECK(isfinite(s->mean) && s->mean >= 0.0);
+    for (i = 0; i < GNMR_WINDOW_MAX; i++) {
+      if (i < filled) {
+        FUZZ_CHECK(s->window[i] >= 0.0f && s->window[i] <= cap);
+        sum += (double)s->window[i];
+      } else {
+        FUZZ_CHECK(s->window[i] == 0.0f);
+      }
+    }
+    /* A running sum, redone exactly once per lap: equal up to rounding,
+       which stays below 2 W (W + 2) 2^-53 of the largest possible entry. */
+    FUZZ_CHECK(fabs(s->window_sum - sum) <=
+               1e-12 * (double)c->delta_window * (double)cap);
+    locked += s->lock > 0;
+  }
+  FUZZ_CHECK(locked == ctl->recovering);
+  FUZZ_CHECK(ctl->recovering <= ctl->peak_recovering &&
+             ctl->peak_recovering <= c->max_recovering);
+}
+
 /* What the harness remembers between steps to check the lock rules. */
 typedef struct fuzz_shadow {
   uint32_t lock_left[FUZZ_MAX_UNITS]; /* 0: on the low-cost path */
@@ -93,6 +136,7 @@ typedef struct fuzz_shadow {
 /* Locks as the controller reports them (after init or a load). */
 FUZZ_UNUSED static void fuzz_shadow_sync(fuzz_shadow *sh, const gnmr_ctl *ctl) {
   uint32_t u;
+  fuzz_state_valid(ctl);
   memset(sh, 0, sizeof *sh);
   for (u = 0; u < ctl->n_units; u++) {
     int rec = gnmr_recovering(ctl, u);
@@ -232,6 +276,7 @@ FUZZ_UNUSED static int fuzz_step_checked(gnmr_ctl *ctl, fuzz_shadow *sh,
     unit_sum.recovering += c.recovering;
   }
   FUZZ_CHECK(unit_sum.recovering == rec_now);
+  fuzz_state_valid(ctl);
   return rc;
 }
 

@@ -204,12 +204,35 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     return 0;
   }
 
-  /* mode 3: edits anywhere, checksum forged. */
+  /* mode 3: edits, checksum forged. An edit is a byte anywhere, or a small
+     value written into one field of the format (gnmr.h, "checkpoint"), so
+     that values just past each limit are easy to reach. */
   {
+    /* Offsets of the 32-bit fields and of the low words of the 64-bit ones:
+       config W .. policy, totals, then (from 144) one unit's fields. */
+    static const uint16_t head_fields[] = {56,  60,  64,  68,  72,  76,
+                                           80,  88,  96,  104, 112, 120,
+                                           128, 136, 140, 12,  16,  20};
+    static const uint16_t unit_fields[] = {0,  4,   8,   12,  16,  80,  84,
+                                           88, 104, 112, 136, 140, 144, 76};
     uint8_t edits = fuzz_u8(&r) % 16u;
     for (i = 0; i < edits; i++) {
-      size_t at = (size_t)fuzz_u32(&r) % len;
-      bad[at] = fuzz_u8(&r);
+      uint8_t kind = fuzz_u8(&r);
+      size_t at;
+      if (kind % 3 == 0) {
+        at = (size_t)fuzz_u32(&r) % len;
+        bad[at] = fuzz_u8(&r);
+        continue;
+      }
+      if (kind % 3 == 1) {
+        at = head_fields[fuzz_u8(&r) % (sizeof head_fields / 2)];
+      } else {
+        size_t units = (len - 148u) / 148u;
+        if (units == 0) continue;
+        at = 144u + (fuzz_u8(&r) % units) * 148u +
+             unit_fields[fuzz_u8(&r) % (sizeof unit_fields / 2)];
+      }
+      if (at + 4 <= len - 4) fuzz_put_u32(bad + at, fuzz_pick_u32(&r, 24));
     }
     forge_crc(bad, len);
     buf = (unsigned char *)malloc(len);
