@@ -531,7 +531,10 @@ GNMR_DEF GNMR_HOSTDEV int gnmr_step(gnmr_ctl *ctl, const float *norms,
       /* A spike cannot inflate its own history. */
       x = g;
       if (risky && x > cfg->ratio_threshold * m) x = cfg->ratio_threshold * m;
-      unit->finite_steps = ++k;
+      /* k saturates rather than wrap to 0 (w would be 1/0): 2^64 - 1
+         observations, or a checkpoint that claims them, stay well defined. */
+      if (k < UINT64_MAX) k++;
+      unit->finite_steps = k;
       w = k < ctl->full_weight_from ? 1.0 / (double)k
                                     : 1.0 - cfg->history_decay;
       unit->mean = m + w * (x - m);
