@@ -70,6 +70,7 @@
 #define GNMR_VERSION_STRING "0.1.0"
 
 #ifdef GNMR_STATIC
+#define GNMR__STATIC_INTERFACE /* the implementation checks it matches */
 #if defined(__GNUC__) || defined(__clang__)
 #define GNMR_DEF static __attribute__((unused))
 #else
@@ -291,6 +292,12 @@ GNMR_DEF const char *gnmr_isa_name(int isa);
 #ifdef GNMR_IMPLEMENTATION
 #ifndef GNMR__IMPLEMENTED
 #define GNMR__IMPLEMENTED
+
+/* GNMR_DEF was fixed by the first #include in this file: an implementation
+   that silently came out extern (or static) would be worse than an error. */
+#if defined(GNMR_STATIC) != defined(GNMR__STATIC_INTERFACE)
+#error "gnmr.h: define GNMR_STATIC before the first #include of gnmr.h"
+#endif
 
 #include <float.h>
 #include <math.h>
@@ -580,9 +587,8 @@ static GNMR_HOSTDEV void gnmr__heap_sift_down(const gnmr__soa *s, uint32_t size,
 
 static GNMR_HOSTDEV void gnmr__heap_offer(const gnmr__soa *s, uint32_t *size,
                                           uint32_t cap, uint32_t u) {
-  uint32_t at;
   if (*size < cap) {
-    at = (*size)++;
+    uint32_t at = (*size)++;
     while (at > 0 && gnmr__worse(s, u, s->heap[(at - 1) / 2])) {
       s->heap[at] = s->heap[(at - 1) / 2];
       at = (at - 1) / 2;

@@ -1,12 +1,14 @@
 #!/bin/sh
 # Runs every test program given, echoes its output, and closes with the sum of
 # their "N passed, N failed" lines. Exits non-zero if any program failed.
+# $RUNNER, if set, is a command each program runs under (e.g. valgrind).
 passed=0
 failed=0
 status=0
 for prog in "$@"; do
   echo "== $prog"
-  out=$("$prog" 2>&1)
+  # shellcheck disable=SC2086 # RUNNER is a command line: split it.
+  out=$($RUNNER "$prog" 2>&1)
   rc=$?
   printf '%s\n' "$out"
   line=$(printf '%s\n' "$out" | grep -E '^[0-9]+ passed, [0-9]+ failed$' | tail -n 1)

@@ -1,0 +1,245 @@
+/* fuzz_ckpt.c - libFuzzer harness for gnmr_checkpoint_load.
+
+   The first byte picks a mode:
+     0  the rest is a checkpoint, loaded as it is;
+     1  the same with its CRC-32 trailer forged to match, so the loader's
+        field-by-field checks are what stands between the bytes and the
+        controller;
+     2  a valid checkpoint (from a controller the bytes drive) hit by one
+        burst of up to 32 bits, or truncated or extended: always refused,
+        with the error the format says;
+     3  a valid checkpoint with any number of byte changes and a forged CRC.
+   Whatever the mode: a refused load leaves the target byte-identical; an
+   accepted buffer is exactly what gnmr_checkpoint_save writes for the state
+   it loaded (nothing in it was ignored or repaired), and the controller it
+   gives steps within the contract and saves a checkpoint that loads again.
+   The input is copied into a buffer of its exact size, so ASan sees any
+   read past its end. */
+#define GNMR_IMPLEMENTATION
+#include "gnmr.h"
+#include "tests/fuzz/fuzz.h"
+#include "tests/fuzz/ctl_model.h"
+
+#define CKPT_MAX 32768u
+
+static gnmr_unit target_units[FUZZ_MAX_UNITS + 1];
+static gnmr_unit again_units[FUZZ_MAX_UNITS + 1];
+static gnmr_unit source_units[FUZZ_MAX_UNITS + 1];
+static unsigned char resaved[CKPT_MAX];
+
+/* A controller with some history, so a partial write would show. */
+static void make_target(gnmr_ctl *ctl, uint32_t n) {
+  gnmr_config cfg = gnmr_config_default();
+  float norms[FUZZ_MAX_UNITS + 1];
+  uint32_t u, s;
+  cfg.max_recovering = n > 0 ? 1u : 0u;
+  cfg.warmup_steps = 2;
+  memset(target_units, 0x77, sizeof target_units);
+  FUZZ_CHECK(gnmr_init(ctl, &cfg, target_units, n) == GNMR_OK);
+  for (s = 0; s < 5; s++) {
+    for (u = 0; u < n; u++) norms[u] = s == 4 && u == 0 ? 50.0f : 1.0f;
+    FUZZ_CHECK(gnmr_step(ctl, norms, NULL) == GNMR_OK);
+  }
+}
+
+/* After an accepted load: the buffer is canonical, and the state behaves. */
+static void check_accepted(gnmr_ctl *ctl, const unsigned char *buf, size_t len,
+                           fuzz_reader *r) {
+  fuzz_shadow sh;
+  gnmr_ctl again;
+  gnmr_decision d1[FUZZ_MAX_UNITS + 1], d2[FUZZ_MAX_UNITS + 1];
+  float norms[FUZZ_MAX_UNITS + 1];
+  uint32_t n = ctl->n_units, u, s;
+  size_t written = 0;
+
+  FUZZ_CHECK(gnmr_config_validate(&ctl->cfg) == GNMR_OK);
+  FUZZ_CHECK(ctl->cfg.max_recovering <= n);
+  FUZZ_CHECK(gnmr_checkpoint_save(ctl, resaved, sizeof resaved, &written) ==
+             GNMR_OK);
+  FUZZ_CHECK(written == len && memcmp(resaved, buf, len) == 0);
+
+  fuzz_shadow_sync(&sh, ctl);
+  for (s = 0; s < 4; s++) {
+    for (u = 0; u < n; u++) norms[u] = fuzz_norm(r);
+    fuzz_step_checked(ctl, &sh, norms, d1);
+  }
+  /* Still a state a checkpoint can carry, and the copy continues alike. */
+  FUZZ_CHECK(gnmr_checkpoint_save(ctl, resaved, sizeof resaved, &written) ==
+             GNMR_OK);
+  FUZZ_CHECK(gnmr_init(&again, &ctl->cfg, again_units, n) == GNMR_OK);
+  FUZZ_CHECK(gnmr_checkpoint_load(&again, resaved, written) == GNMR_OK);
+  for (u = 0; u < n; u++) norms[u] = fuzz_norm(r);
+  if (gnmr_step(ctl, norms, d1) == GNMR_OK) {
+    FUZZ_CHECK(gnmr_step(&again, norms, d2) == GNMR_OK);
+    FUZZ_CHECK(n == 0 || memcmp(d1, d2, sizeof d1[0] * n) == 0);
+  }
+}
+
+/* Loads buf into a target over n units: refused means unchanged. */
+static int load_checked(const unsigned char *buf, size_t len, uint32_t n,
+                        fuzz_reader *r) {
+  static fuzz_snapshot snap;
+  gnmr_ctl target;
+  int rc;
+  make_target(&target, n);
+  fuzz_snap(&snap, &target, target_units, n);
+  rc = gnmr_checkpoint_load(&target, buf, len);
+  if (rc != GNMR_OK) {
+    FUZZ_CHECK(rc == GNMR_ESIZE || rc == GNMR_ECORRUPT || rc == GNMR_EVERSION ||
+               rc == GNMR_EMISMATCH);
+    FUZZ_CHECK(fuzz_same(&snap, &target, target_units, n));
+  } else {
+    check_accepted(&target, buf, len, r);
+  }
+  return rc;
+}
+
+/* The unit count a buffer claims, if it is one the harness can host. */
+static uint32_t claimed_units(const unsigned char *buf, size_t len) {
+  uint32_t n;
+  if (len < 16) return 1;
+  n = (uint32_t)buf[12] | (uint32_t)buf[13] << 8 | (uint32_t)buf[14] << 16 |
+      (uint32_t)buf[15] << 24;
+  return n <= FUZZ_MAX_UNITS ? n : 1;
+}
+
+/* A valid checkpoint of a controller driven by the input. */
+static size_t make_valid(fuzz_reader *r, unsigned char *out) {
+  gnmr_ctl ctl;
+  gnmr_config cfg;
+  float norms[FUZZ_MAX_UNITS + 1];
+  uint32_t n = fuzz_u8(r) % (FUZZ_MAX_UNITS + 1u), u, s, steps;
+  size_t written = 0;
+  cfg = fuzz_config(r, n);
+  if (gnmr_init(&ctl, &cfg, source_units, n) != GNMR_OK) {
+    cfg = gnmr_config_default();
+    cfg.max_recovering = n / 2;
+    FUZZ_CHECK(gnmr_init(&ctl, &cfg, source_units, n) == GNMR_OK);
+  }
+  steps = fuzz_u8(r) % 40u;
+  for (s = 0; s < steps; s++) {
+    int spiky = fuzz_u8(r) & 1;
+    for (u = 0; u < n; u++)
+      norms[u] = spiky ? fuzz_norm(r) : 1.0f + 0.125f * (float)((u + s) % 5u);
+    if (gnmr_step(&ctl, norms, NULL) != GNMR_OK) continue; /* a negative */
+  }
+  FUZZ_CHECK(gnmr_checkpoint_save(&ctl, out, CKPT_MAX, &written) == GNMR_OK);
+  return written;
+}
+
+static void forge_crc(unsigned char *buf, size_t len) {
+  if (len >= 4) fuzz_put_u32(buf + len - 4, fuzz_crc32(buf, len - 4));
+}
+
+/* The error a damaged-but-otherwise-valid buffer must get: the checks run
+   magic, version, size, then the checksum. */
+static int expected_error(const unsigned char *valid, const unsigned char *bad,
+                          size_t len) {
+  size_t i;
+  for (i = 0; i < 8; i++)
+    if (valid[i] != bad[i]) return GNMR_ECORRUPT;
+  for (; i < 12; i++)
+    if (valid[i] != bad[i]) return GNMR_EVERSION;
+  for (; i < 16; i++)
+    if (valid[i] != bad[i]) return GNMR_ESIZE;
+  (void)len;
+  return GNMR_ECORRUPT;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+  static unsigned char valid[CKPT_MAX], bad[CKPT_MAX + 16];
+  fuzz_reader r;
+  unsigned char *buf;
+  uint8_t mode;
+  size_t len, i;
+
+  if (size == 0) return 0;
+  mode = data[0] % 4;
+  if (mode <= 1) {
+    /* The buffer is the input; the harness reads norms after it from a
+       copy of the same bytes (any bytes will do). */
+    len = size - 1;
+    buf = (unsigned char *)malloc(len ? len : 1);
+    FUZZ_CHECK(buf != NULL);
+    if (len) memcpy(buf, data + 1, len);
+    if (mode == 1) forge_crc(buf, len);
+    r.p = data + 1;
+    r.left = size - 1;
+    load_checked(buf, len, claimed_units(buf, len), &r);
+    free(buf);
+    return 0;
+  }
+
+  r.p = data + 1;
+  r.left = size - 1;
+  len = make_valid(&r, valid);
+  memcpy(bad, valid, len);
+  if (mode == 2) {
+    uint8_t kind = fuzz_u8(&r);
+    size_t bad_len = len;
+    int want;
+    if (kind % 4 == 0) {
+      bad_len = (size_t)fuzz_u32(&r) % len; /* truncated */
+      want = GNMR_ESIZE;
+    } else if (kind % 4 == 1) {
+      bad_len = len + 1u + fuzz_u8(&r) % 16u; /* trailing bytes */
+      for (i = len; i < bad_len; i++) bad[i] = fuzz_u8(&r);
+      want = GNMR_ESIZE;
+    } else {
+      size_t at = (size_t)fuzz_u32(&r) % len;
+      uint32_t mask = fuzz_u32(&r);
+      if (mask == 0) mask = 1;
+      for (i = 0; i < 4 && at + i < len; i++)
+        bad[at + i] ^= (unsigned char)(mask >> (8 * i));
+      if (memcmp(bad, valid, len) == 0) return 0; /* mask fell off the end */
+      want = expected_error(valid, bad, len);
+    }
+    buf = (unsigned char *)malloc(bad_len ? bad_len : 1);
+    FUZZ_CHECK(buf != NULL);
+    memcpy(buf, bad, bad_len);
+    FUZZ_CHECK(load_checked(buf, bad_len, claimed_units(valid, len), &r) ==
+               want);
+    free(buf);
+    return 0;
+  }
+
+  /* mode 3: edits, checksum forged. An edit is a byte anywhere, or a small
+     value written into one field of the format (gnmr.h, "checkpoint"), so
+     that values just past each limit are easy to reach. */
+  {
+    /* Offsets of the 32-bit fields and of the low words of the 64-bit ones:
+       config W .. policy, totals, then (from 144) one unit's fields. */
+    static const uint16_t head_fields[] = {56,  60,  64,  68,  72,  76,
+                                           80,  88,  96,  104, 112, 120,
+                                           128, 136, 140, 12,  16,  20};
+    static const uint16_t unit_fields[] = {0,  4,   8,   12,  16,  80, 84,
+                                           88, 104, 112, 136, 140, 76};
+    uint8_t edits = fuzz_u8(&r) % 16u;
+    for (i = 0; i < edits; i++) {
+      uint8_t kind = fuzz_u8(&r);
+      size_t at;
+      if (kind % 3 == 0) {
+        at = (size_t)fuzz_u32(&r) % len;
+        bad[at] = fuzz_u8(&r);
+        continue;
+      }
+      if (kind % 3 == 1) {
+        at = head_fields[fuzz_u8(&r) % (sizeof head_fields / 2)];
+      } else {
+        size_t units = (len - 148u) / GNMR__CKPT_UNIT;
+        if (units == 0) continue;
+        at = 144u + (fuzz_u8(&r) % units) * GNMR__CKPT_UNIT +
+             unit_fields[fuzz_u8(&r) % (sizeof unit_fields / 2)];
+      }
+      if (at + 4 <= len - 4) fuzz_put_u32(bad + at, fuzz_pick_u32(&r, 24));
+    }
+    forge_crc(bad, len);
+    buf = (unsigned char *)malloc(len);
+    FUZZ_CHECK(buf != NULL);
+    memcpy(buf, bad, len);
+    load_checked(buf, len, claimed_units(valid, len), &r);
+    free(buf);
+  }
+  return 0;
+}
