@@ -804,9 +804,9 @@ static unsigned gnmr__calm8_avx512(gnmr__step_ctx *c, uint32_t u) {
 
   g = _mm512_maskz_cvtps_pd(0xFF, _mm256_loadu_ps(c->norms + u));
   k = _mm512_loadu_si512((const void *)(s->finite_steps + u));
-  busy =
-      _mm256_or_si256(_mm256_loadu_si256((const __m256i *)(s->lock + u)),
-                      _mm256_loadu_si256((const __m256i *)(s->cooldown + u)));
+  busy = _mm256_or_si256(
+      _mm256_loadu_si256((const __m256i *)(const void *)(s->lock + u)),
+      _mm256_loadu_si256((const __m256i *)(const void *)(s->cooldown + u)));
   calm = (__mmask8)(_mm512_cmp_pd_mask(_mm512_abs_pd(g),
                                        _mm512_set1_pd(FLT_MAX), _CMP_LE_OQ) &
                     _mm512_cmp_epu64_mask(
@@ -1648,7 +1648,8 @@ static GNMR__TARGET_SSE2 void gnmr__rows_sse2(const void *x, size_t rows,
     for (r = 0; r < rows; r++, p += 128) {
       GNMR__PREFETCH(p, 128);
       for (k = 0; k < 8; k++) {
-        __m128i v = _mm_loadu_si128((const __m128i *)(p + 16 * k));
+        __m128i v =
+            _mm_loadu_si128((const __m128i *)(const void *)(p + 16 * k));
         gnmr__sse2_sq4(a + 2 * k, _mm_castsi128_ps(v));
         if (mag) { /* unsigned max: magnitudes are < 2^31 */
           __m128i m = _mm_and_si128(v, abs), gt = _mm_cmpgt_epi32(m, top);
@@ -1656,13 +1657,14 @@ static GNMR__TARGET_SSE2 void gnmr__rows_sse2(const void *x, size_t rows,
         }
       }
     }
-    _mm_storeu_si128((__m128i *)t, top);
+    _mm_storeu_si128((__m128i *)(void *)t, top);
   } else {
     const __m128i abs = _mm_set1_epi16(0x7FFF), zero = _mm_setzero_si128();
     for (r = 0; r < rows; r++, p += 64) {
       GNMR__PREFETCH(p, 64);
       for (k = 0; k < 4; k++) {
-        __m128i h = _mm_loadu_si128((const __m128i *)(p + 16 * k));
+        __m128i h =
+            _mm_loadu_si128((const __m128i *)(const void *)(p + 16 * k));
         __m128 lo, hi;
         if (dtype == GNMR_BF16) {
           lo = _mm_castsi128_ps(_mm_unpacklo_epi16(zero, h));
@@ -1680,7 +1682,7 @@ static GNMR__TARGET_SSE2 void gnmr__rows_sse2(const void *x, size_t rows,
     /* 16-bit maxima to 32-bit lanes */
     top = _mm_max_epi16(_mm_srli_epi32(top, 16),
                         _mm_and_si128(top, _mm_set1_epi32(0xFFFF)));
-    _mm_storeu_si128((__m128i *)t, top);
+    _mm_storeu_si128((__m128i *)(void *)t, top);
   }
   for (k = 0; k < 16; k++) _mm_storeu_pd(lane + 2 * k, a[k]);
   if (mag)
@@ -1698,7 +1700,7 @@ static GNMR__TARGET_AVX2 __m256d gnmr__avx2_sq(__m256d acc, __m128 f) {
 /* Eight f16/bf16 elements to eight floats, in order. */
 static GNMR__TARGET_AVX2 __m256 gnmr__avx2_half8(const unsigned char *p,
                                                  int dtype) {
-  __m128i h = _mm_loadu_si128((const __m128i *)p);
+  __m128i h = _mm_loadu_si128((const __m128i *)(const void *)p);
   if (dtype == GNMR_F16) return _mm256_cvtph_ps(h);
   return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
 }
@@ -1731,8 +1733,10 @@ static GNMR__TARGET_AVX2 void gnmr__rows_avx2(const void *x, size_t rows,
       if (mag)
         for (k = 0; k < 4; k++)
           top = _mm256_max_epu32(
-              top, _mm256_and_si256(
-                       _mm256_loadu_si256((const __m256i *)(p + 32 * k)), abs));
+              top,
+              _mm256_and_si256(_mm256_loadu_si256(
+                                   (const __m256i *)(const void *)(p + 32 * k)),
+                               abs));
     }
   } else {
     const __m256i abs = _mm256_set1_epi16(0x7FFF);
@@ -1753,8 +1757,10 @@ static GNMR__TARGET_AVX2 void gnmr__rows_avx2(const void *x, size_t rows,
       if (mag)
         for (k = 0; k < 2; k++)
           top = _mm256_max_epu16(
-              top, _mm256_and_si256(
-                       _mm256_loadu_si256((const __m256i *)(p + 32 * k)), abs));
+              top,
+              _mm256_and_si256(_mm256_loadu_si256(
+                                   (const __m256i *)(const void *)(p + 32 * k)),
+                               abs));
     }
     top = _mm256_max_epu32(_mm256_srli_epi32(top, 16),
                            _mm256_and_si256(top, _mm256_set1_epi32(0xFFFF)));
@@ -1768,7 +1774,7 @@ static GNMR__TARGET_AVX2 void gnmr__rows_avx2(const void *x, size_t rows,
   _mm256_storeu_pd(lane + 24, a6);
   _mm256_storeu_pd(lane + 28, a7);
   if (mag) {
-    _mm256_storeu_si256((__m256i *)t, top);
+    _mm256_storeu_si256((__m256i *)(void *)t, top);
     for (k = 0; k < 8; k++)
       if (t[k] > *mag) *mag = t[k];
   }
@@ -1818,9 +1824,10 @@ static GNMR__TARGET_AVX512 void gnmr__rows_avx512(const void *x, size_t rows,
   } else if (dtype == GNMR_F16) {
     const __m512i abs = _mm512_set1_epi16(0x7FFF);
     for (r = 0; r < rows; r++, p += 64) {
-      __m512 f0 = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)p));
-      __m512 f1 =
-          _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(p + 32)));
+      __m512 f0 =
+          _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(const void *)p));
+      __m512 f1 = _mm512_cvtph_ps(
+          _mm256_loadu_si256((const __m256i *)(const void *)(p + 32)));
       GNMR__PREFETCH(p, 64);
       a0 = gnmr__avx512_sq(a0, _mm512_castps512_ps256(f0));
       a1 = gnmr__avx512_sq(a1, gnmr__avx512_hi8(f0));
@@ -1847,8 +1854,8 @@ static GNMR__TARGET_AVX512 void gnmr__rows_avx512(const void *x, size_t rows,
     a2 = _mm512_permutex2var_pd(l2, even, l3);
     a3 = _mm512_permutex2var_pd(l2, odd, l3);
     for (r = 0; r < rows; r++, p += 64) {
-      __m256i v0 = _mm256_loadu_si256((const __m256i *)p);
-      __m256i v1 = _mm256_loadu_si256((const __m256i *)(p + 32));
+      __m256i v0 = _mm256_loadu_si256((const __m256i *)(const void *)p);
+      __m256i v1 = _mm256_loadu_si256((const __m256i *)(const void *)(p + 32));
       GNMR__PREFETCH(p, 64);
       a0 = gnmr__avx512_sq(a0, _mm256_castsi256_ps(_mm256_slli_epi32(v0, 16)));
       a1 = gnmr__avx512_sq(a1, _mm256_castsi256_ps(_mm256_and_si256(v0, high)));
