@@ -777,8 +777,8 @@ static __m512d gnmr__mul8(__m512d a, __m512d b) {
   return p;
 }
 
-GNMR__TARGET_AVX512
-static unsigned gnmr__calm8_avx512(gnmr__step_ctx *c, uint32_t u) {
+GNMR__TARGET_AVX512 __inline__ __attribute__((always_inline)) static unsigned
+gnmr__calm8_avx512(gnmr__step_ctx *c, uint32_t u) {
   /* Eight decisions are 40 doubles' worth of memory: output vector j, lane l
      holds field (8j + l) mod 5 of unit (8j + l) / 5. */
   static const long long unit_of[5][8] = {{0, 0, 0, 0, 0, 1, 1, 1},
@@ -786,12 +786,6 @@ static unsigned gnmr__calm8_avx512(gnmr__step_ctx *c, uint32_t u) {
                                           {3, 3, 3, 3, 4, 4, 4, 4},
                                           {4, 5, 5, 5, 5, 5, 6, 6},
                                           {6, 6, 6, 7, 7, 7, 7, 7}};
-  static const unsigned char field_mask[5][5] = {
-      {0x21, 0x42, 0x84, 0x08, 0x10},
-      {0x84, 0x08, 0x10, 0x21, 0x42},
-      {0x10, 0x21, 0x42, 0x84, 0x08},
-      {0x42, 0x84, 0x08, 0x10, 0x21},
-      {0x08, 0x10, 0x21, 0x42, 0x84}};
   const gnmr__soa *s = &c->s;
   const size_t n = c->n;
   __m512d g, m, wsum, mm, ratio, delta, a, b, score, w;
@@ -800,7 +794,7 @@ static unsigned gnmr__calm8_avx512(gnmr__step_ctx *c, uint32_t u) {
   __m256 stored, evicted;
   __mmask8 calm, warm, young, resync;
   uint64_t ks[8];
-  int lane, j;
+  int lane;
 
   g = _mm512_maskz_cvtps_pd(0xFF, _mm256_loadu_ps(c->norms + u));
   k = _mm512_loadu_si512((const void *)(s->finite_steps + u));
@@ -892,19 +886,41 @@ static unsigned gnmr__calm8_avx512(gnmr__step_ctx *c, uint32_t u) {
       const __m512d tail = _mm512_castsi512_pd(
           _mm512_maskz_set1_epi64((__mmask8)~warm, GNMR_F_WARMUP));
       double *d = (double *)(void *)(c->out + u);
-      for (j = 0; j < 5; j++) {
-        const __m512i at = _mm512_loadu_si512((const void *)unit_of[j]);
-        const unsigned char *f = field_mask[j];
-        __m512d v = _mm512_maskz_permutexvar_pd(f[0], at, ratio);
-        v = _mm512_mask_permutexvar_pd(v, f[1], at, delta);
-        v = _mm512_mask_permutexvar_pd(v, f[2], at, score);
-        v = _mm512_mask_mov_pd(v, f[3], one);
-        v = _mm512_mask_permutexvar_pd(v, f[4], at, tail);
-        _mm512_storeu_pd(d + 8 * j, v);
-      }
+#define GNMR__DECISIONS8(j, f0, f1, f2, f3, f4)                                \
+  do {                                                                         \
+    const __m512i at = _mm512_loadu_si512((const void *)unit_of[j]);           \
+    __m512d v = _mm512_maskz_permutexvar_pd(f0, at, ratio);                    \
+    v = _mm512_mask_permutexvar_pd(v, f1, at, delta);                          \
+    v = _mm512_mask_permutexvar_pd(v, f2, at, score);                          \
+    v = _mm512_mask_mov_pd(v, f3, one);                                        \
+    v = _mm512_mask_permutexvar_pd(v, f4, at, tail);                           \
+    _mm512_storeu_pd(d + 8 * (j), v);                                          \
+  } while (0)
+      /* The masks pick lane by field: (8j + l) mod 5 == field. */
+      GNMR__DECISIONS8(0, 0x21, 0x42, 0x84, 0x08, 0x10);
+      GNMR__DECISIONS8(1, 0x84, 0x08, 0x10, 0x21, 0x42);
+      GNMR__DECISIONS8(2, 0x10, 0x21, 0x42, 0x84, 0x08);
+      GNMR__DECISIONS8(3, 0x42, 0x84, 0x08, 0x10, 0x21);
+      GNMR__DECISIONS8(4, 0x08, 0x10, 0x21, 0x42, 0x84);
+#undef GNMR__DECISIONS8
     }
   }
   return (__mmask8)~calm;
+}
+#endif
+
+#if GNMR__CTL_AVX512
+/* The unit loop with the eight-wide path inlined, so the loop keeps its
+   constants in registers; the lanes it leaves take the scalar rules. */
+GNMR__TARGET_AVX512
+static void gnmr__units_avx512(gnmr__step_ctx *c) {
+  uint32_t u = 0, n = c->n, lane;
+  for (; n - u >= 8; u += 8) {
+    unsigned rest = gnmr__calm8_avx512(c, u);
+    for (lane = 0; rest; lane++, rest >>= 1)
+      if (rest & 1u) gnmr__unit_step(c, u + lane);
+  }
+  for (; u < n; u++) gnmr__unit_step(c, u);
 }
 #endif
 
@@ -956,17 +972,10 @@ GNMR_DEF GNMR_HOSTDEV int gnmr_step(gnmr_ctl *ctl, const float *norms,
   c.heap_size = c.recovering = c.candidates = 0;
 
 #if GNMR__CTL_AVX512
-  for (u = 0; u < n;) {
-    uint32_t end = n - u < 8 ? n : u + 8;
-    if (wide && end - u == 8) {
-      /* Eight at once; the lanes it leaves take the scalar rules. */
-      unsigned rest = gnmr__calm8_avx512(&c, u);
-      for (; u < end; u++, rest >>= 1)
-        if (rest & 1u) gnmr__unit_step(&c, u);
-      continue;
-    }
-    for (; u < end; u++) gnmr__unit_step(&c, u);
-  }
+  if (wide)
+    gnmr__units_avx512(&c);
+  else
+    for (u = 0; u < n; u++) gnmr__unit_step(&c, u);
 #else
   for (u = 0; u < n; u++) gnmr__unit_step(&c, u);
 #endif
