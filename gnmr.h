@@ -780,12 +780,19 @@ static __m512d gnmr__mul8(__m512d a, __m512d b) {
 GNMR__TARGET_AVX512 __inline__ __attribute__((always_inline)) static unsigned
 gnmr__calm8_avx512(gnmr__step_ctx *c, uint32_t u) {
   /* Eight decisions are 40 doubles' worth of memory: output vector j, lane l
-     holds field (8j + l) mod 5 of unit (8j + l) / 5. */
-  static const long long unit_of[5][8] = {{0, 0, 0, 0, 0, 1, 1, 1},
-                                          {1, 1, 2, 2, 2, 2, 2, 3},
-                                          {3, 3, 3, 3, 4, 4, 4, 4},
-                                          {4, 5, 5, 5, 5, 5, 6, 6},
-                                          {6, 6, 6, 7, 7, 7, 7, 7}};
+     holds field (8j + l) mod 5 of unit (8j + l) / 5. Two-table permutes
+     gather (gnmr, delta) and (score, flags+action); a blend joins them and
+     scale = 1 goes in by mask. Entries that no mask selects are 0. */
+  static const long long from_rd[5][8] = {{0, 8, 0, 0, 0, 1, 9, 0},
+                                          {0, 0, 2, 10, 0, 0, 0, 3},
+                                          {11, 0, 0, 0, 4, 12, 0, 0},
+                                          {0, 5, 13, 0, 0, 0, 6, 14},
+                                          {0, 0, 0, 7, 15, 0, 0, 0}};
+  static const long long from_st[5][8] = {{0, 0, 0, 0, 8, 0, 0, 1},
+                                          {0, 9, 0, 0, 2, 0, 10, 0},
+                                          {0, 3, 0, 11, 0, 0, 4, 0},
+                                          {12, 0, 0, 5, 0, 13, 0, 0},
+                                          {6, 0, 14, 0, 0, 7, 0, 15}};
   const gnmr__soa *s = &c->s;
   const size_t n = c->n;
   __m512d g, m, wsum, mm, ratio, delta, a, b, score, w;
@@ -888,15 +895,14 @@ gnmr__calm8_avx512(gnmr__step_ctx *c, uint32_t u) {
       double *d = (double *)(void *)(c->out + u);
 #define GNMR__DECISIONS8(j, f0, f1, f2, f3, f4)                                \
   do {                                                                         \
-    const __m512i at = _mm512_loadu_si512((const void *)unit_of[j]);           \
-    __m512d v = _mm512_maskz_permutexvar_pd(f0, at, ratio);                    \
-    v = _mm512_mask_permutexvar_pd(v, f1, at, delta);                          \
-    v = _mm512_mask_permutexvar_pd(v, f2, at, score);                          \
-    v = _mm512_mask_mov_pd(v, f3, one);                                        \
-    v = _mm512_mask_permutexvar_pd(v, f4, at, tail);                           \
-    _mm512_storeu_pd(d + 8 * (j), v);                                          \
+    __m512d v = _mm512_mask_blend_pd(                                          \
+        (__mmask8)((f2) | (f4)),                                               \
+        _mm512_permutex2var_pd(                                                \
+            ratio, _mm512_loadu_si512((const void *)from_rd[j]), delta),       \
+        _mm512_permutex2var_pd(                                                \
+            score, _mm512_loadu_si512((const void *)from_st[j]), tail));       \
+    _mm512_storeu_pd(d + 8 * (j), _mm512_mask_mov_pd(v, f3, one));             \
   } while (0)
-      /* The masks pick lane by field: (8j + l) mod 5 == field. */
       GNMR__DECISIONS8(0, 0x21, 0x42, 0x84, 0x08, 0x10);
       GNMR__DECISIONS8(1, 0x84, 0x08, 0x10, 0x21, 0x42);
       GNMR__DECISIONS8(2, 0x10, 0x21, 0x42, 0x84, 0x08);
