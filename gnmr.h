@@ -145,7 +145,7 @@ GNMR_DEF int gnmr_config_validate(const gnmr_config *cfg);
 /* One unit's state: plain data of fixed size, opaque (the controller lays
    the whole array out as one array per field, see gnmr__carve). */
 typedef struct gnmr_unit {
-  uint64_t opaque[20];
+  uint64_t opaque[20]; /* cppcheck-suppress unusedStructMember */
 } gnmr_unit;
 
 typedef struct gnmr_ctl {
@@ -901,7 +901,7 @@ gnmr__calm8_avx512(gnmr__step_ctx *c, uint32_t u) {
             ratio, _mm512_loadu_si512((const void *)from_rd[j]), delta),       \
         _mm512_permutex2var_pd(                                                \
             score, _mm512_loadu_si512((const void *)from_st[j]), tail));       \
-    _mm512_storeu_pd(d + 8 * (j), _mm512_mask_mov_pd(v, f3, one));             \
+    _mm512_storeu_pd(d + (size_t)8 * (j), _mm512_mask_mov_pd(v, f3, one));     \
   } while (0)
       GNMR__DECISIONS8(0, 0x21, 0x42, 0x84, 0x08, 0x10);
       GNMR__DECISIONS8(1, 0x84, 0x08, 0x10, 0x21, 0x42);
@@ -1506,7 +1506,7 @@ static double gnmr__sum(gnmr__rows_fn rows, const void *x, size_t n, int dtype,
     if (full > 0) rows(chunk, full, dtype, lane, want_mag);
     if (tail > 0) {
       union {
-        double align;
+        double align; /* cppcheck-suppress unusedStructMember */
         unsigned char bytes[GNMR_SUM_LANES * 4];
       } row;
       memset(&row, 0, sizeof row);
@@ -1656,7 +1656,7 @@ static GNMR__TARGET_SSE2 void gnmr__rows_sse2(const void *x, size_t rows,
   __m128i top = _mm_setzero_si128();
   uint32_t t[4];
   size_t r;
-  int k;
+  size_t k;
   for (k = 0; k < 16; k++) a[k] = _mm_loadu_pd(lane + 2 * k);
   if (dtype == GNMR_F32) {
     const __m128i abs = _mm_set1_epi32(0x7FFFFFFF);
@@ -1731,7 +1731,7 @@ static GNMR__TARGET_AVX2 void gnmr__rows_avx2(const void *x, size_t rows,
   __m256i top = _mm256_setzero_si256();
   uint32_t t[8];
   size_t r;
-  int k;
+  size_t k;
   if (dtype == GNMR_F32) {
     const __m256i abs = _mm256_set1_epi32(0x7FFFFFFF);
     for (r = 0; r < rows; r++, p += 128) {
@@ -1988,7 +1988,7 @@ static void gnmr__isa_set(int isa) {
 static int gnmr__x86_has(int isa) {
   unsigned a, b, c, d, b7 = 0, xcr0 = 0, xcr0_hi;
   if (!__get_cpuid(1, &a, &b, &c, &d)) return 0;
-  if (isa == GNMR_ISA_SSE2) return (d >> 26) & 1u;
+  if (isa == GNMR_ISA_SSE2) return (int)((d >> 26) & 1u);
   /* OSXSAVE, AVX, FMA, F16C */
   if ((c & 0x38001000u) != 0x38001000u) return 0;
   __asm__ __volatile__("xgetbv" : "=a"(xcr0), "=d"(xcr0_hi) : "c"(0));
@@ -2005,14 +2005,14 @@ static int gnmr__x86_has(int isa) {
 GNMR_DEF int gnmr_isa_supported(int isa) {
   switch (isa) {
   case GNMR_ISA_SCALAR: return 1;
-#ifdef GNMR__SSE2
-  case GNMR_ISA_SSE2: return gnmr__x86_has(isa);
-#endif
+#ifdef GNMR__X86
 #ifdef GNMR__AVX2
-  case GNMR_ISA_AVX2: return gnmr__x86_has(isa);
+  case GNMR_ISA_AVX2:
 #endif
 #ifdef GNMR__AVX512
-  case GNMR_ISA_AVX512: return gnmr__x86_has(isa);
+  case GNMR_ISA_AVX512:
+#endif
+  case GNMR_ISA_SSE2: return gnmr__x86_has(isa);
 #endif
 #ifdef GNMR__NEON
   case GNMR_ISA_NEON: return 1;
