@@ -357,17 +357,18 @@ static void ts_load_split(const char *dir, const char *prefix, ts_data *d) {
   d->n = n;
   d->dim = dim;
   d->classes = 10;
-  d->x = TS_CALLOC((size_t)n * dim, float);
+  d->x = TS_CALLOC((size_t)n * (size_t)dim, float);
   d->y = TS_CALLOC((size_t)n, uint8_t);
   for (i = 0; i < n; i++) {
+    size_t row = (size_t)i * (size_t)dim;
     int j;
     if (lab[i] > 9)
       TS_DIE("%s/%s: label %d out of range", dir, lab_name, lab[i]);
     d->y[i] = lab[i];
     /* Pixels to [-1, 1]-ish: (p/255 - mean) / std of Fashion-MNIST. */
     for (j = 0; j < dim; j++)
-      d->x[(size_t)i * dim + j] =
-          ((float)img[(size_t)i * dim + j] / 255.0f - 0.2860f) / 0.3530f;
+      d->x[row + (size_t)j] =
+          ((float)img[row + (size_t)j] / 255.0f - 0.2860f) / 0.3530f;
   }
   free(img);
   free(lab);
@@ -399,13 +400,13 @@ static void ts_model_init(ts_model *m, const int *dims, int batch, ts_rng *r) {
   m->batch = batch;
   for (l = 0; l <= TS_LAYERS; l++) {
     m->dims[l] = dims[l];
-    m->act[l] = TS_CALLOC((size_t)batch * dims[l], float);
-    m->grad[l] = TS_CALLOC((size_t)batch * dims[l], float);
+    m->act[l] = TS_CALLOC((size_t)batch * (size_t)dims[l], float);
+    m->grad[l] = TS_CALLOC((size_t)batch * (size_t)dims[l], float);
   }
-  m->probs = TS_CALLOC((size_t)batch * dims[TS_LAYERS], float);
+  m->probs = TS_CALLOC((size_t)batch * (size_t)dims[TS_LAYERS], float);
   for (l = 0; l < TS_LAYERS; l++) {
     ts_layer *L = &m->layer[l];
-    size_t nw = (size_t)dims[l] * dims[l + 1];
+    size_t nw = (size_t)dims[l] * (size_t)dims[l + 1];
     double bound = sqrt(6.0 / dims[l]); /* He uniform, for ReLU */
     L->in = dims[l];
     L->out = dims[l + 1];
@@ -415,7 +416,7 @@ static void ts_model_init(ts_model *m, const int *dims, int batch, ts_rng *r) {
     L->vw = TS_CALLOC(nw, float);
     L->wq = TS_CALLOC(nw, float);
     L->wt = TS_CALLOC(nw, float);
-    L->xq = TS_CALLOC((size_t)batch * dims[l], float);
+    L->xq = TS_CALLOC((size_t)batch * (size_t)dims[l], float);
     L->b = TS_CALLOC((size_t)dims[l + 1], float);
     L->db = TS_CALLOC((size_t)dims[l + 1], float);
     L->mb = TS_CALLOC((size_t)dims[l + 1], float);
@@ -475,11 +476,11 @@ static void ts_gemm_xw(const float *restrict x, const float *restrict w,
                        float *restrict y) {
   int b, i, o;
   for (b = 0; b < batch; b++) {
-    float *restrict yr = y + (size_t)b * out;
+    float *restrict yr = y + (size_t)b * (size_t)out;
     for (o = 0; o < out; o++) yr[o] = bias[o];
     for (i = 0; i < in; i++) {
-      float a = x[(size_t)b * in + i];
-      const float *restrict wr = w + (size_t)i * out;
+      float a = x[(size_t)b * (size_t)in + (size_t)i];
+      const float *restrict wr = w + (size_t)i * (size_t)out;
       if (a == 0.0f) continue; /* ReLU zeros: a third to half of inputs */
       ts_axpy(yr, a, wr, out);
     }
@@ -489,7 +490,8 @@ static void ts_gemm_xw(const float *restrict x, const float *restrict w,
 /* One layer forward on the given path; saves the GEMM inputs. */
 static void ts_layer_forward(ts_layer *L, const float *x, int batch,
                              const ts_path *p, float *y) {
-  size_t nx = (size_t)batch * L->in, nw = (size_t)L->in * L->out;
+  size_t nx = (size_t)batch * (size_t)L->in,
+         nw = (size_t)L->in * (size_t)L->out;
   if (!p->fmt) {
     memcpy(L->xq, x, nx * sizeof *x);
     memcpy(L->wq, L->w, nw * sizeof *x);
@@ -504,7 +506,8 @@ static void ts_layer_forward(ts_layer *L, const float *x, int batch,
       int b, c;
       for (b = 0; b < batch; b++)
         for (c = 0; c < TS_BURST_CHANNELS; c++) {
-          float *v = &L->xq[(size_t)b * L->in + (p->burst_c0 + c) % L->in];
+          float *v = &L->xq[(size_t)b * (size_t)L->in +
+                            (size_t)((p->burst_c0 + c) % L->in)];
           *v = *v * TS_BURST_GAIN + (*v == 0.0f ? TS_BURST_GAIN * 0.1f : 0.0f);
         }
     }
@@ -529,14 +532,14 @@ static void ts_layer_backward(ts_layer *L, const float *restrict dy, int batch,
   int b, i, o, in = L->in, out = L->out;
   float *restrict dw = L->dw, *restrict wt = L->wt;
   const float *restrict xq = L->xq;
-  memset(L->dw, 0, sizeof *L->dw * (size_t)in * out);
+  memset(L->dw, 0, sizeof *L->dw * (size_t)in * (size_t)out);
   memset(L->db, 0, sizeof *L->db * (size_t)out);
   for (b = 0; b < batch; b++) {
-    const float *d = dy + (size_t)b * out;
+    const float *d = dy + (size_t)b * (size_t)out;
     for (o = 0; o < out; o++) L->db[o] += d[o];
     for (i = 0; i < in; i++) {
-      float a = xq[(size_t)b * in + i];
-      float *restrict g = dw + (size_t)i * out;
+      float a = xq[(size_t)b * (size_t)in + (size_t)i];
+      float *restrict g = dw + (size_t)i * (size_t)out;
       if (a == 0.0f) continue;
       ts_axpy(g, a, d, out);
     }
@@ -544,13 +547,14 @@ static void ts_layer_backward(ts_layer *L, const float *restrict dy, int batch,
   if (!dx) return;
   for (i = 0; i < in; i++)
     for (o = 0; o < out; o++)
-      wt[(size_t)o * in + i] = L->wq[(size_t)i * out + o];
+      wt[(size_t)o * (size_t)in + (size_t)i] =
+          L->wq[(size_t)i * (size_t)out + (size_t)o];
   for (b = 0; b < batch; b++) {
-    float *restrict g = dx + (size_t)b * in;
-    const float *restrict d = dy + (size_t)b * out;
+    float *restrict g = dx + (size_t)b * (size_t)in;
+    const float *restrict d = dy + (size_t)b * (size_t)out;
     memset(g, 0, sizeof *g * (size_t)in);
     for (o = 0; o < out; o++) {
-      ts_axpy(g, d[o], wt + (size_t)o * in, in);
+      ts_axpy(g, d[o], wt + (size_t)o * (size_t)in, in);
     }
   }
 }
@@ -561,17 +565,17 @@ static double ts_forward(ts_model *m, const float *x, const uint8_t *y,
                          int batch, const ts_path *paths, int *correct) {
   int l, b, c, C = m->dims[TS_LAYERS];
   double loss = 0.0;
-  memcpy(m->act[0], x, sizeof *x * (size_t)batch * m->dims[0]);
+  memcpy(m->act[0], x, sizeof *x * (size_t)batch * (size_t)m->dims[0]);
   for (l = 0; l < TS_LAYERS; l++) {
     float *out = m->act[l + 1];
-    size_t i, n = (size_t)batch * m->dims[l + 1];
+    size_t i, n = (size_t)batch * (size_t)m->dims[l + 1];
     ts_layer_forward(&m->layer[l], m->act[l], batch, &paths[l], out);
     if (l < TS_LAYERS - 1)
       for (i = 0; i < n; i++) out[i] = out[i] > 0.0f ? out[i] : 0.0f;
   }
   for (b = 0; b < batch; b++) {
-    const float *z = m->act[TS_LAYERS] + (size_t)b * C;
-    float *p = m->probs + (size_t)b * C;
+    const float *z = m->act[TS_LAYERS] + (size_t)b * (size_t)C;
+    float *p = m->probs + (size_t)b * (size_t)C;
     double mx = z[0], sum = 0.0;
     int arg = 0;
     for (c = 1; c < C; c++)
@@ -590,14 +594,15 @@ static void ts_backward(ts_model *m, const uint8_t *y, int batch) {
   float *g = m->grad[TS_LAYERS];
   for (b = 0; b < batch; b++)
     for (c = 0; c < C; c++)
-      g[(size_t)b * C + c] =
-          (m->probs[(size_t)b * C + c] - (c == y[b] ? 1.0f : 0.0f)) /
+      g[(size_t)b * (size_t)C + (size_t)c] =
+          (m->probs[(size_t)b * (size_t)C + (size_t)c] -
+           (c == y[b] ? 1.0f : 0.0f)) /
           (float)batch;
   for (l = TS_LAYERS - 1; l >= 0; l--) {
     ts_layer_backward(&m->layer[l], m->grad[l + 1], batch,
                       l > 0 ? m->grad[l] : NULL);
     if (l > 0) {
-      size_t i, n = (size_t)batch * m->dims[l];
+      size_t i, n = (size_t)batch * (size_t)m->dims[l];
       for (i = 0; i < n; i++)
         if (m->act[l][i] <= 0.0f) m->grad[l][i] = 0.0f;
     }
@@ -626,7 +631,7 @@ static void ts_adamw_update(float *p, float *g, float *mo, float *v, size_t n,
 }
 
 static void ts_scale_grads(ts_layer *L, double s) {
-  size_t i, nw = (size_t)L->in * L->out;
+  size_t i, nw = (size_t)L->in * (size_t)L->out;
   /* Scale 0 means drop: a NaN times 0 would still be NaN. */
   for (i = 0; i < nw; i++) L->dw[i] = s == 0.0 ? 0.0f : (float)(L->dw[i] * s);
   for (i = 0; i < (size_t)L->out; i++)
@@ -695,8 +700,8 @@ static double ts_evaluate(ts_model *m, const ts_data *d, double *acc) {
   double loss = 0.0;
   memset(f32, 0, sizeof f32);
   for (start = 0; start + m->batch <= d->n; start += m->batch)
-    loss += ts_forward(m, d->x + (size_t)start * d->dim, d->y + start, m->batch,
-                       f32, &correct) *
+    loss += ts_forward(m, d->x + (size_t)start * (size_t)d->dim, d->y + start,
+                       m->batch, f32, &correct) *
             m->batch;
   *acc = (double)correct / (start ? start : 1);
   return loss / (start ? start : 1);
@@ -742,7 +747,7 @@ static ts_result ts_train(const ts_opts *o, int arm, int seed,
   perm = TS_CALLOC((size_t)train->n, int);
   for (i = 0; i < train->n; i++) perm[i] = i;
   pos = train->n;
-  xb = TS_CALLOC((size_t)o->batch * train->dim, float);
+  xb = TS_CALLOC((size_t)o->batch * (size_t)train->dim, float);
   yb = TS_CALLOC((size_t)o->batch, uint8_t);
   res.loss = TS_CALLOC((size_t)o->steps, float);
   t0 = ts_seconds();
@@ -762,8 +767,8 @@ static ts_result ts_train(const ts_opts *o, int arm, int seed,
         }
         pos = 0;
       }
-      memcpy(xb + (size_t)b * train->dim,
-             train->x + (size_t)perm[pos] * train->dim,
+      memcpy(xb + (size_t)b * (size_t)train->dim,
+             train->x + (size_t)perm[pos] * (size_t)train->dim,
              sizeof *xb * (size_t)train->dim);
       yb[b] = train->y[perm[pos++]];
     }
@@ -775,7 +780,7 @@ static ts_result ts_train(const ts_opts *o, int arm, int seed,
       if (arm == TS_ARM_GNMR && gnmr_recovering(&ctl, (uint32_t)l) == 1) {
         paths[l].track = 1;
         if (trace && trace->recovering)
-          trace->recovering[(size_t)step * TS_LAYERS + l] = 1;
+          trace->recovering[(size_t)step * TS_LAYERS + (size_t)l] = 1;
         continue;
       }
       paths[l].fmt = o->fmt;
@@ -805,7 +810,7 @@ static ts_result ts_train(const ts_opts *o, int arm, int seed,
       gnmr_tensor t[2 * TS_LAYERS];
       for (l = 0; l < TS_LAYERS; l++) {
         t[2 * l].data = m.layer[l].dw;
-        t[2 * l].n = (size_t)m.layer[l].in * m.layer[l].out;
+        t[2 * l].n = (size_t)m.layer[l].in * (size_t)m.layer[l].out;
         t[2 * l].dtype = GNMR_F32;
         t[2 * l].unit = (uint32_t)l;
         t[2 * l + 1].data = m.layer[l].db;
@@ -869,8 +874,8 @@ static ts_result ts_train(const ts_opts *o, int arm, int seed,
         o->lr * (0.1 + 0.45 * (1.0 + cos(3.141592653589793 * step / o->steps)));
     for (l = 0; l < TS_LAYERS; l++) {
       ts_layer *L = &m.layer[l];
-      ts_adamw_update(L->w, L->dw, L->mw, L->vw, (size_t)L->in * L->out, &opt,
-                      lr, step + 1, 1);
+      ts_adamw_update(L->w, L->dw, L->mw, L->vw, (size_t)L->in * (size_t)L->out,
+                      &opt, lr, step + 1, 1);
       ts_adamw_update(L->b, L->db, L->mb, L->vb, (size_t)L->out, &opt, lr,
                       step + 1, 0);
     }
@@ -970,11 +975,11 @@ static void ts_svg_raster(const char *path, const ts_opts *o,
             y + rh / 2 + 4, u, x0, y + 2, pw, rh - 4);
     for (s = 0; s < o->steps;) {
       int end = s;
-      if (!rec || !rec[(size_t)s * TS_LAYERS + u]) {
+      if (!rec || !rec[(size_t)s * TS_LAYERS + (size_t)u]) {
         s++;
         continue;
       }
-      while (end < o->steps && rec[(size_t)end * TS_LAYERS + u]) end++;
+      while (end < o->steps && rec[(size_t)end * TS_LAYERS + (size_t)u]) end++;
       fprintf(f,
               "<rect x=\"%.2f\" y=\"%g\" width=\"%.2f\" height=\"%g\" "
               "fill=\"#1f77b4\"/>\n",
