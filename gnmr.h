@@ -142,8 +142,10 @@ GNMR_DEF int gnmr_config_validate(const gnmr_config *cfg);
 
 /* ---- controller state (caller-owned, allocation-free) ------------------ */
 
-/* One unit's state: plain data of fixed size, opaque (the controller lays
-   the whole array out as one array per field, see gnmr__carve). */
+/* One unit's state: plain data of fixed size, opaque. The controller lays
+   the caller's whole array out as one array per field (see gnmr__carve), so
+   the array is one block: never copy or move single units; a checkpoint
+   moves a controller. */
 typedef struct gnmr_unit {
   uint64_t opaque[20]; /* cppcheck-suppress unusedStructMember */
 } gnmr_unit;
