@@ -144,8 +144,11 @@ int main(int argc, char **argv) {
          REPEATS, batch_ms);
   printf("cpu: %s; compiler: %s; gnmr %s\n\n", cpu, __VERSION__,
          gnmr_version());
-  printf("%9s  %-6s %8s  %-24s\n", "units", "input", "maxO", "ns/unit/step");
-  if (csv) fprintf(csv, "units,input,max_recovering,ns_median,ns_min,ns_max\n");
+  printf("%9s  %-6s %8s  %-26s %-26s\n", "units", "input", "maxO",
+         "with decisions", "out = NULL");
+  if (csv)
+    fprintf(csv,
+            "units,input,max_recovering,decisions,ns_median,ns_min,ns_max\n");
   for (i = 0; i < sizeof sizes / sizeof sizes[0]; i++)
     for (spiky = 0; spiky <= 1; spiky++)
       for (large = 0; large <= 1; large++) {
