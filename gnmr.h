@@ -820,9 +820,9 @@ gnmr__calm8_avx512(gnmr__step_ctx *c, uint32_t u) {
 
   m = _mm512_loadu_pd(s->mean + u);
   wsum = _mm512_loadu_pd(s->window_sum + u);
-  mm = _mm512_mask_blend_pd(
-      _mm512_cmp_pd_mask(m, _mm512_set1_pd(c->eps), _CMP_GT_OQ),
-      _mm512_set1_pd(c->eps), m);
+  /* MAXPD(a, b) is a > b ? a : b and MINPD(a, b) a < b ? a : b, exactly
+     the scalar rules' selects, ties and NaNs included. */
+  mm = _mm512_maskz_max_pd(0xFF, m, _mm512_set1_pd(c->eps));
   ratio = _mm512_div_pd(g, mm);
   delta = _mm512_sub_pd(ratio, gnmr__mul8(wsum, _mm512_set1_pd(c->inv_window)));
   warm = _mm512_cmp_epu64_mask(k, _mm512_set1_epi64((long long)c->warmup),
@@ -847,10 +847,7 @@ gnmr__calm8_avx512(gnmr__step_ctx *c, uint32_t u) {
   stored = _mm512_maskz_cvtpd_ps(
       0xFF,
       _mm512_maskz_min_pd(
-          0xFF,
-          _mm512_mask_blend_pd(
-              _mm512_cmp_pd_mask(ratio, _mm512_set1_pd(c->tau_r), _CMP_LT_OQ),
-              _mm512_set1_pd(c->tau_r), ratio),
+          0xFF, _mm512_maskz_min_pd(0xFF, ratio, _mm512_set1_pd(c->tau_r)),
           _mm512_set1_pd((double)FLT_MAX)));
 
   /* The ring slots: one row for all eight while their counts agree (they
@@ -889,7 +886,7 @@ gnmr__calm8_avx512(gnmr__step_ctx *c, uint32_t u) {
        scalar steps overwrite the lanes that were not calm. */
     a = _mm512_mul_pd(ratio, _mm512_set1_pd(c->inv_tau_r));
     b = _mm512_mul_pd(delta, _mm512_set1_pd(c->inv_tau_d));
-    score = _mm512_mask_blend_pd(_mm512_cmp_pd_mask(b, a, _CMP_GT_OQ), a, b);
+    score = _mm512_maskz_max_pd(0xFF, b, a);
     {
       const __m512d one = _mm512_set1_pd(1.0);
       const __m512d tail = _mm512_castsi512_pd(
