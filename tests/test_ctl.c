@@ -88,6 +88,14 @@ static int step_all(fixture *f, float v) {
   return gnmr_step(&f->ctl, f->norms, f->d);
 }
 
+/* setup, then ten calm steps of norm 1: every mean and window entry is
+   exactly 1.0, so a norm g has GNMR g and delta g - 1 exactly. */
+static int settled(fixture *f, const gnmr_config *c, uint32_t n) {
+  int rc = setup(f, c, n);
+  while (rc == GNMR_OK && f->ctl.steps < 10) rc = step_all(f, 1.0f);
+  return rc;
+}
+
 /* Unit u gets v, every other unit 1.0. */
 static int step_one(fixture *f, uint32_t u, float v) {
   uint32_t i;
@@ -261,19 +269,16 @@ TEST(ratio_trigger_at_and_around_the_threshold) {
   const double tau = 2.5;
   float at = 2.5f, above = nextafterf(2.5f, 3.0f), below = nextafterf(2.5f, 0);
   c.ratio_threshold = tau;
-  REQUIRE(setup(&f, &c, 1) == GNMR_OK);
-  while (f.ctl.steps < 10) REQUIRE(step_all(&f, 1.0f) == GNMR_OK);
+  REQUIRE(settled(&f, &c, 1) == GNMR_OK);
   REQUIRE(unit_of(&f, 0).mean == 1.0); /* so GNMR == g exactly */
   REQUIRE(step_all(&f, below) == GNMR_OK);
   EXPECT(!(f.d[0].flags & GNMR_F_RATIO));
   EXPECT_EQ_INT(f.d[0].action, GNMR_KEEP);
-  REQUIRE(setup(&f, &c, 1) == GNMR_OK);
-  while (f.ctl.steps < 10) REQUIRE(step_all(&f, 1.0f) == GNMR_OK);
+  REQUIRE(settled(&f, &c, 1) == GNMR_OK);
   REQUIRE(step_all(&f, at) == GNMR_OK);
   EXPECT_EQ_BITS(f.d[0].gnmr, tau);
   EXPECT(!(f.d[0].flags & GNMR_F_RATIO)); /* strictly above */
-  REQUIRE(setup(&f, &c, 1) == GNMR_OK);
-  while (f.ctl.steps < 10) REQUIRE(step_all(&f, 1.0f) == GNMR_OK);
+  REQUIRE(settled(&f, &c, 1) == GNMR_OK);
   REQUIRE(step_all(&f, above) == GNMR_OK);
   EXPECT_EQ_INT(f.d[0].flags, GNMR_F_RATIO);
   EXPECT_EQ_INT(f.d[0].action, GNMR_RECOVER);
@@ -285,13 +290,11 @@ TEST(delta_trigger_at_and_around_the_threshold) {
   gnmr_config c = quiet_config();
   const float at = 1.5f, above = nextafterf(1.5f, 2.0f);
   c.delta_threshold = 0.5;
-  REQUIRE(setup(&f, &c, 1) == GNMR_OK);
-  while (f.ctl.steps < 10) REQUIRE(step_all(&f, 1.0f) == GNMR_OK);
+  REQUIRE(settled(&f, &c, 1) == GNMR_OK);
   REQUIRE(step_all(&f, at) == GNMR_OK); /* delta = 1.5 - 1 = 0.5 exactly */
   EXPECT_EQ_BITS(f.d[0].delta, 0.5);
   EXPECT(!(f.d[0].flags & GNMR_F_DELTA));
-  REQUIRE(setup(&f, &c, 1) == GNMR_OK);
-  while (f.ctl.steps < 10) REQUIRE(step_all(&f, 1.0f) == GNMR_OK);
+  REQUIRE(settled(&f, &c, 1) == GNMR_OK);
   REQUIRE(step_all(&f, above) == GNMR_OK);
   EXPECT_EQ_INT(f.d[0].flags, GNMR_F_DELTA);
   EXPECT_EQ_BITS(f.d[0].score, ((double)above - 1.0) * (1.0 / 0.5));
@@ -396,8 +399,7 @@ TEST(admission_by_score_then_lower_index) {
   uint32_t u;
   c.ratio_threshold = 2.0;
   c.max_recovering = 2;
-  REQUIRE(setup(&f, &c, 6) == GNMR_OK);
-  while (f.ctl.steps < 10) REQUIRE(step_all(&f, 1.0f) == GNMR_OK);
+  REQUIRE(settled(&f, &c, 6) == GNMR_OK);
   memcpy(f.norms, spike, sizeof spike);
   REQUIRE(gnmr_step(&f.ctl, f.norms, f.d) == GNMR_OK);
   EXPECT_EQ_INT(f.d[5].action, GNMR_RECOVER); /* score 10 */
@@ -409,8 +411,7 @@ TEST(admission_by_score_then_lower_index) {
   for (u = 0; u < 6; u++)
     EXPECT_EQ_INT(gnmr_recovering(&f.ctl, u), u == 1 || u == 5);
   /* Non-finite (score +inf) beats any finite score, ties by index again. */
-  REQUIRE(setup(&f, &c, 6) == GNMR_OK);
-  while (f.ctl.steps < 10) REQUIRE(step_all(&f, 1.0f) == GNMR_OK);
+  REQUIRE(settled(&f, &c, 6) == GNMR_OK);
   memcpy(f.norms, spike, sizeof spike);
   f.norms[4] = NAN;
   f.norms[2] = INFINITY;
@@ -429,8 +430,7 @@ TEST(admitted_at_t_recovers_for_exactly_t_plus_1_to_t_plus_l) {
     uint32_t L = locks[i], j;
     c.ratio_threshold = 2.0;
     c.lock_steps = L;
-    REQUIRE(setup(&f, &c, 3) == GNMR_OK);
-    while (f.ctl.steps < 10) REQUIRE(step_all(&f, 1.0f) == GNMR_OK);
+    REQUIRE(settled(&f, &c, 3) == GNMR_OK);
     EXPECT_EQ_INT(gnmr_recovering(&f.ctl, 1), 0);
     REQUIRE(step_one(&f, 1, 50.0f) == GNMR_OK); /* step t */
     EXPECT_EQ_INT(f.d[1].action, GNMR_RECOVER);
@@ -454,8 +454,7 @@ TEST(renewal_keeps_the_slot) {
   c.ratio_threshold = 2.0;
   c.lock_steps = 3;
   c.max_recovering = 1;
-  REQUIRE(setup(&f, &c, 3) == GNMR_OK);
-  while (f.ctl.steps < 10) REQUIRE(step_all(&f, 1.0f) == GNMR_OK);
+  REQUIRE(settled(&f, &c, 3) == GNMR_OK);
   REQUIRE(step_one(&f, 0, 50.0f) == GNMR_OK);
   EXPECT_EQ_INT(f.d[0].action, GNMR_RECOVER);
   for (j = 1; j <= 3; j++) {
@@ -484,8 +483,7 @@ TEST(cooldown_blocks_readmission_except_for_nonfinite) {
   c.ratio_threshold = 2.0;
   c.lock_steps = 1;
   c.cooldown_steps = 3;
-  REQUIRE(setup(&f, &c, 2) == GNMR_OK);
-  while (f.ctl.steps < 10) REQUIRE(step_all(&f, 1.0f) == GNMR_OK);
+  REQUIRE(settled(&f, &c, 2) == GNMR_OK);
   REQUIRE(step_one(&f, 0, 50.0f) == GNMR_OK);
   EXPECT_EQ_INT(f.d[0].action, GNMR_RECOVER);
   REQUIRE(step_all(&f, 1.0f) == GNMR_OK);
