@@ -803,7 +803,7 @@ gnmr__calm8_avx512(gnmr__step_ctx *c, uint32_t u) {
   __m256 stored, evicted;
   __mmask8 calm, warm, young, resync;
   uint64_t ks[8];
-  int lane;
+  int lane, same;
 
   g = _mm512_maskz_cvtps_pd(0xFF, _mm256_loadu_ps(c->norms + u));
   k = _mm512_loadu_si512((const void *)(s->finite_steps + u));
@@ -853,7 +853,9 @@ gnmr__calm8_avx512(gnmr__step_ctx *c, uint32_t u) {
   /* The ring slots: one row for all eight while their counts agree (they
      differ only after a non-finite step), else lane by lane. */
   _mm512_storeu_si512((void *)ks, k);
-  if (_mm512_cmpeq_epi64_mask(k, _mm512_set1_epi64((long long)ks[0])) == 0xFF) {
+  same =
+      _mm512_cmpeq_epi64_mask(k, _mm512_set1_epi64((long long)ks[0])) == 0xFF;
+  if (same) {
     evicted =
         _mm256_loadu_ps(s->window + ((ks[0] - c->window) & GNMR__RING) * n + u);
     _mm256_mask_storeu_ps(s->window + (ks[0] & GNMR__RING) * n + u, calm,
@@ -873,8 +875,22 @@ gnmr__calm8_avx512(gnmr__step_ctx *c, uint32_t u) {
   wsum =
       _mm512_add_pd(wsum, _mm512_sub_pd(_mm512_maskz_cvtps_pd(0xFF, stored),
                                         _mm512_maskz_cvtps_pd(0xFF, evicted)));
-  _mm512_mask_storeu_pd(s->window_sum + u, calm, wsum);
+  /* Once per lap the running sum is replaced by gnmr__window_sum: row by
+     row, oldest first, while the counts agree, else lane by lane. */
   resync = calm & _mm512_testn_epi64_mask(k1, _mm512_set1_epi64(GNMR__RING));
+  if (resync && same) {
+    __m512d sum = _mm512_setzero_pd();
+    uint32_t i;
+    for (i = c->window; i > 0; i--)
+      sum = _mm512_add_pd(
+          sum,
+          _mm512_maskz_cvtps_pd(
+              0xFF, _mm256_loadu_ps(s->window +
+                                    ((ks[0] + 1 - i) & GNMR__RING) * n + u)));
+    wsum = _mm512_mask_mov_pd(wsum, resync, sum);
+    resync = 0;
+  }
+  _mm512_mask_storeu_pd(s->window_sum + u, calm, wsum);
   for (lane = 0; resync && lane < 8; lane++)
     if (resync & (1u << lane))
       s->window_sum[u + (uint32_t)lane] = gnmr__window_sum(
