@@ -931,13 +931,25 @@ gnmr__calm8_avx512(gnmr__step_ctx *c, uint32_t u) {
 #endif
 
 #if GNMR__CTL_AVX512
+#define GNMR__AHEAD 64 /* units prefetched ahead */
 /* The unit loop with the eight-wide path inlined, so the loop keeps its
    constants in registers; the lanes it leaves take the scalar rules. */
 GNMR__TARGET_AVX512
 static void gnmr__units_avx512(gnmr__step_ctx *c) {
   uint32_t u = 0, n = c->n, lane;
   for (; n - u >= 8; u += 8) {
-    unsigned rest = gnmr__calm8_avx512(c, u);
+    unsigned rest;
+    /* Eight groups ahead, the three 8-byte fields: one line per group
+       each. Without this the division waits on their loads (about 13%
+       of the step at N = 4096; see bench/RESULTS.md). */
+    if (n - u > GNMR__AHEAD) {
+      _mm_prefetch((const char *)(c->s.mean + u + GNMR__AHEAD), _MM_HINT_T0);
+      _mm_prefetch((const char *)(c->s.window_sum + u + GNMR__AHEAD),
+                   _MM_HINT_T0);
+      _mm_prefetch((const char *)(c->s.finite_steps + u + GNMR__AHEAD),
+                   _MM_HINT_T0);
+    }
+    rest = gnmr__calm8_avx512(c, u);
     for (lane = 0; rest; lane++, rest >>= 1)
       if (rest & 1u) gnmr__unit_step(c, u + lane);
   }
