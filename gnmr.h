@@ -782,19 +782,24 @@ static __m512d gnmr__mul8(__m512d a, __m512d b) {
 GNMR__TARGET_AVX512 __inline__ __attribute__((always_inline)) static unsigned
 gnmr__calm8_avx512(gnmr__step_ctx *c, uint32_t u) {
   /* Eight decisions are 40 doubles' worth of memory: output vector j, lane l
-     holds field (8j + l) mod 5 of unit (8j + l) / 5. Two-table permutes
-     gather (gnmr, delta) and (score, flags+action); a blend joins them and
-     scale = 1 goes in by mask. Entries that no mask selects are 0. */
-  static const long long from_rd[5][8] = {{0, 8, 0, 0, 0, 1, 9, 0},
-                                          {0, 0, 2, 10, 0, 0, 0, 3},
-                                          {11, 0, 0, 0, 4, 12, 0, 0},
-                                          {0, 5, 13, 0, 0, 0, 6, 14},
-                                          {0, 0, 0, 7, 15, 0, 0, 0}};
-  static const long long from_st[5][8] = {{0, 0, 0, 0, 8, 0, 0, 1},
-                                          {0, 9, 0, 0, 2, 0, 10, 0},
-                                          {0, 3, 0, 11, 0, 0, 4, 0},
-                                          {12, 0, 0, 5, 0, 13, 0, 0},
-                                          {6, 0, 14, 0, 0, 7, 0, 15}};
+     holds field (8j + l) mod 5 of unit (8j + l) / 5. A two-table permute
+     takes (gnmr, delta) and, from the lanes it leaves, the index's own bits:
+     scale = 1.0, and flags+action = 0; a second one puts the scores in.
+     Under warm-up, a third puts in the WARMUP flags (from_b's low 3 bits
+     name the unit in those lanes too). */
+#define GNMR__ONE_BITS 0x3FF0000000000000 /* 1.0 */
+  static const long long from_a[5][8] = {
+      {0, 8, 0, GNMR__ONE_BITS, 0, 1, 9, 0},
+      {GNMR__ONE_BITS, 0, 2, 10, 0, GNMR__ONE_BITS, 0, 3},
+      {11, 0, GNMR__ONE_BITS, 0, 4, 12, 0, GNMR__ONE_BITS},
+      {0, 5, 13, 0, GNMR__ONE_BITS, 0, 6, 14},
+      {0, GNMR__ONE_BITS, 0, 7, 15, 0, GNMR__ONE_BITS, 0}};
+#undef GNMR__ONE_BITS
+  static const long long from_b[5][8] = {{0, 0, 8, 0, 0, 0, 0, 9},
+                                         {0, 1, 0, 0, 10, 0, 2, 0},
+                                         {0, 11, 0, 3, 0, 0, 12, 0},
+                                         {4, 0, 0, 13, 0, 5, 0, 0},
+                                         {14, 0, 6, 0, 0, 15, 0, 7}};
   const gnmr__soa *s = &c->s;
   const size_t n = c->n;
   __m512d g, m, wsum, mm, ratio, delta, a, b, score, w;
@@ -904,25 +909,24 @@ gnmr__calm8_avx512(gnmr__step_ctx *c, uint32_t u) {
     b = _mm512_mul_pd(delta, _mm512_set1_pd(c->inv_tau_d));
     score = _mm512_maskz_max_pd(0xFF, b, a);
     {
-      const __m512d one = _mm512_set1_pd(1.0);
-      const __m512d tail = _mm512_castsi512_pd(
+      const __m512d tails = _mm512_castsi512_pd(
           _mm512_maskz_set1_epi64((__mmask8)~warm, GNMR_F_WARMUP));
       double *d = (double *)(void *)(c->out + u);
-#define GNMR__DECISIONS8(j, f0, f1, f2, f3, f4)                                \
+      /* ka: gnmr and delta lanes, ks: score lanes, kt: flags+action lanes */
+#define GNMR__DECISIONS8(j, ka, ks, kt)                                        \
   do {                                                                         \
-    __m512d v = _mm512_mask_blend_pd(                                          \
-        (__mmask8)((f2) | (f4)),                                               \
-        _mm512_permutex2var_pd(                                                \
-            ratio, _mm512_loadu_si512((const void *)from_rd[j]), delta),       \
-        _mm512_permutex2var_pd(                                                \
-            score, _mm512_loadu_si512((const void *)from_st[j]), tail));       \
-    _mm512_storeu_pd(d + (size_t)8 * (j), _mm512_mask_mov_pd(v, f3, one));     \
+    const __m512i b_ = _mm512_loadu_si512((const void *)from_b[j]);            \
+    __m512d v_ = _mm512_mask2_permutex2var_pd(                                 \
+        ratio, _mm512_loadu_si512((const void *)from_a[j]), ka, delta);        \
+    v_ = _mm512_mask_permutex2var_pd(v_, ks, b_, score);                       \
+    if (warm != 0xFF) v_ = _mm512_mask_permutexvar_pd(v_, kt, b_, tails);      \
+    _mm512_storeu_pd(d + (size_t)8 * (j), v_);                                 \
   } while (0)
-      GNMR__DECISIONS8(0, 0x21, 0x42, 0x84, 0x08, 0x10);
-      GNMR__DECISIONS8(1, 0x84, 0x08, 0x10, 0x21, 0x42);
-      GNMR__DECISIONS8(2, 0x10, 0x21, 0x42, 0x84, 0x08);
-      GNMR__DECISIONS8(3, 0x42, 0x84, 0x08, 0x10, 0x21);
-      GNMR__DECISIONS8(4, 0x08, 0x10, 0x21, 0x42, 0x84);
+      GNMR__DECISIONS8(0, 0x63, 0x84, 0x10);
+      GNMR__DECISIONS8(1, 0x8c, 0x10, 0x42);
+      GNMR__DECISIONS8(2, 0x31, 0x42, 0x08);
+      GNMR__DECISIONS8(3, 0xc6, 0x08, 0x21);
+      GNMR__DECISIONS8(4, 0x18, 0x21, 0x84);
 #undef GNMR__DECISIONS8
     }
   }
