@@ -6,7 +6,8 @@
    to take about BATCH_MS, repeats them, and reports the median and the spread
    (min, max). The decisions feed a sink so the work cannot be optimised away.
 
-   usage: bench_ctl [--csv FILE] [--quick] */
+   usage: bench_ctl [--csv FILE] [--quick] [--units N]
+   (--units N: the rows for N units only, any N >= 1) */
 #define _POSIX_C_SOURCE 199309L
 #define GNMR_IMPLEMENTATION
 #include "gnmr.h"
@@ -117,9 +118,12 @@ static result measure(uint32_t n, int spiky, uint32_t max_recovering,
 }
 
 int main(int argc, char **argv) {
-  static const uint32_t sizes[] = {16, 256, 4096, 65536, 1u << 20};
+  static const uint32_t all_sizes[] = {16, 256, 4096, 65536, 1u << 20};
+  const uint32_t *sizes = all_sizes;
+  size_t n_sizes = sizeof all_sizes / sizeof all_sizes[0];
   const char *csv_path = NULL;
   double batch_ms = 100.0;
+  uint32_t only = 0;
   char cpu[128];
   FILE *csv = NULL;
   size_t i;
@@ -129,8 +133,13 @@ int main(int argc, char **argv) {
       csv_path = argv[++a];
     else if (strcmp(argv[a], "--quick") == 0)
       batch_ms = 10.0;
-    else {
-      fprintf(stderr, "usage: bench_ctl [--csv FILE] [--quick]\n");
+    else if (strcmp(argv[a], "--units") == 0 && a + 1 < argc &&
+             (only = (uint32_t)strtoul(argv[a + 1], NULL, 10)) > 0) {
+      sizes = &only;
+      n_sizes = 1;
+      a++;
+    } else {
+      fprintf(stderr, "usage: bench_ctl [--csv FILE] [--quick] [--units N]\n");
       return 2;
     }
   }
@@ -149,7 +158,7 @@ int main(int argc, char **argv) {
   if (csv)
     fprintf(csv,
             "units,input,max_recovering,decisions,ns_median,ns_min,ns_max\n");
-  for (i = 0; i < sizeof sizes / sizeof sizes[0]; i++)
+  for (i = 0; i < n_sizes; i++)
     for (spiky = 0; spiky <= 1; spiky++)
       for (large = 0; large <= 1; large++) {
         uint32_t n = sizes[i];
