@@ -912,14 +912,14 @@ gnmr__calm8_avx512(gnmr__step_ctx *c, uint32_t u) {
       const __m512d tails = _mm512_castsi512_pd(
           _mm512_maskz_set1_epi64((__mmask8)~warm, GNMR_F_WARMUP));
       double *d = (double *)(void *)(c->out + u);
-      /* ka: gnmr and delta lanes, ks: score lanes, kt: flags+action lanes */
-#define GNMR__DECISIONS8(j, ka, ks, kt)                                        \
+      /* lanes taking: gnmr and delta (rd), the score (sc), flags (fl) */
+#define GNMR__DECISIONS8(j, rd, sc, fl)                                        \
   do {                                                                         \
     const __m512i b_ = _mm512_loadu_si512((const void *)from_b[j]);            \
     __m512d v_ = _mm512_mask2_permutex2var_pd(                                 \
-        ratio, _mm512_loadu_si512((const void *)from_a[j]), ka, delta);        \
-    v_ = _mm512_mask_permutex2var_pd(v_, ks, b_, score);                       \
-    if (warm != 0xFF) v_ = _mm512_mask_permutexvar_pd(v_, kt, b_, tails);      \
+        ratio, _mm512_loadu_si512((const void *)from_a[j]), rd, delta);        \
+    v_ = _mm512_mask_permutex2var_pd(v_, sc, b_, score);                       \
+    if (warm != 0xFF) v_ = _mm512_mask_permutexvar_pd(v_, fl, b_, tails);      \
     _mm512_storeu_pd(d + (size_t)8 * (j), v_);                                 \
   } while (0)
       GNMR__DECISIONS8(0, 0x63, 0x84, 0x10);
