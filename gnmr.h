@@ -727,7 +727,11 @@ static GNMR_HOSTDEV void gnmr__unit_step(gnmr__step_ctx *c, uint32_t u) {
       /* Waits for a slot; a positive score marks it (risky scores are
          >= 1 or +inf). Every mark is cleared before the step returns. */
       s->score[u] = score;
-      c->candidates++;
+      /* Also listed, from the far end of the heap's array down while the
+         list stays clear of the heap, so gnmr_step can find the refused
+         candidates without a pass over every unit. */
+      if (++c->candidates <= c->n - c->max_recovering)
+        s->heap[c->n - c->candidates] = u;
       gnmr__heap_offer(s, &c->heap_size, c->max_recovering, u);
     }
   }
@@ -1034,7 +1038,12 @@ GNMR_DEF GNMR_HOSTDEV int gnmr_step(gnmr_ctl *ctl, const float *norms,
     if (out) out[a].action = GNMR_RECOVER;
   }
   if (c.candidates > admitted) {
-    for (u = 0; u < n; u++) {
+    /* The refused: every listed candidate still marked, or, where the list
+       would have run into the heap, every unit still marked. */
+    int listed = c.candidates <= n - c.max_recovering;
+    uint32_t i, count = listed ? c.candidates : n;
+    for (i = 0; i < count; i++) {
+      u = listed ? c.s.heap[n - 1 - i] : i;
       if (!(c.s.score[u] > 0.0)) continue;
       c.s.score[u] = 0.0;
       c.s.over_budget[u]++;
