@@ -467,7 +467,8 @@ typedef struct gnmr__soa {
       *recovery_steps, *over_budget;
   float *window;
   uint32_t *lock, *cooldown;
-  uint32_t *heap; /* scratch: the admission heap */
+  uint32_t *heap; /* scratch: the admission heap from the front, the
+                      step's candidates listed from the back */
 } gnmr__soa;
 
 static GNMR_HOSTDEV gnmr__soa gnmr__carve(gnmr_unit *units, uint32_t n) {
