@@ -898,10 +898,9 @@ gnmr__calm8_avx512(gnmr__step_ctx *c, uint32_t u) {
               0xFF, _mm256_loadu_ps(s->window +
                                     ((ks[0] + 1 - i) & GNMR__RING) * n + u)));
     wsum = _mm512_mask_mov_pd(wsum, resync, sum);
-    resync = 0;
   }
   _mm512_mask_storeu_pd(s->window_sum + u, calm, wsum);
-  for (lane = 0; resync && lane < 8; lane++)
+  for (lane = 0; resync && !same && lane < 8; lane++)
     if (resync & (1u << lane))
       s->window_sum[u + (uint32_t)lane] = gnmr__window_sum(
           s, c->n, u + (uint32_t)lane, ks[lane] + 1, c->window);
