@@ -16,7 +16,7 @@
    Quick use:
        gnmr_config cfg = gnmr_config_default();
        cfg.max_recovering = 4;
-       gnmr_unit units[N];
+       gnmr_slot units[N];
        gnmr_ctl ctl;
        if (gnmr_init(&ctl, &cfg, units, N) != GNMR_OK) ...
        for (each step) {
@@ -87,7 +87,7 @@
 #endif
 
 /* The short window is a compile-time constant so every translation unit (and
-   every checkpoint) agrees on the layout of gnmr_unit. */
+   every checkpoint) agrees on the layout of gnmr_slot. */
 #define GNMR_WINDOW_MAX 16
 
 /* Canonical summation of the norm helpers: chunks of GNMR_SUM_CHUNK elements,
@@ -120,21 +120,31 @@ GNMR_DEF const char *gnmr_version(void);
 
 /* ---- configuration ----------------------------------------------------- */
 
-enum { GNMR_POLICY_KEEP = 0, GNMR_POLICY_CLIP = 1, GNMR_POLICY_SKIP = 2 };
+/* spike_policy: what happens to this step's gradient of a risky unit
+   (PASS: unchanged, CLIP: scaled down to tau_r times the mean, SKIP: 0). */
+enum { GNMR_SPIKE_PASS = 0, GNMR_SPIKE_CLIP = 1, GNMR_SPIKE_SKIP = 2 };
 
 typedef struct gnmr_config {
-  double ratio_threshold; /* tau_r: GNMR above this is risky; finite, > 1 */
-  double
-      delta_threshold;  /* tau_d: delta-GNMR above this is risky; finite, > 0 */
-  double history_decay; /* beta in (0, 1]; 1 = plain mean of all history */
-  double eps;           /* floor of the mean in the ratio; finite, > 0 */
-  uint32_t delta_window; /* W: 1 ... GNMR_WINDOW_MAX */
-  uint32_t warmup_steps; /* finite observations before a unit can be flagged */
-  uint32_t
-      max_recovering;  /* maxO: units in recovery at once; 0 = detect only */
-  uint32_t lock_steps; /* L >= 1: steps on the high-fidelity path */
-  uint32_t cooldown_steps; /* steps after release before readmission */
-  int spike_policy; /* GNMR_POLICY_*: this step's gradient of a risky unit */
+  /* tau_r: GNMR above this is risky; finite, > 1 */
+  double ratio_threshold;
+  /* tau_d: delta-GNMR above this is risky; finite, > 0 */
+  double delta_threshold;
+  /* beta in (0, 1]: weight of the history; 1 = plain mean of all of it */
+  double history_decay;
+  /* floor of the mean in the ratio; finite, > 0 */
+  double eps;
+  /* W: the short window of delta-GNMR, 1 ... GNMR_WINDOW_MAX */
+  uint32_t delta_window;
+  /* finite observations a unit needs before it can be flagged */
+  uint32_t warmup_steps;
+  /* maxO: units in recovery at once; 0 = detect only */
+  uint32_t max_recovering;
+  /* L >= 1: steps on the high-fidelity path once admitted */
+  uint32_t lock_steps;
+  /* steps after a release before the unit may be admitted again */
+  uint32_t cooldown_steps;
+  /* GNMR_SPIKE_*: this step's gradient of a risky unit */
+  int spike_policy;
 } gnmr_config;
 
 GNMR_DEF gnmr_config gnmr_config_default(void);
@@ -146,13 +156,13 @@ GNMR_DEF int gnmr_config_validate(const gnmr_config *cfg);
    the caller's whole array out as one array per field (see gnmr__carve), so
    the array is one block: never copy or move single units; a checkpoint
    moves a controller. */
-typedef struct gnmr_unit {
+typedef struct gnmr_slot {
   uint64_t opaque[20]; /* cppcheck-suppress unusedStructMember */
-} gnmr_unit;
+} gnmr_slot;
 
 typedef struct gnmr_ctl {
   gnmr_config cfg;
-  gnmr_unit *units;
+  gnmr_slot *units;
   uint32_t n_units;
   uint32_t recovering;       /* units with lock > 0 */
   uint32_t peak_recovering;  /* highest `recovering` seen */
@@ -163,31 +173,41 @@ typedef struct gnmr_ctl {
 } gnmr_ctl;
 
 /* Validates cfg (and max_recovering <= n_units), zeroes the units. */
-GNMR_DEF int gnmr_init(gnmr_ctl *ctl, const gnmr_config *cfg, gnmr_unit *units,
+GNMR_DEF int gnmr_init(gnmr_ctl *ctl, const gnmr_config *cfg, gnmr_slot *units,
                        uint32_t n_units);
 
 /* ---- one step ---------------------------------------------------------- */
 
-enum { GNMR_KEEP = 0, GNMR_RECOVER = 1, GNMR_HOLD = 2, GNMR_RELEASE = 3 };
+enum {
+  GNMR_ACTION_KEEP = 0,
+  GNMR_ACTION_RECOVER = 1,
+  GNMR_ACTION_HOLD = 2,
+  GNMR_ACTION_RELEASE = 3
+};
 
 enum {
-  GNMR_F_RATIO = 1u << 0,       /* GNMR above ratio_threshold */
-  GNMR_F_DELTA = 1u << 1,       /* delta-GNMR above delta_threshold */
-  GNMR_F_NONFINITE = 1u << 2,   /* norm was NaN or +-Inf */
-  GNMR_F_OVER_BUDGET = 1u << 3, /* risky, eligible, no free slot */
-  GNMR_F_COOLDOWN = 1u << 4,    /* risky but still cooling down */
-  GNMR_F_WARMUP = 1u << 5,      /* too few observations to be flagged */
-  GNMR_F_RENEWED = 1u << 6      /* lock ran out while risky: renewed */
+  GNMR_FLAG_RATIO = 1u << 0,       /* GNMR above ratio_threshold */
+  GNMR_FLAG_DELTA = 1u << 1,       /* delta-GNMR above delta_threshold */
+  GNMR_FLAG_NONFINITE = 1u << 2,   /* norm was NaN or +-Inf */
+  GNMR_FLAG_OVER_BUDGET = 1u << 3, /* risky, eligible, no free slot */
+  GNMR_FLAG_COOLDOWN = 1u << 4,    /* risky but still cooling down */
+  GNMR_FLAG_WARMUP = 1u << 5,      /* too few observations to be flagged */
+  GNMR_FLAG_RENEWED = 1u << 6      /* lock ran out while risky: renewed */
 };
 
 typedef struct gnmr_decision {
-  double
-      gnmr; /* ratio to the historical mean (the norm itself if non-finite) */
-  double delta;   /* ratio minus window mean (the norm itself if non-finite) */
-  double score;   /* max(gnmr / tau_r, delta / tau_d); +inf if non-finite */
-  double scale;   /* multiply this step's gradient of the unit by it */
-  uint32_t flags; /* GNMR_F_* */
-  int32_t action; /* GNMR_KEEP / RECOVER / HOLD / RELEASE */
+  /* GNMR: the norm over the historical mean (the norm itself if non-finite) */
+  double ratio;
+  /* delta-GNMR: ratio minus the window's mean (the norm if non-finite) */
+  double delta;
+  /* max(ratio / tau_r, delta / tau_d); +inf if non-finite */
+  double score;
+  /* multiply this step's gradient of the unit by it */
+  double scale;
+  /* GNMR_FLAG_* */
+  uint32_t flags;
+  /* GNMR_ACTION_KEEP / _RECOVER / _HOLD / _RELEASE */
+  int32_t action;
 } gnmr_decision;
 
 /* norms[u]: unit u's gradient L2 norm. NaN/Inf are legal; a finite negative
@@ -230,7 +250,7 @@ GNMR_DEF int gnmr_checkpoint_load(gnmr_ctl *ctl, const void *buf, size_t len);
 
 /* ---- norm helpers ------------------------------------------------------ */
 
-enum { GNMR_F32 = 0, GNMR_F16 = 1, GNMR_BF16 = 2 };
+enum { GNMR_DTYPE_F32 = 0, GNMR_DTYPE_F16 = 1, GNMR_DTYPE_BF16 = 2 };
 
 typedef struct gnmr_tensor_stats {
   double sumsq;       /* canonical sum of squares (Inf/NaN if any non-finite) */
@@ -241,7 +261,8 @@ typedef struct gnmr_tensor_stats {
 typedef struct gnmr_tensor {
   const void *data; /* n elements of dtype; any alignment */
   size_t n;
-  int dtype;     /* GNMR_F32, GNMR_F16 (IEEE binary16 bits), GNMR_BF16 */
+  int dtype;     /* GNMR_DTYPE_F32, GNMR_DTYPE_F16 (IEEE binary16 bits),
+                    GNMR_DTYPE_BF16 */
   uint32_t unit; /* unit the tensor belongs to */
 } gnmr_tensor;
 
@@ -280,9 +301,10 @@ enum {
    at first use (x86: cpuid + xgetbv). force changes it for the process (not
    meant to race with norm calls in other threads). */
 GNMR_DEF int gnmr_isa_active(void);
-GNMR_DEF int
-gnmr_isa_supported(int isa);          /* 1 if this CPU and build can run it */
-GNMR_DEF int gnmr_isa_force(int isa); /* GNMR_EISA where unsupported */
+/* 1 if this CPU and build can run isa. */
+GNMR_DEF int gnmr_isa_supported(int isa);
+/* GNMR_EISA where unsupported. */
+GNMR_DEF int gnmr_isa_force(int isa);
 GNMR_DEF const char *gnmr_isa_name(int isa);
 
 #ifdef __cplusplus
@@ -385,7 +407,7 @@ GNMR_DEF gnmr_config gnmr_config_default(void) {
   c.max_recovering = 1;
   c.lock_steps = 8;
   c.cooldown_steps = 4;
-  c.spike_policy = GNMR_POLICY_CLIP;
+  c.spike_policy = GNMR_SPIKE_CLIP;
   return c;
 }
 
@@ -400,9 +422,9 @@ GNMR_DEF int gnmr_config_validate(const gnmr_config *cfg) {
       !(cfg->history_decay > 0.0 && cfg->history_decay <= 1.0) ||
       !gnmr__finite_above(cfg->eps, 0.0) || cfg->delta_window < 1 ||
       cfg->delta_window > GNMR_WINDOW_MAX || cfg->lock_steps < 1 ||
-      (cfg->spike_policy != GNMR_POLICY_KEEP &&
-       cfg->spike_policy != GNMR_POLICY_CLIP &&
-       cfg->spike_policy != GNMR_POLICY_SKIP))
+      (cfg->spike_policy != GNMR_SPIKE_PASS &&
+       cfg->spike_policy != GNMR_SPIKE_CLIP &&
+       cfg->spike_policy != GNMR_SPIKE_SKIP))
     return GNMR_ECONFIG;
   return GNMR_OK;
 }
@@ -423,7 +445,7 @@ static uint64_t gnmr__full_weight_from(double beta) {
   return k;
 }
 
-GNMR_DEF int gnmr_init(gnmr_ctl *ctl, const gnmr_config *cfg, gnmr_unit *units,
+GNMR_DEF int gnmr_init(gnmr_ctl *ctl, const gnmr_config *cfg, gnmr_slot *units,
                        uint32_t n_units) {
   int rc;
   if (!ctl || !cfg || (n_units > 0 && !units)) return GNMR_EINVAL;
@@ -441,7 +463,7 @@ GNMR_DEF int gnmr_init(gnmr_ctl *ctl, const gnmr_config *cfg, gnmr_unit *units,
 }
 
 /* ---- unit state, structure of arrays --------------------------------------
-   The caller's gnmr_unit array is opaque storage: the controller lays it out
+   The caller's gnmr_slot array is opaque storage: the controller lays it out
    as one array per field (N means, then N window sums, ...), so a step reads
    and writes each field contiguously and eight units fit one AVX-512
    register. The ring of stored ratios keeps slot s of unit u at
@@ -454,7 +476,7 @@ GNMR_DEF int gnmr_init(gnmr_ctl *ctl, const gnmr_config *cfg, gnmr_unit *units,
 /* Layout promises the code relies on, checked at compile time: the arrays
    fit the opaque units, and a decision is 4 doubles then flags, action. */
 typedef char
-    gnmr__units_fit[sizeof(gnmr_unit) >= 10 * 8 + 16 * 4 + 3 * 4 ? 1 : -1];
+    gnmr__units_fit[sizeof(gnmr_slot) >= 10 * 8 + 16 * 4 + 3 * 4 ? 1 : -1];
 typedef char gnmr__decision_layout[sizeof(gnmr_decision) == 40 &&
                                            offsetof(gnmr_decision, flags) == 32
                                        ? 1
@@ -471,7 +493,7 @@ typedef struct gnmr__soa {
                       step's candidates listed from the back */
 } gnmr__soa;
 
-static GNMR_HOSTDEV gnmr__soa gnmr__carve(gnmr_unit *units, uint32_t n) {
+static GNMR_HOSTDEV gnmr__soa gnmr__carve(gnmr_slot *units, uint32_t n) {
   gnmr__soa s;
   double *d = (double *)(void *)units;
   uint64_t *q = (uint64_t *)(void *)(d + 3 * (size_t)n);
@@ -645,7 +667,7 @@ static GNMR_HOSTDEV void gnmr__unit_step(gnmr__step_ctx *c, uint32_t u) {
   const double g = (double)c->norms[u];
   double ratio, delta, score, scale = 1.0;
   uint32_t flags;
-  int32_t action = GNMR_KEEP;
+  int32_t action = GNMR_ACTION_KEEP;
   int risky;
 
   if (isfinite(g)) {
@@ -666,19 +688,19 @@ static GNMR_HOSTDEV void gnmr__unit_step(gnmr__step_ctx *c, uint32_t u) {
       delta = 0.0;
     }
     if (k < c->warmup)
-      flags = GNMR_F_WARMUP;
+      flags = GNMR_FLAG_WARMUP;
     else
-      flags = (ratio > c->tau_r ? (uint32_t)GNMR_F_RATIO : 0u) |
-              (delta > c->tau_d ? (uint32_t)GNMR_F_DELTA : 0u);
-    risky = (flags & (GNMR_F_RATIO | GNMR_F_DELTA)) != 0;
+      flags = (ratio > c->tau_r ? (uint32_t)GNMR_FLAG_RATIO : 0u) |
+              (delta > c->tau_d ? (uint32_t)GNMR_FLAG_DELTA : 0u);
+    risky = (flags & (GNMR_FLAG_RATIO | GNMR_FLAG_DELTA)) != 0;
     score = ratio * c->inv_tau_r;
     if (delta * c->inv_tau_d > score) score = delta * c->inv_tau_d;
     if (risky && g > c->tau_r * m) {
       /* A spike cannot inflate its own history. */
       x = c->tau_r * m;
-      if (c->policy == GNMR_POLICY_CLIP) scale = x / g;
+      if (c->policy == GNMR_SPIKE_CLIP) scale = x / g;
     }
-    if (risky && c->policy == GNMR_POLICY_SKIP) scale = 0.0;
+    if (risky && c->policy == GNMR_SPIKE_SKIP) scale = 0.0;
 
     w = k + 1 < c->full_weight_from ? 1.0 / (double)(k + 1) : c->floor_w;
     s->finite_steps[u] = k + 1;
@@ -692,7 +714,7 @@ static GNMR_HOSTDEV void gnmr__unit_step(gnmr__step_ctx *c, uint32_t u) {
     /* A NaN/Inf never enters the mean or the window. */
     ratio = delta = g;
     score = (double)INFINITY;
-    flags = GNMR_F_NONFINITE;
+    flags = GNMR_FLAG_NONFINITE;
     risky = 1;
     scale = 0.0;
     s->nonfinite[u]++;
@@ -706,15 +728,15 @@ static GNMR_HOSTDEV void gnmr__unit_step(gnmr__step_ctx *c, uint32_t u) {
   if (s->lock[u] > 0) {
     s->recovery_steps[u]++;
     c->n_recovery++;
-    action = GNMR_HOLD;
+    action = GNMR_ACTION_HOLD;
     if (--s->lock[u] == 0) {
       if (risky) {
         s->lock[u] = c->lock_steps;
         s->renewals[u]++;
         c->n_renewals++;
-        flags |= GNMR_F_RENEWED;
+        flags |= GNMR_FLAG_RENEWED;
       } else {
-        action = GNMR_RELEASE;
+        action = GNMR_ACTION_RELEASE;
         s->cooldown[u] = c->cooldown_steps;
       }
     }
@@ -722,8 +744,8 @@ static GNMR_HOSTDEV void gnmr__unit_step(gnmr__step_ctx *c, uint32_t u) {
   } else if (s->cooldown[u] > 0 || risky) {
     int cooling = s->cooldown[u] > 0;
     if (cooling) s->cooldown[u]--;
-    if (cooling && risky && !(flags & GNMR_F_NONFINITE)) {
-      flags |= GNMR_F_COOLDOWN;
+    if (cooling && risky && !(flags & GNMR_FLAG_NONFINITE)) {
+      flags |= GNMR_FLAG_COOLDOWN;
     } else if (risky) {
       /* Waits for a slot; a positive score marks it (risky scores are
          >= 1 or +inf). Every mark is cleared before the step returns. */
@@ -738,7 +760,7 @@ static GNMR_HOSTDEV void gnmr__unit_step(gnmr__step_ctx *c, uint32_t u) {
   }
   if (c->out) {
     gnmr_decision *d = &c->out[u];
-    d->gnmr = ratio;
+    d->ratio = ratio;
     d->delta = delta;
     d->score = score;
     d->scale = scale;
@@ -914,7 +936,7 @@ gnmr__calm8_avx512(gnmr__step_ctx *c, uint32_t u) {
     score = _mm512_maskz_max_pd(0xFF, b, a);
     {
       const __m512d tails = _mm512_castsi512_pd(
-          _mm512_maskz_set1_epi64((__mmask8)~warm, GNMR_F_WARMUP));
+          _mm512_maskz_set1_epi64((__mmask8)~warm, GNMR_FLAG_WARMUP));
       double *d = (double *)(void *)(c->out + u);
       /* lanes taking: gnmr and delta (rd), the score (sc), flags (fl) */
 #define GNMR__DECISIONS8(j, rd, sc, fl)                                        \
@@ -1035,7 +1057,7 @@ GNMR_DEF GNMR_HOSTDEV int gnmr_step(gnmr_ctl *ctl, const float *norms,
     c.s.cooldown[a] = 0;
     c.s.score[a] = 0.0;
     c.s.admissions[a]++;
-    if (out) out[a].action = GNMR_RECOVER;
+    if (out) out[a].action = GNMR_ACTION_RECOVER;
   }
   if (c.candidates > admitted) {
     /* The refused: every listed candidate still marked, or, where the list
@@ -1047,7 +1069,7 @@ GNMR_DEF GNMR_HOSTDEV int gnmr_step(gnmr_ctl *ctl, const float *norms,
       if (!(c.s.score[u] > 0.0)) continue;
       c.s.score[u] = 0.0;
       c.s.over_budget[u]++;
-      if (out) out[u].flags |= GNMR_F_OVER_BUDGET;
+      if (out) out[u].flags |= GNMR_FLAG_OVER_BUDGET;
     }
   }
   c.recovering += admitted;
@@ -1462,13 +1484,15 @@ static double gnmr__lane_fold(double *lane) {
   return lane[0];
 }
 
-static size_t gnmr__elem_size(int dtype) { return dtype == GNMR_F32 ? 4 : 2; }
+static size_t gnmr__elem_size(int dtype) {
+  return dtype == GNMR_DTYPE_F32 ? 4 : 2;
+}
 
 /* An element's magnitude: its bits with the sign cleared. */
 static uint32_t gnmr__mag_at(const unsigned char *p, int dtype) {
   uint32_t b32;
   uint16_t b16;
-  if (dtype == GNMR_F32) {
+  if (dtype == GNMR_DTYPE_F32) {
     memcpy(&b32, p, 4);
     return b32 & 0x7FFFFFFFu;
   }
@@ -1477,14 +1501,14 @@ static uint32_t gnmr__mag_at(const unsigned char *p, int dtype) {
 }
 
 static int gnmr__mag_finite(uint32_t mag, int dtype) {
-  if (dtype == GNMR_F32) return mag < 0x7F800000u;
-  return mag < (dtype == GNMR_F16 ? 0x7C00u : 0x7F80u);
+  if (dtype == GNMR_DTYPE_F32) return mag < 0x7F800000u;
+  return mag < (dtype == GNMR_DTYPE_F16 ? 0x7C00u : 0x7F80u);
 }
 
 static float gnmr__mag_value(uint32_t mag, int dtype) {
   float f;
-  if (dtype == GNMR_F16) return gnmr__f16_to_f32((uint16_t)mag);
-  if (dtype == GNMR_BF16) return gnmr__bf16_to_f32((uint16_t)mag);
+  if (dtype == GNMR_DTYPE_F16) return gnmr__f16_to_f32((uint16_t)mag);
+  if (dtype == GNMR_DTYPE_BF16) return gnmr__bf16_to_f32((uint16_t)mag);
   memcpy(&f, &mag, 4);
   return f;
 }
@@ -1588,24 +1612,24 @@ static double gnmr__sumsq(const void *x, size_t n, int dtype) {
 }
 
 GNMR_DEF void gnmr_stats_f32(const float *x, size_t n, gnmr_tensor_stats *out) {
-  gnmr__stats(x, n, GNMR_F32, out);
+  gnmr__stats(x, n, GNMR_DTYPE_F32, out);
 }
 GNMR_DEF void gnmr_stats_f16(const uint16_t *x, size_t n,
                              gnmr_tensor_stats *out) {
-  gnmr__stats(x, n, GNMR_F16, out);
+  gnmr__stats(x, n, GNMR_DTYPE_F16, out);
 }
 GNMR_DEF void gnmr_stats_bf16(const uint16_t *x, size_t n,
                               gnmr_tensor_stats *out) {
-  gnmr__stats(x, n, GNMR_BF16, out);
+  gnmr__stats(x, n, GNMR_DTYPE_BF16, out);
 }
 GNMR_DEF double gnmr_sumsq_f32(const float *x, size_t n) {
-  return gnmr__sumsq(x, n, GNMR_F32);
+  return gnmr__sumsq(x, n, GNMR_DTYPE_F32);
 }
 GNMR_DEF double gnmr_sumsq_f16(const uint16_t *x, size_t n) {
-  return gnmr__sumsq(x, n, GNMR_F16);
+  return gnmr__sumsq(x, n, GNMR_DTYPE_F16);
 }
 GNMR_DEF double gnmr_sumsq_bf16(const uint16_t *x, size_t n) {
-  return gnmr__sumsq(x, n, GNMR_BF16);
+  return gnmr__sumsq(x, n, GNMR_DTYPE_BF16);
 }
 
 static int gnmr__tensors_valid(const gnmr_tensor *t, size_t nt,
@@ -1614,8 +1638,8 @@ static int gnmr__tensors_valid(const gnmr_tensor *t, size_t nt,
   if (nt > 0 && !t) return 0;
   for (i = 0; i < nt; i++)
     if (t[i].unit >= n_units || (t[i].n > 0 && !t[i].data) ||
-        (t[i].dtype != GNMR_F32 && t[i].dtype != GNMR_F16 &&
-         t[i].dtype != GNMR_BF16))
+        (t[i].dtype != GNMR_DTYPE_F32 && t[i].dtype != GNMR_DTYPE_F16 &&
+         t[i].dtype != GNMR_DTYPE_BF16))
       return 0;
   return 1;
 }
@@ -1698,7 +1722,7 @@ static GNMR__TARGET_SSE2 void gnmr__rows_sse2(const void *x, size_t rows,
   size_t r;
   size_t k;
   for (k = 0; k < 16; k++) a[k] = _mm_loadu_pd(lane + 2 * k);
-  if (dtype == GNMR_F32) {
+  if (dtype == GNMR_DTYPE_F32) {
     const __m128i abs = _mm_set1_epi32(0x7FFFFFFF);
     for (r = 0; r < rows; r++, p += 128) {
       GNMR__PREFETCH(p, 128);
@@ -1721,7 +1745,7 @@ static GNMR__TARGET_SSE2 void gnmr__rows_sse2(const void *x, size_t rows,
         __m128i h =
             _mm_loadu_si128((const __m128i *)(const void *)(p + 16 * k));
         __m128 lo, hi;
-        if (dtype == GNMR_BF16) {
+        if (dtype == GNMR_DTYPE_BF16) {
           lo = _mm_castsi128_ps(_mm_unpacklo_epi16(zero, h));
           hi = _mm_castsi128_ps(_mm_unpackhi_epi16(zero, h));
         } else {
@@ -1756,7 +1780,7 @@ static GNMR__TARGET_AVX2 __m256d gnmr__avx2_sq(__m256d acc, __m128 f) {
 static GNMR__TARGET_AVX2 __m256 gnmr__avx2_half8(const unsigned char *p,
                                                  int dtype) {
   __m128i h = _mm_loadu_si128((const __m128i *)(const void *)p);
-  if (dtype == GNMR_F16) return _mm256_cvtph_ps(h);
+  if (dtype == GNMR_DTYPE_F16) return _mm256_cvtph_ps(h);
   return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
 }
 
@@ -1772,7 +1796,7 @@ static GNMR__TARGET_AVX2 void gnmr__rows_avx2(const void *x, size_t rows,
   uint32_t t[8];
   size_t r;
   size_t k;
-  if (dtype == GNMR_F32) {
+  if (dtype == GNMR_DTYPE_F32) {
     const __m256i abs = _mm256_set1_epi32(0x7FFFFFFF);
     for (r = 0; r < rows; r++, p += 128) {
       const float *f = (const float *)(const void *)p;
@@ -1860,7 +1884,7 @@ static GNMR__TARGET_AVX512 void gnmr__rows_avx512(const void *x, size_t rows,
   __m512d a2 = _mm512_loadu_pd(lane + 16), a3 = _mm512_loadu_pd(lane + 24);
   __m512i top = _mm512_setzero_si512();
   size_t r;
-  if (dtype == GNMR_F32) {
+  if (dtype == GNMR_DTYPE_F32) {
     const __m512i abs = _mm512_set1_epi32(0x7FFFFFFF);
     for (r = 0; r < rows; r++, p += 128) {
       const float *f = (const float *)(const void *)p;
@@ -1876,7 +1900,7 @@ static GNMR__TARGET_AVX512 void gnmr__rows_avx512(const void *x, size_t rows,
             top, _mm512_and_si512(_mm512_loadu_si512(p + 64), abs));
       }
     }
-  } else if (dtype == GNMR_F16) {
+  } else if (dtype == GNMR_DTYPE_F16) {
     const __m512i abs = _mm512_set1_epi16(0x7FFF);
     for (r = 0; r < rows; r++, p += 64) {
       __m512 f0 =
@@ -1929,7 +1953,7 @@ static GNMR__TARGET_AVX512 void gnmr__rows_avx512(const void *x, size_t rows,
     a2 = l2;
     a3 = l3;
   }
-  if (dtype != GNMR_F32) /* 16-bit maxima to 32-bit lanes */
+  if (dtype != GNMR_DTYPE_F32) /* 16-bit maxima to 32-bit lanes */
     top = _mm512_max_epu32(_mm512_srli_epi32(top, 16),
                            _mm512_and_si512(top, _mm512_set1_epi32(0xFFFF)));
   _mm512_storeu_pd(lane, a0);
@@ -1962,7 +1986,7 @@ static void gnmr__rows_neon(const void *x, size_t rows, int dtype, double *lane,
   size_t r;
   int k;
   for (k = 0; k < 16; k++) a[k] = vld1q_f64(lane + 2 * k);
-  if (dtype == GNMR_F32) {
+  if (dtype == GNMR_DTYPE_F32) {
     const uint32x4_t abs = vdupq_n_u32(0x7FFFFFFFu);
     uint32x4_t t = vdupq_n_u32(0);
     for (r = 0; r < rows; r++, p += 128) {
@@ -1980,7 +2004,7 @@ static void gnmr__rows_neon(const void *x, size_t rows, int dtype, double *lane,
       for (k = 0; k < 4; k++) {
         uint16x8_t h = vreinterpretq_u16_u8(vld1q_u8(p + 16 * k));
         float32x4_t lo, hi;
-        if (dtype == GNMR_F16) {
+        if (dtype == GNMR_DTYPE_F16) {
           lo = vcvt_f32_f16(vreinterpret_f16_u16(vget_low_u16(h)));
           hi = vcvt_high_f32_f16(vreinterpretq_f16_u16(h));
         } else {

@@ -65,7 +65,7 @@ static double sink;
 static result measure(uint32_t n, int spiky, uint32_t max_recovering,
                       int with_out, double batch_ms) {
   gnmr_config cfg = gnmr_config_default();
-  gnmr_unit *units = (gnmr_unit *)malloc(sizeof *units * n);
+  gnmr_slot *units = (gnmr_slot *)malloc(sizeof *units * n);
   gnmr_decision *d = (gnmr_decision *)malloc(sizeof *d * n);
   gnmr_decision *out = with_out ? d : NULL;
   float *pool = (float *)malloc(sizeof *pool * n * POOL);

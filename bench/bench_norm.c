@@ -32,7 +32,9 @@ static volatile double sink;
 static FILE *csv;
 
 static const char *dtype_name(int dtype) {
-  return dtype == GNMR_F32 ? "f32" : dtype == GNMR_F16 ? "f16" : "bf16";
+  return dtype == GNMR_DTYPE_F32   ? "f32"
+         : dtype == GNMR_DTYPE_F16 ? "f16"
+                                   : "bf16";
 }
 
 static double now(void) {
@@ -121,14 +123,17 @@ static double run_once(const job *j) {
   gnmr_tensor_stats s;
   switch (j->kind) {
   case K_LIB_SUMSQ:
-    if (j->dtype == GNMR_F32) return gnmr_sumsq_f32((const float *)j->x, j->n);
-    if (j->dtype == GNMR_F16)
+    if (j->dtype == GNMR_DTYPE_F32)
+      return gnmr_sumsq_f32((const float *)j->x, j->n);
+    if (j->dtype == GNMR_DTYPE_F16)
       return gnmr_sumsq_f16((const uint16_t *)j->x, j->n);
     return gnmr_sumsq_bf16((const uint16_t *)j->x, j->n);
   case K_LIB_STATS:
-    if (j->dtype == GNMR_F32) gnmr_stats_f32((const float *)j->x, j->n, &s);
-    if (j->dtype == GNMR_F16) gnmr_stats_f16((const uint16_t *)j->x, j->n, &s);
-    if (j->dtype == GNMR_BF16)
+    if (j->dtype == GNMR_DTYPE_F32)
+      gnmr_stats_f32((const float *)j->x, j->n, &s);
+    if (j->dtype == GNMR_DTYPE_F16)
+      gnmr_stats_f16((const uint16_t *)j->x, j->n, &s);
+    if (j->dtype == GNMR_DTYPE_BF16)
       gnmr_stats_bf16((const uint16_t *)j->x, j->n, &s);
     return s.sumsq + s.amax;
   case K_PLAIN: return plain_f32(j->x, j->n);
@@ -262,7 +267,7 @@ static float gauss(void) {
 
 static void fill(void *buf, size_t bytes, int dtype) {
   size_t i;
-  if (dtype == GNMR_F32) {
+  if (dtype == GNMR_DTYPE_F32) {
     float *f = (float *)buf;
     for (i = 0; i < bytes / 4; i++) f[i] = gauss();
   } else {
@@ -271,7 +276,7 @@ static void fill(void *buf, size_t bytes, int dtype) {
       float f = gauss();
       uint32_t b;
       memcpy(&b, &f, 4);
-      if (dtype == GNMR_BF16)
+      if (dtype == GNMR_DTYPE_BF16)
         h[i] = (uint16_t)(b >> 16);
       else /* |f| < 0.02: an f16 normal or subnormal, truncated */
         h[i] = (uint16_t)(((b >> 16) & 0x8000u) |
@@ -289,7 +294,7 @@ static job make_job(int kind, int dtype, const void *x, size_t bytes) {
   j.dtype = dtype;
   j.x = x;
   j.bytes = bytes;
-  j.n = bytes / (dtype == GNMR_F32 ? 4 : 2);
+  j.n = bytes / (dtype == GNMR_DTYPE_F32 ? 4 : 2);
   return j;
 }
 
@@ -302,8 +307,8 @@ static void targets(unsigned char *buf, size_t big) {
   char what[64];
   printf("\n| target: A / B | median | best/best | range | wanted | |\n"
          "|---|---|---|---|---|---|\n");
-  a = make_job(K_LIB_SUMSQ, GNMR_F32, f32, big);
-  b = make_job(K_PROBE, GNMR_F32, f32, big);
+  a = make_job(K_LIB_SUMSQ, GNMR_DTYPE_F32, f32, big);
+  b = make_job(K_PROBE, GNMR_DTYPE_F32, f32, big);
   sprintf(what, "f32 sumsq / read probe, %lu MiB", (unsigned long)(big >> 20));
   target(what, &a, &b, 0, 0.90);
   b.kind = K_PROBE_PF;
@@ -314,31 +319,31 @@ static void targets(unsigned char *buf, size_t big) {
   b.kind = K_PROBE;
   sprintf(what, "f32 stats / read probe, %lu MiB", (unsigned long)(big >> 20));
   target(what, &a, &b, 0, 0.90);
-  a = make_job(K_LIB_SUMSQ, GNMR_F32, f32, small);
+  a = make_job(K_LIB_SUMSQ, GNMR_DTYPE_F32, f32, small);
 #ifdef HAVE_CBLAS
-  b = make_job(K_SNRM2, GNMR_F32, f32, small);
+  b = make_job(K_SNRM2, GNMR_DTYPE_F32, f32, small);
   target("f32 sumsq / cblas_snrm2, 64 KiB", &a, &b, 1, 3.0);
 #endif
-  b = make_job(K_PLAIN, GNMR_F32, f32, small);
+  b = make_job(K_PLAIN, GNMR_DTYPE_F32, f32, small);
   target("f32 sumsq / plain loop, 64 KiB", &a, &b, 1, 10.0);
-  b = make_job(K_LIB_SUMSQ, GNMR_F32, f32, small);
-  a = make_job(K_LIB_SUMSQ, GNMR_F16, f16, small);
+  b = make_job(K_LIB_SUMSQ, GNMR_DTYPE_F32, f32, small);
+  a = make_job(K_LIB_SUMSQ, GNMR_DTYPE_F16, f16, small);
   target("f16 / f32 sumsq elem/s, 64 KiB", &a, &b, 1, 1.0);
-  a = make_job(K_LIB_SUMSQ, GNMR_BF16, bf16, small);
+  a = make_job(K_LIB_SUMSQ, GNMR_DTYPE_BF16, bf16, small);
   target("bf16 / f32 sumsq elem/s, 64 KiB", &a, &b, 1, 1.0);
-  b = make_job(K_LIB_SUMSQ, GNMR_F32, f32, big);
-  a = make_job(K_LIB_SUMSQ, GNMR_F16, f16, big / 2);
+  b = make_job(K_LIB_SUMSQ, GNMR_DTYPE_F32, f32, big);
+  a = make_job(K_LIB_SUMSQ, GNMR_DTYPE_F16, f16, big / 2);
   sprintf(what, "f16 / f32 sumsq elem/s, %lu MiB f32",
           (unsigned long)(big >> 20));
   target(what, &a, &b, 1, 1.0);
-  a = make_job(K_LIB_SUMSQ, GNMR_BF16, bf16, big / 2);
+  a = make_job(K_LIB_SUMSQ, GNMR_DTYPE_BF16, bf16, big / 2);
   sprintf(what, "bf16 / f32 sumsq elem/s, %lu MiB f32",
           (unsigned long)(big >> 20));
   target(what, &a, &b, 1, 1.0);
 #ifdef HAVE_NATIVE
   {
     int dtype, k;
-    for (dtype = GNMR_F32; dtype <= GNMR_BF16; dtype++)
+    for (dtype = GNMR_DTYPE_F32; dtype <= GNMR_DTYPE_BF16; dtype++)
       for (k = 0; k < 2; k++) {
         size_t bytes = k ? big : small;
         a = make_job(K_LIB_SUMSQ, dtype, buf + (size_t)dtype * big, bytes);
@@ -383,7 +388,7 @@ int main(int argc, char **argv) {
   best = gnmr_isa_active();
   if (mode) { /* f32, f16, bf16 side by side, max_bytes / 4 each */
     size_t big = max_bytes / 4;
-    for (dtype = GNMR_F32; dtype <= GNMR_BF16; dtype++)
+    for (dtype = GNMR_DTYPE_F32; dtype <= GNMR_DTYPE_BF16; dtype++)
       fill(buf + (size_t)dtype * big, big, dtype);
     printf("gnmr %s, default path %s\n", gnmr_version(), gnmr_isa_name(best));
     targets(buf, big);
@@ -396,7 +401,7 @@ int main(int argc, char **argv) {
     if (gnmr_isa_supported(isa)) printf(" %s", gnmr_isa_name(isa));
   printf("\n\n| dtype | size | what | GB/s | Gelem/s | spread |\n"
          "|---|---|---|---|---|---|\n");
-  for (dtype = GNMR_F32; dtype <= GNMR_BF16; dtype++) {
+  for (dtype = GNMR_DTYPE_F32; dtype <= GNMR_DTYPE_BF16; dtype++) {
     fill(buf, max_bytes, dtype);
     for (bytes = 1024; bytes <= max_bytes; bytes *= 4) {
       job j;
@@ -404,7 +409,7 @@ int main(int argc, char **argv) {
       j.dtype = dtype;
       j.x = buf;
       j.bytes = bytes;
-      j.n = bytes / (dtype == GNMR_F32 ? 4 : 2);
+      j.n = bytes / (dtype == GNMR_DTYPE_F32 ? 4 : 2);
       for (isa = GNMR_ISA_NEON; isa >= 0; isa--) {
         if (!gnmr_isa_supported(isa) || (!all_paths && isa != best)) continue;
         gnmr_isa_force(isa);
@@ -418,7 +423,7 @@ int main(int argc, char **argv) {
         }
       }
       gnmr_isa_force(best);
-      if (dtype == GNMR_F32 && all_paths) {
+      if (dtype == GNMR_DTYPE_F32 && all_paths) {
         j.kind = K_PLAIN;
         report(&j, "plain loop");
 #ifdef HAVE_CBLAS
@@ -427,7 +432,7 @@ int main(int argc, char **argv) {
 #endif
       }
 #ifdef HAVE_PROBE
-      if (dtype == GNMR_F32) {
+      if (dtype == GNMR_DTYPE_F32) {
         j.kind = K_PROBE;
         report(&j, "read probe");
         j.kind = K_PROBE_PF;

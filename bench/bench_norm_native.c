@@ -8,7 +8,7 @@
 
 double bench_native_sumsq(int dtype, const void *x, size_t n);
 double bench_native_sumsq(int dtype, const void *x, size_t n) {
-  if (dtype == GNMR_F32) return gnmr_sumsq_f32((const float *)x, n);
-  if (dtype == GNMR_F16) return gnmr_sumsq_f16((const uint16_t *)x, n);
+  if (dtype == GNMR_DTYPE_F32) return gnmr_sumsq_f32((const float *)x, n);
+  if (dtype == GNMR_DTYPE_F16) return gnmr_sumsq_f16((const uint16_t *)x, n);
   return gnmr_sumsq_bf16((const uint16_t *)x, n);
 }

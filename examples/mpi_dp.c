@@ -56,12 +56,15 @@ typedef struct tensor_spec {
 } tensor_spec;
 
 static const tensor_spec TENSORS[] = {
-    {0, GNMR_F32, 3},     {1, GNMR_F16, 5000},   {2, GNMR_BF16, 9000},
-    {3, GNMR_F32, 700},   {1, GNMR_F32, 64},     {4, GNMR_F16, 12000},
-    {5, GNMR_F32, 10000}, {5, GNMR_BF16, 33},    {6, GNMR_BF16, 2500},
-    {7, GNMR_F16, 8200},  {8, GNMR_F32, 1},      {8, GNMR_F16, 4096},
-    {9, GNMR_BF16, 6000}, {9, GNMR_F32, 300},    {2, GNMR_F16, 129},
-    {6, GNMR_F32, 20000}, {3, GNMR_BF16, 17000}, {4, GNMR_F32, 511}};
+    {0, GNMR_DTYPE_F32, 3},      {1, GNMR_DTYPE_F16, 5000},
+    {2, GNMR_DTYPE_BF16, 9000},  {3, GNMR_DTYPE_F32, 700},
+    {1, GNMR_DTYPE_F32, 64},     {4, GNMR_DTYPE_F16, 12000},
+    {5, GNMR_DTYPE_F32, 10000},  {5, GNMR_DTYPE_BF16, 33},
+    {6, GNMR_DTYPE_BF16, 2500},  {7, GNMR_DTYPE_F16, 8200},
+    {8, GNMR_DTYPE_F32, 1},      {8, GNMR_DTYPE_F16, 4096},
+    {9, GNMR_DTYPE_BF16, 6000},  {9, GNMR_DTYPE_F32, 300},
+    {2, GNMR_DTYPE_F16, 129},    {6, GNMR_DTYPE_F32, 20000},
+    {3, GNMR_DTYPE_BF16, 17000}, {4, GNMR_DTYPE_F32, 511}};
 #define N_TENSORS (sizeof TENSORS / sizeof TENSORS[0])
 
 /* Anomalies, each in one rank's shard of one unit. rank -1 = the last rank.
@@ -132,7 +135,7 @@ static void *xmalloc(size_t n) {
   return p;
 }
 
-static size_t dtype_size(int dtype) { return dtype == GNMR_F32 ? 4 : 2; }
+static size_t dtype_size(int dtype) { return dtype == GNMR_DTYPE_F32 ? 4 : 2; }
 
 static int event_rank(const job *j, const event *e) {
   return e->rank < 0 ? j->size + e->rank : e->rank % j->size;
@@ -218,9 +221,9 @@ static void make_elements(const job *j, int step, size_t t, size_t begin,
     v *= scale;
     if (i >= spike_begin && i < spike_end) v *= SPIKE_FACTOR;
     if (i == nan_at) v = NAN;
-    if (ts->dtype == GNMR_F32)
+    if (ts->dtype == GNMR_DTYPE_F32)
       ((float *)out)[i - begin] = v;
-    else if (ts->dtype == GNMR_F16)
+    else if (ts->dtype == GNMR_DTYPE_F16)
       ((uint16_t *)out)[i - begin] = f32_to_f16(v);
     else
       ((uint16_t *)out)[i - begin] = f32_to_bf16(v);
@@ -246,7 +249,7 @@ static void pack_decisions(const gnmr_decision *d, unsigned char *out) {
   for (u = 0; u < N_UNITS; u++) {
     out = put_u64(out,
                   (uint64_t)(uint32_t)d[u].action | (uint64_t)d[u].flags << 32);
-    out = put_f64(out, d[u].gnmr);
+    out = put_f64(out, d[u].ratio);
     out = put_f64(out, d[u].delta);
     out = put_f64(out, d[u].score);
     out = put_f64(out, d[u].scale);
@@ -254,10 +257,10 @@ static void pack_decisions(const gnmr_decision *d, unsigned char *out) {
 }
 
 static const char *action_name(int a) {
-  return a == GNMR_KEEP      ? "KEEP"
-         : a == GNMR_RECOVER ? "RECOVER"
-         : a == GNMR_HOLD    ? "HOLD"
-                             : "RELEASE";
+  return a == GNMR_ACTION_KEEP      ? "KEEP"
+         : a == GNMR_ACTION_RECOVER ? "RECOVER"
+         : a == GNMR_ACTION_HOLD    ? "HOLD"
+                                    : "RELEASE";
 }
 
 static const event *event_at(int step, uint32_t unit) {
@@ -363,10 +366,11 @@ static void check_events(job *j, int step, const gnmr_decision *d) {
   for (u = 0; u < N_UNITS; u++) {
     const event *e = event_at(step, u);
     const gnmr_decision *x = &d[u];
-    const uint32_t risky = GNMR_F_RATIO | GNMR_F_DELTA | GNMR_F_NONFINITE;
+    const uint32_t risky =
+        GNMR_FLAG_RATIO | GNMR_FLAG_DELTA | GNMR_FLAG_NONFINITE;
     int in_mine, *in_rank, r, holders = 0, ok;
     if (!e) {
-      if (x->action == GNMR_RECOVER || (x->flags & risky))
+      if (x->action == GNMR_ACTION_RECOVER || (x->flags & risky))
         fail(j, "step %d unit %u: %s, flags 0x%x with no anomaly injected",
              step, u, action_name(x->action), (unsigned)x->flags);
       continue;
@@ -385,10 +389,10 @@ static void check_events(job *j, int step, const gnmr_decision *d) {
            step, u, event_rank(j, e), holders);
     free(in_rank);
     if (e->kind == EV_NAN) {
-      ok = (x->flags & GNMR_F_NONFINITE) && x->scale == 0.0 &&
-           x->action == GNMR_RECOVER;
+      ok = (x->flags & GNMR_FLAG_NONFINITE) && x->scale == 0.0 &&
+           x->action == GNMR_ACTION_RECOVER;
     } else {
-      ok = (x->flags & GNMR_F_RATIO) && x->action == GNMR_RECOVER &&
+      ok = (x->flags & GNMR_FLAG_RATIO) && x->action == GNMR_ACTION_RECOVER &&
            x->scale > 0.0 && x->scale < 1.0;
     }
     if (!ok)
@@ -402,7 +406,7 @@ static void check_events(job *j, int step, const gnmr_decision *d) {
       printf("step %2d unit %u: %-5s in rank %d's shard only -> rank 0: %s, "
              "gnmr %g, scale %.4g; acted on by every rank: %s\n",
              step, u, e->kind == EV_NAN ? "NaN" : "spike", event_rank(j, e),
-             action_name(x->action), x->gnmr, x->scale, ok ? "yes" : "NO");
+             action_name(x->action), x->ratio, x->scale, ok ? "yes" : "NO");
   }
 }
 
@@ -476,7 +480,7 @@ static gnmr_config run_config(void) {
   cfg.max_recovering = 2;
   cfg.lock_steps = 8;
   cfg.warmup_steps = 16;
-  cfg.spike_policy = GNMR_POLICY_CLIP;
+  cfg.spike_policy = GNMR_SPIKE_CLIP;
   return cfg;
 }
 
@@ -484,7 +488,7 @@ static gnmr_config run_config(void) {
 
 int main(int argc, char **argv) {
   static job j;
-  gnmr_unit units[N_UNITS];
+  gnmr_slot units[N_UNITS];
   gnmr_ctl ctl;
   gnmr_config cfg = run_config(), fresh = gnmr_config_default();
   const size_t log_bytes = (size_t)STEPS * N_UNITS * DECISION_BYTES;

@@ -8,7 +8,7 @@
 
 int main(void) {
   gnmr_config cfg = gnmr_config_default();
-  gnmr_unit units[N];
+  gnmr_slot units[N];
   gnmr_ctl ctl;
   int step, u, rc;
   cfg.max_recovering = 2;
@@ -29,12 +29,12 @@ int main(void) {
       return 1;
     }
     for (u = 0; u < N; u++)
-      if (d[u].action != GNMR_KEEP)
+      if (d[u].action != GNMR_ACTION_KEEP)
         printf("step %2d unit %d: %-7s gnmr %6.2f scale %.3f\n", step, u,
-               d[u].action == GNMR_RECOVER ? "recover"
-               : d[u].action == GNMR_HOLD  ? "hold"
-                                           : "release",
-               d[u].gnmr, d[u].scale);
+               d[u].action == GNMR_ACTION_RECOVER ? "recover"
+               : d[u].action == GNMR_ACTION_HOLD  ? "hold"
+                                                  : "release",
+               d[u].ratio, d[u].scale);
     /* gnmr_recovering(&ctl, u) != 0: run unit u high-fidelity next step. */
   }
   return 0;

@@ -708,10 +708,10 @@ static double ts_evaluate(ts_model *m, const ts_data *d, double *acc) {
 }
 
 static const char *ts_action_name(int a) {
-  return a == GNMR_RECOVER   ? "RECOVER"
-         : a == GNMR_HOLD    ? "HOLD"
-         : a == GNMR_RELEASE ? "RELEASE"
-                             : "KEEP";
+  return a == GNMR_ACTION_RECOVER   ? "RECOVER"
+         : a == GNMR_ACTION_HOLD    ? "HOLD"
+         : a == GNMR_ACTION_RELEASE ? "RELEASE"
+                                    : "KEEP";
 }
 
 /* Trains one arm for o->steps steps and evaluates it on the test set in
@@ -723,7 +723,7 @@ static ts_result ts_train(const ts_opts *o, int arm, int seed,
   ts_rng init = {(uint64_t)seed * 1000003u + 1}, order = {(uint64_t)seed + 99};
   int dims[TS_LAYERS + 1], l, step, i, *perm, pos;
   ts_adamw opt;
-  gnmr_unit units[TS_LAYERS];
+  gnmr_slot units[TS_LAYERS];
   gnmr_ctl ctl;
   double ema_loss = 0.0, ctl_time = 0.0, t0, adagc_ema[TS_LAYERS];
   float *xb, norms[TS_LAYERS];
@@ -811,11 +811,11 @@ static ts_result ts_train(const ts_opts *o, int arm, int seed,
       for (l = 0; l < TS_LAYERS; l++) {
         t[2 * l].data = m.layer[l].dw;
         t[2 * l].n = (size_t)m.layer[l].in * (size_t)m.layer[l].out;
-        t[2 * l].dtype = GNMR_F32;
+        t[2 * l].dtype = GNMR_DTYPE_F32;
         t[2 * l].unit = (uint32_t)l;
         t[2 * l + 1].data = m.layer[l].db;
         t[2 * l + 1].n = (size_t)m.layer[l].out;
-        t[2 * l + 1].dtype = GNMR_F32;
+        t[2 * l + 1].dtype = GNMR_DTYPE_F32;
         t[2 * l + 1].unit = (uint32_t)l;
       }
       if (gnmr_unit_norms(t, 2 * TS_LAYERS, norms, TS_LAYERS) != GNMR_OK)
@@ -856,7 +856,7 @@ static ts_result ts_train(const ts_opts *o, int arm, int seed,
         /* Admitted: the unit's scaling state is suspect (a burst in the amax
            history is a stale scale waiting to happen). Start its histories
            afresh; the f32 steps refill them from the true tensors. */
-        if (d[l].action == GNMR_RECOVER) {
+        if (d[l].action == GNMR_ACTION_RECOVER) {
           memset(&m.layer[l].sx, 0, sizeof m.layer[l].sx);
           memset(&m.layer[l].sw, 0, sizeof m.layer[l].sw);
         }
@@ -866,7 +866,7 @@ static ts_result ts_train(const ts_opts *o, int arm, int seed,
     if (arm == TS_ARM_GNMR && trace && trace->f) /* not timed: I/O */
       for (l = 0; l < TS_LAYERS; l++)
         fprintf(trace->f, "%d,%d,%.6g,%.6g,%.6g,%s\n", step, l,
-                (double)norms[l], d[l].gnmr, d[l].delta,
+                (double)norms[l], d[l].ratio, d[l].delta,
                 ts_action_name(d[l].action));
 
     /* Cosine decay to a tenth of the learning rate. */
@@ -1287,8 +1287,8 @@ static int ts_run_sweep(const ts_opts *o, const ts_data *train,
                         const ts_data *test) {
   static const double tau_r[] = {2.0, 3.0, 5.0}, tau_d[] = {1.0, 1.5, 3.0};
   static const int window[] = {4, 8, 16}, lock[] = {4, 8, 16}, maxo[] = {1, 2};
-  static const int policy[] = {GNMR_POLICY_KEEP, GNMR_POLICY_CLIP,
-                               GNMR_POLICY_SKIP};
+  static const int policy[] = {GNMR_SPIKE_PASS, GNMR_SPIKE_CLIP,
+                               GNMR_SPIKE_SKIP};
   static const char *policy_name[] = {"keep", "clip", "skip"};
   gnmr_config cfgs[20];
   int n_cfg = 0, i, s, c;

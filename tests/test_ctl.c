@@ -45,7 +45,7 @@ void __wrap_free(void *p) {
 
 typedef struct fixture {
   gnmr_config cfg;
-  gnmr_unit units[MAXN];
+  gnmr_slot units[MAXN];
   gnmr_ctl ctl;
   gnmr_decision d[MAXN];
   float norms[MAXN];
@@ -63,13 +63,13 @@ static gnmr_config quiet_config(void) {
   c.max_recovering = 1;
   c.lock_steps = 3;
   c.cooldown_steps = 0;
-  c.spike_policy = GNMR_POLICY_KEEP;
+  c.spike_policy = GNMR_SPIKE_PASS;
   return c;
 }
 
 /* Unit u's fields, gathered from the controller's arrays. */
 static gnmr__unit_state unit_of(const fixture *f, uint32_t u) {
-  gnmr__soa s = gnmr__carve((gnmr_unit *)f->units, f->n);
+  gnmr__soa s = gnmr__carve((gnmr_slot *)f->units, f->n);
   gnmr__unit_state st;
   gnmr__unit_get(&s, f->n, u, &st);
   return st;
@@ -223,7 +223,7 @@ TEST(bad_steps_are_refused_and_change_nothing) {
   EXPECT_EQ_INT(gnmr_step(&f.ctl, f.norms, f.d), GNMR_OK);
   f.norms[7] = -INFINITY;
   EXPECT_EQ_INT(gnmr_step(&f.ctl, f.norms, f.d), GNMR_OK);
-  EXPECT(f.d[7].flags & GNMR_F_NONFINITE);
+  EXPECT(f.d[7].flags & GNMR_FLAG_NONFINITE);
 }
 
 /* ---- signals ------------------------------------------------------------ */
@@ -238,19 +238,19 @@ TEST(warmup_suppresses_ratio_and_delta_until_k_observations) {
   for (k = 0; k < 5; k++) {
     /* k finite observations so far: a spike cannot be flagged yet. */
     REQUIRE(step_one(&f, 0, k == 0 ? 1.0f : 100.0f) == GNMR_OK);
-    EXPECT(f.d[0].flags & GNMR_F_WARMUP);
-    EXPECT(!(f.d[0].flags & (GNMR_F_RATIO | GNMR_F_DELTA)));
-    EXPECT_EQ_INT(f.d[0].action, GNMR_KEEP);
+    EXPECT(f.d[0].flags & GNMR_FLAG_WARMUP);
+    EXPECT(!(f.d[0].flags & (GNMR_FLAG_RATIO | GNMR_FLAG_DELTA)));
+    EXPECT_EQ_INT(f.d[0].action, GNMR_ACTION_KEEP);
     EXPECT_EQ_BITS(f.d[0].scale, 1.0);
   }
   REQUIRE(step_one(&f, 0, 1e6f) == GNMR_OK);
-  EXPECT(!(f.d[0].flags & GNMR_F_WARMUP));
-  EXPECT(f.d[0].flags & GNMR_F_RATIO);
-  EXPECT_EQ_INT(f.d[0].action, GNMR_RECOVER);
+  EXPECT(!(f.d[0].flags & GNMR_FLAG_WARMUP));
+  EXPECT(f.d[0].flags & GNMR_FLAG_RATIO);
+  EXPECT_EQ_INT(f.d[0].action, GNMR_ACTION_RECOVER);
   /* Non-finite norms are risky even in warm-up. */
   REQUIRE(setup(&f, &c, 2) == GNMR_OK);
   REQUIRE(step_one(&f, 1, NAN) == GNMR_OK);
-  EXPECT_EQ_INT(f.d[1].action, GNMR_RECOVER);
+  EXPECT_EQ_INT(f.d[1].action, GNMR_ACTION_RECOVER);
 }
 
 TEST(first_observation_has_ratio_one_and_delta_zero) {
@@ -258,7 +258,7 @@ TEST(first_observation_has_ratio_one_and_delta_zero) {
   gnmr_config c = quiet_config();
   REQUIRE(setup(&f, &c, 1) == GNMR_OK);
   REQUIRE(step_all(&f, 123.0f) == GNMR_OK);
-  EXPECT_EQ_BITS(f.d[0].gnmr, 1.0);
+  EXPECT_EQ_BITS(f.d[0].ratio, 1.0);
   EXPECT_EQ_BITS(f.d[0].delta, 0.0);
   EXPECT_EQ_BITS(unit_of(&f, 0).mean, 123.0); /* w = 1/1 */
 }
@@ -272,16 +272,16 @@ TEST(ratio_trigger_at_and_around_the_threshold) {
   REQUIRE(settled(&f, &c, 1) == GNMR_OK);
   REQUIRE(unit_of(&f, 0).mean == 1.0); /* so GNMR == g exactly */
   REQUIRE(step_all(&f, below) == GNMR_OK);
-  EXPECT(!(f.d[0].flags & GNMR_F_RATIO));
-  EXPECT_EQ_INT(f.d[0].action, GNMR_KEEP);
+  EXPECT(!(f.d[0].flags & GNMR_FLAG_RATIO));
+  EXPECT_EQ_INT(f.d[0].action, GNMR_ACTION_KEEP);
   REQUIRE(settled(&f, &c, 1) == GNMR_OK);
   REQUIRE(step_all(&f, at) == GNMR_OK);
-  EXPECT_EQ_BITS(f.d[0].gnmr, tau);
-  EXPECT(!(f.d[0].flags & GNMR_F_RATIO)); /* strictly above */
+  EXPECT_EQ_BITS(f.d[0].ratio, tau);
+  EXPECT(!(f.d[0].flags & GNMR_FLAG_RATIO)); /* strictly above */
   REQUIRE(settled(&f, &c, 1) == GNMR_OK);
   REQUIRE(step_all(&f, above) == GNMR_OK);
-  EXPECT_EQ_INT(f.d[0].flags, GNMR_F_RATIO);
-  EXPECT_EQ_INT(f.d[0].action, GNMR_RECOVER);
+  EXPECT_EQ_INT(f.d[0].flags, GNMR_FLAG_RATIO);
+  EXPECT_EQ_INT(f.d[0].action, GNMR_ACTION_RECOVER);
   EXPECT_EQ_BITS(f.d[0].score, (double)above * (1.0 / tau));
 }
 
@@ -293,12 +293,12 @@ TEST(delta_trigger_at_and_around_the_threshold) {
   REQUIRE(settled(&f, &c, 1) == GNMR_OK);
   REQUIRE(step_all(&f, at) == GNMR_OK); /* delta = 1.5 - 1 = 0.5 exactly */
   EXPECT_EQ_BITS(f.d[0].delta, 0.5);
-  EXPECT(!(f.d[0].flags & GNMR_F_DELTA));
+  EXPECT(!(f.d[0].flags & GNMR_FLAG_DELTA));
   REQUIRE(settled(&f, &c, 1) == GNMR_OK);
   REQUIRE(step_all(&f, above) == GNMR_OK);
-  EXPECT_EQ_INT(f.d[0].flags, GNMR_F_DELTA);
+  EXPECT_EQ_INT(f.d[0].flags, GNMR_FLAG_DELTA);
   EXPECT_EQ_BITS(f.d[0].score, ((double)above - 1.0) * (1.0 / 0.5));
-  EXPECT_EQ_INT(f.d[0].action, GNMR_RECOVER);
+  EXPECT_EQ_INT(f.d[0].action, GNMR_ACTION_RECOVER);
 }
 
 TEST(delta_uses_the_mean_of_the_last_w_stored_ratios) {
@@ -320,7 +320,7 @@ TEST(delta_uses_the_mean_of_the_last_w_stored_ratios) {
       for (i = s - cnt; i < s; i++) sum += (double)(float)ratios[i];
       expect_delta = ratios[s] - sum / (double)cnt;
     }
-    EXPECT_EQ_BITS(f.d[0].gnmr, ratios[s]);
+    EXPECT_EQ_BITS(f.d[0].ratio, ratios[s]);
     EXPECT_NEAR(f.d[0].delta, expect_delta, 1e-15);
     m += (g - m) / (double)(s + 1);
   }
@@ -358,7 +358,7 @@ TEST(spike_is_clamped_into_its_own_history) {
   while (f.ctl.steps < 20) REQUIRE(step_all(&f, 2.0f) == GNMR_OK);
   m = unit_of(&f, 0).mean;
   REQUIRE(step_all(&f, 1000.0f) == GNMR_OK);
-  EXPECT(f.d[0].flags & GNMR_F_RATIO);
+  EXPECT(f.d[0].flags & GNMR_FLAG_RATIO);
   EXPECT_EQ_BITS(unit_of(&f, 0).mean, m + 0.1 * (3.0 * m - m));
   /* The window gets min(GNMR, tau_r). */
   EXPECT_EQ_BITS((double)unit_of(&f, 0).window[20 % GNMR_WINDOW_MAX], 3.0);
@@ -369,7 +369,7 @@ TEST(nonfinite_never_enters_the_statistics) {
   gnmr_config c = quiet_config();
   const float bad[] = {NAN, INFINITY, -INFINITY, -NAN};
   size_t i;
-  c.spike_policy = GNMR_POLICY_KEEP; /* scale 0 even so */
+  c.spike_policy = GNMR_SPIKE_PASS; /* scale 0 even so */
   c.max_recovering = 0;
   REQUIRE(setup(&f, &c, 2) == GNMR_OK);
   while (f.ctl.steps < 7) REQUIRE(step_all(&f, 1.25f) == GNMR_OK);
@@ -382,7 +382,7 @@ TEST(nonfinite_never_enters_the_statistics) {
            0);
     EXPECT_EQ_INT(unit_of(&f, 0).finite_steps, before.finite_steps);
     EXPECT_EQ_INT(unit_of(&f, 0).nonfinite, before.nonfinite + 1);
-    EXPECT(f.d[0].flags & GNMR_F_NONFINITE);
+    EXPECT(f.d[0].flags & GNMR_FLAG_NONFINITE);
     EXPECT(isinf(f.d[0].score) && f.d[0].score > 0);
     EXPECT_EQ_BITS(f.d[0].scale, 0.0);
     EXPECT_EQ_BITS(f.d[1].scale, 1.0);
@@ -402,12 +402,12 @@ TEST(admission_by_score_then_lower_index) {
   REQUIRE(settled(&f, &c, 6) == GNMR_OK);
   memcpy(f.norms, spike, sizeof spike);
   REQUIRE(gnmr_step(&f.ctl, f.norms, f.d) == GNMR_OK);
-  EXPECT_EQ_INT(f.d[5].action, GNMR_RECOVER); /* score 10 */
-  EXPECT_EQ_INT(f.d[1].action, GNMR_RECOVER); /* score 5, index 1 */
-  EXPECT_EQ_INT(f.d[3].action, GNMR_KEEP);    /* score 5, index 3 */
-  EXPECT(f.d[3].flags & GNMR_F_OVER_BUDGET);
-  EXPECT_EQ_INT(f.d[0].action, GNMR_KEEP);
-  EXPECT(f.d[0].flags & GNMR_F_OVER_BUDGET);
+  EXPECT_EQ_INT(f.d[5].action, GNMR_ACTION_RECOVER); /* score 10 */
+  EXPECT_EQ_INT(f.d[1].action, GNMR_ACTION_RECOVER); /* score 5, index 1 */
+  EXPECT_EQ_INT(f.d[3].action, GNMR_ACTION_KEEP);    /* score 5, index 3 */
+  EXPECT(f.d[3].flags & GNMR_FLAG_OVER_BUDGET);
+  EXPECT_EQ_INT(f.d[0].action, GNMR_ACTION_KEEP);
+  EXPECT(f.d[0].flags & GNMR_FLAG_OVER_BUDGET);
   for (u = 0; u < 6; u++)
     EXPECT_EQ_INT(gnmr_recovering(&f.ctl, u), u == 1 || u == 5);
   /* Non-finite (score +inf) beats any finite score, ties by index again. */
@@ -416,9 +416,9 @@ TEST(admission_by_score_then_lower_index) {
   f.norms[4] = NAN;
   f.norms[2] = INFINITY;
   REQUIRE(gnmr_step(&f.ctl, f.norms, f.d) == GNMR_OK);
-  EXPECT_EQ_INT(f.d[2].action, GNMR_RECOVER);
-  EXPECT_EQ_INT(f.d[4].action, GNMR_RECOVER);
-  EXPECT_EQ_INT(f.d[5].action, GNMR_KEEP);
+  EXPECT_EQ_INT(f.d[2].action, GNMR_ACTION_RECOVER);
+  EXPECT_EQ_INT(f.d[4].action, GNMR_ACTION_RECOVER);
+  EXPECT_EQ_INT(f.d[5].action, GNMR_ACTION_KEEP);
 }
 
 TEST(admitted_at_t_recovers_for_exactly_t_plus_1_to_t_plus_l) {
@@ -433,17 +433,18 @@ TEST(admitted_at_t_recovers_for_exactly_t_plus_1_to_t_plus_l) {
     REQUIRE(settled(&f, &c, 3) == GNMR_OK);
     EXPECT_EQ_INT(gnmr_recovering(&f.ctl, 1), 0);
     REQUIRE(step_one(&f, 1, 50.0f) == GNMR_OK); /* step t */
-    EXPECT_EQ_INT(f.d[1].action, GNMR_RECOVER);
+    EXPECT_EQ_INT(f.d[1].action, GNMR_ACTION_RECOVER);
     for (j = 1; j <= L; j++) {
       /* Before step t+j the unit is on the high-fidelity path. */
       EXPECT_EQ_INT(gnmr_recovering(&f.ctl, 1), 1);
       REQUIRE(step_all(&f, 1.0f) == GNMR_OK);
-      EXPECT_EQ_INT(f.d[1].action, j < L ? GNMR_HOLD : GNMR_RELEASE);
+      EXPECT_EQ_INT(f.d[1].action,
+                    j < L ? GNMR_ACTION_HOLD : GNMR_ACTION_RELEASE);
     }
     EXPECT_EQ_INT(gnmr_recovering(&f.ctl, 1), 0);
     EXPECT_EQ_INT(unit_of(&f, 1).recovery_steps, L);
     REQUIRE(step_all(&f, 1.0f) == GNMR_OK);
-    EXPECT_EQ_INT(f.d[1].action, GNMR_KEEP);
+    EXPECT_EQ_INT(f.d[1].action, GNMR_ACTION_KEEP);
   }
 }
 
@@ -456,20 +457,20 @@ TEST(renewal_keeps_the_slot) {
   c.max_recovering = 1;
   REQUIRE(settled(&f, &c, 3) == GNMR_OK);
   REQUIRE(step_one(&f, 0, 50.0f) == GNMR_OK);
-  EXPECT_EQ_INT(f.d[0].action, GNMR_RECOVER);
+  EXPECT_EQ_INT(f.d[0].action, GNMR_ACTION_RECOVER);
   for (j = 1; j <= 3; j++) {
     /* Unit 0 keeps spiking; unit 2 spikes harder from step t+2 on. */
     f.norms[0] = 1e4f;
     f.norms[1] = 1.0f;
     f.norms[2] = j >= 2 ? 1e6f : 1.0f;
     REQUIRE(gnmr_step(&f.ctl, f.norms, f.d) == GNMR_OK);
-    EXPECT_EQ_INT(f.d[0].action, GNMR_HOLD);
+    EXPECT_EQ_INT(f.d[0].action, GNMR_ACTION_HOLD);
     if (j >= 2) {
-      EXPECT_EQ_INT(f.d[2].action, GNMR_KEEP);
-      EXPECT(f.d[2].flags & GNMR_F_OVER_BUDGET);
+      EXPECT_EQ_INT(f.d[2].action, GNMR_ACTION_KEEP);
+      EXPECT(f.d[2].flags & GNMR_FLAG_OVER_BUDGET);
     }
   }
-  EXPECT(f.d[0].flags & GNMR_F_RENEWED);
+  EXPECT(f.d[0].flags & GNMR_FLAG_RENEWED);
   EXPECT_EQ_INT(gnmr_recovering(&f.ctl, 0), 1);
   EXPECT_EQ_INT(gnmr_recovering(&f.ctl, 2), 0);
   EXPECT_EQ_INT(unit_of(&f, 0).renewals, 1);
@@ -485,26 +486,26 @@ TEST(cooldown_blocks_readmission_except_for_nonfinite) {
   c.cooldown_steps = 3;
   REQUIRE(settled(&f, &c, 2) == GNMR_OK);
   REQUIRE(step_one(&f, 0, 50.0f) == GNMR_OK);
-  EXPECT_EQ_INT(f.d[0].action, GNMR_RECOVER);
+  EXPECT_EQ_INT(f.d[0].action, GNMR_ACTION_RECOVER);
   REQUIRE(step_all(&f, 1.0f) == GNMR_OK);
-  EXPECT_EQ_INT(f.d[0].action, GNMR_RELEASE);
+  EXPECT_EQ_INT(f.d[0].action, GNMR_ACTION_RELEASE);
   for (j = 1; j <= 3; j++) {
     REQUIRE(step_one(&f, 0, 1e6f) == GNMR_OK);
-    EXPECT_EQ_INT(f.d[0].action, GNMR_KEEP);
-    EXPECT(f.d[0].flags & GNMR_F_COOLDOWN);
-    EXPECT(!(f.d[0].flags & GNMR_F_OVER_BUDGET));
+    EXPECT_EQ_INT(f.d[0].action, GNMR_ACTION_KEEP);
+    EXPECT(f.d[0].flags & GNMR_FLAG_COOLDOWN);
+    EXPECT(!(f.d[0].flags & GNMR_FLAG_OVER_BUDGET));
   }
   REQUIRE(step_one(&f, 0, 1e8f) == GNMR_OK);
-  EXPECT_EQ_INT(f.d[0].action, GNMR_RECOVER);
+  EXPECT_EQ_INT(f.d[0].action, GNMR_ACTION_RECOVER);
   /* Non-finite ignores cooldown. */
   REQUIRE(step_all(&f, 1.0f) == GNMR_OK);
-  EXPECT_EQ_INT(f.d[0].action, GNMR_RELEASE);
+  EXPECT_EQ_INT(f.d[0].action, GNMR_ACTION_RELEASE);
   REQUIRE(step_one(&f, 0, NAN) == GNMR_OK);
-  EXPECT_EQ_INT(f.d[0].action, GNMR_RECOVER);
+  EXPECT_EQ_INT(f.d[0].action, GNMR_ACTION_RECOVER);
 }
 
 TEST(spike_policy_scales) {
-  const int policies[] = {GNMR_POLICY_KEEP, GNMR_POLICY_CLIP, GNMR_POLICY_SKIP};
+  const int policies[] = {GNMR_SPIKE_PASS, GNMR_SPIKE_CLIP, GNMR_SPIKE_SKIP};
   size_t i;
   for (i = 0; i < 3; i++) {
     static fixture f;
@@ -519,10 +520,10 @@ TEST(spike_policy_scales) {
               0);
     m = unit_of(&f, 0).mean;
     REQUIRE(step_one(&f, 0, (float)g) == GNMR_OK);
-    EXPECT(f.d[0].flags & GNMR_F_RATIO);
-    if (policies[i] == GNMR_POLICY_KEEP) EXPECT_EQ_BITS(f.d[0].scale, 1.0);
-    if (policies[i] == GNMR_POLICY_SKIP) EXPECT_EQ_BITS(f.d[0].scale, 0.0);
-    if (policies[i] == GNMR_POLICY_CLIP) {
+    EXPECT(f.d[0].flags & GNMR_FLAG_RATIO);
+    if (policies[i] == GNMR_SPIKE_PASS) EXPECT_EQ_BITS(f.d[0].scale, 1.0);
+    if (policies[i] == GNMR_SPIKE_SKIP) EXPECT_EQ_BITS(f.d[0].scale, 0.0);
+    if (policies[i] == GNMR_SPIKE_CLIP) {
       EXPECT_EQ_BITS(f.d[0].scale, 3.0 * m / g);
       /* g * scale lands on tau_r * m (to the rounding of one product). */
       EXPECT_NEAR(g * f.d[0].scale, 3.0 * m, 3.0 * m * DBL_EPSILON);
@@ -530,8 +531,9 @@ TEST(spike_policy_scales) {
     EXPECT_EQ_BITS(f.d[1].scale, 1.0);
     /* Delta-only risk below tau_r * m: CLIP leaves the gradient alone. */
     REQUIRE(step_one(&f, 1, (float)(2.0 * unit_of(&f, 1).mean)) == GNMR_OK);
-    EXPECT((f.d[1].flags & (GNMR_F_DELTA | GNMR_F_RATIO)) == GNMR_F_DELTA);
-    EXPECT_EQ_BITS(f.d[1].scale, policies[i] == GNMR_POLICY_SKIP ? 0.0 : 1.0);
+    EXPECT((f.d[1].flags & (GNMR_FLAG_DELTA | GNMR_FLAG_RATIO)) ==
+           GNMR_FLAG_DELTA);
+    EXPECT_EQ_BITS(f.d[1].scale, policies[i] == GNMR_SPIKE_SKIP ? 0.0 : 1.0);
   }
 }
 
@@ -546,7 +548,7 @@ TEST(max_recovering_zero_admits_nobody) {
   for (s = 0; s < 500; s++) {
     for (u = 0; u < 32; u++) f.norms[u] = random_norm(0.2, 0.05);
     REQUIRE(gnmr_step(&f.ctl, f.norms, f.d) == GNMR_OK);
-    for (u = 0; u < 32; u++) EXPECT_EQ_INT(f.d[u].action, GNMR_KEEP);
+    for (u = 0; u < 32; u++) EXPECT_EQ_INT(f.d[u].action, GNMR_ACTION_KEEP);
     EXPECT_EQ_INT(recovering_count(&f.ctl), 0);
   }
   REQUIRE(gnmr_counters_get(&f.ctl, GNMR_ALL_UNITS, &t) == GNMR_OK);
@@ -576,11 +578,11 @@ static void ref_step(const gnmr_config *c, ref_unit *r, uint32_t n,
     double g = norms[u], ratio, delta, score, scale = 1.0;
     uint32_t flags = 0;
     int risky;
-    int32_t action = GNMR_KEEP;
+    int32_t action = GNMR_ACTION_KEEP;
     if (!isfinite(g)) {
       ratio = delta = g;
       score = INFINITY;
-      flags = GNMR_F_NONFINITE;
+      flags = GNMR_FLAG_NONFINITE;
       risky = 1;
       scale = 0.0;
     } else {
@@ -589,15 +591,15 @@ static void ref_step(const gnmr_config *c, ref_unit *r, uint32_t n,
       ratio = r[u].k == 0 ? 1.0 : g / fmax(r[u].m, c->eps);
       delta = r[u].k == 0 ? 0.0 : ratio - wsum / r[u].nwin;
       if (r[u].k < c->warmup_steps)
-        flags = GNMR_F_WARMUP;
+        flags = GNMR_FLAG_WARMUP;
       else
-        flags = (ratio > c->ratio_threshold ? GNMR_F_RATIO : 0u) |
-                (delta > c->delta_threshold ? GNMR_F_DELTA : 0u);
-      risky = (flags & (GNMR_F_RATIO | GNMR_F_DELTA)) != 0;
+        flags = (ratio > c->ratio_threshold ? GNMR_FLAG_RATIO : 0u) |
+                (delta > c->delta_threshold ? GNMR_FLAG_DELTA : 0u);
+      risky = (flags & (GNMR_FLAG_RATIO | GNMR_FLAG_DELTA)) != 0;
       score = fmax(ratio / c->ratio_threshold, delta / c->delta_threshold);
       x = risky ? fmin(g, c->ratio_threshold * r[u].m) : g;
-      if (risky && c->spike_policy == GNMR_POLICY_SKIP) scale = 0.0;
-      if (risky && c->spike_policy == GNMR_POLICY_CLIP)
+      if (risky && c->spike_policy == GNMR_SPIKE_SKIP) scale = 0.0;
+      if (risky && c->spike_policy == GNMR_SPIKE_CLIP)
         scale = fmin(1.0, c->ratio_threshold * r[u].m / g);
       r[u].k++;
       w = fmax(1.0 / (double)r[u].k, 1.0 - c->history_decay);
@@ -609,13 +611,13 @@ static void ref_step(const gnmr_config *c, ref_unit *r, uint32_t n,
       r[u].win[r[u].nwin++] = (float)fmin(ratio, c->ratio_threshold);
     }
     if (r[u].lock > 0) {
-      action = GNMR_HOLD;
+      action = GNMR_ACTION_HOLD;
       if (--r[u].lock == 0) {
         if (risky) {
           r[u].lock = c->lock_steps;
-          flags |= GNMR_F_RENEWED;
+          flags |= GNMR_FLAG_RENEWED;
         } else {
-          action = GNMR_RELEASE;
+          action = GNMR_ACTION_RELEASE;
           r[u].cool = c->cooldown_steps;
         }
       }
@@ -623,12 +625,12 @@ static void ref_step(const gnmr_config *c, ref_unit *r, uint32_t n,
     } else {
       int cooling = r[u].cool > 0;
       if (cooling) r[u].cool--;
-      if (risky && cooling && !(flags & GNMR_F_NONFINITE))
-        flags |= GNMR_F_COOLDOWN;
+      if (risky && cooling && !(flags & GNMR_FLAG_NONFINITE))
+        flags |= GNMR_FLAG_COOLDOWN;
       else if (risky)
         cand[ncand++] = u;
     }
-    out[u].gnmr = ratio;
+    out[u].ratio = ratio;
     out[u].delta = delta;
     out[u].score = score;
     out[u].scale = scale;
@@ -648,11 +650,11 @@ static void ref_step(const gnmr_config *c, ref_unit *r, uint32_t n,
   slots = c->max_recovering - rec;
   for (i = 0; i < ncand; i++) {
     if (i < slots) {
-      out[cand[i]].action = GNMR_RECOVER;
+      out[cand[i]].action = GNMR_ACTION_RECOVER;
       r[cand[i]].lock = c->lock_steps;
       r[cand[i]].cool = 0;
     } else {
-      out[cand[i]].flags |= GNMR_F_OVER_BUDGET;
+      out[cand[i]].flags |= GNMR_FLAG_OVER_BUDGET;
     }
   }
 }
@@ -690,7 +692,7 @@ TEST(long_random_runs_match_the_reference_and_respect_the_budget) {
       ref_step(&c, ref, n, f.norms, rd);
       for (u = 0; u < n; u++) {
         int ok = f.d[u].action == rd[u].action && f.d[u].flags == rd[u].flags &&
-                 same_value(f.d[u].gnmr, rd[u].gnmr) &&
+                 same_value(f.d[u].ratio, rd[u].ratio) &&
                  same_value(f.d[u].delta, rd[u].delta) &&
                  same_value(f.d[u].score, rd[u].score) &&
                  same_value(f.d[u].scale, rd[u].scale);
@@ -698,10 +700,11 @@ TEST(long_random_runs_match_the_reference_and_respect_the_budget) {
           printf("  run %d step %u unit %u: action %d/%d flags %x/%x gnmr "
                  "%.17g/%.17g\n",
                  run, s, u, f.d[u].action, rd[u].action, f.d[u].flags,
-                 rd[u].flags, f.d[u].gnmr, rd[u].gnmr);
+                 rd[u].flags, f.d[u].ratio, rd[u].ratio);
         EXPECT(f.d[u].scale >= 0.0 && f.d[u].scale <= 1.0);
-        admitted += f.d[u].action == GNMR_RECOVER;
-        if (f.d[u].action == GNMR_RECOVER || f.d[u].action == GNMR_HOLD)
+        admitted += f.d[u].action == GNMR_ACTION_RECOVER;
+        if (f.d[u].action == GNMR_ACTION_RECOVER ||
+            f.d[u].action == GNMR_ACTION_HOLD)
           EXPECT_EQ_INT(gnmr_recovering(&f.ctl, u), 1);
       }
       rec = (uint32_t)recovering_count(&f.ctl);
@@ -792,8 +795,8 @@ TEST(counters_add_up) {
     for (u = 0; u < 20; u++) f.norms[u] = random_norm(0.1, 0.02);
     REQUIRE(gnmr_step(&f.ctl, f.norms, f.d) == GNMR_OK);
     for (u = 0; u < 20; u++) {
-      seen_adm += f.d[u].action == GNMR_RECOVER;
-      seen_nf += (f.d[u].flags & GNMR_F_NONFINITE) != 0;
+      seen_adm += f.d[u].action == GNMR_ACTION_RECOVER;
+      seen_nf += (f.d[u].flags & GNMR_FLAG_NONFINITE) != 0;
     }
   }
   REQUIRE(gnmr_counters_get(&f.ctl, GNMR_ALL_UNITS, &t) == GNMR_OK);
@@ -1077,7 +1080,7 @@ TEST(no_heap_in_the_controller_or_the_norms) {
   REQUIRE(gnmr_checkpoint_load(&g.ctl, buf, len) == GNMR_OK);
   t[0].data = x;
   t[0].n = sizeof x / sizeof x[0];
-  t[0].dtype = GNMR_F32;
+  t[0].dtype = GNMR_DTYPE_F32;
   t[0].unit = 0;
   t[1] = t[0];
   t[1].unit = 1;

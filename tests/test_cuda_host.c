@@ -42,7 +42,9 @@ static void block_tree(double *p, uint64_t m, uint32_t nthreads) {
       gc_tree_level(p, m, stride, tid, nthreads);
 }
 
-static size_t dtype_size(uint32_t dtype) { return dtype == GNMR_F32 ? 4 : 2; }
+static size_t dtype_size(uint32_t dtype) {
+  return dtype == GNMR_DTYPE_F32 ? 4 : 2;
+}
 
 /* norm_tasks: block b runs task b. */
 static void run_norm_tasks(const gc_tensor *t, uint32_t nt, uint64_t n_tasks,
@@ -101,9 +103,9 @@ static void fill(void *data, uint32_t dtype, uint64_t n) {
     uint32_t f32 = (uint32_t)(r & 0x807FFFFFu) |
                    (uint32_t)(60 + (r >> 32) % 100) << 23; /* 2^-67..2^32 */
     if ((r >> 48) % 64 == 0) f32 &= 0x807FFFFFu; /* subnormal or zero */
-    if (dtype == GNMR_F32)
+    if (dtype == GNMR_DTYPE_F32)
       memcpy((float *)data + i, &f32, 4);
-    else if (dtype == GNMR_BF16)
+    else if (dtype == GNMR_DTYPE_BF16)
       ((uint16_t *)data)[i] = (uint16_t)(f32 >> 16);
     else /* f16: any finite bits; exponent 0 gives subnormals */
       ((uint16_t *)data)[i] =
@@ -120,8 +122,9 @@ static const uint64_t edge_sizes[] = {0,     1,     31,     32,    33,    4095,
 #define N_EDGE (sizeof edge_sizes / sizeof edge_sizes[0])
 
 static double library_sumsq(const gc_tensor *x) {
-  if (x->dtype == GNMR_F32) return gnmr_sumsq_f32((const float *)x->data, x->n);
-  if (x->dtype == GNMR_F16)
+  if (x->dtype == GNMR_DTYPE_F32)
+    return gnmr_sumsq_f32((const float *)x->data, x->n);
+  if (x->dtype == GNMR_DTYPE_F16)
     return gnmr_sumsq_f16((const uint16_t *)x->data, x->n);
   return gnmr_sumsq_bf16((const uint16_t *)x->data, x->n);
 }
@@ -210,7 +213,7 @@ TEST(task_to_tensor_lookup_with_empty_tensors) {
     t[i].data = NULL;
     t[i].n = sizes[i];
     t[i].first_task = task;
-    t[i].dtype = GNMR_F32;
+    t[i].dtype = GNMR_DTYPE_F32;
     t[i].unit = i;
     task += gc_tasks(sizes[i]);
   }
@@ -235,7 +238,9 @@ TEST(pipeline_equals_library_bits) {
   uint64_t task = 0;
   uint32_t i, u;
   for (i = 0; i < NT; i++) {
-    uint32_t dtype = i % 3 == 0 ? GNMR_F32 : i % 3 == 1 ? GNMR_BF16 : GNMR_F16;
+    uint32_t dtype = i % 3 == 0   ? GNMR_DTYPE_F32
+                     : i % 3 == 1 ? GNMR_DTYPE_BF16
+                                  : GNMR_DTYPE_F16;
     uint64_t n = edge_sizes[(i * 7) % N_EDGE];
     void *data = n ? malloc(n * dtype_size(dtype)) : NULL;
     REQUIRE(n == 0 || data);
@@ -288,7 +293,7 @@ TEST(power_of_two_scaling_scales_the_sum_exactly) {
   static uint16_t h[N], hs[N];
   int e;
   uint32_t i;
-  fill(f32, GNMR_F32, N);
+  fill(f32, GNMR_DTYPE_F32, N);
   for (i = 0; i < N; i++) f32[i] = ldexpf(f32[i], -40); /* headroom */
   for (e = 0; e <= 8; e++) {
     for (i = 0; i < N; i++) f32s[i] = ldexpf(f32[i], e);
@@ -296,7 +301,7 @@ TEST(power_of_two_scaling_scales_the_sum_exactly) {
                    ldexp(gnmr_sumsq_f32(f32, N), 2 * e));
   }
   /* bf16 as the example scales it: widen, multiply, keep the top half. */
-  fill(h, GNMR_BF16, N);
+  fill(h, GNMR_DTYPE_BF16, N);
   for (i = 0; i < N; i++) h[i] &= 0xBFFFu; /* below 2^1: headroom */
   for (e = 0; e <= 8; e++) {
     for (i = 0; i < N; i++) {

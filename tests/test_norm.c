@@ -39,18 +39,18 @@ static double f32_bits_value(uint32_t b) {
   return (double)f;
 }
 
-static size_t esize(int dtype) { return dtype == GNMR_F32 ? 4 : 2; }
+static size_t esize(int dtype) { return dtype == GNMR_DTYPE_F32 ? 4 : 2; }
 
 static double elem(const void *x, size_t i, int dtype) {
   const unsigned char *p = (const unsigned char *)x + i * esize(dtype);
   uint32_t b32;
   uint16_t b16;
-  if (dtype == GNMR_F32) {
+  if (dtype == GNMR_DTYPE_F32) {
     memcpy(&b32, p, 4);
     return f32_bits_value(b32);
   }
   memcpy(&b16, p, 2);
-  if (dtype == GNMR_F16) return f16_value(b16);
+  if (dtype == GNMR_DTYPE_F16) return f16_value(b16);
   return f32_bits_value((uint32_t)b16 << 16);
 }
 
@@ -93,14 +93,14 @@ static void ref_stats(const void *x, size_t n, int dtype,
 
 static void lib_stats(const void *x, size_t n, int dtype,
                       gnmr_tensor_stats *s) {
-  if (dtype == GNMR_F32) gnmr_stats_f32((const float *)x, n, s);
-  if (dtype == GNMR_F16) gnmr_stats_f16((const uint16_t *)x, n, s);
-  if (dtype == GNMR_BF16) gnmr_stats_bf16((const uint16_t *)x, n, s);
+  if (dtype == GNMR_DTYPE_F32) gnmr_stats_f32((const float *)x, n, s);
+  if (dtype == GNMR_DTYPE_F16) gnmr_stats_f16((const uint16_t *)x, n, s);
+  if (dtype == GNMR_DTYPE_BF16) gnmr_stats_bf16((const uint16_t *)x, n, s);
 }
 
 static double lib_sumsq(const void *x, size_t n, int dtype) {
-  if (dtype == GNMR_F32) return gnmr_sumsq_f32((const float *)x, n);
-  if (dtype == GNMR_F16) return gnmr_sumsq_f16((const uint16_t *)x, n);
+  if (dtype == GNMR_DTYPE_F32) return gnmr_sumsq_f32((const float *)x, n);
+  if (dtype == GNMR_DTYPE_F16) return gnmr_sumsq_f16((const uint16_t *)x, n);
   return gnmr_sumsq_bf16((const uint16_t *)x, n);
 }
 
@@ -117,7 +117,9 @@ static void find_paths(void) {
 static int same_bits(double a, double b) { return memcmp(&a, &b, 8) == 0; }
 
 static const char *dtype_name(int dtype) {
-  return dtype == GNMR_F32 ? "f32" : dtype == GNMR_F16 ? "f16" : "bf16";
+  return dtype == GNMR_DTYPE_F32   ? "f32"
+         : dtype == GNMR_DTYPE_F16 ? "f16"
+                                   : "bf16";
 }
 
 /* Every path against `want` (stats) bit for bit; sumsq of the sumsq-only
@@ -169,12 +171,13 @@ static uint32_t gen_bits(int dtype, int pattern) {
                                     0x400u, 0x3C00u, 0x7BFFu};
     static const uint32_t bf16s[] = {0x0u,  0x1u,    0x7Fu,
                                      0x80u, 0x3F80u, 0x7F7Fu};
-    uint32_t sign = (r >> 31) ? (dtype == GNMR_F32 ? 0x80000000u : 0x8000u) : 0;
+    uint32_t sign =
+        (r >> 31) ? (dtype == GNMR_DTYPE_F32 ? 0x80000000u : 0x8000u) : 0;
     unsigned k = (r >> 8) % 8;
     if (k >= 6) return gen_bits(dtype, PAT_FULL_RANGE);
-    return sign | (dtype == GNMR_F32   ? f32s[k]
-                   : dtype == GNMR_F16 ? f16s[k]
-                                       : bf16s[k]);
+    return sign | (dtype == GNMR_DTYPE_F32   ? f32s[k]
+                   : dtype == GNMR_DTYPE_F16 ? f16s[k]
+                                             : bf16s[k]);
   }
   if (pattern == PAT_GAUSS) {
     double g = 0.0;
@@ -184,8 +187,8 @@ static uint32_t gen_bits(int dtype, int pattern) {
     for (i = 0; i < 4; i++) g += check_uniform() - 0.5;
     f = (float)(g * 1e-3);
     memcpy(&b, &f, 4);
-    if (dtype == GNMR_BF16) return b >> 16;
-    if (dtype == GNMR_F16) { /* to f16 by rounding down, finite */
+    if (dtype == GNMR_DTYPE_BF16) return b >> 16;
+    if (dtype == GNMR_DTYPE_F16) { /* to f16 by rounding down, finite */
       double a = fabs((double)f) * 16777216.0; /* units of 2^-24 */
       uint32_t s = (b >> 31) ? 0x8000u : 0;
       int e = 0;
@@ -199,20 +202,20 @@ static uint32_t gen_bits(int dtype, int pattern) {
     return b;
   }
   /* every finite value: random bits, the all-ones exponent avoided */
-  if (dtype == GNMR_F32) {
+  if (dtype == GNMR_DTYPE_F32) {
     if ((r & 0x7F800000u) == 0x7F800000u) r &= 0xFF7FFFFFu;
     return r;
   }
   r &= 0xFFFFu;
-  if (dtype == GNMR_F16 && (r & 0x7C00u) == 0x7C00u) r &= 0xFBFFu;
-  if (dtype == GNMR_BF16 && (r & 0x7F80u) == 0x7F80u) r &= 0xFF7Fu;
+  if (dtype == GNMR_DTYPE_F16 && (r & 0x7C00u) == 0x7C00u) r &= 0xFBFFu;
+  if (dtype == GNMR_DTYPE_BF16 && (r & 0x7F80u) == 0x7F80u) r &= 0xFF7Fu;
   return r;
 }
 
 static void put_bits(void *x, size_t i, int dtype, uint32_t bits) {
   unsigned char *p = (unsigned char *)x + i * esize(dtype);
   uint16_t h = (uint16_t)bits;
-  if (dtype == GNMR_F32)
+  if (dtype == GNMR_DTYPE_F32)
     memcpy(p, &bits, 4);
   else
     memcpy(p, &h, 2);
@@ -297,7 +300,7 @@ TEST(paths_match_reference_all_lengths) {
   unsigned char *buf = (unsigned char *)malloc((max_n + 4) * 4);
   int dtype, pattern, bad = 0, cases = 0;
   REQUIRE(buf);
-  for (dtype = GNMR_F32; dtype <= GNMR_BF16; dtype++)
+  for (dtype = GNMR_DTYPE_F32; dtype <= GNMR_DTYPE_BF16; dtype++)
     for (pattern = 0; pattern < PAT_COUNT; pattern++)
       for (k = 0; k < sizeof fixed_lengths / sizeof *fixed_lengths; k++) {
         size_t n = fixed_lengths[k], off = k % 4; /* unaligned starts too */
@@ -336,17 +339,17 @@ TEST(paths_match_where_order_matters) {
   REQUIRE(x);
   for (i = 0; i < n; i += GNMR_SUM_LANES) x[i] = (float)ldexp(1.0, -27);
   x[0] = 1.0f;
-  ref_stats(x, n, GNMR_F32, &a);
+  ref_stats(x, n, GNMR_DTYPE_F32, &a);
   EXPECT_EQ_BITS(a.sumsq, 1.0);
-  EXPECT_EQ_INT(check_input(x, n, GNMR_F32, "absorbed"), 0);
+  EXPECT_EQ_INT(check_input(x, n, GNMR_DTYPE_F32, "absorbed"), 0);
   for (i = 0; i < n / 2; i++) {
     float t = x[i];
     x[i] = x[n - 1 - i];
     x[n - 1 - i] = t;
   }
-  ref_stats(x, n, GNMR_F32, &b);
+  ref_stats(x, n, GNMR_DTYPE_F32, &b);
   EXPECT_EQ_BITS(b.sumsq, 1.0 + 127 * ldexp(1.0, -54));
-  EXPECT_EQ_INT(check_input(x, n, GNMR_F32, "reversed"), 0);
+  EXPECT_EQ_INT(check_input(x, n, GNMR_DTYPE_F32, "reversed"), 0);
   /* mixed scales over several chunks and a tail */
   free(x);
   n = 6 * CHUNK + 77;
@@ -356,7 +359,7 @@ TEST(paths_match_where_order_matters) {
     int e = (int)(check_rand() % 40) - 20;
     x[i] = (float)ldexp(1.0 + check_uniform(), e);
   }
-  EXPECT_EQ_INT(check_input(x, n, GNMR_F32, "mixed scales"), 0);
+  EXPECT_EQ_INT(check_input(x, n, GNMR_DTYPE_F32, "mixed scales"), 0);
   free(x);
 }
 
@@ -366,7 +369,7 @@ TEST(paths_match_at_byte_offsets) {
   unsigned char *buf = (unsigned char *)malloc(n * 4 + 8);
   int dtype, bad = 0;
   REQUIRE(buf);
-  for (dtype = GNMR_F32; dtype <= GNMR_BF16; dtype++)
+  for (dtype = GNMR_DTYPE_F32; dtype <= GNMR_DTYPE_BF16; dtype++)
     for (off = 1; off < 4; off++) {
       unsigned char *al = (unsigned char *)malloc(n * 4);
       gnmr_tensor t;
@@ -405,10 +408,10 @@ TEST(nonfinite_counted_and_kept_out_of_amax) {
   unsigned char *x = (unsigned char *)malloc(n * 4);
   int dtype, t, bad = 0;
   REQUIRE(x);
-  for (dtype = GNMR_F32; dtype <= GNMR_BF16; dtype++) {
-    const uint32_t *pal = dtype == GNMR_F32   ? f32_bad
-                          : dtype == GNMR_F16 ? f16_bad
-                                              : bf16_bad;
+  for (dtype = GNMR_DTYPE_F32; dtype <= GNMR_DTYPE_BF16; dtype++) {
+    const uint32_t *pal = dtype == GNMR_DTYPE_F32   ? f32_bad
+                          : dtype == GNMR_DTYPE_F16 ? f16_bad
+                                                    : bf16_bad;
     for (t = 0; t < 12; t++) {
       gnmr_tensor_stats want;
       size_t count = t == 0 ? 1 : 1 + (size_t)(check_rand() % 40), put = 0;
@@ -506,7 +509,7 @@ TEST(ftz_daz_paths_agree) {
   unsigned char *z = (unsigned char *)malloc(n * 4);
   int dtype, pattern, bad = 0;
   REQUIRE(x && z);
-  for (dtype = GNMR_F32; dtype <= GNMR_BF16; dtype++)
+  for (dtype = GNMR_DTYPE_F32; dtype <= GNMR_DTYPE_BF16; dtype++)
     for (pattern = 0; pattern < PAT_COUNT; pattern++) {
       gnmr_tensor_stats plain, flushed, zeroed;
       unsigned old;
@@ -514,7 +517,7 @@ TEST(ftz_daz_paths_agree) {
       memcpy(z, x, n * esize(dtype));
       for (i = 0; i < n; i++) { /* subnormals -> 0 */
         double v = elem(x, i, dtype);
-        int sub = v != 0 && fabs(v) < (dtype == GNMR_F16 ? 0.0 : FLT_MIN);
+        int sub = v != 0 && fabs(v) < (dtype == GNMR_DTYPE_F16 ? 0.0 : FLT_MIN);
         if (sub) put_bits(z, i, dtype, 0);
       }
       gnmr_isa_force(GNMR_ISA_SCALAR);
@@ -525,7 +528,7 @@ TEST(ftz_daz_paths_agree) {
       lib_stats(x, n, dtype, &flushed);
       bad += paths_match(x, n, dtype, &flushed, "ftz/daz");
       ftz_off(old);
-      if (pattern == PAT_GAUSS || dtype == GNMR_F16) {
+      if (pattern == PAT_GAUSS || dtype == GNMR_DTYPE_F16) {
         EXPECT(same_bits(flushed.sumsq, plain.sumsq));
         EXPECT(same_bits(flushed.amax, plain.amax));
       } else {
@@ -708,7 +711,7 @@ TEST(accuracy_where_float_fails) {
   loss = (double)(1.0L - (long double)naive / exact);
   printf("  naive float accumulation loses %.1f%%\n", 100 * loss);
   if (n >= (1u << 26)) EXPECT(loss > 0.2);
-  check_accuracy(x, n, GNMR_F32, &s, "uniform [0,1)");
+  check_accuracy(x, n, GNMR_DTYPE_F32, &s, "uniform [0,1)");
   free(x);
 }
 
@@ -717,7 +720,7 @@ TEST(accuracy_wide_range_all_dtypes) {
   unsigned char *x = (unsigned char *)malloc(n * 4);
   int dtype;
   REQUIRE(x);
-  for (dtype = GNMR_F32; dtype <= GNMR_BF16; dtype++) {
+  for (dtype = GNMR_DTYPE_F32; dtype <= GNMR_DTYPE_BF16; dtype++) {
     exact_sum s;
     memset(&s, 0, sizeof s);
     for (i = 0; i < n; i++) {
@@ -725,8 +728,8 @@ TEST(accuracy_wide_range_all_dtypes) {
          included, so that the norm stays finite in f32 */
       uint32_t b = gen_bits(dtype, PAT_FULL_RANGE), e = 0;
       if (i % 1000) e = (uint32_t)(27 + check_rand() % 200);
-      if (dtype == GNMR_F32) b = (b & 0x807FFFFFu) | (e << 23);
-      if (dtype == GNMR_BF16) b = (b & 0x807Fu) | (e << 7);
+      if (dtype == GNMR_DTYPE_F32) b = (b & 0x807FFFFFu) | (e << 23);
+      if (dtype == GNMR_DTYPE_BF16) b = (b & 0x807Fu) | (e << 7);
       put_bits(x, i, dtype, b);
       exact_add_f32(&s, (float)elem(x, i, dtype));
     }
@@ -740,8 +743,9 @@ TEST(accuracy_wide_range_all_dtypes) {
 
 TEST(unit_norms_mixed_dtypes_in_tensor_order) {
   enum { NT = 7, NU = 4 };
-  static const int dt[NT] = {GNMR_F32, GNMR_BF16, GNMR_F16, GNMR_F32,
-                             GNMR_F16, GNMR_BF16, GNMR_F32};
+  static const int dt[NT] = {GNMR_DTYPE_F32, GNMR_DTYPE_BF16, GNMR_DTYPE_F16,
+                             GNMR_DTYPE_F32, GNMR_DTYPE_F16,  GNMR_DTYPE_BF16,
+                             GNMR_DTYPE_F32};
   static const uint32_t unit_of[NT] = {0, 0, 0, 2, 2, 3, 3};
   static const size_t len[NT] = {5000, 33, 9000, 1, 4097, 0, 70000};
   unsigned char *data[NT];
@@ -790,7 +794,7 @@ TEST(unit_errors_refused_whole) {
   gnmr_tensor_stats s;
   t[0].data = x;
   t[0].n = 4;
-  t[0].dtype = GNMR_F32;
+  t[0].dtype = GNMR_DTYPE_F32;
   t[0].unit = 1;
   t[1] = t[0];
   t[1].unit = 0; /* unsorted: fine for sumsq, refused for norms */
@@ -806,7 +810,7 @@ TEST(unit_errors_refused_whole) {
   t[1].dtype = 7; /* bad dtype */
   EXPECT_EQ_INT(gnmr_unit_sumsq(t, 2, sums, 2), GNMR_EINVAL);
   EXPECT_EQ_INT(gnmr_unit_norms(t, 2, norms, 2), GNMR_EINVAL);
-  t[1].dtype = GNMR_F32;
+  t[1].dtype = GNMR_DTYPE_F32;
   t[1].data = NULL; /* NULL data with n > 0 */
   EXPECT_EQ_INT(gnmr_unit_sumsq(t, 2, sums, 2), GNMR_EINVAL);
   EXPECT_EQ_INT(gnmr_unit_norms(t, 2, norms, 2), GNMR_EINVAL);

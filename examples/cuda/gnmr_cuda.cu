@@ -66,10 +66,12 @@ static void *device_copy(const void *host, size_t bytes) {
 }
 
 __host__ __device__ static size_t dtype_size(uint32_t dtype) {
-  return dtype == GNMR_F32 ? 4 : 2;
+  return dtype == GNMR_DTYPE_F32 ? 4 : 2;
 }
 static const char *dtype_name(uint32_t dtype) {
-  return dtype == GNMR_F32 ? "f32" : dtype == GNMR_BF16 ? "bf16" : "f16";
+  return dtype == GNMR_DTYPE_F32    ? "f32"
+         : dtype == GNMR_DTYPE_BF16 ? "bf16"
+                                    : "f16";
 }
 
 /* ---- the norm kernels ---------------------------------------------------
@@ -98,12 +100,12 @@ __global__ void __launch_bounds__(GC_THREADS)
     const char *chunk = (const char *)x.data + start * dtype_size(x.dtype);
     double acc;
     /* A constant dtype per call lets the compiler specialise each loop. */
-    if (x.dtype == GNMR_F32)
-      acc = gc_lane_sum(chunk, GNMR_F32, len, lane);
-    else if (x.dtype == GNMR_BF16)
-      acc = gc_lane_sum(chunk, GNMR_BF16, len, lane);
+    if (x.dtype == GNMR_DTYPE_F32)
+      acc = gc_lane_sum(chunk, GNMR_DTYPE_F32, len, lane);
+    else if (x.dtype == GNMR_DTYPE_BF16)
+      acc = gc_lane_sum(chunk, GNMR_DTYPE_BF16, len, lane);
     else
-      acc = gc_lane_sum(chunk, GNMR_F16, len, lane);
+      acc = gc_lane_sum(chunk, GNMR_DTYPE_F16, len, lane);
     for (uint32_t delta = GNMR_SUM_LANES / 2; delta >= 1; delta /= 2)
       acc += __shfl_down_sync(0xFFFFFFFFu, acc, delta);
     if (lane == 0) chunk_sum[warp] = acc;
@@ -189,7 +191,8 @@ __global__ void controller_loop(gnmr_ctl *ctl, const float *norm_rows,
 /* Units whose first tensor is BIG_MIB MiB, one per dtype. */
 static const struct {
   uint32_t unit, dtype;
-} big_tensor[3] = {{101, GNMR_F32}, {202, GNMR_BF16}, {300, GNMR_F16}};
+} big_tensor[3] = {
+    {101, GNMR_DTYPE_F32}, {202, GNMR_DTYPE_BF16}, {300, GNMR_DTYPE_F16}};
 
 __host__ __device__ static uint32_t mix32(uint32_t a, uint32_t b) {
   uint32_t h = a * 0x9E3779B1u ^ (b + 0x7F4A7C15u) * 0x85EBCA77u;
@@ -241,10 +244,10 @@ __global__ void make_grads(const gc_tensor *base, const gc_tensor *grad,
     /* Exact: a power-of-two multiple of a representable value. */
     const float v =
         gc_widen((const char *)in.data + i * size, 0, in.dtype) * scale;
-    if (in.dtype == GNMR_F32) {
+    if (in.dtype == GNMR_DTYPE_F32) {
       ((float *)out)[i] =
           i == bad_at ? (bad == POISON_NAN ? NAN : INFINITY) : v;
-    } else if (in.dtype == GNMR_BF16) {
+    } else if (in.dtype == GNMR_DTYPE_BF16) {
       ((uint16_t *)out)[i] = i == bad_at
                                  ? (bad == POISON_NAN ? 0x7FC0u : 0x7F80u)
                                  : (uint16_t)(__float_as_uint(v) >> 16);
@@ -275,7 +278,7 @@ __global__ void read_probe(const uint4 *p, size_t n16, uint32_t *sink) {
 /* Finite values over a wide range, subnormals included, from a hash of the
    index and a seed: every gradient of the run is made on the device. */
 __device__ static uint16_t value_bits16(uint32_t dtype, uint32_t r) {
-  if (dtype == GNMR_BF16) /* 2^-14 .. 2^2, sign, 1/256 subnormal */
+  if (dtype == GNMR_DTYPE_BF16) /* 2^-14 .. 2^2, sign, 1/256 subnormal */
     return (uint16_t)((r & 0x807Fu) |
                       ((r >> 24) == 0 ? 0 : (113 + (r >> 16) % 16) << 7));
   /* f16: exponent field 0 (subnormal) .. 20 (2^5) */
@@ -291,7 +294,7 @@ __global__ void fill_values(void *data, uint32_t dtype, uint64_t n,
   for (uint64_t i = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; i < n;
        i += (uint64_t)gridDim.x * blockDim.x) {
     const uint32_t r = mix32(seed, (uint32_t)i ^ (uint32_t)(i >> 32) * 31u);
-    if (dtype == GNMR_F32)
+    if (dtype == GNMR_DTYPE_F32)
       ((float *)data)[i] = value_f32(r, mix32(r, seed));
     else
       ((uint16_t *)data)[i] = value_bits16(dtype, r);
@@ -339,9 +342,9 @@ static model model_build(void) {
     m.units[u].n_tensors = 1 + u % 3;
     for (j = 0; j < 1 + u % 3; j++, t++) {
       gc_tensor *x = &m.tensors[t];
-      uint32_t dtype = (u + j) % 3 == 0   ? GNMR_F32
-                       : (u + j) % 3 == 1 ? GNMR_BF16
-                                          : GNMR_F16;
+      uint32_t dtype = (u + j) % 3 == 0   ? GNMR_DTYPE_F32
+                       : (u + j) % 3 == 1 ? GNMR_DTYPE_BF16
+                                          : GNMR_DTYPE_F16;
       uint64_t n = 0;
       int k, big = 0;
       for (k = 0; k < 3; k++)
@@ -440,14 +443,15 @@ static int same_bits(double a, double b) {
 }
 
 static double host_sumsq(const void *data, uint64_t n, uint32_t dtype) {
-  if (dtype == GNMR_F32) return gnmr_sumsq_f32((const float *)data, n);
-  if (dtype == GNMR_BF16) return gnmr_sumsq_bf16((const uint16_t *)data, n);
+  if (dtype == GNMR_DTYPE_F32) return gnmr_sumsq_f32((const float *)data, n);
+  if (dtype == GNMR_DTYPE_BF16)
+    return gnmr_sumsq_bf16((const uint16_t *)data, n);
   return gnmr_sumsq_f16((const uint16_t *)data, n);
 }
 
 static int same_decision(const gnmr_decision *a, const gnmr_decision *b) {
   return a->action == b->action && a->flags == b->flags &&
-         same_bits(a->gnmr, b->gnmr) && same_bits(a->delta, b->delta) &&
+         same_bits(a->ratio, b->ratio) && same_bits(a->delta, b->delta) &&
          same_bits(a->score, b->score) && same_bits(a->scale, b->scale);
 }
 
@@ -472,8 +476,8 @@ static void flags_text(uint32_t flags, char *buf, size_t cap) {
 /* A controller in device memory, initialised by gnmr_init on the host (the
    zeroed units copied over, the units pointer redirected). */
 static gnmr_ctl *device_controller(const gnmr_config *cfg, uint32_t n,
-                                   gnmr_unit **units_out) {
-  gnmr_unit *units = (gnmr_unit *)mallocCheck(n * sizeof *units);
+                                   gnmr_slot **units_out) {
+  gnmr_slot *units = (gnmr_slot *)mallocCheck(n * sizeof *units);
   gnmr_ctl ctl;
   gnmr_ctl *d_ctl;
   int rc = gnmr_init(&ctl, cfg, units, n);
@@ -481,7 +485,7 @@ static gnmr_ctl *device_controller(const gnmr_config *cfg, uint32_t n,
     fprintf(stderr, "gnmr_init: %s\n", gnmr_strerror(rc));
     exit(1);
   }
-  ctl.units = (gnmr_unit *)device_copy(units, n * sizeof *units);
+  ctl.units = (gnmr_slot *)device_copy(units, n * sizeof *units);
   d_ctl = (gnmr_ctl *)device_copy(&ctl, sizeof ctl);
   *units_out = ctl.units;
   free(units);
@@ -494,7 +498,7 @@ static unsigned char *device_checkpoint(const gnmr_ctl *d_ctl, size_t *size) {
   gnmr_ctl ctl;
   unsigned char *buf;
   cudaCheck(cudaMemcpy(&ctl, d_ctl, sizeof ctl, cudaMemcpyDeviceToHost));
-  gnmr_unit *units = (gnmr_unit *)mallocCheck(ctl.n_units * sizeof *units);
+  gnmr_slot *units = (gnmr_slot *)mallocCheck(ctl.n_units * sizeof *units);
   cudaCheck(cudaMemcpy(units, ctl.units, ctl.n_units * sizeof *units,
                        cudaMemcpyDeviceToHost));
   ctl.units = units;
@@ -550,7 +554,8 @@ static int run_training(cudaStream_t stream) {
     }
     printf("model: %u units, %u tensors (f32 %u, bf16 %u, f16 %u), %.2f GiB, "
            "tensors of %zu B to %zu MiB, %llu tasks\n",
-           m.n_units, nt, count[GNMR_F32], count[GNMR_BF16], count[GNMR_F16],
+           m.n_units, nt, count[GNMR_DTYPE_F32], count[GNMR_DTYPE_BF16],
+           count[GNMR_DTYPE_F16],
            (double)(bytes[0] + bytes[1] + bytes[2]) / (1u << 30), lo, hi >> 20,
            (unsigned long long)m.n_tasks);
   }
@@ -603,8 +608,8 @@ static int run_training(cudaStream_t stream) {
     }
     printf("per-tensor sum of squares vs gnmr_sumsq_*, bit for bit: "
            "f32 %u/%u, bf16 %u/%u, f16 %u/%u\n",
-           same[GNMR_F32], count[GNMR_F32], same[GNMR_BF16], count[GNMR_BF16],
-           same[GNMR_F16], count[GNMR_F16]);
+           same[GNMR_DTYPE_F32], count[GNMR_DTYPE_F32], same[GNMR_DTYPE_BF16],
+           count[GNMR_DTYPE_BF16], same[GNMR_DTYPE_F16], count[GNMR_DTYPE_F16]);
     ok &= same[0] + same[1] + same[2] == nt;
     norm_launch_free(&l);
   }
@@ -641,7 +646,7 @@ static int run_training(cudaStream_t stream) {
   const gnmr_config cfg = run_config();
   norm_launch grads =
       norm_launch_make(grad_tensors, nt, m.units, m.n_units, m.n_tasks, STEPS);
-  gnmr_unit *d_units;
+  gnmr_slot *d_units;
   gnmr_ctl *d_ctl = device_controller(&cfg, N_UNITS, &d_units);
   gnmr_decision *d_decisions;
   uint32_t *d_step;
@@ -698,7 +703,7 @@ static int run_training(cudaStream_t stream) {
   /* The same S steps on the CPU: the norms from the base sums (scaled by
      4^e, exact), the decisions from gnmr_step. */
   {
-    gnmr_unit ref_units[N_UNITS];
+    gnmr_slot ref_units[N_UNITS];
     gnmr_ctl ref;
     uint32_t norm_diff = 0, decision_diff = 0, shown = 0;
     gnmr_counters c;
@@ -735,15 +740,16 @@ static int run_training(cudaStream_t stream) {
             printf("  DECISION MISMATCH step %u unit %u: device %s, CPU %s\n",
                    s, u, action_name(dd[u].action), action_name(d[u].action));
         }
-        if (dd[u].action == GNMR_HOLD && !(dd[u].flags & GNMR_F_RENEWED))
+        if (dd[u].action == GNMR_ACTION_HOLD &&
+            !(dd[u].flags & GNMR_FLAG_RENEWED))
           continue;
-        if (dd[u].action == GNMR_KEEP &&
-            !(dd[u].flags & ~(uint32_t)GNMR_F_WARMUP))
+        if (dd[u].action == GNMR_ACTION_KEEP &&
+            !(dd[u].flags & ~(uint32_t)GNMR_FLAG_WARMUP))
           continue;
         flags_text(dd[u].flags, flags, sizeof flags);
         if (shown++ < 60)
           printf("  step %2u unit %3u: %-7s gnmr %8.3f scale %.4f  %s\n", s, u,
-                 action_name(dd[u].action), dd[u].gnmr, dd[u].scale, flags);
+                 action_name(dd[u].action), dd[u].ratio, dd[u].scale, flags);
       }
     }
     if (shown > 60) printf("  ... %u more\n", shown - 60);
@@ -815,7 +821,7 @@ static int run_controller_timing(cudaStream_t stream) {
   float *norms = (float *)mallocCheck(cells * sizeof *norms);
   gnmr_decision *dev = (gnmr_decision *)mallocCheck(cells * sizeof *dev);
   gnmr_decision *ref = (gnmr_decision *)mallocCheck(cells * sizeof *ref);
-  gnmr_unit *units = (gnmr_unit *)mallocCheck(TIMING_UNITS * sizeof *units);
+  gnmr_slot *units = (gnmr_slot *)mallocCheck(TIMING_UNITS * sizeof *units);
   uint64_t rng = 1;
   size_t k;
   uint32_t s, same = 0;
@@ -828,7 +834,7 @@ static int run_controller_timing(cudaStream_t stream) {
     if (k >= 20 * TIMING_UNITS && x % 5000 == 1) norms[k] = NAN;
   }
 
-  gnmr_unit *d_units;
+  gnmr_slot *d_units;
   gnmr_ctl *d_ctl = device_controller(&cfg, TIMING_UNITS, &d_units);
   float *d_norms = (float *)device_copy(norms, cells * sizeof *norms);
   gnmr_decision *d_dec;
@@ -955,7 +961,8 @@ static int run_bandwidth(cudaStream_t stream, int sm_count) {
                                  1u << 30};
   const int n_sizes = (int)(sizeof sizes / sizeof sizes[0]);
   size_t max_bytes = sizes[n_sizes - 1], free_b, total_b;
-  uint32_t dtypes[3] = {GNMR_F32, GNMR_BF16, GNMR_F16}, *d_sink;
+  uint32_t dtypes[3] = {GNMR_DTYPE_F32, GNMR_DTYPE_BF16, GNMR_DTYPE_F16},
+           *d_sink;
   int probe_blocks, ok = 1, d, z, big_ok = 1;
   double worst_big = 1e9;
   cudaCheck(cudaMemGetInfo(&free_b, &total_b));

@@ -43,7 +43,7 @@ typedef struct gc_tensor {
   const void *data;
   uint64_t n;          /* elements */
   uint64_t first_task; /* its first task in the launch-wide numbering */
-  uint32_t dtype;      /* GNMR_F32, GNMR_F16, GNMR_BF16 */
+  uint32_t dtype;      /* GNMR_DTYPE_F32, GNMR_DTYPE_F16, GNMR_DTYPE_BF16 */
   uint32_t unit;
 } gc_tensor;
 
@@ -88,15 +88,15 @@ static inline GNMR_HOSTDEV float gc_widen(const void *chunk, uint32_t off,
                                           uint32_t dtype) {
 #if defined(__CUDA_ARCH__)
   unsigned short h;
-  if (dtype == GNMR_F32) return __ldg((const float *)chunk + off);
+  if (dtype == GNMR_DTYPE_F32) return __ldg((const float *)chunk + off);
   h = __ldg((const unsigned short *)chunk + off);
-  if (dtype == GNMR_BF16) return __uint_as_float((unsigned)h << 16);
+  if (dtype == GNMR_DTYPE_BF16) return __uint_as_float((unsigned)h << 16);
   return __half2float(__ushort_as_half(h));
 #else
   uint16_t h;
-  if (dtype == GNMR_F32) return ((const float *)chunk)[off];
+  if (dtype == GNMR_DTYPE_F32) return ((const float *)chunk)[off];
   h = ((const uint16_t *)chunk)[off];
-  if (dtype == GNMR_BF16) return gnmr__bf16_to_f32(h);
+  if (dtype == GNMR_DTYPE_BF16) return gnmr__bf16_to_f32(h);
   return gnmr__f16_to_f32(h);
 #endif
 }

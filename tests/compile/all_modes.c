@@ -17,7 +17,7 @@
 
 TEST(every_part_is_there_once) {
   gnmr_config cfg = gnmr_config_default();
-  gnmr_unit units[2];
+  gnmr_slot units[2];
   gnmr_ctl ctl;
   gnmr_decision d[2];
   const float norms[2] = {3.0f, 4.0f};

@@ -6,14 +6,14 @@
 
 TEST(cxx_controller_runs) {
   gnmr_config cfg = gnmr_config_default();
-  gnmr_unit units[3];
+  gnmr_slot units[3];
   gnmr_ctl ctl;
   gnmr_decision d[3];
   const float norms[3] = {1.0f, 2.0f, 3.0f};
   REQUIRE(gnmr_init(&ctl, &cfg, units, 3) == GNMR_OK);
   EXPECT_EQ_INT(gnmr_step(&ctl, norms, d), GNMR_OK);
-  EXPECT_EQ_INT(d[1].action, GNMR_KEEP);
-  EXPECT_EQ_BITS(d[1].gnmr, 1.0);
+  EXPECT_EQ_INT(d[1].action, GNMR_ACTION_KEEP);
+  EXPECT_EQ_BITS(d[1].ratio, 1.0);
 }
 
 TEST(cxx_norms_run) {

@@ -4,7 +4,7 @@
 int use_a(void);
 int use_a(void) {
   gnmr_config cfg = gnmr_config_default();
-  gnmr_unit units[2];
+  gnmr_slot units[2];
   gnmr_ctl ctl;
   float norms[2] = {1.0f, 2.0f};
   int rc = gnmr_init(&ctl, &cfg, units, 2);

@@ -70,17 +70,17 @@ FUZZ_UNUSED static float fuzz_norm(fuzz_reader *r) {
 /* A controller's whole state: the struct and its units, byte for byte. */
 typedef struct fuzz_snapshot {
   gnmr_ctl ctl;
-  gnmr_unit units[FUZZ_MAX_UNITS + 1];
+  gnmr_slot units[FUZZ_MAX_UNITS + 1];
 } fuzz_snapshot;
 
 FUZZ_UNUSED static void fuzz_snap(fuzz_snapshot *s, const gnmr_ctl *ctl,
-                                  const gnmr_unit *units, uint32_t n) {
+                                  const gnmr_slot *units, uint32_t n) {
   memcpy(&s->ctl, ctl, sizeof *ctl);
   if (n) memcpy(s->units, units, sizeof *units * n);
 }
 
 FUZZ_UNUSED static int fuzz_same(const fuzz_snapshot *s, const gnmr_ctl *ctl,
-                                 const gnmr_unit *units, uint32_t n) {
+                                 const gnmr_slot *units, uint32_t n) {
   return memcmp(&s->ctl, ctl, sizeof *ctl) == 0 &&
          (n == 0 || memcmp(s->units, units, sizeof *units * n) == 0);
 }
@@ -151,10 +151,11 @@ FUZZ_UNUSED static void fuzz_shadow_sync(fuzz_shadow *sh, const gnmr_ctl *ctl) {
   }
 }
 
-#define FUZZ_RISK_FLAGS (GNMR_F_RATIO | GNMR_F_DELTA | GNMR_F_NONFINITE)
+#define FUZZ_RISK_FLAGS                                                        \
+  (GNMR_FLAG_RATIO | GNMR_FLAG_DELTA | GNMR_FLAG_NONFINITE)
 #define FUZZ_ALL_FLAGS                                                         \
-  (FUZZ_RISK_FLAGS | GNMR_F_OVER_BUDGET | GNMR_F_COOLDOWN | GNMR_F_WARMUP |    \
-   GNMR_F_RENEWED)
+  (FUZZ_RISK_FLAGS | GNMR_FLAG_OVER_BUDGET | GNMR_FLAG_COOLDOWN |              \
+   GNMR_FLAG_WARMUP | GNMR_FLAG_RENEWED)
 
 static int fuzz_has_negative(const float *norms, uint32_t n) {
   uint32_t u;
@@ -195,49 +196,49 @@ FUZZ_UNUSED static int fuzz_step_checked(gnmr_ctl *ctl, fuzz_shadow *sh,
     /* scale is a multiplier in [0, 1], never NaN. */
     FUZZ_CHECK(x->scale >= 0.0 && x->scale <= 1.0);
     if (!is_risky) FUZZ_CHECK(x->scale == 1.0);
-    if (is_risky && cfg->spike_policy == GNMR_POLICY_KEEP &&
-        !(x->flags & GNMR_F_NONFINITE))
+    if (is_risky && cfg->spike_policy == GNMR_SPIKE_PASS &&
+        !(x->flags & GNMR_FLAG_NONFINITE))
       FUZZ_CHECK(x->scale == 1.0);
-    if (is_risky && cfg->spike_policy == GNMR_POLICY_SKIP)
+    if (is_risky && cfg->spike_policy == GNMR_SPIKE_SKIP)
       FUZZ_CHECK(x->scale == 0.0);
-    if (x->flags & GNMR_F_NONFINITE) {
+    if (x->flags & GNMR_FLAG_NONFINITE) {
       FUZZ_CHECK(!isfinite(norms[u]));
       FUZZ_CHECK(x->scale == 0.0 && x->score == (double)INFINITY);
       nonfinite++;
     } else {
       FUZZ_CHECK(isfinite(norms[u]));
-      FUZZ_CHECK(!isnan(x->gnmr) && !isnan(x->delta) && !isnan(x->score));
+      FUZZ_CHECK(!isnan(x->ratio) && !isnan(x->delta) && !isnan(x->score));
     }
-    if (x->flags & GNMR_F_WARMUP)
-      FUZZ_CHECK(!(x->flags & (GNMR_F_RATIO | GNMR_F_DELTA)));
-    if (x->flags & GNMR_F_RATIO) FUZZ_CHECK(x->gnmr > cfg->ratio_threshold);
-    if (x->flags & GNMR_F_DELTA) FUZZ_CHECK(x->delta > cfg->delta_threshold);
-    if (x->flags & (GNMR_F_OVER_BUDGET | GNMR_F_COOLDOWN))
-      FUZZ_CHECK(is_risky && x->action == GNMR_KEEP);
+    if (x->flags & GNMR_FLAG_WARMUP)
+      FUZZ_CHECK(!(x->flags & (GNMR_FLAG_RATIO | GNMR_FLAG_DELTA)));
+    if (x->flags & GNMR_FLAG_RATIO) FUZZ_CHECK(x->ratio > cfg->ratio_threshold);
+    if (x->flags & GNMR_FLAG_DELTA) FUZZ_CHECK(x->delta > cfg->delta_threshold);
+    if (x->flags & (GNMR_FLAG_OVER_BUDGET | GNMR_FLAG_COOLDOWN))
+      FUZZ_CHECK(is_risky && x->action == GNMR_ACTION_KEEP);
     risky += (uint32_t)is_risky;
     /* The lock rules: admitted at t, high-fidelity for t+1 ... t+L. */
     switch (x->action) {
-    case GNMR_KEEP:
-      FUZZ_CHECK(!was && !now && !(x->flags & GNMR_F_RENEWED));
-      if (x->flags & GNMR_F_OVER_BUDGET) over++;
+    case GNMR_ACTION_KEEP:
+      FUZZ_CHECK(!was && !now && !(x->flags & GNMR_FLAG_RENEWED));
+      if (x->flags & GNMR_FLAG_OVER_BUDGET) over++;
       break;
-    case GNMR_RECOVER:
+    case GNMR_ACTION_RECOVER:
       FUZZ_CHECK(!was && now && is_risky && cfg->max_recovering > 0);
-      FUZZ_CHECK(!(x->flags & (GNMR_F_COOLDOWN | GNMR_F_RENEWED)));
+      FUZZ_CHECK(!(x->flags & (GNMR_FLAG_COOLDOWN | GNMR_FLAG_RENEWED)));
       sh->lock_left[u] = cfg->lock_steps;
       admitted++;
       break;
-    case GNMR_HOLD:
+    case GNMR_ACTION_HOLD:
       FUZZ_CHECK(was && now);
       held++;
       if (--sh->lock_left[u] == 0) {
-        FUZZ_CHECK((x->flags & GNMR_F_RENEWED) && is_risky);
+        FUZZ_CHECK((x->flags & GNMR_FLAG_RENEWED) && is_risky);
         sh->lock_left[u] = cfg->lock_steps;
       } else {
-        FUZZ_CHECK(!(x->flags & GNMR_F_RENEWED));
+        FUZZ_CHECK(!(x->flags & GNMR_FLAG_RENEWED));
       }
       break;
-    case GNMR_RELEASE:
+    case GNMR_ACTION_RELEASE:
       FUZZ_CHECK(was && !now && !is_risky && sh->lock_left[u] == 1);
       held++;
       sh->lock_left[u] = 0;
@@ -254,9 +255,9 @@ FUZZ_UNUSED static int fuzz_step_checked(gnmr_ctl *ctl, fuzz_shadow *sh,
   /* Admission by score, ties to the lower index. */
   for (u = 0; u < n; u++) {
     uint32_t v;
-    if (d[u].action != GNMR_RECOVER) continue;
+    if (d[u].action != GNMR_ACTION_RECOVER) continue;
     for (v = 0; v < n; v++)
-      if (d[v].flags & GNMR_F_OVER_BUDGET)
+      if (d[v].flags & GNMR_FLAG_OVER_BUDGET)
         FUZZ_CHECK(d[u].score > d[v].score ||
                    (d[u].score == d[v].score && u < v));
   }

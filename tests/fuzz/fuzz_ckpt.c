@@ -22,9 +22,9 @@
 
 #define CKPT_MAX 32768u
 
-static gnmr_unit target_units[FUZZ_MAX_UNITS + 1];
-static gnmr_unit again_units[FUZZ_MAX_UNITS + 1];
-static gnmr_unit source_units[FUZZ_MAX_UNITS + 1];
+static gnmr_slot target_units[FUZZ_MAX_UNITS + 1];
+static gnmr_slot again_units[FUZZ_MAX_UNITS + 1];
+static gnmr_slot source_units[FUZZ_MAX_UNITS + 1];
 static unsigned char resaved[CKPT_MAX];
 
 /* A controller with some history, so a partial write would show. */

@@ -26,7 +26,7 @@ enum {
 
 typedef struct side {
   gnmr_ctl ctl;
-  gnmr_unit units[2][FUZZ_MAX_UNITS + 1];
+  gnmr_slot units[2][FUZZ_MAX_UNITS + 1];
   int slot; /* which units array the controller is using */
   fuzz_shadow shadow;
 } side;
@@ -80,7 +80,7 @@ static void round_trip(side *b, fuzz_reader *r) {
 static void refused_calls(side *a, fuzz_reader *r) {
   static fuzz_snapshot snap;
   gnmr_ctl *ctl = &a->ctl;
-  gnmr_unit *units = a->units[a->slot];
+  gnmr_slot *units = a->units[a->slot];
   uint32_t n = ctl->n_units;
   float norms[FUZZ_MAX_UNITS];
   gnmr_decision d[FUZZ_MAX_UNITS];
@@ -150,7 +150,7 @@ static void refused_calls(side *a, fuzz_reader *r) {
   /* Another number of units. */
   {
     gnmr_config cfg1 = gnmr_config_default();
-    gnmr_unit other_units[FUZZ_MAX_UNITS + 1];
+    gnmr_slot other_units[FUZZ_MAX_UNITS + 1];
     gnmr_ctl other;
     size_t w2 = 0;
     cfg1.max_recovering = 0;

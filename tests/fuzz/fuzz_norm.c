@@ -47,13 +47,13 @@ static double ref_f16(uint16_t h) {
 }
 
 static double ref_element(const unsigned char *p, int dtype) {
-  if (dtype == GNMR_F32) {
+  if (dtype == GNMR_DTYPE_F32) {
     float f;
     memcpy(&f, p, 4);
     return (double)f;
   } else {
     uint16_t h = (uint16_t)(p[0] | p[1] << 8);
-    if (dtype == GNMR_F16) return ref_f16(h);
+    if (dtype == GNMR_DTYPE_F16) return ref_f16(h);
     {
       uint32_t bits = (uint32_t)h << 16;
       float f;
@@ -140,10 +140,10 @@ typedef struct results {
 /* Everything one path computes over the data. */
 static void compute(results *res, const void *aligned, size_t n, int dtype,
                     const gnmr_tensor *t, size_t nt) {
-  if (dtype == GNMR_F32) {
+  if (dtype == GNMR_DTYPE_F32) {
     gnmr_stats_f32((const float *)aligned, n, &res->stats);
     res->sumsq = gnmr_sumsq_f32((const float *)aligned, n);
-  } else if (dtype == GNMR_F16) {
+  } else if (dtype == GNMR_DTYPE_F16) {
     gnmr_stats_f16((const uint16_t *)aligned, n, &res->stats);
     res->sumsq = gnmr_sumsq_f16((const uint16_t *)aligned, n);
   } else {
@@ -254,7 +254,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   head = fuzz_u8(&r);
   dtype = head % 3;
   ftz = (head >> 2) & 1;
-  esize = dtype == GNMR_F32 ? 4u : 2u;
+  esize = dtype == GNMR_DTYPE_F32 ? 4u : 2u;
   offset = (head >> 3) & 7u;
   split = fuzz_u8(&r);
   if (head & 0x80) {
