@@ -5,6 +5,10 @@
 #                 Debian package dataset-fashion-mnist; fails with a message
 #                 without it)
 #   make demo-sweep the GNMR settings sweep on the stress setting
+#   make demo-lm  the byte-level GPT on Debian's fortunes, every arm x 3 seeds
+#                 on both stress settings (needs the Debian package fortunes;
+#                 fails with a message without it); demo-lm-quick: a short
+#                 run, one seed; demo-lm-sweep: the natural-stress sweep
 #   make bench    norm-helper and controller benchmarks (results in bench/)
 #   make mpi-run  the data-parallel MPI example on 2 and 4 ranks
 #   make cuda     the CUDA example (sm_80, sm_90); skipped where nvcc is missing
@@ -27,8 +31,9 @@ B = build
 # A command the test programs run under (valgrind in make test-valgrind).
 RUNNER =
 
-TESTS = test_ctl test_cuda_host test_norm test_demo
+TESTS = test_ctl test_cuda_host test_norm test_demo test_lm
 TEST_BINS = $(foreach cc,$(CC_LIST),$(foreach t,$(TESTS),$(B)/$(cc)/$(t))) \
+            $(foreach cc,$(CC_LIST),$(B)/$(cc)/test_lm_double) \
             $(foreach cc,$(CC_LIST),$(B)/$(cc)/test_norm_nosimd \
                                     $(B)/$(cc)/test_norm_noavx512) \
             $(B)/gcc/test_ctl_gnu \
@@ -39,19 +44,30 @@ TEST_BINS = $(foreach cc,$(CC_LIST),$(foreach t,$(TESTS),$(B)/$(cc)/$(t))) \
             $(foreach cc,$(CC_LIST),$(foreach t,$(FUZZ_TARGETS),$(B)/$(cc)/replay_$(t)))
 
 # The demo's test includes the demo itself.
-$(B)/gcc/test_demo $(B)/clang/test_demo: examples/train_stress.c
+$(B)/gcc/test_demo $(B)/clang/test_demo: examples/train_stress.c examples/lowp.h
+
+# The language-model demo's test includes the demo; it runs threads. Built
+# again with the model in double for the gradient check.
+$(B)/gcc/test_lm $(B)/clang/test_lm: examples/train_lm.c examples/lowp.h
+LDFLAGS_test_lm = -pthread
+$(B)/%/test_lm_double: tests/test_lm.c examples/train_lm.c examples/lowp.h \
+                       gnmr.h tests/check.h
+	@mkdir -p $(@D)
+	$* $(CFLAGS_ALL) -DLM_DOUBLE -o $@ $< -pthread -lm
 
 # The controller test links with malloc & co. wrapped: any call fails it.
 LDFLAGS_test_ctl = -Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc,--wrap=free
 
 FORMAT_FILES = $(wildcard *.h tests/*.c tests/*.h tests/*/*.c tests/*/*.h \
-                 tests/*/*.cc examples/*.c examples/*/*.cu examples/*/*.h \
+                 tests/*/*.cc examples/*.c examples/*.h examples/*/*.cu \
+                 examples/*/*.h \
                  bench/*.c)
 
 FUZZ_TARGETS = ctl ckpt norm
 FUZZ_HDRS = gnmr.h tests/fuzz/fuzz.h tests/fuzz/ctl_model.h
 
-.PHONY: all test bench bench-norm demo demo-full demo-sweep mpi mpi-run cuda \
+.PHONY: all test bench bench-norm demo demo-full demo-sweep demo-lm \
+        demo-lm-quick demo-lm-sweep fortunes-check mpi mpi-run cuda \
         neon format format-check clean fuzz fuzz-build test-asan \
         test-valgrind test-warn tidy cppcheck
 
@@ -305,7 +321,7 @@ $(B)/gnmr_cuda: examples/cuda/gnmr_cuda.cu examples/cuda/gnmr_cuda_index.h gnmr.
 # settings sweep on the built-in task. Outputs under demo-out/.
 FASHION ?= /usr/share/datasets/fashion-mnist
 DEMO_STRESS = --stress 8
-$(B)/train_stress: examples/train_stress.c gnmr.h
+$(B)/train_stress: examples/train_stress.c examples/lowp.h gnmr.h
 	@mkdir -p $(@D)
 	gcc $(CFLAGS_ALL) -o $@ $< -lm
 
@@ -326,6 +342,39 @@ demo-full: $(B)/train_stress
 demo-sweep: $(B)/train_stress
 	$(B)/train_stress --sweep --steps 1000 --hidden 128,64,32 --seeds 3 \
 	  $(DEMO_STRESS) --out demo-out/sweep
+
+# The language-model demo (examples/train_lm.c) on the text of Debian's
+# fortunes package. Two stress settings, every arm x 3 seeds, outputs under
+# build/demo-lm/{natural,injected}/. LM_NATURAL: the natural setting, found
+# with demo-lm-sweep (README "Language-model demo").
+FORTUNES ?= /usr/share/games/fortunes
+LM_THREADS ?= 2
+LM_RUN = $(B)/train_lm --data $(FORTUNES) --threads $(LM_THREADS)
+LM_NATURAL = --format e2m1
+LM_INJECTED = --format e4m3 --stress 8
+$(B)/train_lm: examples/train_lm.c examples/lowp.h gnmr.h
+	@mkdir -p $(@D)
+	gcc $(CFLAGS_ALL) -o $@ $< -pthread -lm
+
+fortunes-check:
+	@if [ ! -f $(FORTUNES)/fortunes ]; then \
+	  echo "demo-lm: the fortune files are not in $(FORTUNES)."; \
+	  echo "  Debian/Ubuntu: apt-get install fortunes,"; \
+	  echo "  or make demo-lm FORTUNES=DIR with %-separated text files."; \
+	  exit 1; fi
+
+demo-lm: $(B)/train_lm fortunes-check
+	$(LM_RUN) --setting natural $(LM_NATURAL) --seeds 3 \
+	  --out $(B)/demo-lm/natural
+	$(LM_RUN) --setting injected $(LM_INJECTED) --seeds 3 \
+	  --out $(B)/demo-lm/injected
+
+demo-lm-quick: $(B)/train_lm fortunes-check
+	$(LM_RUN) --setting injected $(LM_INJECTED) --steps 300 --eval 128 \
+	  --out $(B)/demo-lm/quick
+
+demo-lm-sweep: $(B)/train_lm fortunes-check
+	$(LM_RUN) --sweep --steps 600 --out $(B)/demo-lm/sweep
 
 # ---- formatting -------------------------------------------------------------
 format:
