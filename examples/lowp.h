@@ -9,6 +9,7 @@
 
 #include <math.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <string.h>
 
 #define LP_AMAX_HISTORY 16 /* delayed scaling: amax history length */
@@ -44,24 +45,35 @@ LP_FN const lp_format *lp_format_find(const char *name) {
   return NULL;
 }
 
+/* 2^k as a float, for -126 <= k <= 127 (exact, from the bits). */
+LP_FN float lp_pow2f(int k) {
+  uint32_t b = (uint32_t)(127 + k) << 23;
+  float f;
+  memcpy(&f, &b, sizeof f);
+  return f;
+}
+
 /* Nearest value of the format, ties to even, saturating: finite values and
    +-Inf beyond the largest go to +-max; the sign of zero is kept; NaN stays
    NaN (E2M1 has no NaN code: the emulation lets it through so that a NaN is
-   never hidden). x / quantum is exact (a power-of-two scale of a float in
-   double) and rint() rounds ties to even in the default rounding mode; the
-   parity of the integer is the parity of the mantissa's last bit. */
+   never hidden). e = floor(log2 |x|) from the exponent bits (float
+   subnormals read -127 and clamp to emin); |x| / quantum is a power-of-two
+   scale, exact in float, below 2^(mbits+1); rintf() rounds ties to even in
+   the default rounding mode, and the parity of the integer is the parity of
+   the mantissa's last bit. Equal, bit for bit, to the double-precision
+   frexp/ldexp/rint form over every float (checked exhaustively). */
 LP_FN float lp_quantize(float x, const lp_format *f) {
-  double a = fabs((double)x), quantum, q;
+  float a = fabsf(x), q;
+  uint32_t bits;
   int e;
-  if (isnan(x) || a == 0.0) return x;
-  if (isinf(x)) return x > 0 ? f->max : -f->max;
-  (void)frexp(a, &e); /* a = m * 2^e, m in [0.5, 1) */
-  e -= 1;             /* floor(log2 a) */
+  if (isnan(x) || a == 0.0f) return x;
+  if (!(a < f->max)) return x < 0 ? -f->max : f->max;
+  memcpy(&bits, &a, sizeof bits);
+  e = (int)(bits >> 23) - 127;
   if (e < f->emin) e = f->emin;
-  quantum = ldexp(1.0, e - f->mbits);
-  q = rint(a / quantum) * quantum;
+  q = rintf(a * lp_pow2f(f->mbits - e)) * lp_pow2f(e - f->mbits);
   if (q > f->max) q = f->max;
-  return (float)(x < 0 ? -q : q);
+  return x < 0 ? -q : q;
 }
 
 /* Delayed scaling: the scale for this step comes from the largest amax of

@@ -1669,6 +1669,9 @@ static void lm_usage(FILE *f) {
           "  --stress N     injected faults per 1000 steps (default 0)\n"
           "  --eval N       validation windows (default 512)\n"
           "  --threads N    GEMM threads (default 2; any count, same bits)\n"
+          "  --isa NAME     gnmr.h's SIMD path: scalar, sse2, avx2, avx512, "
+          "neon\n"
+          "                 (default: the best this CPU runs; same bits)\n"
           "  --tau-r X --tau-d X --lock N --max-rec N   GNMR overrides\n"
           "  --sweep        f32 vs lowp over formats x learning rates\n"
           "  --out DIR      output directory (default build/demo-lm)\n"
@@ -1778,7 +1781,13 @@ static void lm_parse(lm_opts *o, int argc, char **argv) {
       lm_threads = lm_parse_int(v, 1, LM_MAX_THREADS, f);
     else if (strcmp(f, "--stress") == 0)
       o->stress = lm_parse_int(v, 0, 1000, f);
-    else if (strcmp(f, "--lr") == 0)
+    else if (strcmp(f, "--isa") == 0) {
+      int isa;
+      for (isa = GNMR_ISA_SCALAR; isa <= GNMR_ISA_NEON; isa++)
+        if (strcmp(v, gnmr_isa_name(isa)) == 0) break;
+      if (isa > GNMR_ISA_NEON || gnmr_isa_force(isa) != GNMR_OK)
+        LM_DIE("--isa: '%s' is not a path this build and CPU can run", v);
+    } else if (strcmp(f, "--lr") == 0)
       o->lr = lm_parse_double(v, f);
     else if (strcmp(f, "--tau-r") == 0)
       o->tau_r = lm_parse_double(v, f);
