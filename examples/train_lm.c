@@ -548,12 +548,13 @@ static void lm_attn_fwd_pairs(void *p, int r0, int r1) {
   for (pr = r0; pr < r1; pr++) {
     int b = pr / c->nh, h = pr % c->nh;
     for (t = 0; t < T; t++) {
-      const lm_real *q = c->qkv + (size_t)(b * T + t) * C3 + h * hs;
-      lm_real *a = c->att + ((size_t)pr * T + t) * T,
-              *y = c->y + (size_t)(b * T + t) * C + h * hs;
+      const lm_real *q = c->qkv + (size_t)(b * T + t) * (size_t)C3 + h * hs;
+      lm_real *a = c->att + ((size_t)pr * (size_t)T + (size_t)t) * (size_t)T,
+              *y = c->y + (size_t)(b * T + t) * (size_t)C + h * hs;
       double mx = -1e300, sum = 0;
       for (t2 = 0; t2 <= t; t2++) {
-        const lm_real *k = c->qkv + (size_t)(b * T + t2) * C3 + C + h * hs;
+        const lm_real *k =
+            c->qkv + (size_t)(b * T + t2) * (size_t)C3 + C + h * hs;
         double s = 0;
         for (i = 0; i < hs; i++) s += (double)q[i] * k[i];
         s *= scale;
@@ -569,7 +570,8 @@ static void lm_attn_fwd_pairs(void *p, int r0, int r1) {
       for (t2 = t + 1; t2 < T; t2++) a[t2] = 0;
       memset(y, 0, sizeof *y * (size_t)hs);
       for (t2 = 0; t2 <= t; t2++)
-        lm_axpy(y, a[t2], c->qkv + (size_t)(b * T + t2) * C3 + 2 * C + h * hs,
+        lm_axpy(y, a[t2],
+                c->qkv + (size_t)(b * T + t2) * (size_t)C3 + 2 * C + h * hs,
                 hs);
     }
   }
@@ -583,14 +585,17 @@ static void lm_attn_bwd_pairs(void *p, int r0, int r1) {
   for (pr = r0; pr < r1; pr++) {
     int b = pr / c->nh, h = pr % c->nh;
     for (t = 0; t < T; t++) {
-      const lm_real *q = c->qkv + (size_t)(b * T + t) * C3 + h * hs,
-                    *a = c->att + ((size_t)pr * T + t) * T,
-                    *dy = c->dy + (size_t)(b * T + t) * C + h * hs;
-      lm_real *dq = c->dqkv + (size_t)(b * T + t) * C3 + h * hs;
+      const lm_real *q = c->qkv + (size_t)(b * T + t) * (size_t)C3 + h * hs,
+                    *a = c->att +
+                         ((size_t)pr * (size_t)T + (size_t)t) * (size_t)T,
+                    *dy = c->dy + (size_t)(b * T + t) * (size_t)C + h * hs;
+      lm_real *dq = c->dqkv + (size_t)(b * T + t) * (size_t)C3 + h * hs;
       double da[1024], dot = 0; /* T <= 1024, checked at parse time */
       for (t2 = 0; t2 <= t; t2++) {
-        const lm_real *v = c->qkv + (size_t)(b * T + t2) * C3 + 2 * C + h * hs;
-        lm_real *dv = c->dqkv + (size_t)(b * T + t2) * C3 + 2 * C + h * hs;
+        const lm_real *v =
+            c->qkv + (size_t)(b * T + t2) * (size_t)C3 + 2 * C + h * hs;
+        lm_real *dv =
+            c->dqkv + (size_t)(b * T + t2) * (size_t)C3 + 2 * C + h * hs;
         double s = 0;
         for (i = 0; i < hs; i++) s += (double)dy[i] * v[i];
         da[t2] = s;
@@ -598,8 +603,9 @@ static void lm_attn_bwd_pairs(void *p, int r0, int r1) {
         lm_axpy(dv, a[t2], dy, hs);
       }
       for (t2 = 0; t2 <= t; t2++) {
-        const lm_real *k = c->qkv + (size_t)(b * T + t2) * C3 + C + h * hs;
-        lm_real *dk = c->dqkv + (size_t)(b * T + t2) * C3 + C + h * hs;
+        const lm_real *k =
+            c->qkv + (size_t)(b * T + t2) * (size_t)C3 + C + h * hs;
+        lm_real *dk = c->dqkv + (size_t)(b * T + t2) * (size_t)C3 + C + h * hs;
         lm_real ds = (lm_real)(a[t2] * (da[t2] - dot)) * scale;
         lm_axpy(dq, ds, k, hs);
         lm_axpy(dk, ds, q, hs);
@@ -674,8 +680,8 @@ static void lm_model_init(lm_model *m, lm_shape s, lm_rng *r) {
   dims[LM_ATTN_OUT][0] = C, dims[LM_ATTN_OUT][1] = C;
   dims[LM_MLP_UP][0] = C, dims[LM_MLP_UP][1] = 4 * C;
   dims[LM_MLP_DOWN][0] = 4 * C, dims[LM_MLP_DOWN][1] = C;
-  o_wte = lm_add(m, (size_t)LM_VOCAB * C, -1, 1);
-  o_wpe = lm_add(m, (size_t)s.T * C, -1, 1);
+  o_wte = lm_add(m, (size_t)LM_VOCAB * (size_t)C, -1, 1);
+  o_wpe = lm_add(m, (size_t)s.T * (size_t)C, -1, 1);
   for (l = 0; l < L; l++) {
     o_ln1[l] = lm_add(m, 2 * (size_t)C, -1, 0);
     for (k = 0; k < 4; k++) {
@@ -683,7 +689,7 @@ static void lm_model_init(lm_model *m, lm_shape s, lm_rng *r) {
       if (k == LM_MLP_UP) o_ln2[l] = lm_add(m, 2 * (size_t)C, -1, 0);
       m->unit[u].in = dims[k][0];
       m->unit[u].out = dims[k][1];
-      o_w[u] = lm_add(m, (size_t)dims[k][0] * dims[k][1], u, 1);
+      o_w[u] = lm_add(m, (size_t)dims[k][0] * (size_t)dims[k][1], u, 1);
       o_b[u] = lm_add(m, (size_t)dims[k][1], u, 0);
     }
   }
@@ -719,43 +725,44 @@ static void lm_model_init(lm_model *m, lm_shape s, lm_rng *r) {
   for (k = 0; k < C; k++) m->lnfw[k] = 1, m->lnfb[k] = 0;
   for (u = 0; u < m->n_units; u++) {
     lm_linear *U = &m->unit[u];
-    size_t nw = (size_t)U->in * U->out;
+    size_t nw = (size_t)U->in * (size_t)U->out;
     U->w = m->params + o_w[u], U->dw = m->grads + o_w[u];
     U->b = m->params + o_b[u], U->db = m->grads + o_b[u];
     for (i = 0; i < (size_t)U->out; i++) U->b[i] = 0;
     if (u < 4 * L && (u % 4 == LM_ATTN_OUT || u % 4 == LM_MLP_DOWN))
       for (i = 0; i < nw; i++) U->w[i] = (lm_real)(U->w[i] / sqrt(2.0 * L));
-    U->xq = LM_CALLOC((size_t)N * U->in, lm_real);
+    U->xq = LM_CALLOC((size_t)N * (size_t)U->in, lm_real);
     U->wq = LM_CALLOC(nw, lm_real);
     U->wt = LM_CALLOC(nw, lm_real);
   }
   for (l = 0; l < L; l++) {
     lm_block_acts *a = &m->acts[l];
-    a->res = LM_CALLOC((size_t)N * C, lm_real);
-    a->ln1 = LM_CALLOC((size_t)N * C, lm_real);
+    a->res = LM_CALLOC((size_t)N * (size_t)C, lm_real);
+    a->ln1 = LM_CALLOC((size_t)N * (size_t)C, lm_real);
     a->ln1_mean = LM_CALLOC((size_t)N, lm_real);
     a->ln1_rstd = LM_CALLOC((size_t)N, lm_real);
-    a->qkv = LM_CALLOC((size_t)N * 3 * C, lm_real);
-    a->att = LM_CALLOC((size_t)s.B * s.nh * s.T * s.T, lm_real);
-    a->atty = LM_CALLOC((size_t)N * C, lm_real);
-    a->res2 = LM_CALLOC((size_t)N * C, lm_real);
-    a->ln2 = LM_CALLOC((size_t)N * C, lm_real);
+    a->qkv = LM_CALLOC((size_t)N * 3 * (size_t)C, lm_real);
+    a->att = LM_CALLOC((size_t)s.B * (size_t)s.nh * (size_t)s.T * (size_t)s.T,
+                       lm_real);
+    a->atty = LM_CALLOC((size_t)N * (size_t)C, lm_real);
+    a->res2 = LM_CALLOC((size_t)N * (size_t)C, lm_real);
+    a->ln2 = LM_CALLOC((size_t)N * (size_t)C, lm_real);
     a->ln2_mean = LM_CALLOC((size_t)N, lm_real);
     a->ln2_rstd = LM_CALLOC((size_t)N, lm_real);
-    a->fch = LM_CALLOC((size_t)N * 4 * C, lm_real);
-    a->fchg = LM_CALLOC((size_t)N * 4 * C, lm_real);
+    a->fch = LM_CALLOC((size_t)N * 4 * (size_t)C, lm_real);
+    a->fchg = LM_CALLOC((size_t)N * 4 * (size_t)C, lm_real);
   }
-  m->resL = LM_CALLOC((size_t)N * C, lm_real);
-  m->lnf = LM_CALLOC((size_t)N * C, lm_real);
+  m->resL = LM_CALLOC((size_t)N * (size_t)C, lm_real);
+  m->lnf = LM_CALLOC((size_t)N * (size_t)C, lm_real);
   m->lnf_mean = LM_CALLOC((size_t)N, lm_real);
   m->lnf_rstd = LM_CALLOC((size_t)N, lm_real);
   m->logits = LM_CALLOC((size_t)N * LM_VOCAB, lm_real);
-  m->dres = LM_CALLOC((size_t)N * C, lm_real);
-  m->dtmp = LM_CALLOC((size_t)N * C, lm_real);
-  m->dbig =
-      LM_CALLOC((size_t)N * (LM_VOCAB > 4 * C ? LM_VOCAB : 4 * C), lm_real);
-  m->dbig2 = LM_CALLOC((size_t)N * 4 * C, lm_real);
-  m->dqkv = LM_CALLOC((size_t)N * 3 * C, lm_real);
+  m->dres = LM_CALLOC((size_t)N * (size_t)C, lm_real);
+  m->dtmp = LM_CALLOC((size_t)N * (size_t)C, lm_real);
+  m->dbig = LM_CALLOC((size_t)N * (size_t)(LM_VOCAB > 4 * C ? LM_VOCAB : 4 * C),
+                      lm_real);
+  m->dbig2 = LM_CALLOC((size_t)N * 4 * (size_t)C, lm_real);
+  m->dqkv = LM_CALLOC((size_t)N * 3 * (size_t)C, lm_real);
 }
 
 static void lm_model_free(lm_model *m) {
@@ -784,16 +791,16 @@ static double lm_forward(lm_model *m, const uint8_t *tokens,
   m->tokens = tokens;
   m->targets = targets;
   for (r = 0; r < N; r++) {
-    lm_real *x = (m->s.L ? m->acts[0].res : m->resL) + (size_t)r * C;
-    const lm_real *te = m->wte + (size_t)tokens[r] * C,
-                  *pe = m->wpe + (size_t)(r % T) * C;
+    lm_real *x = (m->s.L ? m->acts[0].res : m->resL) + (size_t)r * (size_t)C;
+    const lm_real *te = m->wte + (size_t)tokens[r] * (size_t)C,
+                  *pe = m->wpe + (size_t)(r % T) * (size_t)C;
     for (i = 0; i < C; i++) x[i] = te[i] + pe[i];
   }
   for (l = 0; l < m->s.L; l++) {
     lm_block_acts *a = &m->acts[l];
     lm_real *out = l + 1 < m->s.L ? m->acts[l + 1].res : m->resL;
     const lm_path *p = paths + 4 * l;
-    size_t k, nc = (size_t)N * C;
+    size_t k, nc = (size_t)N * (size_t)C;
     lm_layernorm_forward(a->res, m->ln1w[l], m->ln1b[l], N, C, a->ln1,
                          a->ln1_mean, a->ln1_rstd);
     lm_linear_forward(&m->unit[4 * l + LM_QKV], a->ln1, N, &p[LM_QKV], a->qkv);
@@ -811,7 +818,7 @@ static double lm_forward(lm_model *m, const uint8_t *tokens,
                          a->ln2_mean, a->ln2_rstd);
     lm_linear_forward(&m->unit[4 * l + LM_MLP_UP], a->ln2, N, &p[LM_MLP_UP],
                       a->fch);
-    lm_gelu_forward(a->fch, (size_t)N * 4 * C, a->fchg);
+    lm_gelu_forward(a->fch, (size_t)N * 4 * (size_t)C, a->fchg);
     lm_linear_forward(&m->unit[4 * l + LM_MLP_DOWN], a->fchg, N,
                       &p[LM_MLP_DOWN], out);
     for (k = 0; k < nc; k++) out[k] += a->res2[k];
@@ -822,7 +829,7 @@ static double lm_forward(lm_model *m, const uint8_t *tokens,
                     m->logits);
   /* Softmax in place (logits become probabilities) and cross-entropy. */
   for (r = 0; r < N; r++) {
-    lm_real *z = m->logits + (size_t)r * V;
+    lm_real *z = m->logits + (size_t)r * (size_t)V;
     double mx = z[0], sum = 0;
     for (i = 1; i < V; i++)
       if (z[i] > mx) mx = z[i];
@@ -836,14 +843,15 @@ static double lm_forward(lm_model *m, const uint8_t *tokens,
 /* Gradients of the mean cross-entropy of the last forward into m->grads. */
 static void lm_backward(lm_model *m) {
   int C = m->s.C, T = m->s.T, N = m->s.B * T, V = LM_VOCAB, l, r, i;
-  size_t nc = (size_t)N * C;
+  size_t nc = (size_t)N * (size_t)C;
   lm_real *dlogits = m->dbig;
   lm_attn_ctx ac;
   memset(m->grads, 0, sizeof *m->grads * m->n_params);
   for (r = 0; r < N; r++)
     for (i = 0; i < V; i++)
-      dlogits[(size_t)r * V + i] =
-          (m->logits[(size_t)r * V + i] - (i == m->targets[r] ? 1 : 0)) /
+      dlogits[(size_t)r * (size_t)V + (size_t)i] =
+          (m->logits[(size_t)r * (size_t)V + (size_t)i] -
+           (i == m->targets[r] ? 1 : 0)) /
           (lm_real)N;
   lm_linear_backward(&m->unit[4 * m->s.L], dlogits, N, m->dtmp);
   memset(m->dres, 0, sizeof *m->dres * nc);
@@ -853,13 +861,13 @@ static void lm_backward(lm_model *m) {
     lm_block_acts *a = &m->acts[l];
     /* out = res2 + down(gelu(up(ln2(res2)))); dres is d out. */
     lm_linear_backward(&m->unit[4 * l + LM_MLP_DOWN], m->dres, N, m->dbig);
-    lm_gelu_backward(m->dbig, a->fch, (size_t)N * 4 * C, m->dbig2);
+    lm_gelu_backward(m->dbig, a->fch, (size_t)N * 4 * (size_t)C, m->dbig2);
     lm_linear_backward(&m->unit[4 * l + LM_MLP_UP], m->dbig2, N, m->dtmp);
     lm_layernorm_backward(m->dtmp, a->res2, m->ln2w[l], a->ln2_mean,
                           a->ln2_rstd, N, C, m->dres, m->dln2w[l], m->dln2b[l]);
     /* res2 = res + attn_out(attention(qkv(ln1(res)))); dres is d res2. */
     lm_linear_backward(&m->unit[4 * l + LM_ATTN_OUT], m->dres, N, m->dtmp);
-    memset(m->dqkv, 0, sizeof *m->dqkv * (size_t)N * 3 * C);
+    memset(m->dqkv, 0, sizeof *m->dqkv * (size_t)N * 3 * (size_t)C);
     ac.qkv = a->qkv;
     ac.att = a->att;
     ac.dy = m->dtmp;
@@ -873,9 +881,9 @@ static void lm_backward(lm_model *m) {
                           N, C, m->dres, m->dln1w[l], m->dln1b[l]);
   }
   for (r = 0; r < N; r++) {
-    const lm_real *d = m->dres + (size_t)r * C;
-    lm_axpy(m->dwte + (size_t)m->tokens[r] * C, 1, d, C);
-    lm_axpy(m->dwpe + (size_t)(r % T) * C, 1, d, C);
+    const lm_real *d = m->dres + (size_t)r * (size_t)C;
+    lm_axpy(m->dwte + (size_t)m->tokens[r] * (size_t)C, 1, d, C);
+    lm_axpy(m->dwpe + (size_t)(r % T) * (size_t)C, 1, d, C);
   }
 }
 
@@ -909,7 +917,7 @@ static void lm_adamw_update(lm_model *m, const lm_adamw *o, double lr, long t) {
 /* Multiplies unit u's gradient by s (0: drop it, NaN included). */
 static void lm_scale_unit(lm_model *m, int u, double s) {
   lm_linear *U = &m->unit[u];
-  size_t i, nw = (size_t)U->in * U->out;
+  size_t i, nw = (size_t)U->in * (size_t)U->out;
   for (i = 0; i < nw; i++) U->dw[i] = s == 0.0 ? 0 : (lm_real)(U->dw[i] * s);
   for (i = 0; i < (size_t)U->out; i++)
     U->db[i] = s == 0.0 ? 0 : (lm_real)(U->db[i] * s);
@@ -921,7 +929,7 @@ static void lm_unit_norms(const lm_model *m, float *norms) {
 #ifdef LM_DOUBLE
   for (u = 0; u < m->n_units; u++) {
     const lm_linear *U = &m->unit[u];
-    size_t i, nw = (size_t)U->in * U->out;
+    size_t i, nw = (size_t)U->in * (size_t)U->out;
     double s = 0;
     for (i = 0; i < nw; i++) s += U->dw[i] * U->dw[i];
     for (i = 0; i < (size_t)U->out; i++) s += U->db[i] * U->db[i];
@@ -1144,8 +1152,8 @@ static double lm_evaluate(lm_model *m, const lm_text *val, int eval_seqs) {
     for (b = 0; b < B; b++) {
       size_t start =
           span * (size_t)((done + b) % eval_seqs) / (size_t)eval_seqs;
-      memcpy(tok + (size_t)b * T, val->bytes + start, (size_t)T);
-      memcpy(tgt + (size_t)b * T, val->bytes + start + 1, (size_t)T);
+      memcpy(tok + (size_t)b * (size_t)T, val->bytes + start, (size_t)T);
+      memcpy(tgt + (size_t)b * (size_t)T, val->bytes + start + 1, (size_t)T);
     }
     loss += lm_forward(m, tok, tgt, f32) * B;
     done += B;
@@ -1217,8 +1225,8 @@ static lm_result lm_train(const lm_opts *o, const lm_arm *arm, int seed,
     for (b = 0; b < B; b++) {
       size_t start =
           (size_t)(lm_uniform(&order) * (double)(train->n - (size_t)T - 1));
-      memcpy(tok + (size_t)b * T, train->bytes + start, (size_t)T);
-      memcpy(tgt + (size_t)b * T, train->bytes + start + 1, (size_t)T);
+      memcpy(tok + (size_t)b * (size_t)T, train->bytes + start, (size_t)T);
+      memcpy(tgt + (size_t)b * (size_t)T, train->bytes + start + 1, (size_t)T);
     }
     /* Each unit's path this step. */
     memset(paths, 0, sizeof paths);
@@ -1228,7 +1236,7 @@ static lm_result lm_train(const lm_opts *o, const lm_arm *arm, int seed,
           gnmr_recovering(&ctl, (uint32_t)u) == 1) {
         paths[u].track = 1;
         if (trace && trace->recovering)
-          trace->recovering[(size_t)step * U + (size_t)u] = 1;
+          trace->recovering[(size_t)step * (size_t)U + (size_t)u] = 1;
         continue;
       }
       paths[u].fmt = o->fmt;
@@ -1449,11 +1457,11 @@ static void lm_svg_raster(const char *path, const lm_opts *o, int U,
             y + rh / 2 + 4, name, x0, y + 2, pw, rh - 4);
     for (s = 0; s < o->steps;) {
       int end = s;
-      if (!rec || !rec[(size_t)s * U + (size_t)u]) {
+      if (!rec || !rec[(size_t)s * (size_t)U + (size_t)u]) {
         s++;
         continue;
       }
-      while (end < o->steps && rec[(size_t)end * U + (size_t)u]) end++;
+      while (end < o->steps && rec[(size_t)end * (size_t)U + (size_t)u]) end++;
       fprintf(f,
               "<rect x=\"%.2f\" y=\"%g\" width=\"%.2f\" height=\"%g\" "
               "fill=\"#1f77b4\"/>\n",
@@ -1533,7 +1541,7 @@ static int lm_run_arms(const lm_opts *o, const lm_text *train,
   snprintf(path, sizeof path, "%s/trace.csv", o->out_dir);
   trace.f = trace_f = LM_FOPEN(path, "w");
   fprintf(trace_f, "step,unit,name,norm,ratio,delta,action\n");
-  trace.recovering = LM_CALLOC((size_t)o->steps * U, uint8_t);
+  trace.recovering = LM_CALLOC((size_t)o->steps * (size_t)U, uint8_t);
   snprintf(path, sizeof path, "%s/stress.csv", o->out_dir);
   stress_f = LM_FOPEN(path, "w");
   fprintf(stress_f, "seed,start,steps,unit,name,kind,where\n");
