@@ -1373,6 +1373,11 @@ static void lm_svg_loss(const char *path, const lm_opts *o, float **curves) {
       if (v > hi) hi = v;
     }
   if (!(lo < hi)) lo = 0, hi = 8;
+  /* Fault spikes can reach tens of bits: the top is the highest curve at
+     10% of the run plus 10%; what goes above runs off the plot (clipped). */
+  for (v = lo, a = 0; a < o->n_arms; a++)
+    if (isfinite(curves[a][skip]) && curves[a][skip] > v) v = curves[a][skip];
+  if (hi > 1.1 * v) hi = 1.1 * v;
   v = hi - lo;
   lo -= 0.05 * v;
   hi += 0.05 * v;
@@ -1383,7 +1388,8 @@ static void lm_svg_loss(const char *path, const lm_opts *o, float **curves) {
           "<defs><clipPath id=\"plot\"><rect x=\"%g\" y=\"%g\" width=\"%g\" "
           "height=\"%g\"/></clipPath></defs>\n"
           "<text x=\"%g\" y=\"%g\">training loss, bits per byte (EMA 0.98, "
-          "mean of %d seed(s)); %s, format %s, lr %g, stress %d</text>\n",
+          "mean of %d seed(s), spikes clipped); %s, format %s, lr %g, "
+          "stress %d</text>\n",
           W, H, x0, y0, pw, ph, x0, y0 - 10, o->seeds,
           o->setting ? o->setting : "run", o->fmt->name, o->lr, o->stress);
   tk = lm_tick(hi - lo, 6);
