@@ -305,7 +305,7 @@ TEST(power_of_two_scaling_scales_the_sum_exactly) {
   for (i = 0; i < N; i++) h[i] &= 0xBFFFu; /* below 2^1: headroom */
   for (e = 0; e <= 8; e++) {
     for (i = 0; i < N; i++) {
-      float f = ldexpf(gnmr__bf16_to_f32(h[i]), e);
+      float f = ldexpf(gnmr_bf16_to_f32(h[i]), e);
       uint32_t bits;
       memcpy(&bits, &f, 4);
       hs[i] = (uint16_t)(bits >> 16);

@@ -96,8 +96,8 @@ static inline GNMR_HOSTDEV float gc_widen(const void *chunk, uint32_t off,
   uint16_t h;
   if (dtype == GNMR_DTYPE_F32) return ((const float *)chunk)[off];
   h = ((const uint16_t *)chunk)[off];
-  if (dtype == GNMR_DTYPE_BF16) return gnmr__bf16_to_f32(h);
-  return gnmr__f16_to_f32(h);
+  if (dtype == GNMR_DTYPE_BF16) return gnmr_bf16_to_f32(h);
+  return gnmr_f16_to_f32(h);
 #endif
 }
 
