@@ -1994,11 +1994,12 @@ gnmr__avx2_add16(__m256d *a, const unsigned char *p, int dt) {
           a[k], _mm_loadu_ps((const float *)(const void *)p + 4 * k));
     return;
   }
-  GNMR__UNROLL
-  for (k = 0; k < 2; k++) {
-    __m256 f = gnmr__avx2_half8(p + 16 * k, dt);
-    a[2 * k] = gnmr__avx2_sq(a[2 * k], _mm256_castps256_ps128(f));
-    a[2 * k + 1] = gnmr__avx2_sq(a[2 * k + 1], _mm256_extractf128_ps(f, 1));
+  { /* both conversions before the FMAs: GCC keeps the order (+4% bf16) */
+    __m256 f0 = gnmr__avx2_half8(p, dt), f1 = gnmr__avx2_half8(p + 16, dt);
+    a[0] = gnmr__avx2_sq(a[0], _mm256_castps256_ps128(f0));
+    a[1] = gnmr__avx2_sq(a[1], _mm256_extractf128_ps(f0, 1));
+    a[2] = gnmr__avx2_sq(a[2], _mm256_castps256_ps128(f1));
+    a[3] = gnmr__avx2_sq(a[3], _mm256_extractf128_ps(f1, 1));
   }
 }
 
