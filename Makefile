@@ -7,7 +7,9 @@
 #   make demo-sweep the GNMR settings sweep on the stress setting
 #   make bench    norm-helper and controller benchmarks (results in bench/)
 #   make mpi-run  the data-parallel MPI example on 2 and 4 ranks
-#   make cuda     the CUDA example (sm_80, sm_90); skipped where nvcc is missing
+#   make cuda     the CUDA tests, two-file build and benchmark, compiled
+#                 (sm_80, sm_90); skipped where nvcc is missing
+#   make cuda-test / cuda-bench  run them (skip cleanly without a GPU)
 #   make format   clang-format in place; make format-check fails on a diff
 # Reliability lanes (README "Reliability"; .ci/run runs them all):
 #   make fuzz            build the libFuzzer targets, run each FUZZ_SECONDS
@@ -45,13 +47,14 @@ $(B)/gcc/test_demo $(B)/clang/test_demo: examples/train_stress.c
 LDFLAGS_test_ctl = -Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc,--wrap=free
 
 FORMAT_FILES = $(wildcard *.h tests/*.c tests/*.h tests/*/*.c tests/*/*.h \
-                 tests/*/*.cc examples/*.c examples/*/*.cu examples/*/*.h \
-                 bench/*.c)
+                 tests/*/*.cc tests/*/*.cu examples/*.c examples/*/*.cu \
+                 examples/*/*.cuh examples/*/*.h bench/*.c bench/*.cu)
 
 FUZZ_TARGETS = ctl ckpt norm
 FUZZ_HDRS = gnmr.h tests/fuzz/fuzz.h tests/fuzz/ctl_model.h
 
 .PHONY: all test bench bench-norm demo demo-full demo-sweep mpi mpi-run cuda \
+        cuda-test cuda-bench \
         neon format format-check clean fuzz fuzz-build test-asan \
         test-valgrind test-warn tidy cppcheck
 
@@ -69,7 +72,7 @@ $(B)/clang/%: tests/%.c gnmr.h tests/check.h
 	clang $(CFLAGS_ALL) -o $@ $< $(LDFLAGS_$(*F)) -lm
 
 # The CUDA example's kernel arithmetic, run on the CPU.
-$(foreach cc,$(CC_LIST),$(B)/$(cc)/test_cuda_host): examples/cuda/gnmr_cuda_index.h
+$(foreach cc,$(CC_LIST),$(B)/$(cc)/test_cuda_host): examples/cuda/gnmr_norms.cuh
 
 # The controller test as a user's plain GNU build: gnu11 with GCC's default
 # -ffp-contract=fast, where the AVX-512 function (FMA-capable by its target
@@ -289,16 +292,51 @@ NVCC_FLAGS = -O3 -std=c++17 --fmad=false -Xcompiler -ffp-contract=off \
              -Werror all-warnings -Xcompiler -Wall,-Wextra,-Werror -I. \
              $(foreach a,$(CUDA_ARCHS),-gencode arch=compute_$(a),code=sm_$(a))
 
+# make cuda (CI, compile only): the device tests, the two-file build and the
+# norm benchmark. make cuda-test runs the tests on a GPU, make cuda-bench the
+# benchmark (and bench/foreach_norm.py where PyTorch is installed); without
+# a GPU each program says so and exits 0.
+CUDA_HDRS = gnmr.h examples/cuda/gnmr_norms.cuh
+CUDA_TESTS = $(B)/cuda/test_device $(B)/cuda/two_file_rdc \
+             $(B)/cuda/two_file_static
+CUDA_BINS = $(CUDA_TESTS) $(B)/cuda/bench_norms_cuda
+
 ifeq ($(NVCC),)
-cuda:
-	@echo "cuda: nvcc not found (PATH, /usr/local/cuda/bin/nvcc): skipped"
+cuda cuda-test cuda-bench:
+	@echo "$@: nvcc not found (PATH, /usr/local/cuda/bin/nvcc): skipped"
 else
-cuda: $(B)/gnmr_cuda
+cuda: $(CUDA_BINS)
+
+cuda-test: $(CUDA_TESTS)
+	@for t in $(CUDA_TESTS); do echo "== $$t"; $(RUNNER) $$t || exit 1; done
+
+cuda-bench: $(B)/cuda/bench_norms_cuda
+	$(B)/cuda/bench_norms_cuda --csv $(B)/cuda/bench_norms_cuda.csv
+	@if command -v python3 >/dev/null 2>&1; then python3 bench/foreach_norm.py; \
+	else echo "cuda-bench: no python3: torch._foreach_norm not timed"; fi
 endif
 
-$(B)/gnmr_cuda: examples/cuda/gnmr_cuda.cu examples/cuda/gnmr_cuda_index.h gnmr.h
+$(B)/cuda/test_device: tests/cuda/test_device.cu $(CUDA_HDRS)
 	@mkdir -p $(@D)
 	$(NVCC) $(NVCC_FLAGS) -o $@ $<
+
+$(B)/cuda/bench_norms_cuda: bench/bench_norms_cuda.cu $(CUDA_HDRS)
+	@mkdir -p $(@D)
+	$(NVCC) $(NVCC_FLAGS) -o $@ $<
+
+# Two files, one holding the implementation, the other a kernel that calls
+# gnmr_recovering and the conversions: with relocatable device code
+# (compiled apart, device-linked), and with GNMR_STATIC in both (no -rdc).
+TWO_FILE = tests/cuda/two_file_main.cu tests/cuda/two_file_kernel.cu
+$(B)/cuda/two_file_%.o: tests/cuda/two_file_%.cu tests/cuda/two_file.h \
+                        $(CUDA_HDRS)
+	@mkdir -p $(@D)
+	$(NVCC) $(NVCC_FLAGS) -rdc=true -dc -o $@ $<
+$(B)/cuda/two_file_rdc: $(B)/cuda/two_file_main.o $(B)/cuda/two_file_kernel.o
+	$(NVCC) $(NVCC_FLAGS) -rdc=true -o $@ $^
+$(B)/cuda/two_file_static: $(TWO_FILE) tests/cuda/two_file.h $(CUDA_HDRS)
+	@mkdir -p $(@D)
+	$(NVCC) $(NVCC_FLAGS) -DTWO_FILE_STATIC -o $@ $(TWO_FILE)
 
 # The training stress demo. demo: the built-in synthetic task (no files
 # needed); demo-full: Fashion-MNIST from FASHION; demo-sweep: the GNMR
