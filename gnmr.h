@@ -1760,8 +1760,8 @@ GNMR_DEF int gnmr_unit_norms(const gnmr_tensor *t, size_t nt, float *norms,
   /* Units [base, base + width) per pass; a tensor outside them is skipped
      by one unsigned compare (unit - base wraps around below base). */
   for (base = 0; base < n_units; base += width) {
-    width =
-        n_units - base < GNMR__NORM_UNITS ? n_units - base : GNMR__NORM_UNITS;
+    width = n_units - base;
+    if (width > GNMR__NORM_UNITS) width = GNMR__NORM_UNITS;
     for (u = 0; u < width; u++) sum[u] = 0.0;
     for (i = 0; i < nt; i++)
       if (t[i].unit - base < width)
@@ -1809,12 +1809,12 @@ GNMR_DEF int gnmr_unit_norms(const gnmr_tensor *t, size_t nt, float *norms,
     if ((row_bytes) > 64) __builtin_prefetch((p) + 1024 + 64);                 \
   } while (0)
 
-#define GNMR__ESIZE(dt) ((dt) == GNMR_DTYPE_F32 ? 4 : 2)
+#define GNMR__ESIZE(dt) ((size_t)((dt) == GNMR_DTYPE_F32 ? 4 : 2))
 
 /* One dtype's rows: lane sums in, the loop, lane sums out, the max fold. */
 #define GNMR__ROWS_OF(P, D, dt)                                                \
   do {                                                                         \
-    int k;                                                                     \
+    size_t k;                                                                  \
     GNMR__UNROLL                                                               \
     for (k = 0; k < 32 / (D); k++) a[k] = gnmr__##P##_load(lane + (D)*k);      \
     gnmr__##P##_enter(a, dt);                                                  \
@@ -1893,7 +1893,7 @@ GNMR__PRIM GNMR__TARGET_SSE2 __m128i gnmr__sse2_top0(void) {
 GNMR__PRIM GNMR__TARGET_SSE2 void
 gnmr__sse2_add16(__m128d *a, const unsigned char *p, int dt) {
   const __m128i zero = _mm_setzero_si128(), abs = _mm_set1_epi16(0x7FFF);
-  int k;
+  size_t k;
   if (dt == GNMR_DTYPE_F32) {
     GNMR__UNROLL
     for (k = 0; k < 4; k++)
@@ -1920,7 +1920,7 @@ gnmr__sse2_add16(__m128d *a, const unsigned char *p, int dt) {
 GNMR__PRIM GNMR__TARGET_SSE2 __m128i gnmr__sse2_max32(__m128i top,
                                                       const unsigned char *p,
                                                       int dt) {
-  int k;
+  size_t k;
   if (dt == GNMR_DTYPE_F32) {
     const __m128i abs = _mm_set1_epi32(0x7FFFFFFF);
     GNMR__UNROLL
@@ -1940,7 +1940,7 @@ GNMR__PRIM GNMR__TARGET_SSE2 __m128i gnmr__sse2_max32(__m128i top,
 
 GNMR__PRIM GNMR__TARGET_SSE2 uint32_t gnmr__sse2_fold(__m128i top, int dt) {
   uint32_t t[4], m = 0;
-  int k;
+  size_t k;
   if (dt != GNMR_DTYPE_F32) /* 16-bit maxima to 32-bit lanes */
     top = _mm_max_epi16(_mm_srli_epi32(top, 16),
                         _mm_and_si128(top, _mm_set1_epi32(0xFFFF)));
@@ -1986,7 +1986,7 @@ GNMR__PRIM GNMR__TARGET_AVX2 __m256i gnmr__avx2_top0(void) {
 
 GNMR__PRIM GNMR__TARGET_AVX2 void
 gnmr__avx2_add16(__m256d *a, const unsigned char *p, int dt) {
-  int k;
+  size_t k;
   if (dt == GNMR_DTYPE_F32) {
     GNMR__UNROLL
     for (k = 0; k < 4; k++)
@@ -2006,7 +2006,7 @@ gnmr__avx2_add16(__m256d *a, const unsigned char *p, int dt) {
 GNMR__PRIM GNMR__TARGET_AVX2 __m256i gnmr__avx2_max32(__m256i top,
                                                       const unsigned char *p,
                                                       int dt) {
-  int k;
+  size_t k;
   if (dt == GNMR_DTYPE_F32) {
     const __m256i abs = _mm256_set1_epi32(0x7FFFFFFF);
     GNMR__UNROLL
@@ -2025,7 +2025,7 @@ GNMR__PRIM GNMR__TARGET_AVX2 __m256i gnmr__avx2_max32(__m256i top,
 
 GNMR__PRIM GNMR__TARGET_AVX2 uint32_t gnmr__avx2_fold(__m256i top, int dt) {
   uint32_t t[8], m = 0;
-  int k;
+  size_t k;
   if (dt != GNMR_DTYPE_F32) /* 16-bit maxima to 32-bit lanes */
     top = _mm256_max_epu32(_mm256_srli_epi32(top, 16),
                            _mm256_and_si256(top, _mm256_set1_epi32(0xFFFF)));
@@ -2161,7 +2161,7 @@ GNMR__PRIM uint32x4_t gnmr__neon_top0(void) { return vdupq_n_u32(0); }
 
 GNMR__PRIM void gnmr__neon_add16(float64x2_t *a, const unsigned char *p,
                                  int dt) {
-  int k;
+  size_t k;
   if (dt == GNMR_DTYPE_F32) {
     GNMR__UNROLL
     for (k = 0; k < 4; k++)
@@ -2186,7 +2186,7 @@ GNMR__PRIM void gnmr__neon_add16(float64x2_t *a, const unsigned char *p,
 
 GNMR__PRIM uint32x4_t gnmr__neon_max32(uint32x4_t top, const unsigned char *p,
                                        int dt) {
-  int k;
+  size_t k;
   if (dt == GNMR_DTYPE_F32) {
     const uint32x4_t abs = vdupq_n_u32(0x7FFFFFFFu);
     GNMR__UNROLL
@@ -2229,21 +2229,22 @@ static const int gnmr__isa_preference[] = {
 #endif
     GNMR_ISA_SCALAR};
 
-static int gnmr__isa_choice = -1, gnmr__ctl_isa_choice = -1;
+/* [0]: the norm helpers' path, [1]: the controller's; -1 until chosen. */
+static int gnmr__isa_choice[2] = {-1, -1};
 
-static int gnmr__isa_get(const int *choice) {
+static int gnmr__isa_get(int which) {
 #if defined(__GNUC__) || defined(__clang__)
-  return __atomic_load_n(choice, __ATOMIC_RELAXED);
+  return __atomic_load_n(&gnmr__isa_choice[which], __ATOMIC_RELAXED);
 #else
-  return *choice;
+  return gnmr__isa_choice[which];
 #endif
 }
 
-static void gnmr__isa_set(int *choice, int isa) {
+static void gnmr__isa_set(int which, int isa) {
 #if defined(__GNUC__) || defined(__clang__)
-  __atomic_store_n(choice, isa, __ATOMIC_RELAXED);
+  __atomic_store_n(&gnmr__isa_choice[which], isa, __ATOMIC_RELAXED);
 #else
-  *choice = isa;
+  gnmr__isa_choice[which] = isa;
 #endif
 }
 
@@ -2285,19 +2286,19 @@ GNMR_DEF int gnmr_isa_supported(int isa) {
 }
 
 GNMR_DEF int gnmr_isa_active(void) {
-  int isa = gnmr__isa_get(&gnmr__isa_choice);
-  size_t i = 0;
+  int isa = gnmr__isa_get(0);
   if (isa < 0) {
+    size_t i = 0;
     while (!gnmr_isa_supported(gnmr__isa_preference[i])) i++;
     isa = gnmr__isa_preference[i]; /* the list ends with SCALAR */
-    gnmr__isa_set(&gnmr__isa_choice, isa);
+    gnmr__isa_set(0, isa);
   }
   return isa;
 }
 
 GNMR_DEF int gnmr_isa_force(int isa) {
   if (!gnmr_isa_supported(isa)) return GNMR_EISA;
-  gnmr__isa_set(&gnmr__isa_choice, isa);
+  gnmr__isa_set(0, isa);
   return GNMR_OK;
 }
 
@@ -2310,18 +2311,18 @@ static int gnmr__ctl_isa_supported(int isa) {
 }
 
 GNMR_DEF int gnmr_ctl_isa_active(void) {
-  int isa = gnmr__isa_get(&gnmr__ctl_isa_choice);
+  int isa = gnmr__isa_get(1);
   if (isa < 0) {
     isa = gnmr__ctl_isa_supported(GNMR_ISA_AVX512) ? GNMR_ISA_AVX512
                                                    : GNMR_ISA_SCALAR;
-    gnmr__isa_set(&gnmr__ctl_isa_choice, isa);
+    gnmr__isa_set(1, isa);
   }
   return isa;
 }
 
 GNMR_DEF int gnmr_ctl_isa_force(int isa) {
   if (!gnmr__ctl_isa_supported(isa)) return GNMR_EISA;
-  gnmr__isa_set(&gnmr__ctl_isa_choice, isa);
+  gnmr__isa_set(1, isa);
   return GNMR_OK;
 }
 
