@@ -926,6 +926,9 @@ static void ck_reseal(unsigned char *buf, size_t len) {
   gnmr__put_u32(p, gnmr__crc32(buf, len - 4));
 }
 
+static void put_f64(unsigned char *p, double v) { gnmr__put(p, &v, 8); }
+static void put_u64(unsigned char *p, uint64_t v) { gnmr__put(p, &v, 8); }
+
 TEST(checkpoint_errors_each_have_their_own_code) {
   static fixture src, target, bigger, before;
   static unsigned char copy[1 << 14];
@@ -950,7 +953,7 @@ TEST(checkpoint_errors_each_have_their_own_code) {
   EXPECT_EQ_INT(gnmr_checkpoint_load(&target.ctl, copy, len), GNMR_ECORRUPT);
   /* Valid checksum, invalid config (tau_r = 0.5). */
   memcpy(copy, ck_buf, len);
-  gnmr__put_f64(copy + 24, 0.5);
+  put_f64(copy + 24, 0.5);
   ck_reseal(copy, len);
   EXPECT_EQ_INT(gnmr_checkpoint_load(&target.ctl, copy, len), GNMR_ECORRUPT);
   /* Bad magic. */
@@ -981,6 +984,7 @@ TEST(checkpoint_checksum_is_standard_crc32) {
 TEST(checkpoint_format_is_little_endian_field_by_field) {
   static fixture src;
   size_t len;
+  double tau;
   const unsigned char *p = ck_buf;
   ck_saved(&src, &len);
   EXPECT(memcmp(ck_buf, "GNMRCKPT", 8) == 0);
@@ -988,7 +992,8 @@ TEST(checkpoint_format_is_little_endian_field_by_field) {
   EXPECT(ck_buf[12] == CK_N && ck_buf[13] == 0);
   EXPECT(ck_buf[16] == GNMR_WINDOW_MAX);
   p += 24;
-  EXPECT_EQ_BITS(gnmr__get_f64(&p), src.ctl.cfg.ratio_threshold);
+  gnmr__get(&p, &tau, 8);
+  EXPECT_EQ_BITS(tau, src.ctl.cfg.ratio_threshold);
   EXPECT_EQ_INT(len, 24 + 56 + 64 + CK_N * GNMR__CKPT_UNIT + 4);
 }
 
@@ -1027,17 +1032,17 @@ TEST(checkpoint_refuses_state_a_step_cannot_reach) {
   REQUIRE(setup(&target, &c, CK_N) == GNMR_OK);
   /* A window sum unrelated to the window. */
   memcpy(copy, ck_buf, len);
-  gnmr__put_f64(copy + unit0 + 8, 12345.0);
+  put_f64(copy + unit0 + 8, 12345.0);
   ck_reseal(copy, len);
   EXPECT_EQ_INT(gnmr_checkpoint_load(&target.ctl, copy, len), GNMR_ECORRUPT);
   /* A count no run can reach (k + 1 would wrap in the end). */
   memcpy(copy, ck_buf, len);
-  gnmr__put_u64(copy + unit0 + 16 + 4 * GNMR_WINDOW_MAX, UINT64_MAX);
+  put_u64(copy + unit0 + 16 + 4 * GNMR_WINDOW_MAX, UINT64_MAX);
   ck_reseal(copy, len);
   EXPECT_EQ_INT(gnmr_checkpoint_load(&target.ctl, copy, len), GNMR_ECORRUPT);
   /* A negative mean. */
   memcpy(copy, ck_buf, len);
-  gnmr__put_f64(copy + unit0, -1.0);
+  put_f64(copy + unit0, -1.0);
   ck_reseal(copy, len);
   EXPECT_EQ_INT(gnmr_checkpoint_load(&target.ctl, copy, len), GNMR_ECORRUPT);
 }
