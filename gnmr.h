@@ -259,10 +259,10 @@ GNMR_DEF int gnmr_config_validate(const gnmr_config *cfg);
 #define GNMR__FIELD(name, type, shape) type name;
 
 /* Storage for one unit: plain data of fixed size, opaque. gnmr_init lays a
-   block of N out as one array per field (and a word of its own after
-   them), so the block is one whole: never copy or move single slots. */
+   block of N out as a header of 8 bytes, then one array per field, so the
+   block is one whole: never copy or move single slots. */
 typedef struct gnmr_slot {
-  uint64_t opaque[(GNMR__UNIT_BYTES + 4 + 7) / 8];
+  uint64_t opaque[(GNMR__UNIT_BYTES + 8 + 7) / 8];
 } gnmr_slot;
 
 /* The controller. Its fields are the library's: reading them is fine,
@@ -347,7 +347,9 @@ typedef struct gnmr_decision {
 GNMR_DEF GNMR_HOSTDEV int gnmr_step(gnmr_ctl *ctl, const float *norms,
                                     gnmr_decision *out);
 
-/* 1 if unit u runs the high-fidelity path next step, 0 if not, <0 on error. */
+/* 1 if unit u runs the high-fidelity path next step, 0 if not, <0 on error.
+   Made to be called per unit: it refuses a controller not initialised or
+   left behind by a copy, but reads its slots without the seal's check. */
 GNMR_DEF GNMR_HOSTDEV int gnmr_recovering(const gnmr_ctl *ctl, uint32_t u);
 
 /* "KEEP", "RECOVER", "HOLD", "RELEASE"; "?" for any other value. */
@@ -613,14 +615,13 @@ static uint64_t gnmr__full_weight_from(double beta) {
 }
 
 /* ---- the controller's own checks ------------------------------------------
-   gen advances with every change of state and is also kept in a word after
-   the slots' arrays: a struct copy whose twin has moved on finds another
-   value there. seal hashes what a step trusts without re-checking it, so a
-   controller edited by hand does not match it. Both cost O(1). */
+   gen advances with every change of state and is also kept, with n_units,
+   in the header of the slots: a struct copy whose twin has moved on finds
+   another value there. seal hashes what a step trusts without re-checking
+   it, so a controller edited by hand does not match it. Both cost O(1). */
 
-static GNMR_HOSTDEV uint32_t *gnmr__gen_word(const gnmr_ctl *ctl) {
-  return (uint32_t *)(void *)((unsigned char *)ctl->units +
-                              GNMR__UNIT_BYTES * (size_t)ctl->n_units);
+static GNMR_HOSTDEV uint32_t *gnmr__header(const gnmr_ctl *ctl) {
+  return (uint32_t *)(void *)ctl->units; /* gen, n_units */
 }
 
 static GNMR_HOSTDEV uint64_t gnmr__mix(uint64_t h, const void *v, size_t n) {
@@ -647,7 +648,8 @@ static GNMR_HOSTDEV uint64_t gnmr__seal(const gnmr_ctl *ctl) {
 static GNMR_HOSTDEV int gnmr__current(const gnmr_ctl *ctl) {
   return ctl->magic == GNMR__MAGIC &&
          (ctl->n_units == 0 ||
-          (ctl->units && *gnmr__gen_word(ctl) == (uint32_t)ctl->gen));
+          (ctl->units && gnmr__header(ctl)[0] == (uint32_t)ctl->gen &&
+           gnmr__header(ctl)[1] == ctl->n_units));
 }
 
 /* ... and not edited by hand: every other entry point. */
@@ -658,7 +660,10 @@ static GNMR_HOSTDEV int gnmr__usable(const gnmr_ctl *ctl) {
 /* After every change of state. */
 static GNMR_HOSTDEV void gnmr__commit(gnmr_ctl *ctl) {
   ctl->gen++;
-  if (ctl->n_units > 0) *gnmr__gen_word(ctl) = (uint32_t)ctl->gen;
+  if (ctl->n_units > 0) {
+    gnmr__header(ctl)[0] = (uint32_t)ctl->gen;
+    gnmr__header(ctl)[1] = ctl->n_units;
+  }
   ctl->seal = gnmr__seal(ctl);
 }
 
@@ -683,8 +688,9 @@ GNMR_DEF int gnmr_init(gnmr_ctl *ctl, const gnmr_config *cfg, gnmr_slot *units,
 
 /* ---- unit state, structure of arrays --------------------------------------
    The caller's gnmr_slot array is opaque storage: the controller lays it out
-   as one array per field of GNMR__UNIT_STATE and GNMR__UNIT_SCRATCH (N
-   means, then N window sums, ...), so a step reads and writes each field
+   as a header (see gnmr__header), then one array per field of
+   GNMR__UNIT_STATE and GNMR__UNIT_SCRATCH (N means, then N window sums,
+   ...), so a step reads and writes each field
    contiguously and eight units fit one AVX-512 register. The 8-byte fields
    come first, then the 4-byte ones, so every array starts aligned. Element
    i of a field of unit u is at [i * N + u]: the ring of stored ratios keeps
@@ -714,7 +720,7 @@ typedef struct gnmr__soa {
 
 static GNMR_HOSTDEV gnmr__soa gnmr__carve(gnmr_slot *units, uint32_t n) {
   gnmr__soa s;
-  unsigned char *p = (unsigned char *)(void *)units;
+  unsigned char *p = (unsigned char *)(void *)units + 8; /* the header */
 #define GNMR__PLACE(name, type, shape)                                         \
   if ((sizeof(type) == 8) == eight) {                                          \
     s.name = (type *)(void *)p;                                                \
