@@ -253,7 +253,8 @@ GNMR_DEF int gnmr_config_validate(const gnmr_config *cfg);
   X(heap, uint32_t, ONE) /* admission heap; the candidates from the back */
 #define GNMR__COUNT_ONE 1
 #define GNMR__COUNT_RING GNMR_WINDOW_MAX
-#define GNMR__BYTES(name, type, shape) +sizeof(type) * GNMR__COUNT_##shape
+#define GNMR__BYTES(name, type, shape) /* a term of a sum */                   \
+  +sizeof(type) * GNMR__COUNT_##shape  /* NOLINT(bugprone-macro-parentheses) */
 #define GNMR__UNIT_BYTES                                                       \
   (0 GNMR__UNIT_STATE(GNMR__BYTES) GNMR__UNIT_SCRATCH(GNMR__BYTES))
 #define GNMR__FIELD(name, type, shape) type name;
@@ -262,6 +263,7 @@ GNMR_DEF int gnmr_config_validate(const gnmr_config *cfg);
    block of N out as a header of 8 bytes, then one array per field, so the
    block is one whole: never copy or move single slots. */
 typedef struct gnmr_slot {
+  /* cppcheck-suppress unusedStructMember */
   uint64_t opaque[(GNMR__UNIT_BYTES + 8 + 7) / 8];
 } gnmr_slot;
 
@@ -270,9 +272,10 @@ typedef struct gnmr_slot {
    copy shares the slots: once either of the two changes the state, the
    other is refused with GNMR_ESTATE, as is a controller edited by hand. A
    copy that runs on its own is made with a checkpoint: save, then load
-   into another controller initialised over its own slots. Moving the bytes
-   of a controller and of its slots (into device memory, say) and using
-   only the moved one is fine. */
+   into another controller initialised over its own slots. One move is
+   allowed: the controller and its whole block of slots copied byte for
+   byte (into device memory, say), units set to the moved slots, and only
+   the moved one used from then on. */
 typedef struct gnmr_ctl {
   gnmr_config cfg;
   gnmr_slot *units;
@@ -281,7 +284,7 @@ typedef struct gnmr_ctl {
   uint32_t peak_recovering;  /* highest `recovering` seen */
   uint32_t magic;            /* set by gnmr_init */
   uint64_t full_weight_from; /* first k with 1/k <= 1 - beta (derived) */
-  uint64_t gen;  /* advanced by every change; also kept after the slots */
+  uint64_t gen;  /* advanced by every change; also in the slots' header */
   uint64_t seal; /* hash of cfg, n_units, recovering, the two above */
   uint64_t steps;
   GNMR__COUNTERS(GNMR__FIELD) /* the totals */
@@ -308,6 +311,7 @@ GNMR_DEF int gnmr_init(gnmr_ctl *ctl, const gnmr_config *cfg, gnmr_slot *units,
    eps, delta_threshold, warmup_steps and spike_policy hold no state.
    Counters and peak_recovering are kept. */
 GNMR_DEF int gnmr_reconfigure(gnmr_ctl *ctl, const gnmr_config *cfg);
+
 /* ---- one step ---------------------------------------------------------- */
 
 enum {
@@ -624,24 +628,29 @@ static GNMR_HOSTDEV uint32_t *gnmr__header(const gnmr_ctl *ctl) {
   return (uint32_t *)(void *)ctl->units; /* gen, n_units */
 }
 
-static GNMR_HOSTDEV uint64_t gnmr__mix(uint64_t h, const void *v, size_t n) {
+/* One term of the seal: the bits of a field times its own odd constant.
+   Any change of one field changes the sum; the products are independent,
+   so the seal costs a few nanoseconds. */
+static GNMR_HOSTDEV void gnmr__mix(uint64_t *h, uint64_t *k, const void *v,
+                                   size_t n) {
   uint64_t x = 0;
   memcpy(&x, v, n);
-  h = (h ^ x) * UINT64_C(0x9E3779B97F4A7C15);
-  return h ^ (h >> 31);
+  *h += x * *k;
+  *k += UINT64_C(0x9E3779B97F4A7C16); /* even: k stays odd */
 }
 
 static GNMR_HOSTDEV uint64_t gnmr__seal(const gnmr_ctl *ctl) {
   const gnmr_config *c = &ctl->cfg;
-  uint64_t h = GNMR__MAGIC;
-#define GNMR__MIX(name, valid) h = gnmr__mix(h, &c->name, sizeof c->name);
+  uint64_t h = GNMR__MAGIC, k = UINT64_C(0xD6E8FEB86659FD93);
+#define GNMR__MIX(name, valid) gnmr__mix(&h, &k, &c->name, sizeof c->name);
   GNMR__CONFIG(GNMR__MIX)
 #undef GNMR__MIX
-  h = gnmr__mix(h, &ctl->n_units, 4);
-  h = gnmr__mix(h, &ctl->recovering, 4);
-  h = gnmr__mix(h, &ctl->peak_recovering, 4);
-  h = gnmr__mix(h, &ctl->full_weight_from, 8);
-  return gnmr__mix(h, &ctl->gen, 8);
+  gnmr__mix(&h, &k, &ctl->n_units, 4);
+  gnmr__mix(&h, &k, &ctl->recovering, 4);
+  gnmr__mix(&h, &k, &ctl->peak_recovering, 4);
+  gnmr__mix(&h, &k, &ctl->full_weight_from, 8);
+  gnmr__mix(&h, &k, &ctl->gen, 8);
+  return h;
 }
 
 /* Initialised, and not a copy left behind (what gnmr_recovering needs). */
@@ -688,26 +697,27 @@ GNMR_DEF int gnmr_init(gnmr_ctl *ctl, const gnmr_config *cfg, gnmr_slot *units,
 
 /* ---- unit state, structure of arrays --------------------------------------
    The caller's gnmr_slot array is opaque storage: the controller lays it out
-   as a header (see gnmr__header), then one array per field of
-   GNMR__UNIT_STATE and GNMR__UNIT_SCRATCH (N means, then N window sums,
-   ...), so a step reads and writes each field
-   contiguously and eight units fit one AVX-512 register. The 8-byte fields
-   come first, then the 4-byte ones, so every array starts aligned. Element
-   i of a field of unit u is at [i * N + u]: the ring of stored ratios keeps
-   slot s of unit u at window[s * N + u]; observation k (0-based) of a unit
-   goes to slot k mod 16, so the last W <= 16 ratios are always there and no
-   head index is kept. */
+   as a header (gnmr__header), then one array per field of GNMR__UNIT_STATE
+   and GNMR__UNIT_SCRATCH (N means, then N window sums, ...), so a step
+   reads and writes each field contiguously and eight units fit one AVX-512
+   register. The 8-byte fields come first, then the 4-byte ones, so every
+   array starts aligned. Element i of a field of unit u is at [i * N + u]:
+   the ring of stored ratios keeps slot s of unit u at window[s * N + u];
+   observation k (0-based) of a unit goes to slot k mod 16, so the last
+   W <= 16 ratios are always there and no head index is kept. */
 
 #define GNMR__RING (GNMR_WINDOW_MAX - 1)
 #define GNMR__K_MAX (UINT64_C(1) << 62) /* largest k a checkpoint may hold */
 
 /* Layout promises the code relies on, checked at compile time: fields of 8
-   or 4 bytes, and a decision is 4 doubles then flags, action. */
-#define GNMR__SIZE_OK(name, type, shape) &&(sizeof(type) % 4 == 0)
-typedef char gnmr__units_fit[(1 GNMR__UNIT_STATE(GNMR__SIZE_OK)
-                                  GNMR__UNIT_SCRATCH(GNMR__SIZE_OK))
-                                 ? 1
-                                 : -1];
+   or 4 bytes (so the arrays stay aligned), and a decision is 4 doubles then
+   flags, action. */
+#define GNMR__SIZE_OK(name, type, shape)                                       \
+  &&(sizeof(type) == 8 || sizeof(type) == 4)
+typedef char gnmr__fields_align[(1 GNMR__UNIT_STATE(GNMR__SIZE_OK)
+                                     GNMR__UNIT_SCRATCH(GNMR__SIZE_OK))
+                                    ? 1
+                                    : -1];
 typedef char gnmr__decision_layout[sizeof(gnmr_decision) == 40 &&
                                            offsetof(gnmr_decision, flags) == 32
                                        ? 1
@@ -718,19 +728,23 @@ typedef struct gnmr__soa {
   GNMR__UNIT_STATE(GNMR__POINTER) GNMR__UNIT_SCRATCH(GNMR__POINTER)
 } gnmr__soa;
 
+/* The arrays of 8-byte fields first, then the others, each in list order:
+   at[1] is where the next 8-byte array goes, at[0] the next other one. */
+#define GNMR__BYTES8(name, type, shape) /* a term of a sum */                  \
+  +(sizeof(type) == 8 ? sizeof(type) * GNMR__COUNT_##shape : 0) /* NOLINT */
 static GNMR_HOSTDEV gnmr__soa gnmr__carve(gnmr_slot *units, uint32_t n) {
   gnmr__soa s;
-  unsigned char *p = (unsigned char *)(void *)units + 8; /* the header */
+  unsigned char *base = (unsigned char *)(void *)units + 8; /* the header */
+  size_t at[2];
+  at[0] = (0 GNMR__UNIT_STATE(GNMR__BYTES8) GNMR__UNIT_SCRATCH(GNMR__BYTES8)) *
+          (size_t)n;
+  at[1] = 0;
 #define GNMR__PLACE(name, type, shape)                                         \
-  if ((sizeof(type) == 8) == eight) {                                          \
-    s.name = (type *)(void *)p;                                                \
-    p += sizeof(type) * GNMR__COUNT_##shape * (size_t)n;                       \
-  }
-  int eight;
-  for (eight = 1; eight >= 0; eight--) {
-    GNMR__UNIT_STATE(GNMR__PLACE)
-    GNMR__UNIT_SCRATCH(GNMR__PLACE)
-  }
+  s.name = (type *)(void *)(base + at[sizeof(type) == 8]);                     \
+  at[sizeof(type) == 8] += sizeof(type) * GNMR__COUNT_##shape * (size_t)n;
+  GNMR__UNIT_STATE(GNMR__PLACE)
+  /* cppcheck-suppress unreadVariable */
+  GNMR__UNIT_SCRATCH(GNMR__PLACE)
 #undef GNMR__PLACE
   return s;
 }
@@ -743,8 +757,9 @@ typedef struct gnmr__unit_state {
   GNMR__UNIT_STATE(GNMR__MEMBER)
 } gnmr__unit_state;
 
-/* Element i of the field of unit_state x. */
-#define GNMR__ELEM(type, x, i) (((type *)(void *)&(x))[i])
+/* Element i of a field x of a gnmr__unit_state, for each i. */
+#define GNMR__AT_ONE(x, i) (x)
+#define GNMR__AT_RING(x, i) (x)[i]
 #define GNMR__EACH(shape) for (i = 0; i < GNMR__COUNT_##shape; i++)
 
 static void gnmr__unit_get(const gnmr__soa *s, uint32_t n, uint32_t u,
@@ -752,7 +767,7 @@ static void gnmr__unit_get(const gnmr__soa *s, uint32_t n, uint32_t u,
   uint32_t i;
 #define GNMR__GET(name, type, shape)                                           \
   GNMR__EACH(shape)                                                            \
-  GNMR__ELEM(type, out->name, i) = s->name[(size_t)i * n + u];
+  GNMR__AT_##shape(out->name, i) = s->name[(size_t)i * n + u];
   GNMR__UNIT_STATE(GNMR__GET)
 #undef GNMR__GET
 }
@@ -761,7 +776,7 @@ static void gnmr__unit_set(const gnmr__soa *s, uint32_t n, uint32_t u,
                            gnmr__unit_state *in) {
   uint32_t i;
 #define GNMR__SET(name, type, shape)                                           \
-  GNMR__EACH(shape) s->name[(size_t)i * n + u] = GNMR__ELEM(type, in->name, i);
+  GNMR__EACH(shape) s->name[(size_t)i * n + u] = GNMR__AT_##shape(in->name, i);
 #define GNMR__CLEAR(name, type, shape)                                         \
   GNMR__EACH(shape) s->name[(size_t)i * n + u] = 0;
   GNMR__UNIT_STATE(GNMR__SET)
@@ -1351,7 +1366,6 @@ GNMR_DEF int gnmr_counters_get(const gnmr_ctl *ctl, uint32_t unit,
                                gnmr_counters *out) {
   gnmr__soa s;
   gnmr_counters t;
-  uint32_t u;
   if (!ctl || !out) return GNMR_EINVAL;
   if (!gnmr__usable(ctl)) return GNMR_ESTATE;
   if (unit != GNMR_ALL_UNITS && unit >= ctl->n_units) return GNMR_EINVAL;
@@ -1359,6 +1373,7 @@ GNMR_DEF int gnmr_counters_get(const gnmr_ctl *ctl, uint32_t unit,
   memset(&t, 0, sizeof t);
   if (unit == GNMR_ALL_UNITS) {
 #define GNMR__TOTAL(name, type, shape) t.name = ctl->name;
+    uint32_t u;
     GNMR__TOTALS(GNMR__TOTAL)
 #undef GNMR__TOTAL
     for (u = 0; u < ctl->n_units; u++) t.finite_steps += s.finite_steps[u];
@@ -1415,7 +1430,6 @@ GNMR_DEF const char *gnmr_flag_name(uint32_t flag) {
 GNMR_DEF int gnmr_flags_string(uint32_t flags, char *buf, size_t cap) {
   char s[GNMR_FLAGS_STRING_MAX];
   size_t len = 0, i;
-  int shift;
   if (!buf) return GNMR_EINVAL;
   for (i = 0; i < GNMR__N_FLAGS; i++) {
     const char *name = gnmr__flag_names[i];
@@ -1425,10 +1439,11 @@ GNMR_DEF int gnmr_flags_string(uint32_t flags, char *buf, size_t cap) {
   }
   flags &= ~((1u << GNMR__N_FLAGS) - 1u);
   if (flags) {
+    int shift = 28;
     if (len) s[len++] = '|';
     s[len++] = '0';
     s[len++] = 'x';
-    for (shift = 28; shift > 0 && !(flags >> shift); shift -= 4) continue;
+    while (shift > 0 && !(flags >> shift)) shift -= 4;
     for (; shift >= 0; shift -= 4)
       s[len++] = "0123456789abcdef"[(flags >> shift) & 15u];
   }
@@ -1454,7 +1469,8 @@ GNMR_DEF int gnmr_flags_string(uint32_t flags, char *buf, size_t cap) {
 
 #define GNMR__CKPT_VERSION 1u
 #define GNMR__CKPT_HEADER 24u
-#define GNMR__CFG_BYTES(name, valid) +sizeof(((gnmr_config *)0)->name)
+#define GNMR__CFG_BYTES(name, valid) /* a term of a sum */                     \
+  +sizeof(((gnmr_config *)0)->name)  /* NOLINT(bugprone-macro-parentheses) */
 #define GNMR__CKPT_CONFIG (0 GNMR__CONFIG(GNMR__CFG_BYTES))
 #define GNMR__CKPT_TOTALS (0 GNMR__TOTALS(GNMR__BYTES))
 #define GNMR__CKPT_UNIT (0 GNMR__UNIT_STATE(GNMR__BYTES))
@@ -1591,7 +1607,7 @@ GNMR_DEF int gnmr_checkpoint_save(const gnmr_ctl *ctl, void *buf, size_t cap,
     gnmr__unit_get(&units, ctl->n_units, u, &st);
 #define GNMR__PUT_UNIT(name, type, shape)                                      \
   GNMR__EACH(shape)                                                            \
-  p = gnmr__put(p, &GNMR__ELEM(type, st.name, i), sizeof(type));
+  p = gnmr__put(p, &GNMR__AT_##shape(st.name, i), sizeof(type));
     GNMR__UNIT_STATE(GNMR__PUT_UNIT)
 #undef GNMR__PUT_UNIT
   }
@@ -1636,8 +1652,9 @@ static int gnmr__ckpt_read(const gnmr_ctl *ctl, gnmr_ctl *t,
   units = gnmr__carve(ctl->units, n);
   for (u = 0; u < n; u++) {
     gnmr__unit_state st;
+    memset(&st, 0, sizeof st);
 #define GNMR__GET_UNIT(name, type, shape)                                      \
-  GNMR__EACH(shape) gnmr__get(&p, &GNMR__ELEM(type, st.name, i), sizeof(type));
+  GNMR__EACH(shape) gnmr__get(&p, &GNMR__AT_##shape(st.name, i), sizeof(type));
     GNMR__UNIT_STATE(GNMR__GET_UNIT)
 #undef GNMR__GET_UNIT
     if (!gnmr__unit_valid(&st, c)) return GNMR_ECORRUPT;

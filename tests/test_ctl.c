@@ -1326,6 +1326,33 @@ TEST(checkpoint_after_every_kind_of_reconfigure_loads_back) {
   }
 }
 
+/* What a CUDA program does: the controller and its slots moved byte for
+   byte (into device memory there), units pointed at the moved slots, only
+   the moved one used. It decides as the original would have. */
+TEST(a_controller_moved_with_its_slots_runs_on) {
+  static fixture a, b, moved;
+  gnmr_config c = ck_config();
+  uint32_t s, u;
+  REQUIRE(setup(&a, &c, CK_N) == GNMR_OK);
+  REQUIRE(setup(&b, &c, CK_N) == GNMR_OK);
+  for (s = 0; s < 60; s++) {
+    for (u = 0; u < CK_N; u++) a.norms[u] = b.norms[u] = random_norm(0.1, 0.02);
+    REQUIRE(gnmr_step(&a.ctl, a.norms, a.d) == GNMR_OK);
+    REQUIRE(gnmr_step(&b.ctl, b.norms, b.d) == GNMR_OK);
+  }
+  memcpy(&moved.ctl, &b.ctl, sizeof b.ctl);
+  memcpy(moved.units, b.units, sizeof b.units[0] * CK_N);
+  moved.ctl.units = moved.units;
+  memset(b.units, 0x5A, sizeof b.units); /* the old place is gone */
+  for (s = 0; s < 60; s++) {
+    for (u = 0; u < CK_N; u++)
+      a.norms[u] = moved.norms[u] = random_norm(0.1, 0.02);
+    REQUIRE(gnmr_step(&a.ctl, a.norms, a.d) == GNMR_OK);
+    REQUIRE(gnmr_step(&moved.ctl, moved.norms, moved.d) == GNMR_OK);
+    EXPECT(memcmp(a.d, moved.d, sizeof a.d[0] * CK_N) == 0);
+  }
+}
+
 /* ---- introspection ------------------------------------------------------ */
 
 TEST(unit_info_reads_the_state) {
@@ -1529,6 +1556,7 @@ int main(int argc, char **argv) {
       CHECK_CASE(ratio_threshold_lowered_recaps_the_stored_ratios),
       CHECK_CASE(history_decay_changed_rederives_the_weight),
       CHECK_CASE(checkpoint_after_every_kind_of_reconfigure_loads_back),
+      CHECK_CASE(a_controller_moved_with_its_slots_runs_on),
       CHECK_CASE(unit_info_reads_the_state),
       CHECK_CASE(names_of_actions_and_flags),
       CHECK_CASE(defaults_are_the_documented_ones),
