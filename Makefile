@@ -52,7 +52,7 @@ FUZZ_TARGETS = ctl ckpt norm
 FUZZ_HDRS = gnmr.h tests/fuzz/fuzz.h tests/fuzz/ctl_model.h
 
 .PHONY: all test bench bench-norm demo demo-full demo-sweep mpi mpi-run cuda \
-        neon format format-check clean fuzz fuzz-build test-asan \
+        neon format format-check clean fuzz fuzz-build test-asan detect \
         test-valgrind test-warn tidy cppcheck
 
 all: test
@@ -336,3 +336,20 @@ format-check:
 
 clean:
 	rm -rf $(B)
+
+# ---- detection benchmark (issues 12, 15) -------------------------------------
+# Synthetic traces with ground truth and the real traces of bench/data/;
+# writes the "## Detection" section of bench/RESULTS.md in place.
+DETECT_DATA = $(patsubst bench/data/%.csv.gz,$(B)/data/%.csv,\
+                $(wildcard bench/data/*.csv.gz))
+$(B)/data/%.csv: bench/data/%.csv.gz
+	@mkdir -p $(@D)
+	gunzip -c $< > $@
+$(B)/detect: bench/detect.c gnmr.h
+	@mkdir -p $(@D)
+	$(firstword $(CC_LIST)) $(BENCH_FLAGS) -o $@ $< -lm
+
+detect: $(B)/detect $(DETECT_DATA)
+	$(B)/detect --data $(B)/data --md $(B)/detect.md
+	@sh bench/splice_section.sh bench/RESULTS.md "## Detection" $(B)/detect.md
+	@echo "detect: bench/RESULTS.md, section Detection, updated"
