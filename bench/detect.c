@@ -19,6 +19,7 @@
    usage: detect [--data DIR] [--md FILE] [--seeds N] [--quick]
    (DIR holds the unpacked trace CSVs; without it the real-trace tables are
    left out with a message.) */
+#define _POSIX_C_SOURCE 199309L
 #define GNMR_IMPLEMENTATION
 #include "gnmr.h"
 
@@ -39,22 +40,29 @@
    log-mean, s its fluctuation, p its last deviation. L(x) is the library's
    own log (rule 0), never libm's.
 
-   0. L(x) = e*ln2 + 2y(1 + y^2/3 + y^4/5 + y^6/7), with max(x, eps) =
-      f * 2^e, f in [1, 2) (frexp: exact) and y = (f-1)/(f+1). Plain IEEE
-      adds, multiplies and one divide in a fixed order: the same bits on
-      every path (scalar, SIMD, device) with contraction off; |error| <
-      2e-5, and increasing in x. Nothing else in the per-unit path is
-      transcendental (no exp, no log, no sqrt).
+   0. L(x) = e*ln2 + 2y(1 + y^2/3 + y^4/5 + y^6/7), where x' = max(x, eps)
+      (finite, so a normal double) = f * 2^e with f in [1, 2) read off the
+      bits (exponent field, mantissa with the exponent set to 1023: exact),
+      and y = (f-1)/(f+1). Plain IEEE adds, multiplies and one divide in a
+      fixed order: the same bits on every path (scalar, SIMD, device) with
+      contraction off; |error| < 2e-5, and increasing in x. Nothing else in
+      the per-unit path is transcendental (no exp, log or sqrt).
    1. Non-finite g (NaN, +-Inf): risky, flag NONFINITE, score +inf, scale 0;
       mu, s, p and k are not touched (as in the paper).
    2. Deviation: d_raw = L(g) - mu. The first finite observation sets mu =
       L(g), s = p = 0, k = 1 and flags nothing.
    3. Step-level view, once per step before the per-unit decisions, over
       the SETTLED units (finite g, k >= warmup), n of them:
-      c = their lower median of d_raw (the element of rank floor((n-1)/2):
-          any selection algorithm gives the same element), or 0 when
-          n < common_min_units. c is what every unit shares this step (a
-          hard batch, the common drift).
+      c = the centre of the grid bin of their lower median of d_raw:
+          q(x) = floor((x + 8) * 256) clamped to [0, 4095] (steps of 1/256
+          in L units, 0.4% in ratio; medians beyond +-8 clamp), d_(r) the
+          element of rank r = floor((n-1)/2), c = (q(d_(r)) + 0.5)/256 - 8;
+          c = 0 when n < common_min_units. q is monotone, so q(d_(r)) is the
+          rank-r value of q whatever finds it: here two passes of a 64-bin
+          integer histogram (coarse q >> 6, then q & 63 within the chosen
+          coarse bin), no sorting, no scratch beyond d_raw per unit, and
+          integer counts that a device can add in any order. c is what
+          every unit shares this step (a hard batch, the common drift).
       n_up = how many of them have d_raw > L(global_ratio).
       G = sqrt(sum of g^2 over the finite units), the global norm; it keeps
           its own (mu_G, s_G, p_G, k_G), updated by rules 2 and 4-7 as one
@@ -71,7 +79,8 @@
             (two_sided only; its own flag).
       score = e / (z_rise * S) for a rise, -e / (z_fall * S) for a fall.
       The test is multiplies and compares: a divide only when flagged.
-   5. Mean, finite g only: k += 1; a = max(1/k, 1 - history_decay);
+   5. Mean, finite g only: k += 1; a = max(1/k, 1 - history_decay) (no
+      divide once k * (1 - history_decay) >= 1);
       mu += a * clamp(d_raw, -z_fall * S, z_rise * S) once k > warmup
       (plain d_raw before: the warm-up mean is the plain mean of L(g)).
       A spike moves mu by at most a * z_rise * S.
@@ -99,7 +108,7 @@
 
    Defaults, and why (tables in bench/RESULTS.md, "Detection"):
    - z_rise 4.25: the knee of the frontier at sigma 0.25/0.4 (4 seeds):
-     4.25 gives rise recall 0.923/0.808 at false alarms 0.071%/0.076%;
+     4.25 gives rise recall 0.924/0.808 at false alarms 0.070%/0.076%;
      4.1 gives 0.930/0.820 at 0.097%/0.105% (and 3.7-4.3 admissions per
      1000 steps on the stable runs, against 2.3-3.7). The false-alarm
      targets are kept with margin; the recall targets are missed by 0.01.
@@ -125,6 +134,23 @@
      at step 16 (19-22 admissions per 1000 steps -> 15-17 at 50).
    - global_ratio 2, global_frac 0.25: hard batches (every unit 1.3-1.7x)
      stay under it; events of x3 and more on 70% of the units do not.
+
+   Cost (detect --speed, N = 4096 calm, CPU time, at design time): this
+   scalar prototype takes about 20 ns per unit per step against 1.6 ns for
+   gnmr_step's AVX-512 paper rules; L() alone is 3 ns. The port needs the
+   library's shape to meet "within 1.5x": one array per field, L() in SIMD
+   (bit ops, one divide, a polynomial), the histogram counted into several
+   sub-histograms (a calm step puts every unit in one bin, and one counter
+   serialises the adds). Not measured here: the port's own numbers decide.
+
+   Tried and dropped (quick runs, 1 seed): a second-step rule (flag a rise
+   above 3-3.5 S that follows one, with hold at the same level): no better
+   recall at equal false alarms; a per-unit AR weight estimated online
+   (two more doubles per unit): +0.01 recall at sigma 0.4 for +0.015%
+   false alarms, not worth the state; winsor 2 or 1.5 with a higher
+   z_rise: the same frontier. The oracle row (true noise state, 3.35
+   sigma) shows what is left: at its false alarms (0.08%) it reaches
+   0.966/0.878 at sigma 0.25/0.4, against 0.924/0.808 here.
 
    Config fields it adds (valid range; default):
      rule              GNMR_RULE_PAPER (0) or GNMR_RULE_NOISE (1); NOISE.
@@ -157,8 +183,10 @@
                        norm's history); last step's report: double common,
                        global_ratio; uint32_t n_rise, n_fall, global;
                        counters uint64_t falls, global_steps.
-     scratch:          one double per unit for the median (the slots'
-                       existing scratch space, as the admission heap).
+     scratch:          one double per unit (d_raw, written in the first
+                       pass, read by the median and the decisions) and two
+                       64-entry integer histograms on the stack; the slots'
+                       existing scratch space holds the doubles.
      flags:            GNMR_FLAG_FALL (below its expected level),
                        GNMR_FLAG_GLOBAL (on every unit of a GLOBAL step).
 
@@ -229,16 +257,27 @@ static proto_config proto_config_default(void) {
 
 /* Rule 0: the library's log. */
 static double proto_log(double x, double eps) {
-  int e;
+  uint64_t b;
   double f, y, y2;
-  if (!(x > eps)) x = eps;
-  f = frexp(x, &e) * 2.0; /* [1, 2), exact */
-  e -= 1;
+  int e;
+  if (!(x > eps)) x = eps; /* finite, >= eps: a normal double */
+  memcpy(&b, &x, 8);
+  e = (int)(b >> 52) - 1023;
+  b = (b & 0x000FFFFFFFFFFFFFull) | 0x3FF0000000000000ull;
+  memcpy(&f, &b, 8); /* [1, 2), exact */
   y = (f - 1.0) / (f + 1.0);
   y2 = y * y;
   return (double)e * PROTO_LN2 +
          2.0 * y *
              (1.0 + y2 * (1.0 / 3.0 + y2 * (1.0 / 5.0 + y2 * (1.0 / 7.0))));
+}
+
+/* Rule 3's grid: q(x) = floor((x + 8) * 256) clamped to [0, 4095]; the
+   median is reported as its bin's centre. Monotone in x, so the quantised
+   lower median is the same whatever finds it. */
+static unsigned proto_q(double x) {
+  double y = (x + 8.0) * 256.0;
+  return y <= 0.0 ? 0u : y >= 4095.0 ? 4095u : (unsigned)y;
 }
 
 static double proto_clamp(double x, double lo, double hi) {
@@ -285,21 +324,20 @@ static void proto_init(proto_ctl *c, const proto_config *cfg, proto_unit *u,
 
 /* Rules 2-7 for one history (a unit, or the global norm with c = 0).
    Returns PF_RISE / PF_FALL / 0 and the score. */
-static int proto_unit_step(const proto_ctl *c, proto_unit *st, double l,
+static int proto_unit_step(const proto_ctl *c, proto_unit *st, double d_raw,
                            double common, double *score, double *z) {
   const proto_config *cf = &c->cfg;
-  double d_raw, d, e, S, a, x;
+  double d, e, S, a, x;
   int fl = 0;
   *score = 0.0;
-  *z = 0.0;
+  if (z) *z = 0.0;
   if (st->k == 0) {
-    st->mu = l;
+    st->mu = d_raw; /* mu was 0: d_raw is L(g) */
     st->s = 0.0;
     st->p = 0.0;
     st->k = 1;
     return 0;
   }
-  d_raw = l - st->mu;
   d = d_raw - common;
   e = d - cf->ar * st->p;
   S = st->s > cf->fluct_floor ? st->s : cf->fluct_floor;
@@ -312,11 +350,12 @@ static int proto_unit_step(const proto_ctl *c, proto_unit *st, double l,
       *score = -e / (cf->z_fall * S);
     }
   }
-  *z = e / S; /* reporting only */
+  if (z) *z = e / S; /* reporting only */
   /* rule 5 */
   st->k += 1;
-  a = 1.0 / (double)st->k;
-  if (a < 1.0 - cf->mean_decay) a = 1.0 - cf->mean_decay;
+  /* max(1/k, 1 - beta) with no divide once 1/k <= 1 - beta */
+  a = (double)st->k * (1.0 - cf->mean_decay) >= 1.0 ? 1.0 - cf->mean_decay
+                                                    : 1.0 / (double)st->k;
   if (st->k > cf->warmup)
     st->mu += a * proto_clamp(d_raw, -cf->z_fall * S, cf->z_rise * S);
   else
@@ -324,8 +363,9 @@ static int proto_unit_step(const proto_ctl *c, proto_unit *st, double l,
   /* rule 6 */
   x = fabs(e);
   if (st->k > cf->warmup && x > cf->winsor * S) x = cf->winsor * S;
-  a = 1.0 / (double)(st->k - 1);
-  if (a < 1.0 - cf->fluct_decay) a = 1.0 - cf->fluct_decay;
+  a = (double)(st->k - 1) * (1.0 - cf->fluct_decay) >= 1.0
+          ? 1.0 - cf->fluct_decay
+          : 1.0 / (double)(st->k - 1);
   st->s += a * (x - st->s);
   /* rule 7 */
   if (!fl && e <= cf->hold * S && e >= -cf->hold * S)
@@ -337,47 +377,61 @@ static int proto_unit_step(const proto_ctl *c, proto_unit *st, double l,
 static void proto_step(proto_ctl *c, const float *norms, unsigned char *flags,
                        double *score, proto_step_info *info) {
   const proto_config *cf = &c->cfg;
-  unsigned u, nv = 0, nup = 0;
+  unsigned u, nv = 0, nup = 0, hist[64], k, bin, below = 0;
   double sumsq = 0.0, common = 0.0, gs, gz;
+  double *dr = c->scratch;
 
-  /* rule 3: the step-level view */
+  /* rule 2 and 3, pass 1: every unit's d_raw (into scratch), the global
+     sum of squares, and the coarse histogram of the settled units */
+  memset(hist, 0, sizeof hist);
   for (u = 0; u < c->n; u++) {
     double g = norms[u];
     if (!isfinite(g)) continue;
     sumsq += g * g;
+    dr[u] = proto_log(g, cf->eps) - c->u[u].mu;
     if (c->u[u].k >= cf->warmup) {
-      double dr = proto_log(g, cf->eps) - c->u[u].mu;
-      c->scratch[nv++] = dr;
-      nup += dr > c->l_global;
+      nv++;
+      nup += dr[u] > c->l_global;
+      hist[proto_q(dr[u]) >> 6]++;
     }
   }
-  if (nv >= cf->common_min_units && nv > 0)
-    common = proto_select(c->scratch, nv, (nv - 1) / 2);
+  if (nv >= cf->common_min_units && nv > 0) {
+    /* rule 3, pass 2: the lower median's bin, coarse then fine */
+    unsigned rank = (nv - 1) / 2;
+    for (bin = 0; below + hist[bin] <= rank; bin++) below += hist[bin];
+    memset(hist, 0, sizeof hist);
+    for (u = 0; u < c->n; u++) {
+      unsigned q;
+      if (!isfinite(norms[u]) || c->u[u].k < cf->warmup) continue;
+      q = proto_q(dr[u]);
+      if (q >> 6 == bin) hist[q & 63]++;
+    }
+    for (k = 0; below + hist[k] <= rank; k++) below += hist[k];
+    common = ((double)(bin * 64 + k) + 0.5) / 256.0 - 8.0;
+  }
   info->common = common;
   {
     double lg = proto_log(sqrt(sumsq), cf->eps);
     int settled = c->g.k >= cf->warmup;
-    double gmu = c->g.mu;
-    info->global_ratio = c->g.k ? exp(lg - c->g.mu) : 1.0; /* report only */
-    (void)proto_unit_step(c, &c->g, lg, 0.0, &gs, &gz);
+    double gdr = lg - c->g.mu;
+    info->global_ratio = c->g.k ? exp(gdr) : 1.0; /* report only */
+    (void)proto_unit_step(c, &c->g, gdr, 0.0, &gs, &gz);
     info->global_z = gz;
     info->global =
         settled && nv >= cf->common_min_units &&
-        (common > c->l_global || (lg - gmu > c->l_global &&
-                                  (double)nup >= cf->global_frac * (double)nv));
+        (common > c->l_global ||
+         (gdr > c->l_global && (double)nup >= cf->global_frac * (double)nv));
   }
   info->n_rise = info->n_fall = 0;
   /* rule 4-7 per unit */
   for (u = 0; u < c->n; u++) {
-    double g = norms[u], z;
     int fl;
-    if (!isfinite(g)) {
+    if (!isfinite(norms[u])) {
       flags[u] = PF_NONFINITE;
       score[u] = HUGE_VAL;
       continue;
     }
-    fl = proto_unit_step(c, &c->u[u], proto_log(g, cf->eps), common, &score[u],
-                         &z);
+    fl = proto_unit_step(c, &c->u[u], dr[u], common, &score[u], NULL);
     flags[u] = (unsigned char)fl;
     info->n_rise += fl == PF_RISE;
     info->n_fall += fl == PF_FALL;
@@ -1191,6 +1245,68 @@ static void cpu_name(char *buf, size_t cap) {
   fclose(f);
 }
 
+/* --speed: a rough cost probe for the port (not a performance target: the
+   prototype is plain scalar C, the library has SIMD paths). N = 4096 calm
+   units (norms within 10% of 1), CPU-time ns per unit per step, gnmr_step and
+   proto_step interleaved 5 times, and the median selection alone. */
+static double now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
+}
+static int speed_probe(void) {
+  enum { N = 4096, POOL = 16, STEPS = 400 };
+  static float in[POOL][N];
+  static gnmr_slot slots[N];
+  static gnmr_decision dec[N];
+  static proto_unit pu[N];
+  static double scratch[N], sc[N], med[N];
+  static unsigned char fl[N];
+  gnmr_ctl ctl;
+  proto_ctl pc;
+  proto_config pcfg = proto_config_default();
+  gnmr_config cfg = gnmr_config_default();
+  proto_step_info info;
+  unsigned i, u, r;
+  double sink = 0.0;
+  rng_s = 42;
+  for (i = 0; i < POOL; i++)
+    for (u = 0; u < N; u++) in[i][u] = (float)(0.9 + 0.2 * uni());
+  cfg.max_recovering = 4;
+  if (gnmr_init(&ctl, &cfg, slots, N) != GNMR_OK) return 1;
+  proto_init(&pc, &pcfg, pu, scratch, N);
+  for (i = 0; i < 200; i++) {
+    gnmr_step(&ctl, in[i % POOL], dec);
+    proto_step(&pc, in[i % POOL], fl, sc, &info);
+  }
+  printf("speed probe, N = %d calm, ns per unit per step (%s path for "
+         "gnmr_step)\n",
+         N, gnmr_isa_name(gnmr_isa_active()));
+  for (r = 0; r < 5; r++) {
+    double t0 = now_ns(), t1, t2, t3;
+    for (i = 0; i < STEPS; i++) {
+      gnmr_step(&ctl, in[i % POOL], dec);
+      sink += dec[i % N].scale;
+    }
+    t1 = now_ns();
+    for (i = 0; i < STEPS; i++) {
+      proto_step(&pc, in[i % POOL], fl, sc, &info);
+      sink += sc[i % N];
+    }
+    t2 = now_ns();
+    for (i = 0; i < STEPS; i++) {
+      for (u = 0; u < N; u++) med[u] = proto_log(in[i % POOL][u], 1e-12);
+      sink += med[i % N];
+    }
+    t3 = now_ns();
+    printf("  gnmr_step (paper) %.2f   proto_step (scalar) %.2f   of which "
+           "L() alone about %.2f\n",
+           (t1 - t0) / ((double)STEPS * N), (t2 - t1) / ((double)STEPS * N),
+           (t3 - t2) / ((double)STEPS * N));
+  }
+  return sink == 12345.0;
+}
+
 static const double sigmas[] = {0.05, 0.12, 0.25, 0.4};
 
 /* What the targets table reads (noise-aware defaults). */
@@ -1220,6 +1336,8 @@ int main(int argc, char **argv) {
       }
     } else if (!strcmp(argv[i], "--diag"))
       diag = 1;
+    else if (!strcmp(argv[i], "--speed"))
+      return speed_probe();
     else if (!strcmp(argv[i], "--quick"))
       seeds = 1, reps = 1;
     else {
