@@ -68,10 +68,12 @@
           its own (mu_G, s_G, p_G, k_G), updated by rules 2 and 4-7 as one
           more unit with c = 0 (so a spike cannot inflate it either).
       GLOBAL when k_G >= warmup, n >= common_min_units and
-          (c > L(global_ratio)                        [over half the units
-                                                       rose > global_ratio]
+          (c > L(global_ratio)      [at least half the settled units rose
+                                     more than global_ratio together]
            or (L(G) - mu_G > L(global_ratio) and n_up >= global_frac * n)).
-      Reported: c, R_G = G / exp(mu_G), n_rise, n_fall, GLOBAL.
+      Reported: c, R_G = G / exp(mu_G) (report only: the port computes it
+      with its own deterministic exp, or reports L(G) - mu_G), n_rise,
+      n_fall, GLOBAL.
    4. Residual: d = d_raw - c (the unit's own part), e = d - ar * p (what
       the last deviation does not predict), S = max(s, fluct_floor).
       RISE  when k >= warmup, e >  z_rise * S and d > L(min_rise);
