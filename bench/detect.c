@@ -111,7 +111,7 @@
    Defaults, and why (tables in bench/RESULTS.md, "Detection"):
    - z_rise 4.25: the knee of the frontier at sigma 0.25/0.4 (4 seeds):
      4.25 gives rise recall 0.924/0.808 at false alarms 0.070%/0.076%;
-     4.1 gives 0.930/0.820 at 0.097%/0.105% (and 3.7-4.3 admissions per
+     4.1 gives 0.930/0.819 at 0.098%/0.105% (and 3.7-4.3 admissions per
      1000 steps on the stable runs, against 2.3-3.7). The false-alarm
      targets are kept with margin; the recall targets are missed by 0.01.
    - min_rise 2.0: real gradient noise is heavy-tailed (on the stable runs
