@@ -6,10 +6,13 @@
 #                 without it)
 #   make demo-sweep the GNMR settings sweep on the stress setting
 #   make bench    norm-helper and controller benchmarks (results in bench/)
+#   make detect   detection benchmark: synthetic ground truth and real traces
+#                 (bench/detect.c; tables into bench/RESULTS.md)
 #   make mpi-run  the data-parallel MPI example on 2 and 4 ranks
-#   make cuda     the CUDA tests, two-file build and benchmark, compiled
-#                 (sm_80, sm_90); skipped where nvcc is missing
-#   make cuda-test / cuda-bench  run them (skip cleanly without a GPU)
+#   make cuda     every CUDA program, compiled (sm_80, sm_90); skipped where
+#                 nvcc is missing
+#   make cuda-test, make cuda-bench  the CUDA device tests and benchmarks
+#                 (skip cleanly without a GPU)
 #   make format   clang-format in place; make format-check fails on a diff
 # Reliability lanes (README "Reliability"; .ci/run runs them all):
 #   make fuzz            build the libFuzzer targets, run each FUZZ_SECONDS
@@ -29,7 +32,7 @@ B = build
 # A command the test programs run under (valgrind in make test-valgrind).
 RUNNER =
 
-TESTS = test_ctl test_cuda_host test_norm test_demo
+TESTS = test_ctl test_refuse test_cuda_host test_norm test_demo test_ctl_parallel
 TEST_BINS = $(foreach cc,$(CC_LIST),$(foreach t,$(TESTS),$(B)/$(cc)/$(t))) \
             $(foreach cc,$(CC_LIST),$(B)/$(cc)/test_norm_nosimd \
                                     $(B)/$(cc)/test_norm_noavx512) \
@@ -47,14 +50,16 @@ $(B)/gcc/test_demo $(B)/clang/test_demo: examples/train_stress.c
 LDFLAGS_test_ctl = -Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc,--wrap=free
 
 FORMAT_FILES = $(wildcard *.h tests/*.c tests/*.h tests/*/*.c tests/*/*.h \
-                 tests/*/*.cc tests/*/*.cu examples/*.c examples/*/*.cu \
-                 examples/*/*.cuh examples/*/*.h bench/*.c bench/*.cu)
+                 tests/*/*.cc examples/*.c examples/*/*.cu examples/*/*.h \
+                 bench/*.c)
+# The CUDA headers, device tests, two-file builds and benchmarks.
+FORMAT_FILES += $(wildcard examples/*/*.cuh tests/*/*.cu bench/*.cu)
 
 FUZZ_TARGETS = ctl ckpt norm
 FUZZ_HDRS = gnmr.h tests/fuzz/fuzz.h tests/fuzz/ctl_model.h
 
 .PHONY: all test bench bench-norm demo demo-full demo-sweep mpi mpi-run cuda \
-        cuda-test cuda-bench \
+        cuda-test cuda-bench detect \
         neon format format-check clean fuzz fuzz-build test-asan \
         test-valgrind test-warn tidy cppcheck
 
@@ -73,6 +78,8 @@ $(B)/clang/%: tests/%.c gnmr.h tests/check.h
 
 # The CUDA example's kernel arithmetic, run on the CPU.
 $(foreach cc,$(CC_LIST),$(B)/$(cc)/test_cuda_host): examples/cuda/gnmr_norms.cuh
+# The CUDA controller's kernels, run on the CPU thread by thread.
+$(foreach cc,$(CC_LIST),$(B)/$(cc)/test_ctl_parallel): examples/cuda/gnmr_ctl.cuh
 
 # The controller test as a user's plain GNU build: gnu11 with GCC's default
 # -ffp-contract=fast, where the AVX-512 function (FMA-capable by its target
@@ -292,14 +299,21 @@ NVCC_FLAGS = -O3 -std=c++17 --fmad=false -Xcompiler -ffp-contract=off \
              -Werror all-warnings -Xcompiler -Wall,-Wextra,-Werror -I. \
              $(foreach a,$(CUDA_ARCHS),-gencode arch=compute_$(a),code=sm_$(a))
 
-# make cuda (CI, compile only): the device tests, the two-file build and the
-# norm benchmark. make cuda-test runs the tests on a GPU, make cuda-bench the
-# benchmark (and bench/foreach_norm.py where PyTorch is installed); without
-# a GPU each program says so and exits 0.
+# make cuda (CI, compile only) builds all of the CUDA code; make cuda-test
+# runs the device tests on a GPU, make cuda-bench the benchmarks (and
+# bench/foreach_norm.py where PyTorch is installed). Without a GPU each
+# program says so and exits 0; without nvcc the targets say so.
+#   norms (examples/cuda/gnmr_norms.cuh): tests/cuda/test_device.cu (norm
+#     bit identity, the graph-launched training loop), the two-file build
+#     (tests/cuda/two_file_*.cu, -rdc and GNMR_STATIC), bench_norms_cuda
+#   controller (examples/cuda/gnmr_ctl.cuh): the training-step example, its
+#     device test and benchmark, and two .cu files using it in one program
 CUDA_HDRS = gnmr.h examples/cuda/gnmr_norms.cuh
 CUDA_TESTS = $(B)/cuda/test_device $(B)/cuda/two_file_rdc \
-             $(B)/cuda/two_file_static
-CUDA_BINS = $(CUDA_TESTS) $(B)/cuda/bench_norms_cuda
+             $(B)/cuda/two_file_static $(B)/test_ctl_cuda
+CUDA_CTL = $(B)/train_step $(B)/test_ctl_cuda $(B)/bench_ctl_cuda \
+           $(B)/ctl_two_files
+CUDA_BINS = $(CUDA_TESTS) $(B)/cuda/bench_norms_cuda $(CUDA_CTL)
 
 ifeq ($(NVCC),)
 cuda cuda-test cuda-bench:
@@ -307,10 +321,12 @@ cuda cuda-test cuda-bench:
 else
 cuda: $(CUDA_BINS)
 
+# RUNNER="compute-sanitizer --tool memcheck" runs them under the sanitizer.
 cuda-test: $(CUDA_TESTS)
 	@for t in $(CUDA_TESTS); do echo "== $$t"; $(RUNNER) $$t || exit 1; done
 
-cuda-bench: $(B)/cuda/bench_norms_cuda
+cuda-bench: $(B)/cuda/bench_norms_cuda $(B)/bench_ctl_cuda
+	$(B)/bench_ctl_cuda
 	$(B)/cuda/bench_norms_cuda --csv $(B)/cuda/bench_norms_cuda.csv
 	@if command -v python3 >/dev/null 2>&1; then python3 bench/foreach_norm.py; \
 	else echo "cuda-bench: no python3: torch._foreach_norm not timed"; fi
@@ -337,6 +353,21 @@ $(B)/cuda/two_file_rdc: $(B)/cuda/two_file_main.o $(B)/cuda/two_file_kernel.o
 $(B)/cuda/two_file_static: $(TWO_FILE) tests/cuda/two_file.h $(CUDA_HDRS)
 	@mkdir -p $(@D)
 	$(NVCC) $(NVCC_FLAGS) -DTWO_FILE_STATIC -o $@ $(TWO_FILE)
+
+CUDA_CTL_DEPS = examples/cuda/gnmr_ctl.cuh gnmr.h
+$(B)/train_step: examples/cuda/train_step.cu $(CUDA_CTL_DEPS)
+	@mkdir -p $(@D)
+	$(NVCC) $(NVCC_FLAGS) -o $@ $<
+$(B)/test_ctl_cuda: tests/cuda/test_ctl_cuda.cu tests/check.h $(CUDA_CTL_DEPS)
+	@mkdir -p $(@D)
+	$(NVCC) $(NVCC_FLAGS) -o $@ $<
+$(B)/bench_ctl_cuda: bench/bench_ctl_cuda.cu $(CUDA_CTL_DEPS)
+	@mkdir -p $(@D)
+	$(NVCC) $(NVCC_FLAGS) -o $@ $<
+$(B)/ctl_two_files: tests/cuda/ctl_two_a.cu tests/cuda/ctl_two_b.cu \
+                    $(CUDA_CTL_DEPS)
+	@mkdir -p $(@D)
+	$(NVCC) $(NVCC_FLAGS) -o $@ tests/cuda/ctl_two_a.cu tests/cuda/ctl_two_b.cu
 
 # The training stress demo. demo: the built-in synthetic task (no files
 # needed); demo-full: Fashion-MNIST from FASHION; demo-sweep: the GNMR
@@ -374,3 +405,22 @@ format-check:
 
 clean:
 	rm -rf $(B)
+
+# ---- detection benchmark (issues 12, 15) -------------------------------------
+# Synthetic traces with ground truth and the real traces of bench/data/;
+# the prototype's self-test first, then the tables: writes the
+# "## Detection" section of bench/RESULTS.md in place (about 30 s).
+DETECT_DATA = $(patsubst bench/data/%.csv.gz,$(B)/data/%.csv,\
+                $(wildcard bench/data/*.csv.gz))
+$(B)/data/%.csv: bench/data/%.csv.gz
+	@mkdir -p $(@D)
+	gunzip -c $< > $@
+$(B)/detect: bench/detect.c gnmr.h
+	@mkdir -p $(@D)
+	$(firstword $(CC_LIST)) $(BENCH_FLAGS) -o $@ $< -lm
+
+detect: $(B)/detect $(DETECT_DATA)
+	$(B)/detect --selftest
+	$(B)/detect --data $(B)/data --md $(B)/detect.md
+	@sh bench/splice_section.sh bench/RESULTS.md "## Detection" $(B)/detect.md
+	@echo "detect: bench/RESULTS.md, section Detection, updated"
