@@ -24,7 +24,10 @@
    GNMR_SUM_CHUNK; the chunks of all tensors are numbered in tensor order,
    and warp w of the first kernel sums chunk w (lane i mod 32 owns element
    i, each lane adds its squares in double in increasing i, the lanes fold
-   by halves with shuffles: gnmr.h's canonical chunk sum). So a big tensor
+   by halves with shuffles: gnmr.h's canonical chunk sum; for f16/bf16 a
+   thread loads two elements at once and hands half its rows to another
+   lane with a shuffle, so every warp load is 128 bytes, with the same
+   additions in the same order). So a big tensor
    is many blocks, and small tensors share blocks: a block is 8 consecutive
    chunks of the list, whichever tensors they belong to, and no SM waits for
    a tensor of its own. The second kernel, one block per unit, builds each
@@ -158,6 +161,60 @@ static inline GNMR_HOSTDEV double gnmr_norms_lane_sum(const void *chunk,
   return acc;
 }
 
+/* 16-bit dtypes, two elements per load. Lane i mod 32 still owns element
+   i, but thread t of the warp reads 32-bit word t + 32 s of the chunk
+   (elements 2w and 2w + 1, so a warp load is 128 bytes, not 64): for t <
+   16 that is lanes 2t and 2t + 1 at row 2s, for t >= 16 lanes 2(t - 16)
+   and 2(t - 16) + 1 at row 2s + 1. Thread t < 16 keeps the sums of lanes
+   2t (e) and 2t + 1 (o): it adds its own word (row 2s), then thread t +
+   16's (row 2s + 1, one shuffle), so each lane still adds its rows in
+   increasing order. The fold by halves then pairs thread t with t + 8, 4,
+   2, 1 and ends with lane 0 + lane 1. Needs 4-byte aligned data. */
+#define GNMR_NORMS_WORD_STEPS (GNMR_SUM_CHUNK / 2 / GNMR_SUM_LANES)
+
+/* Word w of a chunk of len 16-bit elements: both halves, the low one only
+   (its high element is past len, and not read), or 0. */
+static inline GNMR_HOSTDEV uint32_t gnmr_norms_word(const void *chunk,
+                                                    uint32_t len, uint32_t w) {
+#if defined(__CUDA_ARCH__)
+  if (2 * w + 1 < len) return __ldg((const unsigned *)chunk + w);
+  if (2 * w < len) return __ldg((const unsigned short *)chunk + 2 * w);
+#else
+  uint32_t v;
+  uint16_t h;
+  if (2 * w + 1 < len) {
+    memcpy(&v, (const char *)chunk + 4 * (size_t)w, 4);
+    return v;
+  }
+  if (2 * w < len) {
+    memcpy(&h, (const char *)chunk + 4 * (size_t)w, 2);
+    return h;
+  }
+#endif
+  return 0;
+}
+
+/* The squares of a word's two elements into lanes e (low) and o (high). */
+static inline GNMR_HOSTDEV void
+gnmr_norms_word_add(double *e, double *o, uint32_t word, uint32_t dtype) {
+  const uint16_t lo = (uint16_t)(word & 0xFFFFu), hi = (uint16_t)(word >> 16);
+  float a, b;
+#if defined(__CUDA_ARCH__)
+  if (dtype == GNMR_DTYPE_BF16) {
+    a = __uint_as_float((unsigned)lo << 16);
+    b = __uint_as_float((unsigned)hi << 16);
+  } else {
+    a = __half2float(__ushort_as_half(lo));
+    b = __half2float(__ushort_as_half(hi));
+  }
+#else
+  a = dtype == GNMR_DTYPE_BF16 ? gnmr_bf16_to_f32(lo) : gnmr_f16_to_f32(lo);
+  b = dtype == GNMR_DTYPE_BF16 ? gnmr_bf16_to_f32(hi) : gnmr_f16_to_f32(hi);
+#endif
+  *e += (double)a * (double)a;
+  *o += (double)b * (double)b;
+}
+
 /* One level of the bottom-up pairwise tree over p[0 .. m): node j (a
    multiple of 2 stride) takes in node j + stride where that exists; an odd
    last node is carried up as it is. Thread tid of nthreads does every
@@ -231,6 +288,33 @@ static inline int gnmr_norms_layout(const gnmr_tensor *t, size_t nt,
 /* ---- the kernels and the plan (CUDA) ----------------------------------- */
 #if defined(__CUDACC__)
 
+/* A chunk of 16-bit elements, two per load (see gnmr_norms_word): the
+   chunk's canonical sum, in thread 0 of the warp. */
+static __device__ __forceinline__ double
+gnmr_norms_word_chunk(const void *chunk, uint32_t dtype, uint32_t len,
+                      uint32_t t) {
+  double e = 0.0, o = 0.0;
+  for (uint32_t s = 0; s < GNMR_NORMS_WORD_STEPS; s += GNMR_NORMS_BATCH) {
+    uint32_t w[GNMR_NORMS_BATCH];
+#pragma unroll
+    for (uint32_t b = 0; b < GNMR_NORMS_BATCH; b++)
+      w[b] = gnmr_norms_word(chunk, len, t + (s + b) * GNMR_SUM_LANES);
+#pragma unroll
+    for (uint32_t b = 0; b < GNMR_NORMS_BATCH; b++) {
+      const uint32_t odd_row = __shfl_down_sync(0xFFFFFFFFu, w[b], 16);
+      if (t < 16) {
+        gnmr_norms_word_add(&e, &o, w[b], dtype);
+        gnmr_norms_word_add(&e, &o, odd_row, dtype);
+      }
+    }
+  }
+  for (uint32_t delta = 8; delta >= 1; delta /= 2) {
+    e += __shfl_down_sync(0xFFFFFFFFu, e, delta);
+    o += __shfl_down_sync(0xFFFFFFFFu, o, delta);
+  }
+  return e + o;
+}
+
 /* Warp w of the grid: chunk w of the launch-wide numbering. */
 static __global__ void __launch_bounds__(GNMR_NORMS_THREADS)
     gnmr_norms_chunk_kernel(const gnmr_norms_tensor *tensors,
@@ -249,14 +333,20 @@ static __global__ void __launch_bounds__(GNMR_NORMS_THREADS)
       (const char *)x.data + start * (x.dtype == GNMR_DTYPE_F32 ? 4 : 2);
   double acc;
   /* a constant dtype per call: each loop specialised */
-  if (x.dtype == GNMR_DTYPE_F32)
-    acc = gnmr_norms_lane_sum(p, GNMR_DTYPE_F32, len, lane);
-  else if (x.dtype == GNMR_DTYPE_BF16)
-    acc = gnmr_norms_lane_sum(p, GNMR_DTYPE_BF16, len, lane);
-  else
-    acc = gnmr_norms_lane_sum(p, GNMR_DTYPE_F16, len, lane);
-  for (uint32_t delta = GNMR_SUM_LANES / 2; delta >= 1; delta /= 2)
-    acc += __shfl_down_sync(0xFFFFFFFFu, acc, delta);
+  if (x.dtype != GNMR_DTYPE_F32 && ((uintptr_t)x.data & 3u) == 0) {
+    acc = x.dtype == GNMR_DTYPE_BF16
+              ? gnmr_norms_word_chunk(p, GNMR_DTYPE_BF16, len, lane)
+              : gnmr_norms_word_chunk(p, GNMR_DTYPE_F16, len, lane);
+  } else {
+    if (x.dtype == GNMR_DTYPE_F32)
+      acc = gnmr_norms_lane_sum(p, GNMR_DTYPE_F32, len, lane);
+    else if (x.dtype == GNMR_DTYPE_BF16)
+      acc = gnmr_norms_lane_sum(p, GNMR_DTYPE_BF16, len, lane);
+    else
+      acc = gnmr_norms_lane_sum(p, GNMR_DTYPE_F16, len, lane);
+    for (uint32_t delta = GNMR_SUM_LANES / 2; delta >= 1; delta /= 2)
+      acc += __shfl_down_sync(0xFFFFFFFFu, acc, delta);
+  }
   if (lane == 0) chunk_sums[chunk] = acc;
 }
 
