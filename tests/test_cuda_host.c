@@ -369,7 +369,20 @@ TEST(layout_groups_units_stably_and_refuses_whole) {
   EXPECT_EQ_INT(
       gnmr_norms_layout(lib, NT, NU, t, first, order, &chunks, &groups),
       GNMR_EINVAL);
-  lib[4].dtype = GNMR_DTYPE_BF16;
+  lib[4].data = (const char *)data + 2; /* f32 off 4-byte alignment */
+  EXPECT_EQ_INT(
+      gnmr_norms_layout(lib, NT, NU, t, first, order, &chunks, &groups),
+      GNMR_EINVAL);
+  lib[4].dtype = GNMR_DTYPE_BF16; /* ... fine for 16-bit elements */
+  EXPECT_EQ_INT(
+      gnmr_norms_layout(lib, NT, NU, t, first, order, &chunks, &groups),
+      GNMR_OK);
+  memset(order, 0xAB, sizeof order);
+  chunks = 77;
+  lib[4].data = (const char *)data + 1; /* odd: not even for bf16 */
+  EXPECT_EQ_INT(
+      gnmr_norms_layout(lib, NT, NU, t, first, order, &chunks, &groups),
+      GNMR_EINVAL);
   lib[4].data = NULL;
   EXPECT_EQ_INT(
       gnmr_norms_layout(lib, NT, NU, t, first, order, &chunks, &groups),
@@ -378,7 +391,7 @@ TEST(layout_groups_units_stably_and_refuses_whole) {
       gnmr_norms_layout(NULL, NT, NU, t, first, order, &chunks, &groups),
       GNMR_EINVAL);
   EXPECT_EQ_INT(order[0], 0xABABABABu);
-  EXPECT_EQ_INT(chunks, NT);
+  EXPECT_EQ_INT(chunks, 77);
   lib[4].n = 0; /* NULL data is fine for an empty tensor */
   EXPECT_EQ_INT(
       gnmr_norms_layout(lib, NT, NU, t, first, order, &chunks, &groups),

@@ -235,8 +235,9 @@ static inline GNMR_HOSTDEV void gnmr_norms_tree_level(double *p, uint64_t m,
    order); unit u's tensors are unit_tensors[unit_first[u] ..
    unit_first[u + 1]), in tensor order. Counts in *n_chunks, *n_groups.
    GNMR_EINVAL (nothing written) for a NULL argument, a unit >= n_units, a
-   bad dtype or NULL data with n > 0; GNMR_ESIZE if the chunks would not
-   fit one launch. */
+   bad dtype, NULL data with n > 0 or data not aligned to its element size
+   (a device load would fault); GNMR_ESIZE if the chunks would not fit one
+   launch. */
 static inline int gnmr_norms_layout(const gnmr_tensor *t, size_t nt,
                                     uint32_t n_units, gnmr_norms_tensor *out,
                                     uint32_t *unit_first,
@@ -251,7 +252,8 @@ static inline int gnmr_norms_layout(const gnmr_tensor *t, size_t nt,
   for (i = 0; i < nt; i++) {
     if (t[i].unit >= n_units || (t[i].n > 0 && !t[i].data) ||
         (t[i].dtype != GNMR_DTYPE_F32 && t[i].dtype != GNMR_DTYPE_F16 &&
-         t[i].dtype != GNMR_DTYPE_BF16))
+         t[i].dtype != GNMR_DTYPE_BF16) ||
+        (uintptr_t)t[i].data % (t[i].dtype == GNMR_DTYPE_F32 ? 4u : 2u) != 0)
       return GNMR_EINVAL;
     chunks += gnmr_norms_chunks((uint64_t)t[i].n);
   }

@@ -467,8 +467,10 @@ static int check_norms(const char *what, const gnmr_tensor *h,
 }
 
 /* Thousands of small tensors (0 to 3000 elements, any dtype, at any
-   4-byte-aligned place of the model's data, whatever its bits mean in that
-   dtype), in 300 units of any order: blocks shared between tensors. */
+   place of the model's data aligned to the element, whatever its bits mean
+   in that dtype: f16/bf16 tensors 4-byte aligned or not, so both of the
+   chunk kernel's paths run), in 300 units of any order: blocks shared
+   between tensors. */
 static int check_small_tensors(const char *h_base, const char *d_base,
                                size_t bytes, cudaStream_t stream) {
   enum { NT = 6000, NU = 300 };
@@ -480,7 +482,9 @@ static int check_small_tensors(const char *h_base, const char *d_base,
   for (i = 0; i < NT; i++) {
     const uint32_t dtype = (uint32_t)(splitmix(&rng) % 3);
     const size_t n = (size_t)(splitmix(&rng) % 3001);
-    const size_t off = (size_t)(splitmix(&rng) % ((bytes - n * 4 - 4) / 4)) * 4;
+    const size_t off =
+        (size_t)(splitmix(&rng) % ((bytes - n * 4 - 4) / 4)) * 4 +
+        (dtype != GNMR_DTYPE_F32 && i % 2 ? 2 : 0);
     h[i].data = h_base + off;
     d[i].data = d_base + off;
     h[i].n = d[i].n = n;
