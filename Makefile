@@ -1,5 +1,6 @@
 # gnmr.h - build, test, bench and demo targets.
-#   make test     every test, with gcc and clang, plus the C++/STATIC/multi-file builds
+#   make test     every test, with gcc and clang, plus the C++/STATIC/multi-file
+#                 builds and the -Ofast lane
 #   make demo     the training stress demo on its built-in data (the main job)
 #   make demo-full  the demo on Fashion-MNIST, all arms, 3 seeds (needs the
 #                 Debian package dataset-fashion-mnist; fails with a message
@@ -36,7 +37,8 @@ TEST_BINS = $(foreach cc,$(CC_LIST),$(foreach t,$(TESTS),$(B)/$(cc)/$(t))) \
             $(foreach cxx,$(CXX_LIST),$(B)/$(cxx)/compile_cxx11 $(B)/$(cxx)/compile_cxx17) \
             $(foreach cc,$(CC_LIST),$(B)/$(cc)/compile/all_modes $(B)/$(cc)/all_modes_static) \
             $(foreach cxx,$(CXX_LIST),$(B)/$(cxx)/all_modes_cxx) \
-            $(foreach cc,$(CC_LIST),$(foreach t,$(FUZZ_TARGETS),$(B)/$(cc)/replay_$(t)))
+            $(foreach cc,$(CC_LIST),$(foreach t,$(FUZZ_TARGETS),$(B)/$(cc)/replay_$(t))) \
+            $(if $(FASTMATH_LANE),$(FASTMATH_BINS))
 
 # The demo's test includes the demo itself.
 $(B)/gcc/test_demo $(B)/clang/test_demo: examples/train_stress.c
@@ -146,6 +148,34 @@ endef
 $(foreach cc,$(CC_LIST),$(foreach t,$(FUZZ_TARGETS),\
   $(eval $(call replay_rule,$(cc),$(t)))))
 
+# The fast-math lane (part of make test): the controller, checkpoint and
+# norm tests and the corpus replays built as llm.c-style trainers build,
+# -Ofast (-ffast-math: no NaN/Inf assumed, sums reordered, FTZ/DAZ set at
+# program start), with gcc and clang. They must pass unchanged: gnmr.h
+# classifies floats by their bits and compiles itself with fast-math off
+# (gnmr.h, "fast-math"). The tests' own checks stay exact under it
+# (tests/fastmath.h). FASTMATH_LANE= leaves it out.
+FASTMATH_LANE ?= yes
+FASTMATH_FLAGS = $(CSTD) $(WARN) $(CWARN) -Ofast -I.
+FASTMATH_BINS = $(foreach cc,$(CC_LIST),$(B)/$(cc)-ofast/test_ctl \
+                  $(B)/$(cc)-ofast/test_norm \
+                  $(foreach t,$(FUZZ_TARGETS),$(B)/$(cc)-ofast/replay_$(t)))
+FASTMATH_HDRS = gnmr.h tests/check.h tests/fastmath.h
+define fastmath_rule
+$(B)/$(1)-ofast/test_ctl: tests/test_ctl.c $(FASTMATH_HDRS)
+	@mkdir -p $$(@D)
+	$(1) $$(FASTMATH_FLAGS) -o $$@ $$< $$(LDFLAGS_test_ctl) -lm
+$(B)/$(1)-ofast/test_norm: tests/test_norm.c $(FASTMATH_HDRS)
+	@mkdir -p $$(@D)
+	$(1) $$(FASTMATH_FLAGS) $$(NORM_SMALL) -o $$@ $$< -lm
+$(B)/$(1)-ofast/replay_%: tests/fuzz/fuzz_%.c tests/fuzz/replay.c \
+                          $(FUZZ_HDRS) tests/fastmath.h
+	@mkdir -p $$(@D)
+	$(1) $$(FASTMATH_FLAGS) -DFUZZ_CORPUS='"tests/fuzz/corpus/$$*"' -o $$@ \
+	  tests/fuzz/fuzz_$$*.c tests/fuzz/replay.c -lm
+endef
+$(foreach cc,$(CC_LIST),$(eval $(call fastmath_rule,$(cc))))
+
 # ---- reliability lanes -------------------------------------------------------
 # libFuzzer targets under ASan+UBSan. Each run starts from the committed
 # corpus and keeps what it finds in $(B)/fuzz/corpus-<target>; a crash is
@@ -178,14 +208,16 @@ fuzz: fuzz-build
 
 # The whole suite (every test program, every build mode, every corpus
 # replay) under sanitizers, under valgrind, and with more warnings.
+# (The fast-math lane stays out of the sanitizer and valgrind runs: -Ofast
+# sets FTZ/DAZ, which valgrind does not emulate.)
 test-asan:
-	$(MAKE) test B=$(B)/asan OPT="-O1 -g $(SAN)"
+	$(MAKE) test B=$(B)/asan OPT="-O1 -g $(SAN)" FASTMATH_LANE=
 
 VALGRIND = valgrind -q --error-exitcode=1 --leak-check=full \
            --errors-for-leak-kinds=all --show-leak-kinds=all
 test-valgrind:
 	$(MAKE) test B=$(B)/valgrind CC_LIST=gcc CXX_LIST=g++ OPT="-O2 -g" \
-	  RUNNER="$(VALGRIND)"
+	  RUNNER="$(VALGRIND)" FASTMATH_LANE=
 
 MORE_WARN = -Wconversion -Wsign-conversion -Wshadow -Wcast-align
 test-warn:
