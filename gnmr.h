@@ -1,9 +1,9 @@
-/* gnmr.h - v0.1.0 - runtime stability control for low-precision training.
+/* gnmr.h - v0.2.0 - runtime stability control for low-precision training.
    MIT license (see the end of this file). No warranty.
 
    GNMR (Gradient Norm-to-Mean Ratio) watches every "recoverable unit" of a
-   model (an operator or parameter group that has a cheap low-precision path
-   and a high-fidelity path). Each step it compares the unit's gradient norm
+   model: an operator or parameter group that has a cheap low-precision path
+   and a high-fidelity path. Each step it compares the unit's gradient norm
    with the unit's own historical mean (GNMR) and with its recent short window
    (delta-GNMR), and moves the riskiest units to the high-fidelity path for a
    short lock interval, never more than `max_recovering` at once.
@@ -11,52 +11,111 @@
    Do this:
        #define GNMR_IMPLEMENTATION
    before you include this file in *one* C or C++ file to create the
-   implementation. Every other file includes it without the define.
+   implementation. Every other file includes it without the define (or every
+   file defines GNMR_STATIC too, for a private copy each).
 
-   Quick use:
-       gnmr_config cfg = gnmr_config_default();
-       cfg.max_recovering = 4;
-       gnmr_slot units[N];
+   A whole program (examples/quickstart.c is this, compiled):
+       gnmr_config cfg = gnmr_config_default();    // defaults: table below
+       cfg.max_recovering = 2;                     // maxO, <= the unit count
+       gnmr_slot slots[N];                         // the state: your memory
        gnmr_ctl ctl;
-       if (gnmr_init(&ctl, &cfg, units, N) != GNMR_OK) ...
-       for (each step) {
-           float norms[N];                  // gradient L2 norm of every unit
-           gnmr_decision d[N];
-           gnmr_step(&ctl, norms, d);       // scale unit u's grad by d[u].scale
-           // gnmr_recovering(&ctl, u): run unit u high-fidelity next step
+       int rc = gnmr_init(&ctl, &cfg, slots, N);
+       if (rc != GNMR_OK) puts(gnmr_strerror(rc));
+       for (each training step) {
+           float norms[N];                         // unit u's gradient L2 norm
+           gnmr_decision d[N];                     // or NULL: counters only
+           rc = gnmr_step(&ctl, norms, d);
+           // multiply unit u's gradient by d[u].scale (1 when calm);
+           // next step, unit u runs high-fidelity iff gnmr_recovering(&ctl, u)
        }
+
+   Units, slots and the controller. The caller owns all memory: a gnmr_ctl
+   and one block of N gnmr_slot, which the controller lays out as one array
+   per field (a slot is not one unit's record: never copy or move slots on
+   their own). Fields of gnmr_ctl are the library's: read state through the
+   functions below, change settings with gnmr_reconfigure, copy a controller
+   with a checkpoint (save, then load into another initialised one); a
+   struct copy of gnmr_ctl is refused (GNMR_ESTATE). No heap, no I/O, no
+   global state but the one-time choice of SIMD path.
+
+   Rules of one step. For every unit u, with g its norm this step, k its
+   finite observations so far and m its historical mean before this step:
+     1  non-finite g (NaN, +-Inf): risky, flag NONFINITE, score +inf,
+        scale 0; m, k and the window are not touched.
+     2  ratio  = g / max(m, eps); 1 while k = 0.
+     3  delta  = ratio - mean of the unit's last min(k, W) stored ratios;
+        0 while k = 0.
+     4  risky  = k >= warmup_steps and (ratio > tau_r or delta > tau_d)
+        (flags RATIO, DELTA; WARMUP while k < warmup_steps);
+        score  = max(ratio / tau_r, delta / tau_d).
+     5  history (finite g only): x = risky ? min(g, tau_r * m) : g (a spike
+        cannot inflate its own history); k += 1;
+        m += max(1/k, 1 - beta) * (x - m); the window gets min(ratio, tau_r).
+   Then across units:
+     6  a unit in recovery counts its lock down: HOLD while steps are left;
+        at zero, RELEASE (cooldown_steps of cooldown start) unless it is
+        risky this step, which renews the lock (HOLD + RENEWED) in its slot.
+     7  admission: risky units on the cheap path and out of cooldown
+        (non-finite ignores cooldown) are ranked by score, highest first,
+        ties by lower unit index; the best take the free slots
+        (max_recovering minus the units still locked) with RECOVER and a
+        lock of L = lock_steps. The rest stay KEEP, flagged OVER_BUDGET (or
+        COOLDOWN). A unit admitted at step t runs the high-fidelity path on
+        steps t+1 ... t+L exactly.
+     8  scale of this step's gradient: 1 when calm, 0 when non-finite; for a
+        risky unit per spike_policy: PASS 1, CLIP min(1, tau_r * m / g),
+        SKIP 0.
+
+   Actions (gnmr_decision.action; gnmr_action_name names them):
+       KEEP     on the cheap path next step (calm, or risky and refused)
+       RECOVER  admitted this step: high-fidelity from the next step
+       HOLD     in recovery (every step of a lock, renewals included)
+       RELEASE  the lock ran out: back on the cheap path next step
+   Flags (bits of gnmr_decision.flags; gnmr_flag_name names them): RATIO,
+   DELTA, NONFINITE, OVER_BUDGET, COOLDOWN, WARMUP, RENEWED.
+
+   Configuration (gnmr_config_default; gnmr_config_validate checks a config,
+   gnmr_init also max_recovering <= units):
+       field            symbol  valid                 default
+       ratio_threshold  tau_r   finite, > 1           2.0
+       delta_threshold  tau_d   finite, > 0           1.5
+       history_decay    beta    (0, 1]; 1 = mean      0.99
+       eps                      finite, > 0           1e-12
+       delta_window     W       1 ... 16              8
+       warmup_steps             any                   16
+       max_recovering   maxO    <= units; 0 = watch   1
+       lock_steps       L       >= 1                  8
+       cooldown_steps           any                   4
+       spike_policy             PASS, CLIP, SKIP      CLIP
+   Monitor-only use: max_recovering = 0 and spike_policy = GNMR_SPIKE_PASS.
+
+   Errors: every function that can fail returns GNMR_OK (0) or a negative
+   GNMR_E* code (gnmr_strerror names it), and a refused call changes nothing:
+   not the controller, not the slots, not the output. NaN and Inf norms are
+   signals (rule 1), never errors; a finite negative norm is GNMR_ENORM.
+
+   Checkpoints: gnmr_checkpoint_save / _load, a portable little-endian
+   format with a CRC-32; a load validates everything before it writes, and
+   a run continued from it decides exactly as one never interrupted.
+
+   Norm helpers: gnmr_sumsq_*, gnmr_stats_*, gnmr_unit_sumsq and
+   gnmr_unit_norms compute the norms with exact squares, double sums and one
+   fixed order of additions (chunks of GNMR_SUM_CHUNK, GNMR_SUM_LANES lanes,
+   lanes folded by halves, chunks by a pairwise tree), so the scalar path,
+   every SIMD path and a CUDA device give the same bits.
 
    Build macros (define before including):
        GNMR_IMPLEMENTATION  emit the implementation in this translation unit
        GNMR_STATIC          every symbol static (private to one file)
        GNMR_ASSERT(x)       internal invariant check (default: assert.h);
-                            never used on user input
-       GNMR_NO_SIMD         scalar norm helpers only
+                            never used on anything a caller passes or sets
+       GNMR_NO_SIMD         scalar code only
        GNMR_NO_AVX512, GNMR_NO_AVX2, GNMR_NO_NEON
                             switch one SIMD path off
 
-   Rules of one step, per unit (g = norm, k = finite observations so far,
-   m = historical mean before this step):
-       non-finite g : risky, score +inf, statistics untouched, scale 0
-       GNMR         = g / max(m, eps)             (1 when k = 0)
-       delta        = GNMR - mean(window of the last min(k, W) stored ratios)
-       risky        = k >= warmup and (GNMR > ratio_threshold or
-                                       delta > delta_threshold)
-       score        = max(GNMR / ratio_threshold, delta / delta_threshold)
-       history      : x = risky ? min(g, ratio_threshold * m) : g;
-                      k += 1; m += max(1/k, 1 - history_decay) * (x - m);
-                      window gets min(GNMR, ratio_threshold)
-   Then locked units count down (release, or renew when risky at expiry),
-   and risky units out of cooldown are admitted by score (ties: lower index)
-   into the free slots of the max_recovering budget. A unit admitted at step
-   t runs the high-fidelity path for steps t+1 ... t+lock_steps exactly.
-
-   Errors: every function that can fail returns GNMR_OK (0) or a negative
-   GNMR_E* code, and a refused call changes nothing.
-
    Determinism: the same inputs give the same decisions bit for bit. Built
-   with -ffp-contract=off (nvcc: --fmad=false) the host and a CUDA device
-   agree bit for bit; the norm helpers give the same bits on every SIMD path.
+   with -ffp-contract=off (nvcc: --fmad=false) the host, every SIMD path and
+   a CUDA device agree bit for bit.
 */
 #ifndef GNMR_H
 #define GNMR_H
@@ -65,9 +124,9 @@
 #include <stdint.h>
 
 #define GNMR_VERSION_MAJOR 0
-#define GNMR_VERSION_MINOR 1
+#define GNMR_VERSION_MINOR 2
 #define GNMR_VERSION_PATCH 0
-#define GNMR_VERSION_STRING "0.1.0"
+#define GNMR_VERSION_STRING "0.2.0"
 
 #ifdef GNMR_STATIC
 #define GNMR__STATIC_INTERFACE /* the implementation checks it matches */

@@ -559,8 +559,9 @@ TEST(max_recovering_zero_admits_nobody) {
 }
 
 /* ---- a literal reference model over long random runs ----------------------
-   Written straight from DESIGN.md with no cleverness: the window mean is
-   recomputed from the stored ratios, admission sorts all candidates. */
+   Written straight from the rules in gnmr.h's top comment, no cleverness: the
+   window mean is recomputed from the stored ratios, admission sorts all
+   candidates. */
 
 typedef struct ref_unit {
   double m;

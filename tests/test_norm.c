@@ -1,5 +1,6 @@
 /* Norm helpers: every path this CPU can run gives the bits of the scalar path
-   and of an independent canonical reference written here from DESIGN.md;
+   and of an independent canonical reference written here from gnmr.h's
+   statement of the canonical summation;
    sums are checked against an exact reference (a fixed-point
    superaccumulator); NaN/Inf, FTZ/DAZ, dispatch and the unit API.
    --big=N sets the size of the large accuracy case (default 64M). */
@@ -54,7 +55,7 @@ static double elem(const void *x, size_t i, int dtype) {
   return f32_bits_value((uint32_t)b16 << 16);
 }
 
-/* ---- the canonical summation, straight from DESIGN.md ------------------- */
+/* ---- the canonical summation, as gnmr.h states it --------------------- */
 
 static void ref_stats(const void *x, size_t n, int dtype,
                       gnmr_tensor_stats *out) {

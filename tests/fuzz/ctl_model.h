@@ -1,6 +1,6 @@
 /* ctl_model.h - what the controller harnesses share: configs and norms drawn
    from the input bytes, snapshots for "a refused call changes nothing", and
-   one step checked against the contract (DESIGN.md, "One step").
+   one step checked against the rules in the header's top comment (rules 1-8).
 
    Include after gnmr.h and fuzz.h. */
 #ifndef CTL_MODEL_H

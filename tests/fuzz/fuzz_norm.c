@@ -8,9 +8,9 @@
    Every instruction-set path this CPU and build can run (gnmr_isa_supported)
    is forced in turn and must give the scalar path's bits: sums of squares,
    amax, non-finite counts, per-unit sums and norms. The harness also holds
-   its own reference of the canonical summation (DESIGN.md), built level by
-   level rather than streamed, so the scalar path itself is checked and the
-   comparison can fail even where scalar is the only path. Non-finite
+   its own reference of the canonical summation (gnmr.h, "norm helpers"), built
+   level by level rather than streamed, so the scalar path itself is checked and
+   the comparison can fail even where scalar is the only path. Non-finite
    inputs: the sum must be NaN when an element is NaN, else +Inf, on every
    path; amax and the non-finite count stay exact. */
 #define GNMR_IMPLEMENTATION
@@ -63,7 +63,7 @@ static double ref_element(const unsigned char *p, int dtype) {
   }
 }
 
-/* The canonical sum, as DESIGN.md states it: lanes per chunk, lanes folded
+/* The canonical sum, as gnmr.h states it: lanes per chunk, lanes folded
    by halves, chunk sums paired level by level, an odd last one carried. */
 static double ref_sumsq(const double *v, size_t n) {
   double sums[MAX_CHUNKS];
