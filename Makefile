@@ -159,7 +159,8 @@ $(foreach cc,$(CC_LIST),$(foreach t,$(FUZZ_TARGETS),\
 # The fast-math lane (part of make test): the controller, checkpoint and
 # norm tests and the corpus replays built as llm.c-style trainers build,
 # -Ofast (-ffast-math: no NaN/Inf assumed, sums reordered, FTZ/DAZ set at
-# program start), with gcc and clang. They must pass unchanged: gnmr.h
+# program start), with gcc and clang, and the cross-build check below. They
+# must pass unchanged: gnmr.h
 # classifies floats by their bits and compiles itself with fast-math off
 # (gnmr.h, "fast-math"). The tests' own checks stay exact under it
 # (tests/fastmath.h). FASTMATH_LANE= leaves it out.
@@ -167,9 +168,25 @@ FASTMATH_LANE ?= yes
 FASTMATH_FLAGS = $(CSTD) $(WARN) $(CWARN) -Ofast -I.
 FASTMATH_BINS = $(foreach cc,$(CC_LIST),$(B)/$(cc)-ofast/test_ctl \
                   $(B)/$(cc)-ofast/test_norm \
-                  $(foreach t,$(FUZZ_TARGETS),$(B)/$(cc)-ofast/replay_$(t)))
+                  $(foreach t,$(FUZZ_TARGETS),$(B)/$(cc)-ofast/replay_$(t)) \
+                  $(B)/$(cc)-ofast/cross)
 FASTMATH_HDRS = gnmr.h tests/check.h tests/fastmath.h
+# cross: one workload through a copy of gnmr.h built plain and one built
+# -Ofast, linked together; every digest of decisions, checkpoints and norms
+# must agree (tests/fastmath/cross.c).
+FASTMATH_RUN = tests/fastmath/run.c gnmr.h tests/fastmath/run.h
 define fastmath_rule
+$(B)/$(1)-ofast/run_plain.o: $(FASTMATH_RUN)
+	@mkdir -p $$(@D)
+	$(1) $$(CFLAGS_ALL) -DFASTMATH_RUN=fastmath_run_plain \
+	  -DFASTMATH_SUPPORTED=fastmath_supported_plain -c -o $$@ $$<
+$(B)/$(1)-ofast/run_ofast.o: $(FASTMATH_RUN)
+	@mkdir -p $$(@D)
+	$(1) $$(FASTMATH_FLAGS) -DFASTMATH_RUN=fastmath_run_ofast \
+	  -DFASTMATH_SUPPORTED=fastmath_supported_ofast -c -o $$@ $$<
+$(B)/$(1)-ofast/cross: tests/fastmath/cross.c $(B)/$(1)-ofast/run_plain.o \
+                       $(B)/$(1)-ofast/run_ofast.o
+	$(1) $$(CFLAGS_ALL) -o $$@ $$^ -lm
 $(B)/$(1)-ofast/test_ctl: tests/test_ctl.c $(FASTMATH_HDRS)
 	@mkdir -p $$(@D)
 	$(1) $$(FASTMATH_FLAGS) -o $$@ $$< $$(LDFLAGS_test_ctl) -lm
