@@ -967,23 +967,28 @@ gnmr__calm8_avx512(gnmr__step_ctx *c, uint32_t u) {
   const size_t n = c->n;
   __m512d g, m, wsum, mm, ratio, delta, a, b, score, w;
   __m512i k, k1;
-  __m256i busy;
+  __m256i busy, norm_bits;
   __m256 stored, evicted;
   __mmask8 calm, warm, young, resync;
   uint64_t ks[8];
   int lane, same;
 
-  g = _mm512_maskz_cvtps_pd(0xFF, _mm256_loadu_ps(c->norms + u));
+  norm_bits = _mm256_loadu_si256((const __m256i *)(const void *)(c->norms + u));
+  g = _mm512_maskz_cvtps_pd(0xFF, _mm256_castsi256_ps(norm_bits));
   k = _mm512_loadu_si512((const void *)(s->finite_steps + u));
   busy = _mm256_or_si256(
       _mm256_loadu_si256((const __m256i *)(const void *)(s->lock + u)),
       _mm256_loadu_si256((const __m256i *)(const void *)(s->cooldown + u)));
-  calm = (__mmask8)(_mm512_cmp_pd_mask(_mm512_abs_pd(g),
-                                       _mm512_set1_pd(FLT_MAX), _CMP_LE_OQ) &
-                    _mm512_cmp_epu64_mask(
-                        k, _mm512_set1_epi64((long long)c->window),
-                        _MM_CMPINT_NLT) &
-                    _mm256_cmpeq_epi32_mask(busy, _mm256_setzero_si256()));
+  /* Finite by the norms' bits, as in gnmr__unit_step: clang gives an FP
+     compare intrinsic the caller's fast-math flags (no NaN, no Inf). */
+  calm =
+      (__mmask8)(_mm256_cmplt_epu32_mask(
+                     _mm256_and_si256(norm_bits, _mm256_set1_epi32(0x7FFFFFFF)),
+                     _mm256_set1_epi32(0x7F800000)) &
+                 _mm512_cmp_epu64_mask(k,
+                                       _mm512_set1_epi64((long long)c->window),
+                                       _MM_CMPINT_NLT) &
+                 _mm256_cmpeq_epi32_mask(busy, _mm256_setzero_si256()));
   if (!calm) return 0xFF;
 
   m = _mm512_loadu_pd(s->mean + u);
