@@ -24,12 +24,15 @@ static void mix(uint64_t *h, const void *p, size_t n) { /* FNV-1a */
 }
 
 /* A gradient norm's bits: mostly near 1 (exponent 126-127), some spikes of
-   2^3 to 2^9, and now and then NaN, +-Inf, -0, 0 or a subnormal. Bits, not
+   2^3 to 2^9, and now and then NaN, +-Inf, -0, 0 or a subnormal; with wide,
+   any magnitude over 130 binades instead of near 1. Bits, not
    floats: under -Ofast (-fno-signed-zeros) even returning 0.0f and -0.0f
    from two branches may merge them. */
-static uint32_t norm_bits(void) {
+static uint32_t norm_bits(int wide) {
   uint64_t r = rng();
   uint32_t mant = (uint32_t)(r >> 41), pick = (uint32_t)(r & 1023);
+  if (wide && pick > 5) /* 2^-67 .. 2^62: window sums that round */
+    return ((60u + (uint32_t)(r >> 10) % 130u) << 23) | mant;
   if (pick == 0) return 0x7FC00000u | mant; /* NaN */
   if (pick == 1) return 0x7F800000u;        /* +Inf */
   if (pick == 2) return 0xFF800000u;        /* -Inf */
@@ -48,7 +51,7 @@ static uint64_t run_controller(int isa) {
   static unsigned char ck[1 << 14];
   uint64_t h = 0xCBF29CE484222325ull;
   int cfg_i, step;
-  for (cfg_i = 0; cfg_i < 4; cfg_i++) {
+  for (cfg_i = 0; cfg_i < 5; cfg_i++) {
     gnmr_config c = gnmr_config_default();
     gnmr_ctl ctl;
     float norms[N_UNITS];
@@ -59,12 +62,14 @@ static uint64_t run_controller(int isa) {
     if (cfg_i == 2)
       c.ratio_threshold = 1.25, c.delta_window = 3, c.eps = 1e-300;
     if (cfg_i == 3) c.history_decay = 0.9, c.warmup_steps = 0, c.lock_steps = 2;
+    if (cfg_i == 4) /* calm whatever the norms: the AVX-512 path's arithmetic */
+      c.ratio_threshold = 1e30, c.delta_threshold = 1e30;
     rng_state = 1000u + (uint64_t)cfg_i;
     if (gnmr_isa_force(isa) != GNMR_OK) return 0;
     if (gnmr_init(&ctl, &c, units, N_UNITS) != GNMR_OK) return 1;
     for (step = 0; step < STEPS; step++) {
       uint32_t bits[N_UNITS];
-      for (u = 0; u < N_UNITS; u++) bits[u] = norm_bits();
+      for (u = 0; u < N_UNITS; u++) bits[u] = norm_bits(cfg_i == 4);
       memcpy(norms, bits, sizeof norms);
       if (gnmr_step(&ctl, norms, d) != GNMR_OK) return 2;
       mix(&h, d, sizeof d);
