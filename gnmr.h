@@ -926,8 +926,8 @@ static uint32_t gnmr__negative16_avx512(const float *norms, uint32_t n,
 }
 
 /* v exactly as computed: clang gives intrinsics the caller's fast-math
-   flags, and would turn wsum + (stored - evicted) into (wsum + stored) -
-   evicted, away from the scalar path's bits. */
+   flags, which let it turn wsum + (stored - evicted) into (wsum + stored) -
+   evicted (it does in a small case), away from the scalar path's bits. */
 GNMR__TARGET_AVX512
 static __m512d gnmr__keep8(__m512d v) {
   __asm__("" : "+v"(v));
