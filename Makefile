@@ -33,7 +33,7 @@ B = build
 # A command the test programs run under (valgrind in make test-valgrind).
 RUNNER =
 
-TESTS = test_ctl test_cuda_host test_norm test_demo
+TESTS = test_ctl test_refuse test_cuda_host test_norm test_demo
 TEST_BINS = $(foreach cc,$(CC_LIST),$(foreach t,$(TESTS),$(B)/$(cc)/$(t))) \
             $(foreach cc,$(CC_LIST),$(B)/$(cc)/test_norm_nosimd \
                                     $(B)/$(cc)/test_norm_noavx512) \
@@ -57,6 +57,17 @@ FORMAT_FILES = $(wildcard *.h tests/*.c tests/*.h tests/*/*.c tests/*/*.h \
 
 FUZZ_TARGETS = ctl ckpt norm
 FUZZ_HDRS = gnmr.h tests/fuzz/fuzz.h tests/fuzz/ctl_model.h
+
+# The -Ofast lane's programs (rules and what they check: "fast-math lane"
+# below). Defined before the test rule reads TEST_BINS.
+FASTMATH_LANE ?= yes
+FASTMATH_FLAGS = $(CSTD) $(WARN) $(CWARN) -Ofast -I.
+FASTMATH_TESTS = test_ctl test_refuse test_norm
+FASTMATH_test_norm = $(NORM_SMALL)
+FASTMATH_BINS = $(foreach cc,$(CC_LIST),\
+                  $(foreach t,$(FASTMATH_TESTS),$(B)/$(cc)-ofast/$(t)) \
+                  $(foreach t,$(FUZZ_TARGETS),$(B)/$(cc)-ofast/replay_$(t)) \
+                  $(B)/$(cc)-ofast/cross)
 
 .PHONY: all test bench bench-norm demo demo-full demo-sweep mpi mpi-run cuda \
         neon format format-check clean fuzz fuzz-build test-asan \
@@ -156,20 +167,14 @@ endef
 $(foreach cc,$(CC_LIST),$(foreach t,$(FUZZ_TARGETS),\
   $(eval $(call replay_rule,$(cc),$(t)))))
 
-# The fast-math lane (part of make test): the controller, checkpoint and
-# norm tests and the corpus replays built as llm.c-style trainers build,
-# -Ofast (-ffast-math: no NaN/Inf assumed, sums reordered, FTZ/DAZ set at
-# program start), with gcc and clang, and the cross-build check below. They
-# must pass unchanged: gnmr.h
-# classifies floats by their bits and compiles itself with fast-math off
-# (gnmr.h, "fast-math"). The tests' own checks stay exact under it
-# (tests/fastmath.h). FASTMATH_LANE= leaves it out.
-FASTMATH_LANE ?= yes
-FASTMATH_FLAGS = $(CSTD) $(WARN) $(CWARN) -Ofast -I.
-FASTMATH_BINS = $(foreach cc,$(CC_LIST),$(B)/$(cc)-ofast/test_ctl \
-                  $(B)/$(cc)-ofast/test_norm \
-                  $(foreach t,$(FUZZ_TARGETS),$(B)/$(cc)-ofast/replay_$(t)) \
-                  $(B)/$(cc)-ofast/cross)
+# The fast-math lane (part of make test): the controller, checkpoint,
+# refusal and norm tests and the corpus replays built as llm.c-style
+# trainers build, -Ofast (-ffast-math: no NaN/Inf assumed, sums reordered,
+# FTZ/DAZ set at program start), with gcc and clang, and the cross-build
+# check below. They must pass unchanged: gnmr.h classifies floats by their
+# bits and compiles itself with fast-math off (gnmr.h, "fast-math"). The
+# tests' own checks stay exact under it (tests/fastmath.h). FASTMATH_LANE=
+# leaves it out.
 FASTMATH_HDRS = gnmr.h tests/check.h tests/fastmath.h
 # cross: one workload through a copy of gnmr.h built plain and one built
 # -Ofast, linked together; every digest of decisions, checkpoints and norms
@@ -187,12 +192,10 @@ $(B)/$(1)-ofast/run_ofast.o: $(FASTMATH_RUN)
 $(B)/$(1)-ofast/cross: tests/fastmath/cross.c $(B)/$(1)-ofast/run_plain.o \
                        $(B)/$(1)-ofast/run_ofast.o
 	$(1) $$(CFLAGS_ALL) -o $$@ $$^ -lm
-$(B)/$(1)-ofast/test_ctl: tests/test_ctl.c $(FASTMATH_HDRS)
+$(B)/$(1)-ofast/test_%: tests/test_%.c $(FASTMATH_HDRS)
 	@mkdir -p $$(@D)
-	$(1) $$(FASTMATH_FLAGS) -o $$@ $$< $$(LDFLAGS_test_ctl) -lm
-$(B)/$(1)-ofast/test_norm: tests/test_norm.c $(FASTMATH_HDRS)
-	@mkdir -p $$(@D)
-	$(1) $$(FASTMATH_FLAGS) $$(NORM_SMALL) -o $$@ $$< -lm
+	$(1) $$(FASTMATH_FLAGS) $$(FASTMATH_test_$$*) -o $$@ $$< \
+	  $$(LDFLAGS_test_$$*) -lm
 $(B)/$(1)-ofast/replay_%: tests/fuzz/fuzz_%.c tests/fuzz/replay.c \
                           $(FUZZ_HDRS) tests/fastmath.h
 	@mkdir -p $$(@D)
