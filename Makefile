@@ -6,8 +6,12 @@
 #                 without it)
 #   make demo-sweep the GNMR settings sweep on the stress setting
 #   make bench    norm-helper and controller benchmarks (results in bench/)
+#   make detect   detection benchmark: synthetic ground truth and real traces
+#                 (bench/detect.c; tables into bench/RESULTS.md)
 #   make mpi-run  the data-parallel MPI example on 2 and 4 ranks
 #   make cuda     the CUDA example (sm_80, sm_90); skipped where nvcc is missing
+#   make cuda-test, make cuda-bench  the CUDA controller's device test and
+#                 benchmark (skip without a GPU)
 #   make format   clang-format in place; make format-check fails on a diff
 # Reliability lanes (README "Reliability"; .ci/run runs them all):
 #   make fuzz            build the libFuzzer targets, run each FUZZ_SECONDS
@@ -27,7 +31,7 @@ B = build
 # A command the test programs run under (valgrind in make test-valgrind).
 RUNNER =
 
-TESTS = test_ctl test_refuse test_cuda_host test_norm test_demo
+TESTS = test_ctl test_refuse test_cuda_host test_norm test_demo test_ctl_parallel
 TEST_BINS = $(foreach cc,$(CC_LIST),$(foreach t,$(TESTS),$(B)/$(cc)/$(t))) \
             $(foreach cc,$(CC_LIST),$(B)/$(cc)/test_norm_nosimd \
                                     $(B)/$(cc)/test_norm_noavx512) \
@@ -47,11 +51,14 @@ LDFLAGS_test_ctl = -Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc,--wrap=free
 FORMAT_FILES = $(wildcard *.h tests/*.c tests/*.h tests/*/*.c tests/*/*.h \
                  tests/*/*.cc examples/*.c examples/*/*.cu examples/*/*.h \
                  bench/*.c)
+# The CUDA controller's header, device test, two-file build and benchmark.
+FORMAT_FILES += $(wildcard examples/*/*.cuh tests/*/*.cu bench/*.cu)
 
 FUZZ_TARGETS = ctl ckpt norm
 FUZZ_HDRS = gnmr.h tests/fuzz/fuzz.h tests/fuzz/ctl_model.h
 
 .PHONY: all test bench bench-norm demo demo-full demo-sweep mpi mpi-run cuda \
+        cuda-test cuda-bench detect \
         neon format format-check clean fuzz fuzz-build test-asan \
         test-valgrind test-warn tidy cppcheck
 
@@ -70,6 +77,8 @@ $(B)/clang/%: tests/%.c gnmr.h tests/check.h
 
 # The CUDA example's kernel arithmetic, run on the CPU.
 $(foreach cc,$(CC_LIST),$(B)/$(cc)/test_cuda_host): examples/cuda/gnmr_cuda_index.h
+# The CUDA controller's kernels, run on the CPU thread by thread.
+$(foreach cc,$(CC_LIST),$(B)/$(cc)/test_ctl_parallel): examples/cuda/gnmr_ctl.cuh
 
 # The controller test as a user's plain GNU build: gnu11 with GCC's default
 # -ffp-contract=fast, where the AVX-512 function (FMA-capable by its target
@@ -300,6 +309,37 @@ $(B)/gnmr_cuda: examples/cuda/gnmr_cuda.cu examples/cuda/gnmr_cuda_index.h gnmr.
 	@mkdir -p $(@D)
 	$(NVCC) $(NVCC_FLAGS) -o $@ $<
 
+# The CUDA controller (examples/cuda/gnmr_ctl.cuh): the training-step
+# example, its device test and benchmark, and two .cu files using it in one
+# program, built by make cuda. cuda-test and cuda-bench run them; both skip
+# (passing) without a GPU, and without nvcc.
+CUDA_CTL = $(B)/train_step $(B)/test_ctl_cuda $(B)/bench_ctl_cuda \
+           $(B)/ctl_two_files
+ifneq ($(NVCC),)
+cuda: $(CUDA_CTL)
+cuda-test: $(B)/test_ctl_cuda
+	$(B)/test_ctl_cuda
+cuda-bench: $(B)/bench_ctl_cuda
+	$(B)/bench_ctl_cuda
+else
+cuda-test cuda-bench:
+	@echo "$@: nvcc not found (PATH, /usr/local/cuda/bin/nvcc): skipped"
+endif
+CUDA_CTL_DEPS = examples/cuda/gnmr_ctl.cuh gnmr.h
+$(B)/train_step: examples/cuda/train_step.cu $(CUDA_CTL_DEPS)
+	@mkdir -p $(@D)
+	$(NVCC) $(NVCC_FLAGS) -o $@ $<
+$(B)/test_ctl_cuda: tests/cuda/test_ctl_cuda.cu tests/check.h $(CUDA_CTL_DEPS)
+	@mkdir -p $(@D)
+	$(NVCC) $(NVCC_FLAGS) -o $@ $<
+$(B)/bench_ctl_cuda: bench/bench_ctl_cuda.cu $(CUDA_CTL_DEPS)
+	@mkdir -p $(@D)
+	$(NVCC) $(NVCC_FLAGS) -o $@ $<
+$(B)/ctl_two_files: tests/cuda/ctl_two_a.cu tests/cuda/ctl_two_b.cu \
+                    $(CUDA_CTL_DEPS)
+	@mkdir -p $(@D)
+	$(NVCC) $(NVCC_FLAGS) -o $@ tests/cuda/ctl_two_a.cu tests/cuda/ctl_two_b.cu
+
 # The training stress demo. demo: the built-in synthetic task (no files
 # needed); demo-full: Fashion-MNIST from FASHION; demo-sweep: the GNMR
 # settings sweep on the built-in task. Outputs under demo-out/.
@@ -336,3 +376,22 @@ format-check:
 
 clean:
 	rm -rf $(B)
+
+# ---- detection benchmark (issues 12, 15) -------------------------------------
+# Synthetic traces with ground truth and the real traces of bench/data/;
+# the prototype's self-test first, then the tables: writes the
+# "## Detection" section of bench/RESULTS.md in place (about 30 s).
+DETECT_DATA = $(patsubst bench/data/%.csv.gz,$(B)/data/%.csv,\
+                $(wildcard bench/data/*.csv.gz))
+$(B)/data/%.csv: bench/data/%.csv.gz
+	@mkdir -p $(@D)
+	gunzip -c $< > $@
+$(B)/detect: bench/detect.c gnmr.h
+	@mkdir -p $(@D)
+	$(firstword $(CC_LIST)) $(BENCH_FLAGS) -o $@ $< -lm
+
+detect: $(B)/detect $(DETECT_DATA)
+	$(B)/detect --selftest
+	$(B)/detect --data $(B)/data --md $(B)/detect.md
+	@sh bench/splice_section.sh bench/RESULTS.md "## Detection" $(B)/detect.md
+	@echo "detect: bench/RESULTS.md, section Detection, updated"

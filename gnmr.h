@@ -842,11 +842,9 @@ GNMR_DEF int gnmr_reconfigure(gnmr_ctl *ctl, const gnmr_config *cfg) {
   return GNMR_OK;
 }
 
-/* ---- admission heap --------------------------------------------------------
-   A min-heap (worst candidate on top) of at most max_recovering unit
-   indices: admission needs no memory of its own and costs O(N log maxO).
+/* ---- admission order (rule 7) ----------------------------------------------
    Worse = lower score, then higher index: a strict total order, so the
-   admitted set never depends on the order units are visited in. */
+   admitted set never depends on the order units were listed in. */
 
 static GNMR_HOSTDEV int gnmr__worse(const gnmr__soa *s, uint32_t a,
                                     uint32_t b) {
@@ -854,38 +852,40 @@ static GNMR_HOSTDEV int gnmr__worse(const gnmr__soa *s, uint32_t a,
   return a > b;
 }
 
-static GNMR_HOSTDEV void gnmr__heap_sift_down(const gnmr__soa *s, uint32_t size,
-                                              uint32_t at) {
-  uint32_t item = s->heap[at];
+/* heap[0 .. size) as a min-heap, worst on top: moves heap[at] down. */
+static GNMR_HOSTDEV void gnmr__sift_down(const gnmr__soa *s, uint32_t *heap,
+                                         uint32_t size, uint32_t at) {
+  uint32_t item = heap[at];
   for (;;) {
     uint32_t child = 2 * at + 1;
     if (child >= size) break;
-    if (child + 1 < size && gnmr__worse(s, s->heap[child + 1], s->heap[child]))
+    if (child + 1 < size && gnmr__worse(s, heap[child + 1], heap[child]))
       child++;
-    if (!gnmr__worse(s, s->heap[child], item)) break;
-    s->heap[at] = s->heap[child];
+    if (!gnmr__worse(s, heap[child], item)) break;
+    heap[at] = heap[child];
     at = child;
   }
-  s->heap[at] = item;
+  heap[at] = item;
 }
 
-static GNMR_HOSTDEV void gnmr__heap_offer(const gnmr__soa *s, uint32_t *size,
-                                          uint32_t cap, uint32_t u) {
-  if (*size < cap) {
-    uint32_t at = (*size)++;
-    while (at > 0 && gnmr__worse(s, u, s->heap[(at - 1) / 2])) {
-      s->heap[at] = s->heap[(at - 1) / 2];
-      at = (at - 1) / 2;
+/* Moves the best k of the n units in list[] to list[0 .. k), in place and
+   in O(n log k): list[0 .. k) is made a min-heap (worst on top), and each
+   later unit better than the top takes its place. */
+static GNMR_HOSTDEV void gnmr__best_first(const gnmr__soa *s, uint32_t *list,
+                                          uint32_t n, uint32_t k) {
+  uint32_t i;
+  if (k == 0 || k >= n) return;
+  for (i = k / 2; i-- > 0;) gnmr__sift_down(s, list, k, i);
+  for (i = k; i < n; i++)
+    if (gnmr__worse(s, list[0], list[i])) {
+      uint32_t t = list[0];
+      list[0] = list[i];
+      list[i] = t;
+      gnmr__sift_down(s, list, k, 0);
     }
-    s->heap[at] = u;
-  } else if (cap > 0 && gnmr__worse(s, s->heap[0], u)) {
-    s->heap[0] = u;
-    gnmr__heap_sift_down(s, *size, 0);
-  }
 }
 
-/* ---- one step
- * ---------------------------------------------------------------- */
+/* ---- one unit ------------------------------------------------------------ */
 
 /* a * b rounded on its own, never fused with the add or subtract that
    follows: compilers contract a * b + c into an FMA under
@@ -906,28 +906,59 @@ static GNMR_HOSTDEV double gnmr__mul(double a, double b) {
 #endif
 }
 
-/* Everything one step needs, read once from the controller: locals the
-   compiler can keep in registers while it stores into the units. */
-typedef struct gnmr__step_ctx {
-  gnmr__soa s;
-  const float *norms;
-  gnmr_decision *out;
+/* The constants of one step's rules, read once from the controller. */
+typedef struct gnmr__rules {
   double tau_r, tau_d, eps, inv_tau_r, inv_tau_d, inv_window, floor_w;
   uint64_t warmup, full_weight_from;
-  uint64_t n_risky, n_nonfinite, n_recovery, n_renewals;
-  uint32_t n, window, lock_steps, cooldown_steps, max_recovering;
-  uint32_t heap_size, recovering, candidates;
+  uint32_t n, window, lock_steps, cooldown_steps;
   int policy;
   int renew; /* 0 while more units recover than max_recovering allows */
-} gnmr__step_ctx;
+} gnmr__rules;
 
-/* Rules 1-8 of DESIGN.md for one unit, up to admission. */
-static GNMR_HOSTDEV void gnmr__unit_step(gnmr__step_ctx *c, uint32_t u) {
-  const gnmr__soa *s = &c->s;
-  const double g = (double)c->norms[u];
+static GNMR_HOSTDEV void gnmr__rules_of(const gnmr_ctl *ctl, gnmr__rules *r) {
+  r->tau_r = ctl->cfg.ratio_threshold;
+  r->tau_d = ctl->cfg.delta_threshold;
+  r->eps = ctl->cfg.eps;
+  r->inv_tau_r = 1.0 / r->tau_r;
+  r->inv_tau_d = 1.0 / r->tau_d;
+  r->floor_w = 1.0 - ctl->cfg.history_decay;
+  r->window = ctl->cfg.delta_window;
+  r->inv_window = 1.0 / (double)r->window;
+  r->warmup = ctl->cfg.warmup_steps;
+  r->full_weight_from = ctl->full_weight_from;
+  r->n = ctl->n_units;
+  r->lock_steps = ctl->cfg.lock_steps;
+  r->cooldown_steps = ctl->cfg.cooldown_steps;
+  r->policy = ctl->cfg.spike_policy;
+  r->renew = ctl->recovering <= ctl->cfg.max_recovering;
+}
+
+/* What one unit's step adds to the controller's totals: bits returned by
+   gnmr__unit_step, summed by the caller. */
+enum {
+  GNMR__EV_RISKY = 1u << 0,     /* rules 1, 4 */
+  GNMR__EV_NONFINITE = 1u << 1, /* rule 1 */
+  GNMR__EV_HELD = 1u << 2,      /* rule 6: a step on the high-fidelity path */
+  GNMR__EV_RENEWED = 1u << 3,   /* rule 6 */
+  GNMR__EV_LOCKED = 1u << 4,    /* rule 6: still locked after this step */
+  GNMR__EV_CANDIDATE = 1u << 5  /* rule 7: waits for a slot */
+};
+
+/* Rules 1-6 and 8 for unit u: its decision (KEEP, HOLD or RELEASE), its
+   statistics, its lock and cooldown. A unit that waits for a slot (rule 7,
+   decided after every unit) is marked by score[u] = its score, > 0 (risky
+   scores are >= 1 or +inf); whoever runs rule 7 clears every mark. Reads
+   and writes unit u only, so units may be stepped in any order, or one
+   CUDA thread each. */
+static GNMR_HOSTDEV unsigned gnmr__unit_step(const gnmr__rules *c,
+                                             const gnmr__soa *s,
+                                             const float *norms,
+                                             gnmr_decision *out, uint32_t u) {
+  const double g = (double)norms[u];
   double ratio, delta, score, scale = 1.0;
   uint32_t flags;
   int32_t action = GNMR_ACTION_KEEP;
+  unsigned ev = 0;
   int risky;
 
   if (isfinite(g)) {
@@ -935,6 +966,7 @@ static GNMR_HOSTDEV void gnmr__unit_step(gnmr__step_ctx *c, uint32_t u) {
     const uint64_t k = s->finite_steps[u];
     double x = g, w, evicted = 0.0;
     float stored;
+    /* rules 2, 3 */
     if (k >= c->window) {
       ratio = g / (m > c->eps ? m : c->eps);
       delta = ratio - gnmr__mul(s->window_sum[u], c->inv_window);
@@ -947,6 +979,7 @@ static GNMR_HOSTDEV void gnmr__unit_step(gnmr__step_ctx *c, uint32_t u) {
       ratio = 1.0;
       delta = 0.0;
     }
+    /* rule 4 */
     if (k < c->warmup)
       flags = GNMR_FLAG_WARMUP;
     else
@@ -955,13 +988,12 @@ static GNMR_HOSTDEV void gnmr__unit_step(gnmr__step_ctx *c, uint32_t u) {
     risky = (flags & (GNMR_FLAG_RATIO | GNMR_FLAG_DELTA)) != 0;
     score = ratio * c->inv_tau_r;
     if (delta * c->inv_tau_d > score) score = delta * c->inv_tau_d;
+    /* rules 5, 8: a spike cannot inflate its own history */
     if (risky && g > c->tau_r * m) {
-      /* A spike cannot inflate its own history. */
       x = c->tau_r * m;
       if (c->policy == GNMR_SPIKE_CLIP) scale = x / g;
     }
     if (risky && c->policy == GNMR_SPIKE_SKIP) scale = 0.0;
-
     w = k + 1 < c->full_weight_from ? 1.0 / (double)(k + 1) : c->floor_w;
     s->finite_steps[u] = k + 1;
     s->mean[u] = m + gnmr__mul(w, x - m);
@@ -971,55 +1003,49 @@ static GNMR_HOSTDEV void gnmr__unit_step(gnmr__step_ctx *c, uint32_t u) {
     if (((k + 1) & GNMR__RING) == 0)
       s->window_sum[u] = gnmr__window_sum(s, c->n, u, k + 1, c->window);
   } else {
-    /* A NaN/Inf never enters the mean or the window. */
+    /* rule 1: a NaN/Inf never enters the mean or the window */
     ratio = delta = g;
     score = (double)INFINITY;
     flags = GNMR_FLAG_NONFINITE;
     risky = 1;
     scale = 0.0;
     s->nonfinite[u]++;
-    c->n_nonfinite++;
+    ev = GNMR__EV_NONFINITE;
   }
   if (risky) {
     s->risky[u]++;
-    c->n_risky++;
+    ev |= GNMR__EV_RISKY;
   }
 
+  /* rule 6, and rule 7 up to the mark */
   if (s->lock[u] > 0) {
     s->recovery_steps[u]++;
-    c->n_recovery++;
+    ev |= GNMR__EV_HELD;
     action = GNMR_ACTION_HOLD;
     if (--s->lock[u] == 0) {
       if (risky && c->renew) {
         s->lock[u] = c->lock_steps;
         s->renewals[u]++;
-        c->n_renewals++;
+        ev |= GNMR__EV_RENEWED;
         flags |= GNMR_FLAG_RENEWED;
       } else {
         action = GNMR_ACTION_RELEASE;
         s->cooldown[u] = c->cooldown_steps;
       }
     }
-    c->recovering += s->lock[u] > 0;
+    if (s->lock[u] > 0) ev |= GNMR__EV_LOCKED;
   } else if (s->cooldown[u] > 0 || risky) {
     int cooling = s->cooldown[u] > 0;
     if (cooling) s->cooldown[u]--;
     if (cooling && risky && !(flags & GNMR_FLAG_NONFINITE)) {
       flags |= GNMR_FLAG_COOLDOWN;
     } else if (risky) {
-      /* Waits for a slot; a positive score marks it (risky scores are
-         >= 1 or +inf). Every mark is cleared before the step returns. */
       s->score[u] = score;
-      /* Also listed, from the far end of the heap's array down while the
-         list stays clear of the heap, so gnmr_step can find the refused
-         candidates without a pass over every unit. */
-      if (++c->candidates <= c->n - c->max_recovering)
-        s->heap[c->n - c->candidates] = u;
-      gnmr__heap_offer(s, &c->heap_size, c->max_recovering, u);
+      ev |= GNMR__EV_CANDIDATE;
     }
   }
-  if (c->out) {
-    gnmr_decision *d = &c->out[u];
+  if (out) {
+    gnmr_decision *d = &out[u];
     d->ratio = ratio;
     d->delta = delta;
     d->score = score;
@@ -1027,6 +1053,30 @@ static GNMR_HOSTDEV void gnmr__unit_step(gnmr__step_ctx *c, uint32_t u) {
     d->flags = flags;
     d->action = action;
   }
+  return ev;
+}
+
+/* One step on the CPU: the rules, the arrays, and the totals so far. */
+typedef struct gnmr__step_ctx {
+  gnmr__rules r;
+  gnmr__soa s;
+  const float *norms;
+  gnmr_decision *out;
+  uint64_t n_risky, n_nonfinite, n_held, n_renewed;
+  uint32_t locked, candidates;
+} gnmr__step_ctx;
+
+/* Unit u on the CPU: its rules, its share of the totals, and, if it waits
+   for a slot, its index listed in the heap scratch for rule 7. */
+static GNMR_HOSTDEV void gnmr__unit_cpu(gnmr__step_ctx *c, uint32_t u) {
+  unsigned ev = gnmr__unit_step(&c->r, &c->s, c->norms, c->out, u);
+  if (ev == 0) return;
+  c->n_risky += (ev & GNMR__EV_RISKY) != 0;
+  c->n_nonfinite += (ev & GNMR__EV_NONFINITE) != 0;
+  c->n_held += (ev & GNMR__EV_HELD) != 0;
+  c->n_renewed += (ev & GNMR__EV_RENEWED) != 0;
+  c->locked += (ev & GNMR__EV_LOCKED) != 0;
+  if (ev & GNMR__EV_CANDIDATE) c->s.heap[c->candidates++] = u;
 }
 
 /* ---- the step, eight calm units at a time (AVX-512) -----------------------
@@ -1068,27 +1118,49 @@ static __m512d gnmr__mul8(__m512d a, __m512d b) {
 
 GNMR__TARGET_AVX512 __inline__ __attribute__((always_inline)) static unsigned
 gnmr__calm8_avx512(gnmr__step_ctx *c, uint32_t u) {
-  /* Eight decisions are 40 doubles' worth of memory: output vector j, lane l
-     holds field (8j + l) mod 5 of unit (8j + l) / 5. A two-table permute
-     takes (gnmr, delta) and, from the lanes it leaves, the index's own bits:
-     scale = 1.0, and flags+action = 0; a second one puts the scores in.
-     Under warm-up, a third puts in the WARMUP flags (from_b's low 3 bits
-     name the unit in those lanes too). */
-#define GNMR__ONE_BITS 0x3FF0000000000000 /* 1.0 */
+  /* Eight decisions are 40 doubles of memory, written as five vectors:
+     lane l of vector j holds field F = (8j + l) % 5 of unit U = (8j + l) / 5
+     (F: 0 ratio, 1 delta, 2 score, 3 scale, 4 flags and action as one
+     word). Each vector is three permutes: the first takes ratio (index U)
+     and delta (8 + U) into the F 0/1 lanes and leaves its own index bits in
+     the rest: 1.0 for the scale, 0 (flags 0, KEEP) elsewhere; the second
+     takes the score (8 + U) into the F 2 lanes; under warm-up a third puts
+     WARMUP into the F 4 lanes (index U, from the low bits). Plain stores of
+     the same 40 doubles made the calm step 10-30% slower at N = 4096
+     (bench/RESULTS.md). */
+#define GNMR__P(j, l) (8 * (j) + (l))
+#define GNMR__F(j, l) (GNMR__P(j, l) % 5)
+#define GNMR__U(j, l) (GNMR__P(j, l) / 5)
+#define GNMR__FROM_A(j, l)                                                     \
+  (GNMR__F(j, l) == 0   ? GNMR__U(j, l)                                        \
+   : GNMR__F(j, l) == 1 ? 8 + GNMR__U(j, l)                                    \
+   : GNMR__F(j, l) == 3 ? 0x3FF0000000000000 /* 1.0 */                         \
+                        : 0)
+#define GNMR__FROM_B(j, l)                                                     \
+  (GNMR__F(j, l) == 2   ? 8 + GNMR__U(j, l)                                    \
+   : GNMR__F(j, l) == 4 ? GNMR__U(j, l)                                        \
+                        : 0)
+#define GNMR__ROW(T, j)                                                        \
+  { T(j, 0), T(j, 1), T(j, 2), T(j, 3), T(j, 4), T(j, 5), T(j, 6), T(j, 7) }
+  /* the lanes of vector j that hold field f, as a mask */
+#define GNMR__LANE(j, l, f) ((GNMR__F(j, l) == (f)) << (l))
+#define GNMR__LANES(j, f)                                                      \
+  (GNMR__LANE(j, 0, f) | GNMR__LANE(j, 1, f) | GNMR__LANE(j, 2, f) |           \
+   GNMR__LANE(j, 3, f) | GNMR__LANE(j, 4, f) | GNMR__LANE(j, 5, f) |           \
+   GNMR__LANE(j, 6, f) | GNMR__LANE(j, 7, f))
   static const long long from_a[5][8] = {
-      {0, 8, 0, GNMR__ONE_BITS, 0, 1, 9, 0},
-      {GNMR__ONE_BITS, 0, 2, 10, 0, GNMR__ONE_BITS, 0, 3},
-      {11, 0, GNMR__ONE_BITS, 0, 4, 12, 0, GNMR__ONE_BITS},
-      {0, 5, 13, 0, GNMR__ONE_BITS, 0, 6, 14},
-      {0, GNMR__ONE_BITS, 0, 7, 15, 0, GNMR__ONE_BITS, 0}};
-#undef GNMR__ONE_BITS
-  static const long long from_b[5][8] = {{0, 0, 8, 0, 0, 0, 0, 9},
-                                         {0, 1, 0, 0, 10, 0, 2, 0},
-                                         {0, 11, 0, 3, 0, 0, 12, 0},
-                                         {4, 0, 0, 13, 0, 5, 0, 0},
-                                         {14, 0, 6, 0, 0, 15, 0, 7}};
+      GNMR__ROW(GNMR__FROM_A, 0), GNMR__ROW(GNMR__FROM_A, 1),
+      GNMR__ROW(GNMR__FROM_A, 2), GNMR__ROW(GNMR__FROM_A, 3),
+      GNMR__ROW(GNMR__FROM_A, 4)};
+  static const long long from_b[5][8] = {
+      GNMR__ROW(GNMR__FROM_B, 0), GNMR__ROW(GNMR__FROM_B, 1),
+      GNMR__ROW(GNMR__FROM_B, 2), GNMR__ROW(GNMR__FROM_B, 3),
+      GNMR__ROW(GNMR__FROM_B, 4)};
+#undef GNMR__ROW
+#undef GNMR__FROM_B
+#undef GNMR__FROM_A
   const gnmr__soa *s = &c->s;
-  const size_t n = c->n;
+  const size_t n = c->r.n;
   __m512d g, m, wsum, mm, ratio, delta, a, b, score, w;
   __m512i k, k1;
   __m256i busy;
@@ -1105,7 +1177,7 @@ gnmr__calm8_avx512(gnmr__step_ctx *c, uint32_t u) {
   calm = (__mmask8)(_mm512_cmp_pd_mask(_mm512_abs_pd(g),
                                        _mm512_set1_pd(FLT_MAX), _CMP_LE_OQ) &
                     _mm512_cmp_epu64_mask(
-                        k, _mm512_set1_epi64((long long)c->window),
+                        k, _mm512_set1_epi64((long long)c->r.window),
                         _MM_CMPINT_NLT) &
                     _mm256_cmpeq_epi32_mask(busy, _mm256_setzero_si256()));
   if (!calm) return 0xFF;
@@ -1114,22 +1186,24 @@ gnmr__calm8_avx512(gnmr__step_ctx *c, uint32_t u) {
   wsum = _mm512_loadu_pd(s->window_sum + u);
   /* MAXPD(a, b) is a > b ? a : b and MINPD(a, b) a < b ? a : b, exactly
      the scalar rules' selects, ties and NaNs included. */
-  mm = _mm512_maskz_max_pd(0xFF, m, _mm512_set1_pd(c->eps));
+  mm = _mm512_maskz_max_pd(0xFF, m, _mm512_set1_pd(c->r.eps));
   ratio = _mm512_div_pd(g, mm);
-  delta = _mm512_sub_pd(ratio, gnmr__mul8(wsum, _mm512_set1_pd(c->inv_window)));
-  warm = _mm512_cmp_epu64_mask(k, _mm512_set1_epi64((long long)c->warmup),
+  delta =
+      _mm512_sub_pd(ratio, gnmr__mul8(wsum, _mm512_set1_pd(c->r.inv_window)));
+  warm = _mm512_cmp_epu64_mask(k, _mm512_set1_epi64((long long)c->r.warmup),
                                _MM_CMPINT_NLT);
-  calm &= (__mmask8) ~(_mm512_mask_cmp_pd_mask(
-                           warm, ratio, _mm512_set1_pd(c->tau_r), _CMP_GT_OQ) |
-                       _mm512_mask_cmp_pd_mask(
-                           warm, delta, _mm512_set1_pd(c->tau_d), _CMP_GT_OQ));
+  calm &=
+      (__mmask8) ~(_mm512_mask_cmp_pd_mask(
+                       warm, ratio, _mm512_set1_pd(c->r.tau_r), _CMP_GT_OQ) |
+                   _mm512_mask_cmp_pd_mask(
+                       warm, delta, _mm512_set1_pd(c->r.tau_d), _CMP_GT_OQ));
   if (!calm) return 0xFF;
 
   /* Commit the calm lanes; the caller steps the others one by one. */
   k1 = _mm512_add_epi64(k, _mm512_set1_epi64(1));
   young = _mm512_cmp_epu64_mask(
-      k1, _mm512_set1_epi64((long long)c->full_weight_from), _MM_CMPINT_LT);
-  w = _mm512_set1_pd(c->floor_w);
+      k1, _mm512_set1_epi64((long long)c->r.full_weight_from), _MM_CMPINT_LT);
+  w = _mm512_set1_pd(c->r.floor_w);
   if (young) /* a division only while some unit is still young */
     w = _mm512_mask_div_pd(w, young, _mm512_set1_pd(1.0),
                            _mm512_maskz_cvtepu64_pd(0xFF, k1));
@@ -1139,7 +1213,7 @@ gnmr__calm8_avx512(gnmr__step_ctx *c, uint32_t u) {
   stored = _mm512_maskz_cvtpd_ps(
       0xFF,
       _mm512_maskz_min_pd(
-          0xFF, _mm512_maskz_min_pd(0xFF, ratio, _mm512_set1_pd(c->tau_r)),
+          0xFF, _mm512_maskz_min_pd(0xFF, ratio, _mm512_set1_pd(c->r.tau_r)),
           _mm512_set1_pd((double)FLT_MAX)));
 
   /* The ring slots: one row for all eight while their counts agree (they
@@ -1148,8 +1222,8 @@ gnmr__calm8_avx512(gnmr__step_ctx *c, uint32_t u) {
   same =
       _mm512_cmpeq_epi64_mask(k, _mm512_set1_epi64((long long)ks[0])) == 0xFF;
   if (same) {
-    evicted =
-        _mm256_loadu_ps(s->window + ((ks[0] - c->window) & GNMR__RING) * n + u);
+    evicted = _mm256_loadu_ps(s->window +
+                              ((ks[0] - c->r.window) & GNMR__RING) * n + u);
     _mm256_mask_storeu_ps(s->window + (ks[0] & GNMR__RING) * n + u, calm,
                           stored);
   } else {
@@ -1159,7 +1233,7 @@ gnmr__calm8_avx512(gnmr__step_ctx *c, uint32_t u) {
       size_t at = u + (size_t)lane;
       e[lane] = 0.0f;
       if (!(calm & (1u << lane))) continue;
-      e[lane] = s->window[((ks[lane] - c->window) & GNMR__RING) * n + at];
+      e[lane] = s->window[((ks[lane] - c->r.window) & GNMR__RING) * n + at];
       s->window[(ks[lane] & GNMR__RING) * n + at] = f[lane];
     }
     evicted = _mm256_setr_ps(e[0], e[1], e[2], e[3], e[4], e[5], e[6], e[7]);
@@ -1173,7 +1247,7 @@ gnmr__calm8_avx512(gnmr__step_ctx *c, uint32_t u) {
   if (resync && same) {
     __m512d sum = _mm512_setzero_pd();
     uint32_t i;
-    for (i = c->window; i > 0; i--)
+    for (i = c->r.window; i > 0; i--)
       sum = _mm512_add_pd(
           sum,
           _mm512_maskz_cvtps_pd(
@@ -1185,35 +1259,42 @@ gnmr__calm8_avx512(gnmr__step_ctx *c, uint32_t u) {
   for (lane = 0; resync && !same && lane < 8; lane++)
     if (resync & (1u << lane))
       s->window_sum[u + (uint32_t)lane] = gnmr__window_sum(
-          s, c->n, u + (uint32_t)lane, ks[lane] + 1, c->window);
+          s, c->r.n, u + (uint32_t)lane, ks[lane] + 1, c->r.window);
 
   if (c->out) {
-    /* gnmr, delta, score, scale = 1, then flags (WARMUP or 0) and action
-       (KEEP = 0) as one 8-byte word; five full-width stores. The caller's
-       scalar steps overwrite the lanes that were not calm. */
-    a = _mm512_mul_pd(ratio, _mm512_set1_pd(c->inv_tau_r));
-    b = _mm512_mul_pd(delta, _mm512_set1_pd(c->inv_tau_d));
+    /* A calm unit's decision: scale 1 (rule 8), flags WARMUP or 0, KEEP.
+       The caller's scalar steps overwrite the lanes that were not calm. */
+    a = _mm512_mul_pd(ratio, _mm512_set1_pd(c->r.inv_tau_r));
+    b = _mm512_mul_pd(delta, _mm512_set1_pd(c->r.inv_tau_d));
     score = _mm512_maskz_max_pd(0xFF, b, a);
     {
       const __m512d tails = _mm512_castsi512_pd(
           _mm512_maskz_set1_epi64((__mmask8)~warm, GNMR_FLAG_WARMUP));
       double *d = (double *)(void *)(c->out + u);
-      /* lanes taking: gnmr and delta (rd), the score (sc), flags (fl) */
-#define GNMR__DECISIONS8(j, rd, sc, fl)                                        \
+#define GNMR__DECISIONS8(j)                                                    \
   do {                                                                         \
     const __m512i b_ = _mm512_loadu_si512((const void *)from_b[j]);            \
     __m512d v_ = _mm512_mask2_permutex2var_pd(                                 \
-        ratio, _mm512_loadu_si512((const void *)from_a[j]), rd, delta);        \
-    v_ = _mm512_mask_permutex2var_pd(v_, sc, b_, score);                       \
-    if (warm != 0xFF) v_ = _mm512_mask_permutexvar_pd(v_, fl, b_, tails);      \
+        ratio, _mm512_loadu_si512((const void *)from_a[j]),                    \
+        (__mmask8)(GNMR__LANES(j, 0) | GNMR__LANES(j, 1)), delta);             \
+    v_ = _mm512_mask_permutex2var_pd(v_, (__mmask8)GNMR__LANES(j, 2), b_,      \
+                                     score);                                   \
+    if (warm != 0xFF)                                                          \
+      v_ = _mm512_mask_permutexvar_pd(v_, (__mmask8)GNMR__LANES(j, 4), b_,     \
+                                      tails);                                  \
     _mm512_storeu_pd(d + (size_t)8 * (j), v_);                                 \
   } while (0)
-      GNMR__DECISIONS8(0, 0x63, 0x84, 0x10);
-      GNMR__DECISIONS8(1, 0x8c, 0x10, 0x42);
-      GNMR__DECISIONS8(2, 0x31, 0x42, 0x08);
-      GNMR__DECISIONS8(3, 0xc6, 0x08, 0x21);
-      GNMR__DECISIONS8(4, 0x18, 0x21, 0x84);
+      GNMR__DECISIONS8(0);
+      GNMR__DECISIONS8(1);
+      GNMR__DECISIONS8(2);
+      GNMR__DECISIONS8(3);
+      GNMR__DECISIONS8(4);
 #undef GNMR__DECISIONS8
+#undef GNMR__LANES
+#undef GNMR__LANE
+#undef GNMR__U
+#undef GNMR__F
+#undef GNMR__P
     }
   }
   return (__mmask8)~calm;
@@ -1226,7 +1307,7 @@ gnmr__calm8_avx512(gnmr__step_ctx *c, uint32_t u) {
    constants in registers; the lanes it leaves take the scalar rules. */
 GNMR__TARGET_AVX512
 static void gnmr__units_avx512(gnmr__step_ctx *c) {
-  uint32_t u = 0, n = c->n, lane;
+  uint32_t u = 0, n = c->r.n, lane;
   for (; n - u >= 8; u += 8) {
     unsigned rest;
     /* Eight groups ahead, the three 8-byte fields: one line per group
@@ -1241,29 +1322,28 @@ static void gnmr__units_avx512(gnmr__step_ctx *c) {
     }
     rest = gnmr__calm8_avx512(c, u);
     for (lane = 0; rest; lane++, rest >>= 1)
-      if (rest & 1u) gnmr__unit_step(c, u + lane);
+      if (rest & 1u) gnmr__unit_cpu(c, u + lane);
   }
-  for (; u < n; u++) gnmr__unit_step(c, u);
+  for (; u < n; u++) gnmr__unit_cpu(c, u);
 }
 #endif
 
-GNMR_DEF GNMR_HOSTDEV int gnmr_step(gnmr_ctl *ctl, const float *norms,
-                                    gnmr_decision *out) {
-  gnmr__step_ctx c;
-  uint32_t n, u, admitted, free_slots;
+/* ---- the step, in six phases --------------------------------------------- */
+
+/* Phase 1, before any rule: NULLs, an uninitialised controller and a finite
+   negative norm refuse the whole step, which then changes nothing. */
+static GNMR_HOSTDEV int gnmr__step_check(const gnmr_ctl *ctl,
+                                         const float *norms, int wide) {
+  uint32_t n, u = 0;
   int negative = 0;
-#if GNMR__CTL_AVX512
-  int wide;
-#endif
   if (!ctl) return GNMR_EINVAL;
   if (!gnmr__usable(ctl)) return GNMR_ESTATE;
   n = ctl->n_units;
   if (n > 0 && !norms) return GNMR_EINVAL;
 #if GNMR__CTL_AVX512
-  wide = gnmr_isa_active() == GNMR_ISA_AVX512;
-  u = wide ? gnmr__negative16_avx512(norms, n, &negative) : 0;
+  if (wide) u = gnmr__negative16_avx512(norms, n, &negative);
 #else
-  u = 0;
+  (void)wide;
 #endif
   for (; u < n; u++) {
     /* Finite and below -0: the bits lie in (0x80000000, 0xFF800000). */
@@ -1271,80 +1351,98 @@ GNMR_DEF GNMR_HOSTDEV int gnmr_step(gnmr_ctl *ctl, const float *norms,
     memcpy(&bits, &norms[u], 4);
     negative |= bits - 0x80000001u < 0x7F7FFFFFu;
   }
-  if (negative) return GNMR_ENORM;
+  return negative ? GNMR_ENORM : GNMR_OK;
+}
 
-  c.s = gnmr__carve(ctl->units, n);
+/* Phase 2, rules 1-6 and 8 for every unit; candidates listed for rule 7. */
+static GNMR_HOSTDEV void gnmr__step_units(gnmr__step_ctx *c, int wide) {
+  uint32_t u;
+#if GNMR__CTL_AVX512
+  if (wide) {
+    gnmr__units_avx512(c);
+    return;
+  }
+#else
+  (void)wide;
+#endif
+  for (u = 0; u < c->r.n; u++) gnmr__unit_cpu(c, u);
+}
+
+/* Phase 3, rule 7: how many candidates fit the slots left free after
+   releases and renewals, and those best first in the list. */
+static GNMR_HOSTDEV uint32_t gnmr__step_select(gnmr__step_ctx *c,
+                                               uint32_t max_recovering) {
+  /* None are free while gnmr_reconfigure left more units recovering than
+     max_recovering allows. */
+  const uint32_t free_slots =
+      c->locked < max_recovering ? max_recovering - c->locked : 0;
+  uint32_t k;
+  k = c->candidates < free_slots ? c->candidates : free_slots;
+  gnmr__best_first(&c->s, c->s.heap, c->candidates, k);
+  return k;
+}
+
+/* Phase 4, rule 7: the first k listed are admitted (RECOVER, lock L). */
+static GNMR_HOSTDEV void gnmr__step_admit(gnmr__step_ctx *c, uint32_t k) {
+  uint32_t i;
+  for (i = 0; i < k; i++) {
+    uint32_t u = c->s.heap[i];
+    c->s.lock[u] = c->r.lock_steps;
+    c->s.cooldown[u] = 0;
+    c->s.score[u] = 0.0;
+    c->s.admissions[u]++;
+    if (c->out) c->out[u].action = GNMR_ACTION_RECOVER;
+  }
+}
+
+/* Phase 5, rule 7: the rest stay KEEP, flagged OVER_BUDGET. */
+static GNMR_HOSTDEV void gnmr__step_over_budget(gnmr__step_ctx *c, uint32_t k) {
+  uint32_t i;
+  for (i = k; i < c->candidates; i++) {
+    uint32_t u = c->s.heap[i];
+    c->s.score[u] = 0.0;
+    c->s.over_budget[u]++;
+    if (c->out) c->out[u].flags |= GNMR_FLAG_OVER_BUDGET;
+  }
+}
+
+/* Phase 6: the controller's totals. */
+static GNMR_HOSTDEV void
+gnmr__step_totals(gnmr_ctl *ctl, const gnmr__step_ctx *c, uint32_t k) {
+  const uint32_t recovering = c->locked + k;
+  ctl->risky += c->n_risky;
+  ctl->nonfinite += c->n_nonfinite;
+  ctl->recovery_steps += c->n_held;
+  ctl->renewals += c->n_renewed;
+  ctl->admissions += k;
+  ctl->over_budget += c->candidates - k;
+  ctl->recovering = recovering;
+  if (recovering > ctl->peak_recovering) ctl->peak_recovering = recovering;
+  ctl->steps++;
+}
+
+GNMR_DEF GNMR_HOSTDEV int gnmr_step(gnmr_ctl *ctl, const float *norms,
+                                    gnmr_decision *out) {
+  gnmr__step_ctx c;
+  uint32_t k;
+#if GNMR__CTL_AVX512
+  const int wide = gnmr_isa_active() == GNMR_ISA_AVX512;
+#else
+  const int wide = 0;
+#endif
+  int rc = gnmr__step_check(ctl, norms, wide);
+  if (rc != GNMR_OK) return rc;
+  gnmr__rules_of(ctl, &c.r);
+  c.s = gnmr__carve(ctl->units, ctl->n_units);
   c.norms = norms;
   c.out = out;
-  c.n = n;
-  c.tau_r = ctl->cfg.ratio_threshold;
-  c.tau_d = ctl->cfg.delta_threshold;
-  c.eps = ctl->cfg.eps;
-  c.inv_tau_r = 1.0 / c.tau_r;
-  c.inv_tau_d = 1.0 / c.tau_d;
-  c.floor_w = 1.0 - ctl->cfg.history_decay;
-  c.window = ctl->cfg.delta_window;
-  c.inv_window = 1.0 / (double)c.window;
-  c.warmup = ctl->cfg.warmup_steps;
-  c.full_weight_from = ctl->full_weight_from;
-  c.lock_steps = ctl->cfg.lock_steps;
-  c.cooldown_steps = ctl->cfg.cooldown_steps;
-  c.max_recovering = ctl->cfg.max_recovering;
-  c.policy = ctl->cfg.spike_policy;
-  c.renew = ctl->recovering <= c.max_recovering;
-  c.n_risky = c.n_nonfinite = c.n_recovery = c.n_renewals = 0;
-  c.heap_size = c.recovering = c.candidates = 0;
-
-#if GNMR__CTL_AVX512
-  if (wide)
-    gnmr__units_avx512(&c);
-  else
-    for (u = 0; u < n; u++) gnmr__unit_step(&c, u);
-#else
-  for (u = 0; u < n; u++) gnmr__unit_step(&c, u);
-#endif
-
-  /* The heap holds the best max_recovering candidates; releases above may
-     have freed more slots than were free before, never fewer. Drop the worst
-     until the rest fit (none fit while gnmr_reconfigure left more units
-     recovering than max_recovering), then admit the rest. */
-  free_slots =
-      c.recovering < c.max_recovering ? c.max_recovering - c.recovering : 0;
-  while (c.heap_size > free_slots) {
-    c.s.heap[0] = c.s.heap[--c.heap_size];
-    gnmr__heap_sift_down(&c.s, c.heap_size, 0);
-  }
-  for (admitted = 0; admitted < c.heap_size; admitted++) {
-    uint32_t a = c.s.heap[admitted];
-    c.s.lock[a] = c.lock_steps;
-    c.s.cooldown[a] = 0;
-    c.s.score[a] = 0.0;
-    c.s.admissions[a]++;
-    if (out) out[a].action = GNMR_ACTION_RECOVER;
-  }
-  if (c.candidates > admitted) {
-    /* The refused: every listed candidate still marked, or, where the list
-       would have run into the heap, every unit still marked. */
-    int listed = c.candidates <= n - c.max_recovering;
-    uint32_t i, count = listed ? c.candidates : n;
-    for (i = 0; i < count; i++) {
-      u = listed ? c.s.heap[n - 1 - i] : i;
-      if (!(c.s.score[u] > 0.0)) continue;
-      c.s.score[u] = 0.0;
-      c.s.over_budget[u]++;
-      if (out) out[u].flags |= GNMR_FLAG_OVER_BUDGET;
-    }
-  }
-  c.recovering += admitted;
-  ctl->risky += c.n_risky;
-  ctl->nonfinite += c.n_nonfinite;
-  ctl->recovery_steps += c.n_recovery;
-  ctl->renewals += c.n_renewals;
-  ctl->admissions += admitted;
-  ctl->over_budget += c.candidates - admitted;
-  ctl->recovering = c.recovering;
-  if (c.recovering > ctl->peak_recovering) ctl->peak_recovering = c.recovering;
-  ctl->steps++;
+  c.n_risky = c.n_nonfinite = c.n_held = c.n_renewed = 0;
+  c.locked = c.candidates = 0;
+  gnmr__step_units(&c, wide);
+  k = gnmr__step_select(&c, ctl->cfg.max_recovering);
+  gnmr__step_admit(&c, k);
+  gnmr__step_over_budget(&c, k);
+  gnmr__step_totals(ctl, &c, k);
   gnmr__commit(ctl);
   return GNMR_OK;
 }
