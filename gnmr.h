@@ -285,7 +285,7 @@ typedef struct gnmr_ctl {
   uint32_t magic;            /* set by gnmr_init */
   uint64_t full_weight_from; /* first k with 1/k <= 1 - beta (derived) */
   uint64_t gen;  /* advanced by every change; also in the slots' header */
-  uint64_t seal; /* hash of cfg, n_units, recovering, the two above */
+  uint64_t seal; /* hash of every field above but units and magic */
   uint64_t steps;
   GNMR__COUNTERS(GNMR__FIELD) /* the totals */
 } gnmr_ctl;
@@ -609,7 +609,8 @@ GNMR_DEF const char *gnmr_strerror(int code) {
   case GNMR_EMISMATCH: return "checkpoint holds another number of units";
   case GNMR_ECONFIG: return "configuration field out of range";
   case GNMR_ENORM: return "negative gradient norm";
-  case GNMR_ESTATE: return "controller not initialised";
+  case GNMR_ESTATE:
+    return "controller not initialised, edited by hand, or a stale copy";
   case GNMR_EISA: return "instruction set not available";
   default: return "unknown error";
   }
