@@ -32,11 +32,15 @@
    Units, slots and the controller. The caller owns all memory: a gnmr_ctl
    and one block of N gnmr_slot, which the controller lays out as one array
    per field (a slot is not one unit's record: never copy or move slots on
-   their own). Fields of gnmr_ctl are the library's: read state through the
-   functions below, change settings with gnmr_reconfigure, copy a controller
-   with a checkpoint (save, then load into another initialised one); a
-   struct copy of gnmr_ctl is refused (GNMR_ESTATE). No heap, no I/O, no
-   global state but the one-time choice of SIMD path.
+   their own). Fields of gnmr_ctl are the library's: read state through
+   gnmr_counters_get and gnmr_unit_info, change settings with
+   gnmr_reconfigure, copy a controller with a checkpoint (save, then load
+   into another initialised one). A struct copy shares the slots: once
+   either copy changes state, the other is refused (GNMR_ESTATE); a field
+   edited by hand is refused too (a seal over the controller's fields).
+   Moving the controller together with its whole slot block, byte for
+   byte, is fine. No heap, no I/O, no global state but the one-time choice
+   of SIMD path.
 
    Rules of one step. For every unit u, with g its norm this step, k its
    finite observations so far and m its historical mean before this step:
@@ -54,11 +58,14 @@
    Then across units:
      6  a unit in recovery counts its lock down: HOLD while steps are left;
         at zero, RELEASE (cooldown_steps of cooldown start) unless it is
-        risky this step, which renews the lock (HOLD + RENEWED) in its slot.
+        risky this step, which renews the lock (HOLD + RENEWED) in its slot
+        (never while more units recover than max_recovering allows, which
+        only gnmr_reconfigure can cause).
      7  admission: risky units on the cheap path and out of cooldown
         (non-finite ignores cooldown) are ranked by score, highest first,
         ties by lower unit index; the best take the free slots
-        (max_recovering minus the units still locked) with RECOVER and a
+        (max_recovering minus the units still locked, at least 0) with
+        RECOVER and a
         lock of L = lock_steps. The rest stay KEEP, flagged OVER_BUDGET (or
         COOLDOWN). A unit admitted at step t runs the high-fidelity path on
         steps t+1 ... t+L exactly.
@@ -74,8 +81,8 @@
    Flags (bits of gnmr_decision.flags; gnmr_flag_name names them): RATIO,
    DELTA, NONFINITE, OVER_BUDGET, COOLDOWN, WARMUP, RENEWED.
 
-   Configuration (gnmr_config_default; gnmr_config_validate checks a config,
-   gnmr_init also max_recovering <= units):
+   Configuration (gnmr_config_default; gnmr_config_check names the first
+   field it refuses, gnmr_init and gnmr_reconfigure check the same):
        field            symbol  valid                 default
        ratio_threshold  tau_r   finite, > 1           2.0
        delta_threshold  tau_d   finite, > 0           1.5
@@ -91,7 +98,9 @@
 
    Errors: every function that can fail returns GNMR_OK (0) or a negative
    GNMR_E* code (gnmr_strerror names it), and a refused call changes nothing:
-   not the controller, not the slots, not the output. NaN and Inf norms are
+   not the controller, not the slots, not the output (one exception:
+   gnmr_checkpoint_save into too small a buffer still reports the size
+   needed in *written). NaN and Inf norms are
    signals (rule 1), never errors; a finite negative norm is GNMR_ENORM.
 
    Checkpoints: gnmr_checkpoint_save / _load, a portable little-endian
