@@ -122,6 +122,11 @@
        GNMR_NO_AVX512, GNMR_NO_AVX2, GNMR_NO_NEON
                             switch one SIMD path off
 
+   Fast-math: a file built with -ffast-math or -Ofast (gcc, clang) may hold
+   the implementation: NaN/Inf are told by their bits and the library's own
+   functions are compiled with fast-math off. Other compilers' fast-math
+   stops the build with an #error.
+
    Determinism: the same inputs give the same decisions bit for bit. Built
    with -ffp-contract=off (nvcc: --fmad=false) the host, every SIMD path and
    a CUDA device agree bit for bit.
