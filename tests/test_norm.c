@@ -94,9 +94,12 @@ static void ref_stats(const void *x, size_t n, int dtype,
 
 static void lib_stats(const void *x, size_t n, int dtype,
                       gnmr_tensor_stats *s) {
-  if (dtype == GNMR_DTYPE_F32) gnmr_stats_f32((const float *)x, n, s);
-  if (dtype == GNMR_DTYPE_F16) gnmr_stats_f16((const uint16_t *)x, n, s);
-  if (dtype == GNMR_DTYPE_BF16) gnmr_stats_bf16((const uint16_t *)x, n, s);
+  if (dtype == GNMR_DTYPE_F32)
+    gnmr_stats_f32((const float *)x, n, s);
+  else if (dtype == GNMR_DTYPE_F16)
+    gnmr_stats_f16((const uint16_t *)x, n, s);
+  else
+    gnmr_stats_bf16((const uint16_t *)x, n, s);
 }
 
 static double lib_sumsq(const void *x, size_t n, int dtype) {
@@ -786,6 +789,32 @@ TEST(accuracy_wide_range_all_dtypes) {
   free(x);
 }
 
+/* The public conversions, every 16-bit pattern: the value (f16: as the
+   IEEE definition gives it), bit for bit; NaN payloads and signs kept. */
+TEST(public_conversions_every_pattern) {
+  uint32_t h;
+  int bad = 0;
+  for (h = 0; h <= 0xFFFFu; h++) {
+    float f16 = gnmr_f16_to_f32((uint16_t)h),
+          bf = gnmr_bf16_to_f32((uint16_t)h);
+    uint32_t got16, gotb, want16;
+    memcpy(&got16, &f16, 4);
+    memcpy(&gotb, &bf, 4);
+    if ((h & 0x7C00u) == 0x7C00u) { /* Inf, NaN: exponent all ones */
+      want16 = (h & 0x8000u) << 16 | 0x7F800000u | (h & 0x3FFu) << 13;
+    } else {
+      float w = (float)f16_value((uint16_t)h);
+      memcpy(&want16, &w, 4);
+    }
+    if (got16 != want16 || gotb != h << 16) {
+      if (!bad++)
+        printf("  %04x: f16 %08x want %08x, bf16 %08x\n", (unsigned)h,
+               (unsigned)got16, (unsigned)want16, (unsigned)gotb);
+    }
+  }
+  EXPECT_EQ_INT(bad, 0);
+}
+
 /* ---- units ----------------------------------------------------------------
  */
 
@@ -962,6 +991,7 @@ int main(int argc, char **argv) {
 #endif
       CHECK_CASE(accuracy_where_float_fails),
       CHECK_CASE(accuracy_wide_range_all_dtypes),
+      CHECK_CASE(public_conversions_every_pattern),
       CHECK_CASE(unit_norms_mixed_dtypes_in_tensor_order),
       CHECK_CASE(unit_norms_any_order),
       CHECK_CASE(unit_errors_refused_whole)};
