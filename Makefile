@@ -315,8 +315,8 @@ CUDA_CTL = $(B)/train_step $(B)/test_ctl_cuda $(B)/bench_ctl_cuda \
            $(B)/ctl_two_files
 ifneq ($(NVCC),)
 cuda: $(CUDA_CTL)
-cuda-test: $(B)/test_ctl_cuda
-	$(B)/test_ctl_cuda
+cuda-test: $(B)/test_ctl_cuda $(B)/ctl_two_files
+	@sh tests/run.sh $(B)/test_ctl_cuda $(B)/ctl_two_files
 cuda-bench: $(B)/bench_ctl_cuda
 	$(B)/bench_ctl_cuda
 else

@@ -2,8 +2,9 @@
    the kernels' own bodies, executed thread by thread and phase by phase as
    the grid runs them (barriers between phases), with the candidate list in
    a random order as the device's atomics may leave it. Every step must give
-   gnmr_step's return code, decisions, state and totals bit for bit. No GPU
-   needed. */
+   gnmr_step's return code, decisions, state and totals bit for bit. (The
+   one-block kernel used for up to GNMR_CUDA_FUSED_MAX units runs the same
+   functions in the same phase order.) No GPU needed. */
 #define GNMR_IMPLEMENTATION
 #include "gnmr.h"
 #include "tests/check.h"

@@ -28,7 +28,8 @@
    finite negative norm, GNMR_ESTATE for a bad controller: the step then changes
    nothing) stays on the device until gnmr_cuda_status reads it.
 
-   One step is three kernels:
+   One step is three kernels (up to GNMR_CUDA_FUSED_MAX units, the same
+   phases in one block, one launch):
      check   every thread one norm: a finite negative one refuses the step.
      units   every thread one unit: gnmr.h's gnmr__unit_step (rules 1-6 and
              8), the totals summed per block (integers: any order gives the
@@ -57,6 +58,9 @@
 #define GNMR_CUDA_ADMIT_THREADS 1024
 /* Threads per block of the check and units kernels. */
 #define GNMR_CUDA_UNIT_THREADS 256
+/* Up to this many units a step is one launch of one block (untuned: no
+   GPU measured it yet). */
+#define GNMR_CUDA_FUSED_MAX 2048
 
 /* The step's scratch and result, in device memory. Between steps every
    count is 0. */
@@ -327,28 +331,70 @@ __global__ void __launch_bounds__(GNMR_CUDA_UNIT_THREADS)
   }
 }
 
+/* The admit kernel's body, for any number of threads in one block: the
+   select, rule 7, the totals. */
+static __device__ __forceinline__ void
+gnmr_cuda__admit_block(gnmr_cuda_select *sel, gnmr_ctl *ctl, gnmr_decision *out,
+                       gnmr_cuda_work *w) {
+  const uint32_t t = threadIdx.x, T = blockDim.x;
+  if (t == 0) gnmr_cuda__admit_begin(sel, ctl, w);
+  __syncthreads();
+  if (sel->status == GNMR_OK) {
+    const gnmr__soa s = gnmr__carve(ctl->units, ctl->n_units);
+    while (gnmr_cuda__select_more(sel)) {
+      gnmr_cuda__select_clear(sel, t, T);
+      __syncthreads();
+      gnmr_cuda__select_count(sel, &s, t, T);
+      __syncthreads();
+      if (t == 0) gnmr_cuda__select_pick(sel);
+      __syncthreads();
+    }
+    gnmr_cuda__admit_units(sel, &s, out, ctl->cfg.lock_steps, t, T);
+  }
+  __syncthreads();
+  if (t == 0) gnmr_cuda__admit_end(sel, ctl, w);
+}
+
 template <int Unused = 0>
 __global__ void __launch_bounds__(GNMR_CUDA_ADMIT_THREADS)
     gnmr_cuda__admit_kernel(gnmr_ctl *ctl, gnmr_decision *out,
                             gnmr_cuda_work *w) {
   __shared__ gnmr_cuda_select sel;
+  gnmr_cuda__admit_block(&sel, ctl, out, w);
+}
+
+/* Up to GNMR_CUDA_FUSED_MAX units: the three kernels' work in one block,
+   barriers between the phases, one launch per step. */
+template <int Unused = 0>
+__global__ void __launch_bounds__(GNMR_CUDA_ADMIT_THREADS)
+    gnmr_cuda__fused_kernel(gnmr_ctl *ctl, const float *norms, uint32_t n,
+                            gnmr_decision *out, gnmr_cuda_work *w) {
+  __shared__ gnmr__rules r;
+  __shared__ gnmr_cuda_select sel;
   const uint32_t t = threadIdx.x, T = blockDim.x;
-  if (t == 0) gnmr_cuda__admit_begin(&sel, ctl, w);
+  uint32_t at;
+  if (t == 0) gnmr__rules_of(ctl, &r);
+  for (at = 0; at < n; at += T) gnmr_cuda__check(norms, n, at + t, w);
   __syncthreads();
-  if (sel.status == GNMR_OK) {
-    const gnmr__soa s = gnmr__carve(ctl->units, ctl->n_units);
-    while (gnmr_cuda__select_more(&sel)) {
-      gnmr_cuda__select_clear(&sel, t, T);
-      __syncthreads();
-      gnmr_cuda__select_count(&sel, &s, t, T);
-      __syncthreads();
-      if (t == 0) gnmr_cuda__select_pick(&sel);
-      __syncthreads();
+  for (at = 0; at < n; at += T) { /* the same trip count in every thread */
+    const unsigned ev = gnmr_cuda__unit(ctl, &r, norms, out, w, at + t);
+    const int risky = __syncthreads_count(ev & GNMR__EV_RISKY);
+    const int nonfinite = __syncthreads_count(ev & GNMR__EV_NONFINITE);
+    const int held = __syncthreads_count(ev & GNMR__EV_HELD);
+    const int renewed = __syncthreads_count(ev & GNMR__EV_RENEWED);
+    const int locked = __syncthreads_count(ev & GNMR__EV_LOCKED);
+    if (ev & GNMR__EV_CANDIDATE)
+      gnmr__carve(ctl->units, n).heap[atomicAdd(&w->candidates, 1u)] = at + t;
+    if (t == 0) {
+      w->risky += (uint64_t)risky;
+      w->nonfinite += (uint64_t)nonfinite;
+      w->held += (uint64_t)held;
+      w->renewed += (uint64_t)renewed;
+      w->locked += (uint32_t)locked;
     }
-    gnmr_cuda__admit_units(&sel, &s, out, ctl->cfg.lock_steps, t, T);
   }
   __syncthreads();
-  if (t == 0) gnmr_cuda__admit_end(&sel, ctl, w);
+  gnmr_cuda__admit_block(&sel, ctl, out, w);
 }
 
 /* x * scale in double, rounded once to the tensor's type. */
@@ -468,6 +514,16 @@ static inline cudaError_t gnmr_cuda_step(const gnmr_cuda_ctl *d,
   const uint32_t blocks = (d ? d->n_units : 0) / GNMR_CUDA_UNIT_THREADS +
                           ((d ? d->n_units : 0) % GNMR_CUDA_UNIT_THREADS != 0);
   if (!d || !d->ctl || (d->n_units > 0 && !norms)) return cudaErrorInvalidValue;
+  if (d->n_units <= GNMR_CUDA_FUSED_MAX) {
+    const uint32_t warps = (d->n_units + 31) / 32;
+    const uint32_t threads = d->n_units >= GNMR_CUDA_ADMIT_THREADS
+                                 ? GNMR_CUDA_ADMIT_THREADS
+                             : warps > 0 ? 32 * warps
+                                         : 32;
+    gnmr_cuda__fused_kernel<<<1, threads, 0, stream>>>(
+        d->ctl, norms, d->n_units, out, d->work);
+    return cudaGetLastError();
+  }
   if (blocks > 0) {
     gnmr_cuda__check_kernel<<<blocks, GNMR_CUDA_UNIT_THREADS, 0, stream>>>(
         norms, d->n_units, d->work);
