@@ -6,6 +6,8 @@
 #                 without it)
 #   make demo-sweep the GNMR settings sweep on the stress setting
 #   make bench    norm-helper and controller benchmarks (results in bench/)
+#   make detect   detection benchmark: synthetic ground truth and real traces
+#                 (bench/detect.c; tables into bench/RESULTS.md)
 #   make mpi-run  the data-parallel MPI example on 2 and 4 ranks
 #   make cuda     the CUDA example (sm_80, sm_90); skipped where nvcc is missing
 #   make cuda-test, make cuda-bench  the CUDA controller's device test and
@@ -29,7 +31,7 @@ B = build
 # A command the test programs run under (valgrind in make test-valgrind).
 RUNNER =
 
-TESTS = test_ctl test_cuda_host test_norm test_demo test_ctl_parallel
+TESTS = test_ctl test_refuse test_cuda_host test_norm test_demo test_ctl_parallel
 TEST_BINS = $(foreach cc,$(CC_LIST),$(foreach t,$(TESTS),$(B)/$(cc)/$(t))) \
             $(foreach cc,$(CC_LIST),$(B)/$(cc)/test_norm_nosimd \
                                     $(B)/$(cc)/test_norm_noavx512) \
@@ -56,7 +58,7 @@ FUZZ_TARGETS = ctl ckpt norm
 FUZZ_HDRS = gnmr.h tests/fuzz/fuzz.h tests/fuzz/ctl_model.h
 
 .PHONY: all test bench bench-norm demo demo-full demo-sweep mpi mpi-run cuda \
-        cuda-test cuda-bench \
+        cuda-test cuda-bench detect \
         neon format format-check clean fuzz fuzz-build test-asan \
         test-valgrind test-warn tidy cppcheck
 
@@ -374,3 +376,22 @@ format-check:
 
 clean:
 	rm -rf $(B)
+
+# ---- detection benchmark (issues 12, 15) -------------------------------------
+# Synthetic traces with ground truth and the real traces of bench/data/;
+# the prototype's self-test first, then the tables: writes the
+# "## Detection" section of bench/RESULTS.md in place (about 30 s).
+DETECT_DATA = $(patsubst bench/data/%.csv.gz,$(B)/data/%.csv,\
+                $(wildcard bench/data/*.csv.gz))
+$(B)/data/%.csv: bench/data/%.csv.gz
+	@mkdir -p $(@D)
+	gunzip -c $< > $@
+$(B)/detect: bench/detect.c gnmr.h
+	@mkdir -p $(@D)
+	$(firstword $(CC_LIST)) $(BENCH_FLAGS) -o $@ $< -lm
+
+detect: $(B)/detect $(DETECT_DATA)
+	$(B)/detect --selftest
+	$(B)/detect --data $(B)/data --md $(B)/detect.md
+	@sh bench/splice_section.sh bench/RESULTS.md "## Detection" $(B)/detect.md
+	@echo "detect: bench/RESULTS.md, section Detection, updated"

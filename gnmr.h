@@ -170,7 +170,7 @@ enum {
   GNMR_EMISMATCH = -5, /* checkpoint holds another number of units */
   GNMR_ECONFIG = -6,   /* a configuration field is out of range */
   GNMR_ENORM = -7,     /* a finite negative gradient norm */
-  GNMR_ESTATE = -8,    /* controller not initialised by gnmr_init */
+  GNMR_ESTATE = -8,    /* controller not from gnmr_init, edited, or stale */
   GNMR_EISA = -9       /* instruction set not available on this CPU/build */
 };
 
@@ -196,7 +196,7 @@ typedef struct gnmr_config {
   uint32_t delta_window;
   /* finite observations a unit needs before it can be flagged */
   uint32_t warmup_steps;
-  /* maxO: units in recovery at once; 0 = detect only */
+  /* maxO: units in recovery at once, <= the unit count; 0 = detect only */
   uint32_t max_recovering;
   /* L >= 1: steps on the high-fidelity path once admitted */
   uint32_t lock_steps;
@@ -207,18 +207,75 @@ typedef struct gnmr_config {
 } gnmr_config;
 
 GNMR_DEF gnmr_config gnmr_config_default(void);
+/* GNMR_OK, or GNMR_ECONFIG with *field naming the first field out of range
+   (max_recovering also when above n_units); *field is NULL when valid.
+   field may be NULL. GNMR_EINVAL for a NULL cfg (*field untouched). */
+GNMR_DEF int gnmr_config_check(const gnmr_config *cfg, uint32_t n_units,
+                               const char **field);
+/* gnmr_config_check(cfg, UINT32_MAX, NULL): every field but the count. */
 GNMR_DEF int gnmr_config_validate(const gnmr_config *cfg);
 
 /* ---- controller state (caller-owned, allocation-free) ------------------ */
 
-/* One unit's state: plain data of fixed size, opaque. The controller lays
-   the caller's whole array out as one array per field (see gnmr__carve), so
-   the array is one block: never copy or move single units; a checkpoint
-   moves a controller. */
+/* The counters, each kept per unit and as a total of the controller:
+     risky           unit-steps flagged risky (non-finite included)
+     nonfinite       unit-steps with a NaN/Inf norm
+     admissions      RECOVER decisions
+     renewals        locks renewed at expiry
+     recovery_steps  unit-steps run on the high-fidelity path
+     over_budget     risky, eligible, refused for lack of a slot
+   Adding one is a line here, its meaning above and the step counting it:
+   slots, checkpoint and gnmr_counters follow. */
+#define GNMR__COUNTERS(X)                                                      \
+  X(risky, uint64_t, ONE)                                                      \
+  X(nonfinite, uint64_t, ONE)                                                  \
+  X(admissions, uint64_t, ONE)                                                 \
+  X(renewals, uint64_t, ONE)                                                   \
+  X(recovery_steps, uint64_t, ONE)                                             \
+  X(over_budget, uint64_t, ONE)
+
+/* Every field of a unit, listed once: X(name, C type, shape), shape ONE (a
+   value per unit) or RING (GNMR_WINDOW_MAX values: the last stored ratios,
+   observation k in element k mod GNMR_WINDOW_MAX). The slot size, the
+   layout and the checkpoint follow; a checkpoint saves the state, in this
+   order, each value as the little-endian bits of its type. The scratch is
+   the step's working space: zero between steps, never saved. */
+#define GNMR__UNIT_STATE(X)                                                    \
+  X(mean, double, ONE)           /* m, the historical mean */                  \
+  X(window_sum, double, ONE)     /* sum of the last min(k, W) ratios */        \
+  X(window, float, RING)         /* the stored ratios */                       \
+  X(finite_steps, uint64_t, ONE) /* k, finite observations */                  \
+  GNMR__COUNTERS(X)                                                            \
+  X(lock, uint32_t, ONE)     /* steps of recovery left */                      \
+  X(cooldown, uint32_t, ONE) /* steps of cooldown left */
+#define GNMR__UNIT_SCRATCH(X)                                                  \
+  X(score, double, ONE)  /* > 0 while the unit waits for a slot */             \
+  X(heap, uint32_t, ONE) /* admission heap; the candidates from the back */
+#define GNMR__COUNT_ONE 1
+#define GNMR__COUNT_RING GNMR_WINDOW_MAX
+#define GNMR__BYTES(name, type, shape) /* a term of a sum */                   \
+  +sizeof(type) * GNMR__COUNT_##shape  /* NOLINT(bugprone-macro-parentheses) */
+#define GNMR__UNIT_BYTES                                                       \
+  (0 GNMR__UNIT_STATE(GNMR__BYTES) GNMR__UNIT_SCRATCH(GNMR__BYTES))
+#define GNMR__FIELD(name, type, shape) type name;
+
+/* Storage for one unit: plain data of fixed size, opaque. gnmr_init lays a
+   block of N out as a header of 8 bytes, then one array per field, so the
+   block is one whole: never copy or move single slots. */
 typedef struct gnmr_slot {
-  uint64_t opaque[20]; /* cppcheck-suppress unusedStructMember */
+  /* cppcheck-suppress unusedStructMember */
+  uint64_t opaque[(GNMR__UNIT_BYTES + 8 + 7) / 8];
 } gnmr_slot;
 
+/* The controller. Its fields are the library's: reading them is fine,
+   writing them is not (change settings with gnmr_reconfigure). A struct
+   copy shares the slots: once either of the two changes the state, the
+   other is refused with GNMR_ESTATE, as is a controller edited by hand. A
+   copy that runs on its own is made with a checkpoint: save, then load
+   into another controller initialised over its own slots. One move is
+   allowed: the controller and its whole block of slots copied byte for
+   byte (into device memory, say), units set to the moved slots, and only
+   the moved one used from then on. */
 typedef struct gnmr_ctl {
   gnmr_config cfg;
   gnmr_slot *units;
@@ -227,13 +284,33 @@ typedef struct gnmr_ctl {
   uint32_t peak_recovering;  /* highest `recovering` seen */
   uint32_t magic;            /* set by gnmr_init */
   uint64_t full_weight_from; /* first k with 1/k <= 1 - beta (derived) */
-  uint64_t steps, risky, nonfinite, admissions, renewals, recovery_steps,
-      over_budget;
+  uint64_t gen;  /* advanced by every change; also in the slots' header */
+  uint64_t seal; /* hash of cfg, n_units, recovering, the two above */
+  uint64_t steps;
+  GNMR__COUNTERS(GNMR__FIELD) /* the totals */
 } gnmr_ctl;
 
-/* Validates cfg (and max_recovering <= n_units), zeroes the units. */
+/* Checks cfg (gnmr_config_check), zeroes the slots. */
 GNMR_DEF int gnmr_init(gnmr_ctl *ctl, const gnmr_config *cfg, gnmr_slot *units,
                        uint32_t n_units);
+
+/* New settings for a running controller, from its next step on. cfg is
+   checked whole as by gnmr_init (GNMR_ECONFIG: nothing changes). The
+   state follows:
+     max_recovering below the units in recovery: they keep their slots
+       until their locks run out, but while more units recover than the
+       budget allows, a lock that runs out is released (never renewed) and
+       nobody is admitted; admissions resume once a slot is free within it;
+     lock_steps, cooldown_steps lowered: locks and cooldowns left are cut
+       to the new length (raised: those running keep theirs);
+     ratio_threshold lowered: stored ratios above it are cut to it, as the
+       step would have stored them, and the window sums re-derived;
+     delta_window changed: the window sums re-derived from the stored
+       ratios (the last GNMR_WINDOW_MAX are always kept);
+     history_decay: the weight of later observations (the mean stays).
+   eps, delta_threshold, warmup_steps and spike_policy hold no state.
+   Counters and peak_recovering are kept. */
+GNMR_DEF int gnmr_reconfigure(gnmr_ctl *ctl, const gnmr_config *cfg);
 
 /* ---- one step ---------------------------------------------------------- */
 
@@ -274,20 +351,27 @@ typedef struct gnmr_decision {
 GNMR_DEF GNMR_HOSTDEV int gnmr_step(gnmr_ctl *ctl, const float *norms,
                                     gnmr_decision *out);
 
-/* 1 if unit u runs the high-fidelity path next step, 0 if not, <0 on error. */
+/* 1 if unit u runs the high-fidelity path next step, 0 if not, <0 on error.
+   Made to be called per unit: it refuses a controller not initialised or
+   left behind by a copy, but reads its slots without the seal's check. */
 GNMR_DEF GNMR_HOSTDEV int gnmr_recovering(const gnmr_ctl *ctl, uint32_t u);
 
+/* "KEEP", "RECOVER", "HOLD", "RELEASE"; "?" for any other value. */
+GNMR_DEF const char *gnmr_action_name(int action);
+/* "RATIO", "DELTA", ... for one GNMR_FLAG_* bit; NULL for anything else. */
+GNMR_DEF const char *gnmr_flag_name(uint32_t flag);
+/* flags as their names joined by '|' ("" for none; unknown bits as one hex
+   number), NUL-terminated. GNMR_ESIZE where cap is too small (buf
+   untouched); GNMR_FLAGS_STRING_MAX bytes always do. */
+#define GNMR_FLAGS_STRING_MAX 72
+GNMR_DEF int gnmr_flags_string(uint32_t flags, char *buf, size_t cap);
+
 typedef struct gnmr_counters {
-  uint64_t steps;           /* steps taken */
-  uint64_t finite_steps;    /* observations that entered the statistics */
-  uint64_t risky;           /* unit-steps flagged risky (non-finite included) */
-  uint64_t nonfinite;       /* unit-steps with a NaN/Inf norm */
-  uint64_t admissions;      /* RECOVER decisions */
-  uint64_t renewals;        /* locks renewed at expiry */
-  uint64_t recovery_steps;  /* unit-steps run on the high-fidelity path */
-  uint64_t over_budget;     /* risky, eligible, refused for lack of a slot */
-  uint32_t recovering;      /* now (controller: units; unit: 0 or 1) */
-  uint32_t peak_recovering; /* controller only: most units at once */
+  uint64_t steps;             /* steps taken */
+  uint64_t finite_steps;      /* observations that entered the statistics */
+  GNMR__COUNTERS(GNMR__FIELD) /* risky, nonfinite, ...: see GNMR__COUNTERS */
+  uint32_t recovering;        /* now (controller: units; unit: 0 or 1) */
+  uint32_t peak_recovering;   /* controller only: most units at once */
 } gnmr_counters;
 
 /* unit = UINT32_MAX (GNMR_ALL_UNITS) reads the controller's totals. */
@@ -295,9 +379,22 @@ typedef struct gnmr_counters {
 GNMR_DEF int gnmr_counters_get(const gnmr_ctl *ctl, uint32_t unit,
                                gnmr_counters *out);
 
+/* A unit as the last step left it. */
+typedef struct gnmr_unit_state {
+  double mean;            /* m: the historical mean of its norms */
+  double window_mean;     /* mean of its last min(k, W) stored ratios (0
+                             while k = 0): what delta-GNMR subtracts */
+  uint32_t lock_left;     /* steps left on the high-fidelity path */
+  uint32_t cooldown_left; /* steps before it may be admitted again */
+  gnmr_counters counters; /* as gnmr_counters_get: finite_steps is k,
+                             recovering is lock_left > 0 */
+} gnmr_unit_state;
+GNMR_DEF int gnmr_unit_info(const gnmr_ctl *ctl, uint32_t u,
+                            gnmr_unit_state *out);
+
 /* ---- checkpoint -------------------------------------------------------- */
 
-/* Bytes a checkpoint of ctl takes (0 if ctl is not initialised). */
+/* Bytes a checkpoint of ctl takes (0 if ctl is not usable). */
 GNMR_DEF size_t gnmr_checkpoint_size(const gnmr_ctl *ctl);
 /* buf NULL: only *written = size. cap too small: GNMR_ESIZE, *written = size.
  */
@@ -474,18 +571,35 @@ static int gnmr__finite_above(double x, double floor_) {
   return isfinite(x) && x > floor_;
 }
 
+/* Every field of gnmr_config with its valid range (c the config, n the
+   unit count), listed once: checked, sealed, saved and loaded in order. */
+#define GNMR__CONFIG(X)                                                        \
+  X(ratio_threshold, gnmr__finite_above(c->ratio_threshold, 1.0))              \
+  X(delta_threshold, gnmr__finite_above(c->delta_threshold, 0.0))              \
+  X(history_decay, c->history_decay > 0.0 && c->history_decay <= 1.0)          \
+  X(eps, gnmr__finite_above(c->eps, 0.0))                                      \
+  X(delta_window, c->delta_window >= 1 && c->delta_window <= GNMR_WINDOW_MAX)  \
+  X(warmup_steps, 1)                                                           \
+  X(max_recovering, c->max_recovering <= n)                                    \
+  X(lock_steps, c->lock_steps >= 1)                                            \
+  X(cooldown_steps, 1)                                                         \
+  X(spike_policy,                                                              \
+    c->spike_policy >= GNMR_SPIKE_PASS && c->spike_policy <= GNMR_SPIKE_SKIP)
+
+GNMR_DEF int gnmr_config_check(const gnmr_config *c, uint32_t n,
+                               const char **field) {
+  const char *bad = NULL;
+  if (!c) return GNMR_EINVAL;
+#define GNMR__CHECK(name, valid)                                               \
+  if (!bad && !(valid)) bad = #name;
+  GNMR__CONFIG(GNMR__CHECK)
+#undef GNMR__CHECK
+  if (field) *field = bad;
+  return bad ? GNMR_ECONFIG : GNMR_OK;
+}
+
 GNMR_DEF int gnmr_config_validate(const gnmr_config *cfg) {
-  if (!cfg) return GNMR_EINVAL;
-  if (!gnmr__finite_above(cfg->ratio_threshold, 1.0) ||
-      !gnmr__finite_above(cfg->delta_threshold, 0.0) ||
-      !(cfg->history_decay > 0.0 && cfg->history_decay <= 1.0) ||
-      !gnmr__finite_above(cfg->eps, 0.0) || cfg->delta_window < 1 ||
-      cfg->delta_window > GNMR_WINDOW_MAX || cfg->lock_steps < 1 ||
-      (cfg->spike_policy != GNMR_SPIKE_PASS &&
-       cfg->spike_policy != GNMR_SPIKE_CLIP &&
-       cfg->spike_policy != GNMR_SPIKE_SKIP))
-    return GNMR_ECONFIG;
-  return GNMR_OK;
+  return gnmr_config_check(cfg, UINT32_MAX, NULL);
 }
 
 /* w = max(1/k, 1 - beta) without a division per step: 1/k falls with k, so
@@ -504,121 +618,171 @@ static uint64_t gnmr__full_weight_from(double beta) {
   return k;
 }
 
+/* ---- the controller's own checks ------------------------------------------
+   gen advances with every change of state and is also kept, with n_units,
+   in the header of the slots: a struct copy whose twin has moved on finds
+   another value there. seal hashes what a step trusts without re-checking
+   it, so a controller edited by hand does not match it. Both cost O(1). */
+
+static GNMR_HOSTDEV uint32_t *gnmr__header(const gnmr_ctl *ctl) {
+  return (uint32_t *)(void *)ctl->units; /* gen, n_units */
+}
+
+/* One term of the seal: the bits of a field times its own odd constant.
+   Any change of one field changes the sum; the products are independent,
+   so the seal costs a few nanoseconds. */
+static GNMR_HOSTDEV void gnmr__mix(uint64_t *h, uint64_t *k, const void *v,
+                                   size_t n) {
+  uint64_t x = 0;
+  memcpy(&x, v, n);
+  *h += x * *k;
+  *k += UINT64_C(0x9E3779B97F4A7C16); /* even: k stays odd */
+}
+
+static GNMR_HOSTDEV uint64_t gnmr__seal(const gnmr_ctl *ctl) {
+  const gnmr_config *c = &ctl->cfg;
+  uint64_t h = GNMR__MAGIC, k = UINT64_C(0xD6E8FEB86659FD93);
+#define GNMR__MIX(name, valid) gnmr__mix(&h, &k, &c->name, sizeof c->name);
+  GNMR__CONFIG(GNMR__MIX)
+#undef GNMR__MIX
+  gnmr__mix(&h, &k, &ctl->n_units, 4);
+  gnmr__mix(&h, &k, &ctl->recovering, 4);
+  gnmr__mix(&h, &k, &ctl->peak_recovering, 4);
+  gnmr__mix(&h, &k, &ctl->full_weight_from, 8);
+  gnmr__mix(&h, &k, &ctl->gen, 8);
+  return h;
+}
+
+/* Initialised, and not a copy left behind (what gnmr_recovering needs). */
+static GNMR_HOSTDEV int gnmr__current(const gnmr_ctl *ctl) {
+  return ctl->magic == GNMR__MAGIC &&
+         (ctl->n_units == 0 ||
+          (ctl->units && gnmr__header(ctl)[0] == (uint32_t)ctl->gen &&
+           gnmr__header(ctl)[1] == ctl->n_units));
+}
+
+/* ... and not edited by hand: every other entry point. */
+static GNMR_HOSTDEV int gnmr__usable(const gnmr_ctl *ctl) {
+  return gnmr__current(ctl) && ctl->seal == gnmr__seal(ctl);
+}
+
+/* After every change of state. */
+static GNMR_HOSTDEV void gnmr__commit(gnmr_ctl *ctl) {
+  ctl->gen++;
+  if (ctl->n_units > 0) {
+    gnmr__header(ctl)[0] = (uint32_t)ctl->gen;
+    gnmr__header(ctl)[1] = ctl->n_units;
+  }
+  ctl->seal = gnmr__seal(ctl);
+}
+
 GNMR_DEF int gnmr_init(gnmr_ctl *ctl, const gnmr_config *cfg, gnmr_slot *units,
                        uint32_t n_units) {
+  gnmr_config c;
   int rc;
   if (!ctl || !cfg || (n_units > 0 && !units)) return GNMR_EINVAL;
-  rc = gnmr_config_validate(cfg);
+  rc = gnmr_config_check(cfg, n_units, NULL);
   if (rc != GNMR_OK) return rc;
-  if (cfg->max_recovering > n_units) return GNMR_ECONFIG;
+  c = *cfg; /* cfg may be ctl->cfg */
   memset(ctl, 0, sizeof *ctl);
   if (n_units > 0) memset(units, 0, sizeof *units * n_units);
-  ctl->cfg = *cfg;
+  ctl->cfg = c;
   ctl->units = units;
   ctl->n_units = n_units;
-  ctl->full_weight_from = gnmr__full_weight_from(cfg->history_decay);
+  ctl->full_weight_from = gnmr__full_weight_from(c.history_decay);
   ctl->magic = GNMR__MAGIC;
+  gnmr__commit(ctl);
   return GNMR_OK;
 }
 
 /* ---- unit state, structure of arrays --------------------------------------
    The caller's gnmr_slot array is opaque storage: the controller lays it out
-   as one array per field (N means, then N window sums, ...), so a step reads
-   and writes each field contiguously and eight units fit one AVX-512
-   register. The ring of stored ratios keeps slot s of unit u at
-   window[s * N + u]; observation k (0-based) of a unit goes to slot k mod 16,
-   so the last W <= 16 ratios are always there and no head index is kept. */
+   as a header (gnmr__header), then one array per field of GNMR__UNIT_STATE
+   and GNMR__UNIT_SCRATCH (N means, then N window sums, ...), so a step
+   reads and writes each field contiguously and eight units fit one AVX-512
+   register. The 8-byte fields come first, then the 4-byte ones, so every
+   array starts aligned. Element i of a field of unit u is at [i * N + u]:
+   the ring of stored ratios keeps slot s of unit u at window[s * N + u];
+   observation k (0-based) of a unit goes to slot k mod 16, so the last
+   W <= 16 ratios are always there and no head index is kept. */
 
 #define GNMR__RING (GNMR_WINDOW_MAX - 1)
 #define GNMR__K_MAX (UINT64_C(1) << 62) /* largest k a checkpoint may hold */
 
-/* Layout promises the code relies on, checked at compile time: the arrays
-   fit the opaque units, and a decision is 4 doubles then flags, action. */
-typedef char
-    gnmr__units_fit[sizeof(gnmr_slot) >= 10 * 8 + 16 * 4 + 3 * 4 ? 1 : -1];
+/* Layout promises the code relies on, checked at compile time: fields of 8
+   or 4 bytes (so the arrays stay aligned), and a decision is 4 doubles then
+   flags, action. */
+#define GNMR__SIZE_OK(name, type, shape)                                       \
+  &&(sizeof(type) == 8 || sizeof(type) == 4)
+typedef char gnmr__fields_align[(1 GNMR__UNIT_STATE(GNMR__SIZE_OK)
+                                     GNMR__UNIT_SCRATCH(GNMR__SIZE_OK))
+                                    ? 1
+                                    : -1];
 typedef char gnmr__decision_layout[sizeof(gnmr_decision) == 40 &&
                                            offsetof(gnmr_decision, flags) == 32
                                        ? 1
                                        : -1];
 
+#define GNMR__POINTER(name, type, shape) type *name;
 typedef struct gnmr__soa {
-  double *mean, *window_sum;
-  double *score; /* scratch: > 0 while the unit waits for a slot */
-  uint64_t *finite_steps, *risky, *nonfinite, *admissions, *renewals,
-      *recovery_steps, *over_budget;
-  float *window;
-  uint32_t *lock, *cooldown;
-  uint32_t *heap; /* scratch: the step's candidates (rule 7) */
+  GNMR__UNIT_STATE(GNMR__POINTER) GNMR__UNIT_SCRATCH(GNMR__POINTER)
 } gnmr__soa;
 
+/* The arrays of 8-byte fields first, then the others, each in list order:
+   at[1] is where the next 8-byte array goes, at[0] the next other one. */
+#define GNMR__BYTES8(name, type, shape) /* a term of a sum */                  \
+  +(sizeof(type) == 8 ? sizeof(type) * GNMR__COUNT_##shape : 0) /* NOLINT */
 static GNMR_HOSTDEV gnmr__soa gnmr__carve(gnmr_slot *units, uint32_t n) {
   gnmr__soa s;
-  double *d = (double *)(void *)units;
-  uint64_t *q = (uint64_t *)(void *)(d + 3 * (size_t)n);
-  float *f = (float *)(void *)(q + 7 * (size_t)n);
-  uint32_t *w = (uint32_t *)(void *)(f + GNMR_WINDOW_MAX * (size_t)n);
-  s.mean = d;
-  s.window_sum = d + n;
-  s.score = d + 2 * (size_t)n;
-  s.finite_steps = q;
-  s.risky = q + n;
-  s.nonfinite = q + 2 * (size_t)n;
-  s.admissions = q + 3 * (size_t)n;
-  s.renewals = q + 4 * (size_t)n;
-  s.recovery_steps = q + 5 * (size_t)n;
-  s.over_budget = q + 6 * (size_t)n;
-  s.window = f;
-  s.lock = w;
-  s.cooldown = w + n;
-  s.heap = w + 2 * (size_t)n;
+  unsigned char *base = (unsigned char *)(void *)units + 8; /* the header */
+  size_t at[2];
+  at[0] = (0 GNMR__UNIT_STATE(GNMR__BYTES8) GNMR__UNIT_SCRATCH(GNMR__BYTES8)) *
+          (size_t)n;
+  at[1] = 0;
+#define GNMR__PLACE(name, type, shape)                                         \
+  s.name = (type *)(void *)(base + at[sizeof(type) == 8]);                     \
+  at[sizeof(type) == 8] += sizeof(type) * GNMR__COUNT_##shape * (size_t)n;
+  GNMR__UNIT_STATE(GNMR__PLACE)
+  /* cppcheck-suppress unreadVariable */
+  GNMR__UNIT_SCRATCH(GNMR__PLACE)
+#undef GNMR__PLACE
   return s;
 }
 
-/* One unit's fields gathered from the arrays (checkpoint, tests). */
+/* One unit's state gathered from the arrays (checkpoint, tests). */
+#define GNMR__DECL_ONE(type, name) type name;
+#define GNMR__DECL_RING(type, name) type name[GNMR_WINDOW_MAX];
+#define GNMR__MEMBER(name, type, shape) GNMR__DECL_##shape(type, name)
 typedef struct gnmr__unit_state {
-  double mean, window_sum;
-  float window[GNMR_WINDOW_MAX];
-  uint64_t finite_steps, risky, nonfinite, admissions, renewals, recovery_steps,
-      over_budget;
-  uint32_t lock, cooldown;
+  GNMR__UNIT_STATE(GNMR__MEMBER)
 } gnmr__unit_state;
+
+/* Element i of a field x of a gnmr__unit_state, for each i. */
+#define GNMR__AT_ONE(x, i) (x)
+#define GNMR__AT_RING(x, i) (x)[i]
+#define GNMR__EACH(shape) for (i = 0; i < GNMR__COUNT_##shape; i++)
 
 static void gnmr__unit_get(const gnmr__soa *s, uint32_t n, uint32_t u,
                            gnmr__unit_state *out) {
   uint32_t i;
-  out->mean = s->mean[u];
-  out->window_sum = s->window_sum[u];
-  for (i = 0; i < GNMR_WINDOW_MAX; i++)
-    out->window[i] = s->window[(size_t)i * n + u];
-  out->finite_steps = s->finite_steps[u];
-  out->risky = s->risky[u];
-  out->nonfinite = s->nonfinite[u];
-  out->admissions = s->admissions[u];
-  out->renewals = s->renewals[u];
-  out->recovery_steps = s->recovery_steps[u];
-  out->over_budget = s->over_budget[u];
-  out->lock = s->lock[u];
-  out->cooldown = s->cooldown[u];
+#define GNMR__GET(name, type, shape)                                           \
+  GNMR__EACH(shape)                                                            \
+  GNMR__AT_##shape(out->name, i) = s->name[(size_t)i * n + u];
+  GNMR__UNIT_STATE(GNMR__GET)
+#undef GNMR__GET
 }
 
 static void gnmr__unit_set(const gnmr__soa *s, uint32_t n, uint32_t u,
-                           const gnmr__unit_state *in) {
+                           gnmr__unit_state *in) {
   uint32_t i;
-  s->mean[u] = in->mean;
-  s->window_sum[u] = in->window_sum;
-  for (i = 0; i < GNMR_WINDOW_MAX; i++)
-    s->window[(size_t)i * n + u] = in->window[i];
-  s->finite_steps[u] = in->finite_steps;
-  s->risky[u] = in->risky;
-  s->nonfinite[u] = in->nonfinite;
-  s->admissions[u] = in->admissions;
-  s->renewals[u] = in->renewals;
-  s->recovery_steps[u] = in->recovery_steps;
-  s->over_budget[u] = in->over_budget;
-  s->lock[u] = in->lock;
-  s->cooldown[u] = in->cooldown;
-  s->score[u] = 0.0;
-  s->heap[u] = 0;
+#define GNMR__SET(name, type, shape)                                           \
+  GNMR__EACH(shape) s->name[(size_t)i * n + u] = GNMR__AT_##shape(in->name, i);
+#define GNMR__CLEAR(name, type, shape)                                         \
+  GNMR__EACH(shape) s->name[(size_t)i * n + u] = 0;
+  GNMR__UNIT_STATE(GNMR__SET)
+  GNMR__UNIT_SCRATCH(GNMR__CLEAR)
+#undef GNMR__SET
+#undef GNMR__CLEAR
 }
 
 /* What the window keeps of a ratio already capped at tau_r: a float, held
@@ -639,6 +803,42 @@ static GNMR_HOSTDEV double gnmr__window_sum(const gnmr__soa *s, uint32_t n,
   for (i = window; i > 0; i--)
     sum += (double)s->window[(size_t)((k - i) & GNMR__RING) * n + u];
   return sum;
+}
+
+GNMR_DEF int gnmr_reconfigure(gnmr_ctl *ctl, const gnmr_config *cfg) {
+  gnmr_config c;
+  gnmr__soa s;
+  uint32_t n, u, i;
+  float cap;
+  int rc;
+  if (!ctl || !cfg) return GNMR_EINVAL;
+  if (!gnmr__usable(ctl)) return GNMR_ESTATE;
+  rc = gnmr_config_check(cfg, ctl->n_units, NULL);
+  if (rc != GNMR_OK) return rc;
+  c = *cfg;
+  n = ctl->n_units;
+  s = gnmr__carve(ctl->units, n);
+  cap = gnmr__window_value(c.ratio_threshold);
+  for (u = 0; u < n; u++) {
+    const uint64_t k = s.finite_steps[u];
+    int resum = c.delta_window != ctl->cfg.delta_window;
+    if (s.lock[u] > c.lock_steps) s.lock[u] = c.lock_steps;
+    if (s.cooldown[u] > c.cooldown_steps) s.cooldown[u] = c.cooldown_steps;
+    for (i = 0; i < GNMR_WINDOW_MAX; i++) {
+      float *r = &s.window[(size_t)i * n + u];
+      if (*r > cap) {
+        *r = cap;
+        resum = 1;
+      }
+    }
+    if (resum)
+      s.window_sum[u] = gnmr__window_sum(
+          &s, n, u, k, k < c.delta_window ? (uint32_t)k : c.delta_window);
+  }
+  ctl->cfg = c;
+  ctl->full_weight_from = gnmr__full_weight_from(c.history_decay);
+  gnmr__commit(ctl);
+  return GNMR_OK;
 }
 
 /* ---- admission order (rule 7) ----------------------------------------------
@@ -711,6 +911,7 @@ typedef struct gnmr__rules {
   uint64_t warmup, full_weight_from;
   uint32_t n, window, lock_steps, cooldown_steps;
   int policy;
+  int renew; /* 0 while more units recover than max_recovering allows */
 } gnmr__rules;
 
 static GNMR_HOSTDEV void gnmr__rules_of(const gnmr_ctl *ctl, gnmr__rules *r) {
@@ -728,6 +929,7 @@ static GNMR_HOSTDEV void gnmr__rules_of(const gnmr_ctl *ctl, gnmr__rules *r) {
   r->lock_steps = ctl->cfg.lock_steps;
   r->cooldown_steps = ctl->cfg.cooldown_steps;
   r->policy = ctl->cfg.spike_policy;
+  r->renew = ctl->recovering <= ctl->cfg.max_recovering;
 }
 
 /* What one unit's step adds to the controller's totals: bits returned by
@@ -820,7 +1022,7 @@ static GNMR_HOSTDEV unsigned gnmr__unit_step(const gnmr__rules *c,
     ev |= GNMR__EV_HELD;
     action = GNMR_ACTION_HOLD;
     if (--s->lock[u] == 0) {
-      if (risky) {
+      if (risky && c->renew) {
         s->lock[u] = c->lock_steps;
         s->renewals[u]++;
         ev |= GNMR__EV_RENEWED;
@@ -1134,7 +1336,7 @@ static GNMR_HOSTDEV int gnmr__step_check(const gnmr_ctl *ctl,
   uint32_t n, u = 0;
   int negative = 0;
   if (!ctl) return GNMR_EINVAL;
-  if (ctl->magic != GNMR__MAGIC) return GNMR_ESTATE;
+  if (!gnmr__usable(ctl)) return GNMR_ESTATE;
   n = ctl->n_units;
   if (n > 0 && !norms) return GNMR_EINVAL;
 #if GNMR__CTL_AVX512
@@ -1169,9 +1371,11 @@ static GNMR_HOSTDEV void gnmr__step_units(gnmr__step_ctx *c, int wide) {
    releases and renewals, and those best first in the list. */
 static GNMR_HOSTDEV uint32_t gnmr__step_select(gnmr__step_ctx *c,
                                                uint32_t max_recovering) {
-  uint32_t free_slots, k;
-  GNMR_ASSERT(c->locked <= max_recovering);
-  free_slots = max_recovering - c->locked;
+  /* None are free while gnmr_reconfigure left more units recovering than
+     max_recovering allows. */
+  const uint32_t free_slots =
+      c->locked < max_recovering ? max_recovering - c->locked : 0;
+  uint32_t k;
   k = c->candidates < free_slots ? c->candidates : free_slots;
   gnmr__best_first(&c->s, c->s.heap, c->candidates, k);
   return k;
@@ -1238,69 +1442,136 @@ GNMR_DEF GNMR_HOSTDEV int gnmr_step(gnmr_ctl *ctl, const float *norms,
   gnmr__step_admit(&c, k);
   gnmr__step_over_budget(&c, k);
   gnmr__step_totals(ctl, &c, k);
+  gnmr__commit(ctl);
   return GNMR_OK;
 }
 
 GNMR_DEF GNMR_HOSTDEV int gnmr_recovering(const gnmr_ctl *ctl, uint32_t u) {
   if (!ctl) return GNMR_EINVAL;
-  if (ctl->magic != GNMR__MAGIC) return GNMR_ESTATE;
+  if (!gnmr__current(ctl)) return GNMR_ESTATE;
   if (u >= ctl->n_units) return GNMR_EINVAL;
   return gnmr__carve(ctl->units, ctl->n_units).lock[u] > 0;
 }
 
+/* The controller's totals, listed once: counters, checkpoint. */
+#define GNMR__TOTALS(X)                                                        \
+  X(steps, uint64_t, ONE)                                                      \
+  GNMR__COUNTERS(X)                                                            \
+  X(recovering, uint32_t, ONE)                                                 \
+  X(peak_recovering, uint32_t, ONE)
+
 GNMR_DEF int gnmr_counters_get(const gnmr_ctl *ctl, uint32_t unit,
                                gnmr_counters *out) {
   gnmr__soa s;
+  gnmr_counters t;
   if (!ctl || !out) return GNMR_EINVAL;
-  if (ctl->magic != GNMR__MAGIC) return GNMR_ESTATE;
+  if (!gnmr__usable(ctl)) return GNMR_ESTATE;
+  if (unit != GNMR_ALL_UNITS && unit >= ctl->n_units) return GNMR_EINVAL;
   s = gnmr__carve(ctl->units, ctl->n_units);
-  out->steps = ctl->steps;
+  memset(&t, 0, sizeof t);
   if (unit == GNMR_ALL_UNITS) {
-    uint64_t finite = 0;
+#define GNMR__TOTAL(name, type, shape) t.name = ctl->name;
     uint32_t u;
-    for (u = 0; u < ctl->n_units; u++) finite += s.finite_steps[u];
-    out->finite_steps = finite;
-    out->risky = ctl->risky;
-    out->nonfinite = ctl->nonfinite;
-    out->admissions = ctl->admissions;
-    out->renewals = ctl->renewals;
-    out->recovery_steps = ctl->recovery_steps;
-    out->over_budget = ctl->over_budget;
-    out->recovering = ctl->recovering;
-    out->peak_recovering = ctl->peak_recovering;
+    GNMR__TOTALS(GNMR__TOTAL)
+#undef GNMR__TOTAL
+    for (u = 0; u < ctl->n_units; u++) t.finite_steps += s.finite_steps[u];
   } else {
-    if (unit >= ctl->n_units) return GNMR_EINVAL;
-    out->finite_steps = s.finite_steps[unit];
-    out->risky = s.risky[unit];
-    out->nonfinite = s.nonfinite[unit];
-    out->admissions = s.admissions[unit];
-    out->renewals = s.renewals[unit];
-    out->recovery_steps = s.recovery_steps[unit];
-    out->over_budget = s.over_budget[unit];
-    out->recovering = s.lock[unit] > 0;
-    out->peak_recovering = 0;
+#define GNMR__OF_UNIT(name, type, shape) t.name = s.name[unit];
+    GNMR__COUNTERS(GNMR__OF_UNIT)
+#undef GNMR__OF_UNIT
+    t.steps = ctl->steps;
+    t.finite_steps = s.finite_steps[unit];
+    t.recovering = s.lock[unit] > 0;
   }
+  *out = t;
+  return GNMR_OK;
+}
+
+GNMR_DEF int gnmr_unit_info(const gnmr_ctl *ctl, uint32_t u,
+                            gnmr_unit_state *out) {
+  gnmr_unit_state t;
+  gnmr__soa s;
+  uint64_t k;
+  uint32_t recent;
+  if (!ctl || !out) return GNMR_EINVAL;
+  if (!gnmr__usable(ctl)) return GNMR_ESTATE;
+  if (u >= ctl->n_units) return GNMR_EINVAL;
+  gnmr_counters_get(ctl, u, &t.counters);
+  s = gnmr__carve(ctl->units, ctl->n_units);
+  k = s.finite_steps[u];
+  recent = k < ctl->cfg.delta_window ? (uint32_t)k : ctl->cfg.delta_window;
+  t.mean = s.mean[u];
+  t.window_mean = recent ? s.window_sum[u] / (double)recent : 0.0;
+  t.lock_left = s.lock[u];
+  t.cooldown_left = s.cooldown[u];
+  *out = t;
+  return GNMR_OK;
+}
+
+GNMR_DEF const char *gnmr_action_name(int action) {
+  static const char *const names[] = {"KEEP", "RECOVER", "HOLD", "RELEASE"};
+  return action >= 0 && action < 4 ? names[action] : "?";
+}
+
+static const char *const gnmr__flag_names[] = {
+    "RATIO",    "DELTA",  "NONFINITE", "OVER_BUDGET",
+    "COOLDOWN", "WARMUP", "RENEWED"}; /* bit i: GNMR_FLAG_* = 1 << i */
+#define GNMR__N_FLAGS (sizeof gnmr__flag_names / sizeof gnmr__flag_names[0])
+
+GNMR_DEF const char *gnmr_flag_name(uint32_t flag) {
+  uint32_t i;
+  for (i = 0; i < GNMR__N_FLAGS; i++)
+    if (flag == 1u << i) return gnmr__flag_names[i];
+  return NULL;
+}
+
+GNMR_DEF int gnmr_flags_string(uint32_t flags, char *buf, size_t cap) {
+  char s[GNMR_FLAGS_STRING_MAX];
+  size_t len = 0, i;
+  if (!buf) return GNMR_EINVAL;
+  for (i = 0; i < GNMR__N_FLAGS; i++) {
+    const char *name = gnmr__flag_names[i];
+    if (!(flags & (1u << i))) continue;
+    if (len) s[len++] = '|';
+    while (*name) s[len++] = *name++;
+  }
+  flags &= ~((1u << GNMR__N_FLAGS) - 1u);
+  if (flags) {
+    int shift = 28;
+    if (len) s[len++] = '|';
+    s[len++] = '0';
+    s[len++] = 'x';
+    while (shift > 0 && !(flags >> shift)) shift -= 4;
+    for (; shift >= 0; shift -= 4)
+      s[len++] = "0123456789abcdef"[(flags >> shift) & 15u];
+  }
+  s[len] = '\0';
+  if (cap <= len) return GNMR_ESIZE;
+  memcpy(buf, s, len + 1);
   return GNMR_OK;
 }
 
 /* ---- checkpoint -----------------------------------------------------------
-   Little-endian, field by field (never a struct dump):
+   Little-endian, field by field (never a struct dump), each value as the
+   bits of its type:
      header  "GNMRCKPT", u32 version, u32 n_units, u32 GNMR_WINDOW_MAX, u32 0
-     config  f64 tau_r, tau_d, beta, eps; u32 W, warmup, maxO, L, cooldown,
-             policy
-     totals  u64 steps, risky, nonfinite, admissions, renewals,
-             recovery_steps, over_budget; u32 recovering, peak_recovering
-     units   f64 mean, window_sum; f32 window[GNMR_WINDOW_MAX]; u64 k, risky,
-             nonfinite, admissions, renewals, recovery_steps, over_budget;
-             u32 lock, cooldown
+     config  the fields of GNMR__CONFIG, in order (f64 tau_r, tau_d, beta,
+             eps; u32 W, warmup, maxO, L, cooldown, policy)
+     totals  GNMR__TOTALS (u64 steps, the counters; u32 recovering, peak)
+     units   GNMR__UNIT_STATE, unit by unit (f64 mean, window_sum; f32
+             window[GNMR_WINDOW_MAX]; u64 k, the counters; u32 lock,
+             cooldown)
      trailer u32 CRC-32 (IEEE) of everything before it: it catches every
-             single-bit flip and every burst up to 32 bits. */
+             single-bit flip and every burst up to 32 bits.
+   A change to a list changes the format: bump GNMR__CKPT_VERSION. */
 
 #define GNMR__CKPT_VERSION 1u
 #define GNMR__CKPT_HEADER 24u
-#define GNMR__CKPT_CONFIG 56u
-#define GNMR__CKPT_TOTALS 64u
-#define GNMR__CKPT_UNIT (16u + 4u * GNMR_WINDOW_MAX + 56u + 8u)
+#define GNMR__CFG_BYTES(name, valid) /* a term of a sum */                     \
+  +sizeof(((gnmr_config *)0)->name)  /* NOLINT(bugprone-macro-parentheses) */
+#define GNMR__CKPT_CONFIG (0 GNMR__CONFIG(GNMR__CFG_BYTES))
+#define GNMR__CKPT_TOTALS (0 GNMR__TOTALS(GNMR__BYTES))
+#define GNMR__CKPT_UNIT (0 GNMR__UNIT_STATE(GNMR__BYTES))
 
 static const char gnmr__ckpt_magic[8] = {'G', 'N', 'M', 'R',
                                          'C', 'K', 'P', 'T'};
@@ -1310,50 +1581,35 @@ static size_t gnmr__ckpt_size(uint32_t n_units) {
          (size_t)n_units * GNMR__CKPT_UNIT + 4u;
 }
 
+/* A value of 4 or 8 bytes, as its bits, little-endian. */
+static unsigned char *gnmr__put(unsigned char *p, const void *v, size_t n) {
+  uint64_t bits = 0;
+  uint32_t b32;
+  size_t i;
+  if (n == 4) {
+    memcpy(&b32, v, 4);
+    bits = b32;
+  } else {
+    memcpy(&bits, v, 8);
+  }
+  for (i = 0; i < n; i++) p[i] = (unsigned char)(bits >> (8 * i));
+  return p + n;
+}
+static void gnmr__get(const unsigned char **p, void *v, size_t n) {
+  uint64_t bits = 0;
+  uint32_t b32;
+  size_t i;
+  for (i = 0; i < n; i++) bits |= (uint64_t)(*p)[i] << (8 * i);
+  b32 = (uint32_t)bits;
+  memcpy(v, n == 4 ? (const void *)&b32 : (const void *)&bits, n);
+  *p += n;
+}
 static unsigned char *gnmr__put_u32(unsigned char *p, uint32_t v) {
-  int i;
-  for (i = 0; i < 4; i++) p[i] = (unsigned char)(v >> (8 * i));
-  return p + 4;
-}
-static unsigned char *gnmr__put_u64(unsigned char *p, uint64_t v) {
-  int i;
-  for (i = 0; i < 8; i++) p[i] = (unsigned char)(v >> (8 * i));
-  return p + 8;
-}
-static unsigned char *gnmr__put_f64(unsigned char *p, double v) {
-  uint64_t bits;
-  memcpy(&bits, &v, 8);
-  return gnmr__put_u64(p, bits);
-}
-static unsigned char *gnmr__put_f32(unsigned char *p, float v) {
-  uint32_t bits;
-  memcpy(&bits, &v, 4);
-  return gnmr__put_u32(p, bits);
+  return gnmr__put(p, &v, 4);
 }
 static uint32_t gnmr__get_u32(const unsigned char **p) {
-  uint32_t v = 0;
-  int i;
-  for (i = 0; i < 4; i++) v |= (uint32_t)(*p)[i] << (8 * i);
-  *p += 4;
-  return v;
-}
-static uint64_t gnmr__get_u64(const unsigned char **p) {
-  uint64_t v = 0;
-  int i;
-  for (i = 0; i < 8; i++) v |= (uint64_t)(*p)[i] << (8 * i);
-  *p += 8;
-  return v;
-}
-static double gnmr__get_f64(const unsigned char **p) {
-  uint64_t bits = gnmr__get_u64(p);
-  double v;
-  memcpy(&v, &bits, 8);
-  return v;
-}
-static float gnmr__get_f32(const unsigned char **p) {
-  uint32_t bits = gnmr__get_u32(p);
-  float v;
-  memcpy(&v, &bits, 4);
+  uint32_t v;
+  gnmr__get(p, &v, 4);
   return v;
 }
 
@@ -1370,92 +1626,11 @@ static uint32_t gnmr__crc32(const unsigned char *p, size_t n) {
   return crc ^ 0xFFFFFFFFu;
 }
 
-GNMR_DEF size_t gnmr_checkpoint_size(const gnmr_ctl *ctl) {
-  if (!ctl || ctl->magic != GNMR__MAGIC) return 0;
-  return gnmr__ckpt_size(ctl->n_units);
-}
-
-GNMR_DEF int gnmr_checkpoint_save(const gnmr_ctl *ctl, void *buf, size_t cap,
-                                  size_t *written) {
-  const gnmr_config *c;
-  gnmr__soa units;
-  unsigned char *p;
-  size_t size;
-  uint32_t u, i;
-  if (!ctl || !written) return GNMR_EINVAL;
-  if (ctl->magic != GNMR__MAGIC) return GNMR_ESTATE;
-  size = gnmr__ckpt_size(ctl->n_units);
-  *written = size;
-  if (!buf) return GNMR_OK;
-  if (cap < size) return GNMR_ESIZE;
-  c = &ctl->cfg;
-  p = (unsigned char *)buf;
-  memcpy(p, gnmr__ckpt_magic, 8);
-  p = gnmr__put_u32(p + 8, GNMR__CKPT_VERSION);
-  p = gnmr__put_u32(p, ctl->n_units);
-  p = gnmr__put_u32(p, GNMR_WINDOW_MAX);
-  p = gnmr__put_u32(p, 0);
-  p = gnmr__put_f64(p, c->ratio_threshold);
-  p = gnmr__put_f64(p, c->delta_threshold);
-  p = gnmr__put_f64(p, c->history_decay);
-  p = gnmr__put_f64(p, c->eps);
-  p = gnmr__put_u32(p, c->delta_window);
-  p = gnmr__put_u32(p, c->warmup_steps);
-  p = gnmr__put_u32(p, c->max_recovering);
-  p = gnmr__put_u32(p, c->lock_steps);
-  p = gnmr__put_u32(p, c->cooldown_steps);
-  p = gnmr__put_u32(p, (uint32_t)c->spike_policy);
-  p = gnmr__put_u64(p, ctl->steps);
-  p = gnmr__put_u64(p, ctl->risky);
-  p = gnmr__put_u64(p, ctl->nonfinite);
-  p = gnmr__put_u64(p, ctl->admissions);
-  p = gnmr__put_u64(p, ctl->renewals);
-  p = gnmr__put_u64(p, ctl->recovery_steps);
-  p = gnmr__put_u64(p, ctl->over_budget);
-  p = gnmr__put_u32(p, ctl->recovering);
-  p = gnmr__put_u32(p, ctl->peak_recovering);
-  units = gnmr__carve(ctl->units, ctl->n_units);
-  for (u = 0; u < ctl->n_units; u++) {
-    gnmr__unit_state st;
-    gnmr__unit_get(&units, ctl->n_units, u, &st);
-    p = gnmr__put_f64(p, st.mean);
-    p = gnmr__put_f64(p, st.window_sum);
-    for (i = 0; i < GNMR_WINDOW_MAX; i++) p = gnmr__put_f32(p, st.window[i]);
-    p = gnmr__put_u64(p, st.finite_steps);
-    p = gnmr__put_u64(p, st.risky);
-    p = gnmr__put_u64(p, st.nonfinite);
-    p = gnmr__put_u64(p, st.admissions);
-    p = gnmr__put_u64(p, st.renewals);
-    p = gnmr__put_u64(p, st.recovery_steps);
-    p = gnmr__put_u64(p, st.over_budget);
-    p = gnmr__put_u32(p, st.lock);
-    p = gnmr__put_u32(p, st.cooldown);
-  }
-  p = gnmr__put_u32(p, gnmr__crc32((const unsigned char *)buf,
-                                   (size_t)(p - (unsigned char *)buf)));
-  GNMR_ASSERT((size_t)(p - (unsigned char *)buf) == size);
-  return GNMR_OK;
-}
-
-/* Reads one unit; 0 if its state could not have come from gnmr_step. */
-static int gnmr__ckpt_unit(const unsigned char **p, const gnmr_config *c,
-                           gnmr__unit_state *s) {
+/* 1 if a unit's state could have come from gnmr_step under config c. */
+static int gnmr__unit_valid(const gnmr__unit_state *s, const gnmr_config *c) {
   const float cap = gnmr__window_value(c->ratio_threshold);
   uint32_t i, filled, recent;
   double sum = 0.0;
-  memset(s, 0, sizeof *s);
-  s->mean = gnmr__get_f64(p);
-  s->window_sum = gnmr__get_f64(p);
-  for (i = 0; i < GNMR_WINDOW_MAX; i++) s->window[i] = gnmr__get_f32(p);
-  s->finite_steps = gnmr__get_u64(p);
-  s->risky = gnmr__get_u64(p);
-  s->nonfinite = gnmr__get_u64(p);
-  s->admissions = gnmr__get_u64(p);
-  s->renewals = gnmr__get_u64(p);
-  s->recovery_steps = gnmr__get_u64(p);
-  s->over_budget = gnmr__get_u64(p);
-  s->lock = gnmr__get_u32(p);
-  s->cooldown = gnmr__get_u32(p);
   filled = s->finite_steps < GNMR_WINDOW_MAX ? (uint32_t)s->finite_steps
                                              : GNMR_WINDOW_MAX;
   /* 2^62 observations are out of reach of any run; beyond, k + 1 and the
@@ -1478,14 +1653,76 @@ static int gnmr__ckpt_unit(const unsigned char **p, const gnmr_config *c,
   return fabs(s->window_sum - sum) <= 1e-12 * (double)recent * (double)cap;
 }
 
-static int gnmr__ckpt_read(gnmr_ctl *ctl, const unsigned char *buf, size_t len,
-                           int apply) {
-  const unsigned char *p = buf;
-  gnmr_config c;
-  uint64_t totals[7];
+/* Totals a checkpoint can carry: recovering = the units locked. */
+static int gnmr__totals_valid(const gnmr_ctl *t, uint32_t locked) {
+  return t->recovering == locked && t->recovering <= t->peak_recovering &&
+         t->peak_recovering <= t->n_units;
+}
+
+GNMR_DEF size_t gnmr_checkpoint_size(const gnmr_ctl *ctl) {
+  if (!ctl || !gnmr__usable(ctl)) return 0;
+  return gnmr__ckpt_size(ctl->n_units);
+}
+
+GNMR_DEF int gnmr_checkpoint_save(const gnmr_ctl *ctl, void *buf, size_t cap,
+                                  size_t *written) {
+  const gnmr_config *c;
   gnmr__soa units;
-  uint32_t n, recovering, peak, u, locked = 0;
-  int i;
+  unsigned char *p;
+  size_t size;
+  uint32_t u, i, locked = 0;
+  if (!ctl || !written) return GNMR_EINVAL;
+  if (!gnmr__usable(ctl)) return GNMR_ESTATE;
+  c = &ctl->cfg;
+  units = gnmr__carve(ctl->units, ctl->n_units);
+  /* Never a checkpoint gnmr_checkpoint_load would refuse. */
+  for (u = 0; u < ctl->n_units; u++) {
+    gnmr__unit_state st;
+    gnmr__unit_get(&units, ctl->n_units, u, &st);
+    if (!gnmr__unit_valid(&st, c)) return GNMR_ESTATE;
+    locked += st.lock > 0;
+  }
+  if (!gnmr__totals_valid(ctl, locked)) return GNMR_ESTATE;
+  size = gnmr__ckpt_size(ctl->n_units);
+  *written = size;
+  if (!buf) return GNMR_OK;
+  if (cap < size) return GNMR_ESIZE;
+  p = (unsigned char *)buf;
+  memcpy(p, gnmr__ckpt_magic, 8);
+  p = gnmr__put_u32(p + 8, GNMR__CKPT_VERSION);
+  p = gnmr__put_u32(p, ctl->n_units);
+  p = gnmr__put_u32(p, GNMR_WINDOW_MAX);
+  p = gnmr__put_u32(p, 0);
+#define GNMR__PUT_CFG(name, valid) p = gnmr__put(p, &c->name, sizeof c->name);
+  GNMR__CONFIG(GNMR__PUT_CFG)
+#undef GNMR__PUT_CFG
+#define GNMR__PUT_TOTAL(name, type, shape)                                     \
+  p = gnmr__put(p, &ctl->name, sizeof(type));
+  GNMR__TOTALS(GNMR__PUT_TOTAL)
+#undef GNMR__PUT_TOTAL
+  for (u = 0; u < ctl->n_units; u++) {
+    gnmr__unit_state st;
+    gnmr__unit_get(&units, ctl->n_units, u, &st);
+#define GNMR__PUT_UNIT(name, type, shape)                                      \
+  GNMR__EACH(shape)                                                            \
+  p = gnmr__put(p, &GNMR__AT_##shape(st.name, i), sizeof(type));
+    GNMR__UNIT_STATE(GNMR__PUT_UNIT)
+#undef GNMR__PUT_UNIT
+  }
+  p = gnmr__put_u32(p, gnmr__crc32((const unsigned char *)buf,
+                                   (size_t)(p - (unsigned char *)buf)));
+  GNMR_ASSERT((size_t)(p - (unsigned char *)buf) == size);
+  return GNMR_OK;
+}
+
+/* Validates a checkpoint into t (config, totals), then, if apply, writes
+   its units into ctl's slots. */
+static int gnmr__ckpt_read(const gnmr_ctl *ctl, gnmr_ctl *t,
+                           const unsigned char *buf, size_t len, int apply) {
+  const unsigned char *p = buf;
+  gnmr_config *c = &t->cfg;
+  gnmr__soa units;
+  uint32_t n, u, i, locked = 0;
   if (len < GNMR__CKPT_HEADER) return GNMR_ESIZE;
   if (memcmp(p, gnmr__ckpt_magic, 8) != 0) return GNMR_ECORRUPT;
   p += 8;
@@ -1500,57 +1737,47 @@ static int gnmr__ckpt_read(gnmr_ctl *ctl, const unsigned char *buf, size_t len,
   if (gnmr__get_u32(&p) != GNMR_WINDOW_MAX || gnmr__get_u32(&p) != 0)
     return GNMR_ECORRUPT;
   if (n != ctl->n_units) return GNMR_EMISMATCH;
-  c.ratio_threshold = gnmr__get_f64(&p);
-  c.delta_threshold = gnmr__get_f64(&p);
-  c.history_decay = gnmr__get_f64(&p);
-  c.eps = gnmr__get_f64(&p);
-  c.delta_window = gnmr__get_u32(&p);
-  c.warmup_steps = gnmr__get_u32(&p);
-  c.max_recovering = gnmr__get_u32(&p);
-  c.lock_steps = gnmr__get_u32(&p);
-  c.cooldown_steps = gnmr__get_u32(&p);
-  c.spike_policy = (int)gnmr__get_u32(&p);
-  if (gnmr_config_validate(&c) != GNMR_OK || c.max_recovering > n)
-    return GNMR_ECORRUPT;
-  for (i = 0; i < 7; i++) totals[i] = gnmr__get_u64(&p);
-  recovering = gnmr__get_u32(&p);
-  peak = gnmr__get_u32(&p);
-  if (recovering > c.max_recovering || peak > c.max_recovering ||
-      recovering > peak)
-    return GNMR_ECORRUPT;
+  memset(t, 0, sizeof *t);
+  t->n_units = n;
+#define GNMR__GET_CFG(name, valid) gnmr__get(&p, &c->name, sizeof c->name);
+  GNMR__CONFIG(GNMR__GET_CFG)
+#undef GNMR__GET_CFG
+  if (gnmr_config_check(c, n, NULL) != GNMR_OK) return GNMR_ECORRUPT;
+#define GNMR__GET_TOTAL(name, type, shape)                                     \
+  gnmr__get(&p, &t->name, sizeof(type));
+  GNMR__TOTALS(GNMR__GET_TOTAL)
+#undef GNMR__GET_TOTAL
   units = gnmr__carve(ctl->units, n);
   for (u = 0; u < n; u++) {
-    gnmr__unit_state s;
-    if (!gnmr__ckpt_unit(&p, &c, &s)) return GNMR_ECORRUPT;
-    locked += s.lock > 0;
-    if (apply) gnmr__unit_set(&units, n, u, &s);
+    gnmr__unit_state st;
+    memset(&st, 0, sizeof st);
+#define GNMR__GET_UNIT(name, type, shape)                                      \
+  GNMR__EACH(shape) gnmr__get(&p, &GNMR__AT_##shape(st.name, i), sizeof(type));
+    GNMR__UNIT_STATE(GNMR__GET_UNIT)
+#undef GNMR__GET_UNIT
+    if (!gnmr__unit_valid(&st, c)) return GNMR_ECORRUPT;
+    locked += st.lock > 0;
+    if (apply) gnmr__unit_set(&units, n, u, &st);
   }
-  if (locked != recovering) return GNMR_ECORRUPT;
-  if (apply) {
-    ctl->cfg = c;
-    ctl->full_weight_from = gnmr__full_weight_from(c.history_decay);
-    ctl->steps = totals[0];
-    ctl->risky = totals[1];
-    ctl->nonfinite = totals[2];
-    ctl->admissions = totals[3];
-    ctl->renewals = totals[4];
-    ctl->recovery_steps = totals[5];
-    ctl->over_budget = totals[6];
-    ctl->recovering = recovering;
-    ctl->peak_recovering = peak;
-  }
-  return GNMR_OK;
+  return gnmr__totals_valid(t, locked) ? GNMR_OK : GNMR_ECORRUPT;
 }
 
 GNMR_DEF int gnmr_checkpoint_load(gnmr_ctl *ctl, const void *buf, size_t len) {
+  gnmr_ctl t;
   int rc;
   if (!ctl || !buf) return GNMR_EINVAL;
-  if (ctl->magic != GNMR__MAGIC) return GNMR_ESTATE;
+  if (!gnmr__usable(ctl)) return GNMR_ESTATE;
   /* Validate everything first: a refused load changes nothing. */
-  rc = gnmr__ckpt_read(ctl, (const unsigned char *)buf, len, 0);
-  if (rc == GNMR_OK)
-    rc = gnmr__ckpt_read(ctl, (const unsigned char *)buf, len, 1);
-  return rc;
+  rc = gnmr__ckpt_read(ctl, &t, (const unsigned char *)buf, len, 0);
+  if (rc != GNMR_OK) return rc;
+  gnmr__ckpt_read(ctl, &t, (const unsigned char *)buf, len, 1);
+  ctl->cfg = t.cfg;
+  ctl->full_weight_from = gnmr__full_weight_from(t.cfg.history_decay);
+#define GNMR__SET_TOTAL(name, type, shape) ctl->name = t.name;
+  GNMR__TOTALS(GNMR__SET_TOTAL)
+#undef GNMR__SET_TOTAL
+  gnmr__commit(ctl);
+  return GNMR_OK;
 }
 
 /* ---- norm helpers ---------------------------------------------------------

@@ -256,13 +256,6 @@ static void pack_decisions(const gnmr_decision *d, unsigned char *out) {
   }
 }
 
-static const char *action_name(int a) {
-  return a == GNMR_ACTION_KEEP      ? "KEEP"
-         : a == GNMR_ACTION_RECOVER ? "RECOVER"
-         : a == GNMR_ACTION_HOLD    ? "HOLD"
-                                    : "RELEASE";
-}
-
 static const event *event_at(int step, uint32_t unit) {
   size_t k;
   for (k = 0; k < N_EVENTS; k++)
@@ -369,10 +362,12 @@ static void check_events(job *j, int step, const gnmr_decision *d) {
     const uint32_t risky =
         GNMR_FLAG_RATIO | GNMR_FLAG_DELTA | GNMR_FLAG_NONFINITE;
     int in_mine, *in_rank, r, holders = 0, ok;
+    char flags[GNMR_FLAGS_STRING_MAX];
+    gnmr_flags_string(x->flags, flags, sizeof flags);
     if (!e) {
       if (x->action == GNMR_ACTION_RECOVER || (x->flags & risky))
-        fail(j, "step %d unit %u: %s, flags 0x%x with no anomaly injected",
-             step, u, action_name(x->action), (unsigned)x->flags);
+        fail(j, "step %d unit %u: %s, flags %s with no anomaly injected", step,
+             u, gnmr_action_name(x->action), flags);
       continue;
     }
     /* Which ranks saw the anomaly in their own shard? */
@@ -398,15 +393,16 @@ static void check_events(job *j, int step, const gnmr_decision *d) {
     if (!ok)
       fail(j,
            "step %d unit %u: %s in rank %d's shard not acted on here: %s, "
-           "flags 0x%x, scale %g",
+           "flags %s, scale %g",
            step, u, e->kind == EV_NAN ? "NaN" : "spike", event_rank(j, e),
-           action_name(x->action), (unsigned)x->flags, x->scale);
+           gnmr_action_name(x->action), flags, x->scale);
     MPI_Allreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_LAND, MPI_COMM_WORLD);
     if (j->rank == 0)
       printf("step %2d unit %u: %-5s in rank %d's shard only -> rank 0: %s, "
-             "gnmr %g, scale %.4g; acted on by every rank: %s\n",
+             "ratio %g, scale %.4g; acted on by every rank: %s\n",
              step, u, e->kind == EV_NAN ? "NaN" : "spike", event_rank(j, e),
-             action_name(x->action), x->ratio, x->scale, ok ? "yes" : "NO");
+             gnmr_action_name(x->action), x->ratio, x->scale,
+             ok ? "yes" : "NO");
   }
 }
 

@@ -707,13 +707,6 @@ static double ts_evaluate(ts_model *m, const ts_data *d, double *acc) {
   return loss / (start ? start : 1);
 }
 
-static const char *ts_action_name(int a) {
-  return a == GNMR_ACTION_RECOVER   ? "RECOVER"
-         : a == GNMR_ACTION_HOLD    ? "HOLD"
-         : a == GNMR_ACTION_RELEASE ? "RELEASE"
-                                    : "KEEP";
-}
-
 /* Trains one arm for o->steps steps and evaluates it on the test set in
    f32. Same seed: same initial weights, same data order, same faults. */
 static ts_result ts_train(const ts_opts *o, int arm, int seed,
@@ -740,8 +733,11 @@ static ts_result ts_train(const ts_opts *o, int arm, int seed,
   opt.eps = 1e-8;
   opt.wd = 1e-4;
   if (arm == TS_ARM_GNMR) {
+    const char *field = NULL;
     int rc = gnmr_init(&ctl, &o->gnmr, units, TS_LAYERS);
-    if (rc != GNMR_OK) TS_DIE("gnmr_init: %s", gnmr_strerror(rc));
+    gnmr_config_check(&o->gnmr, TS_LAYERS, &field);
+    if (rc != GNMR_OK)
+      TS_DIE("gnmr_init: %s (%s)", gnmr_strerror(rc), field ? field : "-");
   }
   for (l = 0; l < TS_LAYERS; l++) adagc_ema[l] = 0.0;
   perm = TS_CALLOC((size_t)train->n, int);
@@ -867,7 +863,7 @@ static ts_result ts_train(const ts_opts *o, int arm, int seed,
       for (l = 0; l < TS_LAYERS; l++)
         fprintf(trace->f, "%d,%d,%.6g,%.6g,%.6g,%s\n", step, l,
                 (double)norms[l], d[l].ratio, d[l].delta,
-                ts_action_name(d[l].action));
+                gnmr_action_name(d[l].action));
 
     /* Cosine decay to a tenth of the learning rate. */
     lr =

@@ -107,7 +107,7 @@ static inline GNMR_HOSTDEV unsigned
 gnmr_cuda__unit(const gnmr_ctl *ctl, const gnmr__rules *r, const float *norms,
                 gnmr_decision *out, const gnmr_cuda_work *w, uint32_t u) {
   gnmr__soa s;
-  if (u >= r->n || w->negative || ctl->magic != GNMR__MAGIC) return 0;
+  if (u >= r->n || w->negative || !gnmr__usable(ctl)) return 0;
   s = gnmr__carve(ctl->units, r->n);
   return gnmr__unit_step(r, &s, norms, out, u);
 }
@@ -117,9 +117,9 @@ static inline GNMR_HOSTDEV void
 gnmr_cuda__admit_begin(gnmr_cuda_select *sel, const gnmr_ctl *ctl,
                        const gnmr_cuda_work *w) {
   uint32_t max_o = ctl->cfg.max_recovering, free_slots;
-  sel->status = ctl->magic != GNMR__MAGIC ? GNMR_ESTATE
-                : w->negative             ? GNMR_ENORM
-                                          : GNMR_OK;
+  sel->status = !gnmr__usable(ctl) ? GNMR_ESTATE
+                : w->negative      ? GNMR_ENORM
+                                   : GNMR_OK;
   free_slots = w->locked < max_o ? max_o - w->locked : 0;
   sel->candidates = w->candidates;
   sel->k = w->candidates < free_slots ? w->candidates : free_slots;
@@ -249,6 +249,7 @@ gnmr_cuda__admit_end(const gnmr_cuda_select *sel, gnmr_ctl *ctl,
     ctl->recovering = recovering;
     if (recovering > ctl->peak_recovering) ctl->peak_recovering = recovering;
     ctl->steps++;
+    gnmr__commit(ctl);
   } else if (w->first_error == GNMR_OK) {
     w->first_error = sel->status;
   }

@@ -123,7 +123,7 @@ int main(void) {
   gnmr_config cfg = gnmr_config_default();
   gnmr_ctl host;
   gnmr_cuda_ctl gc;
-  gnmr_counters tot;
+  gnmr_counters tot = gnmr_counters(); /* read after a refusal too */
   model m;
   cudaStream_t stream;
   cudaGraph_t graph;
