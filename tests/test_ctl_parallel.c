@@ -55,7 +55,7 @@ static int emulated_step(gnmr_ctl *ctl, gnmr_cuda_work *w, const float *x,
   gnmr__rules r;
   uint32_t u, *heap;
   /* check */
-  for (u = 0; u < blocks * B; u++) gnmr_cuda__check(x, n, u, w);
+  for (u = 0; u < blocks * B; u++) gnmr_cuda__check(ctl, x, n, u, w);
   /* units: thread 0 of each block reads the rules; per-block sums */
   gnmr__rules_of(ctl, &r);
   heap = gnmr__carve(ctl->units, n).heap;
@@ -90,9 +90,11 @@ static int same_state(const gnmr_ctl *a, const gnmr_ctl *b) {
     return 0;
   for (u = 0; u < b->n_units; u++)
     if (s.score[u] != 0.0) return 0; /* every mark cleared */
+  /* one commit per step that passed: the same generation and seal */
   return na == nb && memcmp(ckpt_a, ckpt_b, na) == 0 &&
          a->recovering == b->recovering &&
-         a->peak_recovering == b->peak_recovering;
+         a->peak_recovering == b->peak_recovering && a->gen == b->gen &&
+         a->seal == b->seal;
 }
 
 /* Norms for one step of a given kind. */
@@ -329,10 +331,30 @@ TEST(refused_steps_change_nothing) {
   REQUIRE(gnmr_checkpoint_save(&b, ckpt_b, sizeof ckpt_b, &nb) == GNMR_OK);
   EXPECT(na == nb && memcmp(ckpt_a, ckpt_b, na) == 0);
   EXPECT(memcmp(out_a, out_b, sizeof out_a[0] * 300) == 0);
-  b.magic = 0; /* not a controller */
   norms[17] = 1.0f;
-  EXPECT_EQ_INT(emulated_step(&b, &w, norms, out_b), GNMR_ESTATE);
-  EXPECT(memcmp(out_a, out_b, sizeof out_a[0] * 300) == 0);
+  {
+    /* edited by hand (the seal no longer matches), a stale struct copy
+       (its twin stepped on), not a controller: refused as gnmr_step
+       refuses them, and nothing changes */
+    static gnmr_slot before[300];
+    gnmr_ctl edited = b, stale = b, twin;
+    memcpy(before, slots_b, sizeof before);
+    edited.cfg.lock_steps++;
+    EXPECT_EQ_INT(gnmr_step(&edited, norms, NULL), GNMR_ESTATE);
+    EXPECT_EQ_INT(emulated_step(&edited, &w, norms, out_b), GNMR_ESTATE);
+    EXPECT(memcmp(before, slots_b, sizeof before) == 0);
+    EXPECT(memcmp(out_a, out_b, sizeof out_a[0] * 300) == 0);
+    twin = b;
+    REQUIRE(emulated_step(&twin, &w, norms, NULL) == GNMR_OK);
+    memcpy(before, slots_b, sizeof before);
+    EXPECT_EQ_INT(gnmr_step(&stale, norms, NULL), GNMR_ESTATE);
+    EXPECT_EQ_INT(emulated_step(&stale, &w, norms, out_b), GNMR_ESTATE);
+    EXPECT(memcmp(before, slots_b, sizeof before) == 0);
+    b.magic = 0; /* not a controller */
+    EXPECT_EQ_INT(emulated_step(&b, &w, norms, out_b), GNMR_ESTATE);
+    EXPECT(memcmp(before, slots_b, sizeof before) == 0);
+    EXPECT(memcmp(out_a, out_b, sizeof out_a[0] * 300) == 0);
+  }
 }
 
 int main(int argc, char **argv) {

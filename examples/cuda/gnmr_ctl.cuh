@@ -70,7 +70,7 @@ typedef struct gnmr_cuda_work {
   uint32_t negative;   /* set by the check kernel */
   int32_t status;      /* the last step: GNMR_OK or a GNMR_E* code */
   int32_t first_error; /* the first refused step's code since creation */
-  uint32_t pad_;
+  uint32_t unusable;   /* set by the check: not a usable controller */
 } gnmr_cuda_work;
 
 /* The admit kernel's shared state: the radix select of the k best keys.
@@ -90,11 +90,13 @@ typedef struct gnmr_cuda_select {
 
 /* ---- the arithmetic of every kernel, host and device ------------------- */
 
-/* check, thread u. */
-static inline GNMR_HOSTDEV void gnmr_cuda__check(const float *norms, uint32_t n,
+/* check, thread u (thread 0 also checks the controller itself). */
+static inline GNMR_HOSTDEV void gnmr_cuda__check(const gnmr_ctl *ctl,
+                                                 const float *norms, uint32_t n,
                                                  uint32_t u,
                                                  gnmr_cuda_work *w) {
   uint32_t bits;
+  if (u == 0 && !gnmr__usable(ctl)) w->unusable = 1;
   if (u >= n) return;
   memcpy(&bits, &norms[u], 4);
   /* finite and below -0, as gnmr_step's check */
@@ -107,7 +109,7 @@ static inline GNMR_HOSTDEV unsigned
 gnmr_cuda__unit(const gnmr_ctl *ctl, const gnmr__rules *r, const float *norms,
                 gnmr_decision *out, const gnmr_cuda_work *w, uint32_t u) {
   gnmr__soa s;
-  if (u >= r->n || w->negative || !gnmr__usable(ctl)) return 0;
+  if (u >= r->n || w->negative || w->unusable) return 0;
   s = gnmr__carve(ctl->units, r->n);
   return gnmr__unit_step(r, &s, norms, out, u);
 }
@@ -255,7 +257,7 @@ gnmr_cuda__admit_end(const gnmr_cuda_select *sel, gnmr_ctl *ctl,
   }
   w->status = sel->status;
   w->risky = w->nonfinite = w->held = w->renewed = 0;
-  w->locked = w->candidates = w->negative = 0;
+  w->locked = w->candidates = w->negative = w->unusable = 0;
 }
 
 /* ---- CUDA -------------------------------------------------------------- */
@@ -290,8 +292,9 @@ static __device__ __forceinline__ int gnmr_cuda_recovering(const gnmr_ctl *ctl,
 
 template <int Unused = 0>
 __global__ void __launch_bounds__(GNMR_CUDA_UNIT_THREADS)
-    gnmr_cuda__check_kernel(const float *norms, uint32_t n, gnmr_cuda_work *w) {
-  gnmr_cuda__check(norms, n, blockIdx.x * blockDim.x + threadIdx.x, w);
+    gnmr_cuda__check_kernel(const gnmr_ctl *ctl, const float *norms, uint32_t n,
+                            gnmr_cuda_work *w) {
+  gnmr_cuda__check(ctl, norms, n, blockIdx.x * blockDim.x + threadIdx.x, w);
 }
 
 template <int Unused = 0>
@@ -375,7 +378,7 @@ __global__ void __launch_bounds__(GNMR_CUDA_ADMIT_THREADS)
   const uint32_t t = threadIdx.x, T = blockDim.x;
   uint32_t at;
   if (t == 0) gnmr__rules_of(ctl, &r);
-  for (at = 0; at < n; at += T) gnmr_cuda__check(norms, n, at + t, w);
+  for (at = 0; at < n; at += T) gnmr_cuda__check(ctl, norms, n, at + t, w);
   __syncthreads();
   for (at = 0; at < n; at += T) { /* the same trip count in every thread */
     const unsigned ev = gnmr_cuda__unit(ctl, &r, norms, out, w, at + t);
@@ -426,7 +429,7 @@ static inline cudaError_t gnmr_cuda_ctl_create(gnmr_cuda_ctl *d,
                                                const gnmr_ctl *host) {
   gnmr_ctl image;
   cudaError_t e;
-  if (!d || !host || host->magic != GNMR__MAGIC) return cudaErrorInvalidValue;
+  if (!d || !host || !gnmr__usable(host)) return cudaErrorInvalidValue;
   memset(d, 0, sizeof *d);
   d->n_units = host->n_units;
   e = cudaMalloc((void **)&d->ctl, sizeof *d->ctl);
@@ -458,7 +461,7 @@ static inline cudaError_t gnmr_cuda_ctl_upload(gnmr_cuda_ctl *d,
                                                const gnmr_ctl *host) {
   gnmr_ctl image;
   cudaError_t e;
-  if (!d || !d->ctl || !host || host->magic != GNMR__MAGIC ||
+  if (!d || !d->ctl || !host || !gnmr__usable(host) ||
       host->n_units != d->n_units)
     return cudaErrorInvalidValue;
   e = cudaMemset(d->work, 0, sizeof *d->work);
@@ -477,7 +480,7 @@ static inline cudaError_t gnmr_cuda_ctl_download(const gnmr_cuda_ctl *d,
                                                  gnmr_ctl *host) {
   gnmr_ctl image;
   cudaError_t e;
-  if (!d || !d->ctl || !host || host->magic != GNMR__MAGIC ||
+  if (!d || !d->ctl || !host || !gnmr__usable(host) ||
       host->n_units != d->n_units)
     return cudaErrorInvalidValue;
   e = cudaMemcpy(&image, d->ctl, sizeof image, cudaMemcpyDeviceToHost);
@@ -485,17 +488,10 @@ static inline cudaError_t gnmr_cuda_ctl_download(const gnmr_cuda_ctl *d,
     e = cudaMemcpy(host->units, d->slots, sizeof *d->slots * d->n_units,
                    cudaMemcpyDeviceToHost);
   if (e != cudaSuccess) return e;
-  host->cfg = image.cfg;
-  host->full_weight_from = image.full_weight_from;
-  host->recovering = image.recovering;
-  host->peak_recovering = image.peak_recovering;
-  host->steps = image.steps;
-  host->risky = image.risky;
-  host->nonfinite = image.nonfinite;
-  host->admissions = image.admissions;
-  host->renewals = image.renewals;
-  host->recovery_steps = image.recovery_steps;
-  host->over_budget = image.over_budget;
+  /* every field (gen and seal included: the slots' header came with the
+     slots), the host's own slots pointer kept */
+  image.units = host->units;
+  *host = image;
   return cudaSuccess;
 }
 
@@ -527,7 +523,7 @@ static inline cudaError_t gnmr_cuda_step(const gnmr_cuda_ctl *d,
   }
   if (blocks > 0) {
     gnmr_cuda__check_kernel<<<blocks, GNMR_CUDA_UNIT_THREADS, 0, stream>>>(
-        norms, d->n_units, d->work);
+        d->ctl, norms, d->n_units, d->work);
     gnmr_cuda__units_kernel<<<blocks, GNMR_CUDA_UNIT_THREADS, 0, stream>>>(
         d->ctl, norms, out, d->work);
   }
