@@ -135,6 +135,11 @@ static void make_norms(uint32_t n, int kind, uint32_t step) {
   }
 }
 
+/* If set, both controllers take reconf_cfg by gnmr_reconfigure before step
+   reconf_step. */
+static uint32_t reconf_step;
+static gnmr_config reconf_cfg;
+
 /* Runs `steps` steps of both controllers on the same norms. */
 static int run_pair(const gnmr_config *cfg, uint32_t n, uint32_t steps,
                     uint32_t calm, int kinds) {
@@ -149,6 +154,11 @@ static int run_pair(const gnmr_config *cfg, uint32_t n, uint32_t steps,
     const int kind = (int)(check_rand() % (uint64_t)kinds);
     const int with_out = (int)(check_rand() % 4) != 0;
     int ra, rb;
+    if (reconf_step > 0 && step == reconf_step) {
+      ra = gnmr_reconfigure(&a, &reconf_cfg);
+      rb = gnmr_reconfigure(&b, &reconf_cfg);
+      if (ra != GNMR_OK || rb != GNMR_OK) return 0;
+    }
     make_norms(n, step < calm ? 0 : kind, step); /* calm first */
     /* the same bytes in both outputs, so an unwritten field compares too */
     memset(out_a, (int)(step & 0xFF), sizeof out_a[0] * n);
@@ -238,6 +248,27 @@ TEST(renewals_and_cooldowns) {
     cfg.max_recovering = 1 + (uint32_t)(trial % 16);
     REQUIRE(run_pair(&cfg, 64, 120, 20, 7));
   }
+}
+
+TEST(reconfigured_mid_run) {
+  /* fewer slots than units in recovery (no renewals, no admissions until
+     they drain), more slots, other thresholds, windows and locks */
+  int trial;
+  for (trial = 0; trial < 40; trial++) {
+    const uint32_t n = 1 + (uint32_t)(check_rand() % 200);
+    gnmr_config cfg = random_config(n);
+    cfg.max_recovering = n;
+    cfg.warmup_steps = 0;
+    reconf_cfg = random_config(n);
+    if (trial % 2) reconf_cfg.max_recovering = (uint32_t)(trial / 8);
+    if (reconf_cfg.max_recovering > n) reconf_cfg.max_recovering = n;
+    reconf_step = 30 + (uint32_t)(check_rand() % 20);
+    if (!run_pair(&cfg, n, 90, 20, 5)) {
+      reconf_step = 0;
+      REQUIRE(0);
+    }
+  }
+  reconf_step = 0;
 }
 
 /* The select alone, on scores built to be hard: shared high bytes, one-ulp
@@ -363,6 +394,7 @@ int main(int argc, char **argv) {
       CHECK_CASE(zero_units),
       CHECK_CASE(large_unit_counts),
       CHECK_CASE(renewals_and_cooldowns),
+      CHECK_CASE(reconfigured_mid_run),
       CHECK_CASE(select_matches_a_full_ranking),
       CHECK_CASE(refused_steps_change_nothing)};
   return check_main(cases, sizeof cases / sizeof cases[0], argc, argv);
