@@ -23,6 +23,9 @@
        gnmr_cuda_ctl_download(&dev, &host);     // back, e.g. to checkpoint
        gnmr_cuda_ctl_upload(&dev, &host);       // there, e.g. after a load
        gnmr_cuda_ctl_destroy(&dev);
+   While the device holds the state, leave the host controller alone: a
+   download overwrites it. New settings: gnmr_reconfigure on the host after
+   a download, then an upload.
    Every function that can fail returns a cudaError_t (cudaErrorInvalidValue
    for a bad argument); the step's own result (GNMR_OK, or GNMR_ENORM for a
    finite negative norm, GNMR_ESTATE for a bad controller: the step then changes
@@ -30,7 +33,8 @@
 
    One step is three kernels (up to GNMR_CUDA_FUSED_MAX units, the same
    phases in one block, one launch):
-     check   every thread one norm: a finite negative one refuses the step.
+     check   every thread one norm: a finite negative one refuses the step;
+             thread 0 checks the controller itself (gnmr_step's ESTATE).
      units   every thread one unit: gnmr.h's gnmr__unit_step (rules 1-6 and
              8), the totals summed per block (integers: any order gives the
              same sums), each candidate for a slot listed (in any order).
