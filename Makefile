@@ -6,6 +6,7 @@
 #                 without it)
 #   make demo-sweep the GNMR settings sweep on the stress setting
 #   make bench    norm-helper and controller benchmarks (results in bench/)
+#   make ab-ctl BASE=rev  this tree's controller against rev's, interleaved
 #   make detect   detection benchmark: synthetic ground truth and real traces
 #                 (bench/detect.c; tables into bench/RESULTS.md)
 #   make mpi-run  the data-parallel MPI example on 2 and 4 ranks
@@ -58,7 +59,7 @@ FUZZ_TARGETS = ctl ckpt norm
 FUZZ_HDRS = gnmr.h tests/fuzz/fuzz.h tests/fuzz/ctl_model.h
 
 .PHONY: all test bench bench-norm demo demo-full demo-sweep mpi mpi-run cuda \
-        cuda-test cuda-bench detect \
+        cuda-test cuda-bench detect ab-ctl \
         neon format format-check clean fuzz fuzz-build test-asan \
         test-valgrind test-warn tidy cppcheck
 
@@ -242,6 +243,24 @@ bench-norm: $(B)/bench_norm
 
 bench: $(B)/bench_ctl bench-norm
 	$(B)/bench_ctl --csv bench/bench_ctl.csv
+
+# The controller of this tree against that of git revision BASE, both in
+# one process, timed in alternating pairs (bench/ab_ctl.c).
+BASE ?= HEAD
+AB_FLAGS = $(BENCH_FLAGS) -D_POSIX_C_SOURCE=199309L
+ab-ctl: bench/ab_ctl.c gnmr.h
+	@mkdir -p $(B)/ab/base
+	git show $(BASE):gnmr.h > $(B)/ab/base/gnmr.h
+	$(firstword $(CC_LIST)) $(AB_FLAGS) -I$(B)/ab/base -DAB_SIDE=ab_base \
+	  -c -o $(B)/ab/base.o bench/ab_ctl.c
+	$(firstword $(CC_LIST)) $(AB_FLAGS) -DAB_SIDE=ab_this \
+	  -c -o $(B)/ab/this.o bench/ab_ctl.c
+	$(firstword $(CC_LIST)) $(AB_FLAGS) -DAB_MAIN -o $(B)/ab_ctl \
+	  bench/ab_ctl.c $(B)/ab/base.o $(B)/ab/this.o -lm
+	$(B)/ab_ctl 0 4 1
+	$(B)/ab_ctl 0 4 0
+	$(B)/ab_ctl 1 4 1
+	$(B)/ab_ctl 1 512 1
 
 # ---- examples --------------------------------------------------------------
 $(B)/quickstart: examples/quickstart.c gnmr.h
