@@ -1,11 +1,13 @@
 # gnmr.h - build, test, bench and demo targets.
-#   make test     every test, with gcc and clang, plus the C++/STATIC/multi-file builds
+#   make test     every test, with gcc and clang, plus the C++/STATIC/multi-file
+#                 builds and the -Ofast lane
 #   make demo     the training stress demo on its built-in data (the main job)
 #   make demo-full  the demo on Fashion-MNIST, all arms, 3 seeds (needs the
 #                 Debian package dataset-fashion-mnist; fails with a message
 #                 without it)
 #   make demo-sweep the GNMR settings sweep on the stress setting
-#   make bench    norm-helper and controller benchmarks (results in bench/)
+#   make bench    norm-helper and controller benchmarks (CSVs in build/;
+#                 recorded results in bench/)
 #   make ab-ctl BASE=rev  this tree's controller against rev's, interleaved
 #   make detect   detection benchmark: synthetic ground truth and real traces
 #                 (bench/detect.c; tables into bench/RESULTS.md)
@@ -23,6 +25,10 @@
 
 CC_LIST ?= gcc clang
 CXX_LIST ?= g++ clang++
+# gcc, clang and make are all make test needs: the C++ checks run with the
+# C++ compilers of CXX_LIST that are installed, and say which were skipped.
+CXX_FOUND := $(foreach cxx,$(CXX_LIST),$(if $(shell command -v $(cxx) 2>/dev/null),$(cxx)))
+CXX_MISSING := $(filter-out $(CXX_FOUND),$(CXX_LIST))
 OPT ?= -O2
 WARN = -Wall -Wextra -Wpedantic -Werror
 CSTD = -std=c99
@@ -38,10 +44,11 @@ TEST_BINS = $(foreach cc,$(CC_LIST),$(foreach t,$(TESTS),$(B)/$(cc)/$(t))) \
                                     $(B)/$(cc)/test_norm_noavx512) \
             $(B)/gcc/test_ctl_gnu \
             $(foreach cc,$(CC_LIST),$(B)/$(cc)/compile_link) \
-            $(foreach cxx,$(CXX_LIST),$(B)/$(cxx)/compile_cxx11 $(B)/$(cxx)/compile_cxx17) \
+            $(foreach cxx,$(CXX_FOUND),$(B)/$(cxx)/compile_cxx11 $(B)/$(cxx)/compile_cxx17) \
             $(foreach cc,$(CC_LIST),$(B)/$(cc)/compile/all_modes $(B)/$(cc)/all_modes_static) \
-            $(foreach cxx,$(CXX_LIST),$(B)/$(cxx)/all_modes_cxx) \
-            $(foreach cc,$(CC_LIST),$(foreach t,$(FUZZ_TARGETS),$(B)/$(cc)/replay_$(t)))
+            $(foreach cxx,$(CXX_FOUND),$(B)/$(cxx)/all_modes_cxx) \
+            $(foreach cc,$(CC_LIST),$(foreach t,$(FUZZ_TARGETS),$(B)/$(cc)/replay_$(t))) \
+            $(if $(FASTMATH_LANE),$(FASTMATH_BINS))
 
 # The demo's test includes the demo itself.
 $(B)/gcc/test_demo $(B)/clang/test_demo: examples/train_stress.c
@@ -58,6 +65,19 @@ FORMAT_FILES += $(wildcard examples/*/*.cuh tests/*/*.cu bench/*.cu)
 FUZZ_TARGETS = ctl ckpt norm
 FUZZ_HDRS = gnmr.h tests/fuzz/fuzz.h tests/fuzz/ctl_model.h
 
+# The -Ofast lane's programs (rules and what they check: "fast-math lane"
+# below). Defined before the test rule reads TEST_BINS.
+FASTMATH_LANE ?= yes
+FASTMATH_FLAGS = $(CSTD) $(WARN) $(CWARN) -Ofast -I.
+FASTMATH_TESTS = test_ctl test_refuse test_norm
+# The CUDA controller's kernels run on the CPU, as an -Ofast trainer would.
+FASTMATH_TESTS += test_ctl_parallel
+FASTMATH_test_norm = $(NORM_SMALL)
+FASTMATH_BINS = $(foreach cc,$(CC_LIST),\
+                  $(foreach t,$(FASTMATH_TESTS),$(B)/$(cc)-ofast/$(t)) \
+                  $(foreach t,$(FUZZ_TARGETS),$(B)/$(cc)-ofast/replay_$(t)) \
+                  $(B)/$(cc)-ofast/cross)
+
 .PHONY: all test bench bench-norm demo demo-full demo-sweep mpi mpi-run cuda \
         cuda-test cuda-bench detect ab-ctl \
         neon format format-check clean fuzz fuzz-build test-asan \
@@ -66,6 +86,9 @@ FUZZ_HDRS = gnmr.h tests/fuzz/fuzz.h tests/fuzz/ctl_model.h
 all: test
 
 test: $(TEST_BINS) $(B)/quickstart
+	@for cxx in $(CXX_MISSING); do \
+	  echo "make test: $$cxx not found: its C++ checks (C++11/17, all modes) skipped"; \
+	done
 	@RUNNER='$(RUNNER)' sh tests/run.sh $(TEST_BINS)
 
 $(B)/gcc/%: tests/%.c gnmr.h tests/check.h
@@ -79,7 +102,8 @@ $(B)/clang/%: tests/%.c gnmr.h tests/check.h
 # The CUDA example's kernel arithmetic, run on the CPU.
 $(foreach cc,$(CC_LIST),$(B)/$(cc)/test_cuda_host): examples/cuda/gnmr_cuda_index.h
 # The CUDA controller's kernels, run on the CPU thread by thread.
-$(foreach cc,$(CC_LIST),$(B)/$(cc)/test_ctl_parallel): examples/cuda/gnmr_ctl.cuh
+$(foreach cc,$(CC_LIST),$(B)/$(cc)/test_ctl_parallel \
+  $(B)/$(cc)-ofast/test_ctl_parallel): examples/cuda/gnmr_ctl.cuh
 
 # The controller test as a user's plain GNU build: gnu11 with GCC's default
 # -ffp-contract=fast, where the AVX-512 function (FMA-capable by its target
@@ -156,6 +180,43 @@ endef
 $(foreach cc,$(CC_LIST),$(foreach t,$(FUZZ_TARGETS),\
   $(eval $(call replay_rule,$(cc),$(t)))))
 
+# The fast-math lane (part of make test): the controller, checkpoint,
+# refusal and norm tests and the corpus replays built as llm.c-style
+# trainers build, -Ofast (-ffast-math: no NaN/Inf assumed, sums reordered,
+# FTZ/DAZ set at program start), with gcc and clang, and the cross-build
+# check below. They must pass unchanged: gnmr.h classifies floats by their
+# bits and compiles itself with fast-math off (gnmr.h, "fast-math"). The
+# tests' own checks stay exact under it (tests/fastmath.h). FASTMATH_LANE=
+# leaves it out.
+FASTMATH_HDRS = gnmr.h tests/check.h tests/fastmath.h
+# cross: one workload through a copy of gnmr.h built plain and one built
+# -Ofast, linked together; every digest of decisions, checkpoints and norms
+# must agree (tests/fastmath/cross.c).
+FASTMATH_RUN = tests/fastmath/run.c gnmr.h tests/fastmath/run.h
+define fastmath_rule
+$(B)/$(1)-ofast/run_plain.o: $(FASTMATH_RUN)
+	@mkdir -p $$(@D)
+	$(1) $$(CFLAGS_ALL) -DFASTMATH_RUN=fastmath_run_plain \
+	  -DFASTMATH_SUPPORTED=fastmath_supported_plain -c -o $$@ $$<
+$(B)/$(1)-ofast/run_ofast.o: $(FASTMATH_RUN)
+	@mkdir -p $$(@D)
+	$(1) $$(FASTMATH_FLAGS) -DFASTMATH_RUN=fastmath_run_ofast \
+	  -DFASTMATH_SUPPORTED=fastmath_supported_ofast -c -o $$@ $$<
+$(B)/$(1)-ofast/cross: tests/fastmath/cross.c $(B)/$(1)-ofast/run_plain.o \
+                       $(B)/$(1)-ofast/run_ofast.o
+	$(1) $$(CFLAGS_ALL) -o $$@ $$^ -lm
+$(B)/$(1)-ofast/test_%: tests/test_%.c $(FASTMATH_HDRS)
+	@mkdir -p $$(@D)
+	$(1) $$(FASTMATH_FLAGS) $$(FASTMATH_test_$$*) -o $$@ $$< \
+	  $$(LDFLAGS_test_$$*) -lm
+$(B)/$(1)-ofast/replay_%: tests/fuzz/fuzz_%.c tests/fuzz/replay.c \
+                          $(FUZZ_HDRS) tests/fastmath.h
+	@mkdir -p $$(@D)
+	$(1) $$(FASTMATH_FLAGS) -DFUZZ_CORPUS='"tests/fuzz/corpus/$$*"' -o $$@ \
+	  tests/fuzz/fuzz_$$*.c tests/fuzz/replay.c -lm
+endef
+$(foreach cc,$(CC_LIST),$(eval $(call fastmath_rule,$(cc))))
+
 # ---- reliability lanes -------------------------------------------------------
 # libFuzzer targets under ASan+UBSan. Each run starts from the committed
 # corpus and keeps what it finds in $(B)/fuzz/corpus-<target>; a crash is
@@ -188,14 +249,16 @@ fuzz: fuzz-build
 
 # The whole suite (every test program, every build mode, every corpus
 # replay) under sanitizers, under valgrind, and with more warnings.
+# (The fast-math lane stays out of the sanitizer and valgrind runs: -Ofast
+# sets FTZ/DAZ, which valgrind does not emulate.)
 test-asan:
-	$(MAKE) test B=$(B)/asan OPT="-O1 -g $(SAN)"
+	$(MAKE) test B=$(B)/asan OPT="-O1 -g $(SAN)" FASTMATH_LANE=
 
 VALGRIND = valgrind -q --error-exitcode=1 --leak-check=full \
            --errors-for-leak-kinds=all --show-leak-kinds=all
 test-valgrind:
 	$(MAKE) test B=$(B)/valgrind CC_LIST=gcc CXX_LIST=g++ OPT="-O2 -g" \
-	  RUNNER="$(VALGRIND)"
+	  RUNNER="$(VALGRIND)" FASTMATH_LANE=
 
 MORE_WARN = -Wconversion -Wsign-conversion -Wshadow -Wcast-align
 test-warn:
@@ -241,8 +304,10 @@ bench-norm: $(B)/bench_norm
 	$(B)/bench_norm --csv $(B)/bench_norm.csv
 	$(B)/bench_norm --targets
 
+# Outputs go to $(B) (bench/bench_ctl.csv is the recorded run RESULTS.md
+# cites; copy $(B)/bench_ctl.csv over it to record a new one).
 bench: $(B)/bench_ctl bench-norm
-	$(B)/bench_ctl --csv bench/bench_ctl.csv
+	$(B)/bench_ctl --csv $(B)/bench_ctl.csv
 
 # The controller of this tree against that of git revision BASE, both in
 # one process, timed in alternating pairs (bench/ab_ctl.c).

@@ -32,11 +32,15 @@
    Units, slots and the controller. The caller owns all memory: a gnmr_ctl
    and one block of N gnmr_slot, which the controller lays out as one array
    per field (a slot is not one unit's record: never copy or move slots on
-   their own). Fields of gnmr_ctl are the library's: read state through the
-   functions below, change settings with gnmr_reconfigure, copy a controller
-   with a checkpoint (save, then load into another initialised one); a
-   struct copy of gnmr_ctl is refused (GNMR_ESTATE). No heap, no I/O, no
-   global state but the one-time choice of SIMD path.
+   their own). Fields of gnmr_ctl are the library's: read state through
+   gnmr_counters_get and gnmr_unit_info, change settings with
+   gnmr_reconfigure, copy a controller with a checkpoint (save, then load
+   into another initialised one). A struct copy shares the slots: once
+   either copy changes state, the other is refused (GNMR_ESTATE); a field
+   edited by hand is refused too (a seal over the controller's fields).
+   Moving the controller together with its whole slot block, byte for
+   byte, is fine. No heap, no I/O, no global state but the one-time choice
+   of SIMD path.
 
    Rules of one step. For every unit u, with g its norm this step, k its
    finite observations so far and m its historical mean before this step:
@@ -54,11 +58,14 @@
    Then across units:
      6  a unit in recovery counts its lock down: HOLD while steps are left;
         at zero, RELEASE (cooldown_steps of cooldown start) unless it is
-        risky this step, which renews the lock (HOLD + RENEWED) in its slot.
+        risky this step, which renews the lock (HOLD + RENEWED) in its slot
+        (never while more units recover than max_recovering allows, which
+        only gnmr_reconfigure can cause).
      7  admission: risky units on the cheap path and out of cooldown
         (non-finite ignores cooldown) are ranked by score, highest first,
         ties by lower unit index; the best take the free slots
-        (max_recovering minus the units still locked) with RECOVER and a
+        (max_recovering minus the units still locked, at least 0) with
+        RECOVER and a
         lock of L = lock_steps. The rest stay KEEP, flagged OVER_BUDGET (or
         COOLDOWN). A unit admitted at step t runs the high-fidelity path on
         steps t+1 ... t+L exactly.
@@ -74,8 +81,8 @@
    Flags (bits of gnmr_decision.flags; gnmr_flag_name names them): RATIO,
    DELTA, NONFINITE, OVER_BUDGET, COOLDOWN, WARMUP, RENEWED.
 
-   Configuration (gnmr_config_default; gnmr_config_validate checks a config,
-   gnmr_init also max_recovering <= units):
+   Configuration (gnmr_config_default; gnmr_config_check names the first
+   field it refuses, gnmr_init and gnmr_reconfigure check the same):
        field            symbol  valid                 default
        ratio_threshold  tau_r   finite, > 1           2.0
        delta_threshold  tau_d   finite, > 0           1.5
@@ -91,7 +98,9 @@
 
    Errors: every function that can fail returns GNMR_OK (0) or a negative
    GNMR_E* code (gnmr_strerror names it), and a refused call changes nothing:
-   not the controller, not the slots, not the output. NaN and Inf norms are
+   not the controller, not the slots, not the output (one exception:
+   gnmr_checkpoint_save into too small a buffer still reports the size
+   needed in *written). NaN and Inf norms are
    signals (rule 1), never errors; a finite negative norm is GNMR_ENORM.
 
    Checkpoints: gnmr_checkpoint_save / _load, a portable little-endian
@@ -112,6 +121,11 @@
        GNMR_NO_SIMD         scalar code only
        GNMR_NO_AVX512, GNMR_NO_AVX2, GNMR_NO_NEON
                             switch one SIMD path off
+
+   Fast-math: a file built with -ffast-math or -Ofast (gcc, clang) may hold
+   the implementation: NaN/Inf are told by their bits and the library's own
+   functions are compiled with fast-math off. Other compilers' fast-math
+   stops the build with an #error.
 
    Determinism: the same inputs give the same decisions bit for bit. Built
    with -ffp-contract=off (nvcc: --fmad=false) the host, every SIMD path and
@@ -285,7 +299,7 @@ typedef struct gnmr_ctl {
   uint32_t magic;            /* set by gnmr_init */
   uint64_t full_weight_from; /* first k with 1/k <= 1 - beta (derived) */
   uint64_t gen;  /* advanced by every change; also in the slots' header */
-  uint64_t seal; /* hash of cfg, n_units, recovering, the two above */
+  uint64_t seal; /* hash of every field above but units and magic */
   uint64_t steps;
   GNMR__COUNTERS(GNMR__FIELD) /* the totals */
 } gnmr_ctl;
@@ -516,9 +530,76 @@ GNMR_DEF const char *gnmr_isa_name(int isa);
 #define GNMR_ASSERT(x) assert(x)
 #endif
 
+/* ---- fast-math ------------------------------------------------------------
+   -ffast-math and -Ofast let the compiler assume that no value is NaN or
+   Inf (-ffinite-math-only: isnan, isfinite and NaN-aware comparisons fold
+   away, so a NaN norm would pass as calm) and reorder arithmetic
+   (-fassociative-math, -freciprocal-math: the canonical sums and the
+   scalar/AVX-512 agreement would lose their bits). Under them this file
+   1. classifies floats by their bits (gnmr__finite32/64), never with
+      isnan/isfinite or a comparison a NaN could reach;
+   2. compiles its implementation with fast-math off (gcc: optimize
+      pragma; clang: float_control(precise)), which keeps every order of
+      operations written here. Intrinsics from <immintrin.h> keep the
+      caller's flags under clang, so the AVX-512 step passes the sums it
+      must not reorder through gnmr__keep8;
+   3. refuses to build where it cannot do 2.
+   The caller's FTZ/DAZ (which -ffast-math sets at program start) reads
+   subnormal f32/bf16 values, norms included, as zero on every path alike. */
+#if defined(__FAST_MATH__) ||                                                  \
+    (defined(__FINITE_MATH_ONLY__) && __FINITE_MATH_ONLY__) ||                 \
+    defined(__ASSOCIATIVE_MATH__) || defined(__RECIPROCAL_MATH__)
+#if defined(__CUDACC__)
+#error "gnmr.h: host -ffast-math under nvcc is not supported"
+#elif defined(__clang__)
+#define GNMR__FP_PRECISE 1
+#pragma float_control(precise, on, push)
+#elif defined(__GNUC__)
+/* gcc 12 drops the fast-math macros at pop_options: noted here, put back
+   after the implementation, so the caller's code sees what it asked for. */
+#define GNMR__FP_PRECISE 2
+#ifdef __FAST_MATH__
+#define GNMR__HAD_FAST_MATH
+#endif
+#if defined(__FINITE_MATH_ONLY__) && __FINITE_MATH_ONLY__
+#define GNMR__HAD_FINITE_MATH_ONLY
+#endif
+#ifdef __NO_MATH_ERRNO__
+#define GNMR__HAD_NO_MATH_ERRNO
+#endif
+#ifdef __ASSOCIATIVE_MATH__
+#define GNMR__HAD_ASSOCIATIVE_MATH
+#endif
+#ifdef __RECIPROCAL_MATH__
+#define GNMR__HAD_RECIPROCAL_MATH
+#endif
+#ifdef __NO_SIGNED_ZEROS__
+#define GNMR__HAD_NO_SIGNED_ZEROS
+#endif
+#ifdef __NO_TRAPPING_MATH__
+#define GNMR__HAD_NO_TRAPPING_MATH
+#endif
+#pragma GCC push_options
+#pragma GCC optimize("no-fast-math")
+#else
+#error "gnmr.h: -ffast-math needs gcc or clang (or build without it)"
+#endif
+#endif
+
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+static GNMR_HOSTDEV int gnmr__finite32(float x) {
+  uint32_t bits;
+  memcpy(&bits, &x, 4);
+  return (bits & 0x7FFFFFFFu) < 0x7F800000u;
+}
+static GNMR_HOSTDEV int gnmr__finite64(double x) {
+  uint64_t bits;
+  memcpy(&bits, &x, 8);
+  return (bits & UINT64_C(0x7FFFFFFFFFFFFFFF)) < UINT64_C(0x7FF0000000000000);
+}
 
 #define GNMR__MAGIC 0x524d4e47u /* "GNMR" */
 
@@ -542,7 +623,8 @@ GNMR_DEF const char *gnmr_strerror(int code) {
   case GNMR_EMISMATCH: return "checkpoint holds another number of units";
   case GNMR_ECONFIG: return "configuration field out of range";
   case GNMR_ENORM: return "negative gradient norm";
-  case GNMR_ESTATE: return "controller not initialised";
+  case GNMR_ESTATE:
+    return "controller not initialised, edited by hand, or a stale copy";
   case GNMR_EISA: return "instruction set not available";
   default: return "unknown error";
   }
@@ -568,7 +650,7 @@ GNMR_DEF gnmr_config gnmr_config_default(void) {
 }
 
 static int gnmr__finite_above(double x, double floor_) {
-  return isfinite(x) && x > floor_;
+  return gnmr__finite64(x) && x > floor_;
 }
 
 /* Every field of gnmr_config with its valid range (c the config, n the
@@ -576,7 +658,8 @@ static int gnmr__finite_above(double x, double floor_) {
 #define GNMR__CONFIG(X)                                                        \
   X(ratio_threshold, gnmr__finite_above(c->ratio_threshold, 1.0))              \
   X(delta_threshold, gnmr__finite_above(c->delta_threshold, 0.0))              \
-  X(history_decay, c->history_decay > 0.0 && c->history_decay <= 1.0)          \
+  X(history_decay,                                                             \
+    gnmr__finite_above(c->history_decay, 0.0) && c->history_decay <= 1.0)      \
   X(eps, gnmr__finite_above(c->eps, 0.0))                                      \
   X(delta_window, c->delta_window >= 1 && c->delta_window <= GNMR_WINDOW_MAX)  \
   X(warmup_steps, 1)                                                           \
@@ -960,7 +1043,7 @@ static GNMR_HOSTDEV unsigned gnmr__unit_step(const gnmr__rules *c,
   unsigned ev = 0;
   int risky;
 
-  if (isfinite(g)) {
+  if (gnmr__finite32(norms[u])) {
     const double m = s->mean[u];
     const uint64_t k = s->finite_steps[u];
     double x = g, w, evicted = 0.0;
@@ -1107,6 +1190,15 @@ static uint32_t gnmr__negative16_avx512(const float *norms, uint32_t n,
   return u;
 }
 
+/* v exactly as computed: clang gives intrinsics the caller's fast-math
+   flags, which let it turn wsum + (stored - evicted) into (wsum + stored) -
+   evicted (it does in a small case), away from the scalar path's bits. */
+GNMR__TARGET_AVX512
+static __m512d gnmr__keep8(__m512d v) {
+  __asm__("" : "+v"(v));
+  return v;
+}
+
 /* gnmr__mul, eight lanes wide. */
 GNMR__TARGET_AVX512
 static __m512d gnmr__mul8(__m512d a, __m512d b) {
@@ -1162,23 +1254,28 @@ gnmr__calm8_avx512(gnmr__step_ctx *c, uint32_t u) {
   const size_t n = c->r.n;
   __m512d g, m, wsum, mm, ratio, delta, a, b, score, w;
   __m512i k, k1;
-  __m256i busy;
+  __m256i busy, norm_bits;
   __m256 stored, evicted;
   __mmask8 calm, warm, young, resync;
   uint64_t ks[8];
   int lane, same;
 
-  g = _mm512_maskz_cvtps_pd(0xFF, _mm256_loadu_ps(c->norms + u));
+  norm_bits = _mm256_loadu_si256((const __m256i *)(const void *)(c->norms + u));
+  g = _mm512_maskz_cvtps_pd(0xFF, _mm256_castsi256_ps(norm_bits));
   k = _mm512_loadu_si512((const void *)(s->finite_steps + u));
   busy = _mm256_or_si256(
       _mm256_loadu_si256((const __m256i *)(const void *)(s->lock + u)),
       _mm256_loadu_si256((const __m256i *)(const void *)(s->cooldown + u)));
-  calm = (__mmask8)(_mm512_cmp_pd_mask(_mm512_abs_pd(g),
-                                       _mm512_set1_pd(FLT_MAX), _CMP_LE_OQ) &
-                    _mm512_cmp_epu64_mask(
-                        k, _mm512_set1_epi64((long long)c->r.window),
-                        _MM_CMPINT_NLT) &
-                    _mm256_cmpeq_epi32_mask(busy, _mm256_setzero_si256()));
+  /* Finite by the norms' bits, as in gnmr__unit_step: clang gives an FP
+     compare intrinsic the caller's fast-math flags (no NaN, no Inf). */
+  calm =
+      (__mmask8)(_mm256_cmplt_epu32_mask(
+                     _mm256_and_si256(norm_bits, _mm256_set1_epi32(0x7FFFFFFF)),
+                     _mm256_set1_epi32(0x7F800000)) &
+                 _mm512_cmp_epu64_mask(
+                     k, _mm512_set1_epi64((long long)c->r.window),
+                     _MM_CMPINT_NLT) &
+                 _mm256_cmpeq_epi32_mask(busy, _mm256_setzero_si256()));
   if (!calm) return 0xFF;
 
   m = _mm512_loadu_pd(s->mean + u);
@@ -1237,9 +1334,9 @@ gnmr__calm8_avx512(gnmr__step_ctx *c, uint32_t u) {
     }
     evicted = _mm256_setr_ps(e[0], e[1], e[2], e[3], e[4], e[5], e[6], e[7]);
   }
-  wsum =
-      _mm512_add_pd(wsum, _mm512_sub_pd(_mm512_maskz_cvtps_pd(0xFF, stored),
-                                        _mm512_maskz_cvtps_pd(0xFF, evicted)));
+  wsum = _mm512_add_pd(
+      wsum, gnmr__keep8(_mm512_sub_pd(_mm512_maskz_cvtps_pd(0xFF, stored),
+                                      _mm512_maskz_cvtps_pd(0xFF, evicted))));
   /* Once per lap the running sum is replaced by gnmr__window_sum: row by
      row, oldest first, while the counts agree, else lane by lane. */
   resync = calm & _mm512_testn_epi64_mask(k1, _mm512_set1_epi64(GNMR__RING));
@@ -1247,11 +1344,11 @@ gnmr__calm8_avx512(gnmr__step_ctx *c, uint32_t u) {
     __m512d sum = _mm512_setzero_pd();
     uint32_t i;
     for (i = c->r.window; i > 0; i--)
-      sum = _mm512_add_pd(
+      sum = gnmr__keep8(_mm512_add_pd(
           sum,
           _mm512_maskz_cvtps_pd(
               0xFF, _mm256_loadu_ps(s->window +
-                                    ((ks[0] + 1 - i) & GNMR__RING) * n + u)));
+                                    ((ks[0] + 1 - i) & GNMR__RING) * n + u))));
     wsum = _mm512_mask_mov_pd(wsum, resync, sum);
   }
   _mm512_mask_storeu_pd(s->window_sum + u, calm, wsum);
@@ -1635,13 +1732,18 @@ static int gnmr__unit_valid(const gnmr__unit_state *s, const gnmr_config *c) {
                                              : GNMR_WINDOW_MAX;
   /* 2^62 observations are out of reach of any run; beyond, k + 1 and the
      ring arithmetic would no longer be exact. */
-  if (!(isfinite(s->mean) && s->mean >= 0.0) || !isfinite(s->window_sum) ||
-      s->finite_steps > GNMR__K_MAX || s->lock > c->lock_steps ||
-      s->cooldown > c->cooldown_steps || (s->lock > 0 && s->cooldown > 0))
+  if (!gnmr__finite64(s->mean) || s->mean < 0.0 ||
+      !gnmr__finite64(s->window_sum) || s->finite_steps > GNMR__K_MAX ||
+      s->lock > c->lock_steps || s->cooldown > c->cooldown_steps ||
+      (s->lock > 0 && s->cooldown > 0))
     return 0;
   for (i = 0; i < GNMR_WINDOW_MAX; i++) {
     float r = s->window[i];
-    if (i < filled ? !(r >= 0.0f && r <= cap) : r != 0.0f) return 0;
+    uint32_t bits;
+    memcpy(&bits, &r, 4);
+    if (i < filled ? !gnmr__finite32(r) || r < 0.0f || r > cap
+                   : (bits & 0x7FFFFFFFu) != 0)
+      return 0;
   }
   /* The running sum strays from the exact sum of the last min(k, W) ratios
      by at most ~32 roundings between re-adds; anything further off was not
@@ -1962,7 +2064,7 @@ static double gnmr__sum(gnmr__rows_fn rows, const void *x, size_t n, int dtype,
     }
     sum = gnmr__lane_fold(lane);
     if (mag) {
-      if (!isfinite(sum))
+      if (!gnmr__finite64(sum))
         gnmr__nonfinite_chunk(chunk, len, dtype, mag, nonfinite);
       else if (chunk_mag > *mag)
         *mag = chunk_mag;
@@ -2515,6 +2617,33 @@ static gnmr__rows_fn gnmr__active_rows(void) {
 
 #ifdef __cplusplus
 }
+#endif
+#if defined(GNMR__FP_PRECISE) && GNMR__FP_PRECISE == 1
+#pragma float_control(pop)
+#elif defined(GNMR__FP_PRECISE)
+#pragma GCC pop_options
+#if defined(GNMR__HAD_FAST_MATH) && !defined(__FAST_MATH__)
+#define __FAST_MATH__ 1
+#endif
+#ifdef GNMR__HAD_FINITE_MATH_ONLY
+#undef __FINITE_MATH_ONLY__
+#define __FINITE_MATH_ONLY__ 1
+#endif
+#if defined(GNMR__HAD_NO_MATH_ERRNO) && !defined(__NO_MATH_ERRNO__)
+#define __NO_MATH_ERRNO__ 1
+#endif
+#if defined(GNMR__HAD_ASSOCIATIVE_MATH) && !defined(__ASSOCIATIVE_MATH__)
+#define __ASSOCIATIVE_MATH__ 1
+#endif
+#if defined(GNMR__HAD_RECIPROCAL_MATH) && !defined(__RECIPROCAL_MATH__)
+#define __RECIPROCAL_MATH__ 1
+#endif
+#if defined(GNMR__HAD_NO_SIGNED_ZEROS) && !defined(__NO_SIGNED_ZEROS__)
+#define __NO_SIGNED_ZEROS__ 1
+#endif
+#if defined(GNMR__HAD_NO_TRAPPING_MATH) && !defined(__NO_TRAPPING_MATH__)
+#define __NO_TRAPPING_MATH__ 1
+#endif
 #endif
 #endif /* GNMR__IMPLEMENTED */
 #endif /* GNMR_IMPLEMENTATION */

@@ -1353,6 +1353,18 @@ TEST(a_controller_moved_with_its_slots_runs_on) {
   }
 }
 
+/* 0.1 zeroed the controller before it copied cfg, so a re-init with the
+   controller's own config came out all zeros. */
+TEST(reinit_with_its_own_config_keeps_it) {
+  static fixture f;
+  gnmr_config c = ck_config();
+  REQUIRE(settled(&f, &c, 5) == GNMR_OK);
+  REQUIRE(gnmr_init(&f.ctl, &f.ctl.cfg, f.units, 5) == GNMR_OK);
+  EXPECT(memcmp(&f.ctl.cfg, &c, sizeof c) == 0);
+  EXPECT_EQ_INT(f.ctl.steps, 0);
+  EXPECT_EQ_INT(step_all(&f, 1.0f), GNMR_OK);
+}
+
 /* ---- introspection ------------------------------------------------------ */
 
 TEST(unit_info_reads_the_state) {
@@ -1557,6 +1569,7 @@ int main(int argc, char **argv) {
       CHECK_CASE(history_decay_changed_rederives_the_weight),
       CHECK_CASE(checkpoint_after_every_kind_of_reconfigure_loads_back),
       CHECK_CASE(a_controller_moved_with_its_slots_runs_on),
+      CHECK_CASE(reinit_with_its_own_config_keeps_it),
       CHECK_CASE(unit_info_reads_the_state),
       CHECK_CASE(names_of_actions_and_flags),
       CHECK_CASE(defaults_are_the_documented_ones),
