@@ -12,9 +12,10 @@
 #   make detect   detection benchmark: synthetic ground truth and real traces
 #                 (bench/detect.c; tables into bench/RESULTS.md)
 #   make mpi-run  the data-parallel MPI example on 2 and 4 ranks
-#   make cuda     the CUDA example (sm_80, sm_90); skipped where nvcc is missing
-#   make cuda-test, make cuda-bench  the CUDA controller's device test and
-#                 benchmark (skip without a GPU)
+#   make cuda     every CUDA program, compiled (sm_80, sm_90); skipped where
+#                 nvcc is missing
+#   make cuda-test, make cuda-bench  the CUDA device tests and benchmarks
+#                 (skip cleanly without a GPU)
 #   make format   clang-format in place; make format-check fails on a diff
 # Reliability lanes (README "Reliability"; .ci/run runs them all):
 #   make fuzz            build the libFuzzer targets, run each FUZZ_SECONDS
@@ -59,7 +60,7 @@ LDFLAGS_test_ctl = -Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc,--wrap=free
 FORMAT_FILES = $(wildcard *.h tests/*.c tests/*.h tests/*/*.c tests/*/*.h \
                  tests/*/*.cc examples/*.c examples/*/*.cu examples/*/*.h \
                  bench/*.c)
-# The CUDA controller's header, device test, two-file build and benchmark.
+# The CUDA headers, device tests, two-file builds and benchmarks.
 FORMAT_FILES += $(wildcard examples/*/*.cuh tests/*/*.cu bench/*.cu)
 
 FUZZ_TARGETS = ctl ckpt norm
@@ -100,7 +101,7 @@ $(B)/clang/%: tests/%.c gnmr.h tests/check.h
 	clang $(CFLAGS_ALL) -o $@ $< $(LDFLAGS_$(*F)) -lm
 
 # The CUDA example's kernel arithmetic, run on the CPU.
-$(foreach cc,$(CC_LIST),$(B)/$(cc)/test_cuda_host): examples/cuda/gnmr_cuda_index.h
+$(foreach cc,$(CC_LIST),$(B)/$(cc)/test_cuda_host): examples/cuda/gnmr_norms.cuh
 # The CUDA controller's kernels, run on the CPU thread by thread.
 $(foreach cc,$(CC_LIST),$(B)/$(cc)/test_ctl_parallel \
   $(B)/$(cc)-ofast/test_ctl_parallel): examples/cuda/gnmr_ctl.cuh
@@ -382,33 +383,61 @@ NVCC_FLAGS = -O3 -std=c++17 --fmad=false -Xcompiler -ffp-contract=off \
              -Werror all-warnings -Xcompiler -Wall,-Wextra,-Werror -I. \
              $(foreach a,$(CUDA_ARCHS),-gencode arch=compute_$(a),code=sm_$(a))
 
+# make cuda (CI, compile only) builds all of the CUDA code; make cuda-test
+# runs the device tests on a GPU, make cuda-bench the benchmarks (and
+# bench/foreach_norm.py where PyTorch is installed). Without a GPU each
+# program says so and exits 0; without nvcc the targets say so.
+#   norms (examples/cuda/gnmr_norms.cuh): tests/cuda/test_device.cu (norm
+#     bit identity, the graph-launched training loop), the two-file build
+#     (tests/cuda/two_file_*.cu, -rdc and GNMR_STATIC), bench_norms_cuda
+#   controller (examples/cuda/gnmr_ctl.cuh): the training-step example, its
+#     device test and benchmark, and two .cu files using it in one program
+CUDA_HDRS = gnmr.h examples/cuda/gnmr_norms.cuh
+CUDA_TESTS = $(B)/cuda/test_device $(B)/cuda/two_file_rdc \
+             $(B)/cuda/two_file_static $(B)/test_ctl_cuda $(B)/ctl_two_files
+CUDA_CTL = $(B)/train_step $(B)/test_ctl_cuda $(B)/bench_ctl_cuda \
+           $(B)/ctl_two_files
+CUDA_BINS = $(CUDA_TESTS) $(B)/cuda/bench_norms_cuda $(CUDA_CTL)
+
 ifeq ($(NVCC),)
-cuda:
-	@echo "cuda: nvcc not found (PATH, /usr/local/cuda/bin/nvcc): skipped"
+cuda cuda-test cuda-bench:
+	@echo "$@: nvcc not found (PATH, /usr/local/cuda/bin/nvcc): skipped"
 else
-cuda: $(B)/gnmr_cuda
+cuda: $(CUDA_BINS)
+
+# RUNNER="compute-sanitizer --tool memcheck" runs them under the sanitizer.
+cuda-test: $(CUDA_TESTS)
+	@for t in $(CUDA_TESTS); do echo "== $$t"; $(RUNNER) $$t || exit 1; done
+
+cuda-bench: $(B)/cuda/bench_norms_cuda $(B)/bench_ctl_cuda
+	$(B)/bench_ctl_cuda
+	$(B)/cuda/bench_norms_cuda --csv $(B)/cuda/bench_norms_cuda.csv
+	@if command -v python3 >/dev/null 2>&1; then python3 bench/foreach_norm.py; \
+	else echo "cuda-bench: no python3: torch._foreach_norm not timed"; fi
 endif
 
-$(B)/gnmr_cuda: examples/cuda/gnmr_cuda.cu examples/cuda/gnmr_cuda_index.h gnmr.h
+$(B)/cuda/test_device: tests/cuda/test_device.cu $(CUDA_HDRS)
 	@mkdir -p $(@D)
 	$(NVCC) $(NVCC_FLAGS) -o $@ $<
 
-# The CUDA controller (examples/cuda/gnmr_ctl.cuh): the training-step
-# example, its device test and benchmark, and two .cu files using it in one
-# program, built by make cuda. cuda-test and cuda-bench run them; both skip
-# (passing) without a GPU, and without nvcc.
-CUDA_CTL = $(B)/train_step $(B)/test_ctl_cuda $(B)/bench_ctl_cuda \
-           $(B)/ctl_two_files
-ifneq ($(NVCC),)
-cuda: $(CUDA_CTL)
-cuda-test: $(B)/test_ctl_cuda $(B)/ctl_two_files
-	@sh tests/run.sh $(B)/test_ctl_cuda $(B)/ctl_two_files
-cuda-bench: $(B)/bench_ctl_cuda
-	$(B)/bench_ctl_cuda
-else
-cuda-test cuda-bench:
-	@echo "$@: nvcc not found (PATH, /usr/local/cuda/bin/nvcc): skipped"
-endif
+$(B)/cuda/bench_norms_cuda: bench/bench_norms_cuda.cu $(CUDA_HDRS)
+	@mkdir -p $(@D)
+	$(NVCC) $(NVCC_FLAGS) -o $@ $<
+
+# Two files, one holding the implementation, the other a kernel that calls
+# gnmr_recovering and the conversions: with relocatable device code
+# (compiled apart, device-linked), and with GNMR_STATIC in both (no -rdc).
+TWO_FILE = tests/cuda/two_file_main.cu tests/cuda/two_file_kernel.cu
+$(B)/cuda/two_file_%.o: tests/cuda/two_file_%.cu tests/cuda/two_file.h \
+                        $(CUDA_HDRS)
+	@mkdir -p $(@D)
+	$(NVCC) $(NVCC_FLAGS) -rdc=true -dc -o $@ $<
+$(B)/cuda/two_file_rdc: $(B)/cuda/two_file_main.o $(B)/cuda/two_file_kernel.o
+	$(NVCC) $(NVCC_FLAGS) -rdc=true -o $@ $^
+$(B)/cuda/two_file_static: $(TWO_FILE) tests/cuda/two_file.h $(CUDA_HDRS)
+	@mkdir -p $(@D)
+	$(NVCC) $(NVCC_FLAGS) -DTWO_FILE_STATIC -o $@ $(TWO_FILE)
+
 CUDA_CTL_DEPS = examples/cuda/gnmr_ctl.cuh gnmr.h
 $(B)/train_step: examples/cuda/train_step.cu $(CUDA_CTL_DEPS)
 	@mkdir -p $(@D)
