@@ -8,6 +8,7 @@
 #   make demo-sweep the GNMR settings sweep on the stress setting
 #   make bench    norm-helper and controller benchmarks (CSVs in build/;
 #                 recorded results in bench/)
+#   make ab-ctl BASE=rev  this tree's controller against rev's, interleaved
 #   make detect   detection benchmark: synthetic ground truth and real traces
 #                 (bench/detect.c; tables into bench/RESULTS.md)
 #   make mpi-run  the data-parallel MPI example on 2 and 4 ranks
@@ -70,6 +71,8 @@ FUZZ_HDRS = gnmr.h tests/fuzz/fuzz.h tests/fuzz/ctl_model.h
 FASTMATH_LANE ?= yes
 FASTMATH_FLAGS = $(CSTD) $(WARN) $(CWARN) -Ofast -I.
 FASTMATH_TESTS = test_ctl test_refuse test_norm
+# The CUDA controller's kernels run on the CPU, as an -Ofast trainer would.
+FASTMATH_TESTS += test_ctl_parallel
 FASTMATH_test_norm = $(NORM_SMALL)
 FASTMATH_BINS = $(foreach cc,$(CC_LIST),\
                   $(foreach t,$(FASTMATH_TESTS),$(B)/$(cc)-ofast/$(t)) \
@@ -77,7 +80,7 @@ FASTMATH_BINS = $(foreach cc,$(CC_LIST),\
                   $(B)/$(cc)-ofast/cross)
 
 .PHONY: all test bench bench-norm demo demo-full demo-sweep mpi mpi-run cuda \
-        cuda-test cuda-bench detect \
+        cuda-test cuda-bench detect ab-ctl \
         neon format format-check clean fuzz fuzz-build test-asan \
         test-valgrind test-warn tidy cppcheck
 
@@ -100,7 +103,8 @@ $(B)/clang/%: tests/%.c gnmr.h tests/check.h
 # The CUDA example's kernel arithmetic, run on the CPU.
 $(foreach cc,$(CC_LIST),$(B)/$(cc)/test_cuda_host): examples/cuda/gnmr_norms.cuh
 # The CUDA controller's kernels, run on the CPU thread by thread.
-$(foreach cc,$(CC_LIST),$(B)/$(cc)/test_ctl_parallel): examples/cuda/gnmr_ctl.cuh
+$(foreach cc,$(CC_LIST),$(B)/$(cc)/test_ctl_parallel \
+  $(B)/$(cc)-ofast/test_ctl_parallel): examples/cuda/gnmr_ctl.cuh
 
 # The controller test as a user's plain GNU build: gnu11 with GCC's default
 # -ffp-contract=fast, where the AVX-512 function (FMA-capable by its target
@@ -306,6 +310,24 @@ bench-norm: $(B)/bench_norm
 bench: $(B)/bench_ctl bench-norm
 	$(B)/bench_ctl --csv $(B)/bench_ctl.csv
 
+# The controller of this tree against that of git revision BASE, both in
+# one process, timed in alternating pairs (bench/ab_ctl.c).
+BASE ?= HEAD
+AB_FLAGS = $(BENCH_FLAGS) -D_POSIX_C_SOURCE=199309L
+ab-ctl: bench/ab_ctl.c gnmr.h
+	@mkdir -p $(B)/ab/base
+	git show $(BASE):gnmr.h > $(B)/ab/base/gnmr.h
+	$(firstword $(CC_LIST)) $(AB_FLAGS) -I$(B)/ab/base -DAB_SIDE=ab_base \
+	  -c -o $(B)/ab/base.o bench/ab_ctl.c
+	$(firstword $(CC_LIST)) $(AB_FLAGS) -DAB_SIDE=ab_this \
+	  -c -o $(B)/ab/this.o bench/ab_ctl.c
+	$(firstword $(CC_LIST)) $(AB_FLAGS) -DAB_MAIN -o $(B)/ab_ctl \
+	  bench/ab_ctl.c $(B)/ab/base.o $(B)/ab/this.o -lm
+	$(B)/ab_ctl 0 4 1
+	$(B)/ab_ctl 0 4 0
+	$(B)/ab_ctl 1 4 1
+	$(B)/ab_ctl 1 512 1
+
 # ---- examples --------------------------------------------------------------
 $(B)/quickstart: examples/quickstart.c gnmr.h
 	@mkdir -p $(@D)
@@ -372,7 +394,7 @@ NVCC_FLAGS = -O3 -std=c++17 --fmad=false -Xcompiler -ffp-contract=off \
 #     device test and benchmark, and two .cu files using it in one program
 CUDA_HDRS = gnmr.h examples/cuda/gnmr_norms.cuh
 CUDA_TESTS = $(B)/cuda/test_device $(B)/cuda/two_file_rdc \
-             $(B)/cuda/two_file_static $(B)/test_ctl_cuda
+             $(B)/cuda/two_file_static $(B)/test_ctl_cuda $(B)/ctl_two_files
 CUDA_CTL = $(B)/train_step $(B)/test_ctl_cuda $(B)/bench_ctl_cuda \
            $(B)/ctl_two_files
 CUDA_BINS = $(CUDA_TESTS) $(B)/cuda/bench_norms_cuda $(CUDA_CTL)
