@@ -132,8 +132,7 @@ static int paths_match(const void *x, size_t n, int dtype,
                        const gnmr_tensor_stats *want, const char *what) {
   int p, bad = 0;
   for (p = 0; p < n_paths; p++) {
-    gnmr_tensor_stats s = {0.0, 0.0,
-                           0}; /* lib_stats writes nothing for a bad dtype */
+    gnmr_tensor_stats s;
     double sq;
     gnmr_isa_force(paths[p]);
     lib_stats(x, n, dtype, &s);
