@@ -1,9 +1,9 @@
-/* gnmr.h - v0.1.0 - runtime stability control for low-precision training.
+/* gnmr.h - v0.2.0 - runtime stability control for low-precision training.
    MIT license (see the end of this file). No warranty.
 
    GNMR (Gradient Norm-to-Mean Ratio) watches every "recoverable unit" of a
-   model (an operator or parameter group that has a cheap low-precision path
-   and a high-fidelity path). Each step it compares the unit's gradient norm
+   model: an operator or parameter group that has a cheap low-precision path
+   and a high-fidelity path. Each step it compares the unit's gradient norm
    with the unit's own historical mean (GNMR) and with its recent short window
    (delta-GNMR), and moves the riskiest units to the high-fidelity path for a
    short lock interval, never more than `max_recovering` at once.
@@ -11,63 +11,137 @@
    Do this:
        #define GNMR_IMPLEMENTATION
    before you include this file in *one* C or C++ file to create the
-   implementation. Every other file includes it without the define.
+   implementation. Every other file includes it without the define (or every
+   file defines GNMR_STATIC too, for a private copy each).
 
-   Quick use:
-       gnmr_config cfg = gnmr_config_default();
-       cfg.max_recovering = 4;
-       gnmr_slot units[N];
+   A whole program (examples/quickstart.c is this, compiled):
+       gnmr_config cfg = gnmr_config_default();    // defaults: table below
+       cfg.max_recovering = 2;                     // maxO, <= the unit count
+       gnmr_slot slots[N];                         // the state: your memory
        gnmr_ctl ctl;
-       if (gnmr_init(&ctl, &cfg, units, N) != GNMR_OK) ...
-       for (each step) {
-           float norms[N];                  // gradient L2 norm of every unit
-           gnmr_decision d[N];
-           gnmr_step(&ctl, norms, d);       // scale unit u's grad by d[u].scale
-           // gnmr_recovering(&ctl, u): run unit u high-fidelity next step
+       int rc = gnmr_init(&ctl, &cfg, slots, N);
+       if (rc != GNMR_OK) puts(gnmr_strerror(rc));
+       for (each training step) {
+           float norms[N];                         // unit u's gradient L2 norm
+           gnmr_decision d[N];                     // or NULL: counters only
+           rc = gnmr_step(&ctl, norms, d);
+           // multiply unit u's gradient by d[u].scale (1 when calm);
+           // next step, unit u runs high-fidelity iff gnmr_recovering(&ctl, u)
        }
+
+   Units, slots and the controller. The caller owns all memory: a gnmr_ctl
+   and one block of N gnmr_slot, which the controller lays out as one array
+   per field (a slot is not one unit's record: never copy or move slots on
+   their own). Fields of gnmr_ctl are the library's: read state through
+   gnmr_counters_get and gnmr_unit_info, change settings with
+   gnmr_reconfigure, copy a controller with a checkpoint (save, then load
+   into another initialised one). A struct copy shares the slots: once
+   either copy changes state, the other is refused (GNMR_ESTATE); a field
+   edited by hand is refused too (a seal over the controller's fields).
+   Moving the controller together with its whole slot block, byte for
+   byte, is fine. No heap, no I/O, no global state but the one-time choice
+   of SIMD path.
+
+   Rules of one step. For every unit u, with g its norm this step, k its
+   finite observations so far and m its historical mean before this step:
+     1  non-finite g (NaN, +-Inf): risky, flag NONFINITE, score +inf,
+        scale 0; m, k and the window are not touched.
+     2  ratio  = g / max(m, eps); 1 while k = 0.
+     3  delta  = ratio - mean of the unit's last min(k, W) stored ratios;
+        0 while k = 0.
+     4  risky  = k >= warmup_steps and (ratio > tau_r or delta > tau_d)
+        (flags RATIO, DELTA; WARMUP while k < warmup_steps);
+        score  = max(ratio / tau_r, delta / tau_d).
+     5  history (finite g only): x = risky ? min(g, tau_r * m) : g (a spike
+        cannot inflate its own history); k += 1;
+        m += max(1/k, 1 - beta) * (x - m); the window gets min(ratio, tau_r).
+   Then across units:
+     6  a unit in recovery counts its lock down: HOLD while steps are left;
+        at zero, RELEASE (cooldown_steps of cooldown start) unless it is
+        risky this step, which renews the lock (HOLD + RENEWED) in its slot
+        (never while more units recover than max_recovering allows, which
+        only gnmr_reconfigure can cause).
+     7  admission: risky units on the cheap path and out of cooldown
+        (non-finite ignores cooldown) are ranked by score, highest first,
+        ties by lower unit index; the best take the free slots
+        (max_recovering minus the units still locked, at least 0) with
+        RECOVER and a
+        lock of L = lock_steps. The rest stay KEEP, flagged OVER_BUDGET (or
+        COOLDOWN). A unit admitted at step t runs the high-fidelity path on
+        steps t+1 ... t+L exactly.
+     8  scale of this step's gradient: 1 when calm, 0 when non-finite; for a
+        risky unit per spike_policy: PASS 1, CLIP min(1, tau_r * m / g),
+        SKIP 0.
+
+   Actions (gnmr_decision.action; gnmr_action_name names them):
+       KEEP     on the cheap path next step (calm, or risky and refused)
+       RECOVER  admitted this step: high-fidelity from the next step
+       HOLD     in recovery (every step of a lock, renewals included)
+       RELEASE  the lock ran out: back on the cheap path next step
+   Flags (bits of gnmr_decision.flags; gnmr_flag_name names them): RATIO,
+   DELTA, NONFINITE, OVER_BUDGET, COOLDOWN, WARMUP, RENEWED.
+
+   Configuration (gnmr_config_default; gnmr_config_check names the first
+   field it refuses, gnmr_init and gnmr_reconfigure check the same):
+       field            symbol  valid                 default
+       ratio_threshold  tau_r   finite, > 1           2.0
+       delta_threshold  tau_d   finite, > 0           1.5
+       history_decay    beta    (0, 1]; 1 = mean      0.99
+       eps                      finite, > 0           1e-12
+       delta_window     W       1 ... 16              8
+       warmup_steps             any                   16
+       max_recovering   maxO    <= units; 0 = watch   1
+       lock_steps       L       >= 1                  8
+       cooldown_steps           any                   4
+       spike_policy             PASS, CLIP, SKIP      CLIP
+   Monitor-only use: max_recovering = 0 and spike_policy = GNMR_SPIKE_PASS.
+
+   Errors: every function that can fail returns GNMR_OK (0) or a negative
+   GNMR_E* code (gnmr_strerror names it), and a refused call changes nothing:
+   not the controller, not the slots, not the output (one exception:
+   gnmr_checkpoint_save into too small a buffer still reports the size
+   needed in *written). NaN and Inf norms are
+   signals (rule 1), never errors; a finite negative norm is GNMR_ENORM.
+
+   Checkpoints: gnmr_checkpoint_save / _load, a portable little-endian
+   format with a CRC-32; a load validates everything before it writes, and
+   a run continued from it decides exactly as one never interrupted.
+
+   Norm helpers: gnmr_sumsq_*, gnmr_stats_*, gnmr_unit_sumsq and
+   gnmr_unit_norms compute the norms with exact squares, double sums and one
+   fixed order of additions (chunks of GNMR_SUM_CHUNK, GNMR_SUM_LANES lanes,
+   lanes folded by halves, chunks by a pairwise tree), so the scalar path,
+   every SIMD path and a CUDA device give the same bits.
 
    Build macros (define before including):
        GNMR_IMPLEMENTATION  emit the implementation in this translation unit
        GNMR_STATIC          every symbol static (private to one file)
        GNMR_ASSERT(x)       internal invariant check (default: assert.h);
-                            never used on user input
-       GNMR_NO_SIMD         scalar norm helpers only
+                            never used on anything a caller passes or sets
+       GNMR_NO_SIMD         scalar code only
        GNMR_NO_AVX512, GNMR_NO_AVX2, GNMR_NO_NEON
                             switch one SIMD path off
 
-   Rules of one step, per unit (g = norm, k = finite observations so far,
-   m = historical mean before this step):
-       non-finite g : risky, score +inf, statistics untouched, scale 0
-       GNMR         = g / max(m, eps)             (1 when k = 0)
-       delta        = GNMR - mean(window of the last min(k, W) stored ratios)
-       risky        = k >= warmup and (GNMR > ratio_threshold or
-                                       delta > delta_threshold)
-       score        = max(GNMR / ratio_threshold, delta / delta_threshold)
-       history      : x = risky ? min(g, ratio_threshold * m) : g;
-                      k += 1; m += max(1/k, 1 - history_decay) * (x - m);
-                      window gets min(GNMR, ratio_threshold)
-   Then locked units count down (release, or renew when risky at expiry),
-   and risky units out of cooldown are admitted by score (ties: lower index)
-   into the free slots of the max_recovering budget. A unit admitted at step
-   t runs the high-fidelity path for steps t+1 ... t+lock_steps exactly.
-
-   Errors: every function that can fail returns GNMR_OK (0) or a negative
-   GNMR_E* code, and a refused call changes nothing.
+   Fast-math: a file built with -ffast-math or -Ofast (gcc, clang) may hold
+   the implementation: NaN/Inf are told by their bits and the library's own
+   functions are compiled with fast-math off. Other compilers' fast-math
+   stops the build with an #error.
 
    Determinism: the same inputs give the same decisions bit for bit. Built
-   with -ffp-contract=off (nvcc: --fmad=false) the host and a CUDA device
-   agree bit for bit; the norm helpers give the same bits on every SIMD path.
+   with -ffp-contract=off (nvcc: --fmad=false) the host, every SIMD path and
+   a CUDA device agree bit for bit.
 */
 #ifndef GNMR_H
 #define GNMR_H
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h> /* memcpy: the inline element conversions */
 
 #define GNMR_VERSION_MAJOR 0
-#define GNMR_VERSION_MINOR 1
+#define GNMR_VERSION_MINOR 2
 #define GNMR_VERSION_PATCH 0
-#define GNMR_VERSION_STRING "0.1.0"
+#define GNMR_VERSION_STRING "0.2.0"
 
 #ifdef GNMR_STATIC
 #define GNMR__STATIC_INTERFACE /* the implementation checks it matches */
@@ -111,7 +185,7 @@ enum {
   GNMR_EMISMATCH = -5, /* checkpoint holds another number of units */
   GNMR_ECONFIG = -6,   /* a configuration field is out of range */
   GNMR_ENORM = -7,     /* a finite negative gradient norm */
-  GNMR_ESTATE = -8,    /* controller not initialised by gnmr_init */
+  GNMR_ESTATE = -8,    /* controller not from gnmr_init, edited, or stale */
   GNMR_EISA = -9       /* instruction set not available on this CPU/build */
 };
 
@@ -137,7 +211,7 @@ typedef struct gnmr_config {
   uint32_t delta_window;
   /* finite observations a unit needs before it can be flagged */
   uint32_t warmup_steps;
-  /* maxO: units in recovery at once; 0 = detect only */
+  /* maxO: units in recovery at once, <= the unit count; 0 = detect only */
   uint32_t max_recovering;
   /* L >= 1: steps on the high-fidelity path once admitted */
   uint32_t lock_steps;
@@ -148,18 +222,75 @@ typedef struct gnmr_config {
 } gnmr_config;
 
 GNMR_DEF gnmr_config gnmr_config_default(void);
+/* GNMR_OK, or GNMR_ECONFIG with *field naming the first field out of range
+   (max_recovering also when above n_units); *field is NULL when valid.
+   field may be NULL. GNMR_EINVAL for a NULL cfg (*field untouched). */
+GNMR_DEF int gnmr_config_check(const gnmr_config *cfg, uint32_t n_units,
+                               const char **field);
+/* gnmr_config_check(cfg, UINT32_MAX, NULL): every field but the count. */
 GNMR_DEF int gnmr_config_validate(const gnmr_config *cfg);
 
 /* ---- controller state (caller-owned, allocation-free) ------------------ */
 
-/* One unit's state: plain data of fixed size, opaque. The controller lays
-   the caller's whole array out as one array per field (see gnmr__carve), so
-   the array is one block: never copy or move single units; a checkpoint
-   moves a controller. */
+/* The counters, each kept per unit and as a total of the controller:
+     risky           unit-steps flagged risky (non-finite included)
+     nonfinite       unit-steps with a NaN/Inf norm
+     admissions      RECOVER decisions
+     renewals        locks renewed at expiry
+     recovery_steps  unit-steps run on the high-fidelity path
+     over_budget     risky, eligible, refused for lack of a slot
+   Adding one is a line here, its meaning above and the step counting it:
+   slots, checkpoint and gnmr_counters follow. */
+#define GNMR__COUNTERS(X)                                                      \
+  X(risky, uint64_t, ONE)                                                      \
+  X(nonfinite, uint64_t, ONE)                                                  \
+  X(admissions, uint64_t, ONE)                                                 \
+  X(renewals, uint64_t, ONE)                                                   \
+  X(recovery_steps, uint64_t, ONE)                                             \
+  X(over_budget, uint64_t, ONE)
+
+/* Every field of a unit, listed once: X(name, C type, shape), shape ONE (a
+   value per unit) or RING (GNMR_WINDOW_MAX values: the last stored ratios,
+   observation k in element k mod GNMR_WINDOW_MAX). The slot size, the
+   layout and the checkpoint follow; a checkpoint saves the state, in this
+   order, each value as the little-endian bits of its type. The scratch is
+   the step's working space: zero between steps, never saved. */
+#define GNMR__UNIT_STATE(X)                                                    \
+  X(mean, double, ONE)           /* m, the historical mean */                  \
+  X(window_sum, double, ONE)     /* sum of the last min(k, W) ratios */        \
+  X(window, float, RING)         /* the stored ratios */                       \
+  X(finite_steps, uint64_t, ONE) /* k, finite observations */                  \
+  GNMR__COUNTERS(X)                                                            \
+  X(lock, uint32_t, ONE)     /* steps of recovery left */                      \
+  X(cooldown, uint32_t, ONE) /* steps of cooldown left */
+#define GNMR__UNIT_SCRATCH(X)                                                  \
+  X(score, double, ONE)  /* > 0 while the unit waits for a slot */             \
+  X(heap, uint32_t, ONE) /* admission heap; the candidates from the back */
+#define GNMR__COUNT_ONE 1
+#define GNMR__COUNT_RING GNMR_WINDOW_MAX
+#define GNMR__BYTES(name, type, shape) /* a term of a sum */                   \
+  +sizeof(type) * GNMR__COUNT_##shape  /* NOLINT(bugprone-macro-parentheses) */
+#define GNMR__UNIT_BYTES                                                       \
+  (0 GNMR__UNIT_STATE(GNMR__BYTES) GNMR__UNIT_SCRATCH(GNMR__BYTES))
+#define GNMR__FIELD(name, type, shape) type name;
+
+/* Storage for one unit: plain data of fixed size, opaque. gnmr_init lays a
+   block of N out as a header of 8 bytes, then one array per field, so the
+   block is one whole: never copy or move single slots. */
 typedef struct gnmr_slot {
-  uint64_t opaque[20]; /* cppcheck-suppress unusedStructMember */
+  /* cppcheck-suppress unusedStructMember */
+  uint64_t opaque[(GNMR__UNIT_BYTES + 8 + 7) / 8];
 } gnmr_slot;
 
+/* The controller. Its fields are the library's: reading them is fine,
+   writing them is not (change settings with gnmr_reconfigure). A struct
+   copy shares the slots: once either of the two changes the state, the
+   other is refused with GNMR_ESTATE, as is a controller edited by hand. A
+   copy that runs on its own is made with a checkpoint: save, then load
+   into another controller initialised over its own slots. One move is
+   allowed: the controller and its whole block of slots copied byte for
+   byte (into device memory, say), units set to the moved slots, and only
+   the moved one used from then on. */
 typedef struct gnmr_ctl {
   gnmr_config cfg;
   gnmr_slot *units;
@@ -168,13 +299,33 @@ typedef struct gnmr_ctl {
   uint32_t peak_recovering;  /* highest `recovering` seen */
   uint32_t magic;            /* set by gnmr_init */
   uint64_t full_weight_from; /* first k with 1/k <= 1 - beta (derived) */
-  uint64_t steps, risky, nonfinite, admissions, renewals, recovery_steps,
-      over_budget;
+  uint64_t gen;  /* advanced by every change; also in the slots' header */
+  uint64_t seal; /* hash of every field above but units and magic */
+  uint64_t steps;
+  GNMR__COUNTERS(GNMR__FIELD) /* the totals */
 } gnmr_ctl;
 
-/* Validates cfg (and max_recovering <= n_units), zeroes the units. */
+/* Checks cfg (gnmr_config_check), zeroes the slots. */
 GNMR_DEF int gnmr_init(gnmr_ctl *ctl, const gnmr_config *cfg, gnmr_slot *units,
                        uint32_t n_units);
+
+/* New settings for a running controller, from its next step on. cfg is
+   checked whole as by gnmr_init (GNMR_ECONFIG: nothing changes). The
+   state follows:
+     max_recovering below the units in recovery: they keep their slots
+       until their locks run out, but while more units recover than the
+       budget allows, a lock that runs out is released (never renewed) and
+       nobody is admitted; admissions resume once a slot is free within it;
+     lock_steps, cooldown_steps lowered: locks and cooldowns left are cut
+       to the new length (raised: those running keep theirs);
+     ratio_threshold lowered: stored ratios above it are cut to it, as the
+       step would have stored them, and the window sums re-derived;
+     delta_window changed: the window sums re-derived from the stored
+       ratios (the last GNMR_WINDOW_MAX are always kept);
+     history_decay: the weight of later observations (the mean stays).
+   eps, delta_threshold, warmup_steps and spike_policy hold no state.
+   Counters and peak_recovering are kept. */
+GNMR_DEF int gnmr_reconfigure(gnmr_ctl *ctl, const gnmr_config *cfg);
 
 /* ---- one step ---------------------------------------------------------- */
 
@@ -215,20 +366,27 @@ typedef struct gnmr_decision {
 GNMR_DEF GNMR_HOSTDEV int gnmr_step(gnmr_ctl *ctl, const float *norms,
                                     gnmr_decision *out);
 
-/* 1 if unit u runs the high-fidelity path next step, 0 if not, <0 on error. */
+/* 1 if unit u runs the high-fidelity path next step, 0 if not, <0 on error.
+   Made to be called per unit: it refuses a controller not initialised or
+   left behind by a copy, but reads its slots without the seal's check. */
 GNMR_DEF GNMR_HOSTDEV int gnmr_recovering(const gnmr_ctl *ctl, uint32_t u);
 
+/* "KEEP", "RECOVER", "HOLD", "RELEASE"; "?" for any other value. */
+GNMR_DEF const char *gnmr_action_name(int action);
+/* "RATIO", "DELTA", ... for one GNMR_FLAG_* bit; NULL for anything else. */
+GNMR_DEF const char *gnmr_flag_name(uint32_t flag);
+/* flags as their names joined by '|' ("" for none; unknown bits as one hex
+   number), NUL-terminated. GNMR_ESIZE where cap is too small (buf
+   untouched); GNMR_FLAGS_STRING_MAX bytes always do. */
+#define GNMR_FLAGS_STRING_MAX 72
+GNMR_DEF int gnmr_flags_string(uint32_t flags, char *buf, size_t cap);
+
 typedef struct gnmr_counters {
-  uint64_t steps;           /* steps taken */
-  uint64_t finite_steps;    /* observations that entered the statistics */
-  uint64_t risky;           /* unit-steps flagged risky (non-finite included) */
-  uint64_t nonfinite;       /* unit-steps with a NaN/Inf norm */
-  uint64_t admissions;      /* RECOVER decisions */
-  uint64_t renewals;        /* locks renewed at expiry */
-  uint64_t recovery_steps;  /* unit-steps run on the high-fidelity path */
-  uint64_t over_budget;     /* risky, eligible, refused for lack of a slot */
-  uint32_t recovering;      /* now (controller: units; unit: 0 or 1) */
-  uint32_t peak_recovering; /* controller only: most units at once */
+  uint64_t steps;             /* steps taken */
+  uint64_t finite_steps;      /* observations that entered the statistics */
+  GNMR__COUNTERS(GNMR__FIELD) /* risky, nonfinite, ...: see GNMR__COUNTERS */
+  uint32_t recovering;        /* now (controller: units; unit: 0 or 1) */
+  uint32_t peak_recovering;   /* controller only: most units at once */
 } gnmr_counters;
 
 /* unit = UINT32_MAX (GNMR_ALL_UNITS) reads the controller's totals. */
@@ -236,9 +394,22 @@ typedef struct gnmr_counters {
 GNMR_DEF int gnmr_counters_get(const gnmr_ctl *ctl, uint32_t unit,
                                gnmr_counters *out);
 
+/* A unit as the last step left it. */
+typedef struct gnmr_unit_state {
+  double mean;            /* m: the historical mean of its norms */
+  double window_mean;     /* mean of its last min(k, W) stored ratios (0
+                             while k = 0): what delta-GNMR subtracts */
+  uint32_t lock_left;     /* steps left on the high-fidelity path */
+  uint32_t cooldown_left; /* steps before it may be admitted again */
+  gnmr_counters counters; /* as gnmr_counters_get: finite_steps is k,
+                             recovering is lock_left > 0 */
+} gnmr_unit_state;
+GNMR_DEF int gnmr_unit_info(const gnmr_ctl *ctl, uint32_t u,
+                            gnmr_unit_state *out);
+
 /* ---- checkpoint -------------------------------------------------------- */
 
-/* Bytes a checkpoint of ctl takes (0 if ctl is not initialised). */
+/* Bytes a checkpoint of ctl takes (0 if ctl is not usable). */
 GNMR_DEF size_t gnmr_checkpoint_size(const gnmr_ctl *ctl);
 /* buf NULL: only *written = size. cap too small: GNMR_ESIZE, *written = size.
  */
@@ -282,10 +453,50 @@ GNMR_DEF void gnmr_stats_bf16(const uint16_t *x, size_t n,
    double (the vector a distributed job all-reduces). Any tensor order. */
 GNMR_DEF int gnmr_unit_sumsq(const gnmr_tensor *t, size_t nt, double *sumsq,
                              uint32_t n_units);
-/* norms[u] = sqrt of the above. Tensors sorted by unit (non-decreasing);
-   units without tensors get 0. */
+/* norms[u] = (float)sqrt(sumsq[u]) of the above, bit for bit: any tensor
+   order, a unit's tensors added in the order they appear; units without
+   tensors get 0. Allocation-free: sums are kept for up to 256 units at a
+   time, so with more units the tensor list (headers only: each tensor's data
+   is read once) is scanned once per 256 units. */
 GNMR_DEF int gnmr_unit_norms(const gnmr_tensor *t, size_t nt, float *norms,
                              uint32_t n_units);
+
+/* One element's exact value as float. Inline and GNMR_HOSTDEV: callable from
+   host and CUDA device code in any translation unit, with no
+   GNMR_IMPLEMENTATION there and no -rdc. (The other GNMR_HOSTDEV functions,
+   gnmr_step and gnmr_recovering, are defined once, in the implementation's
+   file: device code in another .cu file calls them with relocatable device
+   code, nvcc -rdc=true, or defines GNMR_STATIC and GNMR_IMPLEMENTATION
+   itself for a private copy.) */
+static inline GNMR_HOSTDEV float gnmr_bf16_to_f32(uint16_t h) {
+  uint32_t bits = (uint32_t)h << 16;
+  float f;
+  memcpy(&f, &bits, 4);
+  return f;
+}
+
+/* IEEE binary16 bits; subnormals, Inf and NaN payloads kept. */
+static inline GNMR_HOSTDEV float gnmr_f16_to_f32(uint16_t h) {
+  uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
+  uint32_t exp = (h >> 10) & 0x1Fu, mant = h & 0x3FFu, bits;
+  float f;
+  if (exp == 0x1F) {
+    bits = sign | 0x7F800000u | (mant << 13);
+  } else if (exp != 0) {
+    bits = sign | ((exp + 112u) << 23) | (mant << 13);
+  } else if (mant == 0) {
+    bits = sign;
+  } else { /* subnormal: normalise; exact in f32 */
+    exp = 113;
+    while (!(mant & 0x400u)) {
+      mant <<= 1;
+      exp--;
+    }
+    bits = sign | (exp << 23) | ((mant & 0x3FFu) << 13);
+  }
+  memcpy(&f, &bits, 4);
+  return f;
+}
 
 /* ---- dispatch ---------------------------------------------------------- */
 
@@ -297,15 +508,25 @@ enum {
   GNMR_ISA_NEON = 4
 };
 
-/* The norm helpers' path: the best one this build and CPU can run, chosen
-   at first use (x86: cpuid + xgetbv). force changes it for the process (not
-   meant to race with norm calls in other threads). */
+/* The norm helpers' path: the first one this build and CPU can run in the
+   architecture's preference list (x86: AVX-512, AVX2, SSE2, scalar; aarch64:
+   NEON, scalar; cpuid + xgetbv on x86), chosen at first use. force changes
+   it for the process (not meant to race with norm calls in other threads).
+   The paths give the same bits; only speed differs. */
 GNMR_DEF int gnmr_isa_active(void);
 /* 1 if this CPU and build can run isa. */
 GNMR_DEF int gnmr_isa_supported(int isa);
-/* GNMR_EISA where unsupported. */
+/* GNMR_EISA where unsupported; the norm helpers only. */
 GNMR_DEF int gnmr_isa_force(int isa);
 GNMR_DEF const char *gnmr_isa_name(int isa);
+
+/* The controller's path, chosen on its own: GNMR_ISA_AVX512 (eight calm
+   units per step at a time) where this build and CPU have it, else
+   GNMR_ISA_SCALAR. Both give the same bits. force takes either of the two
+   (GNMR_EISA otherwise, or where AVX-512 is not available); the same
+   threading caveat as gnmr_isa_force. */
+GNMR_DEF int gnmr_ctl_isa_active(void);
+GNMR_DEF int gnmr_ctl_isa_force(int isa);
 
 #ifdef __cplusplus
 }
@@ -360,15 +581,82 @@ GNMR_DEF const char *gnmr_isa_name(int isa);
 #define GNMR_ASSERT(x) assert(x)
 #endif
 
+/* ---- fast-math ------------------------------------------------------------
+   -ffast-math and -Ofast let the compiler assume that no value is NaN or
+   Inf (-ffinite-math-only: isnan, isfinite and NaN-aware comparisons fold
+   away, so a NaN norm would pass as calm) and reorder arithmetic
+   (-fassociative-math, -freciprocal-math: the canonical sums and the
+   scalar/AVX-512 agreement would lose their bits). Under them this file
+   1. classifies floats by their bits (gnmr__finite32/64), never with
+      isnan/isfinite or a comparison a NaN could reach;
+   2. compiles its implementation with fast-math off (gcc: optimize
+      pragma; clang: float_control(precise)), which keeps every order of
+      operations written here. Intrinsics from <immintrin.h> keep the
+      caller's flags under clang, so the AVX-512 step passes the sums it
+      must not reorder through gnmr__keep8;
+   3. refuses to build where it cannot do 2.
+   The caller's FTZ/DAZ (which -ffast-math sets at program start) reads
+   subnormal f32/bf16 values, norms included, as zero on every path alike. */
+#if defined(__FAST_MATH__) ||                                                  \
+    (defined(__FINITE_MATH_ONLY__) && __FINITE_MATH_ONLY__) ||                 \
+    defined(__ASSOCIATIVE_MATH__) || defined(__RECIPROCAL_MATH__)
+#if defined(__CUDACC__)
+#error "gnmr.h: host -ffast-math under nvcc is not supported"
+#elif defined(__clang__)
+#define GNMR__FP_PRECISE 1
+#pragma float_control(precise, on, push)
+#elif defined(__GNUC__)
+/* gcc 12 drops the fast-math macros at pop_options: noted here, put back
+   after the implementation, so the caller's code sees what it asked for. */
+#define GNMR__FP_PRECISE 2
+#ifdef __FAST_MATH__
+#define GNMR__HAD_FAST_MATH
+#endif
+#if defined(__FINITE_MATH_ONLY__) && __FINITE_MATH_ONLY__
+#define GNMR__HAD_FINITE_MATH_ONLY
+#endif
+#ifdef __NO_MATH_ERRNO__
+#define GNMR__HAD_NO_MATH_ERRNO
+#endif
+#ifdef __ASSOCIATIVE_MATH__
+#define GNMR__HAD_ASSOCIATIVE_MATH
+#endif
+#ifdef __RECIPROCAL_MATH__
+#define GNMR__HAD_RECIPROCAL_MATH
+#endif
+#ifdef __NO_SIGNED_ZEROS__
+#define GNMR__HAD_NO_SIGNED_ZEROS
+#endif
+#ifdef __NO_TRAPPING_MATH__
+#define GNMR__HAD_NO_TRAPPING_MATH
+#endif
+#pragma GCC push_options
+#pragma GCC optimize("no-fast-math")
+#else
+#error "gnmr.h: -ffast-math needs gcc or clang (or build without it)"
+#endif
+#endif
+
 #ifdef __cplusplus
 extern "C" {
 #endif
 
+static GNMR_HOSTDEV int gnmr__finite32(float x) {
+  uint32_t bits;
+  memcpy(&bits, &x, 4);
+  return (bits & 0x7FFFFFFFu) < 0x7F800000u;
+}
+static GNMR_HOSTDEV int gnmr__finite64(double x) {
+  uint64_t bits;
+  memcpy(&bits, &x, 8);
+  return (bits & UINT64_C(0x7FFFFFFFFFFFFFFF)) < UINT64_C(0x7FF0000000000000);
+}
+
 #define GNMR__MAGIC 0x524d4e47u /* "GNMR" */
 
 /* The controller's AVX-512 path: x86-64 builds with the AVX-512 kernels,
-   taken when the dispatch (below) chose AVX-512; gnmr_isa_force(SCALAR)
-   turns it off like the norm kernels'. */
+   taken when the CPU has it (gnmr_ctl_isa_active; gnmr_ctl_isa_force turns
+   it off), whatever path the norm helpers use. */
 #if defined(GNMR__AVX512) && defined(__x86_64__)
 #define GNMR__CTL_AVX512 1
 #else
@@ -386,7 +674,8 @@ GNMR_DEF const char *gnmr_strerror(int code) {
   case GNMR_EMISMATCH: return "checkpoint holds another number of units";
   case GNMR_ECONFIG: return "configuration field out of range";
   case GNMR_ENORM: return "negative gradient norm";
-  case GNMR_ESTATE: return "controller not initialised";
+  case GNMR_ESTATE:
+    return "controller not initialised, edited by hand, or a stale copy";
   case GNMR_EISA: return "instruction set not available";
   default: return "unknown error";
   }
@@ -412,21 +701,39 @@ GNMR_DEF gnmr_config gnmr_config_default(void) {
 }
 
 static int gnmr__finite_above(double x, double floor_) {
-  return isfinite(x) && x > floor_;
+  return gnmr__finite64(x) && x > floor_;
+}
+
+/* Every field of gnmr_config with its valid range (c the config, n the
+   unit count), listed once: checked, sealed, saved and loaded in order. */
+#define GNMR__CONFIG(X)                                                        \
+  X(ratio_threshold, gnmr__finite_above(c->ratio_threshold, 1.0))              \
+  X(delta_threshold, gnmr__finite_above(c->delta_threshold, 0.0))              \
+  X(history_decay,                                                             \
+    gnmr__finite_above(c->history_decay, 0.0) && c->history_decay <= 1.0)      \
+  X(eps, gnmr__finite_above(c->eps, 0.0))                                      \
+  X(delta_window, c->delta_window >= 1 && c->delta_window <= GNMR_WINDOW_MAX)  \
+  X(warmup_steps, 1)                                                           \
+  X(max_recovering, c->max_recovering <= n)                                    \
+  X(lock_steps, c->lock_steps >= 1)                                            \
+  X(cooldown_steps, 1)                                                         \
+  X(spike_policy,                                                              \
+    c->spike_policy >= GNMR_SPIKE_PASS && c->spike_policy <= GNMR_SPIKE_SKIP)
+
+GNMR_DEF int gnmr_config_check(const gnmr_config *c, uint32_t n,
+                               const char **field) {
+  const char *bad = NULL;
+  if (!c) return GNMR_EINVAL;
+#define GNMR__CHECK(name, valid)                                               \
+  if (!bad && !(valid)) bad = #name;
+  GNMR__CONFIG(GNMR__CHECK)
+#undef GNMR__CHECK
+  if (field) *field = bad;
+  return bad ? GNMR_ECONFIG : GNMR_OK;
 }
 
 GNMR_DEF int gnmr_config_validate(const gnmr_config *cfg) {
-  if (!cfg) return GNMR_EINVAL;
-  if (!gnmr__finite_above(cfg->ratio_threshold, 1.0) ||
-      !gnmr__finite_above(cfg->delta_threshold, 0.0) ||
-      !(cfg->history_decay > 0.0 && cfg->history_decay <= 1.0) ||
-      !gnmr__finite_above(cfg->eps, 0.0) || cfg->delta_window < 1 ||
-      cfg->delta_window > GNMR_WINDOW_MAX || cfg->lock_steps < 1 ||
-      (cfg->spike_policy != GNMR_SPIKE_PASS &&
-       cfg->spike_policy != GNMR_SPIKE_CLIP &&
-       cfg->spike_policy != GNMR_SPIKE_SKIP))
-    return GNMR_ECONFIG;
-  return GNMR_OK;
+  return gnmr_config_check(cfg, UINT32_MAX, NULL);
 }
 
 /* w = max(1/k, 1 - beta) without a division per step: 1/k falls with k, so
@@ -445,122 +752,171 @@ static uint64_t gnmr__full_weight_from(double beta) {
   return k;
 }
 
+/* ---- the controller's own checks ------------------------------------------
+   gen advances with every change of state and is also kept, with n_units,
+   in the header of the slots: a struct copy whose twin has moved on finds
+   another value there. seal hashes what a step trusts without re-checking
+   it, so a controller edited by hand does not match it. Both cost O(1). */
+
+static GNMR_HOSTDEV uint32_t *gnmr__header(const gnmr_ctl *ctl) {
+  return (uint32_t *)(void *)ctl->units; /* gen, n_units */
+}
+
+/* One term of the seal: the bits of a field times its own odd constant.
+   Any change of one field changes the sum; the products are independent,
+   so the seal costs a few nanoseconds. */
+static GNMR_HOSTDEV void gnmr__mix(uint64_t *h, uint64_t *k, const void *v,
+                                   size_t n) {
+  uint64_t x = 0;
+  memcpy(&x, v, n);
+  *h += x * *k;
+  *k += UINT64_C(0x9E3779B97F4A7C16); /* even: k stays odd */
+}
+
+static GNMR_HOSTDEV uint64_t gnmr__seal(const gnmr_ctl *ctl) {
+  const gnmr_config *c = &ctl->cfg;
+  uint64_t h = GNMR__MAGIC, k = UINT64_C(0xD6E8FEB86659FD93);
+#define GNMR__MIX(name, valid) gnmr__mix(&h, &k, &c->name, sizeof c->name);
+  GNMR__CONFIG(GNMR__MIX)
+#undef GNMR__MIX
+  gnmr__mix(&h, &k, &ctl->n_units, 4);
+  gnmr__mix(&h, &k, &ctl->recovering, 4);
+  gnmr__mix(&h, &k, &ctl->peak_recovering, 4);
+  gnmr__mix(&h, &k, &ctl->full_weight_from, 8);
+  gnmr__mix(&h, &k, &ctl->gen, 8);
+  return h;
+}
+
+/* Initialised, and not a copy left behind (what gnmr_recovering needs). */
+static GNMR_HOSTDEV int gnmr__current(const gnmr_ctl *ctl) {
+  return ctl->magic == GNMR__MAGIC &&
+         (ctl->n_units == 0 ||
+          (ctl->units && gnmr__header(ctl)[0] == (uint32_t)ctl->gen &&
+           gnmr__header(ctl)[1] == ctl->n_units));
+}
+
+/* ... and not edited by hand: every other entry point. */
+static GNMR_HOSTDEV int gnmr__usable(const gnmr_ctl *ctl) {
+  return gnmr__current(ctl) && ctl->seal == gnmr__seal(ctl);
+}
+
+/* After every change of state. */
+static GNMR_HOSTDEV void gnmr__commit(gnmr_ctl *ctl) {
+  ctl->gen++;
+  if (ctl->n_units > 0) {
+    gnmr__header(ctl)[0] = (uint32_t)ctl->gen;
+    gnmr__header(ctl)[1] = ctl->n_units;
+  }
+  ctl->seal = gnmr__seal(ctl);
+}
+
 GNMR_DEF int gnmr_init(gnmr_ctl *ctl, const gnmr_config *cfg, gnmr_slot *units,
                        uint32_t n_units) {
+  gnmr_config c;
   int rc;
   if (!ctl || !cfg || (n_units > 0 && !units)) return GNMR_EINVAL;
-  rc = gnmr_config_validate(cfg);
+  rc = gnmr_config_check(cfg, n_units, NULL);
   if (rc != GNMR_OK) return rc;
-  if (cfg->max_recovering > n_units) return GNMR_ECONFIG;
+  c = *cfg; /* cfg may be ctl->cfg */
   memset(ctl, 0, sizeof *ctl);
   if (n_units > 0) memset(units, 0, sizeof *units * n_units);
-  ctl->cfg = *cfg;
+  ctl->cfg = c;
   ctl->units = units;
   ctl->n_units = n_units;
-  ctl->full_weight_from = gnmr__full_weight_from(cfg->history_decay);
+  ctl->full_weight_from = gnmr__full_weight_from(c.history_decay);
   ctl->magic = GNMR__MAGIC;
+  gnmr__commit(ctl);
   return GNMR_OK;
 }
 
 /* ---- unit state, structure of arrays --------------------------------------
    The caller's gnmr_slot array is opaque storage: the controller lays it out
-   as one array per field (N means, then N window sums, ...), so a step reads
-   and writes each field contiguously and eight units fit one AVX-512
-   register. The ring of stored ratios keeps slot s of unit u at
-   window[s * N + u]; observation k (0-based) of a unit goes to slot k mod 16,
-   so the last W <= 16 ratios are always there and no head index is kept. */
+   as a header (gnmr__header), then one array per field of GNMR__UNIT_STATE
+   and GNMR__UNIT_SCRATCH (N means, then N window sums, ...), so a step
+   reads and writes each field contiguously and eight units fit one AVX-512
+   register. The 8-byte fields come first, then the 4-byte ones, so every
+   array starts aligned. Element i of a field of unit u is at [i * N + u]:
+   the ring of stored ratios keeps slot s of unit u at window[s * N + u];
+   observation k (0-based) of a unit goes to slot k mod 16, so the last
+   W <= 16 ratios are always there and no head index is kept. */
 
 #define GNMR__RING (GNMR_WINDOW_MAX - 1)
 #define GNMR__K_MAX (UINT64_C(1) << 62) /* largest k a checkpoint may hold */
 
-/* Layout promises the code relies on, checked at compile time: the arrays
-   fit the opaque units, and a decision is 4 doubles then flags, action. */
-typedef char
-    gnmr__units_fit[sizeof(gnmr_slot) >= 10 * 8 + 16 * 4 + 3 * 4 ? 1 : -1];
+/* Layout promises the code relies on, checked at compile time: fields of 8
+   or 4 bytes (so the arrays stay aligned), and a decision is 4 doubles then
+   flags, action. */
+#define GNMR__SIZE_OK(name, type, shape)                                       \
+  &&(sizeof(type) == 8 || sizeof(type) == 4)
+typedef char gnmr__fields_align[(1 GNMR__UNIT_STATE(GNMR__SIZE_OK)
+                                     GNMR__UNIT_SCRATCH(GNMR__SIZE_OK))
+                                    ? 1
+                                    : -1];
 typedef char gnmr__decision_layout[sizeof(gnmr_decision) == 40 &&
                                            offsetof(gnmr_decision, flags) == 32
                                        ? 1
                                        : -1];
 
+#define GNMR__POINTER(name, type, shape) type *name;
 typedef struct gnmr__soa {
-  double *mean, *window_sum;
-  double *score; /* scratch: > 0 while the unit waits for a slot */
-  uint64_t *finite_steps, *risky, *nonfinite, *admissions, *renewals,
-      *recovery_steps, *over_budget;
-  float *window;
-  uint32_t *lock, *cooldown;
-  uint32_t *heap; /* scratch: the admission heap from the front, the
-                      step's candidates listed from the back */
+  GNMR__UNIT_STATE(GNMR__POINTER) GNMR__UNIT_SCRATCH(GNMR__POINTER)
 } gnmr__soa;
 
+/* The arrays of 8-byte fields first, then the others, each in list order:
+   at[1] is where the next 8-byte array goes, at[0] the next other one. */
+#define GNMR__BYTES8(name, type, shape) /* a term of a sum */                  \
+  +(sizeof(type) == 8 ? sizeof(type) * GNMR__COUNT_##shape : 0) /* NOLINT */
 static GNMR_HOSTDEV gnmr__soa gnmr__carve(gnmr_slot *units, uint32_t n) {
   gnmr__soa s;
-  double *d = (double *)(void *)units;
-  uint64_t *q = (uint64_t *)(void *)(d + 3 * (size_t)n);
-  float *f = (float *)(void *)(q + 7 * (size_t)n);
-  uint32_t *w = (uint32_t *)(void *)(f + GNMR_WINDOW_MAX * (size_t)n);
-  s.mean = d;
-  s.window_sum = d + n;
-  s.score = d + 2 * (size_t)n;
-  s.finite_steps = q;
-  s.risky = q + n;
-  s.nonfinite = q + 2 * (size_t)n;
-  s.admissions = q + 3 * (size_t)n;
-  s.renewals = q + 4 * (size_t)n;
-  s.recovery_steps = q + 5 * (size_t)n;
-  s.over_budget = q + 6 * (size_t)n;
-  s.window = f;
-  s.lock = w;
-  s.cooldown = w + n;
-  s.heap = w + 2 * (size_t)n;
+  unsigned char *base = (unsigned char *)(void *)units + 8; /* the header */
+  size_t at[2];
+  at[0] = (0 GNMR__UNIT_STATE(GNMR__BYTES8) GNMR__UNIT_SCRATCH(GNMR__BYTES8)) *
+          (size_t)n;
+  at[1] = 0;
+#define GNMR__PLACE(name, type, shape)                                         \
+  s.name = (type *)(void *)(base + at[sizeof(type) == 8]);                     \
+  at[sizeof(type) == 8] += sizeof(type) * GNMR__COUNT_##shape * (size_t)n;
+  GNMR__UNIT_STATE(GNMR__PLACE)
+  /* cppcheck-suppress unreadVariable */
+  GNMR__UNIT_SCRATCH(GNMR__PLACE)
+#undef GNMR__PLACE
   return s;
 }
 
-/* One unit's fields gathered from the arrays (checkpoint, tests). */
+/* One unit's state gathered from the arrays (checkpoint, tests). */
+#define GNMR__DECL_ONE(type, name) type name;
+#define GNMR__DECL_RING(type, name) type name[GNMR_WINDOW_MAX];
+#define GNMR__MEMBER(name, type, shape) GNMR__DECL_##shape(type, name)
 typedef struct gnmr__unit_state {
-  double mean, window_sum;
-  float window[GNMR_WINDOW_MAX];
-  uint64_t finite_steps, risky, nonfinite, admissions, renewals, recovery_steps,
-      over_budget;
-  uint32_t lock, cooldown;
+  GNMR__UNIT_STATE(GNMR__MEMBER)
 } gnmr__unit_state;
+
+/* Element i of a field x of a gnmr__unit_state, for each i. */
+#define GNMR__AT_ONE(x, i) (x)
+#define GNMR__AT_RING(x, i) (x)[i]
+#define GNMR__EACH(shape) for (i = 0; i < GNMR__COUNT_##shape; i++)
 
 static void gnmr__unit_get(const gnmr__soa *s, uint32_t n, uint32_t u,
                            gnmr__unit_state *out) {
   uint32_t i;
-  out->mean = s->mean[u];
-  out->window_sum = s->window_sum[u];
-  for (i = 0; i < GNMR_WINDOW_MAX; i++)
-    out->window[i] = s->window[(size_t)i * n + u];
-  out->finite_steps = s->finite_steps[u];
-  out->risky = s->risky[u];
-  out->nonfinite = s->nonfinite[u];
-  out->admissions = s->admissions[u];
-  out->renewals = s->renewals[u];
-  out->recovery_steps = s->recovery_steps[u];
-  out->over_budget = s->over_budget[u];
-  out->lock = s->lock[u];
-  out->cooldown = s->cooldown[u];
+#define GNMR__GET(name, type, shape)                                           \
+  GNMR__EACH(shape)                                                            \
+  GNMR__AT_##shape(out->name, i) = s->name[(size_t)i * n + u];
+  GNMR__UNIT_STATE(GNMR__GET)
+#undef GNMR__GET
 }
 
 static void gnmr__unit_set(const gnmr__soa *s, uint32_t n, uint32_t u,
-                           const gnmr__unit_state *in) {
+                           gnmr__unit_state *in) {
   uint32_t i;
-  s->mean[u] = in->mean;
-  s->window_sum[u] = in->window_sum;
-  for (i = 0; i < GNMR_WINDOW_MAX; i++)
-    s->window[(size_t)i * n + u] = in->window[i];
-  s->finite_steps[u] = in->finite_steps;
-  s->risky[u] = in->risky;
-  s->nonfinite[u] = in->nonfinite;
-  s->admissions[u] = in->admissions;
-  s->renewals[u] = in->renewals;
-  s->recovery_steps[u] = in->recovery_steps;
-  s->over_budget[u] = in->over_budget;
-  s->lock[u] = in->lock;
-  s->cooldown[u] = in->cooldown;
-  s->score[u] = 0.0;
-  s->heap[u] = 0;
+#define GNMR__SET(name, type, shape)                                           \
+  GNMR__EACH(shape) s->name[(size_t)i * n + u] = GNMR__AT_##shape(in->name, i);
+#define GNMR__CLEAR(name, type, shape)                                         \
+  GNMR__EACH(shape) s->name[(size_t)i * n + u] = 0;
+  GNMR__UNIT_STATE(GNMR__SET)
+  GNMR__UNIT_SCRATCH(GNMR__CLEAR)
+#undef GNMR__SET
+#undef GNMR__CLEAR
 }
 
 /* What the window keeps of a ratio already capped at tau_r: a float, held
@@ -583,11 +939,45 @@ static GNMR_HOSTDEV double gnmr__window_sum(const gnmr__soa *s, uint32_t n,
   return sum;
 }
 
-/* ---- admission heap --------------------------------------------------------
-   A min-heap (worst candidate on top) of at most max_recovering unit
-   indices: admission needs no memory of its own and costs O(N log maxO).
+GNMR_DEF int gnmr_reconfigure(gnmr_ctl *ctl, const gnmr_config *cfg) {
+  gnmr_config c;
+  gnmr__soa s;
+  uint32_t n, u, i;
+  float cap;
+  int rc;
+  if (!ctl || !cfg) return GNMR_EINVAL;
+  if (!gnmr__usable(ctl)) return GNMR_ESTATE;
+  rc = gnmr_config_check(cfg, ctl->n_units, NULL);
+  if (rc != GNMR_OK) return rc;
+  c = *cfg;
+  n = ctl->n_units;
+  s = gnmr__carve(ctl->units, n);
+  cap = gnmr__window_value(c.ratio_threshold);
+  for (u = 0; u < n; u++) {
+    const uint64_t k = s.finite_steps[u];
+    int resum = c.delta_window != ctl->cfg.delta_window;
+    if (s.lock[u] > c.lock_steps) s.lock[u] = c.lock_steps;
+    if (s.cooldown[u] > c.cooldown_steps) s.cooldown[u] = c.cooldown_steps;
+    for (i = 0; i < GNMR_WINDOW_MAX; i++) {
+      float *r = &s.window[(size_t)i * n + u];
+      if (*r > cap) {
+        *r = cap;
+        resum = 1;
+      }
+    }
+    if (resum)
+      s.window_sum[u] = gnmr__window_sum(
+          &s, n, u, k, k < c.delta_window ? (uint32_t)k : c.delta_window);
+  }
+  ctl->cfg = c;
+  ctl->full_weight_from = gnmr__full_weight_from(c.history_decay);
+  gnmr__commit(ctl);
+  return GNMR_OK;
+}
+
+/* ---- admission order (rule 7) ----------------------------------------------
    Worse = lower score, then higher index: a strict total order, so the
-   admitted set never depends on the order units are visited in. */
+   admitted set never depends on the order units were listed in. */
 
 static GNMR_HOSTDEV int gnmr__worse(const gnmr__soa *s, uint32_t a,
                                     uint32_t b) {
@@ -595,38 +985,40 @@ static GNMR_HOSTDEV int gnmr__worse(const gnmr__soa *s, uint32_t a,
   return a > b;
 }
 
-static GNMR_HOSTDEV void gnmr__heap_sift_down(const gnmr__soa *s, uint32_t size,
-                                              uint32_t at) {
-  uint32_t item = s->heap[at];
+/* heap[0 .. size) as a min-heap, worst on top: moves heap[at] down. */
+static GNMR_HOSTDEV void gnmr__sift_down(const gnmr__soa *s, uint32_t *heap,
+                                         uint32_t size, uint32_t at) {
+  uint32_t item = heap[at];
   for (;;) {
     uint32_t child = 2 * at + 1;
     if (child >= size) break;
-    if (child + 1 < size && gnmr__worse(s, s->heap[child + 1], s->heap[child]))
+    if (child + 1 < size && gnmr__worse(s, heap[child + 1], heap[child]))
       child++;
-    if (!gnmr__worse(s, s->heap[child], item)) break;
-    s->heap[at] = s->heap[child];
+    if (!gnmr__worse(s, heap[child], item)) break;
+    heap[at] = heap[child];
     at = child;
   }
-  s->heap[at] = item;
+  heap[at] = item;
 }
 
-static GNMR_HOSTDEV void gnmr__heap_offer(const gnmr__soa *s, uint32_t *size,
-                                          uint32_t cap, uint32_t u) {
-  if (*size < cap) {
-    uint32_t at = (*size)++;
-    while (at > 0 && gnmr__worse(s, u, s->heap[(at - 1) / 2])) {
-      s->heap[at] = s->heap[(at - 1) / 2];
-      at = (at - 1) / 2;
+/* Moves the best k of the n units in list[] to list[0 .. k), in place and
+   in O(n log k): list[0 .. k) is made a min-heap (worst on top), and each
+   later unit better than the top takes its place. */
+static GNMR_HOSTDEV void gnmr__best_first(const gnmr__soa *s, uint32_t *list,
+                                          uint32_t n, uint32_t k) {
+  uint32_t i;
+  if (k == 0 || k >= n) return;
+  for (i = k / 2; i-- > 0;) gnmr__sift_down(s, list, k, i);
+  for (i = k; i < n; i++)
+    if (gnmr__worse(s, list[0], list[i])) {
+      uint32_t t = list[0];
+      list[0] = list[i];
+      list[i] = t;
+      gnmr__sift_down(s, list, k, 0);
     }
-    s->heap[at] = u;
-  } else if (cap > 0 && gnmr__worse(s, s->heap[0], u)) {
-    s->heap[0] = u;
-    gnmr__heap_sift_down(s, *size, 0);
-  }
 }
 
-/* ---- one step
- * ---------------------------------------------------------------- */
+/* ---- one unit ------------------------------------------------------------ */
 
 /* a * b rounded on its own, never fused with the add or subtract that
    follows: compilers contract a * b + c into an FMA under
@@ -647,34 +1039,67 @@ static GNMR_HOSTDEV double gnmr__mul(double a, double b) {
 #endif
 }
 
-/* Everything one step needs, read once from the controller: locals the
-   compiler can keep in registers while it stores into the units. */
-typedef struct gnmr__step_ctx {
-  gnmr__soa s;
-  const float *norms;
-  gnmr_decision *out;
+/* The constants of one step's rules, read once from the controller. */
+typedef struct gnmr__rules {
   double tau_r, tau_d, eps, inv_tau_r, inv_tau_d, inv_window, floor_w;
   uint64_t warmup, full_weight_from;
-  uint64_t n_risky, n_nonfinite, n_recovery, n_renewals;
-  uint32_t n, window, lock_steps, cooldown_steps, max_recovering;
-  uint32_t heap_size, recovering, candidates;
+  uint32_t n, window, lock_steps, cooldown_steps;
   int policy;
-} gnmr__step_ctx;
+  int renew; /* 0 while more units recover than max_recovering allows */
+} gnmr__rules;
 
-/* Rules 1-8 of DESIGN.md for one unit, up to admission. */
-static GNMR_HOSTDEV void gnmr__unit_step(gnmr__step_ctx *c, uint32_t u) {
-  const gnmr__soa *s = &c->s;
-  const double g = (double)c->norms[u];
+static GNMR_HOSTDEV void gnmr__rules_of(const gnmr_ctl *ctl, gnmr__rules *r) {
+  r->tau_r = ctl->cfg.ratio_threshold;
+  r->tau_d = ctl->cfg.delta_threshold;
+  r->eps = ctl->cfg.eps;
+  r->inv_tau_r = 1.0 / r->tau_r;
+  r->inv_tau_d = 1.0 / r->tau_d;
+  r->floor_w = 1.0 - ctl->cfg.history_decay;
+  r->window = ctl->cfg.delta_window;
+  r->inv_window = 1.0 / (double)r->window;
+  r->warmup = ctl->cfg.warmup_steps;
+  r->full_weight_from = ctl->full_weight_from;
+  r->n = ctl->n_units;
+  r->lock_steps = ctl->cfg.lock_steps;
+  r->cooldown_steps = ctl->cfg.cooldown_steps;
+  r->policy = ctl->cfg.spike_policy;
+  r->renew = ctl->recovering <= ctl->cfg.max_recovering;
+}
+
+/* What one unit's step adds to the controller's totals: bits returned by
+   gnmr__unit_step, summed by the caller. */
+enum {
+  GNMR__EV_RISKY = 1u << 0,     /* rules 1, 4 */
+  GNMR__EV_NONFINITE = 1u << 1, /* rule 1 */
+  GNMR__EV_HELD = 1u << 2,      /* rule 6: a step on the high-fidelity path */
+  GNMR__EV_RENEWED = 1u << 3,   /* rule 6 */
+  GNMR__EV_LOCKED = 1u << 4,    /* rule 6: still locked after this step */
+  GNMR__EV_CANDIDATE = 1u << 5  /* rule 7: waits for a slot */
+};
+
+/* Rules 1-6 and 8 for unit u: its decision (KEEP, HOLD or RELEASE), its
+   statistics, its lock and cooldown. A unit that waits for a slot (rule 7,
+   decided after every unit) is marked by score[u] = its score, > 0 (risky
+   scores are >= 1 or +inf); whoever runs rule 7 clears every mark. Reads
+   and writes unit u only, so units may be stepped in any order, or one
+   CUDA thread each. */
+static GNMR_HOSTDEV unsigned gnmr__unit_step(const gnmr__rules *c,
+                                             const gnmr__soa *s,
+                                             const float *norms,
+                                             gnmr_decision *out, uint32_t u) {
+  const double g = (double)norms[u];
   double ratio, delta, score, scale = 1.0;
   uint32_t flags;
   int32_t action = GNMR_ACTION_KEEP;
+  unsigned ev = 0;
   int risky;
 
-  if (isfinite(g)) {
+  if (gnmr__finite32(norms[u])) {
     const double m = s->mean[u];
     const uint64_t k = s->finite_steps[u];
     double x = g, w, evicted = 0.0;
     float stored;
+    /* rules 2, 3 */
     if (k >= c->window) {
       ratio = g / (m > c->eps ? m : c->eps);
       delta = ratio - gnmr__mul(s->window_sum[u], c->inv_window);
@@ -687,6 +1112,7 @@ static GNMR_HOSTDEV void gnmr__unit_step(gnmr__step_ctx *c, uint32_t u) {
       ratio = 1.0;
       delta = 0.0;
     }
+    /* rule 4 */
     if (k < c->warmup)
       flags = GNMR_FLAG_WARMUP;
     else
@@ -695,13 +1121,12 @@ static GNMR_HOSTDEV void gnmr__unit_step(gnmr__step_ctx *c, uint32_t u) {
     risky = (flags & (GNMR_FLAG_RATIO | GNMR_FLAG_DELTA)) != 0;
     score = ratio * c->inv_tau_r;
     if (delta * c->inv_tau_d > score) score = delta * c->inv_tau_d;
+    /* rules 5, 8: a spike cannot inflate its own history */
     if (risky && g > c->tau_r * m) {
-      /* A spike cannot inflate its own history. */
       x = c->tau_r * m;
       if (c->policy == GNMR_SPIKE_CLIP) scale = x / g;
     }
     if (risky && c->policy == GNMR_SPIKE_SKIP) scale = 0.0;
-
     w = k + 1 < c->full_weight_from ? 1.0 / (double)(k + 1) : c->floor_w;
     s->finite_steps[u] = k + 1;
     s->mean[u] = m + gnmr__mul(w, x - m);
@@ -711,55 +1136,49 @@ static GNMR_HOSTDEV void gnmr__unit_step(gnmr__step_ctx *c, uint32_t u) {
     if (((k + 1) & GNMR__RING) == 0)
       s->window_sum[u] = gnmr__window_sum(s, c->n, u, k + 1, c->window);
   } else {
-    /* A NaN/Inf never enters the mean or the window. */
+    /* rule 1: a NaN/Inf never enters the mean or the window */
     ratio = delta = g;
     score = (double)INFINITY;
     flags = GNMR_FLAG_NONFINITE;
     risky = 1;
     scale = 0.0;
     s->nonfinite[u]++;
-    c->n_nonfinite++;
+    ev = GNMR__EV_NONFINITE;
   }
   if (risky) {
     s->risky[u]++;
-    c->n_risky++;
+    ev |= GNMR__EV_RISKY;
   }
 
+  /* rule 6, and rule 7 up to the mark */
   if (s->lock[u] > 0) {
     s->recovery_steps[u]++;
-    c->n_recovery++;
+    ev |= GNMR__EV_HELD;
     action = GNMR_ACTION_HOLD;
     if (--s->lock[u] == 0) {
-      if (risky) {
+      if (risky && c->renew) {
         s->lock[u] = c->lock_steps;
         s->renewals[u]++;
-        c->n_renewals++;
+        ev |= GNMR__EV_RENEWED;
         flags |= GNMR_FLAG_RENEWED;
       } else {
         action = GNMR_ACTION_RELEASE;
         s->cooldown[u] = c->cooldown_steps;
       }
     }
-    c->recovering += s->lock[u] > 0;
+    if (s->lock[u] > 0) ev |= GNMR__EV_LOCKED;
   } else if (s->cooldown[u] > 0 || risky) {
     int cooling = s->cooldown[u] > 0;
     if (cooling) s->cooldown[u]--;
     if (cooling && risky && !(flags & GNMR_FLAG_NONFINITE)) {
       flags |= GNMR_FLAG_COOLDOWN;
     } else if (risky) {
-      /* Waits for a slot; a positive score marks it (risky scores are
-         >= 1 or +inf). Every mark is cleared before the step returns. */
       s->score[u] = score;
-      /* Also listed, from the far end of the heap's array down while the
-         list stays clear of the heap, so gnmr_step can find the refused
-         candidates without a pass over every unit. */
-      if (++c->candidates <= c->n - c->max_recovering)
-        s->heap[c->n - c->candidates] = u;
-      gnmr__heap_offer(s, &c->heap_size, c->max_recovering, u);
+      ev |= GNMR__EV_CANDIDATE;
     }
   }
-  if (c->out) {
-    gnmr_decision *d = &c->out[u];
+  if (out) {
+    gnmr_decision *d = &out[u];
     d->ratio = ratio;
     d->delta = delta;
     d->score = score;
@@ -767,6 +1186,30 @@ static GNMR_HOSTDEV void gnmr__unit_step(gnmr__step_ctx *c, uint32_t u) {
     d->flags = flags;
     d->action = action;
   }
+  return ev;
+}
+
+/* One step on the CPU: the rules, the arrays, and the totals so far. */
+typedef struct gnmr__step_ctx {
+  gnmr__rules r;
+  gnmr__soa s;
+  const float *norms;
+  gnmr_decision *out;
+  uint64_t n_risky, n_nonfinite, n_held, n_renewed;
+  uint32_t locked, candidates;
+} gnmr__step_ctx;
+
+/* Unit u on the CPU: its rules, its share of the totals, and, if it waits
+   for a slot, its index listed in the heap scratch for rule 7. */
+static GNMR_HOSTDEV void gnmr__unit_cpu(gnmr__step_ctx *c, uint32_t u) {
+  unsigned ev = gnmr__unit_step(&c->r, &c->s, c->norms, c->out, u);
+  if (ev == 0) return;
+  c->n_risky += (ev & GNMR__EV_RISKY) != 0;
+  c->n_nonfinite += (ev & GNMR__EV_NONFINITE) != 0;
+  c->n_held += (ev & GNMR__EV_HELD) != 0;
+  c->n_renewed += (ev & GNMR__EV_RENEWED) != 0;
+  c->locked += (ev & GNMR__EV_LOCKED) != 0;
+  if (ev & GNMR__EV_CANDIDATE) c->s.heap[c->candidates++] = u;
 }
 
 /* ---- the step, eight calm units at a time (AVX-512) -----------------------
@@ -798,6 +1241,15 @@ static uint32_t gnmr__negative16_avx512(const float *norms, uint32_t n,
   return u;
 }
 
+/* v exactly as computed: clang gives intrinsics the caller's fast-math
+   flags, which let it turn wsum + (stored - evicted) into (wsum + stored) -
+   evicted (it does in a small case), away from the scalar path's bits. */
+GNMR__TARGET_AVX512
+static __m512d gnmr__keep8(__m512d v) {
+  __asm__("" : "+v"(v));
+  return v;
+}
+
 /* gnmr__mul, eight lanes wide. */
 GNMR__TARGET_AVX512
 static __m512d gnmr__mul8(__m512d a, __m512d b) {
@@ -808,68 +1260,97 @@ static __m512d gnmr__mul8(__m512d a, __m512d b) {
 
 GNMR__TARGET_AVX512 __inline__ __attribute__((always_inline)) static unsigned
 gnmr__calm8_avx512(gnmr__step_ctx *c, uint32_t u) {
-  /* Eight decisions are 40 doubles' worth of memory: output vector j, lane l
-     holds field (8j + l) mod 5 of unit (8j + l) / 5. A two-table permute
-     takes (gnmr, delta) and, from the lanes it leaves, the index's own bits:
-     scale = 1.0, and flags+action = 0; a second one puts the scores in.
-     Under warm-up, a third puts in the WARMUP flags (from_b's low 3 bits
-     name the unit in those lanes too). */
-#define GNMR__ONE_BITS 0x3FF0000000000000 /* 1.0 */
+  /* Eight decisions are 40 doubles of memory, written as five vectors:
+     lane l of vector j holds field F = (8j + l) % 5 of unit U = (8j + l) / 5
+     (F: 0 ratio, 1 delta, 2 score, 3 scale, 4 flags and action as one
+     word). Each vector is three permutes: the first takes ratio (index U)
+     and delta (8 + U) into the F 0/1 lanes and leaves its own index bits in
+     the rest: 1.0 for the scale, 0 (flags 0, KEEP) elsewhere; the second
+     takes the score (8 + U) into the F 2 lanes; under warm-up a third puts
+     WARMUP into the F 4 lanes (index U, from the low bits). Plain stores of
+     the same 40 doubles made the calm step 10-30% slower at N = 4096
+     (bench/RESULTS.md). */
+#define GNMR__P(j, l) (8 * (j) + (l))
+#define GNMR__F(j, l) (GNMR__P(j, l) % 5)
+#define GNMR__U(j, l) (GNMR__P(j, l) / 5)
+#define GNMR__FROM_A(j, l)                                                     \
+  (GNMR__F(j, l) == 0   ? GNMR__U(j, l)                                        \
+   : GNMR__F(j, l) == 1 ? 8 + GNMR__U(j, l)                                    \
+   : GNMR__F(j, l) == 3 ? 0x3FF0000000000000 /* 1.0 */                         \
+                        : 0)
+#define GNMR__FROM_B(j, l)                                                     \
+  (GNMR__F(j, l) == 2   ? 8 + GNMR__U(j, l)                                    \
+   : GNMR__F(j, l) == 4 ? GNMR__U(j, l)                                        \
+                        : 0)
+#define GNMR__ROW(T, j)                                                        \
+  { T(j, 0), T(j, 1), T(j, 2), T(j, 3), T(j, 4), T(j, 5), T(j, 6), T(j, 7) }
+  /* the lanes of vector j that hold field f, as a mask */
+#define GNMR__LANE(j, l, f) ((GNMR__F(j, l) == (f)) << (l))
+#define GNMR__LANES(j, f)                                                      \
+  (GNMR__LANE(j, 0, f) | GNMR__LANE(j, 1, f) | GNMR__LANE(j, 2, f) |           \
+   GNMR__LANE(j, 3, f) | GNMR__LANE(j, 4, f) | GNMR__LANE(j, 5, f) |           \
+   GNMR__LANE(j, 6, f) | GNMR__LANE(j, 7, f))
   static const long long from_a[5][8] = {
-      {0, 8, 0, GNMR__ONE_BITS, 0, 1, 9, 0},
-      {GNMR__ONE_BITS, 0, 2, 10, 0, GNMR__ONE_BITS, 0, 3},
-      {11, 0, GNMR__ONE_BITS, 0, 4, 12, 0, GNMR__ONE_BITS},
-      {0, 5, 13, 0, GNMR__ONE_BITS, 0, 6, 14},
-      {0, GNMR__ONE_BITS, 0, 7, 15, 0, GNMR__ONE_BITS, 0}};
-#undef GNMR__ONE_BITS
-  static const long long from_b[5][8] = {{0, 0, 8, 0, 0, 0, 0, 9},
-                                         {0, 1, 0, 0, 10, 0, 2, 0},
-                                         {0, 11, 0, 3, 0, 0, 12, 0},
-                                         {4, 0, 0, 13, 0, 5, 0, 0},
-                                         {14, 0, 6, 0, 0, 15, 0, 7}};
+      GNMR__ROW(GNMR__FROM_A, 0), GNMR__ROW(GNMR__FROM_A, 1),
+      GNMR__ROW(GNMR__FROM_A, 2), GNMR__ROW(GNMR__FROM_A, 3),
+      GNMR__ROW(GNMR__FROM_A, 4)};
+  static const long long from_b[5][8] = {
+      GNMR__ROW(GNMR__FROM_B, 0), GNMR__ROW(GNMR__FROM_B, 1),
+      GNMR__ROW(GNMR__FROM_B, 2), GNMR__ROW(GNMR__FROM_B, 3),
+      GNMR__ROW(GNMR__FROM_B, 4)};
+#undef GNMR__ROW
+#undef GNMR__FROM_B
+#undef GNMR__FROM_A
   const gnmr__soa *s = &c->s;
-  const size_t n = c->n;
+  const size_t n = c->r.n;
   __m512d g, m, wsum, mm, ratio, delta, a, b, score, w;
   __m512i k, k1;
-  __m256i busy;
+  __m256i busy, norm_bits;
   __m256 stored, evicted;
   __mmask8 calm, warm, young, resync;
   uint64_t ks[8];
   int lane, same;
 
-  g = _mm512_maskz_cvtps_pd(0xFF, _mm256_loadu_ps(c->norms + u));
+  norm_bits = _mm256_loadu_si256((const __m256i *)(const void *)(c->norms + u));
+  g = _mm512_maskz_cvtps_pd(0xFF, _mm256_castsi256_ps(norm_bits));
   k = _mm512_loadu_si512((const void *)(s->finite_steps + u));
   busy = _mm256_or_si256(
       _mm256_loadu_si256((const __m256i *)(const void *)(s->lock + u)),
       _mm256_loadu_si256((const __m256i *)(const void *)(s->cooldown + u)));
-  calm = (__mmask8)(_mm512_cmp_pd_mask(_mm512_abs_pd(g),
-                                       _mm512_set1_pd(FLT_MAX), _CMP_LE_OQ) &
-                    _mm512_cmp_epu64_mask(
-                        k, _mm512_set1_epi64((long long)c->window),
-                        _MM_CMPINT_NLT) &
-                    _mm256_cmpeq_epi32_mask(busy, _mm256_setzero_si256()));
+  /* Finite by the norms' bits, as in gnmr__unit_step: clang gives an FP
+     compare intrinsic the caller's fast-math flags (no NaN, no Inf). */
+  calm =
+      (__mmask8)(_mm256_cmplt_epu32_mask(
+                     _mm256_and_si256(norm_bits, _mm256_set1_epi32(0x7FFFFFFF)),
+                     _mm256_set1_epi32(0x7F800000)) &
+                 _mm512_cmp_epu64_mask(
+                     k, _mm512_set1_epi64((long long)c->r.window),
+                     _MM_CMPINT_NLT) &
+                 _mm256_cmpeq_epi32_mask(busy, _mm256_setzero_si256()));
   if (!calm) return 0xFF;
 
   m = _mm512_loadu_pd(s->mean + u);
   wsum = _mm512_loadu_pd(s->window_sum + u);
   /* MAXPD(a, b) is a > b ? a : b and MINPD(a, b) a < b ? a : b, exactly
      the scalar rules' selects, ties and NaNs included. */
-  mm = _mm512_maskz_max_pd(0xFF, m, _mm512_set1_pd(c->eps));
+  mm = _mm512_maskz_max_pd(0xFF, m, _mm512_set1_pd(c->r.eps));
   ratio = _mm512_div_pd(g, mm);
-  delta = _mm512_sub_pd(ratio, gnmr__mul8(wsum, _mm512_set1_pd(c->inv_window)));
-  warm = _mm512_cmp_epu64_mask(k, _mm512_set1_epi64((long long)c->warmup),
+  delta =
+      _mm512_sub_pd(ratio, gnmr__mul8(wsum, _mm512_set1_pd(c->r.inv_window)));
+  warm = _mm512_cmp_epu64_mask(k, _mm512_set1_epi64((long long)c->r.warmup),
                                _MM_CMPINT_NLT);
-  calm &= (__mmask8) ~(_mm512_mask_cmp_pd_mask(
-                           warm, ratio, _mm512_set1_pd(c->tau_r), _CMP_GT_OQ) |
-                       _mm512_mask_cmp_pd_mask(
-                           warm, delta, _mm512_set1_pd(c->tau_d), _CMP_GT_OQ));
+  calm &=
+      (__mmask8) ~(_mm512_mask_cmp_pd_mask(
+                       warm, ratio, _mm512_set1_pd(c->r.tau_r), _CMP_GT_OQ) |
+                   _mm512_mask_cmp_pd_mask(
+                       warm, delta, _mm512_set1_pd(c->r.tau_d), _CMP_GT_OQ));
   if (!calm) return 0xFF;
 
   /* Commit the calm lanes; the caller steps the others one by one. */
   k1 = _mm512_add_epi64(k, _mm512_set1_epi64(1));
   young = _mm512_cmp_epu64_mask(
-      k1, _mm512_set1_epi64((long long)c->full_weight_from), _MM_CMPINT_LT);
-  w = _mm512_set1_pd(c->floor_w);
+      k1, _mm512_set1_epi64((long long)c->r.full_weight_from), _MM_CMPINT_LT);
+  w = _mm512_set1_pd(c->r.floor_w);
   if (young) /* a division only while some unit is still young */
     w = _mm512_mask_div_pd(w, young, _mm512_set1_pd(1.0),
                            _mm512_maskz_cvtepu64_pd(0xFF, k1));
@@ -879,7 +1360,7 @@ gnmr__calm8_avx512(gnmr__step_ctx *c, uint32_t u) {
   stored = _mm512_maskz_cvtpd_ps(
       0xFF,
       _mm512_maskz_min_pd(
-          0xFF, _mm512_maskz_min_pd(0xFF, ratio, _mm512_set1_pd(c->tau_r)),
+          0xFF, _mm512_maskz_min_pd(0xFF, ratio, _mm512_set1_pd(c->r.tau_r)),
           _mm512_set1_pd((double)FLT_MAX)));
 
   /* The ring slots: one row for all eight while their counts agree (they
@@ -888,8 +1369,8 @@ gnmr__calm8_avx512(gnmr__step_ctx *c, uint32_t u) {
   same =
       _mm512_cmpeq_epi64_mask(k, _mm512_set1_epi64((long long)ks[0])) == 0xFF;
   if (same) {
-    evicted =
-        _mm256_loadu_ps(s->window + ((ks[0] - c->window) & GNMR__RING) * n + u);
+    evicted = _mm256_loadu_ps(s->window +
+                              ((ks[0] - c->r.window) & GNMR__RING) * n + u);
     _mm256_mask_storeu_ps(s->window + (ks[0] & GNMR__RING) * n + u, calm,
                           stored);
   } else {
@@ -899,61 +1380,68 @@ gnmr__calm8_avx512(gnmr__step_ctx *c, uint32_t u) {
       size_t at = u + (size_t)lane;
       e[lane] = 0.0f;
       if (!(calm & (1u << lane))) continue;
-      e[lane] = s->window[((ks[lane] - c->window) & GNMR__RING) * n + at];
+      e[lane] = s->window[((ks[lane] - c->r.window) & GNMR__RING) * n + at];
       s->window[(ks[lane] & GNMR__RING) * n + at] = f[lane];
     }
     evicted = _mm256_setr_ps(e[0], e[1], e[2], e[3], e[4], e[5], e[6], e[7]);
   }
-  wsum =
-      _mm512_add_pd(wsum, _mm512_sub_pd(_mm512_maskz_cvtps_pd(0xFF, stored),
-                                        _mm512_maskz_cvtps_pd(0xFF, evicted)));
+  wsum = _mm512_add_pd(
+      wsum, gnmr__keep8(_mm512_sub_pd(_mm512_maskz_cvtps_pd(0xFF, stored),
+                                      _mm512_maskz_cvtps_pd(0xFF, evicted))));
   /* Once per lap the running sum is replaced by gnmr__window_sum: row by
      row, oldest first, while the counts agree, else lane by lane. */
   resync = calm & _mm512_testn_epi64_mask(k1, _mm512_set1_epi64(GNMR__RING));
   if (resync && same) {
     __m512d sum = _mm512_setzero_pd();
     uint32_t i;
-    for (i = c->window; i > 0; i--)
-      sum = _mm512_add_pd(
+    for (i = c->r.window; i > 0; i--)
+      sum = gnmr__keep8(_mm512_add_pd(
           sum,
           _mm512_maskz_cvtps_pd(
               0xFF, _mm256_loadu_ps(s->window +
-                                    ((ks[0] + 1 - i) & GNMR__RING) * n + u)));
+                                    ((ks[0] + 1 - i) & GNMR__RING) * n + u))));
     wsum = _mm512_mask_mov_pd(wsum, resync, sum);
   }
   _mm512_mask_storeu_pd(s->window_sum + u, calm, wsum);
   for (lane = 0; resync && !same && lane < 8; lane++)
     if (resync & (1u << lane))
       s->window_sum[u + (uint32_t)lane] = gnmr__window_sum(
-          s, c->n, u + (uint32_t)lane, ks[lane] + 1, c->window);
+          s, c->r.n, u + (uint32_t)lane, ks[lane] + 1, c->r.window);
 
   if (c->out) {
-    /* gnmr, delta, score, scale = 1, then flags (WARMUP or 0) and action
-       (KEEP = 0) as one 8-byte word; five full-width stores. The caller's
-       scalar steps overwrite the lanes that were not calm. */
-    a = _mm512_mul_pd(ratio, _mm512_set1_pd(c->inv_tau_r));
-    b = _mm512_mul_pd(delta, _mm512_set1_pd(c->inv_tau_d));
+    /* A calm unit's decision: scale 1 (rule 8), flags WARMUP or 0, KEEP.
+       The caller's scalar steps overwrite the lanes that were not calm. */
+    a = _mm512_mul_pd(ratio, _mm512_set1_pd(c->r.inv_tau_r));
+    b = _mm512_mul_pd(delta, _mm512_set1_pd(c->r.inv_tau_d));
     score = _mm512_maskz_max_pd(0xFF, b, a);
     {
       const __m512d tails = _mm512_castsi512_pd(
           _mm512_maskz_set1_epi64((__mmask8)~warm, GNMR_FLAG_WARMUP));
       double *d = (double *)(void *)(c->out + u);
-      /* lanes taking: gnmr and delta (rd), the score (sc), flags (fl) */
-#define GNMR__DECISIONS8(j, rd, sc, fl)                                        \
+#define GNMR__DECISIONS8(j)                                                    \
   do {                                                                         \
     const __m512i b_ = _mm512_loadu_si512((const void *)from_b[j]);            \
     __m512d v_ = _mm512_mask2_permutex2var_pd(                                 \
-        ratio, _mm512_loadu_si512((const void *)from_a[j]), rd, delta);        \
-    v_ = _mm512_mask_permutex2var_pd(v_, sc, b_, score);                       \
-    if (warm != 0xFF) v_ = _mm512_mask_permutexvar_pd(v_, fl, b_, tails);      \
+        ratio, _mm512_loadu_si512((const void *)from_a[j]),                    \
+        (__mmask8)(GNMR__LANES(j, 0) | GNMR__LANES(j, 1)), delta);             \
+    v_ = _mm512_mask_permutex2var_pd(v_, (__mmask8)GNMR__LANES(j, 2), b_,      \
+                                     score);                                   \
+    if (warm != 0xFF)                                                          \
+      v_ = _mm512_mask_permutexvar_pd(v_, (__mmask8)GNMR__LANES(j, 4), b_,     \
+                                      tails);                                  \
     _mm512_storeu_pd(d + (size_t)8 * (j), v_);                                 \
   } while (0)
-      GNMR__DECISIONS8(0, 0x63, 0x84, 0x10);
-      GNMR__DECISIONS8(1, 0x8c, 0x10, 0x42);
-      GNMR__DECISIONS8(2, 0x31, 0x42, 0x08);
-      GNMR__DECISIONS8(3, 0xc6, 0x08, 0x21);
-      GNMR__DECISIONS8(4, 0x18, 0x21, 0x84);
+      GNMR__DECISIONS8(0);
+      GNMR__DECISIONS8(1);
+      GNMR__DECISIONS8(2);
+      GNMR__DECISIONS8(3);
+      GNMR__DECISIONS8(4);
 #undef GNMR__DECISIONS8
+#undef GNMR__LANES
+#undef GNMR__LANE
+#undef GNMR__U
+#undef GNMR__F
+#undef GNMR__P
     }
   }
   return (__mmask8)~calm;
@@ -966,7 +1454,7 @@ gnmr__calm8_avx512(gnmr__step_ctx *c, uint32_t u) {
    constants in registers; the lanes it leaves take the scalar rules. */
 GNMR__TARGET_AVX512
 static void gnmr__units_avx512(gnmr__step_ctx *c) {
-  uint32_t u = 0, n = c->n, lane;
+  uint32_t u = 0, n = c->r.n, lane;
   for (; n - u >= 8; u += 8) {
     unsigned rest;
     /* Eight groups ahead, the three 8-byte fields: one line per group
@@ -981,29 +1469,28 @@ static void gnmr__units_avx512(gnmr__step_ctx *c) {
     }
     rest = gnmr__calm8_avx512(c, u);
     for (lane = 0; rest; lane++, rest >>= 1)
-      if (rest & 1u) gnmr__unit_step(c, u + lane);
+      if (rest & 1u) gnmr__unit_cpu(c, u + lane);
   }
-  for (; u < n; u++) gnmr__unit_step(c, u);
+  for (; u < n; u++) gnmr__unit_cpu(c, u);
 }
 #endif
 
-GNMR_DEF GNMR_HOSTDEV int gnmr_step(gnmr_ctl *ctl, const float *norms,
-                                    gnmr_decision *out) {
-  gnmr__step_ctx c;
-  uint32_t n, u, admitted;
+/* ---- the step, in six phases --------------------------------------------- */
+
+/* Phase 1, before any rule: NULLs, an uninitialised controller and a finite
+   negative norm refuse the whole step, which then changes nothing. */
+static GNMR_HOSTDEV int gnmr__step_check(const gnmr_ctl *ctl,
+                                         const float *norms, int wide) {
+  uint32_t n, u = 0;
   int negative = 0;
-#if GNMR__CTL_AVX512
-  int wide;
-#endif
   if (!ctl) return GNMR_EINVAL;
-  if (ctl->magic != GNMR__MAGIC) return GNMR_ESTATE;
+  if (!gnmr__usable(ctl)) return GNMR_ESTATE;
   n = ctl->n_units;
   if (n > 0 && !norms) return GNMR_EINVAL;
 #if GNMR__CTL_AVX512
-  wide = gnmr_isa_active() == GNMR_ISA_AVX512;
-  u = wide ? gnmr__negative16_avx512(norms, n, &negative) : 0;
+  if (wide) u = gnmr__negative16_avx512(norms, n, &negative);
 #else
-  u = 0;
+  (void)wide;
 #endif
   for (; u < n; u++) {
     /* Finite and below -0: the bits lie in (0x80000000, 0xFF800000). */
@@ -1011,140 +1498,228 @@ GNMR_DEF GNMR_HOSTDEV int gnmr_step(gnmr_ctl *ctl, const float *norms,
     memcpy(&bits, &norms[u], 4);
     negative |= bits - 0x80000001u < 0x7F7FFFFFu;
   }
-  if (negative) return GNMR_ENORM;
+  return negative ? GNMR_ENORM : GNMR_OK;
+}
 
-  c.s = gnmr__carve(ctl->units, n);
+/* Phase 2, rules 1-6 and 8 for every unit; candidates listed for rule 7. */
+static GNMR_HOSTDEV void gnmr__step_units(gnmr__step_ctx *c, int wide) {
+  uint32_t u;
+#if GNMR__CTL_AVX512
+  if (wide) {
+    gnmr__units_avx512(c);
+    return;
+  }
+#else
+  (void)wide;
+#endif
+  for (u = 0; u < c->r.n; u++) gnmr__unit_cpu(c, u);
+}
+
+/* Phase 3, rule 7: how many candidates fit the slots left free after
+   releases and renewals, and those best first in the list. */
+static GNMR_HOSTDEV uint32_t gnmr__step_select(gnmr__step_ctx *c,
+                                               uint32_t max_recovering) {
+  /* None are free while gnmr_reconfigure left more units recovering than
+     max_recovering allows. */
+  const uint32_t free_slots =
+      c->locked < max_recovering ? max_recovering - c->locked : 0;
+  uint32_t k;
+  k = c->candidates < free_slots ? c->candidates : free_slots;
+  gnmr__best_first(&c->s, c->s.heap, c->candidates, k);
+  return k;
+}
+
+/* Phase 4, rule 7: the first k listed are admitted (RECOVER, lock L). */
+static GNMR_HOSTDEV void gnmr__step_admit(gnmr__step_ctx *c, uint32_t k) {
+  uint32_t i;
+  for (i = 0; i < k; i++) {
+    uint32_t u = c->s.heap[i];
+    c->s.lock[u] = c->r.lock_steps;
+    c->s.cooldown[u] = 0;
+    c->s.score[u] = 0.0;
+    c->s.admissions[u]++;
+    if (c->out) c->out[u].action = GNMR_ACTION_RECOVER;
+  }
+}
+
+/* Phase 5, rule 7: the rest stay KEEP, flagged OVER_BUDGET. */
+static GNMR_HOSTDEV void gnmr__step_over_budget(gnmr__step_ctx *c, uint32_t k) {
+  uint32_t i;
+  for (i = k; i < c->candidates; i++) {
+    uint32_t u = c->s.heap[i];
+    c->s.score[u] = 0.0;
+    c->s.over_budget[u]++;
+    if (c->out) c->out[u].flags |= GNMR_FLAG_OVER_BUDGET;
+  }
+}
+
+/* Phase 6: the controller's totals. */
+static GNMR_HOSTDEV void
+gnmr__step_totals(gnmr_ctl *ctl, const gnmr__step_ctx *c, uint32_t k) {
+  const uint32_t recovering = c->locked + k;
+  ctl->risky += c->n_risky;
+  ctl->nonfinite += c->n_nonfinite;
+  ctl->recovery_steps += c->n_held;
+  ctl->renewals += c->n_renewed;
+  ctl->admissions += k;
+  ctl->over_budget += c->candidates - k;
+  ctl->recovering = recovering;
+  if (recovering > ctl->peak_recovering) ctl->peak_recovering = recovering;
+  ctl->steps++;
+}
+
+GNMR_DEF GNMR_HOSTDEV int gnmr_step(gnmr_ctl *ctl, const float *norms,
+                                    gnmr_decision *out) {
+  gnmr__step_ctx c;
+  uint32_t k;
+#if GNMR__CTL_AVX512
+  const int wide = gnmr_ctl_isa_active() == GNMR_ISA_AVX512;
+#else
+  const int wide = 0;
+#endif
+  int rc = gnmr__step_check(ctl, norms, wide);
+  if (rc != GNMR_OK) return rc;
+  gnmr__rules_of(ctl, &c.r);
+  c.s = gnmr__carve(ctl->units, ctl->n_units);
   c.norms = norms;
   c.out = out;
-  c.n = n;
-  c.tau_r = ctl->cfg.ratio_threshold;
-  c.tau_d = ctl->cfg.delta_threshold;
-  c.eps = ctl->cfg.eps;
-  c.inv_tau_r = 1.0 / c.tau_r;
-  c.inv_tau_d = 1.0 / c.tau_d;
-  c.floor_w = 1.0 - ctl->cfg.history_decay;
-  c.window = ctl->cfg.delta_window;
-  c.inv_window = 1.0 / (double)c.window;
-  c.warmup = ctl->cfg.warmup_steps;
-  c.full_weight_from = ctl->full_weight_from;
-  c.lock_steps = ctl->cfg.lock_steps;
-  c.cooldown_steps = ctl->cfg.cooldown_steps;
-  c.max_recovering = ctl->cfg.max_recovering;
-  c.policy = ctl->cfg.spike_policy;
-  c.n_risky = c.n_nonfinite = c.n_recovery = c.n_renewals = 0;
-  c.heap_size = c.recovering = c.candidates = 0;
-
-#if GNMR__CTL_AVX512
-  if (wide)
-    gnmr__units_avx512(&c);
-  else
-    for (u = 0; u < n; u++) gnmr__unit_step(&c, u);
-#else
-  for (u = 0; u < n; u++) gnmr__unit_step(&c, u);
-#endif
-
-  /* The heap holds the best max_recovering candidates; releases above may
-     have freed more slots than were free before, never fewer. Drop the worst
-     until the rest fit, then admit the rest. */
-  GNMR_ASSERT(c.recovering <= c.max_recovering);
-  while (c.heap_size > c.max_recovering - c.recovering) {
-    c.s.heap[0] = c.s.heap[--c.heap_size];
-    gnmr__heap_sift_down(&c.s, c.heap_size, 0);
-  }
-  for (admitted = 0; admitted < c.heap_size; admitted++) {
-    uint32_t a = c.s.heap[admitted];
-    c.s.lock[a] = c.lock_steps;
-    c.s.cooldown[a] = 0;
-    c.s.score[a] = 0.0;
-    c.s.admissions[a]++;
-    if (out) out[a].action = GNMR_ACTION_RECOVER;
-  }
-  if (c.candidates > admitted) {
-    /* The refused: every listed candidate still marked, or, where the list
-       would have run into the heap, every unit still marked. */
-    int listed = c.candidates <= n - c.max_recovering;
-    uint32_t i, count = listed ? c.candidates : n;
-    for (i = 0; i < count; i++) {
-      u = listed ? c.s.heap[n - 1 - i] : i;
-      if (!(c.s.score[u] > 0.0)) continue;
-      c.s.score[u] = 0.0;
-      c.s.over_budget[u]++;
-      if (out) out[u].flags |= GNMR_FLAG_OVER_BUDGET;
-    }
-  }
-  c.recovering += admitted;
-  ctl->risky += c.n_risky;
-  ctl->nonfinite += c.n_nonfinite;
-  ctl->recovery_steps += c.n_recovery;
-  ctl->renewals += c.n_renewals;
-  ctl->admissions += admitted;
-  ctl->over_budget += c.candidates - admitted;
-  ctl->recovering = c.recovering;
-  if (c.recovering > ctl->peak_recovering) ctl->peak_recovering = c.recovering;
-  ctl->steps++;
+  c.n_risky = c.n_nonfinite = c.n_held = c.n_renewed = 0;
+  c.locked = c.candidates = 0;
+  gnmr__step_units(&c, wide);
+  k = gnmr__step_select(&c, ctl->cfg.max_recovering);
+  gnmr__step_admit(&c, k);
+  gnmr__step_over_budget(&c, k);
+  gnmr__step_totals(ctl, &c, k);
+  gnmr__commit(ctl);
   return GNMR_OK;
 }
 
 GNMR_DEF GNMR_HOSTDEV int gnmr_recovering(const gnmr_ctl *ctl, uint32_t u) {
   if (!ctl) return GNMR_EINVAL;
-  if (ctl->magic != GNMR__MAGIC) return GNMR_ESTATE;
+  if (!gnmr__current(ctl)) return GNMR_ESTATE;
   if (u >= ctl->n_units) return GNMR_EINVAL;
   return gnmr__carve(ctl->units, ctl->n_units).lock[u] > 0;
 }
 
+/* The controller's totals, listed once: counters, checkpoint. */
+#define GNMR__TOTALS(X)                                                        \
+  X(steps, uint64_t, ONE)                                                      \
+  GNMR__COUNTERS(X)                                                            \
+  X(recovering, uint32_t, ONE)                                                 \
+  X(peak_recovering, uint32_t, ONE)
+
 GNMR_DEF int gnmr_counters_get(const gnmr_ctl *ctl, uint32_t unit,
                                gnmr_counters *out) {
   gnmr__soa s;
+  gnmr_counters t;
   if (!ctl || !out) return GNMR_EINVAL;
-  if (ctl->magic != GNMR__MAGIC) return GNMR_ESTATE;
+  if (!gnmr__usable(ctl)) return GNMR_ESTATE;
+  if (unit != GNMR_ALL_UNITS && unit >= ctl->n_units) return GNMR_EINVAL;
   s = gnmr__carve(ctl->units, ctl->n_units);
-  out->steps = ctl->steps;
+  memset(&t, 0, sizeof t);
   if (unit == GNMR_ALL_UNITS) {
-    uint64_t finite = 0;
+#define GNMR__TOTAL(name, type, shape) t.name = ctl->name;
     uint32_t u;
-    for (u = 0; u < ctl->n_units; u++) finite += s.finite_steps[u];
-    out->finite_steps = finite;
-    out->risky = ctl->risky;
-    out->nonfinite = ctl->nonfinite;
-    out->admissions = ctl->admissions;
-    out->renewals = ctl->renewals;
-    out->recovery_steps = ctl->recovery_steps;
-    out->over_budget = ctl->over_budget;
-    out->recovering = ctl->recovering;
-    out->peak_recovering = ctl->peak_recovering;
+    GNMR__TOTALS(GNMR__TOTAL)
+#undef GNMR__TOTAL
+    for (u = 0; u < ctl->n_units; u++) t.finite_steps += s.finite_steps[u];
   } else {
-    if (unit >= ctl->n_units) return GNMR_EINVAL;
-    out->finite_steps = s.finite_steps[unit];
-    out->risky = s.risky[unit];
-    out->nonfinite = s.nonfinite[unit];
-    out->admissions = s.admissions[unit];
-    out->renewals = s.renewals[unit];
-    out->recovery_steps = s.recovery_steps[unit];
-    out->over_budget = s.over_budget[unit];
-    out->recovering = s.lock[unit] > 0;
-    out->peak_recovering = 0;
+#define GNMR__OF_UNIT(name, type, shape) t.name = s.name[unit];
+    GNMR__COUNTERS(GNMR__OF_UNIT)
+#undef GNMR__OF_UNIT
+    t.steps = ctl->steps;
+    t.finite_steps = s.finite_steps[unit];
+    t.recovering = s.lock[unit] > 0;
   }
+  *out = t;
+  return GNMR_OK;
+}
+
+GNMR_DEF int gnmr_unit_info(const gnmr_ctl *ctl, uint32_t u,
+                            gnmr_unit_state *out) {
+  gnmr_unit_state t;
+  gnmr__soa s;
+  uint64_t k;
+  uint32_t recent;
+  if (!ctl || !out) return GNMR_EINVAL;
+  if (!gnmr__usable(ctl)) return GNMR_ESTATE;
+  if (u >= ctl->n_units) return GNMR_EINVAL;
+  gnmr_counters_get(ctl, u, &t.counters);
+  s = gnmr__carve(ctl->units, ctl->n_units);
+  k = s.finite_steps[u];
+  recent = k < ctl->cfg.delta_window ? (uint32_t)k : ctl->cfg.delta_window;
+  t.mean = s.mean[u];
+  t.window_mean = recent ? s.window_sum[u] / (double)recent : 0.0;
+  t.lock_left = s.lock[u];
+  t.cooldown_left = s.cooldown[u];
+  *out = t;
+  return GNMR_OK;
+}
+
+GNMR_DEF const char *gnmr_action_name(int action) {
+  static const char *const names[] = {"KEEP", "RECOVER", "HOLD", "RELEASE"};
+  return action >= 0 && action < 4 ? names[action] : "?";
+}
+
+static const char *const gnmr__flag_names[] = {
+    "RATIO",    "DELTA",  "NONFINITE", "OVER_BUDGET",
+    "COOLDOWN", "WARMUP", "RENEWED"}; /* bit i: GNMR_FLAG_* = 1 << i */
+#define GNMR__N_FLAGS (sizeof gnmr__flag_names / sizeof gnmr__flag_names[0])
+
+GNMR_DEF const char *gnmr_flag_name(uint32_t flag) {
+  uint32_t i;
+  for (i = 0; i < GNMR__N_FLAGS; i++)
+    if (flag == 1u << i) return gnmr__flag_names[i];
+  return NULL;
+}
+
+GNMR_DEF int gnmr_flags_string(uint32_t flags, char *buf, size_t cap) {
+  char s[GNMR_FLAGS_STRING_MAX];
+  size_t len = 0, i;
+  if (!buf) return GNMR_EINVAL;
+  for (i = 0; i < GNMR__N_FLAGS; i++) {
+    const char *name = gnmr__flag_names[i];
+    if (!(flags & (1u << i))) continue;
+    if (len) s[len++] = '|';
+    while (*name) s[len++] = *name++;
+  }
+  flags &= ~((1u << GNMR__N_FLAGS) - 1u);
+  if (flags) {
+    int shift = 28;
+    if (len) s[len++] = '|';
+    s[len++] = '0';
+    s[len++] = 'x';
+    while (shift > 0 && !(flags >> shift)) shift -= 4;
+    for (; shift >= 0; shift -= 4)
+      s[len++] = "0123456789abcdef"[(flags >> shift) & 15u];
+  }
+  s[len] = '\0';
+  if (cap <= len) return GNMR_ESIZE;
+  memcpy(buf, s, len + 1);
   return GNMR_OK;
 }
 
 /* ---- checkpoint -----------------------------------------------------------
-   Little-endian, field by field (never a struct dump):
+   Little-endian, field by field (never a struct dump), each value as the
+   bits of its type:
      header  "GNMRCKPT", u32 version, u32 n_units, u32 GNMR_WINDOW_MAX, u32 0
-     config  f64 tau_r, tau_d, beta, eps; u32 W, warmup, maxO, L, cooldown,
-             policy
-     totals  u64 steps, risky, nonfinite, admissions, renewals,
-             recovery_steps, over_budget; u32 recovering, peak_recovering
-     units   f64 mean, window_sum; f32 window[GNMR_WINDOW_MAX]; u64 k, risky,
-             nonfinite, admissions, renewals, recovery_steps, over_budget;
-             u32 lock, cooldown
+     config  the fields of GNMR__CONFIG, in order (f64 tau_r, tau_d, beta,
+             eps; u32 W, warmup, maxO, L, cooldown, policy)
+     totals  GNMR__TOTALS (u64 steps, the counters; u32 recovering, peak)
+     units   GNMR__UNIT_STATE, unit by unit (f64 mean, window_sum; f32
+             window[GNMR_WINDOW_MAX]; u64 k, the counters; u32 lock,
+             cooldown)
      trailer u32 CRC-32 (IEEE) of everything before it: it catches every
-             single-bit flip and every burst up to 32 bits. */
+             single-bit flip and every burst up to 32 bits.
+   A change to a list changes the format: bump GNMR__CKPT_VERSION. */
 
 #define GNMR__CKPT_VERSION 1u
 #define GNMR__CKPT_HEADER 24u
-#define GNMR__CKPT_CONFIG 56u
-#define GNMR__CKPT_TOTALS 64u
-#define GNMR__CKPT_UNIT (16u + 4u * GNMR_WINDOW_MAX + 56u + 8u)
+#define GNMR__CFG_BYTES(name, valid) /* a term of a sum */                     \
+  +sizeof(((gnmr_config *)0)->name)  /* NOLINT(bugprone-macro-parentheses) */
+#define GNMR__CKPT_CONFIG (0 GNMR__CONFIG(GNMR__CFG_BYTES))
+#define GNMR__CKPT_TOTALS (0 GNMR__TOTALS(GNMR__BYTES))
+#define GNMR__CKPT_UNIT (0 GNMR__UNIT_STATE(GNMR__BYTES))
 
 static const char gnmr__ckpt_magic[8] = {'G', 'N', 'M', 'R',
                                          'C', 'K', 'P', 'T'};
@@ -1154,50 +1729,35 @@ static size_t gnmr__ckpt_size(uint32_t n_units) {
          (size_t)n_units * GNMR__CKPT_UNIT + 4u;
 }
 
+/* A value of 4 or 8 bytes, as its bits, little-endian. */
+static unsigned char *gnmr__put(unsigned char *p, const void *v, size_t n) {
+  uint64_t bits = 0;
+  uint32_t b32;
+  size_t i;
+  if (n == 4) {
+    memcpy(&b32, v, 4);
+    bits = b32;
+  } else {
+    memcpy(&bits, v, 8);
+  }
+  for (i = 0; i < n; i++) p[i] = (unsigned char)(bits >> (8 * i));
+  return p + n;
+}
+static void gnmr__get(const unsigned char **p, void *v, size_t n) {
+  uint64_t bits = 0;
+  uint32_t b32;
+  size_t i;
+  for (i = 0; i < n; i++) bits |= (uint64_t)(*p)[i] << (8 * i);
+  b32 = (uint32_t)bits;
+  memcpy(v, n == 4 ? (const void *)&b32 : (const void *)&bits, n);
+  *p += n;
+}
 static unsigned char *gnmr__put_u32(unsigned char *p, uint32_t v) {
-  int i;
-  for (i = 0; i < 4; i++) p[i] = (unsigned char)(v >> (8 * i));
-  return p + 4;
-}
-static unsigned char *gnmr__put_u64(unsigned char *p, uint64_t v) {
-  int i;
-  for (i = 0; i < 8; i++) p[i] = (unsigned char)(v >> (8 * i));
-  return p + 8;
-}
-static unsigned char *gnmr__put_f64(unsigned char *p, double v) {
-  uint64_t bits;
-  memcpy(&bits, &v, 8);
-  return gnmr__put_u64(p, bits);
-}
-static unsigned char *gnmr__put_f32(unsigned char *p, float v) {
-  uint32_t bits;
-  memcpy(&bits, &v, 4);
-  return gnmr__put_u32(p, bits);
+  return gnmr__put(p, &v, 4);
 }
 static uint32_t gnmr__get_u32(const unsigned char **p) {
-  uint32_t v = 0;
-  int i;
-  for (i = 0; i < 4; i++) v |= (uint32_t)(*p)[i] << (8 * i);
-  *p += 4;
-  return v;
-}
-static uint64_t gnmr__get_u64(const unsigned char **p) {
-  uint64_t v = 0;
-  int i;
-  for (i = 0; i < 8; i++) v |= (uint64_t)(*p)[i] << (8 * i);
-  *p += 8;
-  return v;
-}
-static double gnmr__get_f64(const unsigned char **p) {
-  uint64_t bits = gnmr__get_u64(p);
-  double v;
-  memcpy(&v, &bits, 8);
-  return v;
-}
-static float gnmr__get_f32(const unsigned char **p) {
-  uint32_t bits = gnmr__get_u32(p);
-  float v;
-  memcpy(&v, &bits, 4);
+  uint32_t v;
+  gnmr__get(p, &v, 4);
   return v;
 }
 
@@ -1214,103 +1774,27 @@ static uint32_t gnmr__crc32(const unsigned char *p, size_t n) {
   return crc ^ 0xFFFFFFFFu;
 }
 
-GNMR_DEF size_t gnmr_checkpoint_size(const gnmr_ctl *ctl) {
-  if (!ctl || ctl->magic != GNMR__MAGIC) return 0;
-  return gnmr__ckpt_size(ctl->n_units);
-}
-
-GNMR_DEF int gnmr_checkpoint_save(const gnmr_ctl *ctl, void *buf, size_t cap,
-                                  size_t *written) {
-  const gnmr_config *c;
-  gnmr__soa units;
-  unsigned char *p;
-  size_t size;
-  uint32_t u, i;
-  if (!ctl || !written) return GNMR_EINVAL;
-  if (ctl->magic != GNMR__MAGIC) return GNMR_ESTATE;
-  size = gnmr__ckpt_size(ctl->n_units);
-  *written = size;
-  if (!buf) return GNMR_OK;
-  if (cap < size) return GNMR_ESIZE;
-  c = &ctl->cfg;
-  p = (unsigned char *)buf;
-  memcpy(p, gnmr__ckpt_magic, 8);
-  p = gnmr__put_u32(p + 8, GNMR__CKPT_VERSION);
-  p = gnmr__put_u32(p, ctl->n_units);
-  p = gnmr__put_u32(p, GNMR_WINDOW_MAX);
-  p = gnmr__put_u32(p, 0);
-  p = gnmr__put_f64(p, c->ratio_threshold);
-  p = gnmr__put_f64(p, c->delta_threshold);
-  p = gnmr__put_f64(p, c->history_decay);
-  p = gnmr__put_f64(p, c->eps);
-  p = gnmr__put_u32(p, c->delta_window);
-  p = gnmr__put_u32(p, c->warmup_steps);
-  p = gnmr__put_u32(p, c->max_recovering);
-  p = gnmr__put_u32(p, c->lock_steps);
-  p = gnmr__put_u32(p, c->cooldown_steps);
-  p = gnmr__put_u32(p, (uint32_t)c->spike_policy);
-  p = gnmr__put_u64(p, ctl->steps);
-  p = gnmr__put_u64(p, ctl->risky);
-  p = gnmr__put_u64(p, ctl->nonfinite);
-  p = gnmr__put_u64(p, ctl->admissions);
-  p = gnmr__put_u64(p, ctl->renewals);
-  p = gnmr__put_u64(p, ctl->recovery_steps);
-  p = gnmr__put_u64(p, ctl->over_budget);
-  p = gnmr__put_u32(p, ctl->recovering);
-  p = gnmr__put_u32(p, ctl->peak_recovering);
-  units = gnmr__carve(ctl->units, ctl->n_units);
-  for (u = 0; u < ctl->n_units; u++) {
-    gnmr__unit_state st;
-    gnmr__unit_get(&units, ctl->n_units, u, &st);
-    p = gnmr__put_f64(p, st.mean);
-    p = gnmr__put_f64(p, st.window_sum);
-    for (i = 0; i < GNMR_WINDOW_MAX; i++) p = gnmr__put_f32(p, st.window[i]);
-    p = gnmr__put_u64(p, st.finite_steps);
-    p = gnmr__put_u64(p, st.risky);
-    p = gnmr__put_u64(p, st.nonfinite);
-    p = gnmr__put_u64(p, st.admissions);
-    p = gnmr__put_u64(p, st.renewals);
-    p = gnmr__put_u64(p, st.recovery_steps);
-    p = gnmr__put_u64(p, st.over_budget);
-    p = gnmr__put_u32(p, st.lock);
-    p = gnmr__put_u32(p, st.cooldown);
-  }
-  p = gnmr__put_u32(p, gnmr__crc32((const unsigned char *)buf,
-                                   (size_t)(p - (unsigned char *)buf)));
-  GNMR_ASSERT((size_t)(p - (unsigned char *)buf) == size);
-  return GNMR_OK;
-}
-
-/* Reads one unit; 0 if its state could not have come from gnmr_step. */
-static int gnmr__ckpt_unit(const unsigned char **p, const gnmr_config *c,
-                           gnmr__unit_state *s) {
+/* 1 if a unit's state could have come from gnmr_step under config c. */
+static int gnmr__unit_valid(const gnmr__unit_state *s, const gnmr_config *c) {
   const float cap = gnmr__window_value(c->ratio_threshold);
   uint32_t i, filled, recent;
   double sum = 0.0;
-  memset(s, 0, sizeof *s);
-  s->mean = gnmr__get_f64(p);
-  s->window_sum = gnmr__get_f64(p);
-  for (i = 0; i < GNMR_WINDOW_MAX; i++) s->window[i] = gnmr__get_f32(p);
-  s->finite_steps = gnmr__get_u64(p);
-  s->risky = gnmr__get_u64(p);
-  s->nonfinite = gnmr__get_u64(p);
-  s->admissions = gnmr__get_u64(p);
-  s->renewals = gnmr__get_u64(p);
-  s->recovery_steps = gnmr__get_u64(p);
-  s->over_budget = gnmr__get_u64(p);
-  s->lock = gnmr__get_u32(p);
-  s->cooldown = gnmr__get_u32(p);
   filled = s->finite_steps < GNMR_WINDOW_MAX ? (uint32_t)s->finite_steps
                                              : GNMR_WINDOW_MAX;
   /* 2^62 observations are out of reach of any run; beyond, k + 1 and the
      ring arithmetic would no longer be exact. */
-  if (!(isfinite(s->mean) && s->mean >= 0.0) || !isfinite(s->window_sum) ||
-      s->finite_steps > GNMR__K_MAX || s->lock > c->lock_steps ||
-      s->cooldown > c->cooldown_steps || (s->lock > 0 && s->cooldown > 0))
+  if (!gnmr__finite64(s->mean) || s->mean < 0.0 ||
+      !gnmr__finite64(s->window_sum) || s->finite_steps > GNMR__K_MAX ||
+      s->lock > c->lock_steps || s->cooldown > c->cooldown_steps ||
+      (s->lock > 0 && s->cooldown > 0))
     return 0;
   for (i = 0; i < GNMR_WINDOW_MAX; i++) {
     float r = s->window[i];
-    if (i < filled ? !(r >= 0.0f && r <= cap) : r != 0.0f) return 0;
+    uint32_t bits;
+    memcpy(&bits, &r, 4);
+    if (i < filled ? !gnmr__finite32(r) || r < 0.0f || r > cap
+                   : (bits & 0x7FFFFFFFu) != 0)
+      return 0;
   }
   /* The running sum strays from the exact sum of the last min(k, W) ratios
      by at most ~32 roundings between re-adds; anything further off was not
@@ -1322,14 +1806,76 @@ static int gnmr__ckpt_unit(const unsigned char **p, const gnmr_config *c,
   return fabs(s->window_sum - sum) <= 1e-12 * (double)recent * (double)cap;
 }
 
-static int gnmr__ckpt_read(gnmr_ctl *ctl, const unsigned char *buf, size_t len,
-                           int apply) {
-  const unsigned char *p = buf;
-  gnmr_config c;
-  uint64_t totals[7];
+/* Totals a checkpoint can carry: recovering = the units locked. */
+static int gnmr__totals_valid(const gnmr_ctl *t, uint32_t locked) {
+  return t->recovering == locked && t->recovering <= t->peak_recovering &&
+         t->peak_recovering <= t->n_units;
+}
+
+GNMR_DEF size_t gnmr_checkpoint_size(const gnmr_ctl *ctl) {
+  if (!ctl || !gnmr__usable(ctl)) return 0;
+  return gnmr__ckpt_size(ctl->n_units);
+}
+
+GNMR_DEF int gnmr_checkpoint_save(const gnmr_ctl *ctl, void *buf, size_t cap,
+                                  size_t *written) {
+  const gnmr_config *c;
   gnmr__soa units;
-  uint32_t n, recovering, peak, u, locked = 0;
-  int i;
+  unsigned char *p;
+  size_t size;
+  uint32_t u, i, locked = 0;
+  if (!ctl || !written) return GNMR_EINVAL;
+  if (!gnmr__usable(ctl)) return GNMR_ESTATE;
+  c = &ctl->cfg;
+  units = gnmr__carve(ctl->units, ctl->n_units);
+  /* Never a checkpoint gnmr_checkpoint_load would refuse. */
+  for (u = 0; u < ctl->n_units; u++) {
+    gnmr__unit_state st;
+    gnmr__unit_get(&units, ctl->n_units, u, &st);
+    if (!gnmr__unit_valid(&st, c)) return GNMR_ESTATE;
+    locked += st.lock > 0;
+  }
+  if (!gnmr__totals_valid(ctl, locked)) return GNMR_ESTATE;
+  size = gnmr__ckpt_size(ctl->n_units);
+  *written = size;
+  if (!buf) return GNMR_OK;
+  if (cap < size) return GNMR_ESIZE;
+  p = (unsigned char *)buf;
+  memcpy(p, gnmr__ckpt_magic, 8);
+  p = gnmr__put_u32(p + 8, GNMR__CKPT_VERSION);
+  p = gnmr__put_u32(p, ctl->n_units);
+  p = gnmr__put_u32(p, GNMR_WINDOW_MAX);
+  p = gnmr__put_u32(p, 0);
+#define GNMR__PUT_CFG(name, valid) p = gnmr__put(p, &c->name, sizeof c->name);
+  GNMR__CONFIG(GNMR__PUT_CFG)
+#undef GNMR__PUT_CFG
+#define GNMR__PUT_TOTAL(name, type, shape)                                     \
+  p = gnmr__put(p, &ctl->name, sizeof(type));
+  GNMR__TOTALS(GNMR__PUT_TOTAL)
+#undef GNMR__PUT_TOTAL
+  for (u = 0; u < ctl->n_units; u++) {
+    gnmr__unit_state st;
+    gnmr__unit_get(&units, ctl->n_units, u, &st);
+#define GNMR__PUT_UNIT(name, type, shape)                                      \
+  GNMR__EACH(shape)                                                            \
+  p = gnmr__put(p, &GNMR__AT_##shape(st.name, i), sizeof(type));
+    GNMR__UNIT_STATE(GNMR__PUT_UNIT)
+#undef GNMR__PUT_UNIT
+  }
+  p = gnmr__put_u32(p, gnmr__crc32((const unsigned char *)buf,
+                                   (size_t)(p - (unsigned char *)buf)));
+  GNMR_ASSERT((size_t)(p - (unsigned char *)buf) == size);
+  return GNMR_OK;
+}
+
+/* Validates a checkpoint into t (config, totals), then, if apply, writes
+   its units into ctl's slots. */
+static int gnmr__ckpt_read(const gnmr_ctl *ctl, gnmr_ctl *t,
+                           const unsigned char *buf, size_t len, int apply) {
+  const unsigned char *p = buf;
+  gnmr_config *c = &t->cfg;
+  gnmr__soa units;
+  uint32_t n, u, i, locked = 0;
   if (len < GNMR__CKPT_HEADER) return GNMR_ESIZE;
   if (memcmp(p, gnmr__ckpt_magic, 8) != 0) return GNMR_ECORRUPT;
   p += 8;
@@ -1344,57 +1890,47 @@ static int gnmr__ckpt_read(gnmr_ctl *ctl, const unsigned char *buf, size_t len,
   if (gnmr__get_u32(&p) != GNMR_WINDOW_MAX || gnmr__get_u32(&p) != 0)
     return GNMR_ECORRUPT;
   if (n != ctl->n_units) return GNMR_EMISMATCH;
-  c.ratio_threshold = gnmr__get_f64(&p);
-  c.delta_threshold = gnmr__get_f64(&p);
-  c.history_decay = gnmr__get_f64(&p);
-  c.eps = gnmr__get_f64(&p);
-  c.delta_window = gnmr__get_u32(&p);
-  c.warmup_steps = gnmr__get_u32(&p);
-  c.max_recovering = gnmr__get_u32(&p);
-  c.lock_steps = gnmr__get_u32(&p);
-  c.cooldown_steps = gnmr__get_u32(&p);
-  c.spike_policy = (int)gnmr__get_u32(&p);
-  if (gnmr_config_validate(&c) != GNMR_OK || c.max_recovering > n)
-    return GNMR_ECORRUPT;
-  for (i = 0; i < 7; i++) totals[i] = gnmr__get_u64(&p);
-  recovering = gnmr__get_u32(&p);
-  peak = gnmr__get_u32(&p);
-  if (recovering > c.max_recovering || peak > c.max_recovering ||
-      recovering > peak)
-    return GNMR_ECORRUPT;
+  memset(t, 0, sizeof *t);
+  t->n_units = n;
+#define GNMR__GET_CFG(name, valid) gnmr__get(&p, &c->name, sizeof c->name);
+  GNMR__CONFIG(GNMR__GET_CFG)
+#undef GNMR__GET_CFG
+  if (gnmr_config_check(c, n, NULL) != GNMR_OK) return GNMR_ECORRUPT;
+#define GNMR__GET_TOTAL(name, type, shape)                                     \
+  gnmr__get(&p, &t->name, sizeof(type));
+  GNMR__TOTALS(GNMR__GET_TOTAL)
+#undef GNMR__GET_TOTAL
   units = gnmr__carve(ctl->units, n);
   for (u = 0; u < n; u++) {
-    gnmr__unit_state s;
-    if (!gnmr__ckpt_unit(&p, &c, &s)) return GNMR_ECORRUPT;
-    locked += s.lock > 0;
-    if (apply) gnmr__unit_set(&units, n, u, &s);
+    gnmr__unit_state st;
+    memset(&st, 0, sizeof st);
+#define GNMR__GET_UNIT(name, type, shape)                                      \
+  GNMR__EACH(shape) gnmr__get(&p, &GNMR__AT_##shape(st.name, i), sizeof(type));
+    GNMR__UNIT_STATE(GNMR__GET_UNIT)
+#undef GNMR__GET_UNIT
+    if (!gnmr__unit_valid(&st, c)) return GNMR_ECORRUPT;
+    locked += st.lock > 0;
+    if (apply) gnmr__unit_set(&units, n, u, &st);
   }
-  if (locked != recovering) return GNMR_ECORRUPT;
-  if (apply) {
-    ctl->cfg = c;
-    ctl->full_weight_from = gnmr__full_weight_from(c.history_decay);
-    ctl->steps = totals[0];
-    ctl->risky = totals[1];
-    ctl->nonfinite = totals[2];
-    ctl->admissions = totals[3];
-    ctl->renewals = totals[4];
-    ctl->recovery_steps = totals[5];
-    ctl->over_budget = totals[6];
-    ctl->recovering = recovering;
-    ctl->peak_recovering = peak;
-  }
-  return GNMR_OK;
+  return gnmr__totals_valid(t, locked) ? GNMR_OK : GNMR_ECORRUPT;
 }
 
 GNMR_DEF int gnmr_checkpoint_load(gnmr_ctl *ctl, const void *buf, size_t len) {
+  gnmr_ctl t;
   int rc;
   if (!ctl || !buf) return GNMR_EINVAL;
-  if (ctl->magic != GNMR__MAGIC) return GNMR_ESTATE;
+  if (!gnmr__usable(ctl)) return GNMR_ESTATE;
   /* Validate everything first: a refused load changes nothing. */
-  rc = gnmr__ckpt_read(ctl, (const unsigned char *)buf, len, 0);
-  if (rc == GNMR_OK)
-    rc = gnmr__ckpt_read(ctl, (const unsigned char *)buf, len, 1);
-  return rc;
+  rc = gnmr__ckpt_read(ctl, &t, (const unsigned char *)buf, len, 0);
+  if (rc != GNMR_OK) return rc;
+  gnmr__ckpt_read(ctl, &t, (const unsigned char *)buf, len, 1);
+  ctl->cfg = t.cfg;
+  ctl->full_weight_from = gnmr__full_weight_from(t.cfg.history_decay);
+#define GNMR__SET_TOTAL(name, type, shape) ctl->name = t.name;
+  GNMR__TOTALS(GNMR__SET_TOTAL)
+#undef GNMR__SET_TOTAL
+  gnmr__commit(ctl);
+  return GNMR_OK;
 }
 
 /* ---- norm helpers ---------------------------------------------------------
@@ -1421,35 +1957,6 @@ GNMR_DEF int gnmr_checkpoint_load(gnmr_ctl *ctl, const void *buf, size_t len) {
    to double reads f32 and bf16 subnormals as zero on every path alike, the
    scalar one included, so paths still agree; f16 subnormals are f32 normals
    and always count. */
-
-static float gnmr__bf16_to_f32(uint16_t h) {
-  uint32_t bits = (uint32_t)h << 16;
-  float f;
-  memcpy(&f, &bits, 4);
-  return f;
-}
-
-static float gnmr__f16_to_f32(uint16_t h) {
-  uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
-  uint32_t exp = (h >> 10) & 0x1Fu, mant = h & 0x3FFu, bits;
-  float f;
-  if (exp == 0x1F) {
-    bits = sign | 0x7F800000u | (mant << 13);
-  } else if (exp != 0) {
-    bits = sign | ((exp + 112u) << 23) | (mant << 13);
-  } else if (mant == 0) {
-    bits = sign;
-  } else { /* subnormal: normalise; exact in f32 */
-    exp = 113;
-    while (!(mant & 0x400u)) {
-      mant <<= 1;
-      exp--;
-    }
-    bits = sign | (exp << 23) | ((mant & 0x3FFu) << 13);
-  }
-  memcpy(&f, &bits, 4);
-  return f;
-}
 
 /* Bottom-up pairwise tree over chunk sums, streamed: a binary counter of
    partial sums, folded top-down at the end (the same tree as pairing level
@@ -1507,8 +2014,8 @@ static int gnmr__mag_finite(uint32_t mag, int dtype) {
 
 static float gnmr__mag_value(uint32_t mag, int dtype) {
   float f;
-  if (dtype == GNMR_DTYPE_F16) return gnmr__f16_to_f32((uint16_t)mag);
-  if (dtype == GNMR_DTYPE_BF16) return gnmr__bf16_to_f32((uint16_t)mag);
+  if (dtype == GNMR_DTYPE_F16) return gnmr_f16_to_f32((uint16_t)mag);
+  if (dtype == GNMR_DTYPE_BF16) return gnmr_bf16_to_f32((uint16_t)mag);
   memcpy(&f, &mag, 4);
   return f;
 }
@@ -1520,10 +2027,10 @@ static float gnmr__mag_value(uint32_t mag, int dtype) {
 typedef void (*gnmr__rows_fn)(const void *x, size_t rows, int dtype,
                               double *lane, uint32_t *mag);
 
-/* The scalar path, the reference every other path must match. */
-static void gnmr__rows_scalar(const void *x, size_t rows, int dtype,
-                              double *lane, uint32_t *mag) {
-  const unsigned char *p = (const unsigned char *)x;
+/* The scalar path, the reference every other path must match; one loop per
+   dtype (dtype a constant in each, once inlined). */
+static void gnmr__rows_scalar_of(const unsigned char *p, size_t rows, int dtype,
+                                 double *lane, uint32_t *mag) {
   size_t size = gnmr__elem_size(dtype), r;
   int j;
   for (r = 0; r < rows; r++) {
@@ -1534,6 +2041,17 @@ static void gnmr__rows_scalar(const void *x, size_t rows, int dtype,
       if (mag && m > *mag) *mag = m;
     }
   }
+}
+
+static void gnmr__rows_scalar(const void *x, size_t rows, int dtype,
+                              double *lane, uint32_t *mag) {
+  const unsigned char *p = (const unsigned char *)x;
+  if (dtype == GNMR_DTYPE_F32)
+    gnmr__rows_scalar_of(p, rows, GNMR_DTYPE_F32, lane, mag);
+  else if (dtype == GNMR_DTYPE_F16)
+    gnmr__rows_scalar_of(p, rows, GNMR_DTYPE_F16, lane, mag);
+  else
+    gnmr__rows_scalar_of(p, rows, GNMR_DTYPE_BF16, lane, mag);
 }
 
 static gnmr__rows_fn gnmr__active_rows(void);
@@ -1579,7 +2097,7 @@ static double gnmr__sum(gnmr__rows_fn rows, const void *x, size_t n, int dtype,
     }
     sum = gnmr__lane_fold(lane);
     if (mag) {
-      if (!isfinite(sum))
+      if (!gnmr__finite64(sum))
         gnmr__nonfinite_chunk(chunk, len, dtype, mag, nonfinite);
       else if (chunk_mag > *mag)
         *mag = chunk_mag;
@@ -1655,30 +2173,58 @@ GNMR_DEF int gnmr_unit_sumsq(const gnmr_tensor *t, size_t nt, double *sumsq,
   return GNMR_OK;
 }
 
+/* Units gnmr_unit_norms sums at once, on the stack (2 KiB). */
+#define GNMR__NORM_UNITS 256
+
 GNMR_DEF int gnmr_unit_norms(const gnmr_tensor *t, size_t nt, float *norms,
                              uint32_t n_units) {
+  double sum[GNMR__NORM_UNITS];
+  uint32_t base, width, u;
   size_t i;
-  uint32_t u;
   if ((n_units > 0 && !norms) || !gnmr__tensors_valid(t, nt, n_units))
     return GNMR_EINVAL;
-  for (i = 1; i < nt; i++)
-    if (t[i].unit < t[i - 1].unit) return GNMR_EINVAL;
-  for (u = 0; u < n_units; u++) norms[u] = 0.0f;
-  for (i = 0; i < nt;) {
-    double sum = 0.0;
-    u = t[i].unit;
-    for (; i < nt && t[i].unit == u; i++)
-      sum += gnmr__sumsq(t[i].data, t[i].n, t[i].dtype);
-    norms[u] = (float)sqrt(sum);
+  /* Units [base, base + width) per pass; a tensor outside them is skipped
+     by one unsigned compare (unit - base wraps around below base). */
+  for (base = 0; base < n_units; base += width) {
+    width = n_units - base;
+    if (width > GNMR__NORM_UNITS) width = GNMR__NORM_UNITS;
+    for (u = 0; u < width; u++) sum[u] = 0.0;
+    for (i = 0; i < nt; i++)
+      if (t[i].unit - base < width)
+        sum[t[i].unit - base] += gnmr__sumsq(t[i].data, t[i].n, t[i].dtype);
+    for (u = 0; u < width; u++) norms[base + u] = (float)sqrt(sum[u]);
   }
   return GNMR_OK;
 }
 
 /* ---- SIMD paths -----------------------------------------------------------
-   Each kernel keeps the 32 lane sums in registers, converts elements to
+   Each path keeps the 32 lane sums in registers, converts elements to
    double exactly (cvtps2pd, F16C/NEON half conversions, bf16 by a shift)
    and adds x*x with a fused multiply-add where it has one: x*x is exact in
-   double, so fma(x, x, s) rounds once, like s + x*x. Loads are unaligned. */
+   double, so fma(x, x, s) rounds once, like s + x*x. Loads are unaligned.
+
+   The row loop is written once (GNMR__ROWS, at the end of this section);
+   a path supplies only its primitives, gnmr__<path>_*:
+     acc                 its vector of D double lane sums (32 / D of them)
+     top                 its vector of running magnitude maxima
+     load(lane), store(lane, v)  D lane sums into an acc and back
+     enter(a, dt), leave(a, dt)  a path may keep another lane order inside
+                           the loop for a dtype (AVX-512 bf16 does)
+     add16(a, p, dt)     the 16 elements of dtype dt at p, squares added
+                           into a[0 .. 16 / D), element i into lane i
+     max32(top, p, dt)   top raised to the magnitudes of the 32 at p
+     fold(top, dt)       the largest magnitude in top
+   Primitives are forced inline and the loop is instantiated per dtype, so
+   dt is a constant in them and their dtype branches fold away. */
+
+#define GNMR__PRIM __inline__ __attribute__((always_inline)) static
+/* Loops over a path's accumulators unrolled in full, so that they stay in
+   registers. */
+#ifdef __clang__
+#define GNMR__UNROLL _Pragma("unroll")
+#else
+#define GNMR__UNROLL _Pragma("GCC unroll 16")
+#endif
 
 /* Streaming reads: asking for the line 1 KiB ahead keeps more misses in
    flight than the hardware prefetcher alone (about +5% out of cache on a
@@ -1689,11 +2235,57 @@ GNMR_DEF int gnmr_unit_norms(const gnmr_tensor *t, size_t nt, float *norms,
     if ((row_bytes) > 64) __builtin_prefetch((p) + 1024 + 64);                 \
   } while (0)
 
+#define GNMR__ESIZE(dt) ((size_t)((dt) == GNMR_DTYPE_F32 ? 4 : 2))
+
+/* One dtype's rows: lane sums in, the loop, lane sums out, the max fold. */
+#define GNMR__ROWS_OF(P, D, dt)                                                \
+  do {                                                                         \
+    size_t k;                                                                  \
+    GNMR__UNROLL                                                               \
+    for (k = 0; k < 32 / (D); k++) a[k] = gnmr__##P##_load(lane + (D)*k);      \
+    gnmr__##P##_enter(a, dt);                                                  \
+    for (r = 0; r < rows; r++, p += 32 * GNMR__ESIZE(dt)) {                    \
+      GNMR__PREFETCH(p, 32 * GNMR__ESIZE(dt));                                 \
+      gnmr__##P##_add16(a, p, dt);                                             \
+      gnmr__##P##_add16(a + 16 / (D), p + 16 * GNMR__ESIZE(dt), dt);           \
+      if (mag) top = gnmr__##P##_max32(top, p, dt);                            \
+    }                                                                          \
+    gnmr__##P##_leave(a, dt);                                                  \
+    GNMR__UNROLL                                                               \
+    for (k = 0; k < 32 / (D); k++) gnmr__##P##_store(lane + (D)*k, a[k]);      \
+    if (mag) {                                                                 \
+      uint32_t m = gnmr__##P##_fold(top, dt);                                  \
+      if (m > *mag) *mag = m;                                                  \
+    }                                                                          \
+  } while (0)
+
+/* gnmr__rows_P: a gnmr__rows_fn from path P's primitives (D doubles per
+   accumulator, compiled for TARGET). */
+#define GNMR__ROWS(P, TARGET, D)                                               \
+  static TARGET void gnmr__rows_##P(const void *x, size_t rows, int dtype,     \
+                                    double *lane, uint32_t *mag) {             \
+    const unsigned char *p = (const unsigned char *)x;                         \
+    gnmr__##P##_acc a[32 / (D)];                                               \
+    gnmr__##P##_top top = gnmr__##P##_top0();                                  \
+    size_t r;                                                                  \
+    if (dtype == GNMR_DTYPE_F32)                                               \
+      GNMR__ROWS_OF(P, D, GNMR_DTYPE_F32);                                     \
+    else if (dtype == GNMR_DTYPE_F16)                                          \
+      GNMR__ROWS_OF(P, D, GNMR_DTYPE_F16);                                     \
+    else                                                                       \
+      GNMR__ROWS_OF(P, D, GNMR_DTYPE_BF16);                                    \
+  }
+
 #ifdef GNMR__SSE2
-/* SSE2 has no half conversion: f16 magnitudes (sign dropped; squares do not
-   need it) are rebuilt as f32 bits with integer operations, subnormals as
-   m * 2^-24 from integers, so no subnormal ever enters the FPU (DAZ-safe). */
-static GNMR__TARGET_SSE2 __m128 gnmr__sse2_f16(__m128i m) {
+/* D = 2. SSE2 has no half conversion: f16 magnitudes (sign dropped; squares
+   do not need it) are rebuilt as f32 bits with integer operations,
+   subnormals as m * 2^-24 from integers, so no subnormal ever enters the
+   FPU (DAZ-safe). No unsigned 32-bit max either: a signed one is right for
+   magnitudes, which are < 2^31. */
+typedef __m128d gnmr__sse2_acc;
+typedef __m128i gnmr__sse2_top;
+
+GNMR__PRIM GNMR__TARGET_SSE2 __m128 gnmr__sse2_f16(__m128i m) {
   __m128i bits =
       _mm_add_epi32(_mm_slli_epi32(m, 13), _mm_set1_epi32(0x38000000));
   __m128i infnan = _mm_cmpgt_epi32(m, _mm_set1_epi32(0x7BFF));
@@ -1706,158 +2298,171 @@ static GNMR__TARGET_SSE2 __m128 gnmr__sse2_f16(__m128i m) {
 }
 
 /* Four floats into lane sums a[0] (elements 0, 1) and a[1] (2, 3). */
-static GNMR__TARGET_SSE2 void gnmr__sse2_sq4(__m128d *a, __m128 f) {
+GNMR__PRIM GNMR__TARGET_SSE2 void gnmr__sse2_sq4(__m128d *a, __m128 f) {
   __m128d lo = _mm_cvtps_pd(f), hi = _mm_cvtps_pd(_mm_movehl_ps(f, f));
   a[0] = _mm_add_pd(a[0], _mm_mul_pd(lo, lo));
   a[1] = _mm_add_pd(a[1], _mm_mul_pd(hi, hi));
 }
 
-static GNMR__TARGET_SSE2 void gnmr__rows_sse2(const void *x, size_t rows,
-                                              int dtype, double *lane,
-                                              uint32_t *mag) {
-  const unsigned char *p = (const unsigned char *)x;
-  __m128d a[16];
-  __m128i top = _mm_setzero_si128();
-  uint32_t t[4];
-  size_t r;
+GNMR__PRIM GNMR__TARGET_SSE2 __m128i gnmr__sse2_u128(const unsigned char *p) {
+  return _mm_loadu_si128((const __m128i *)(const void *)p);
+}
+
+GNMR__PRIM GNMR__TARGET_SSE2 __m128i gnmr__sse2_top0(void) {
+  return _mm_setzero_si128();
+}
+#define gnmr__sse2_load _mm_loadu_pd
+#define gnmr__sse2_store _mm_storeu_pd
+#define gnmr__sse2_enter(a, dt) (void)0
+#define gnmr__sse2_leave(a, dt) (void)0
+
+GNMR__PRIM GNMR__TARGET_SSE2 void
+gnmr__sse2_add16(__m128d *a, const unsigned char *p, int dt) {
+  const __m128i zero = _mm_setzero_si128(), abs = _mm_set1_epi16(0x7FFF);
   size_t k;
-  for (k = 0; k < 16; k++) a[k] = _mm_loadu_pd(lane + 2 * k);
-  if (dtype == GNMR_DTYPE_F32) {
+  if (dt == GNMR_DTYPE_F32) {
+    GNMR__UNROLL
+    for (k = 0; k < 4; k++)
+      gnmr__sse2_sq4(a + 2 * k, _mm_castsi128_ps(gnmr__sse2_u128(p + 16 * k)));
+    return;
+  }
+  GNMR__UNROLL
+  for (k = 0; k < 2; k++) {
+    __m128i h = gnmr__sse2_u128(p + 16 * k);
+    __m128 lo, hi;
+    if (dt == GNMR_DTYPE_BF16) {
+      lo = _mm_castsi128_ps(_mm_unpacklo_epi16(zero, h));
+      hi = _mm_castsi128_ps(_mm_unpackhi_epi16(zero, h));
+    } else {
+      __m128i m = _mm_and_si128(h, abs);
+      lo = gnmr__sse2_f16(_mm_unpacklo_epi16(m, zero));
+      hi = gnmr__sse2_f16(_mm_unpackhi_epi16(m, zero));
+    }
+    gnmr__sse2_sq4(a + 4 * k, lo);
+    gnmr__sse2_sq4(a + 4 * k + 2, hi);
+  }
+}
+
+GNMR__PRIM GNMR__TARGET_SSE2 __m128i gnmr__sse2_max32(__m128i top,
+                                                      const unsigned char *p,
+                                                      int dt) {
+  size_t k;
+  if (dt == GNMR_DTYPE_F32) {
     const __m128i abs = _mm_set1_epi32(0x7FFFFFFF);
-    for (r = 0; r < rows; r++, p += 128) {
-      GNMR__PREFETCH(p, 128);
-      for (k = 0; k < 8; k++) {
-        __m128i v =
-            _mm_loadu_si128((const __m128i *)(const void *)(p + 16 * k));
-        gnmr__sse2_sq4(a + 2 * k, _mm_castsi128_ps(v));
-        if (mag) { /* unsigned max: magnitudes are < 2^31 */
-          __m128i m = _mm_and_si128(v, abs), gt = _mm_cmpgt_epi32(m, top);
-          top = _mm_or_si128(_mm_and_si128(gt, m), _mm_andnot_si128(gt, top));
-        }
-      }
+    GNMR__UNROLL
+    for (k = 0; k < 8; k++) {
+      __m128i m = _mm_and_si128(gnmr__sse2_u128(p + 16 * k), abs);
+      __m128i gt = _mm_cmpgt_epi32(m, top);
+      top = _mm_or_si128(_mm_and_si128(gt, m), _mm_andnot_si128(gt, top));
     }
-    _mm_storeu_si128((__m128i *)(void *)t, top);
   } else {
-    const __m128i abs = _mm_set1_epi16(0x7FFF), zero = _mm_setzero_si128();
-    for (r = 0; r < rows; r++, p += 64) {
-      GNMR__PREFETCH(p, 64);
-      for (k = 0; k < 4; k++) {
-        __m128i h =
-            _mm_loadu_si128((const __m128i *)(const void *)(p + 16 * k));
-        __m128 lo, hi;
-        if (dtype == GNMR_DTYPE_BF16) {
-          lo = _mm_castsi128_ps(_mm_unpacklo_epi16(zero, h));
-          hi = _mm_castsi128_ps(_mm_unpackhi_epi16(zero, h));
-        } else {
-          __m128i m = _mm_and_si128(h, abs);
-          lo = gnmr__sse2_f16(_mm_unpacklo_epi16(m, zero));
-          hi = gnmr__sse2_f16(_mm_unpackhi_epi16(m, zero));
-        }
-        gnmr__sse2_sq4(a + 4 * k, lo);
-        gnmr__sse2_sq4(a + 4 * k + 2, hi);
-        if (mag) top = _mm_max_epi16(top, _mm_and_si128(h, abs));
-      }
-    }
-    /* 16-bit maxima to 32-bit lanes */
+    const __m128i abs = _mm_set1_epi16(0x7FFF);
+    GNMR__UNROLL
+    for (k = 0; k < 4; k++)
+      top = _mm_max_epi16(top, _mm_and_si128(gnmr__sse2_u128(p + 16 * k), abs));
+  }
+  return top;
+}
+
+GNMR__PRIM GNMR__TARGET_SSE2 uint32_t gnmr__sse2_fold(__m128i top, int dt) {
+  uint32_t t[4], m = 0;
+  size_t k;
+  if (dt != GNMR_DTYPE_F32) /* 16-bit maxima to 32-bit lanes */
     top = _mm_max_epi16(_mm_srli_epi32(top, 16),
                         _mm_and_si128(top, _mm_set1_epi32(0xFFFF)));
-    _mm_storeu_si128((__m128i *)(void *)t, top);
-  }
-  for (k = 0; k < 16; k++) _mm_storeu_pd(lane + 2 * k, a[k]);
-  if (mag)
-    for (k = 0; k < 4; k++)
-      if (t[k] > *mag) *mag = t[k];
+  _mm_storeu_si128((__m128i *)(void *)t, top);
+  GNMR__UNROLL
+  for (k = 0; k < 4; k++)
+    if (t[k] > m) m = t[k];
+  return m;
 }
+
+GNMR__ROWS(sse2, GNMR__TARGET_SSE2, 2)
 #endif /* GNMR__SSE2 */
 
 #ifdef GNMR__AVX2
-static GNMR__TARGET_AVX2 __m256d gnmr__avx2_sq(__m256d acc, __m128 f) {
+/* D = 4. */
+typedef __m256d gnmr__avx2_acc;
+typedef __m256i gnmr__avx2_top;
+
+GNMR__PRIM GNMR__TARGET_AVX2 __m256d gnmr__avx2_sq(__m256d acc, __m128 f) {
   __m256d d = _mm256_cvtps_pd(f);
   return _mm256_fmadd_pd(d, d, acc);
 }
 
+GNMR__PRIM GNMR__TARGET_AVX2 __m256i gnmr__avx2_u256(const unsigned char *p) {
+  return _mm256_loadu_si256((const __m256i *)(const void *)p);
+}
+
 /* Eight f16/bf16 elements to eight floats, in order. */
-static GNMR__TARGET_AVX2 __m256 gnmr__avx2_half8(const unsigned char *p,
-                                                 int dtype) {
+GNMR__PRIM GNMR__TARGET_AVX2 __m256 gnmr__avx2_half8(const unsigned char *p,
+                                                     int dt) {
   __m128i h = _mm_loadu_si128((const __m128i *)(const void *)p);
-  if (dtype == GNMR_DTYPE_F16) return _mm256_cvtph_ps(h);
+  if (dt == GNMR_DTYPE_F16) return _mm256_cvtph_ps(h);
   return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
 }
 
-static GNMR__TARGET_AVX2 void gnmr__rows_avx2(const void *x, size_t rows,
-                                              int dtype, double *lane,
-                                              uint32_t *mag) {
-  const unsigned char *p = (const unsigned char *)x;
-  __m256d a0 = _mm256_loadu_pd(lane), a1 = _mm256_loadu_pd(lane + 4);
-  __m256d a2 = _mm256_loadu_pd(lane + 8), a3 = _mm256_loadu_pd(lane + 12);
-  __m256d a4 = _mm256_loadu_pd(lane + 16), a5 = _mm256_loadu_pd(lane + 20);
-  __m256d a6 = _mm256_loadu_pd(lane + 24), a7 = _mm256_loadu_pd(lane + 28);
-  __m256i top = _mm256_setzero_si256();
-  uint32_t t[8];
-  size_t r;
+GNMR__PRIM GNMR__TARGET_AVX2 __m256i gnmr__avx2_top0(void) {
+  return _mm256_setzero_si256();
+}
+#define gnmr__avx2_load _mm256_loadu_pd
+#define gnmr__avx2_store _mm256_storeu_pd
+#define gnmr__avx2_enter(a, dt) (void)0
+#define gnmr__avx2_leave(a, dt) (void)0
+
+GNMR__PRIM GNMR__TARGET_AVX2 void
+gnmr__avx2_add16(__m256d *a, const unsigned char *p, int dt) {
   size_t k;
-  if (dtype == GNMR_DTYPE_F32) {
-    const __m256i abs = _mm256_set1_epi32(0x7FFFFFFF);
-    for (r = 0; r < rows; r++, p += 128) {
-      const float *f = (const float *)(const void *)p;
-      GNMR__PREFETCH(p, 128);
-      a0 = gnmr__avx2_sq(a0, _mm_loadu_ps(f));
-      a1 = gnmr__avx2_sq(a1, _mm_loadu_ps(f + 4));
-      a2 = gnmr__avx2_sq(a2, _mm_loadu_ps(f + 8));
-      a3 = gnmr__avx2_sq(a3, _mm_loadu_ps(f + 12));
-      a4 = gnmr__avx2_sq(a4, _mm_loadu_ps(f + 16));
-      a5 = gnmr__avx2_sq(a5, _mm_loadu_ps(f + 20));
-      a6 = gnmr__avx2_sq(a6, _mm_loadu_ps(f + 24));
-      a7 = gnmr__avx2_sq(a7, _mm_loadu_ps(f + 28));
-      if (mag)
-        for (k = 0; k < 4; k++)
-          top = _mm256_max_epu32(
-              top,
-              _mm256_and_si256(_mm256_loadu_si256(
-                                   (const __m256i *)(const void *)(p + 32 * k)),
-                               abs));
-    }
-  } else {
-    const __m256i abs = _mm256_set1_epi16(0x7FFF);
-    for (r = 0; r < rows; r++, p += 64) {
-      __m256 f0 = gnmr__avx2_half8(p, dtype);
-      GNMR__PREFETCH(p, 64);
-      __m256 f1 = gnmr__avx2_half8(p + 16, dtype);
-      __m256 f2 = gnmr__avx2_half8(p + 32, dtype);
-      __m256 f3 = gnmr__avx2_half8(p + 48, dtype);
-      a0 = gnmr__avx2_sq(a0, _mm256_castps256_ps128(f0));
-      a1 = gnmr__avx2_sq(a1, _mm256_extractf128_ps(f0, 1));
-      a2 = gnmr__avx2_sq(a2, _mm256_castps256_ps128(f1));
-      a3 = gnmr__avx2_sq(a3, _mm256_extractf128_ps(f1, 1));
-      a4 = gnmr__avx2_sq(a4, _mm256_castps256_ps128(f2));
-      a5 = gnmr__avx2_sq(a5, _mm256_extractf128_ps(f2, 1));
-      a6 = gnmr__avx2_sq(a6, _mm256_castps256_ps128(f3));
-      a7 = gnmr__avx2_sq(a7, _mm256_extractf128_ps(f3, 1));
-      if (mag)
-        for (k = 0; k < 2; k++)
-          top = _mm256_max_epu16(
-              top,
-              _mm256_and_si256(_mm256_loadu_si256(
-                                   (const __m256i *)(const void *)(p + 32 * k)),
-                               abs));
-    }
-    top = _mm256_max_epu32(_mm256_srli_epi32(top, 16),
-                           _mm256_and_si256(top, _mm256_set1_epi32(0xFFFF)));
+  if (dt == GNMR_DTYPE_F32) {
+    GNMR__UNROLL
+    for (k = 0; k < 4; k++)
+      a[k] = gnmr__avx2_sq(
+          a[k], _mm_loadu_ps((const float *)(const void *)p + 4 * k));
+    return;
   }
-  _mm256_storeu_pd(lane, a0);
-  _mm256_storeu_pd(lane + 4, a1);
-  _mm256_storeu_pd(lane + 8, a2);
-  _mm256_storeu_pd(lane + 12, a3);
-  _mm256_storeu_pd(lane + 16, a4);
-  _mm256_storeu_pd(lane + 20, a5);
-  _mm256_storeu_pd(lane + 24, a6);
-  _mm256_storeu_pd(lane + 28, a7);
-  if (mag) {
-    _mm256_storeu_si256((__m256i *)(void *)t, top);
-    for (k = 0; k < 8; k++)
-      if (t[k] > *mag) *mag = t[k];
+  { /* both conversions before the FMAs: GCC keeps the order (+4% bf16) */
+    __m256 f0 = gnmr__avx2_half8(p, dt), f1 = gnmr__avx2_half8(p + 16, dt);
+    a[0] = gnmr__avx2_sq(a[0], _mm256_castps256_ps128(f0));
+    a[1] = gnmr__avx2_sq(a[1], _mm256_extractf128_ps(f0, 1));
+    a[2] = gnmr__avx2_sq(a[2], _mm256_castps256_ps128(f1));
+    a[3] = gnmr__avx2_sq(a[3], _mm256_extractf128_ps(f1, 1));
   }
 }
+
+GNMR__PRIM GNMR__TARGET_AVX2 __m256i gnmr__avx2_max32(__m256i top,
+                                                      const unsigned char *p,
+                                                      int dt) {
+  size_t k;
+  if (dt == GNMR_DTYPE_F32) {
+    const __m256i abs = _mm256_set1_epi32(0x7FFFFFFF);
+    GNMR__UNROLL
+    for (k = 0; k < 4; k++)
+      top = _mm256_max_epu32(
+          top, _mm256_and_si256(gnmr__avx2_u256(p + 32 * k), abs));
+  } else {
+    const __m256i abs = _mm256_set1_epi16(0x7FFF);
+    GNMR__UNROLL
+    for (k = 0; k < 2; k++)
+      top = _mm256_max_epu16(
+          top, _mm256_and_si256(gnmr__avx2_u256(p + 32 * k), abs));
+  }
+  return top;
+}
+
+GNMR__PRIM GNMR__TARGET_AVX2 uint32_t gnmr__avx2_fold(__m256i top, int dt) {
+  uint32_t t[8], m = 0;
+  size_t k;
+  if (dt != GNMR_DTYPE_F32) /* 16-bit maxima to 32-bit lanes */
+    top = _mm256_max_epu32(_mm256_srli_epi32(top, 16),
+                           _mm256_and_si256(top, _mm256_set1_epi32(0xFFFF)));
+  _mm256_storeu_si256((__m256i *)(void *)t, top);
+  GNMR__UNROLL
+  for (k = 0; k < 8; k++)
+    if (t[k] > m) m = t[k];
+  return m;
+}
+
+GNMR__ROWS(avx2, GNMR__TARGET_AVX2, 4)
 #endif /* GNMR__AVX2 */
 
 #ifdef GNMR__AVX512
@@ -1867,184 +2472,205 @@ static GNMR__TARGET_AVX2 void gnmr__rows_avx2(const void *x, size_t rows,
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #endif
-static GNMR__TARGET_AVX512 __m512d gnmr__avx512_sq(__m512d acc, __m256 f) {
+/* D = 8. bf16 has its own lane order inside the loop: a 32-bit word holds
+   elements 2j (low half) and 2j+1 (high half), and a shift and a mask make
+   both f32 with no widening and no lane crossing; so a[0]/a[1] hold the
+   even/odd lanes of 0..15 and a[2]/a[3] those of 16..31, reordered by in
+   and out. */
+typedef __m512d gnmr__avx512_acc;
+typedef __m512i gnmr__avx512_top;
+
+GNMR__PRIM GNMR__TARGET_AVX512 __m512d gnmr__avx512_sq(__m512d acc, __m256 f) {
   __m512d d = _mm512_cvtps_pd(f);
   return _mm512_fmadd_pd(d, d, acc);
 }
 
-static GNMR__TARGET_AVX512 __m256 gnmr__avx512_hi8(__m512 f) {
-  return _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(f), 1));
+GNMR__PRIM GNMR__TARGET_AVX512 __m256i
+gnmr__avx512_u256(const unsigned char *p) {
+  return _mm256_loadu_si256((const __m256i *)(const void *)p);
 }
 
-static GNMR__TARGET_AVX512 void gnmr__rows_avx512(const void *x, size_t rows,
-                                                  int dtype, double *lane,
-                                                  uint32_t *mag) {
-  const unsigned char *p = (const unsigned char *)x;
-  __m512d a0 = _mm512_loadu_pd(lane), a1 = _mm512_loadu_pd(lane + 8);
-  __m512d a2 = _mm512_loadu_pd(lane + 16), a3 = _mm512_loadu_pd(lane + 24);
-  __m512i top = _mm512_setzero_si512();
-  size_t r;
-  if (dtype == GNMR_DTYPE_F32) {
-    const __m512i abs = _mm512_set1_epi32(0x7FFFFFFF);
-    for (r = 0; r < rows; r++, p += 128) {
-      const float *f = (const float *)(const void *)p;
-      GNMR__PREFETCH(p, 128);
-      a0 = gnmr__avx512_sq(a0, _mm256_loadu_ps(f));
-      a1 = gnmr__avx512_sq(a1, _mm256_loadu_ps(f + 8));
-      a2 = gnmr__avx512_sq(a2, _mm256_loadu_ps(f + 16));
-      a3 = gnmr__avx512_sq(a3, _mm256_loadu_ps(f + 24));
-      if (mag) {
-        top =
-            _mm512_max_epu32(top, _mm512_and_si512(_mm512_loadu_si512(p), abs));
-        top = _mm512_max_epu32(
-            top, _mm512_and_si512(_mm512_loadu_si512(p + 64), abs));
-      }
-    }
-  } else if (dtype == GNMR_DTYPE_F16) {
-    const __m512i abs = _mm512_set1_epi16(0x7FFF);
-    for (r = 0; r < rows; r++, p += 64) {
-      __m512 f0 =
-          _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(const void *)p));
-      __m512 f1 = _mm512_cvtph_ps(
-          _mm256_loadu_si256((const __m256i *)(const void *)(p + 32)));
-      GNMR__PREFETCH(p, 64);
-      a0 = gnmr__avx512_sq(a0, _mm512_castps512_ps256(f0));
-      a1 = gnmr__avx512_sq(a1, gnmr__avx512_hi8(f0));
-      a2 = gnmr__avx512_sq(a2, _mm512_castps512_ps256(f1));
-      a3 = gnmr__avx512_sq(a3, gnmr__avx512_hi8(f1));
-      if (mag)
-        top =
-            _mm512_max_epu16(top, _mm512_and_si512(_mm512_loadu_si512(p), abs));
-    }
+GNMR__PRIM GNMR__TARGET_AVX512 __m512i gnmr__avx512_top0(void) {
+  return _mm512_setzero_si512();
+}
+
+#define gnmr__avx512_load _mm512_loadu_pd
+#define gnmr__avx512_store _mm512_storeu_pd
+
+/* Lanes 0..15 of a[0], a[1] (and 16..31 of a[2], a[3]) to even/odd. */
+GNMR__PRIM GNMR__TARGET_AVX512 void gnmr__avx512_enter(__m512d *a, int dt) {
+  const __m512i even = _mm512_set_epi64(14, 12, 10, 8, 6, 4, 2, 0);
+  const __m512i odd = _mm512_set_epi64(15, 13, 11, 9, 7, 5, 3, 1);
+  __m512d l0 = a[0], l1 = a[1], l2 = a[2], l3 = a[3];
+  if (dt != GNMR_DTYPE_BF16) return;
+  a[0] = _mm512_permutex2var_pd(l0, even, l1);
+  a[1] = _mm512_permutex2var_pd(l0, odd, l1);
+  a[2] = _mm512_permutex2var_pd(l2, even, l3);
+  a[3] = _mm512_permutex2var_pd(l2, odd, l3);
+}
+
+/* And back: even/odd zipped into order. */
+GNMR__PRIM GNMR__TARGET_AVX512 void gnmr__avx512_leave(__m512d *a, int dt) {
+  const __m512i zip_lo = _mm512_set_epi64(11, 3, 10, 2, 9, 1, 8, 0);
+  const __m512i zip_hi = _mm512_set_epi64(15, 7, 14, 6, 13, 5, 12, 4);
+  __m512d e0 = a[0], o0 = a[1], e1 = a[2], o1 = a[3];
+  if (dt != GNMR_DTYPE_BF16) return;
+  a[0] = _mm512_permutex2var_pd(e0, zip_lo, o0);
+  a[1] = _mm512_permutex2var_pd(e0, zip_hi, o0);
+  a[2] = _mm512_permutex2var_pd(e1, zip_lo, o1);
+  a[3] = _mm512_permutex2var_pd(e1, zip_hi, o1);
+}
+
+GNMR__PRIM GNMR__TARGET_AVX512 void
+gnmr__avx512_add16(__m512d *a, const unsigned char *p, int dt) {
+  if (dt == GNMR_DTYPE_F32) {
+    const float *f = (const float *)(const void *)p;
+    a[0] = gnmr__avx512_sq(a[0], _mm256_loadu_ps(f));
+    a[1] = gnmr__avx512_sq(a[1], _mm256_loadu_ps(f + 8));
+  } else if (dt == GNMR_DTYPE_F16) {
+    __m512 f = _mm512_cvtph_ps(gnmr__avx512_u256(p));
+    a[0] = gnmr__avx512_sq(a[0], _mm512_castps512_ps256(f));
+    a[1] = gnmr__avx512_sq(
+        a[1], _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(f), 1)));
   } else {
-    /* bf16: a 32-bit word holds elements 2j (low half) and 2j+1 (high
-       half); a shift and a mask make both f32, with no widening and no lane
-       crossing. So inside the loop a0/a1 hold the even/odd lanes of 0..15
-       and a2/a3 those of 16..31: reordered once on entry and on exit. */
-    const __m512i abs = _mm512_set1_epi16(0x7FFF);
+    __m256i v = gnmr__avx512_u256(p);
     const __m256i high = _mm256_set1_epi32((int)0xFFFF0000u);
-    const __m512i even = _mm512_set_epi64(14, 12, 10, 8, 6, 4, 2, 0);
-    const __m512i odd = _mm512_set_epi64(15, 13, 11, 9, 7, 5, 3, 1);
-    const __m512i zip_lo = _mm512_set_epi64(11, 3, 10, 2, 9, 1, 8, 0);
-    const __m512i zip_hi = _mm512_set_epi64(15, 7, 14, 6, 13, 5, 12, 4);
-    __m512d l0 = a0, l1 = a1, l2 = a2, l3 = a3;
-    a0 = _mm512_permutex2var_pd(l0, even, l1);
-    a1 = _mm512_permutex2var_pd(l0, odd, l1);
-    a2 = _mm512_permutex2var_pd(l2, even, l3);
-    a3 = _mm512_permutex2var_pd(l2, odd, l3);
-    for (r = 0; r < rows; r++, p += 64) {
-      __m256i v0 = _mm256_loadu_si256((const __m256i *)(const void *)p);
-      __m256i v1 = _mm256_loadu_si256((const __m256i *)(const void *)(p + 32));
-      GNMR__PREFETCH(p, 64);
-      a0 = gnmr__avx512_sq(a0, _mm256_castsi256_ps(_mm256_slli_epi32(v0, 16)));
-      a1 = gnmr__avx512_sq(a1, _mm256_castsi256_ps(_mm256_and_si256(v0, high)));
-      a2 = gnmr__avx512_sq(a2, _mm256_castsi256_ps(_mm256_slli_epi32(v1, 16)));
-      a3 = gnmr__avx512_sq(a3, _mm256_castsi256_ps(_mm256_and_si256(v1, high)));
-      if (mag)
-        top =
-            _mm512_max_epu16(top, _mm512_and_si512(_mm512_loadu_si512(p), abs));
-    }
-    l0 = _mm512_permutex2var_pd(a0, zip_lo, a1);
-    l1 = _mm512_permutex2var_pd(a0, zip_hi, a1);
-    l2 = _mm512_permutex2var_pd(a2, zip_lo, a3);
-    l3 = _mm512_permutex2var_pd(a2, zip_hi, a3);
-    a0 = l0;
-    a1 = l1;
-    a2 = l2;
-    a3 = l3;
-  }
-  if (dtype != GNMR_DTYPE_F32) /* 16-bit maxima to 32-bit lanes */
-    top = _mm512_max_epu32(_mm512_srli_epi32(top, 16),
-                           _mm512_and_si512(top, _mm512_set1_epi32(0xFFFF)));
-  _mm512_storeu_pd(lane, a0);
-  _mm512_storeu_pd(lane + 8, a1);
-  _mm512_storeu_pd(lane + 16, a2);
-  _mm512_storeu_pd(lane + 24, a3);
-  if (mag) {
-    uint32_t m = (uint32_t)_mm512_reduce_max_epu32(top);
-    if (m > *mag) *mag = m;
+    a[0] = gnmr__avx512_sq(a[0], _mm256_castsi256_ps(_mm256_slli_epi32(v, 16)));
+    a[1] =
+        gnmr__avx512_sq(a[1], _mm256_castsi256_ps(_mm256_and_si256(v, high)));
   }
 }
+
+GNMR__PRIM GNMR__TARGET_AVX512 __m512i
+gnmr__avx512_max32(__m512i top, const unsigned char *p, int dt) {
+  if (dt == GNMR_DTYPE_F32) {
+    const __m512i abs = _mm512_set1_epi32(0x7FFFFFFF);
+    top = _mm512_max_epu32(top, _mm512_and_si512(_mm512_loadu_si512(p), abs));
+    return _mm512_max_epu32(top,
+                            _mm512_and_si512(_mm512_loadu_si512(p + 64), abs));
+  }
+  return _mm512_max_epu16(
+      top, _mm512_and_si512(_mm512_loadu_si512(p), _mm512_set1_epi16(0x7FFF)));
+}
+
+GNMR__PRIM GNMR__TARGET_AVX512 uint32_t gnmr__avx512_fold(__m512i top, int dt) {
+  if (dt != GNMR_DTYPE_F32) /* 16-bit maxima to 32-bit lanes */
+    top = _mm512_max_epu32(_mm512_srli_epi32(top, 16),
+                           _mm512_and_si512(top, _mm512_set1_epi32(0xFFFF)));
+  return (uint32_t)_mm512_reduce_max_epu32(top);
+}
+
+GNMR__ROWS(avx512, GNMR__TARGET_AVX512, 8)
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic pop
 #endif
 #endif /* GNMR__AVX512 */
 
 #ifdef GNMR__NEON
+/* D = 2. Magnitude maxima in 32-bit lanes for f32, 16-bit for halves. */
+typedef float64x2_t gnmr__neon_acc;
+typedef uint32x4_t gnmr__neon_top;
+#define GNMR__TARGET_NEON
+
 /* Four floats into lane sums a[0] (elements 0, 1) and a[1] (2, 3). */
-static void gnmr__neon_sq4(float64x2_t *a, float32x4_t f) {
+GNMR__PRIM void gnmr__neon_sq4(float64x2_t *a, float32x4_t f) {
   float64x2_t lo = vcvt_f64_f32(vget_low_f32(f)), hi = vcvt_high_f64_f32(f);
   a[0] = vfmaq_f64(a[0], lo, lo);
   a[1] = vfmaq_f64(a[1], hi, hi);
 }
 
-static void gnmr__rows_neon(const void *x, size_t rows, int dtype, double *lane,
-                            uint32_t *mag) {
-  const uint8_t *p = (const uint8_t *)x;
-  float64x2_t a[16];
-  uint32_t top = 0;
-  size_t r;
-  int k;
-  for (k = 0; k < 16; k++) a[k] = vld1q_f64(lane + 2 * k);
-  if (dtype == GNMR_DTYPE_F32) {
-    const uint32x4_t abs = vdupq_n_u32(0x7FFFFFFFu);
-    uint32x4_t t = vdupq_n_u32(0);
-    for (r = 0; r < rows; r++, p += 128) {
-      for (k = 0; k < 8; k++) {
-        uint32x4_t v = vreinterpretq_u32_u8(vld1q_u8(p + 16 * k));
-        gnmr__neon_sq4(a + 2 * k, vreinterpretq_f32_u32(v));
-        if (mag) t = vmaxq_u32(t, vandq_u32(v, abs));
-      }
+GNMR__PRIM uint32x4_t gnmr__neon_top0(void) { return vdupq_n_u32(0); }
+#define gnmr__neon_load vld1q_f64
+#define gnmr__neon_store vst1q_f64
+#define gnmr__neon_enter(a, dt) (void)0
+#define gnmr__neon_leave(a, dt) (void)0
+
+GNMR__PRIM void gnmr__neon_add16(float64x2_t *a, const unsigned char *p,
+                                 int dt) {
+  size_t k;
+  if (dt == GNMR_DTYPE_F32) {
+    GNMR__UNROLL
+    for (k = 0; k < 4; k++)
+      gnmr__neon_sq4(a + 2 * k, vreinterpretq_f32_u8(vld1q_u8(p + 16 * k)));
+    return;
+  }
+  GNMR__UNROLL
+  for (k = 0; k < 2; k++) {
+    uint16x8_t h = vreinterpretq_u16_u8(vld1q_u8(p + 16 * k));
+    float32x4_t lo, hi;
+    if (dt == GNMR_DTYPE_F16) {
+      lo = vcvt_f32_f16(vreinterpret_f16_u16(vget_low_u16(h)));
+      hi = vcvt_high_f32_f16(vreinterpretq_f16_u16(h));
+    } else {
+      lo = vreinterpretq_f32_u32(vshll_n_u16(vget_low_u16(h), 16));
+      hi = vreinterpretq_f32_u32(vshll_high_n_u16(h, 16));
     }
-    top = vmaxvq_u32(t);
+    gnmr__neon_sq4(a + 4 * k, lo);
+    gnmr__neon_sq4(a + 4 * k + 2, hi);
+  }
+}
+
+GNMR__PRIM uint32x4_t gnmr__neon_max32(uint32x4_t top, const unsigned char *p,
+                                       int dt) {
+  size_t k;
+  if (dt == GNMR_DTYPE_F32) {
+    const uint32x4_t abs = vdupq_n_u32(0x7FFFFFFFu);
+    GNMR__UNROLL
+    for (k = 0; k < 8; k++)
+      top = vmaxq_u32(
+          top, vandq_u32(vreinterpretq_u32_u8(vld1q_u8(p + 16 * k)), abs));
   } else {
     const uint16x8_t abs = vdupq_n_u16(0x7FFFu);
-    uint16x8_t t = vdupq_n_u16(0);
-    for (r = 0; r < rows; r++, p += 64) {
-      for (k = 0; k < 4; k++) {
-        uint16x8_t h = vreinterpretq_u16_u8(vld1q_u8(p + 16 * k));
-        float32x4_t lo, hi;
-        if (dtype == GNMR_DTYPE_F16) {
-          lo = vcvt_f32_f16(vreinterpret_f16_u16(vget_low_u16(h)));
-          hi = vcvt_high_f32_f16(vreinterpretq_f16_u16(h));
-        } else {
-          lo = vreinterpretq_f32_u32(vshll_n_u16(vget_low_u16(h), 16));
-          hi = vreinterpretq_f32_u32(vshll_high_n_u16(h, 16));
-        }
-        gnmr__neon_sq4(a + 4 * k, lo);
-        gnmr__neon_sq4(a + 4 * k + 2, hi);
-        if (mag) t = vmaxq_u16(t, vandq_u16(h, abs));
-      }
-    }
-    top = vmaxvq_u16(t);
+    uint16x8_t t = vreinterpretq_u16_u32(top);
+    GNMR__UNROLL
+    for (k = 0; k < 4; k++)
+      t = vmaxq_u16(t,
+                    vandq_u16(vreinterpretq_u16_u8(vld1q_u8(p + 16 * k)), abs));
+    top = vreinterpretq_u32_u16(t);
   }
-  for (k = 0; k < 16; k++) vst1q_f64(lane + 2 * k, a[k]);
-  if (mag && top > *mag) *mag = top;
+  return top;
 }
+
+GNMR__PRIM uint32_t gnmr__neon_fold(uint32x4_t top, int dt) {
+  if (dt == GNMR_DTYPE_F32) return vmaxvq_u32(top);
+  return vmaxvq_u16(vreinterpretq_u16_u32(top));
+}
+
+GNMR__ROWS(neon, GNMR__TARGET_NEON, 2)
 #endif /* GNMR__NEON */
 
 /* ---- dispatch -------------------------------------------------------------
-   The path is chosen once, on first use, as the best one this build and
-   CPU can run (gnmr_isa_force overrides it); that choice is the library's
-   only global mutable state, read and written atomically where the
-   compiler offers it. x86: cpuid leaves 1 and 7, and xgetbv to check that
-   the OS saves the YMM/ZMM registers. */
+   The norm helpers take the first path of their architecture's preference
+   list that this build and CPU can run (gnmr_isa_force overrides it); the
+   controller's AVX-512 step has a choice of its own (gnmr_ctl_isa_force).
+   The two choices are the library's only global mutable state, read and
+   written atomically where the compiler offers it. x86: cpuid leaves 1 and
+   7, and xgetbv to check that the OS saves the YMM/ZMM registers. */
 
-static int gnmr__isa_choice = -1;
+static const int gnmr__isa_preference[] = {
+#if defined(__x86_64__) || defined(__i386__)
+    GNMR_ISA_AVX512, GNMR_ISA_AVX2, GNMR_ISA_SSE2,
+#elif defined(__aarch64__)
+    GNMR_ISA_NEON,
+#endif
+    GNMR_ISA_SCALAR};
 
-static int gnmr__isa_get(void) {
+/* [0]: the norm helpers' path, [1]: the controller's; -1 until chosen. */
+static int gnmr__isa_choice[2] = {-1, -1};
+
+static int gnmr__isa_get(int which) {
 #if defined(__GNUC__) || defined(__clang__)
-  return __atomic_load_n(&gnmr__isa_choice, __ATOMIC_RELAXED);
+  return __atomic_load_n(&gnmr__isa_choice[which], __ATOMIC_RELAXED);
 #else
-  return gnmr__isa_choice;
+  return gnmr__isa_choice[which];
 #endif
 }
 
-static void gnmr__isa_set(int isa) {
+static void gnmr__isa_set(int which, int isa) {
 #if defined(__GNUC__) || defined(__clang__)
-  __atomic_store_n(&gnmr__isa_choice, isa, __ATOMIC_RELAXED);
+  __atomic_store_n(&gnmr__isa_choice[which], isa, __ATOMIC_RELAXED);
 #else
-  gnmr__isa_choice = isa;
+  gnmr__isa_choice[which] = isa;
 #endif
 }
 
@@ -2086,18 +2712,43 @@ GNMR_DEF int gnmr_isa_supported(int isa) {
 }
 
 GNMR_DEF int gnmr_isa_active(void) {
-  int isa = gnmr__isa_get();
+  int isa = gnmr__isa_get(0);
   if (isa < 0) {
-    isa = GNMR_ISA_NEON;
-    while (!gnmr_isa_supported(isa)) isa--;
-    gnmr__isa_set(isa);
+    size_t i = 0;
+    while (!gnmr_isa_supported(gnmr__isa_preference[i])) i++;
+    isa = gnmr__isa_preference[i]; /* the list ends with SCALAR */
+    gnmr__isa_set(0, isa);
   }
   return isa;
 }
 
 GNMR_DEF int gnmr_isa_force(int isa) {
   if (!gnmr_isa_supported(isa)) return GNMR_EISA;
-  gnmr__isa_set(isa);
+  gnmr__isa_set(0, isa);
+  return GNMR_OK;
+}
+
+/* AVX-512 where the controller's kernels are compiled in and the CPU has
+   it; scalar otherwise. */
+static int gnmr__ctl_isa_supported(int isa) {
+  if (isa == GNMR_ISA_SCALAR) return 1;
+  return GNMR__CTL_AVX512 && isa == GNMR_ISA_AVX512 &&
+         gnmr_isa_supported(GNMR_ISA_AVX512);
+}
+
+GNMR_DEF int gnmr_ctl_isa_active(void) {
+  int isa = gnmr__isa_get(1);
+  if (isa < 0) {
+    isa = gnmr__ctl_isa_supported(GNMR_ISA_AVX512) ? GNMR_ISA_AVX512
+                                                   : GNMR_ISA_SCALAR;
+    gnmr__isa_set(1, isa);
+  }
+  return isa;
+}
+
+GNMR_DEF int gnmr_ctl_isa_force(int isa) {
+  if (!gnmr__ctl_isa_supported(isa)) return GNMR_EISA;
+  gnmr__isa_set(1, isa);
   return GNMR_OK;
 }
 
@@ -2132,6 +2783,33 @@ static gnmr__rows_fn gnmr__active_rows(void) {
 
 #ifdef __cplusplus
 }
+#endif
+#if defined(GNMR__FP_PRECISE) && GNMR__FP_PRECISE == 1
+#pragma float_control(pop)
+#elif defined(GNMR__FP_PRECISE)
+#pragma GCC pop_options
+#if defined(GNMR__HAD_FAST_MATH) && !defined(__FAST_MATH__)
+#define __FAST_MATH__ 1
+#endif
+#ifdef GNMR__HAD_FINITE_MATH_ONLY
+#undef __FINITE_MATH_ONLY__
+#define __FINITE_MATH_ONLY__ 1
+#endif
+#if defined(GNMR__HAD_NO_MATH_ERRNO) && !defined(__NO_MATH_ERRNO__)
+#define __NO_MATH_ERRNO__ 1
+#endif
+#if defined(GNMR__HAD_ASSOCIATIVE_MATH) && !defined(__ASSOCIATIVE_MATH__)
+#define __ASSOCIATIVE_MATH__ 1
+#endif
+#if defined(GNMR__HAD_RECIPROCAL_MATH) && !defined(__RECIPROCAL_MATH__)
+#define __RECIPROCAL_MATH__ 1
+#endif
+#if defined(GNMR__HAD_NO_SIGNED_ZEROS) && !defined(__NO_SIGNED_ZEROS__)
+#define __NO_SIGNED_ZEROS__ 1
+#endif
+#if defined(GNMR__HAD_NO_TRAPPING_MATH) && !defined(__NO_TRAPPING_MATH__)
+#define __NO_TRAPPING_MATH__ 1
+#endif
 #endif
 #endif /* GNMR__IMPLEMENTED */
 #endif /* GNMR_IMPLEMENTATION */

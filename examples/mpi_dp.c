@@ -18,10 +18,12 @@
        fresh controller, continues with decisions identical to a run never
        interrupted.
 
-   Build and run:  make mpi-run   (or: mpicc -std=c99 -I. examples/mpi_dp.c
-                   -lm -o mpi_dp && mpirun -np 4 ./mpi_dp)
+   Build and run:  make mpi-run   (or: mkdir -p build && mpicc -std=c99 -I.
+                   examples/mpi_dp.c -lm -o build/mpi_dp &&
+                   mpirun -np 4 build/mpi_dp)
    Options:
-     --checkpoint PATH    where rank 0 writes the checkpoint (mpi_dp.ckpt)
+     --checkpoint PATH    where rank 0 writes the checkpoint
+                          (build/mpi_dp.ckpt; its folder must exist)
      --reduce-bcast       MPI_Reduce to rank 0 + MPI_Bcast instead of
                           MPI_Allreduce (see README, "Distributed training")
      --perturb-rank R     rank R nudges one norm by one ulp at one step, as an
@@ -256,13 +258,6 @@ static void pack_decisions(const gnmr_decision *d, unsigned char *out) {
   }
 }
 
-static const char *action_name(int a) {
-  return a == GNMR_ACTION_KEEP      ? "KEEP"
-         : a == GNMR_ACTION_RECOVER ? "RECOVER"
-         : a == GNMR_ACTION_HOLD    ? "HOLD"
-                                    : "RELEASE";
-}
-
 static const event *event_at(int step, uint32_t unit) {
   size_t k;
   for (k = 0; k < N_EVENTS; k++)
@@ -369,10 +364,12 @@ static void check_events(job *j, int step, const gnmr_decision *d) {
     const uint32_t risky =
         GNMR_FLAG_RATIO | GNMR_FLAG_DELTA | GNMR_FLAG_NONFINITE;
     int in_mine, *in_rank, r, holders = 0, ok;
+    char flags[GNMR_FLAGS_STRING_MAX];
+    gnmr_flags_string(x->flags, flags, sizeof flags);
     if (!e) {
       if (x->action == GNMR_ACTION_RECOVER || (x->flags & risky))
-        fail(j, "step %d unit %u: %s, flags 0x%x with no anomaly injected",
-             step, u, action_name(x->action), (unsigned)x->flags);
+        fail(j, "step %d unit %u: %s, flags %s with no anomaly injected", step,
+             u, gnmr_action_name(x->action), flags);
       continue;
     }
     /* Which ranks saw the anomaly in their own shard? */
@@ -398,15 +395,16 @@ static void check_events(job *j, int step, const gnmr_decision *d) {
     if (!ok)
       fail(j,
            "step %d unit %u: %s in rank %d's shard not acted on here: %s, "
-           "flags 0x%x, scale %g",
+           "flags %s, scale %g",
            step, u, e->kind == EV_NAN ? "NaN" : "spike", event_rank(j, e),
-           action_name(x->action), (unsigned)x->flags, x->scale);
+           gnmr_action_name(x->action), flags, x->scale);
     MPI_Allreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_LAND, MPI_COMM_WORLD);
     if (j->rank == 0)
       printf("step %2d unit %u: %-5s in rank %d's shard only -> rank 0: %s, "
-             "gnmr %g, scale %.4g; acted on by every rank: %s\n",
+             "ratio %g, scale %.4g; acted on by every rank: %s\n",
              step, u, e->kind == EV_NAN ? "NaN" : "spike", event_rank(j, e),
-             action_name(x->action), x->ratio, x->scale, ok ? "yes" : "NO");
+             gnmr_action_name(x->action), x->ratio, x->scale,
+             ok ? "yes" : "NO");
   }
 }
 
@@ -443,7 +441,10 @@ static unsigned char *save(const gnmr_ctl *ctl, size_t *len) {
 static void write_file(const char *path, const unsigned char *buf, size_t n) {
   FILE *f = fopen(path, "wb");
   if (!f || fwrite(buf, 1, n, f) != n || fclose(f) != 0) {
-    fprintf(stderr, "mpi_dp: cannot write checkpoint %s\n", path);
+    fprintf(stderr,
+            "mpi_dp: cannot write checkpoint %s (does its folder exist? "
+            "--checkpoint PATH picks another)\n",
+            path);
     MPI_Abort(MPI_COMM_WORLD, 1);
   }
 }
@@ -505,7 +506,7 @@ int main(int argc, char **argv) {
   MPI_Comm_rank(MPI_COMM_WORLD, &j.rank);
   MPI_Comm_size(MPI_COMM_WORLD, &j.size);
   j.perturb_rank = -1;
-  j.checkpoint_path = "mpi_dp.ckpt";
+  j.checkpoint_path = "build/mpi_dp.ckpt"; /* build outputs stay in build/ */
   for (i = 1; i < argc; i++) {
     if (strcmp(argv[i], "--checkpoint") == 0 && i + 1 < argc)
       j.checkpoint_path = argv[++i];

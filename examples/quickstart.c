@@ -8,13 +8,16 @@
 
 int main(void) {
   gnmr_config cfg = gnmr_config_default();
-  gnmr_slot units[N];
+  gnmr_slot slots[N];
   gnmr_ctl ctl;
   int step, u, rc;
   cfg.max_recovering = 2;
-  rc = gnmr_init(&ctl, &cfg, units, N);
+  rc = gnmr_init(&ctl, &cfg, slots, N);
   if (rc != GNMR_OK) {
-    fprintf(stderr, "gnmr_init: %s\n", gnmr_strerror(rc));
+    const char *field = NULL;
+    gnmr_config_check(&cfg, N, &field);
+    fprintf(stderr, "gnmr_init: %s (%s)\n", gnmr_strerror(rc),
+            field ? field : "-");
     return 1;
   }
   for (step = 0; step < 60; step++) {
@@ -28,14 +31,22 @@ int main(void) {
       fprintf(stderr, "gnmr_step: %s\n", gnmr_strerror(rc));
       return 1;
     }
-    for (u = 0; u < N; u++)
-      if (d[u].action != GNMR_ACTION_KEEP)
-        printf("step %2d unit %d: %-7s gnmr %6.2f scale %.3f\n", step, u,
-               d[u].action == GNMR_ACTION_RECOVER ? "recover"
-               : d[u].action == GNMR_ACTION_HOLD  ? "hold"
-                                                  : "release",
-               d[u].ratio, d[u].scale);
+    for (u = 0; u < N; u++) {
+      char flags[GNMR_FLAGS_STRING_MAX];
+      if (d[u].action == GNMR_ACTION_KEEP) continue;
+      gnmr_flags_string(d[u].flags, flags, sizeof flags);
+      printf("step %2d unit %d: %-7s ratio %6.2f scale %.3f [%s]\n", step, u,
+             gnmr_action_name(d[u].action), d[u].ratio, d[u].scale, flags);
+    }
     /* gnmr_recovering(&ctl, u) != 0: run unit u high-fidelity next step. */
+  }
+  {
+    gnmr_unit_state st;
+    gnmr_unit_info(&ctl, 2, &st);
+    printf("unit 2: mean %.3f over %llu norms, %llu admission(s), "
+           "cooldown left %u\n",
+           st.mean, (unsigned long long)st.counters.finite_steps,
+           (unsigned long long)st.counters.admissions, st.cooldown_left);
   }
   return 0;
 }

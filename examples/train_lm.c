@@ -1131,13 +1131,6 @@ typedef struct lm_trace {
   uint8_t *recovering; /* steps x units: unit ran f32 at that step */
 } lm_trace;
 
-static const char *lm_action_name(int a) {
-  return a == GNMR_ACTION_RECOVER   ? "RECOVER"
-         : a == GNMR_ACTION_HOLD    ? "HOLD"
-         : a == GNMR_ACTION_RELEASE ? "RELEASE"
-                                    : "KEEP";
-}
-
 /* Validation bits per byte on the f32 path: eval_seqs windows of T+1 bytes
    spread evenly over the validation text, B at a time. */
 static double lm_evaluate(lm_model *m, const lm_text *val, int eval_seqs) {
@@ -1318,7 +1311,7 @@ static lm_result lm_train(const lm_opts *o, const lm_arm *arm, int seed,
         lm_unit_name(u, o->shape.L, name, sizeof name);
         fprintf(trace->f, "%d,%d,%s,%.6g,%.6g,%.6g,%s\n", step, u, name,
                 (double)norms[u], d[u].ratio, d[u].delta,
-                lm_action_name(d[u].action));
+                gnmr_action_name(d[u].action));
       }
 
     /* Linear warm-up over the first 5%, then cosine decay to lr / 10. */
@@ -1683,8 +1676,9 @@ static void lm_usage(FILE *f) {
           "  --stress N     injected faults per 1000 steps (default 0)\n"
           "  --eval N       validation windows (default 512)\n"
           "  --threads N    GEMM threads (default 2; any count, same bits)\n"
-          "  --isa NAME     gnmr.h's SIMD path: scalar, sse2, avx2, avx512, "
+          "  --isa NAME     gnmr.h's norm path: scalar, sse2, avx2, avx512, "
           "neon\n"
+          "  --ctl-isa NAME gnmr.h's controller path: scalar, avx512\n"
           "                 (default: the best this CPU runs; same bits)\n"
           "  --tau-r X --tau-d X --lock N --max-rec N   GNMR overrides\n"
           "  --sweep        f32 vs lowp over formats x learning rates\n"
@@ -1795,12 +1789,13 @@ static void lm_parse(lm_opts *o, int argc, char **argv) {
       lm_threads = lm_parse_int(v, 1, LM_MAX_THREADS, f);
     else if (strcmp(f, "--stress") == 0)
       o->stress = lm_parse_int(v, 0, 1000, f);
-    else if (strcmp(f, "--isa") == 0) {
-      int isa;
+    else if (strcmp(f, "--isa") == 0 || strcmp(f, "--ctl-isa") == 0) {
+      int isa, ctl = strcmp(f, "--ctl-isa") == 0;
       for (isa = GNMR_ISA_SCALAR; isa <= GNMR_ISA_NEON; isa++)
         if (strcmp(v, gnmr_isa_name(isa)) == 0) break;
-      if (isa > GNMR_ISA_NEON || gnmr_isa_force(isa) != GNMR_OK)
-        LM_DIE("--isa: '%s' is not a path this build and CPU can run", v);
+      if (isa > GNMR_ISA_NEON ||
+          (ctl ? gnmr_ctl_isa_force(isa) : gnmr_isa_force(isa)) != GNMR_OK)
+        LM_DIE("%s: '%s' is not a path this build and CPU can run", f, v);
     } else if (strcmp(f, "--lr") == 0)
       o->lr = lm_parse_double(v, f);
     else if (strcmp(f, "--tau-r") == 0)

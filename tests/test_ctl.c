@@ -559,8 +559,9 @@ TEST(max_recovering_zero_admits_nobody) {
 }
 
 /* ---- a literal reference model over long random runs ----------------------
-   Written straight from DESIGN.md with no cleverness: the window mean is
-   recomputed from the stored ratios, admission sorts all candidates. */
+   Written straight from the rules in gnmr.h's top comment, no cleverness: the
+   window mean is recomputed from the stored ratios, admission sorts all
+   candidates. */
 
 typedef struct ref_unit {
   double m;
@@ -721,8 +722,8 @@ TEST(long_random_runs_match_the_reference_and_respect_the_budget) {
    scalar rules' bits, decisions and state alike, on every kind of step. */
 TEST(avx512_and_scalar_controllers_agree_bit_for_bit) {
   static fixture a, b;
-  int run, best = gnmr_isa_active();
-  if (!gnmr_isa_supported(GNMR_ISA_AVX512)) {
+  int run, best = gnmr_ctl_isa_active();
+  if (gnmr_ctl_isa_force(GNMR_ISA_AVX512) != GNMR_OK) {
     printf("  (no AVX-512 here: nothing to compare)\n");
     return;
   }
@@ -739,9 +740,9 @@ TEST(avx512_and_scalar_controllers_agree_bit_for_bit) {
     for (s = 0; s < 700; s++) {
       for (u = 0; u < n; u++)
         a.norms[u] = b.norms[u] = random_norm(run % 2 ? 0.02 : 0.0005, 0.002);
-      REQUIRE(gnmr_isa_force(GNMR_ISA_SCALAR) == GNMR_OK);
+      REQUIRE(gnmr_ctl_isa_force(GNMR_ISA_SCALAR) == GNMR_OK);
       REQUIRE(gnmr_step(&a.ctl, a.norms, a.d) == GNMR_OK);
-      REQUIRE(gnmr_isa_force(GNMR_ISA_AVX512) == GNMR_OK);
+      REQUIRE(gnmr_ctl_isa_force(GNMR_ISA_AVX512) == GNMR_OK);
       REQUIRE(gnmr_step(&b.ctl, b.norms, s % 5 ? b.d : NULL) == GNMR_OK);
       if (s % 5 && memcmp(a.d, b.d, sizeof a.d[0] * n) != 0) {
         printf("  run %d: decisions differ at step %u\n", run, s);
@@ -757,7 +758,7 @@ TEST(avx512_and_scalar_controllers_agree_bit_for_bit) {
       }
     }
   }
-  gnmr_isa_force(best);
+  gnmr_ctl_isa_force(best);
 }
 
 TEST(same_inputs_same_decisions_bit_for_bit) {
@@ -925,6 +926,9 @@ static void ck_reseal(unsigned char *buf, size_t len) {
   gnmr__put_u32(p, gnmr__crc32(buf, len - 4));
 }
 
+static void put_f64(unsigned char *p, double v) { gnmr__put(p, &v, 8); }
+static void put_u64(unsigned char *p, uint64_t v) { gnmr__put(p, &v, 8); }
+
 TEST(checkpoint_errors_each_have_their_own_code) {
   static fixture src, target, bigger, before;
   static unsigned char copy[1 << 14];
@@ -949,7 +953,7 @@ TEST(checkpoint_errors_each_have_their_own_code) {
   EXPECT_EQ_INT(gnmr_checkpoint_load(&target.ctl, copy, len), GNMR_ECORRUPT);
   /* Valid checksum, invalid config (tau_r = 0.5). */
   memcpy(copy, ck_buf, len);
-  gnmr__put_f64(copy + 24, 0.5);
+  put_f64(copy + 24, 0.5);
   ck_reseal(copy, len);
   EXPECT_EQ_INT(gnmr_checkpoint_load(&target.ctl, copy, len), GNMR_ECORRUPT);
   /* Bad magic. */
@@ -980,6 +984,7 @@ TEST(checkpoint_checksum_is_standard_crc32) {
 TEST(checkpoint_format_is_little_endian_field_by_field) {
   static fixture src;
   size_t len;
+  double tau;
   const unsigned char *p = ck_buf;
   ck_saved(&src, &len);
   EXPECT(memcmp(ck_buf, "GNMRCKPT", 8) == 0);
@@ -987,7 +992,8 @@ TEST(checkpoint_format_is_little_endian_field_by_field) {
   EXPECT(ck_buf[12] == CK_N && ck_buf[13] == 0);
   EXPECT(ck_buf[16] == GNMR_WINDOW_MAX);
   p += 24;
-  EXPECT_EQ_BITS(gnmr__get_f64(&p), src.ctl.cfg.ratio_threshold);
+  gnmr__get(&p, &tau, 8);
+  EXPECT_EQ_BITS(tau, src.ctl.cfg.ratio_threshold);
   EXPECT_EQ_INT(len, 24 + 56 + 64 + CK_N * GNMR__CKPT_UNIT + 4);
 }
 
@@ -1026,19 +1032,442 @@ TEST(checkpoint_refuses_state_a_step_cannot_reach) {
   REQUIRE(setup(&target, &c, CK_N) == GNMR_OK);
   /* A window sum unrelated to the window. */
   memcpy(copy, ck_buf, len);
-  gnmr__put_f64(copy + unit0 + 8, 12345.0);
+  put_f64(copy + unit0 + 8, 12345.0);
   ck_reseal(copy, len);
   EXPECT_EQ_INT(gnmr_checkpoint_load(&target.ctl, copy, len), GNMR_ECORRUPT);
   /* A count no run can reach (k + 1 would wrap in the end). */
   memcpy(copy, ck_buf, len);
-  gnmr__put_u64(copy + unit0 + 16 + 4 * GNMR_WINDOW_MAX, UINT64_MAX);
+  put_u64(copy + unit0 + 16 + 4 * GNMR_WINDOW_MAX, UINT64_MAX);
   ck_reseal(copy, len);
   EXPECT_EQ_INT(gnmr_checkpoint_load(&target.ctl, copy, len), GNMR_ECORRUPT);
   /* A negative mean. */
   memcpy(copy, ck_buf, len);
-  gnmr__put_f64(copy + unit0, -1.0);
+  put_f64(copy + unit0, -1.0);
   ck_reseal(copy, len);
   EXPECT_EQ_INT(gnmr_checkpoint_load(&target.ctl, copy, len), GNMR_ECORRUPT);
+}
+
+/* ---- reconfigure -------------------------------------------------------- */
+
+/* The 0.1 abort: max_recovering set to 0 by hand while a unit recovers.
+   By hand it is refused; through gnmr_reconfigure it is defined. */
+TEST(max_recovering_zeroed_mid_recovery_refused_by_hand_defined_by_api) {
+  static fixture f;
+  gnmr_config c = quiet_config(), z;
+  uint32_t j;
+  c.ratio_threshold = 2.0;
+  c.lock_steps = 4;
+  REQUIRE(settled(&f, &c, 3) == GNMR_OK);
+  REQUIRE(step_one(&f, 1, 50.0f) == GNMR_OK);
+  REQUIRE(gnmr_recovering(&f.ctl, 1) == 1);
+  f.ctl.cfg.max_recovering = 0;
+  EXPECT_EQ_INT(step_all(&f, 1.0f), GNMR_ESTATE);
+  f.ctl.cfg.max_recovering = 1;
+  z = f.ctl.cfg;
+  z.max_recovering = 0;
+  REQUIRE(gnmr_reconfigure(&f.ctl, &z) == GNMR_OK);
+  EXPECT(memcmp(&f.ctl.cfg, &z, sizeof z) == 0);
+  /* Unit 1 keeps spiking: its lock runs out and is not renewed; nobody
+     is admitted. */
+  for (j = 1; j <= 4; j++) {
+    REQUIRE(step_one(&f, 1, 1e4f) == GNMR_OK);
+    EXPECT_EQ_INT(f.d[1].action,
+                  j < 4 ? GNMR_ACTION_HOLD : GNMR_ACTION_RELEASE);
+  }
+  for (j = 0; j < 10; j++) {
+    REQUIRE(step_one(&f, j % 3, 1e4f) == GNMR_OK);
+    EXPECT_EQ_INT(recovering_count(&f.ctl), 0);
+    EXPECT(f.d[j % 3].flags & (GNMR_FLAG_OVER_BUDGET | GNMR_FLAG_COOLDOWN));
+  }
+  EXPECT_EQ_INT(unit_of(&f, 1).renewals, 0);
+}
+
+TEST(budget_lowered_below_the_count_drains_then_admits) {
+  static fixture f;
+  gnmr_config c = quiet_config(), lower;
+  gnmr_counters t;
+  uint32_t s, u, before, released_total = 0;
+  int admitted_when_full = 0;
+  c.ratio_threshold = 2.0;
+  c.lock_steps = 6;
+  c.max_recovering = 4;
+  REQUIRE(settled(&f, &c, 8) == GNMR_OK);
+  /* Four admitted on consecutive steps: their locks end one by one. */
+  for (u = 0; u < 4; u++) REQUIRE(step_one(&f, u, 50.0f) == GNMR_OK);
+  REQUIRE(recovering_count(&f.ctl) == 4);
+  lower = f.ctl.cfg;
+  lower.max_recovering = 2;
+  REQUIRE(gnmr_reconfigure(&f.ctl, &lower) == GNMR_OK);
+  /* Every unit spikes every step: the locked ones would renew, the others
+     want in. */
+  for (s = 0; s < 12; s++) {
+    before = (uint32_t)recovering_count(&f.ctl);
+    for (u = 0; u < 8; u++) f.norms[u] = (float)(1e3 * (s + 2) * (u + 1));
+    REQUIRE(gnmr_step(&f.ctl, f.norms, f.d) == GNMR_OK);
+    for (u = 0; u < 8; u++) {
+      released_total += f.d[u].action == GNMR_ACTION_RELEASE;
+      if (f.d[u].action == GNMR_ACTION_RECOVER) {
+        /* Only into a slot free within the new budget. */
+        uint32_t held = 0, v;
+        for (v = 0; v < 8; v++) held += f.d[v].action == GNMR_ACTION_HOLD;
+        admitted_when_full |= held >= lower.max_recovering;
+      }
+      if (before > lower.max_recovering)
+        EXPECT(!(f.d[u].flags & GNMR_FLAG_RENEWED));
+    }
+    EXPECT(recovering_count(&f.ctl) <= (int)(before > 2 ? before : 2));
+  }
+  EXPECT(!admitted_when_full);
+  EXPECT(released_total >= 2);
+  REQUIRE(gnmr_counters_get(&f.ctl, GNMR_ALL_UNITS, &t) == GNMR_OK);
+  EXPECT(t.recovering <= 2 && t.recovering > 0); /* admits again */
+  EXPECT_EQ_INT(t.peak_recovering, 4);
+}
+
+TEST(lock_and_cooldown_lowered_are_cut) {
+  static fixture f;
+  gnmr_config c = quiet_config(), lower;
+  gnmr_unit_state st;
+  uint32_t j;
+  c.ratio_threshold = 2.0;
+  c.lock_steps = 8;
+  c.cooldown_steps = 9;
+  REQUIRE(settled(&f, &c, 3) == GNMR_OK);
+  REQUIRE(step_one(&f, 1, 50.0f) == GNMR_OK);
+  REQUIRE(step_all(&f, 1.0f) == GNMR_OK);
+  REQUIRE(gnmr_unit_info(&f.ctl, 1, &st) == GNMR_OK);
+  EXPECT_EQ_INT(st.lock_left, 7);
+  lower = f.ctl.cfg;
+  lower.lock_steps = 3;
+  REQUIRE(gnmr_reconfigure(&f.ctl, &lower) == GNMR_OK);
+  REQUIRE(gnmr_unit_info(&f.ctl, 1, &st) == GNMR_OK);
+  EXPECT_EQ_INT(st.lock_left, 3);
+  for (j = 1; j <= 3; j++) {
+    REQUIRE(step_all(&f, 1.0f) == GNMR_OK);
+    EXPECT_EQ_INT(f.d[1].action,
+                  j < 3 ? GNMR_ACTION_HOLD : GNMR_ACTION_RELEASE);
+  }
+  REQUIRE(gnmr_unit_info(&f.ctl, 1, &st) == GNMR_OK);
+  EXPECT_EQ_INT(st.cooldown_left, 9);
+  lower.cooldown_steps = 2;
+  REQUIRE(gnmr_reconfigure(&f.ctl, &lower) == GNMR_OK);
+  REQUIRE(gnmr_unit_info(&f.ctl, 1, &st) == GNMR_OK);
+  EXPECT_EQ_INT(st.cooldown_left, 2);
+  /* Raised: what runs keeps its count. */
+  lower.cooldown_steps = 20;
+  REQUIRE(gnmr_reconfigure(&f.ctl, &lower) == GNMR_OK);
+  REQUIRE(gnmr_unit_info(&f.ctl, 1, &st) == GNMR_OK);
+  EXPECT_EQ_INT(st.cooldown_left, 2);
+}
+
+/* Calm inputs never flag, so the history does not depend on W: a
+   controller switched to W at a lap of the ring decides from then on
+   exactly as one configured with W from the start. */
+TEST(window_changed_is_re_derived_from_the_ring) {
+  const uint32_t windows[] = {1, 3, 7, GNMR_WINDOW_MAX};
+  size_t i;
+  for (i = 0; i < 4; i++) {
+    static fixture a, b;
+    gnmr_config c = gnmr_config_default(), cw;
+    uint32_t s, u;
+    c.max_recovering = 2;
+    c.delta_window = 8;
+    cw = c;
+    cw.delta_window = windows[i];
+    REQUIRE(setup(&a, &c, 9) == GNMR_OK);
+    REQUIRE(setup(&b, &cw, 9) == GNMR_OK);
+    for (s = 0; s < 3 * GNMR_WINDOW_MAX; s++) {
+      for (u = 0; u < 9; u++)
+        a.norms[u] = b.norms[u] = (float)(0.9 + 0.2 * check_uniform());
+      REQUIRE(gnmr_step(&a.ctl, a.norms, a.d) == GNMR_OK);
+      REQUIRE(gnmr_step(&b.ctl, b.norms, b.d) == GNMR_OK);
+    }
+    REQUIRE(a.ctl.risky == 0);
+    REQUIRE(gnmr_reconfigure(&a.ctl, &cw) == GNMR_OK);
+    for (u = 0; u < 9; u++) {
+      gnmr_unit_state sa, sb;
+      REQUIRE(gnmr_unit_info(&a.ctl, u, &sa) == GNMR_OK);
+      REQUIRE(gnmr_unit_info(&b.ctl, u, &sb) == GNMR_OK);
+      EXPECT_EQ_BITS(sa.window_mean, sb.window_mean);
+    }
+    for (s = 0; s < 40; s++) {
+      for (u = 0; u < 9; u++) a.norms[u] = b.norms[u] = random_norm(0.1, 0.02);
+      REQUIRE(gnmr_step(&a.ctl, a.norms, a.d) == GNMR_OK);
+      REQUIRE(gnmr_step(&b.ctl, b.norms, b.d) == GNMR_OK);
+      if (memcmp(a.d, b.d, sizeof a.d[0] * 9) != 0) {
+        printf("  W = %u: differs %u steps after the switch\n",
+               (unsigned)windows[i], (unsigned)s);
+        check__failed_here = 1;
+        break;
+      }
+    }
+  }
+}
+
+TEST(ratio_threshold_lowered_recaps_the_stored_ratios) {
+  static fixture f;
+  gnmr_config c = quiet_config(), lower;
+  uint32_t s, u, i, cut = 0;
+  c.ratio_threshold = 10.0;
+  c.delta_window = 6;
+  REQUIRE(setup(&f, &c, 4) == GNMR_OK);
+  for (s = 0; s < 40; s++) {
+    for (u = 0; u < 4; u++) f.norms[u] = (float)(1.0 + 0.3 * (s % 5) * u);
+    REQUIRE(gnmr_step(&f.ctl, f.norms, f.d) == GNMR_OK);
+  }
+  lower = f.ctl.cfg;
+  lower.ratio_threshold = 1.25;
+  REQUIRE(gnmr_reconfigure(&f.ctl, &lower) == GNMR_OK);
+  for (u = 0; u < 4; u++) {
+    gnmr__unit_state st = unit_of(&f, u);
+    double sum = 0.0;
+    for (i = 0; i < GNMR_WINDOW_MAX; i++) {
+      EXPECT(st.window[i] <= (float)lower.ratio_threshold);
+      cut += st.window[i] == 1.25f;
+    }
+    for (i = lower.delta_window; i > 0; i--)
+      sum += (double)st.window[(st.finite_steps - i) % GNMR_WINDOW_MAX];
+    EXPECT_EQ_BITS(st.window_sum, sum);
+  }
+  EXPECT(cut > 0); /* some were cut */
+}
+
+TEST(history_decay_changed_rederives_the_weight) {
+  static fixture f;
+  gnmr_config c = quiet_config(), other;
+  gnmr_unit_state st;
+  double m;
+  c.history_decay = 0.99; /* weight 1/k up to k = 100 */
+  REQUIRE(setup(&f, &c, 2) == GNMR_OK);
+  REQUIRE(step_all(&f, 1.0f) == GNMR_OK);
+  REQUIRE(step_all(&f, 3.0f) == GNMR_OK); /* m = 2 */
+  other = f.ctl.cfg;
+  other.history_decay = 0.25; /* weight 0.75 from k = 2 on */
+  REQUIRE(gnmr_reconfigure(&f.ctl, &other) == GNMR_OK);
+  EXPECT_EQ_INT(f.ctl.full_weight_from, 2);
+  REQUIRE(gnmr_unit_info(&f.ctl, 0, &st) == GNMR_OK);
+  m = st.mean;
+  EXPECT_EQ_BITS(m, 2.0);
+  REQUIRE(step_all(&f, 4.0f) == GNMR_OK);
+  REQUIRE(gnmr_unit_info(&f.ctl, 0, &st) == GNMR_OK);
+  EXPECT_EQ_BITS(st.mean, m + 0.75 * (4.0 - m));
+}
+
+/* Every kind of reconfigure, mid-run with units locked, cooling and
+   waiting: the checkpoint saved right after it (and a few steps later)
+   loads into a fresh controller, which then decides as the original. */
+TEST(checkpoint_after_every_kind_of_reconfigure_loads_back) {
+  int kind;
+  for (kind = 0; kind < 12; kind++) {
+    static fixture a, b;
+    gnmr_config c = ck_config(), r, other = gnmr_config_default();
+    uint32_t s, u, at;
+    c.max_recovering = 4;
+    c.lock_steps = 6;
+    c.cooldown_steps = 5;
+    c.ratio_threshold = 3.0;
+    REQUIRE(setup(&a, &c, CK_N) == GNMR_OK);
+    for (s = 0; s < 57; s++) {
+      for (u = 0; u < CK_N; u++) a.norms[u] = random_norm(0.15, 0.02);
+      REQUIRE(gnmr_step(&a.ctl, a.norms, a.d) == GNMR_OK);
+    }
+    r = a.ctl.cfg;
+    switch (kind) {
+    case 0: r.max_recovering = 0; break;
+    case 1: r.max_recovering = 1; break;
+    case 2: r.max_recovering = CK_N; break;
+    case 3: r.lock_steps = 1; break;
+    case 4: r.cooldown_steps = 0; break;
+    case 5: r.delta_window = 1; break;
+    case 6: r.delta_window = GNMR_WINDOW_MAX; break;
+    case 7: r.ratio_threshold = 1.0000001; break;
+    case 8: r.history_decay = 0.5; break;
+    case 9: r.history_decay = 1.0; break;
+    case 10:
+      r.eps = 1.0;
+      r.delta_threshold = 0.1;
+      r.warmup_steps = 1000;
+      r.spike_policy = GNMR_SPIKE_SKIP;
+      break;
+    default: /* all at once */
+      r.max_recovering = 1;
+      r.lock_steps = 2;
+      r.cooldown_steps = 1;
+      r.delta_window = 3;
+      r.ratio_threshold = 1.5;
+      r.history_decay = 0.9;
+      break;
+    }
+    REQUIRE(gnmr_reconfigure(&a.ctl, &r) == GNMR_OK);
+    for (at = 0; at < 2; at++) {
+      size_t len = 0;
+      if (at) /* and after some steps under the new settings */
+        for (s = 0; s < 7; s++) {
+          for (u = 0; u < CK_N; u++) a.norms[u] = random_norm(0.15, 0.02);
+          REQUIRE(gnmr_step(&a.ctl, a.norms, a.d) == GNMR_OK);
+        }
+      REQUIRE(gnmr_checkpoint_save(&a.ctl, ck_buf, sizeof ck_buf, &len) ==
+              GNMR_OK);
+      REQUIRE(setup(&b, &other, CK_N) == GNMR_OK);
+      EXPECT_EQ_INT(gnmr_checkpoint_load(&b.ctl, ck_buf, len), GNMR_OK);
+      EXPECT(memcmp(&b.ctl.cfg, &r, sizeof r) == 0);
+      for (s = 0; s < 30; s++) {
+        for (u = 0; u < CK_N; u++)
+          a.norms[u] = b.norms[u] = random_norm(0.15, 0.02);
+        REQUIRE(gnmr_step(&a.ctl, a.norms, a.d) == GNMR_OK);
+        REQUIRE(gnmr_step(&b.ctl, b.norms, b.d) == GNMR_OK);
+        if (memcmp(a.d, b.d, sizeof a.d[0] * CK_N) != 0) {
+          printf("  kind %d: the loaded copy differs at step %u\n", kind, s);
+          check__failed_here = 1;
+          break;
+        }
+      }
+    }
+  }
+}
+
+/* What a CUDA program does: the controller and its slots moved byte for
+   byte (into device memory there), units pointed at the moved slots, only
+   the moved one used. It decides as the original would have. */
+TEST(a_controller_moved_with_its_slots_runs_on) {
+  static fixture a, b, moved;
+  gnmr_config c = ck_config();
+  uint32_t s, u;
+  REQUIRE(setup(&a, &c, CK_N) == GNMR_OK);
+  REQUIRE(setup(&b, &c, CK_N) == GNMR_OK);
+  for (s = 0; s < 60; s++) {
+    for (u = 0; u < CK_N; u++) a.norms[u] = b.norms[u] = random_norm(0.1, 0.02);
+    REQUIRE(gnmr_step(&a.ctl, a.norms, a.d) == GNMR_OK);
+    REQUIRE(gnmr_step(&b.ctl, b.norms, b.d) == GNMR_OK);
+  }
+  memcpy(&moved.ctl, &b.ctl, sizeof b.ctl);
+  memcpy(moved.units, b.units, sizeof b.units[0] * CK_N);
+  moved.ctl.units = moved.units;
+  memset(b.units, 0x5A, sizeof b.units); /* the old place is gone */
+  for (s = 0; s < 60; s++) {
+    for (u = 0; u < CK_N; u++)
+      a.norms[u] = moved.norms[u] = random_norm(0.1, 0.02);
+    REQUIRE(gnmr_step(&a.ctl, a.norms, a.d) == GNMR_OK);
+    REQUIRE(gnmr_step(&moved.ctl, moved.norms, moved.d) == GNMR_OK);
+    EXPECT(memcmp(a.d, moved.d, sizeof a.d[0] * CK_N) == 0);
+  }
+}
+
+/* 0.1 zeroed the controller before it copied cfg, so a re-init with the
+   controller's own config came out all zeros. */
+TEST(reinit_with_its_own_config_keeps_it) {
+  static fixture f;
+  gnmr_config c = ck_config();
+  REQUIRE(settled(&f, &c, 5) == GNMR_OK);
+  REQUIRE(gnmr_init(&f.ctl, &f.ctl.cfg, f.units, 5) == GNMR_OK);
+  EXPECT(memcmp(&f.ctl.cfg, &c, sizeof c) == 0);
+  EXPECT_EQ_INT(f.ctl.steps, 0);
+  EXPECT_EQ_INT(step_all(&f, 1.0f), GNMR_OK);
+}
+
+/* ---- introspection ------------------------------------------------------ */
+
+TEST(unit_info_reads_the_state) {
+  static fixture f;
+  gnmr_config c = quiet_config();
+  gnmr_unit_state st;
+  gnmr_counters cnt;
+  c.ratio_threshold = 2.0;
+  c.lock_steps = 5;
+  c.cooldown_steps = 3;
+  c.delta_window = 4;
+  REQUIRE(setup(&f, &c, 3) == GNMR_OK);
+  REQUIRE(gnmr_unit_info(&f.ctl, 2, &st) == GNMR_OK);
+  EXPECT_EQ_BITS(st.mean, 0.0);
+  EXPECT_EQ_BITS(st.window_mean, 0.0);
+  EXPECT_EQ_INT(st.counters.finite_steps, 0);
+  REQUIRE(step_all(&f, 2.0f) == GNMR_OK); /* ratio 1 stored */
+  REQUIRE(step_all(&f, 2.0f) == GNMR_OK);
+  REQUIRE(step_one(&f, 2, NAN) == GNMR_OK);
+  REQUIRE(gnmr_unit_info(&f.ctl, 2, &st) == GNMR_OK);
+  EXPECT_EQ_BITS(st.mean, 2.0);
+  EXPECT_EQ_BITS(st.window_mean, 1.0);
+  EXPECT_EQ_INT(st.counters.finite_steps, 2);
+  EXPECT_EQ_INT(st.counters.nonfinite, 1);
+  EXPECT_EQ_INT(st.counters.steps, 3);
+  EXPECT_EQ_INT(st.lock_left, 5); /* admitted on the NaN */
+  EXPECT_EQ_INT(st.counters.recovering, 1);
+  REQUIRE(gnmr_counters_get(&f.ctl, 2, &cnt) == GNMR_OK);
+  EXPECT(memcmp(&cnt, &st.counters, sizeof cnt) == 0);
+  while (gnmr_recovering(&f.ctl, 2) == 1)
+    REQUIRE(step_all(&f, 2.0f) == GNMR_OK);
+  REQUIRE(gnmr_unit_info(&f.ctl, 2, &st) == GNMR_OK);
+  EXPECT_EQ_INT(st.lock_left, 0);
+  EXPECT_EQ_INT(st.cooldown_left, 3);
+  EXPECT_EQ_INT(st.counters.recovery_steps, 5);
+}
+
+TEST(names_of_actions_and_flags) {
+  char buf[GNMR_FLAGS_STRING_MAX];
+  EXPECT(strcmp(gnmr_action_name(GNMR_ACTION_KEEP), "KEEP") == 0);
+  EXPECT(strcmp(gnmr_action_name(GNMR_ACTION_RECOVER), "RECOVER") == 0);
+  EXPECT(strcmp(gnmr_action_name(GNMR_ACTION_HOLD), "HOLD") == 0);
+  EXPECT(strcmp(gnmr_action_name(GNMR_ACTION_RELEASE), "RELEASE") == 0);
+  EXPECT(strcmp(gnmr_flag_name(GNMR_FLAG_RATIO), "RATIO") == 0);
+  EXPECT(strcmp(gnmr_flag_name(GNMR_FLAG_DELTA), "DELTA") == 0);
+  EXPECT(strcmp(gnmr_flag_name(GNMR_FLAG_NONFINITE), "NONFINITE") == 0);
+  EXPECT(strcmp(gnmr_flag_name(GNMR_FLAG_OVER_BUDGET), "OVER_BUDGET") == 0);
+  EXPECT(strcmp(gnmr_flag_name(GNMR_FLAG_COOLDOWN), "COOLDOWN") == 0);
+  EXPECT(strcmp(gnmr_flag_name(GNMR_FLAG_WARMUP), "WARMUP") == 0);
+  EXPECT(strcmp(gnmr_flag_name(GNMR_FLAG_RENEWED), "RENEWED") == 0);
+  EXPECT(gnmr_flag_name(1u << 7) == NULL);
+  REQUIRE(gnmr_flags_string(0, buf, sizeof buf) == GNMR_OK);
+  EXPECT(strcmp(buf, "") == 0);
+  REQUIRE(gnmr_flags_string(GNMR_FLAG_RATIO | GNMR_FLAG_RENEWED, buf,
+                            sizeof buf) == GNMR_OK);
+  EXPECT(strcmp(buf, "RATIO|RENEWED") == 0);
+  REQUIRE(gnmr_flags_string(GNMR_FLAG_DELTA | 0x300u, buf, sizeof buf) ==
+          GNMR_OK);
+  EXPECT(strcmp(buf, "DELTA|0x300") == 0);
+  REQUIRE(gnmr_flags_string(0xFFFFFFFFu, buf, sizeof buf) == GNMR_OK);
+  EXPECT(strcmp(buf, "RATIO|DELTA|NONFINITE|OVER_BUDGET|COOLDOWN|WARMUP|"
+                     "RENEWED|0xffffff80") == 0);
+}
+
+/* The defaults the header's configuration table states. */
+TEST(defaults_are_the_documented_ones) {
+  gnmr_config c = gnmr_config_default();
+  EXPECT_EQ_BITS(c.ratio_threshold, 2.0);
+  EXPECT_EQ_BITS(c.delta_threshold, 1.5);
+  EXPECT_EQ_BITS(c.history_decay, 0.99);
+  EXPECT_EQ_BITS(c.eps, 1e-12);
+  EXPECT_EQ_INT(c.delta_window, 8);
+  EXPECT_EQ_INT(c.warmup_steps, 16);
+  EXPECT_EQ_INT(c.max_recovering, 1);
+  EXPECT_EQ_INT(c.lock_steps, 8);
+  EXPECT_EQ_INT(c.cooldown_steps, 4);
+  EXPECT_EQ_INT(c.spike_policy, GNMR_SPIKE_CLIP);
+}
+
+/* The checkpoint bytes of 0.1, for a fixed run: the field lists must not
+   move a byte (a change of format bumps the version instead). */
+TEST(checkpoint_bytes_are_those_of_version_1) {
+  static fixture f;
+  gnmr_config c = gnmr_config_default();
+  uint64_t x = 1;
+  uint32_t s, u;
+  size_t len = 0;
+  c.max_recovering = 3;
+  c.warmup_steps = 3;
+  c.delta_window = 5;
+  REQUIRE(setup(&f, &c, 7) == GNMR_OK);
+  for (s = 0; s < 300; s++) {
+    for (u = 0; u < 7; u++) {
+      x = x * 6364136223846793005ull + 1442695040888963407ull;
+      f.norms[u] = (float)(0.5 + (double)(x >> 40) / 16777216.0);
+      if ((x >> 20) % 37 == 0) f.norms[u] *= 30.0f;
+      if ((x >> 20) % 101 == 0) f.norms[u] = NAN;
+    }
+    REQUIRE(gnmr_step(&f.ctl, f.norms, NULL) == GNMR_OK);
+  }
+  REQUIRE(gnmr_checkpoint_save(&f.ctl, ck_buf, sizeof ck_buf, &len) == 0);
+  EXPECT_EQ_INT(len, 1156);
+  EXPECT_EQ_INT(gnmr__crc32(ck_buf, len), 0x2144DF1Cu /* 0.1.0's bytes */);
 }
 
 /* ---- misc
@@ -1131,6 +1560,20 @@ int main(int argc, char **argv) {
       CHECK_CASE(checkpoint_format_is_little_endian_field_by_field),
       CHECK_CASE(checkpoint_of_extreme_thresholds_round_trips),
       CHECK_CASE(checkpoint_refuses_state_a_step_cannot_reach),
+      CHECK_CASE(
+          max_recovering_zeroed_mid_recovery_refused_by_hand_defined_by_api),
+      CHECK_CASE(budget_lowered_below_the_count_drains_then_admits),
+      CHECK_CASE(lock_and_cooldown_lowered_are_cut),
+      CHECK_CASE(window_changed_is_re_derived_from_the_ring),
+      CHECK_CASE(ratio_threshold_lowered_recaps_the_stored_ratios),
+      CHECK_CASE(history_decay_changed_rederives_the_weight),
+      CHECK_CASE(checkpoint_after_every_kind_of_reconfigure_loads_back),
+      CHECK_CASE(a_controller_moved_with_its_slots_runs_on),
+      CHECK_CASE(reinit_with_its_own_config_keeps_it),
+      CHECK_CASE(unit_info_reads_the_state),
+      CHECK_CASE(names_of_actions_and_flags),
+      CHECK_CASE(defaults_are_the_documented_ones),
+      CHECK_CASE(checkpoint_bytes_are_those_of_version_1),
       CHECK_CASE(strerror_names_every_code),
       CHECK_CASE(no_heap_in_the_controller_or_the_norms)};
   return check_main(cases, sizeof cases / sizeof cases[0], argc, argv);

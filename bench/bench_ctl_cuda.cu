@@ -1,0 +1,150 @@
+/* bench_ctl_cuda.cu - device time per step of the CUDA controller
+   (examples/cuda/gnmr_ctl.cuh), graph-launched.
+
+   For 1,024 and 65,536 units (or --units N), calm inputs (every norm within
+   10% of 1) and spiky ones (one unit in 13 at 40x, so the admission select
+   runs), with decisions written and without: one CUDA graph of STEPS steps
+   cycling over POOL norm vectors, launched REPEATS times; the figure is the
+   median (min, max) of the launches' event time over STEPS. Skips where no
+   CUDA device is present. Build: make cuda; run: make cuda-bench. */
+#define GNMR_STATIC
+#define GNMR_IMPLEMENTATION
+#include "gnmr.h"
+#include "examples/cuda/gnmr_ctl.cuh"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define STEPS 200
+#define POOL 16
+#define REPEATS 9
+
+#define CK(call)                                                               \
+  do {                                                                         \
+    cudaError_t e_ = (call);                                                   \
+    if (e_ != cudaSuccess) {                                                   \
+      fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call,            \
+              cudaGetErrorString(e_));                                         \
+      exit(1);                                                                 \
+    }                                                                          \
+  } while (0)
+
+static uint64_t rng = 0x243F6A8885A308D3ull;
+static double uniform(void) {
+  uint64_t z = (rng += 0x9E3779B97F4A7C15ull);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  z ^= z >> 31;
+  return (double)(z >> 11) * (1.0 / 9007199254740992.0);
+}
+
+static int cmp_float(const void *a, const void *b) {
+  float x = *(const float *)a, y = *(const float *)b;
+  return (x > y) - (x < y);
+}
+
+/* Microseconds of device time per step: median, min, max of the launches. */
+static void measure(uint32_t n, int spiky, uint32_t max_o, int with_out,
+                    float res[3]) {
+  gnmr_config cfg = gnmr_config_default();
+  gnmr_slot *slots = (gnmr_slot *)calloc(n, sizeof *slots);
+  float *x = (float *)malloc(sizeof *x * POOL * n), *d_x;
+  gnmr_decision *d_out = NULL;
+  gnmr_ctl host;
+  gnmr_cuda_ctl dev;
+  cudaStream_t stream;
+  cudaGraph_t graph;
+  cudaGraphExec_t exec;
+  cudaEvent_t t0, t1;
+  float ms[REPEATS];
+  uint32_t s, u;
+  int r;
+  if (!slots || !x) exit(1);
+  cfg.max_recovering = max_o;
+  cfg.warmup_steps = 4;
+  if (gnmr_init(&host, &cfg, slots, n) != GNMR_OK) exit(1);
+  for (s = 0; s < POOL; s++)
+    for (u = 0; u < n; u++) {
+      double v = 1.0 + 0.1 * uniform();
+      if (spiky && uniform() < 1.0 / 13.0) v *= 40.0;
+      x[(size_t)s * n + u] = (float)v;
+    }
+  CK(cudaStreamCreate(&stream));
+  CK(gnmr_cuda_ctl_create(&dev, &host));
+  CK(cudaMalloc((void **)&d_x, sizeof *d_x * POOL * n));
+  CK(cudaMemcpy(d_x, x, sizeof *d_x * POOL * n, cudaMemcpyHostToDevice));
+  if (with_out) CK(cudaMalloc((void **)&d_out, sizeof *d_out * n));
+  CK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
+  for (s = 0; s < STEPS; s++)
+    CK(gnmr_cuda_step(&dev, d_x + (size_t)(s % POOL) * n, d_out, stream));
+  CK(cudaStreamEndCapture(stream, &graph));
+  CK(cudaGraphInstantiateWithFlags(&exec, graph, 0));
+  CK(cudaEventCreate(&t0));
+  CK(cudaEventCreate(&t1));
+  CK(cudaGraphLaunch(exec, stream)); /* warm-up, past the warm-up steps */
+  for (r = 0; r < REPEATS; r++) {
+    CK(cudaEventRecord(t0, stream));
+    CK(cudaGraphLaunch(exec, stream));
+    CK(cudaEventRecord(t1, stream));
+    CK(cudaEventSynchronize(t1));
+    CK(cudaEventElapsedTime(&ms[r], t0, t1));
+  }
+  {
+    int last, first;
+    CK(gnmr_cuda_status(&dev, &last, &first));
+    if (last != GNMR_OK || first != GNMR_OK) {
+      fprintf(stderr, "a step was refused: %d\n", first);
+      exit(1);
+    }
+  }
+  qsort(ms, REPEATS, sizeof ms[0], cmp_float);
+  res[0] = ms[REPEATS / 2] * 1000.0f / STEPS;
+  res[1] = ms[0] * 1000.0f / STEPS;
+  res[2] = ms[REPEATS - 1] * 1000.0f / STEPS;
+  cudaEventDestroy(t0);
+  cudaEventDestroy(t1);
+  cudaGraphExecDestroy(exec);
+  cudaGraphDestroy(graph);
+  gnmr_cuda_ctl_destroy(&dev);
+  cudaFree(d_x);
+  cudaFree(d_out);
+  cudaStreamDestroy(stream);
+  free(slots);
+  free(x);
+}
+
+int main(int argc, char **argv) {
+  uint32_t sizes[2] = {1024, 65536}, n_sizes = 2, i;
+  int count = 0, driver = 0, spiky, with_out;
+  cudaDeviceProp prop;
+  for (i = 1; i < (uint32_t)argc; i++)
+    if (strcmp(argv[i], "--units") == 0 && i + 1 < (uint32_t)argc) {
+      sizes[0] = (uint32_t)strtoul(argv[++i], NULL, 10);
+      n_sizes = 1;
+    }
+  if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) {
+    printf("bench_ctl_cuda: skipped: no CUDA device\n");
+    return 0;
+  }
+  CK(cudaGetDeviceProperties(&prop, 0));
+  CK(cudaDriverGetVersion(&driver));
+  printf("CUDA controller step, device time per step in us, graph of %d "
+         "steps (median [min, max] of %d launches)\n",
+         STEPS, REPEATS);
+  printf("device: %s; driver %d.%d\n\n", prop.name, driver / 1000,
+         (driver % 1000) / 10);
+  printf("%9s  %-6s %6s  %-24s %-24s\n", "units", "input", "maxO",
+         "with decisions", "out = NULL");
+  for (i = 0; i < n_sizes; i++)
+    for (spiky = 0; spiky <= 1; spiky++) {
+      const uint32_t n = sizes[i], max_o = n / 8 > 4 ? 4 : 1;
+      float res[2][3];
+      for (with_out = 1; with_out >= 0; with_out--)
+        measure(n, spiky, max_o, with_out, res[1 - with_out]);
+      printf("%9u  %-6s %6u  %6.2f [%6.2f, %6.2f]   %6.2f [%6.2f, %6.2f]\n", n,
+             spiky ? "spiky" : "calm", max_o, res[0][0], res[0][1], res[0][2],
+             res[1][0], res[1][1], res[1][2]);
+    }
+  return 0;
+}

@@ -1,0 +1,210 @@
+/* train_step.cu - one training step with GNMR on a CUDA device, the way a
+   trainer wires it in: captured once as a CUDA graph, replayed every step,
+   no host sync inside it.
+
+     backward        (here: synthetic gradients, with spikes and a NaN)
+     unit norms      one float per unit
+     gnmr_cuda_step  rules 1-8 on the device: decisions, admissions
+     scale grads     gradient of unit u times decision[u].scale
+     update          unit u takes the high-fidelity path next step iff
+                     gnmr_cuda_recovering(ctl, u) (here: f32 update instead
+                     of one rounded through bf16)
+
+   The norms here are a plain per-unit reduction; for the CPU's bits use the
+   canonical norm kernels of examples/cuda. Build: make cuda. Runs where a
+   CUDA device is present, else says so and exits 0. */
+#define GNMR_STATIC
+#define GNMR_IMPLEMENTATION
+#include "gnmr.h"
+#include "examples/cuda/gnmr_ctl.cuh"
+
+#include <stdio.h>
+#include <stdlib.h>
+
+#define UNITS 48
+#define STEPS 300
+#define THREADS 256
+
+#define CK(call)                                                               \
+  do {                                                                         \
+    cudaError_t e_ = (call);                                                   \
+    if (e_ != cudaSuccess) {                                                   \
+      fprintf(stderr, "%s:%d: %s\n", __FILE__, __LINE__,                       \
+              cudaGetErrorString(e_));                                         \
+      return 1;                                                                \
+    }                                                                          \
+  } while (0)
+
+/* The model: unit u owns param[first[u] .. first[u] + len[u]). */
+typedef struct model {
+  float *param, *grad; /* device */
+  uint32_t *first, *len;
+  uint32_t *step;           /* device: the step counter the graph reads */
+  float *norms;             /* device, UNITS */
+  gnmr_decision *decisions; /* device, UNITS */
+  gnmr_cuda_grad *grads;    /* device, UNITS */
+  uint32_t total, max_len;
+} model;
+
+static __device__ float hash01(uint32_t a, uint32_t b) {
+  uint32_t h = a * 0x9E3779B1u ^ (b + 0x7F4A7C15u) * 0x85EBCA77u;
+  h ^= h >> 15;
+  h *= 0xC2B2AE3Du;
+  h ^= h >> 13;
+  return (float)(h >> 8) * (1.0f / 16777216.0f);
+}
+
+/* Stand-in for the backward pass: small noise around the parameter, a
+   40x spike on unit 7 every 50 steps, a NaN in unit 30 at step 120. */
+__global__ void backward(model m) {
+  const uint32_t u = blockIdx.y, step = *m.step;
+  for (uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < m.len[u];
+       i += gridDim.x * blockDim.x) {
+    const uint32_t at = m.first[u] + i;
+    float g = 0.01f * m.param[at] + 0.02f * (hash01(step, at) - 0.5f);
+    if (u == 7 && step % 50 == 49) g *= 40.0f;
+    if (u == 30 && step == 120 && i == 0) g = __int_as_float(0x7FC00000);
+    m.grad[at] = g;
+  }
+}
+
+/* One block per unit: the L2 norm of its gradient. */
+__global__ void unit_norms(model m) {
+  __shared__ double part[THREADS];
+  const uint32_t u = blockIdx.x;
+  double s = 0.0;
+  for (uint32_t i = threadIdx.x; i < m.len[u]; i += THREADS) {
+    const double g = m.grad[m.first[u] + i];
+    s += g * g;
+  }
+  part[threadIdx.x] = s;
+  __syncthreads();
+  for (uint32_t half = THREADS / 2; half > 0; half /= 2) {
+    if (threadIdx.x < half) part[threadIdx.x] += part[threadIdx.x + half];
+    __syncthreads();
+  }
+  if (threadIdx.x == 0) m.norms[u] = (float)sqrt(part[0]);
+}
+
+/* SGD; a unit on the cheap path rounds its new value through bf16. */
+__global__ void update(model m, const gnmr_ctl *ctl, float lr) {
+  const uint32_t u = blockIdx.y;
+  const int high_fidelity = gnmr_cuda_recovering(ctl, u);
+  for (uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < m.len[u];
+       i += gridDim.x * blockDim.x) {
+    const uint32_t at = m.first[u] + i;
+    float p = m.param[at] - lr * m.grad[at];
+    if (!high_fidelity) p = __bfloat162float(__float2bfloat16(p));
+    m.param[at] = p;
+  }
+}
+
+__global__ void next_step(uint32_t *step) { ++*step; }
+
+/* The whole step, on one stream: what the graph captures. */
+static cudaError_t train_step(model *m, gnmr_cuda_ctl *gc, cudaStream_t s) {
+  const dim3 per_unit(8, UNITS);
+  cudaError_t e;
+  backward<<<per_unit, THREADS, 0, s>>>(*m);
+  unit_norms<<<UNITS, THREADS, 0, s>>>(*m);
+  e = gnmr_cuda_step(gc, m->norms, m->decisions, s);
+  if (e == cudaSuccess)
+    e = gnmr_cuda_scale_grads(m->grads, UNITS, m->max_len, m->decisions, s);
+  if (e != cudaSuccess) return e;
+  update<<<per_unit, THREADS, 0, s>>>(*m, gc->ctl, 0.1f);
+  next_step<<<1, 1, 0, s>>>(m->step);
+  return cudaGetLastError();
+}
+
+int main(void) {
+  uint32_t first[UNITS], len[UNITS], u;
+  gnmr_cuda_grad grads[UNITS];
+  gnmr_slot slots[UNITS];
+  gnmr_config cfg = gnmr_config_default();
+  gnmr_ctl host;
+  gnmr_cuda_ctl gc;
+  gnmr_counters tot = gnmr_counters(); /* read after a refusal too */
+  model m;
+  cudaStream_t stream;
+  cudaGraph_t graph;
+  cudaGraphExec_t exec;
+  float *init;
+  int count = 0, last, first_error, step;
+
+  if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) {
+    printf("train_step: skipped: no CUDA device\n");
+    return 0;
+  }
+  /* Model and controller: parameter groups of 1 Ki to 64 Ki floats. */
+  m.total = m.max_len = 0;
+  for (u = 0; u < UNITS; u++) {
+    first[u] = m.total;
+    len[u] = 1024u << (u % 7);
+    m.total += len[u];
+    if (len[u] > m.max_len) m.max_len = len[u];
+  }
+  cfg.max_recovering = 2;
+  if (gnmr_init(&host, &cfg, slots, UNITS) != GNMR_OK) return 1;
+  CK(gnmr_cuda_ctl_create(&gc, &host));
+  CK(cudaMalloc((void **)&m.param, sizeof(float) * m.total));
+  CK(cudaMalloc((void **)&m.grad, sizeof(float) * m.total));
+  CK(cudaMalloc((void **)&m.first, sizeof first));
+  CK(cudaMalloc((void **)&m.len, sizeof len));
+  CK(cudaMalloc((void **)&m.step, sizeof(uint32_t)));
+  CK(cudaMalloc((void **)&m.norms, sizeof(float) * UNITS));
+  CK(cudaMalloc((void **)&m.decisions, sizeof(gnmr_decision) * UNITS));
+  CK(cudaMalloc((void **)&m.grads, sizeof grads));
+  for (u = 0; u < UNITS; u++) {
+    grads[u].data = m.grad + first[u];
+    grads[u].n = len[u];
+    grads[u].dtype = GNMR_DTYPE_F32;
+    grads[u].unit = u;
+  }
+  init = (float *)malloc(sizeof(float) * m.total);
+  if (!init) return 1;
+  for (u = 0; u < m.total; u++) init[u] = (float)(u % 97) / 97.0f - 0.5f;
+  CK(cudaMemcpy(m.param, init, sizeof(float) * m.total,
+                cudaMemcpyHostToDevice));
+  free(init);
+  CK(cudaMemcpy(m.first, first, sizeof first, cudaMemcpyHostToDevice));
+  CK(cudaMemcpy(m.len, len, sizeof len, cudaMemcpyHostToDevice));
+  CK(cudaMemcpy(m.grads, grads, sizeof grads, cudaMemcpyHostToDevice));
+  CK(cudaMemset(m.step, 0, sizeof(uint32_t)));
+
+  /* Capture one step, replay it. */
+  CK(cudaStreamCreate(&stream));
+  CK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
+  CK(train_step(&m, &gc, stream));
+  CK(cudaStreamEndCapture(stream, &graph));
+  CK(cudaGraphInstantiateWithFlags(&exec, graph, 0));
+  for (step = 0; step < STEPS; step++) CK(cudaGraphLaunch(exec, stream));
+  CK(cudaStreamSynchronize(stream));
+
+  /* After the run: did every step pass, and what did GNMR do? */
+  CK(gnmr_cuda_status(&gc, &last, &first_error));
+  if (first_error != GNMR_OK) {
+    printf("a step was refused: %s\n", gnmr_strerror(first_error));
+    return 1;
+  }
+  CK(gnmr_cuda_ctl_download(&gc, &host)); /* e.g. for a checkpoint */
+  gnmr_counters_get(&host, GNMR_ALL_UNITS, &tot);
+  printf("train_step: %d graph-launched steps, %d units\n", STEPS, UNITS);
+  printf("  risky %llu (non-finite %llu), admissions %llu, renewals %llu, "
+         "over budget %llu, peak recovering %u\n",
+         (unsigned long long)tot.risky, (unsigned long long)tot.nonfinite,
+         (unsigned long long)tot.admissions, (unsigned long long)tot.renewals,
+         (unsigned long long)tot.over_budget, tot.peak_recovering);
+  cudaGraphExecDestroy(exec);
+  cudaGraphDestroy(graph);
+  cudaStreamDestroy(stream);
+  gnmr_cuda_ctl_destroy(&gc);
+  cudaFree(m.param);
+  cudaFree(m.grad);
+  cudaFree(m.first);
+  cudaFree(m.len);
+  cudaFree(m.step);
+  cudaFree(m.norms);
+  cudaFree(m.decisions);
+  cudaFree(m.grads);
+  return 0;
+}

@@ -1,0 +1,281 @@
+/* The CUDA controller (examples/cuda/gnmr_ctl.cuh) on a GPU against gnmr_step
+   on the CPU: for 1 to 65,536 units and random configs, many steps of calm,
+   spiky, NaN/Inf, tied and refused norms run as one captured CUDA graph;
+   every decision, the state (checkpoint bytes), the totals, the step
+   results and the device-side recovering read must equal the CPU's bit for
+   bit. Also the gradient scaling kernel (f32 exactly). Skips, passing,
+   where no CUDA device is present. Build: make cuda; run: make cuda-test. */
+#define GNMR_STATIC
+#define GNMR_IMPLEMENTATION
+#include "gnmr.h"
+#include "tests/check.h"
+#include "examples/cuda/gnmr_ctl.cuh"
+
+#define STEPS 64
+
+#define CUDA_REQUIRE(call)                                                     \
+  do {                                                                         \
+    cudaError_t e_ = (call);                                                   \
+    if (e_ != cudaSuccess) {                                                   \
+      printf("  %s:%d: %s: %s\n", __FILE__, __LINE__, #call,                   \
+             cudaGetErrorString(e_));                                          \
+      check__failed_here = 1;                                                  \
+      return;                                                                  \
+    }                                                                          \
+  } while (0)
+
+/* Norms of step `step` of a run: calm first, then a mix. */
+static void make_row(float *row, uint32_t n, uint32_t step) {
+  const int kind = step < 20 ? 0 : (int)(check_rand() % 8);
+  uint32_t u;
+  for (u = 0; u < n; u++) {
+    const uint64_t r = check_rand();
+    float v = 1.0f + (float)(r % 1000) * 1e-4f;
+    if (kind == 1 && r % 13 == 0) v *= 40.0f;
+    if (kind == 2 && r % 5 == 0) v = (float)NAN;
+    if (kind == 3 && r % 9 == 0) v = (r >> 8) & 1 ? (float)INFINITY : 3e38f;
+    if (kind == 4) v = r % 3 == 0 ? 64.0f : 1.0f;
+    if (kind == 5) v = (float)NAN;
+    if (kind == 6 && u == step % n) v = -1.0f; /* the step is refused */
+    row[u] = v;
+  }
+}
+
+__global__ void read_recovering(const gnmr_ctl *ctl, uint32_t n, int *out) {
+  const uint32_t u = blockIdx.x * blockDim.x + threadIdx.x;
+  if (u < n) out[u] = gnmr_cuda_recovering(ctl, u);
+}
+
+static gnmr_config random_config(uint32_t n) {
+  gnmr_config c = gnmr_config_default();
+  const uint64_t r = check_rand();
+  c.max_recovering = r % 4 == 0 ? 0
+                     : r % 4 == 1
+                         ? n
+                         : (uint32_t)((r >> 8) % (uint64_t)(n < 8 ? n + 1 : 8));
+  c.lock_steps = 1 + (uint32_t)(check_rand() % 5);
+  c.cooldown_steps = (uint32_t)(check_rand() % 4);
+  c.warmup_steps = (uint32_t)(check_rand() % 8);
+  c.delta_window = 1 + (uint32_t)(check_rand() % GNMR_WINDOW_MAX);
+  c.spike_policy = (int)(check_rand() % 3);
+  return c;
+}
+
+/* One run: STEPS graph-launched steps for n units; 1 if all equal. */
+static void run(uint32_t n) {
+  const gnmr_config cfg = random_config(n);
+  const size_t rows = (size_t)STEPS * n;
+  gnmr_slot *sa = (gnmr_slot *)calloc(n ? n : 1, sizeof *sa);
+  gnmr_slot *sb = (gnmr_slot *)calloc(n ? n : 1, sizeof *sb);
+  float *x = (float *)malloc(sizeof *x * (rows ? rows : 1));
+  gnmr_decision *da = (gnmr_decision *)malloc(sizeof *da * (rows ? rows : 1));
+  gnmr_decision *db = (gnmr_decision *)malloc(sizeof *db * (rows ? rows : 1));
+  int *rec = (int *)malloc(sizeof *rec * (n ? n : 1));
+  int with_out[STEPS], rc_cpu = GNMR_OK, first_cpu = GNMR_OK, last_gpu,
+                       first_gpu;
+  float *d_x = NULL;
+  gnmr_decision *d_out = NULL;
+  int *d_rec = NULL;
+  gnmr_ctl a, b;
+  gnmr_cuda_ctl dev;
+  cudaStream_t stream;
+  cudaGraph_t graph;
+  cudaGraphExec_t exec;
+  size_t na, nb;
+  unsigned char *ka, *kb;
+  uint32_t s, u;
+  REQUIRE(sa && sb && x && da && db && rec);
+  REQUIRE(gnmr_init(&a, &cfg, sa, n) == GNMR_OK);
+  REQUIRE(gnmr_init(&b, &cfg, sb, n) == GNMR_OK);
+  for (s = 0; s < STEPS; s++) {
+    make_row(x + (size_t)s * n, n, s);
+    with_out[s] = check_rand() % 4 != 0;
+  }
+  /* the CPU */
+  memset(da, 0xA5, sizeof *da * rows);
+  for (s = 0; s < STEPS; s++) {
+    rc_cpu = gnmr_step(&a, x + (size_t)s * n,
+                       with_out[s] ? da + (size_t)s * n : NULL);
+    if (rc_cpu != GNMR_OK && first_cpu == GNMR_OK) first_cpu = rc_cpu;
+  }
+  /* the GPU: every step in one graph */
+  CUDA_REQUIRE(cudaStreamCreate(&stream));
+  CUDA_REQUIRE(gnmr_cuda_ctl_create(&dev, &b));
+  CUDA_REQUIRE(cudaMalloc((void **)&d_x, sizeof *d_x * (rows ? rows : 1)));
+  CUDA_REQUIRE(cudaMalloc((void **)&d_out, sizeof *d_out * (rows ? rows : 1)));
+  CUDA_REQUIRE(cudaMalloc((void **)&d_rec, sizeof *d_rec * (n ? n : 1)));
+  CUDA_REQUIRE(cudaMemcpy(d_x, x, sizeof *d_x * rows, cudaMemcpyHostToDevice));
+  CUDA_REQUIRE(cudaMemset(d_out, 0xA5, sizeof *d_out * rows));
+  CUDA_REQUIRE(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
+  for (s = 0; s < STEPS; s++)
+    CUDA_REQUIRE(gnmr_cuda_step(&dev, d_x + (size_t)s * n,
+                                with_out[s] ? d_out + (size_t)s * n : NULL,
+                                stream));
+  if (n > 0)
+    read_recovering<<<(n + 255) / 256, 256, 0, stream>>>(dev.ctl, n, d_rec);
+  CUDA_REQUIRE(cudaStreamEndCapture(stream, &graph));
+  CUDA_REQUIRE(cudaGraphInstantiateWithFlags(&exec, graph, 0));
+  CUDA_REQUIRE(cudaGraphLaunch(exec, stream));
+  CUDA_REQUIRE(cudaStreamSynchronize(stream));
+  CUDA_REQUIRE(
+      cudaMemcpy(db, d_out, sizeof *db * rows, cudaMemcpyDeviceToHost));
+  CUDA_REQUIRE(cudaMemcpy(rec, d_rec, sizeof *rec * n, cudaMemcpyDeviceToHost));
+  CUDA_REQUIRE(gnmr_cuda_status(&dev, &last_gpu, &first_gpu));
+  CUDA_REQUIRE(gnmr_cuda_ctl_download(&dev, &b));
+  /* compare */
+  EXPECT_EQ_INT(last_gpu, rc_cpu);
+  EXPECT_EQ_INT(first_gpu, first_cpu);
+  for (s = 0; s < STEPS; s++)
+    if (memcmp(da + (size_t)s * n, db + (size_t)s * n, sizeof *da * n) != 0) {
+      printf("  n %u: decisions of step %u differ\n", n, s);
+      check__failed_here = 1;
+      break;
+    }
+  for (u = 0; u < n; u++)
+    if (rec[u] != gnmr_recovering(&a, u)) {
+      printf("  n %u: recovering(%u) differs\n", n, u);
+      check__failed_here = 1;
+      break;
+    }
+  na = gnmr_checkpoint_size(&a);
+  nb = gnmr_checkpoint_size(&b);
+  ka = (unsigned char *)malloc(na);
+  kb = (unsigned char *)malloc(nb);
+  REQUIRE(ka && kb);
+  EXPECT(gnmr_checkpoint_save(&a, ka, na, &na) == GNMR_OK);
+  EXPECT(gnmr_checkpoint_save(&b, kb, nb, &nb) == GNMR_OK);
+  EXPECT(na == nb && memcmp(ka, kb, na) == 0);
+  cudaGraphExecDestroy(exec);
+  cudaGraphDestroy(graph);
+  gnmr_cuda_ctl_destroy(&dev);
+  cudaFree(d_x);
+  cudaFree(d_out);
+  cudaFree(d_rec);
+  cudaStreamDestroy(stream);
+  free(ka);
+  free(kb);
+  free(sa);
+  free(sb);
+  free(x);
+  free(da);
+  free(db);
+  free(rec);
+}
+
+TEST(graph_steps_match_the_cpu_for_1_to_65536_units) {
+  static const uint32_t sizes[] = {1,   2,    3,    31,   255,   256,
+                                   257, 1000, 1024, 4097, 65535, 65536};
+  size_t i;
+  int trial;
+  for (i = 0; i < sizeof sizes / sizeof sizes[0]; i++)
+    for (trial = 0; trial < (sizes[i] < 5000 ? 6 : 2); trial++) {
+      run(sizes[i]);
+      if (check__failed_here) return;
+    }
+}
+
+TEST(zero_units) { run(0); }
+
+/* Download, checkpoint, load into a fresh host controller, upload, go on:
+   the run continues as the CPU's uninterrupted one. */
+TEST(checkpoint_round_trip_through_the_host) {
+  enum { N = 300, HALF = 40 };
+  static gnmr_slot sa[N], sb[N], sc[N];
+  static float x[N];
+  static unsigned char ka[200 * N + 256], kb[200 * N + 256];
+  gnmr_config cfg = gnmr_config_default();
+  gnmr_ctl a, b, c;
+  gnmr_cuda_ctl dev;
+  float *d_x = NULL;
+  size_t na, nb;
+  uint32_t s;
+  cfg.max_recovering = 5;
+  cfg.warmup_steps = 4;
+  REQUIRE(gnmr_init(&a, &cfg, sa, N) == GNMR_OK);
+  REQUIRE(gnmr_init(&b, &cfg, sb, N) == GNMR_OK);
+  REQUIRE(gnmr_init(&c, &cfg, sc, N) == GNMR_OK);
+  CUDA_REQUIRE(gnmr_cuda_ctl_create(&dev, &b));
+  CUDA_REQUIRE(cudaMalloc((void **)&d_x, sizeof x));
+  for (s = 0; s < 2 * HALF; s++) {
+    make_row(x, N, s);
+    if (x[s % N] < 0.0f) x[s % N] = 1.0f;
+    gnmr_step(&a, x, NULL);
+    CUDA_REQUIRE(cudaMemcpy(d_x, x, sizeof x, cudaMemcpyHostToDevice));
+    CUDA_REQUIRE(gnmr_cuda_step(&dev, d_x, NULL, 0));
+    if (s + 1 == HALF) {
+      CUDA_REQUIRE(gnmr_cuda_ctl_download(&dev, &b));
+      REQUIRE(gnmr_checkpoint_save(&b, kb, sizeof kb, &nb) == GNMR_OK);
+      REQUIRE(gnmr_checkpoint_load(&c, kb, nb) == GNMR_OK);
+      CUDA_REQUIRE(gnmr_cuda_ctl_upload(&dev, &c));
+    }
+  }
+  CUDA_REQUIRE(gnmr_cuda_ctl_download(&dev, &c));
+  REQUIRE(gnmr_checkpoint_save(&a, ka, sizeof ka, &na) == GNMR_OK);
+  REQUIRE(gnmr_checkpoint_save(&c, kb, sizeof kb, &nb) == GNMR_OK);
+  EXPECT(na == nb && memcmp(ka, kb, na) == 0);
+  gnmr_cuda_ctl_destroy(&dev);
+  cudaFree(d_x);
+}
+
+TEST(scale_grads_f32) {
+  enum { N = 3, LEN = 5000 };
+  float *x = (float *)malloc(sizeof *x * N * LEN), *y;
+  gnmr_decision dec[N];
+  gnmr_cuda_grad g[N];
+  gnmr_cuda_grad *d_g = NULL;
+  gnmr_decision *d_dec = NULL;
+  float *d_x = NULL;
+  uint32_t i, t;
+  REQUIRE(x);
+  y = (float *)malloc(sizeof *y * N * LEN);
+  REQUIRE(y);
+  for (i = 0; i < N * LEN; i++) x[i] = (float)check_uniform() * 3.0f - 1.5f;
+  memset(dec, 0, sizeof dec);
+  dec[0].scale = 1.0;
+  dec[1].scale = 0.1234567890123;
+  dec[2].scale = 0.0;
+  CUDA_REQUIRE(cudaMalloc((void **)&d_x, sizeof *x * N * LEN));
+  CUDA_REQUIRE(cudaMemcpy(d_x, x, sizeof *x * N * LEN, cudaMemcpyHostToDevice));
+  for (t = 0; t < N; t++) {
+    g[t].data = d_x + (size_t)t * LEN;
+    g[t].n = LEN;
+    g[t].dtype = GNMR_DTYPE_F32;
+    g[t].unit = t;
+  }
+  CUDA_REQUIRE(cudaMalloc((void **)&d_g, sizeof g));
+  CUDA_REQUIRE(cudaMalloc((void **)&d_dec, sizeof dec));
+  CUDA_REQUIRE(cudaMemcpy(d_g, g, sizeof g, cudaMemcpyHostToDevice));
+  CUDA_REQUIRE(cudaMemcpy(d_dec, dec, sizeof dec, cudaMemcpyHostToDevice));
+  CUDA_REQUIRE(gnmr_cuda_scale_grads(d_g, N, LEN, d_dec, 0));
+  CUDA_REQUIRE(cudaMemcpy(y, d_x, sizeof *y * N * LEN, cudaMemcpyDeviceToHost));
+  for (t = 0; t < N; t++)
+    for (i = 0; i < LEN; i++) {
+      const float want = (float)((double)x[t * LEN + i] * dec[t].scale);
+      if (memcmp(&want, &y[t * LEN + i], 4) != 0) {
+        printf("  tensor %u element %u differs\n", t, i);
+        check__failed_here = 1;
+        t = N;
+        break;
+      }
+    }
+  cudaFree(d_x);
+  cudaFree(d_g);
+  cudaFree(d_dec);
+  free(x);
+  free(y);
+}
+
+int main(int argc, char **argv) {
+  static const check_case cases[] = {
+      CHECK_CASE(graph_steps_match_the_cpu_for_1_to_65536_units),
+      CHECK_CASE(zero_units),
+      CHECK_CASE(checkpoint_round_trip_through_the_host),
+      CHECK_CASE(scale_grads_f32)};
+  int count = 0;
+  if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) {
+    printf("test_ctl_cuda: skipped: no CUDA device\n");
+    printf("0 passed, 0 failed\n");
+    return 0;
+  }
+  return check_main(cases, sizeof cases / sizeof cases[0], argc, argv);
+}
