@@ -50,8 +50,11 @@
    order, split at the "%" lines; every LM_VAL_EVERY-th fortune is validation.
 
    Outputs in --out: summary.csv, trace.csv (gnmr arm, first seed),
-   stress.csv, loss.svg, recovery.svg; with --sweep, sweep.csv. Define
-   LM_DOUBLE to build the model in double (the gradient check), and
+   stress.csv, loss.svg, recovery.svg; with --sweep, sweep.csv.
+
+   Build and run: make demo-lm (both settings, every arm x 3 seeds),
+   make demo-lm-quick, make demo-lm-sweep. Define LM_DOUBLE to build the
+   model in double (the gradient check in tests/test_lm.c), and
    TRAIN_LM_NO_MAIN to include this file without its main(). */
 #define _POSIX_C_SOURCE 200809L /* opendir, clock_gettime */
 #define GNMR_IMPLEMENTATION
