@@ -926,6 +926,9 @@ static void ck_reseal(unsigned char *buf, size_t len) {
   gnmr__put_u32(p, gnmr__crc32(buf, len - 4));
 }
 
+/* Where unit 0 starts in a checkpoint. */
+#define CK_UNIT0 (GNMR__CKPT_HEADER + GNMR__CKPT_CONFIG + GNMR__CKPT_TOTALS)
+
 static void put_f64(unsigned char *p, double v) { gnmr__put(p, &v, 8); }
 static void put_u64(unsigned char *p, uint64_t v) { gnmr__put(p, &v, 8); }
 
@@ -937,9 +940,12 @@ TEST(checkpoint_errors_each_have_their_own_code) {
   ck_saved(&src, &len);
   REQUIRE(setup(&target, &c, CK_N) == GNMR_OK);
   before = target;
-  /* Another format version (with a valid checksum). */
+  /* Another format version (with a valid checksum): 0.1's, or a later. */
   memcpy(copy, ck_buf, len);
-  copy[8] = 2;
+  copy[8] = 1;
+  ck_reseal(copy, len);
+  EXPECT_EQ_INT(gnmr_checkpoint_load(&target.ctl, copy, len), GNMR_EVERSION);
+  copy[8] = 3;
   ck_reseal(copy, len);
   EXPECT_EQ_INT(gnmr_checkpoint_load(&target.ctl, copy, len), GNMR_EVERSION);
   /* Another unit count. */
@@ -948,7 +954,7 @@ TEST(checkpoint_errors_each_have_their_own_code) {
   EXPECT_EQ_INT(gnmr_checkpoint_load(&bigger.ctl, ck_buf, len), GNMR_EMISMATCH);
   /* Valid checksum, impossible contents: a lock longer than lock_steps. */
   memcpy(copy, ck_buf, len);
-  gnmr__put_u32(copy + 24 + 56 + 64 + GNMR__CKPT_UNIT - 8, 99);
+  gnmr__put_u32(copy + CK_UNIT0 + GNMR__CKPT_UNIT - 8, 99);
   ck_reseal(copy, len);
   EXPECT_EQ_INT(gnmr_checkpoint_load(&target.ctl, copy, len), GNMR_ECORRUPT);
   /* Valid checksum, invalid config (tau_r = 0.5). */
@@ -988,13 +994,19 @@ TEST(checkpoint_format_is_little_endian_field_by_field) {
   const unsigned char *p = ck_buf;
   ck_saved(&src, &len);
   EXPECT(memcmp(ck_buf, "GNMRCKPT", 8) == 0);
-  EXPECT(ck_buf[8] == 1 && ck_buf[9] == 0 && ck_buf[10] == 0);
+  EXPECT(ck_buf[8] == 2 && ck_buf[9] == 0 && ck_buf[10] == 0);
   EXPECT(ck_buf[12] == CK_N && ck_buf[13] == 0);
   EXPECT(ck_buf[16] == GNMR_WINDOW_MAX);
   p += 24;
   gnmr__get(&p, &tau, 8);
   EXPECT_EQ_BITS(tau, src.ctl.cfg.ratio_threshold);
-  EXPECT_EQ_INT(len, 24 + 56 + 64 + CK_N * GNMR__CKPT_UNIT + 4);
+  /* config: 4 f64, 6 u32, 2 u32, 11 f64, 2 u32; totals: 9 u64, 2 u32;
+     global: 3 f64, 1 u64; a unit: 2 f64, 16 f32, u64, 3 f64, 7 u64, 2 u32 */
+  EXPECT_EQ_INT(GNMR__CKPT_CONFIG, 32 + 24 + 8 + 88 + 8);
+  EXPECT_EQ_INT(GNMR__CKPT_TOTALS, 72 + 8 + 32);
+  EXPECT_EQ_INT(GNMR__CKPT_UNIT, 16 + 64 + 8 + 24 + 56 + 8);
+  EXPECT_EQ_INT(len, 24 + GNMR__CKPT_CONFIG + GNMR__CKPT_TOTALS +
+                         CK_N * GNMR__CKPT_UNIT + 4);
 }
 
 TEST(checkpoint_of_extreme_thresholds_round_trips) {
@@ -1026,7 +1038,7 @@ TEST(checkpoint_refuses_state_a_step_cannot_reach) {
   static fixture src, target;
   static unsigned char copy[1 << 14];
   gnmr_config c = gnmr_config_default();
-  const size_t unit0 = 24 + 56 + 64;
+  const size_t unit0 = CK_UNIT0;
   size_t len;
   ck_saved(&src, &len);
   REQUIRE(setup(&target, &c, CK_N) == GNMR_OK);
@@ -1403,18 +1415,20 @@ TEST(names_of_actions_and_flags) {
   EXPECT(strcmp(gnmr_flag_name(GNMR_FLAG_COOLDOWN), "COOLDOWN") == 0);
   EXPECT(strcmp(gnmr_flag_name(GNMR_FLAG_WARMUP), "WARMUP") == 0);
   EXPECT(strcmp(gnmr_flag_name(GNMR_FLAG_RENEWED), "RENEWED") == 0);
-  EXPECT(gnmr_flag_name(1u << 7) == NULL);
+  EXPECT(strcmp(gnmr_flag_name(GNMR_FLAG_FALL), "FALL") == 0);
+  EXPECT(strcmp(gnmr_flag_name(GNMR_FLAG_GLOBAL), "GLOBAL") == 0);
+  EXPECT(gnmr_flag_name(1u << 9) == NULL);
   REQUIRE(gnmr_flags_string(0, buf, sizeof buf) == GNMR_OK);
   EXPECT(strcmp(buf, "") == 0);
   REQUIRE(gnmr_flags_string(GNMR_FLAG_RATIO | GNMR_FLAG_RENEWED, buf,
                             sizeof buf) == GNMR_OK);
   EXPECT(strcmp(buf, "RATIO|RENEWED") == 0);
-  REQUIRE(gnmr_flags_string(GNMR_FLAG_DELTA | 0x300u, buf, sizeof buf) ==
+  REQUIRE(gnmr_flags_string(GNMR_FLAG_DELTA | 0xC00u, buf, sizeof buf) ==
           GNMR_OK);
-  EXPECT(strcmp(buf, "DELTA|0x300") == 0);
+  EXPECT(strcmp(buf, "DELTA|0xc00") == 0);
   REQUIRE(gnmr_flags_string(0xFFFFFFFFu, buf, sizeof buf) == GNMR_OK);
   EXPECT(strcmp(buf, "RATIO|DELTA|NONFINITE|OVER_BUDGET|COOLDOWN|WARMUP|"
-                     "RENEWED|0xffffff80") == 0);
+                     "RENEWED|FALL|GLOBAL|0xfffffe00") == 0);
 }
 
 /* The defaults the header's configuration table states. */
@@ -1432,9 +1446,38 @@ TEST(defaults_are_the_documented_ones) {
   EXPECT_EQ_INT(c.spike_policy, GNMR_SPIKE_CLIP);
 }
 
-/* The checkpoint bytes of 0.1, for a fixed run: the field lists must not
-   move a byte (a change of format bumps the version instead). */
-TEST(checkpoint_bytes_are_those_of_version_1) {
+/* Version 2 with the fields version 1 did not have taken out: 0.1's
+   bytes for the same run, bit for bit (PAPER mode's state is 0.1's). */
+static size_t ck_as_version_1(const unsigned char *v2, size_t len,
+                              unsigned char *v1, uint32_t n) {
+  const size_t unit1 = 144, unit2 = GNMR__CKPT_UNIT;
+  size_t at = 0, u;
+  const unsigned char *t = v2 + 24 + GNMR__CKPT_CONFIG;
+  memcpy(v1, v2, 24);
+  v1[8] = 1;
+  memcpy(v1 + 24, v2 + 24, 56); /* 0.1's config fields come first */
+  at = 24 + 56;
+  memcpy(v1 + at, t, 8); /* steps; then the 6 counters of 0.1 */
+  memcpy(v1 + at + 8, t + 16, 48);
+  memcpy(v1 + at + 56, t + 72, 8); /* recovering, peak */
+  at += 64;
+  for (u = 0; u < n; u++) {
+    const unsigned char *src = v2 + CK_UNIT0 + u * unit2;
+    memcpy(v1 + at, src, 88);            /* mean, sum, window, k */
+    memcpy(v1 + at + 88, src + 112, 48); /* 0.1's counters */
+    memcpy(v1 + at + 136, src + 168, 8); /* lock, cooldown */
+    at += unit1;
+  }
+  (void)len;
+  gnmr__put_u32(v1 + at, gnmr__crc32(v1, at));
+  return at + 4;
+}
+
+/* The checkpoint bytes of this version, for a fixed run: the field lists
+   must not move a byte (a change of format bumps the version instead);
+   and without the fields 0.1 did not have, 0.1's bytes. */
+TEST(checkpoint_bytes_are_those_of_version_2_and_1) {
+  static unsigned char v1[1 << 14];
   static fixture f;
   gnmr_config c = gnmr_config_default();
   uint64_t x = 1;
@@ -1454,8 +1497,13 @@ TEST(checkpoint_bytes_are_those_of_version_1) {
     REQUIRE(gnmr_step(&f.ctl, f.norms, NULL) == GNMR_OK);
   }
   REQUIRE(gnmr_checkpoint_save(&f.ctl, ck_buf, sizeof ck_buf, &len) == 0);
+  /* (A CRC over the trailer too is the residue 0x2144DF1C of any valid
+     buffer: the content is pinned by the CRC of what precedes it.) */
+  EXPECT_EQ_INT(len, 1532);
+  EXPECT_EQ_INT(gnmr__crc32(ck_buf, len - 4), 0x7C3C5869u);
+  len = ck_as_version_1(ck_buf, len, v1, 7);
   EXPECT_EQ_INT(len, 1156);
-  EXPECT_EQ_INT(gnmr__crc32(ck_buf, len), 0x2144DF1Cu /* 0.1.0's bytes */);
+  EXPECT_EQ_INT(gnmr__crc32(v1, len - 4), 0x752E358Bu /* 0.1's bytes */);
 }
 
 /* ---- misc
@@ -1560,7 +1608,7 @@ int main(int argc, char **argv) {
       CHECK_CASE(unit_info_reads_the_state),
       CHECK_CASE(names_of_actions_and_flags),
       CHECK_CASE(defaults_are_the_documented_ones),
-      CHECK_CASE(checkpoint_bytes_are_those_of_version_1),
+      CHECK_CASE(checkpoint_bytes_are_those_of_version_2_and_1),
       CHECK_CASE(strerror_names_every_code),
       CHECK_CASE(no_heap_in_the_controller_or_the_norms)};
   return check_main(cases, sizeof cases / sizeof cases[0], argc, argv);
