@@ -31,7 +31,7 @@ B = build
 # A command the test programs run under (valgrind in make test-valgrind).
 RUNNER =
 
-TESTS = test_ctl test_refuse test_cuda_host test_norm test_demo test_ctl_parallel
+TESTS = test_ctl test_rules test_refuse test_cuda_host test_norm test_demo test_ctl_parallel
 TEST_BINS = $(foreach cc,$(CC_LIST),$(foreach t,$(TESTS),$(B)/$(cc)/$(t))) \
             $(foreach cc,$(CC_LIST),$(B)/$(cc)/test_norm_nosimd \
                                     $(B)/$(cc)/test_norm_noavx512) \
