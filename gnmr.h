@@ -38,8 +38,13 @@
    struct copy of gnmr_ctl is refused (GNMR_ESTATE). No heap, no I/O, no
    global state but the one-time choice of SIMD path.
 
-   Rules of one step. For every unit u, with g its norm this step, k its
-   finite observations so far and m its historical mean before this step:
+   Two sets of rules; config.rule picks one: PAPER (rules 1-8, 0.1's, bit
+   for bit) or NOISE (rules N0-N9: thresholds in units of each unit's own
+   fluctuation, falls as well as rises, and a step-level verdict).
+
+   Rules of one step, PAPER mode. For every unit u, with g its norm this
+   step, k its finite observations so far and m its historical mean before
+   this step:
      1  non-finite g (NaN, +-Inf): risky, flag NONFINITE, score +inf,
         scale 0; m, k and the window are not touched.
      2  ratio  = g / max(m, eps); 1 while k = 0.
@@ -66,13 +71,73 @@
         risky unit per spike_policy: PASS 1, CLIP min(1, tau_r * m / g),
         SKIP 0.
 
+   Rules of one step, NOISE mode. Per unit: g, k as above; mu its log-mean,
+   s its fluctuation, p its last deviation (all in natural-log units).
+     N0 L(x): the library's log of max(x, eps) from the bits (exponent, and
+        a series in y = (f-1)/(f+1) of the mantissa f): |error| < 2e-5,
+        increasing; plain IEEE operations, so every path gives the same
+        bits. No libm function runs per unit.
+     N1 non-finite g: as rule 1 (NONFINITE, score +inf, scale 0); mu, s,
+        p, k untouched.
+     N2 dr = L(g) - mu. The first finite observation sets mu = L(g), s =
+        p = 0, k = 1 and flags nothing.
+     N3 the step-level view, before any unit's decision, over the settled
+        units (finite g, k >= warmup_steps), n of them:
+          c = the lower median of their dr on a grid of 1/256 (its bin's
+              centre; +-8 at most); 0 when n < common_min_units. Counted
+              with integer histograms: the same c in any order of units.
+          G = sqrt(sum of g^2 over the finite units), the global norm; it
+              keeps its own mu, s, p, k by rules N2, N4-N7 with c = 0 (not
+              on a step with no finite unit).
+          GLOBAL when G has warmup_steps observations, n >=
+              common_min_units, and either c > L(global_ratio) (at least
+              half the settled units rose that much together), or L(G) -
+              mu_G > L(global_ratio) with at least global_frac * n units'
+              dr above L(global_ratio). A step where every unit rises a
+              little (a hard batch) is neither a local fault nor GLOBAL.
+     N4 d = dr - c (the unit's own part), e = d - ar * p (what the last
+        deviation does not predict), S = max(s, fluct_floor). Once k >=
+        warmup_steps (WARMUP before):
+          RISE (flag RATIO) when e > z_rise * S and d > L(min_rise);
+          FALL (flag FALL)  when e < -z_fall * S and d < L(max_fall), if
+                            two_sided;
+        score = e / (z_rise S) for a rise, -e / (z_fall S) for a fall,
+        else 0. decision.ratio = d, decision.delta = e.
+     N5 mean (finite g only): k += 1; a = max(1/k, 1 - history_decay);
+        mu += a * dr while k <= warmup_steps, then a * dr clamped to
+        [-z_fall S, z_rise S]: a spike moves mu by at most a z_rise S.
+     N6 fluctuation, from the second observation on: s += max(1/(k-1),
+        1 - fluct_decay) * (|e| - s), |e| capped at winsor * S once k >
+        warmup_steps: a spike moves s by at most (1 - fluct_decay) winsor S.
+     N7 p = d clamped to [-z_fall S, z_rise S], only on a step not flagged
+        and with |e| <= hold * S: the next step of an event is judged
+        against the level before it.
+     N8 locks, renewal, cooldown and admission as rules 6-7; a FALL is risky
+        like a RISE. On a GLOBAL step only NONFINITE units are admitted:
+        trouble shared by most units is no local fault, promotions cannot
+        fix it (the global policy's scale is what acts on it), and a
+        budget spent on it would be missing for the local faults that
+        follow; locks still count down and renew.
+     N9 scale: spike_policy on a flagged unit: PASS 1; CLIP a RISE to
+        exp(mu + c + z_rise S) / g = exp(z_rise S - d) (the library's own
+        exp; never above 1), a FALL 1 (CLIP never scales a unit up); SKIP
+        0. On a GLOBAL step every unit's scale is then multiplied by the
+        global policy's: NONE 1, CLIP min(1, exp(L(global_ratio) - (L(G) -
+        mu_G))), i.e. G brought back to global_ratio times its mean, SKIP 0.
+   gnmr_step_info reads the last step's verdict: G, L(G) - mu_G and its
+   exp, c, the settled units, the units flagged, rises and falls, GLOBAL
+   and the global scale. The step is one pass over the units more than
+   PAPER mode's, and its units take the scalar rules (PAPER mode's calm
+   units take an AVX-512 path): bench/RESULTS.md has the cost.
+
    Actions (gnmr_decision.action; gnmr_action_name names them):
        KEEP     on the cheap path next step (calm, or risky and refused)
        RECOVER  admitted this step: high-fidelity from the next step
        HOLD     in recovery (every step of a lock, renewals included)
        RELEASE  the lock ran out: back on the cheap path next step
-   Flags (bits of gnmr_decision.flags; gnmr_flag_name names them): RATIO,
-   DELTA, NONFINITE, OVER_BUDGET, COOLDOWN, WARMUP, RENEWED.
+   Flags (bits of gnmr_decision.flags; gnmr_flag_name names them): RATIO
+   (NOISE: a rise), DELTA, NONFINITE, OVER_BUDGET, COOLDOWN, WARMUP,
+   RENEWED, FALL (NOISE), GLOBAL (NOISE: on every unit of a GLOBAL step).
 
    Configuration (gnmr_config_default; gnmr_config_validate checks a config,
    gnmr_init also max_recovering <= units):
@@ -87,7 +152,28 @@
        lock_steps       L       >= 1                  8
        cooldown_steps           any                   4
        spike_policy             PASS, CLIP, SKIP      CLIP
-   Monitor-only use: max_recovering = 0 and spike_policy = GNMR_SPIKE_PASS.
+       rule                     PAPER, NOISE          PAPER
+     NOISE mode's (checked in both modes, read in NOISE mode only; tau_r,
+     tau_d and W are PAPER mode's only):
+       two_sided                0, 1                  1
+       z_rise                   finite, > 0           4.25
+       z_fall                   finite, > 0           6
+       min_rise                 finite, > 1           2
+       max_fall                 (0, 1)                0.5
+       ar                       [0, 1)                0.5
+       hold                     finite, > 0           3.5
+       fluct_decay              (0, 1]                0.995
+       winsor                   finite, >= 1          3
+       fluct_floor              finite, >= 0          0.01
+       global_ratio             finite, > 1           2
+       global_frac              (0, 1]                0.25
+       common_min_units         >= 1                  8
+       global_policy            NONE, CLIP, SKIP      NONE
+   gnmr_config_paper() is 0.1's defaults exactly (rule PAPER). The NOISE
+   values come from bench/detect (bench/RESULTS.md, "Detection"); with
+   them NOISE mode wants warmup_steps 50 (norms fall fast early in
+   training). Monitor-only use: max_recovering = 0 and spike_policy =
+   GNMR_SPIKE_PASS.
 
    Errors: every function that can fail returns GNMR_OK (0) or a negative
    GNMR_E* code (gnmr_strerror names it), and a refused call changes nothing:
@@ -96,7 +182,9 @@
 
    Checkpoints: gnmr_checkpoint_save / _load, a portable little-endian
    format with a CRC-32; a load validates everything before it writes, and
-   a run continued from it decides exactly as one never interrupted.
+   a run continued from it decides exactly as one never interrupted, in
+   either mode. Format version 2; 0.1's version 1 is refused
+   (GNMR_EVERSION): start afresh with gnmr_config_paper().
 
    Norm helpers: gnmr_sumsq_*, gnmr_stats_*, gnmr_unit_sumsq and
    gnmr_unit_norms compute the norms with exact squares, double sums and one
