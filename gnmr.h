@@ -1192,6 +1192,11 @@ static GNMR_HOSTDEV double gnmr__log(double x, double lo) {
    its series to r^13 (relative error < 2e-12), times 2^n from the bits;
    0 below 2^-1000. */
 static GNMR_HOSTDEV double gnmr__exp_neg(double x) {
+  /* 1/i for the series: multiplies, not divides */
+  static const double inv[14] = {0.0,        1.0,       1.0 / 2.0,  1.0 / 3.0,
+                                 1.0 / 4.0,  1.0 / 5.0, 1.0 / 6.0,  1.0 / 7.0,
+                                 1.0 / 8.0,  1.0 / 9.0, 1.0 / 10.0, 1.0 / 11.0,
+                                 1.0 / 12.0, 1.0 / 13.0};
   double r, t, p;
   uint64_t b;
   int n, i;
@@ -1202,7 +1207,7 @@ static GNMR_HOSTDEV double gnmr__exp_neg(double x) {
   r = r - gnmr__mul((double)n, 1.42860682030941723212e-06);
   t = 1.0;
   p = 1.0;
-  for (i = 13; i >= 1; i--) p = 1.0 + gnmr__mul(p, r) / (double)i;
+  for (i = 13; i >= 1; i--) p = 1.0 + gnmr__mul(gnmr__mul(p, r), inv[i]);
   b = (uint64_t)(n + 1023) << 52;
   memcpy(&t, &b, 8);
   return p * t;
@@ -1772,15 +1777,17 @@ static GNMR_HOSTDEV int gnmr__step_check(const gnmr_ctl *ctl,
 
 /* Phase 2, NOISE mode only, rule N3: every finite unit's dev = L(g) - mu,
    the common deviation c of the settled units (the lower median on the
-   grid, from two passes of a 64-bin histogram of integer counts: the same
-   value in any order of units), the global norm's history and the
+   grid, from integer counts of its 4096 bins: the same value in any order
+   of units, in one pass; 16 KiB of counts on the stack), the global
+   norm's history and the
    verdict; the rules of phase 3 read c, GLOBAL and the global scale. */
 static GNMR_HOSTDEV void gnmr__step_common(gnmr_ctl *ctl, gnmr__step_ctx *c) {
   gnmr__rules *r = &c->r;
   const gnmr__soa *s = &c->s;
   gnmr_step_report *rep = &c->report;
-  uint32_t hist[64], u, settled = 0, up = 0, finite = 0, bin = 0, fine = 0;
-  uint32_t below = 0, rank;
+  /* the grid's 4096 bins (the median's found by sums of 64 first) */
+  uint32_t hist[4096], u, settled = 0, up = 0, finite = 0;
+  uint32_t bin, below = 0, rank;
   double sumsq = 0.0;
   memset(hist, 0, sizeof hist);
   memset(rep, 0, sizeof *rep);
@@ -1796,22 +1803,20 @@ static GNMR_HOSTDEV void gnmr__step_common(gnmr_ctl *ctl, gnmr__step_ctx *c) {
     if (s->finite_steps[u] >= r->warmup) {
       settled++;
       up += dr > r->l_global;
-      hist[gnmr__grid(dr) >> 6]++;
+      hist[gnmr__grid(dr)]++;
     }
   }
   rep->settled = settled;
   if (settled >= ctl->cfg.common_min_units) {
     rank = (settled - 1) / 2;
-    for (bin = 0; below + hist[bin] <= rank; bin++) below += hist[bin];
-    memset(hist, 0, sizeof hist);
-    for (u = 0; u < r->n; u++) {
-      uint32_t q;
-      if (!isfinite(c->norms[u]) || s->finite_steps[u] < r->warmup) continue;
-      q = gnmr__grid(s->dev[u]);
-      if (q >> 6 == bin) hist[q & 63]++;
+    for (bin = 0; bin < 64; bin++) {
+      uint32_t i, sum = 0;
+      for (i = 0; i < 64; i++) sum += hist[bin * 64 + i];
+      if (below + sum > rank) break;
+      below += sum;
     }
-    for (fine = 0; below + hist[fine] <= rank; fine++) below += hist[fine];
-    r->common = ((double)(bin * 64 + fine) + 0.5) / 256.0 - 8.0;
+    for (bin *= 64; below + hist[bin] <= rank; bin++) below += hist[bin];
+    r->common = ((double)bin + 0.5) / 256.0 - 8.0;
   }
   rep->common = r->common;
   if (finite > 0) { /* G keeps its history as one more unit, c = 0 */
