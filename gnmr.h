@@ -38,9 +38,10 @@
    struct copy of gnmr_ctl is refused (GNMR_ESTATE). No heap, no I/O, no
    global state but the one-time choice of SIMD path.
 
-   Two sets of rules; config.rule picks one: PAPER (rules 1-8, 0.1's, bit
-   for bit) or NOISE (rules N0-N9: thresholds in units of each unit's own
-   fluctuation, falls as well as rises, and a step-level verdict).
+   Two sets of rules; config.rule picks one: NOISE, the default (rules
+   N0-N9: thresholds in units of each unit's own fluctuation, falls as well
+   as rises, and a step-level verdict), or PAPER (rules 1-8: 0.1's, bit for
+   bit; gnmr_config_paper()).
 
    Rules of one step, PAPER mode. For every unit u, with g its norm this
    step, k its finite observations so far and m its historical mean before
@@ -147,12 +148,12 @@
        history_decay    beta    (0, 1]; 1 = mean      0.99
        eps                      finite, > 0           1e-12
        delta_window     W       1 ... 16              8
-       warmup_steps             any                   16
+       warmup_steps             any                   50 (PAPER: 16)
        max_recovering   maxO    <= units; 0 = watch   1
        lock_steps       L       >= 1                  8
        cooldown_steps           any                   4
        spike_policy             PASS, CLIP, SKIP      CLIP
-       rule                     PAPER, NOISE          PAPER
+       rule                     PAPER, NOISE          NOISE
      NOISE mode's (checked in both modes, read in NOISE mode only; tau_r,
      tau_d and W are PAPER mode's only):
        two_sided                0, 1                  1
@@ -169,10 +170,9 @@
        global_frac              (0, 1]                0.25
        common_min_units         >= 1                  8
        global_policy            NONE, CLIP, SKIP      NONE
-   gnmr_config_paper() is 0.1's defaults exactly (rule PAPER). The NOISE
-   values come from bench/detect (bench/RESULTS.md, "Detection"); with
-   them NOISE mode wants warmup_steps 50 (norms fall fast early in
-   training). Monitor-only use: max_recovering = 0 and spike_policy =
+   gnmr_config_paper() is 0.1's defaults exactly (rule PAPER, warmup 16).
+   The NOISE values come from bench/detect (bench/RESULTS.md, "Detection").
+   Monitor-only use: max_recovering = 0 and spike_policy =
    GNMR_SPIKE_PASS.
 
    Errors: every function that can fail returns GNMR_OK (0) or a negative
@@ -767,6 +767,8 @@ GNMR_DEF gnmr_config gnmr_config_paper(void) {
 
 GNMR_DEF gnmr_config gnmr_config_default(void) {
   gnmr_config c = gnmr_config_paper();
+  c.rule = GNMR_RULE_NOISE;
+  c.warmup_steps = 50; /* norms fall fast in the first steps (bench/detect) */
   return c;
 }
 

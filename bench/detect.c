@@ -678,7 +678,7 @@ static void det_init(det *d, int kind, unsigned n, unsigned lock,
   d->score = xcalloc(n, sizeof(double));
   adm_init(&d->ad, n, 4, lock, 4);
   if (kind == D_PAPER) {
-    gnmr_config cfg = gnmr_config_default();
+    gnmr_config cfg = gnmr_config_paper();
     cfg.max_recovering = 4;
     cfg.lock_steps = lock;
     d->slots = xcalloc(n, sizeof(gnmr_slot));
@@ -1356,7 +1356,7 @@ static int speed_probe(void) {
   gnmr_ctl ctl;
   proto_ctl pc;
   proto_config pcfg = proto_config_default();
-  gnmr_config cfg = gnmr_config_default();
+  gnmr_config cfg = gnmr_config_paper();
   proto_step_info info;
   unsigned i, u, r;
   double sink = 0.0;

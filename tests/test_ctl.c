@@ -54,7 +54,7 @@ typedef struct fixture {
 
 /* A config whose only trigger is the one a test is about. */
 static gnmr_config quiet_config(void) {
-  gnmr_config c = gnmr_config_default();
+  gnmr_config c = gnmr_config_paper();
   c.ratio_threshold = 1e30;
   c.delta_threshold = 1e30;
   c.history_decay = 0.9;
@@ -124,7 +124,7 @@ static float random_norm(double p_spike, double p_nan) {
 /* ---- configuration ------------------------------------------------------ */
 
 TEST(default_config_is_valid) {
-  gnmr_config c = gnmr_config_default();
+  gnmr_config c = gnmr_config_paper();
   EXPECT_EQ_INT(gnmr_config_validate(&c), GNMR_OK);
   EXPECT_EQ_INT(gnmr_config_validate(NULL), GNMR_EINVAL);
 }
@@ -137,7 +137,7 @@ TEST(every_invalid_config_field_is_refused_and_changes_nothing) {
   const double bad_eps[] = {0.0, -1e-9, NAN, INFINITY};
   const uint32_t bad_window[] = {0, GNMR_WINDOW_MAX + 1, 1000};
   const int bad_policy[] = {-1, 3, 100};
-  gnmr_config good = gnmr_config_default(), c;
+  gnmr_config good = gnmr_config_paper(), c;
   size_t i;
   int rc;
   REQUIRE(setup(&f, &good, 8) == GNMR_OK);
@@ -174,7 +174,7 @@ TEST(every_invalid_config_field_is_refused_and_changes_nothing) {
 
 TEST(edge_configs_are_accepted) {
   static fixture f;
-  gnmr_config c = gnmr_config_default();
+  gnmr_config c = gnmr_config_paper();
   c.history_decay = 1.0;
   c.delta_window = GNMR_WINDOW_MAX;
   c.max_recovering = 0;
@@ -195,7 +195,7 @@ TEST(edge_configs_are_accepted) {
 TEST(bad_steps_are_refused_and_change_nothing) {
   static fixture f, before;
   static gnmr_ctl raw;
-  gnmr_config c = gnmr_config_default();
+  gnmr_config c = gnmr_config_paper();
   const float negatives[] = {-1.0f, -FLT_MIN, -1e-45f, -FLT_MAX};
   size_t i;
   int s;
@@ -539,7 +539,7 @@ TEST(spike_policy_scales) {
 
 TEST(max_recovering_zero_admits_nobody) {
   static fixture f;
-  gnmr_config c = gnmr_config_default();
+  gnmr_config c = gnmr_config_paper();
   gnmr_counters t;
   uint32_t s, u;
   c.max_recovering = 0;
@@ -672,7 +672,7 @@ TEST(long_random_runs_match_the_reference_and_respect_the_budget) {
   static gnmr_decision rd[MAXN];
   int run, mismatches = 0;
   for (run = 0; run < 24; run++) {
-    gnmr_config c = gnmr_config_default();
+    gnmr_config c = gnmr_config_paper();
     uint32_t n = 1 + (uint32_t)(check_rand() % MAXN), s, u;
     c.ratio_threshold = 1.5 + 4.0 * check_uniform();
     c.delta_threshold = 0.2 + 2.0 * check_uniform();
@@ -728,7 +728,7 @@ TEST(avx512_and_scalar_controllers_agree_bit_for_bit) {
     return;
   }
   for (run = 0; run < 6; run++) {
-    gnmr_config c = gnmr_config_default();
+    gnmr_config c = gnmr_config_paper();
     uint32_t s, u, n = 40 + (uint32_t)(check_rand() % 24);
     c.max_recovering = (uint32_t)(check_rand() % 6);
     c.warmup_steps = (uint32_t)(check_rand() % 30);
@@ -763,7 +763,7 @@ TEST(avx512_and_scalar_controllers_agree_bit_for_bit) {
 
 TEST(same_inputs_same_decisions_bit_for_bit) {
   static fixture a, b;
-  gnmr_config c = gnmr_config_default();
+  gnmr_config c = gnmr_config_paper();
   uint32_t s, u;
   c.max_recovering = 5;
   /* Lock-step; b skips the decision array every other step. */
@@ -784,7 +784,7 @@ TEST(same_inputs_same_decisions_bit_for_bit) {
 
 TEST(counters_add_up) {
   static fixture f;
-  gnmr_config c = gnmr_config_default();
+  gnmr_config c = gnmr_config_paper();
   gnmr_counters t, one;
   uint64_t sum_adm = 0, sum_rec = 0, sum_risky = 0, sum_ob = 0, sum_nf = 0;
   uint64_t seen_adm = 0, seen_nf = 0;
@@ -832,7 +832,7 @@ TEST(counters_add_up) {
 static unsigned char ck_buf[1 << 14];
 
 static gnmr_config ck_config(void) {
-  gnmr_config c = gnmr_config_default();
+  gnmr_config c = gnmr_config_paper();
   c.max_recovering = 2;
   c.warmup_steps = 3;
   c.lock_steps = 4;
@@ -845,7 +845,7 @@ TEST(checkpoint_resume_matches_the_uninterrupted_run) {
   static fixture a, b, fresh;
   static float inputs[CK_STEPS][CK_N];
   static gnmr_decision want[CK_STEPS][CK_N];
-  gnmr_config c = ck_config(), other = gnmr_config_default();
+  gnmr_config c = ck_config(), other = gnmr_config_paper();
   int trial;
   uint32_t s, u;
   for (s = 0; s < CK_STEPS; s++)
@@ -892,7 +892,7 @@ static void ck_saved(fixture *f, size_t *len) {
 TEST(checkpoint_every_truncation_and_bit_flip_is_refused) {
   static fixture src, target, before;
   static unsigned char copy[1 << 14];
-  gnmr_config c = gnmr_config_default();
+  gnmr_config c = gnmr_config_paper();
   size_t len, cut, bit;
   uint32_t s;
   int refused = 0, rc;
@@ -935,7 +935,7 @@ static void put_u64(unsigned char *p, uint64_t v) { gnmr__put(p, &v, 8); }
 TEST(checkpoint_errors_each_have_their_own_code) {
   static fixture src, target, bigger, before;
   static unsigned char copy[1 << 14];
-  gnmr_config c = gnmr_config_default();
+  gnmr_config c = gnmr_config_paper();
   size_t len, small;
   ck_saved(&src, &len);
   REQUIRE(setup(&target, &c, CK_N) == GNMR_OK);
@@ -1037,7 +1037,7 @@ TEST(checkpoint_of_extreme_thresholds_round_trips) {
 TEST(checkpoint_refuses_state_a_step_cannot_reach) {
   static fixture src, target;
   static unsigned char copy[1 << 14];
-  gnmr_config c = gnmr_config_default();
+  gnmr_config c = gnmr_config_paper();
   const size_t unit0 = CK_UNIT0;
   size_t len;
   ck_saved(&src, &len);
@@ -1180,7 +1180,7 @@ TEST(window_changed_is_re_derived_from_the_ring) {
   size_t i;
   for (i = 0; i < 4; i++) {
     static fixture a, b;
-    gnmr_config c = gnmr_config_default(), cw;
+    gnmr_config c = gnmr_config_paper(), cw;
     uint32_t s, u;
     c.max_recovering = 2;
     c.delta_window = 8;
@@ -1272,7 +1272,7 @@ TEST(checkpoint_after_every_kind_of_reconfigure_loads_back) {
   int kind;
   for (kind = 0; kind < 12; kind++) {
     static fixture a, b;
-    gnmr_config c = ck_config(), r, other = gnmr_config_default();
+    gnmr_config c = ck_config(), r, other = gnmr_config_paper();
     uint32_t s, u, at;
     c.max_recovering = 4;
     c.lock_steps = 6;
@@ -1433,7 +1433,7 @@ TEST(names_of_actions_and_flags) {
 
 /* The defaults the header's configuration table states. */
 TEST(defaults_are_the_documented_ones) {
-  gnmr_config c = gnmr_config_default();
+  gnmr_config c = gnmr_config_paper();
   EXPECT_EQ_BITS(c.ratio_threshold, 2.0);
   EXPECT_EQ_BITS(c.delta_threshold, 1.5);
   EXPECT_EQ_BITS(c.history_decay, 0.99);
@@ -1479,7 +1479,7 @@ static size_t ck_as_version_1(const unsigned char *v2, size_t len,
 TEST(checkpoint_bytes_are_those_of_version_2_and_1) {
   static unsigned char v1[1 << 14];
   static fixture f;
-  gnmr_config c = gnmr_config_default();
+  gnmr_config c = gnmr_config_paper();
   uint64_t x = 1;
   uint32_t s, u;
   size_t len = 0;
@@ -1524,7 +1524,7 @@ TEST(no_heap_in_the_controller_or_the_norms) {
   static fixture f, g;
   static unsigned char buf[1 << 14];
   static float x[3 * GNMR_SUM_CHUNK + 5];
-  gnmr_config c = gnmr_config_default();
+  gnmr_config c = gnmr_config_paper();
   gnmr_tensor t[2];
   gnmr_tensor_stats st;
   double sums[2];

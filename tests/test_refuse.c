@@ -33,7 +33,7 @@ static unsigned char bad[CK_MAX];
 static size_t ck_len;
 
 static gnmr_config base_config(void) {
-  gnmr_config c = gnmr_config_default();
+  gnmr_config c = gnmr_config_paper();
   c.max_recovering = 3;
   c.warmup_steps = 2;
   c.cooldown_steps = 5;

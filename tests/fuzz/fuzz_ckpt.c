@@ -36,7 +36,7 @@ static unsigned char resaved[CKPT_MAX];
 
 /* A controller with some history, so a partial write would show. */
 static void make_target(gnmr_ctl *ctl, uint32_t n) {
-  gnmr_config cfg = gnmr_config_default();
+  gnmr_config cfg = gnmr_config_paper();
   float norms[FUZZ_MAX_UNITS + 1];
   uint32_t u, s;
   cfg.max_recovering = n > 0 ? 1u : 0u;
@@ -119,7 +119,7 @@ static size_t make_valid(fuzz_reader *r, unsigned char *out) {
   size_t written = 0;
   cfg = fuzz_config(r, n);
   if (gnmr_init(&ctl, &cfg, source_units, n) != GNMR_OK) {
-    cfg = gnmr_config_default();
+    cfg = gnmr_config_paper();
     cfg.max_recovering = n / 2;
     FUZZ_CHECK(gnmr_init(&ctl, &cfg, source_units, n) == GNMR_OK);
   }
