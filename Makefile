@@ -1,17 +1,21 @@
 # gnmr.h - build, test, bench and demo targets.
-#   make test     every test, with gcc and clang, plus the C++/STATIC/multi-file builds
+#   make test     every test, with gcc and clang, plus the C++/STATIC/multi-file
+#                 builds and the -Ofast lane
 #   make demo     the training stress demo on its built-in data (the main job)
 #   make demo-full  the demo on Fashion-MNIST, all arms, 3 seeds (needs the
 #                 Debian package dataset-fashion-mnist; fails with a message
 #                 without it)
 #   make demo-sweep the GNMR settings sweep on the stress setting
-#   make bench    norm-helper and controller benchmarks (results in bench/)
+#   make bench    norm-helper and controller benchmarks (CSVs in build/;
+#                 recorded results in bench/)
+#   make ab-ctl BASE=rev  this tree's controller against rev's, interleaved
 #   make detect   detection benchmark: synthetic ground truth and real traces
 #                 (bench/detect.c; tables into bench/RESULTS.md)
 #   make mpi-run  the data-parallel MPI example on 2 and 4 ranks
-#   make cuda     the CUDA example (sm_80, sm_90); skipped where nvcc is missing
-#   make cuda-test, make cuda-bench  the CUDA controller's device test and
-#                 benchmark (skip without a GPU)
+#   make cuda     every CUDA program, compiled (sm_80, sm_90); skipped where
+#                 nvcc is missing
+#   make cuda-test, make cuda-bench  the CUDA device tests and benchmarks
+#                 (skip cleanly without a GPU)
 #   make format   clang-format in place; make format-check fails on a diff
 # Reliability lanes (README "Reliability"; .ci/run runs them all):
 #   make fuzz            build the libFuzzer targets, run each FUZZ_SECONDS
@@ -22,6 +26,10 @@
 
 CC_LIST ?= gcc clang
 CXX_LIST ?= g++ clang++
+# gcc, clang and make are all make test needs: the C++ checks run with the
+# C++ compilers of CXX_LIST that are installed, and say which were skipped.
+CXX_FOUND := $(foreach cxx,$(CXX_LIST),$(if $(shell command -v $(cxx) 2>/dev/null),$(cxx)))
+CXX_MISSING := $(filter-out $(CXX_FOUND),$(CXX_LIST))
 OPT ?= -O2
 WARN = -Wall -Wextra -Wpedantic -Werror
 CSTD = -std=c99
@@ -37,10 +45,11 @@ TEST_BINS = $(foreach cc,$(CC_LIST),$(foreach t,$(TESTS),$(B)/$(cc)/$(t))) \
                                     $(B)/$(cc)/test_norm_noavx512) \
             $(B)/gcc/test_ctl_gnu \
             $(foreach cc,$(CC_LIST),$(B)/$(cc)/compile_link) \
-            $(foreach cxx,$(CXX_LIST),$(B)/$(cxx)/compile_cxx11 $(B)/$(cxx)/compile_cxx17) \
+            $(foreach cxx,$(CXX_FOUND),$(B)/$(cxx)/compile_cxx11 $(B)/$(cxx)/compile_cxx17) \
             $(foreach cc,$(CC_LIST),$(B)/$(cc)/compile/all_modes $(B)/$(cc)/all_modes_static) \
-            $(foreach cxx,$(CXX_LIST),$(B)/$(cxx)/all_modes_cxx) \
-            $(foreach cc,$(CC_LIST),$(foreach t,$(FUZZ_TARGETS),$(B)/$(cc)/replay_$(t)))
+            $(foreach cxx,$(CXX_FOUND),$(B)/$(cxx)/all_modes_cxx) \
+            $(foreach cc,$(CC_LIST),$(foreach t,$(FUZZ_TARGETS),$(B)/$(cc)/replay_$(t))) \
+            $(if $(FASTMATH_LANE),$(FASTMATH_BINS))
 
 # The demo's test includes the demo itself.
 $(B)/gcc/test_demo $(B)/clang/test_demo: examples/train_stress.c
@@ -51,20 +60,36 @@ LDFLAGS_test_ctl = -Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc,--wrap=free
 FORMAT_FILES = $(wildcard *.h tests/*.c tests/*.h tests/*/*.c tests/*/*.h \
                  tests/*/*.cc examples/*.c examples/*/*.cu examples/*/*.h \
                  bench/*.c)
-# The CUDA controller's header, device test, two-file build and benchmark.
+# The CUDA headers, device tests, two-file builds and benchmarks.
 FORMAT_FILES += $(wildcard examples/*/*.cuh tests/*/*.cu bench/*.cu)
 
 FUZZ_TARGETS = ctl ckpt norm
 FUZZ_HDRS = gnmr.h tests/fuzz/fuzz.h tests/fuzz/ctl_model.h
 
+# The -Ofast lane's programs (rules and what they check: "fast-math lane"
+# below). Defined before the test rule reads TEST_BINS.
+FASTMATH_LANE ?= yes
+FASTMATH_FLAGS = $(CSTD) $(WARN) $(CWARN) -Ofast -I.
+FASTMATH_TESTS = test_ctl test_refuse test_norm
+# The CUDA controller's kernels run on the CPU, as an -Ofast trainer would.
+FASTMATH_TESTS += test_ctl_parallel
+FASTMATH_test_norm = $(NORM_SMALL)
+FASTMATH_BINS = $(foreach cc,$(CC_LIST),\
+                  $(foreach t,$(FASTMATH_TESTS),$(B)/$(cc)-ofast/$(t)) \
+                  $(foreach t,$(FUZZ_TARGETS),$(B)/$(cc)-ofast/replay_$(t)) \
+                  $(B)/$(cc)-ofast/cross)
+
 .PHONY: all test bench bench-norm demo demo-full demo-sweep mpi mpi-run cuda \
-        cuda-test cuda-bench detect \
+        cuda-test cuda-bench detect ab-ctl \
         neon format format-check clean fuzz fuzz-build test-asan \
         test-valgrind test-warn tidy cppcheck
 
 all: test
 
 test: $(TEST_BINS) $(B)/quickstart
+	@for cxx in $(CXX_MISSING); do \
+	  echo "make test: $$cxx not found: its C++ checks (C++11/17, all modes) skipped"; \
+	done
 	@RUNNER='$(RUNNER)' sh tests/run.sh $(TEST_BINS)
 
 $(B)/gcc/%: tests/%.c gnmr.h tests/check.h
@@ -76,9 +101,10 @@ $(B)/clang/%: tests/%.c gnmr.h tests/check.h
 	clang $(CFLAGS_ALL) -o $@ $< $(LDFLAGS_$(*F)) -lm
 
 # The CUDA example's kernel arithmetic, run on the CPU.
-$(foreach cc,$(CC_LIST),$(B)/$(cc)/test_cuda_host): examples/cuda/gnmr_cuda_index.h
+$(foreach cc,$(CC_LIST),$(B)/$(cc)/test_cuda_host): examples/cuda/gnmr_norms.cuh
 # The CUDA controller's kernels, run on the CPU thread by thread.
-$(foreach cc,$(CC_LIST),$(B)/$(cc)/test_ctl_parallel): examples/cuda/gnmr_ctl.cuh
+$(foreach cc,$(CC_LIST),$(B)/$(cc)/test_ctl_parallel \
+  $(B)/$(cc)-ofast/test_ctl_parallel): examples/cuda/gnmr_ctl.cuh
 
 # The controller test as a user's plain GNU build: gnu11 with GCC's default
 # -ffp-contract=fast, where the AVX-512 function (FMA-capable by its target
@@ -155,6 +181,43 @@ endef
 $(foreach cc,$(CC_LIST),$(foreach t,$(FUZZ_TARGETS),\
   $(eval $(call replay_rule,$(cc),$(t)))))
 
+# The fast-math lane (part of make test): the controller, checkpoint,
+# refusal and norm tests and the corpus replays built as llm.c-style
+# trainers build, -Ofast (-ffast-math: no NaN/Inf assumed, sums reordered,
+# FTZ/DAZ set at program start), with gcc and clang, and the cross-build
+# check below. They must pass unchanged: gnmr.h classifies floats by their
+# bits and compiles itself with fast-math off (gnmr.h, "fast-math"). The
+# tests' own checks stay exact under it (tests/fastmath.h). FASTMATH_LANE=
+# leaves it out.
+FASTMATH_HDRS = gnmr.h tests/check.h tests/fastmath.h
+# cross: one workload through a copy of gnmr.h built plain and one built
+# -Ofast, linked together; every digest of decisions, checkpoints and norms
+# must agree (tests/fastmath/cross.c).
+FASTMATH_RUN = tests/fastmath/run.c gnmr.h tests/fastmath/run.h
+define fastmath_rule
+$(B)/$(1)-ofast/run_plain.o: $(FASTMATH_RUN)
+	@mkdir -p $$(@D)
+	$(1) $$(CFLAGS_ALL) -DFASTMATH_RUN=fastmath_run_plain \
+	  -DFASTMATH_SUPPORTED=fastmath_supported_plain -c -o $$@ $$<
+$(B)/$(1)-ofast/run_ofast.o: $(FASTMATH_RUN)
+	@mkdir -p $$(@D)
+	$(1) $$(FASTMATH_FLAGS) -DFASTMATH_RUN=fastmath_run_ofast \
+	  -DFASTMATH_SUPPORTED=fastmath_supported_ofast -c -o $$@ $$<
+$(B)/$(1)-ofast/cross: tests/fastmath/cross.c $(B)/$(1)-ofast/run_plain.o \
+                       $(B)/$(1)-ofast/run_ofast.o
+	$(1) $$(CFLAGS_ALL) -o $$@ $$^ -lm
+$(B)/$(1)-ofast/test_%: tests/test_%.c $(FASTMATH_HDRS)
+	@mkdir -p $$(@D)
+	$(1) $$(FASTMATH_FLAGS) $$(FASTMATH_test_$$*) -o $$@ $$< \
+	  $$(LDFLAGS_test_$$*) -lm
+$(B)/$(1)-ofast/replay_%: tests/fuzz/fuzz_%.c tests/fuzz/replay.c \
+                          $(FUZZ_HDRS) tests/fastmath.h
+	@mkdir -p $$(@D)
+	$(1) $$(FASTMATH_FLAGS) -DFUZZ_CORPUS='"tests/fuzz/corpus/$$*"' -o $$@ \
+	  tests/fuzz/fuzz_$$*.c tests/fuzz/replay.c -lm
+endef
+$(foreach cc,$(CC_LIST),$(eval $(call fastmath_rule,$(cc))))
+
 # ---- reliability lanes -------------------------------------------------------
 # libFuzzer targets under ASan+UBSan. Each run starts from the committed
 # corpus and keeps what it finds in $(B)/fuzz/corpus-<target>; a crash is
@@ -187,14 +250,16 @@ fuzz: fuzz-build
 
 # The whole suite (every test program, every build mode, every corpus
 # replay) under sanitizers, under valgrind, and with more warnings.
+# (The fast-math lane stays out of the sanitizer and valgrind runs: -Ofast
+# sets FTZ/DAZ, which valgrind does not emulate.)
 test-asan:
-	$(MAKE) test B=$(B)/asan OPT="-O1 -g $(SAN)"
+	$(MAKE) test B=$(B)/asan OPT="-O1 -g $(SAN)" FASTMATH_LANE=
 
 VALGRIND = valgrind -q --error-exitcode=1 --leak-check=full \
            --errors-for-leak-kinds=all --show-leak-kinds=all
 test-valgrind:
 	$(MAKE) test B=$(B)/valgrind CC_LIST=gcc CXX_LIST=g++ OPT="-O2 -g" \
-	  RUNNER="$(VALGRIND)"
+	  RUNNER="$(VALGRIND)" FASTMATH_LANE=
 
 MORE_WARN = -Wconversion -Wsign-conversion -Wshadow -Wcast-align
 test-warn:
@@ -240,8 +305,28 @@ bench-norm: $(B)/bench_norm
 	$(B)/bench_norm --csv $(B)/bench_norm.csv
 	$(B)/bench_norm --targets
 
+# Outputs go to $(B) (bench/bench_ctl.csv is the recorded run RESULTS.md
+# cites; copy $(B)/bench_ctl.csv over it to record a new one).
 bench: $(B)/bench_ctl bench-norm
-	$(B)/bench_ctl --csv bench/bench_ctl.csv
+	$(B)/bench_ctl --csv $(B)/bench_ctl.csv
+
+# The controller of this tree against that of git revision BASE, both in
+# one process, timed in alternating pairs (bench/ab_ctl.c).
+BASE ?= HEAD
+AB_FLAGS = $(BENCH_FLAGS) -D_POSIX_C_SOURCE=199309L
+ab-ctl: bench/ab_ctl.c gnmr.h
+	@mkdir -p $(B)/ab/base
+	git show $(BASE):gnmr.h > $(B)/ab/base/gnmr.h
+	$(firstword $(CC_LIST)) $(AB_FLAGS) -I$(B)/ab/base -DAB_SIDE=ab_base \
+	  -c -o $(B)/ab/base.o bench/ab_ctl.c
+	$(firstword $(CC_LIST)) $(AB_FLAGS) -DAB_SIDE=ab_this \
+	  -c -o $(B)/ab/this.o bench/ab_ctl.c
+	$(firstword $(CC_LIST)) $(AB_FLAGS) -DAB_MAIN -o $(B)/ab_ctl \
+	  bench/ab_ctl.c $(B)/ab/base.o $(B)/ab/this.o -lm
+	$(B)/ab_ctl 0 4 1
+	$(B)/ab_ctl 0 4 0
+	$(B)/ab_ctl 1 4 1
+	$(B)/ab_ctl 1 512 1
 
 # ---- examples --------------------------------------------------------------
 $(B)/quickstart: examples/quickstart.c gnmr.h
@@ -298,33 +383,61 @@ NVCC_FLAGS = -O3 -std=c++17 --fmad=false -Xcompiler -ffp-contract=off \
              -Werror all-warnings -Xcompiler -Wall,-Wextra,-Werror -I. \
              $(foreach a,$(CUDA_ARCHS),-gencode arch=compute_$(a),code=sm_$(a))
 
+# make cuda (CI, compile only) builds all of the CUDA code; make cuda-test
+# runs the device tests on a GPU, make cuda-bench the benchmarks (and
+# bench/foreach_norm.py where PyTorch is installed). Without a GPU each
+# program says so and exits 0; without nvcc the targets say so.
+#   norms (examples/cuda/gnmr_norms.cuh): tests/cuda/test_device.cu (norm
+#     bit identity, the graph-launched training loop), the two-file build
+#     (tests/cuda/two_file_*.cu, -rdc and GNMR_STATIC), bench_norms_cuda
+#   controller (examples/cuda/gnmr_ctl.cuh): the training-step example, its
+#     device test and benchmark, and two .cu files using it in one program
+CUDA_HDRS = gnmr.h examples/cuda/gnmr_norms.cuh
+CUDA_TESTS = $(B)/cuda/test_device $(B)/cuda/two_file_rdc \
+             $(B)/cuda/two_file_static $(B)/test_ctl_cuda $(B)/ctl_two_files
+CUDA_CTL = $(B)/train_step $(B)/test_ctl_cuda $(B)/bench_ctl_cuda \
+           $(B)/ctl_two_files
+CUDA_BINS = $(CUDA_TESTS) $(B)/cuda/bench_norms_cuda $(CUDA_CTL)
+
 ifeq ($(NVCC),)
-cuda:
-	@echo "cuda: nvcc not found (PATH, /usr/local/cuda/bin/nvcc): skipped"
+cuda cuda-test cuda-bench:
+	@echo "$@: nvcc not found (PATH, /usr/local/cuda/bin/nvcc): skipped"
 else
-cuda: $(B)/gnmr_cuda
+cuda: $(CUDA_BINS)
+
+# RUNNER="compute-sanitizer --tool memcheck" runs them under the sanitizer.
+cuda-test: $(CUDA_TESTS)
+	@for t in $(CUDA_TESTS); do echo "== $$t"; $(RUNNER) $$t || exit 1; done
+
+cuda-bench: $(B)/cuda/bench_norms_cuda $(B)/bench_ctl_cuda
+	$(B)/bench_ctl_cuda
+	$(B)/cuda/bench_norms_cuda --csv $(B)/cuda/bench_norms_cuda.csv
+	@if command -v python3 >/dev/null 2>&1; then python3 bench/foreach_norm.py; \
+	else echo "cuda-bench: no python3: torch._foreach_norm not timed"; fi
 endif
 
-$(B)/gnmr_cuda: examples/cuda/gnmr_cuda.cu examples/cuda/gnmr_cuda_index.h gnmr.h
+$(B)/cuda/test_device: tests/cuda/test_device.cu $(CUDA_HDRS)
 	@mkdir -p $(@D)
 	$(NVCC) $(NVCC_FLAGS) -o $@ $<
 
-# The CUDA controller (examples/cuda/gnmr_ctl.cuh): the training-step
-# example, its device test and benchmark, and two .cu files using it in one
-# program, built by make cuda. cuda-test and cuda-bench run them; both skip
-# (passing) without a GPU, and without nvcc.
-CUDA_CTL = $(B)/train_step $(B)/test_ctl_cuda $(B)/bench_ctl_cuda \
-           $(B)/ctl_two_files
-ifneq ($(NVCC),)
-cuda: $(CUDA_CTL)
-cuda-test: $(B)/test_ctl_cuda
-	$(B)/test_ctl_cuda
-cuda-bench: $(B)/bench_ctl_cuda
-	$(B)/bench_ctl_cuda
-else
-cuda-test cuda-bench:
-	@echo "$@: nvcc not found (PATH, /usr/local/cuda/bin/nvcc): skipped"
-endif
+$(B)/cuda/bench_norms_cuda: bench/bench_norms_cuda.cu $(CUDA_HDRS)
+	@mkdir -p $(@D)
+	$(NVCC) $(NVCC_FLAGS) -o $@ $<
+
+# Two files, one holding the implementation, the other a kernel that calls
+# gnmr_recovering and the conversions: with relocatable device code
+# (compiled apart, device-linked), and with GNMR_STATIC in both (no -rdc).
+TWO_FILE = tests/cuda/two_file_main.cu tests/cuda/two_file_kernel.cu
+$(B)/cuda/two_file_%.o: tests/cuda/two_file_%.cu tests/cuda/two_file.h \
+                        $(CUDA_HDRS)
+	@mkdir -p $(@D)
+	$(NVCC) $(NVCC_FLAGS) -rdc=true -dc -o $@ $<
+$(B)/cuda/two_file_rdc: $(B)/cuda/two_file_main.o $(B)/cuda/two_file_kernel.o
+	$(NVCC) $(NVCC_FLAGS) -rdc=true -o $@ $^
+$(B)/cuda/two_file_static: $(TWO_FILE) tests/cuda/two_file.h $(CUDA_HDRS)
+	@mkdir -p $(@D)
+	$(NVCC) $(NVCC_FLAGS) -DTWO_FILE_STATIC -o $@ $(TWO_FILE)
+
 CUDA_CTL_DEPS = examples/cuda/gnmr_ctl.cuh gnmr.h
 $(B)/train_step: examples/cuda/train_step.cu $(CUDA_CTL_DEPS)
 	@mkdir -p $(@D)

@@ -32,11 +32,15 @@
    Units, slots and the controller. The caller owns all memory: a gnmr_ctl
    and one block of N gnmr_slot, which the controller lays out as one array
    per field (a slot is not one unit's record: never copy or move slots on
-   their own). Fields of gnmr_ctl are the library's: read state through the
-   functions below, change settings with gnmr_reconfigure, copy a controller
-   with a checkpoint (save, then load into another initialised one); a
-   struct copy of gnmr_ctl is refused (GNMR_ESTATE). No heap, no I/O, no
-   global state but the one-time choice of SIMD path.
+   their own). Fields of gnmr_ctl are the library's: read state through
+   gnmr_counters_get and gnmr_unit_info, change settings with
+   gnmr_reconfigure, copy a controller with a checkpoint (save, then load
+   into another initialised one). A struct copy shares the slots: once
+   either copy changes state, the other is refused (GNMR_ESTATE); a field
+   edited by hand is refused too (a seal over the controller's fields).
+   Moving the controller together with its whole slot block, byte for
+   byte, is fine. No heap, no I/O, no global state but the one-time choice
+   of SIMD path.
 
    Two sets of rules; config.rule picks one: NOISE, the default (rules
    N0-N9: thresholds in units of each unit's own fluctuation, falls as well
@@ -60,11 +64,14 @@
    Then across units:
      6  a unit in recovery counts its lock down: HOLD while steps are left;
         at zero, RELEASE (cooldown_steps of cooldown start) unless it is
-        risky this step, which renews the lock (HOLD + RENEWED) in its slot.
+        risky this step, which renews the lock (HOLD + RENEWED) in its slot
+        (never while more units recover than max_recovering allows, which
+        only gnmr_reconfigure can cause).
      7  admission: risky units on the cheap path and out of cooldown
         (non-finite ignores cooldown) are ranked by score, highest first,
         ties by lower unit index; the best take the free slots
-        (max_recovering minus the units still locked) with RECOVER and a
+        (max_recovering minus the units still locked, at least 0) with
+        RECOVER and a
         lock of L = lock_steps. The rest stay KEEP, flagged OVER_BUDGET (or
         COOLDOWN). A unit admitted at step t runs the high-fidelity path on
         steps t+1 ... t+L exactly.
@@ -140,8 +147,8 @@
    (NOISE: a rise), DELTA, NONFINITE, OVER_BUDGET, COOLDOWN, WARMUP,
    RENEWED, FALL (NOISE), GLOBAL (NOISE: on every unit of a GLOBAL step).
 
-   Configuration (gnmr_config_default; gnmr_config_validate checks a config,
-   gnmr_init also max_recovering <= units):
+   Configuration (gnmr_config_default; gnmr_config_check names the first
+   field it refuses, gnmr_init and gnmr_reconfigure check the same):
        field            symbol  valid                 default
        ratio_threshold  tau_r   finite, > 1           2.0
        delta_threshold  tau_d   finite, > 0           1.5
@@ -177,7 +184,9 @@
 
    Errors: every function that can fail returns GNMR_OK (0) or a negative
    GNMR_E* code (gnmr_strerror names it), and a refused call changes nothing:
-   not the controller, not the slots, not the output. NaN and Inf norms are
+   not the controller, not the slots, not the output (one exception:
+   gnmr_checkpoint_save into too small a buffer still reports the size
+   needed in *written). NaN and Inf norms are
    signals (rule 1), never errors; a finite negative norm is GNMR_ENORM.
 
    Checkpoints: gnmr_checkpoint_save / _load, a portable little-endian
@@ -201,6 +210,11 @@
        GNMR_NO_AVX512, GNMR_NO_AVX2, GNMR_NO_NEON
                             switch one SIMD path off
 
+   Fast-math: a file built with -ffast-math or -Ofast (gcc, clang) may hold
+   the implementation: NaN/Inf are told by their bits and the library's own
+   functions are compiled with fast-math off. Other compilers' fast-math
+   stops the build with an #error.
+
    Determinism: the same inputs give the same decisions bit for bit. Built
    with -ffp-contract=off (nvcc: --fmad=false) the host, every SIMD path and
    a CUDA device agree bit for bit.
@@ -210,6 +224,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h> /* memcpy: the inline element conversions */
 
 #define GNMR_VERSION_MAJOR 0
 #define GNMR_VERSION_MINOR 2
@@ -451,7 +466,7 @@ typedef struct gnmr_ctl {
   uint64_t full_weight_from; /* first k with 1/k <= 1 - beta (derived) */
   uint64_t fluct_full_from;  /* ... with 1/k <= 1 - fluct_decay (derived) */
   uint64_t gen;  /* advanced by every change; also in the slots' header */
-  uint64_t seal; /* hash of cfg, n_units, recovering, the two above */
+  uint64_t seal; /* hash of every field above but units and magic */
   uint64_t steps;
   uint64_t global_steps;      /* GLOBAL steps */
   GNMR__COUNTERS(GNMR__FIELD) /* the totals */
@@ -620,10 +635,50 @@ GNMR_DEF void gnmr_stats_bf16(const uint16_t *x, size_t n,
    double (the vector a distributed job all-reduces). Any tensor order. */
 GNMR_DEF int gnmr_unit_sumsq(const gnmr_tensor *t, size_t nt, double *sumsq,
                              uint32_t n_units);
-/* norms[u] = sqrt of the above. Tensors sorted by unit (non-decreasing);
-   units without tensors get 0. */
+/* norms[u] = (float)sqrt(sumsq[u]) of the above, bit for bit: any tensor
+   order, a unit's tensors added in the order they appear; units without
+   tensors get 0. Allocation-free: sums are kept for up to 256 units at a
+   time, so with more units the tensor list (headers only: each tensor's data
+   is read once) is scanned once per 256 units. */
 GNMR_DEF int gnmr_unit_norms(const gnmr_tensor *t, size_t nt, float *norms,
                              uint32_t n_units);
+
+/* One element's exact value as float. Inline and GNMR_HOSTDEV: callable from
+   host and CUDA device code in any translation unit, with no
+   GNMR_IMPLEMENTATION there and no -rdc. (The other GNMR_HOSTDEV functions,
+   gnmr_step and gnmr_recovering, are defined once, in the implementation's
+   file: device code in another .cu file calls them with relocatable device
+   code, nvcc -rdc=true, or defines GNMR_STATIC and GNMR_IMPLEMENTATION
+   itself for a private copy.) */
+static inline GNMR_HOSTDEV float gnmr_bf16_to_f32(uint16_t h) {
+  uint32_t bits = (uint32_t)h << 16;
+  float f;
+  memcpy(&f, &bits, 4);
+  return f;
+}
+
+/* IEEE binary16 bits; subnormals, Inf and NaN payloads kept. */
+static inline GNMR_HOSTDEV float gnmr_f16_to_f32(uint16_t h) {
+  uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
+  uint32_t exp = (h >> 10) & 0x1Fu, mant = h & 0x3FFu, bits;
+  float f;
+  if (exp == 0x1F) {
+    bits = sign | 0x7F800000u | (mant << 13);
+  } else if (exp != 0) {
+    bits = sign | ((exp + 112u) << 23) | (mant << 13);
+  } else if (mant == 0) {
+    bits = sign;
+  } else { /* subnormal: normalise; exact in f32 */
+    exp = 113;
+    while (!(mant & 0x400u)) {
+      mant <<= 1;
+      exp--;
+    }
+    bits = sign | (exp << 23) | ((mant & 0x3FFu) << 13);
+  }
+  memcpy(&f, &bits, 4);
+  return f;
+}
 
 /* ---- dispatch ---------------------------------------------------------- */
 
@@ -635,15 +690,25 @@ enum {
   GNMR_ISA_NEON = 4
 };
 
-/* The norm helpers' path: the best one this build and CPU can run, chosen
-   at first use (x86: cpuid + xgetbv). force changes it for the process (not
-   meant to race with norm calls in other threads). */
+/* The norm helpers' path: the first one this build and CPU can run in the
+   architecture's preference list (x86: AVX-512, AVX2, SSE2, scalar; aarch64:
+   NEON, scalar; cpuid + xgetbv on x86), chosen at first use. force changes
+   it for the process (not meant to race with norm calls in other threads).
+   The paths give the same bits; only speed differs. */
 GNMR_DEF int gnmr_isa_active(void);
 /* 1 if this CPU and build can run isa. */
 GNMR_DEF int gnmr_isa_supported(int isa);
-/* GNMR_EISA where unsupported. */
+/* GNMR_EISA where unsupported; the norm helpers only. */
 GNMR_DEF int gnmr_isa_force(int isa);
 GNMR_DEF const char *gnmr_isa_name(int isa);
+
+/* The controller's path, chosen on its own: GNMR_ISA_AVX512 (eight calm
+   units per step at a time) where this build and CPU have it, else
+   GNMR_ISA_SCALAR. Both give the same bits. force takes either of the two
+   (GNMR_EISA otherwise, or where AVX-512 is not available); the same
+   threading caveat as gnmr_isa_force. */
+GNMR_DEF int gnmr_ctl_isa_active(void);
+GNMR_DEF int gnmr_ctl_isa_force(int isa);
 
 #ifdef __cplusplus
 }
@@ -698,15 +763,82 @@ GNMR_DEF const char *gnmr_isa_name(int isa);
 #define GNMR_ASSERT(x) assert(x)
 #endif
 
+/* ---- fast-math ------------------------------------------------------------
+   -ffast-math and -Ofast let the compiler assume that no value is NaN or
+   Inf (-ffinite-math-only: isnan, isfinite and NaN-aware comparisons fold
+   away, so a NaN norm would pass as calm) and reorder arithmetic
+   (-fassociative-math, -freciprocal-math: the canonical sums and the
+   scalar/AVX-512 agreement would lose their bits). Under them this file
+   1. classifies floats by their bits (gnmr__finite32/64), never with
+      isnan/isfinite or a comparison a NaN could reach;
+   2. compiles its implementation with fast-math off (gcc: optimize
+      pragma; clang: float_control(precise)), which keeps every order of
+      operations written here. Intrinsics from <immintrin.h> keep the
+      caller's flags under clang, so the AVX-512 step passes the sums it
+      must not reorder through gnmr__keep8;
+   3. refuses to build where it cannot do 2.
+   The caller's FTZ/DAZ (which -ffast-math sets at program start) reads
+   subnormal f32/bf16 values, norms included, as zero on every path alike. */
+#if defined(__FAST_MATH__) ||                                                  \
+    (defined(__FINITE_MATH_ONLY__) && __FINITE_MATH_ONLY__) ||                 \
+    defined(__ASSOCIATIVE_MATH__) || defined(__RECIPROCAL_MATH__)
+#if defined(__CUDACC__)
+#error "gnmr.h: host -ffast-math under nvcc is not supported"
+#elif defined(__clang__)
+#define GNMR__FP_PRECISE 1
+#pragma float_control(precise, on, push)
+#elif defined(__GNUC__)
+/* gcc 12 drops the fast-math macros at pop_options: noted here, put back
+   after the implementation, so the caller's code sees what it asked for. */
+#define GNMR__FP_PRECISE 2
+#ifdef __FAST_MATH__
+#define GNMR__HAD_FAST_MATH
+#endif
+#if defined(__FINITE_MATH_ONLY__) && __FINITE_MATH_ONLY__
+#define GNMR__HAD_FINITE_MATH_ONLY
+#endif
+#ifdef __NO_MATH_ERRNO__
+#define GNMR__HAD_NO_MATH_ERRNO
+#endif
+#ifdef __ASSOCIATIVE_MATH__
+#define GNMR__HAD_ASSOCIATIVE_MATH
+#endif
+#ifdef __RECIPROCAL_MATH__
+#define GNMR__HAD_RECIPROCAL_MATH
+#endif
+#ifdef __NO_SIGNED_ZEROS__
+#define GNMR__HAD_NO_SIGNED_ZEROS
+#endif
+#ifdef __NO_TRAPPING_MATH__
+#define GNMR__HAD_NO_TRAPPING_MATH
+#endif
+#pragma GCC push_options
+#pragma GCC optimize("no-fast-math")
+#else
+#error "gnmr.h: -ffast-math needs gcc or clang (or build without it)"
+#endif
+#endif
+
 #ifdef __cplusplus
 extern "C" {
 #endif
 
+static GNMR_HOSTDEV int gnmr__finite32(float x) {
+  uint32_t bits;
+  memcpy(&bits, &x, 4);
+  return (bits & 0x7FFFFFFFu) < 0x7F800000u;
+}
+static GNMR_HOSTDEV int gnmr__finite64(double x) {
+  uint64_t bits;
+  memcpy(&bits, &x, 8);
+  return (bits & UINT64_C(0x7FFFFFFFFFFFFFFF)) < UINT64_C(0x7FF0000000000000);
+}
+
 #define GNMR__MAGIC 0x524d4e47u /* "GNMR" */
 
 /* The controller's AVX-512 path: x86-64 builds with the AVX-512 kernels,
-   taken when the dispatch (below) chose AVX-512; gnmr_isa_force(SCALAR)
-   turns it off like the norm kernels'. */
+   taken when the CPU has it (gnmr_ctl_isa_active; gnmr_ctl_isa_force turns
+   it off), whatever path the norm helpers use. */
 #if defined(GNMR__AVX512) && defined(__x86_64__)
 #define GNMR__CTL_AVX512 1
 #else
@@ -724,7 +856,8 @@ GNMR_DEF const char *gnmr_strerror(int code) {
   case GNMR_EMISMATCH: return "checkpoint holds another number of units";
   case GNMR_ECONFIG: return "configuration field out of range";
   case GNMR_ENORM: return "negative gradient norm";
-  case GNMR_ESTATE: return "controller not initialised";
+  case GNMR_ESTATE:
+    return "controller not initialised, edited by hand, or a stale copy";
   case GNMR_EISA: return "instruction set not available";
   default: return "unknown error";
   }
@@ -773,7 +906,7 @@ GNMR_DEF gnmr_config gnmr_config_default(void) {
 }
 
 static int gnmr__finite_above(double x, double floor_) {
-  return isfinite(x) && x > floor_;
+  return gnmr__finite64(x) && x > floor_;
 }
 
 /* Every field of gnmr_config with its valid range (c the config, n the
@@ -781,7 +914,8 @@ static int gnmr__finite_above(double x, double floor_) {
 #define GNMR__CONFIG(X)                                                        \
   X(ratio_threshold, gnmr__finite_above(c->ratio_threshold, 1.0))              \
   X(delta_threshold, gnmr__finite_above(c->delta_threshold, 0.0))              \
-  X(history_decay, c->history_decay > 0.0 && c->history_decay <= 1.0)          \
+  X(history_decay,                                                             \
+    gnmr__finite_above(c->history_decay, 0.0) && c->history_decay <= 1.0)      \
   X(eps, gnmr__finite_above(c->eps, 0.0))                                      \
   X(delta_window, c->delta_window >= 1 && c->delta_window <= GNMR_WINDOW_MAX)  \
   X(warmup_steps, 1)                                                           \
@@ -795,15 +929,16 @@ static int gnmr__finite_above(double x, double floor_) {
   X(z_rise, gnmr__finite_above(c->z_rise, 0.0))                                \
   X(z_fall, gnmr__finite_above(c->z_fall, 0.0))                                \
   X(min_rise, gnmr__finite_above(c->min_rise, 1.0))                            \
-  X(max_fall, c->max_fall > 0.0 && c->max_fall < 1.0)                          \
-  X(ar, c->ar >= 0.0 && c->ar < 1.0)                                           \
+  X(max_fall, gnmr__finite_above(c->max_fall, 0.0) && c->max_fall < 1.0)       \
+  X(ar, gnmr__finite64(c->ar) && c->ar >= 0.0 && c->ar < 1.0)                  \
   X(hold, gnmr__finite_above(c->hold, 0.0))                                    \
-  X(fluct_decay, c->fluct_decay > 0.0 && c->fluct_decay <= 1.0)                \
-  X(winsor, gnmr__finite_above(c->winsor, 1.0) || c->winsor == 1.0)            \
-  X(fluct_floor,                                                               \
-    gnmr__finite_above(c->fluct_floor, 0.0) || c->fluct_floor == 0.0)          \
+  X(fluct_decay,                                                               \
+    gnmr__finite_above(c->fluct_decay, 0.0) && c->fluct_decay <= 1.0)          \
+  X(winsor, gnmr__finite64(c->winsor) && c->winsor >= 1.0)                     \
+  X(fluct_floor, gnmr__finite64(c->fluct_floor) && c->fluct_floor >= 0.0)      \
   X(global_ratio, gnmr__finite_above(c->global_ratio, 1.0))                    \
-  X(global_frac, c->global_frac > 0.0 && c->global_frac <= 1.0)                \
+  X(global_frac,                                                               \
+    gnmr__finite_above(c->global_frac, 0.0) && c->global_frac <= 1.0)          \
   X(common_min_units, c->common_min_units >= 1)                                \
   X(global_policy, c->global_policy >= GNMR_GLOBAL_NONE &&                     \
                        c->global_policy <= GNMR_GLOBAL_SKIP)
@@ -1366,7 +1501,7 @@ static GNMR_HOSTDEV unsigned gnmr__unit_step(const gnmr__rules *c,
   unsigned ev = 0;
   int risky;
 
-  if (c->noise && isfinite(g)) {
+  if (c->noise && gnmr__finite32(norms[u])) {
     /* rules N2, N4-N7, N9 */
     flags = gnmr__noise_unit(c, s, u, &ratio, &delta, &score, &scale);
     risky = (flags & (GNMR_FLAG_RATIO | GNMR_FLAG_FALL)) != 0;
@@ -1376,7 +1511,7 @@ static GNMR_HOSTDEV unsigned gnmr__unit_step(const gnmr__rules *c,
     } else if (flags & GNMR_FLAG_RATIO) {
       ev = GNMR__EV_RISE;
     }
-  } else if (isfinite(g)) {
+  } else if (gnmr__finite32(norms[u])) {
     const double m = s->mean[u];
     const uint64_t k = s->finite_steps[u];
     double x = g, w, evicted = 0.0;
@@ -1530,6 +1665,15 @@ static uint32_t gnmr__negative16_avx512(const float *norms, uint32_t n,
   return u;
 }
 
+/* v exactly as computed: clang gives intrinsics the caller's fast-math
+   flags, which let it turn wsum + (stored - evicted) into (wsum + stored) -
+   evicted (it does in a small case), away from the scalar path's bits. */
+GNMR__TARGET_AVX512
+static __m512d gnmr__keep8(__m512d v) {
+  __asm__("" : "+v"(v));
+  return v;
+}
+
 /* gnmr__mul, eight lanes wide. */
 GNMR__TARGET_AVX512
 static __m512d gnmr__mul8(__m512d a, __m512d b) {
@@ -1585,23 +1729,28 @@ gnmr__calm8_avx512(gnmr__step_ctx *c, uint32_t u) {
   const size_t n = c->r.n;
   __m512d g, m, wsum, mm, ratio, delta, a, b, score, w;
   __m512i k, k1;
-  __m256i busy;
+  __m256i busy, norm_bits;
   __m256 stored, evicted;
   __mmask8 calm, warm, young, resync;
   uint64_t ks[8];
   int lane, same;
 
-  g = _mm512_maskz_cvtps_pd(0xFF, _mm256_loadu_ps(c->norms + u));
+  norm_bits = _mm256_loadu_si256((const __m256i *)(const void *)(c->norms + u));
+  g = _mm512_maskz_cvtps_pd(0xFF, _mm256_castsi256_ps(norm_bits));
   k = _mm512_loadu_si512((const void *)(s->finite_steps + u));
   busy = _mm256_or_si256(
       _mm256_loadu_si256((const __m256i *)(const void *)(s->lock + u)),
       _mm256_loadu_si256((const __m256i *)(const void *)(s->cooldown + u)));
-  calm = (__mmask8)(_mm512_cmp_pd_mask(_mm512_abs_pd(g),
-                                       _mm512_set1_pd(FLT_MAX), _CMP_LE_OQ) &
-                    _mm512_cmp_epu64_mask(
-                        k, _mm512_set1_epi64((long long)c->r.window),
-                        _MM_CMPINT_NLT) &
-                    _mm256_cmpeq_epi32_mask(busy, _mm256_setzero_si256()));
+  /* Finite by the norms' bits, as in gnmr__unit_step: clang gives an FP
+     compare intrinsic the caller's fast-math flags (no NaN, no Inf). */
+  calm =
+      (__mmask8)(_mm256_cmplt_epu32_mask(
+                     _mm256_and_si256(norm_bits, _mm256_set1_epi32(0x7FFFFFFF)),
+                     _mm256_set1_epi32(0x7F800000)) &
+                 _mm512_cmp_epu64_mask(
+                     k, _mm512_set1_epi64((long long)c->r.window),
+                     _MM_CMPINT_NLT) &
+                 _mm256_cmpeq_epi32_mask(busy, _mm256_setzero_si256()));
   if (!calm) return 0xFF;
 
   m = _mm512_loadu_pd(s->mean + u);
@@ -1660,9 +1809,9 @@ gnmr__calm8_avx512(gnmr__step_ctx *c, uint32_t u) {
     }
     evicted = _mm256_setr_ps(e[0], e[1], e[2], e[3], e[4], e[5], e[6], e[7]);
   }
-  wsum =
-      _mm512_add_pd(wsum, _mm512_sub_pd(_mm512_maskz_cvtps_pd(0xFF, stored),
-                                        _mm512_maskz_cvtps_pd(0xFF, evicted)));
+  wsum = _mm512_add_pd(
+      wsum, gnmr__keep8(_mm512_sub_pd(_mm512_maskz_cvtps_pd(0xFF, stored),
+                                      _mm512_maskz_cvtps_pd(0xFF, evicted))));
   /* Once per lap the running sum is replaced by gnmr__window_sum: row by
      row, oldest first, while the counts agree, else lane by lane. */
   resync = calm & _mm512_testn_epi64_mask(k1, _mm512_set1_epi64(GNMR__RING));
@@ -1670,11 +1819,11 @@ gnmr__calm8_avx512(gnmr__step_ctx *c, uint32_t u) {
     __m512d sum = _mm512_setzero_pd();
     uint32_t i;
     for (i = c->r.window; i > 0; i--)
-      sum = _mm512_add_pd(
+      sum = gnmr__keep8(_mm512_add_pd(
           sum,
           _mm512_maskz_cvtps_pd(
               0xFF, _mm256_loadu_ps(s->window +
-                                    ((ks[0] + 1 - i) & GNMR__RING) * n + u)));
+                                    ((ks[0] + 1 - i) & GNMR__RING) * n + u))));
     wsum = _mm512_mask_mov_pd(wsum, resync, sum);
   }
   _mm512_mask_storeu_pd(s->window_sum + u, calm, wsum);
@@ -1797,7 +1946,7 @@ static GNMR_HOSTDEV void gnmr__step_common(gnmr_ctl *ctl, gnmr__step_ctx *c) {
   for (u = 0; u < r->n; u++) {
     const double g = (double)c->norms[u];
     double dr;
-    if (!isfinite(g)) continue;
+    if (!gnmr__finite32(c->norms[u])) continue;
     finite++;
     sumsq += gnmr__mul(g, g); /* exact: g is a float */
     dr = gnmr__log(g, r->log_floor) - s->log_mean[u];
@@ -1928,7 +2077,7 @@ GNMR_DEF GNMR_HOSTDEV int gnmr_step(gnmr_ctl *ctl, const float *norms,
   gnmr__step_ctx c;
   uint32_t k;
 #if GNMR__CTL_AVX512
-  const int wide = gnmr_isa_active() == GNMR_ISA_AVX512;
+  const int wide = gnmr_ctl_isa_active() == GNMR_ISA_AVX512;
 #else
   const int wide = 0;
 #endif
@@ -2156,7 +2305,8 @@ static uint32_t gnmr__crc32(const unsigned char *p, size_t n) {
    double the rules read), |d| and so |p| below 2 * 710 + 8, s below
    twice that; the bounds keep every step's arithmetic finite. */
 static int gnmr__noise_valid(double mu, double s, double p, uint64_t k) {
-  return fabs(mu) <= 1024.0 && s >= 0.0 && s <= 8192.0 && fabs(p) <= 4096.0 &&
+  return gnmr__finite64(mu) && gnmr__finite64(s) && gnmr__finite64(p) &&
+         fabs(mu) <= 1024.0 && s >= 0.0 && s <= 8192.0 && fabs(p) <= 4096.0 &&
          k <= GNMR__K_MAX;
 }
 
@@ -2169,13 +2319,18 @@ static int gnmr__unit_valid(const gnmr__unit_state *s, const gnmr_config *c) {
                                              : GNMR_WINDOW_MAX;
   /* 2^62 observations are out of reach of any run; beyond, k + 1 and the
      ring arithmetic would no longer be exact. */
-  if (!(isfinite(s->mean) && s->mean >= 0.0) || !isfinite(s->window_sum) ||
-      s->finite_steps > GNMR__K_MAX || s->lock > c->lock_steps ||
-      s->cooldown > c->cooldown_steps || (s->lock > 0 && s->cooldown > 0))
+  if (!gnmr__finite64(s->mean) || s->mean < 0.0 ||
+      !gnmr__finite64(s->window_sum) || s->finite_steps > GNMR__K_MAX ||
+      s->lock > c->lock_steps || s->cooldown > c->cooldown_steps ||
+      (s->lock > 0 && s->cooldown > 0))
     return 0;
   for (i = 0; i < GNMR_WINDOW_MAX; i++) {
     float r = s->window[i];
-    if (i < filled ? !(r >= 0.0f && r <= cap) : r != 0.0f) return 0;
+    uint32_t bits;
+    memcpy(&bits, &r, 4);
+    if (i < filled ? !gnmr__finite32(r) || r < 0.0f || r > cap
+                   : (bits & 0x7FFFFFFFu) != 0)
+      return 0;
   }
   /* The running sum strays from the exact sum of the last min(k, W) ratios
      by at most ~32 roundings between re-adds; anything further off was not
@@ -2349,35 +2504,6 @@ GNMR_DEF int gnmr_checkpoint_load(gnmr_ctl *ctl, const void *buf, size_t len) {
    scalar one included, so paths still agree; f16 subnormals are f32 normals
    and always count. */
 
-static float gnmr__bf16_to_f32(uint16_t h) {
-  uint32_t bits = (uint32_t)h << 16;
-  float f;
-  memcpy(&f, &bits, 4);
-  return f;
-}
-
-static float gnmr__f16_to_f32(uint16_t h) {
-  uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
-  uint32_t exp = (h >> 10) & 0x1Fu, mant = h & 0x3FFu, bits;
-  float f;
-  if (exp == 0x1F) {
-    bits = sign | 0x7F800000u | (mant << 13);
-  } else if (exp != 0) {
-    bits = sign | ((exp + 112u) << 23) | (mant << 13);
-  } else if (mant == 0) {
-    bits = sign;
-  } else { /* subnormal: normalise; exact in f32 */
-    exp = 113;
-    while (!(mant & 0x400u)) {
-      mant <<= 1;
-      exp--;
-    }
-    bits = sign | (exp << 23) | ((mant & 0x3FFu) << 13);
-  }
-  memcpy(&f, &bits, 4);
-  return f;
-}
-
 /* Bottom-up pairwise tree over chunk sums, streamed: a binary counter of
    partial sums, folded top-down at the end (the same tree as pairing level
    by level with the odd last one carried up). */
@@ -2434,8 +2560,8 @@ static int gnmr__mag_finite(uint32_t mag, int dtype) {
 
 static float gnmr__mag_value(uint32_t mag, int dtype) {
   float f;
-  if (dtype == GNMR_DTYPE_F16) return gnmr__f16_to_f32((uint16_t)mag);
-  if (dtype == GNMR_DTYPE_BF16) return gnmr__bf16_to_f32((uint16_t)mag);
+  if (dtype == GNMR_DTYPE_F16) return gnmr_f16_to_f32((uint16_t)mag);
+  if (dtype == GNMR_DTYPE_BF16) return gnmr_bf16_to_f32((uint16_t)mag);
   memcpy(&f, &mag, 4);
   return f;
 }
@@ -2447,10 +2573,10 @@ static float gnmr__mag_value(uint32_t mag, int dtype) {
 typedef void (*gnmr__rows_fn)(const void *x, size_t rows, int dtype,
                               double *lane, uint32_t *mag);
 
-/* The scalar path, the reference every other path must match. */
-static void gnmr__rows_scalar(const void *x, size_t rows, int dtype,
-                              double *lane, uint32_t *mag) {
-  const unsigned char *p = (const unsigned char *)x;
+/* The scalar path, the reference every other path must match; one loop per
+   dtype (dtype a constant in each, once inlined). */
+static void gnmr__rows_scalar_of(const unsigned char *p, size_t rows, int dtype,
+                                 double *lane, uint32_t *mag) {
   size_t size = gnmr__elem_size(dtype), r;
   int j;
   for (r = 0; r < rows; r++) {
@@ -2461,6 +2587,17 @@ static void gnmr__rows_scalar(const void *x, size_t rows, int dtype,
       if (mag && m > *mag) *mag = m;
     }
   }
+}
+
+static void gnmr__rows_scalar(const void *x, size_t rows, int dtype,
+                              double *lane, uint32_t *mag) {
+  const unsigned char *p = (const unsigned char *)x;
+  if (dtype == GNMR_DTYPE_F32)
+    gnmr__rows_scalar_of(p, rows, GNMR_DTYPE_F32, lane, mag);
+  else if (dtype == GNMR_DTYPE_F16)
+    gnmr__rows_scalar_of(p, rows, GNMR_DTYPE_F16, lane, mag);
+  else
+    gnmr__rows_scalar_of(p, rows, GNMR_DTYPE_BF16, lane, mag);
 }
 
 static gnmr__rows_fn gnmr__active_rows(void);
@@ -2506,7 +2643,7 @@ static double gnmr__sum(gnmr__rows_fn rows, const void *x, size_t n, int dtype,
     }
     sum = gnmr__lane_fold(lane);
     if (mag) {
-      if (!isfinite(sum))
+      if (!gnmr__finite64(sum))
         gnmr__nonfinite_chunk(chunk, len, dtype, mag, nonfinite);
       else if (chunk_mag > *mag)
         *mag = chunk_mag;
@@ -2582,30 +2719,58 @@ GNMR_DEF int gnmr_unit_sumsq(const gnmr_tensor *t, size_t nt, double *sumsq,
   return GNMR_OK;
 }
 
+/* Units gnmr_unit_norms sums at once, on the stack (2 KiB). */
+#define GNMR__NORM_UNITS 256
+
 GNMR_DEF int gnmr_unit_norms(const gnmr_tensor *t, size_t nt, float *norms,
                              uint32_t n_units) {
+  double sum[GNMR__NORM_UNITS];
+  uint32_t base, width, u;
   size_t i;
-  uint32_t u;
   if ((n_units > 0 && !norms) || !gnmr__tensors_valid(t, nt, n_units))
     return GNMR_EINVAL;
-  for (i = 1; i < nt; i++)
-    if (t[i].unit < t[i - 1].unit) return GNMR_EINVAL;
-  for (u = 0; u < n_units; u++) norms[u] = 0.0f;
-  for (i = 0; i < nt;) {
-    double sum = 0.0;
-    u = t[i].unit;
-    for (; i < nt && t[i].unit == u; i++)
-      sum += gnmr__sumsq(t[i].data, t[i].n, t[i].dtype);
-    norms[u] = (float)sqrt(sum);
+  /* Units [base, base + width) per pass; a tensor outside them is skipped
+     by one unsigned compare (unit - base wraps around below base). */
+  for (base = 0; base < n_units; base += width) {
+    width = n_units - base;
+    if (width > GNMR__NORM_UNITS) width = GNMR__NORM_UNITS;
+    for (u = 0; u < width; u++) sum[u] = 0.0;
+    for (i = 0; i < nt; i++)
+      if (t[i].unit - base < width)
+        sum[t[i].unit - base] += gnmr__sumsq(t[i].data, t[i].n, t[i].dtype);
+    for (u = 0; u < width; u++) norms[base + u] = (float)sqrt(sum[u]);
   }
   return GNMR_OK;
 }
 
 /* ---- SIMD paths -----------------------------------------------------------
-   Each kernel keeps the 32 lane sums in registers, converts elements to
+   Each path keeps the 32 lane sums in registers, converts elements to
    double exactly (cvtps2pd, F16C/NEON half conversions, bf16 by a shift)
    and adds x*x with a fused multiply-add where it has one: x*x is exact in
-   double, so fma(x, x, s) rounds once, like s + x*x. Loads are unaligned. */
+   double, so fma(x, x, s) rounds once, like s + x*x. Loads are unaligned.
+
+   The row loop is written once (GNMR__ROWS, at the end of this section);
+   a path supplies only its primitives, gnmr__<path>_*:
+     acc                 its vector of D double lane sums (32 / D of them)
+     top                 its vector of running magnitude maxima
+     load(lane), store(lane, v)  D lane sums into an acc and back
+     enter(a, dt), leave(a, dt)  a path may keep another lane order inside
+                           the loop for a dtype (AVX-512 bf16 does)
+     add16(a, p, dt)     the 16 elements of dtype dt at p, squares added
+                           into a[0 .. 16 / D), element i into lane i
+     max32(top, p, dt)   top raised to the magnitudes of the 32 at p
+     fold(top, dt)       the largest magnitude in top
+   Primitives are forced inline and the loop is instantiated per dtype, so
+   dt is a constant in them and their dtype branches fold away. */
+
+#define GNMR__PRIM __inline__ __attribute__((always_inline)) static
+/* Loops over a path's accumulators unrolled in full, so that they stay in
+   registers. */
+#ifdef __clang__
+#define GNMR__UNROLL _Pragma("unroll")
+#else
+#define GNMR__UNROLL _Pragma("GCC unroll 16")
+#endif
 
 /* Streaming reads: asking for the line 1 KiB ahead keeps more misses in
    flight than the hardware prefetcher alone (about +5% out of cache on a
@@ -2616,11 +2781,57 @@ GNMR_DEF int gnmr_unit_norms(const gnmr_tensor *t, size_t nt, float *norms,
     if ((row_bytes) > 64) __builtin_prefetch((p) + 1024 + 64);                 \
   } while (0)
 
+#define GNMR__ESIZE(dt) ((size_t)((dt) == GNMR_DTYPE_F32 ? 4 : 2))
+
+/* One dtype's rows: lane sums in, the loop, lane sums out, the max fold. */
+#define GNMR__ROWS_OF(P, D, dt)                                                \
+  do {                                                                         \
+    size_t k;                                                                  \
+    GNMR__UNROLL                                                               \
+    for (k = 0; k < 32 / (D); k++) a[k] = gnmr__##P##_load(lane + (D)*k);      \
+    gnmr__##P##_enter(a, dt);                                                  \
+    for (r = 0; r < rows; r++, p += 32 * GNMR__ESIZE(dt)) {                    \
+      GNMR__PREFETCH(p, 32 * GNMR__ESIZE(dt));                                 \
+      gnmr__##P##_add16(a, p, dt);                                             \
+      gnmr__##P##_add16(a + 16 / (D), p + 16 * GNMR__ESIZE(dt), dt);           \
+      if (mag) top = gnmr__##P##_max32(top, p, dt);                            \
+    }                                                                          \
+    gnmr__##P##_leave(a, dt);                                                  \
+    GNMR__UNROLL                                                               \
+    for (k = 0; k < 32 / (D); k++) gnmr__##P##_store(lane + (D)*k, a[k]);      \
+    if (mag) {                                                                 \
+      uint32_t m = gnmr__##P##_fold(top, dt);                                  \
+      if (m > *mag) *mag = m;                                                  \
+    }                                                                          \
+  } while (0)
+
+/* gnmr__rows_P: a gnmr__rows_fn from path P's primitives (D doubles per
+   accumulator, compiled for TARGET). */
+#define GNMR__ROWS(P, TARGET, D)                                               \
+  static TARGET void gnmr__rows_##P(const void *x, size_t rows, int dtype,     \
+                                    double *lane, uint32_t *mag) {             \
+    const unsigned char *p = (const unsigned char *)x;                         \
+    gnmr__##P##_acc a[32 / (D)];                                               \
+    gnmr__##P##_top top = gnmr__##P##_top0();                                  \
+    size_t r;                                                                  \
+    if (dtype == GNMR_DTYPE_F32)                                               \
+      GNMR__ROWS_OF(P, D, GNMR_DTYPE_F32);                                     \
+    else if (dtype == GNMR_DTYPE_F16)                                          \
+      GNMR__ROWS_OF(P, D, GNMR_DTYPE_F16);                                     \
+    else                                                                       \
+      GNMR__ROWS_OF(P, D, GNMR_DTYPE_BF16);                                    \
+  }
+
 #ifdef GNMR__SSE2
-/* SSE2 has no half conversion: f16 magnitudes (sign dropped; squares do not
-   need it) are rebuilt as f32 bits with integer operations, subnormals as
-   m * 2^-24 from integers, so no subnormal ever enters the FPU (DAZ-safe). */
-static GNMR__TARGET_SSE2 __m128 gnmr__sse2_f16(__m128i m) {
+/* D = 2. SSE2 has no half conversion: f16 magnitudes (sign dropped; squares
+   do not need it) are rebuilt as f32 bits with integer operations,
+   subnormals as m * 2^-24 from integers, so no subnormal ever enters the
+   FPU (DAZ-safe). No unsigned 32-bit max either: a signed one is right for
+   magnitudes, which are < 2^31. */
+typedef __m128d gnmr__sse2_acc;
+typedef __m128i gnmr__sse2_top;
+
+GNMR__PRIM GNMR__TARGET_SSE2 __m128 gnmr__sse2_f16(__m128i m) {
   __m128i bits =
       _mm_add_epi32(_mm_slli_epi32(m, 13), _mm_set1_epi32(0x38000000));
   __m128i infnan = _mm_cmpgt_epi32(m, _mm_set1_epi32(0x7BFF));
@@ -2633,158 +2844,171 @@ static GNMR__TARGET_SSE2 __m128 gnmr__sse2_f16(__m128i m) {
 }
 
 /* Four floats into lane sums a[0] (elements 0, 1) and a[1] (2, 3). */
-static GNMR__TARGET_SSE2 void gnmr__sse2_sq4(__m128d *a, __m128 f) {
+GNMR__PRIM GNMR__TARGET_SSE2 void gnmr__sse2_sq4(__m128d *a, __m128 f) {
   __m128d lo = _mm_cvtps_pd(f), hi = _mm_cvtps_pd(_mm_movehl_ps(f, f));
   a[0] = _mm_add_pd(a[0], _mm_mul_pd(lo, lo));
   a[1] = _mm_add_pd(a[1], _mm_mul_pd(hi, hi));
 }
 
-static GNMR__TARGET_SSE2 void gnmr__rows_sse2(const void *x, size_t rows,
-                                              int dtype, double *lane,
-                                              uint32_t *mag) {
-  const unsigned char *p = (const unsigned char *)x;
-  __m128d a[16];
-  __m128i top = _mm_setzero_si128();
-  uint32_t t[4];
-  size_t r;
+GNMR__PRIM GNMR__TARGET_SSE2 __m128i gnmr__sse2_u128(const unsigned char *p) {
+  return _mm_loadu_si128((const __m128i *)(const void *)p);
+}
+
+GNMR__PRIM GNMR__TARGET_SSE2 __m128i gnmr__sse2_top0(void) {
+  return _mm_setzero_si128();
+}
+#define gnmr__sse2_load _mm_loadu_pd
+#define gnmr__sse2_store _mm_storeu_pd
+#define gnmr__sse2_enter(a, dt) (void)0
+#define gnmr__sse2_leave(a, dt) (void)0
+
+GNMR__PRIM GNMR__TARGET_SSE2 void
+gnmr__sse2_add16(__m128d *a, const unsigned char *p, int dt) {
+  const __m128i zero = _mm_setzero_si128(), abs = _mm_set1_epi16(0x7FFF);
   size_t k;
-  for (k = 0; k < 16; k++) a[k] = _mm_loadu_pd(lane + 2 * k);
-  if (dtype == GNMR_DTYPE_F32) {
+  if (dt == GNMR_DTYPE_F32) {
+    GNMR__UNROLL
+    for (k = 0; k < 4; k++)
+      gnmr__sse2_sq4(a + 2 * k, _mm_castsi128_ps(gnmr__sse2_u128(p + 16 * k)));
+    return;
+  }
+  GNMR__UNROLL
+  for (k = 0; k < 2; k++) {
+    __m128i h = gnmr__sse2_u128(p + 16 * k);
+    __m128 lo, hi;
+    if (dt == GNMR_DTYPE_BF16) {
+      lo = _mm_castsi128_ps(_mm_unpacklo_epi16(zero, h));
+      hi = _mm_castsi128_ps(_mm_unpackhi_epi16(zero, h));
+    } else {
+      __m128i m = _mm_and_si128(h, abs);
+      lo = gnmr__sse2_f16(_mm_unpacklo_epi16(m, zero));
+      hi = gnmr__sse2_f16(_mm_unpackhi_epi16(m, zero));
+    }
+    gnmr__sse2_sq4(a + 4 * k, lo);
+    gnmr__sse2_sq4(a + 4 * k + 2, hi);
+  }
+}
+
+GNMR__PRIM GNMR__TARGET_SSE2 __m128i gnmr__sse2_max32(__m128i top,
+                                                      const unsigned char *p,
+                                                      int dt) {
+  size_t k;
+  if (dt == GNMR_DTYPE_F32) {
     const __m128i abs = _mm_set1_epi32(0x7FFFFFFF);
-    for (r = 0; r < rows; r++, p += 128) {
-      GNMR__PREFETCH(p, 128);
-      for (k = 0; k < 8; k++) {
-        __m128i v =
-            _mm_loadu_si128((const __m128i *)(const void *)(p + 16 * k));
-        gnmr__sse2_sq4(a + 2 * k, _mm_castsi128_ps(v));
-        if (mag) { /* unsigned max: magnitudes are < 2^31 */
-          __m128i m = _mm_and_si128(v, abs), gt = _mm_cmpgt_epi32(m, top);
-          top = _mm_or_si128(_mm_and_si128(gt, m), _mm_andnot_si128(gt, top));
-        }
-      }
+    GNMR__UNROLL
+    for (k = 0; k < 8; k++) {
+      __m128i m = _mm_and_si128(gnmr__sse2_u128(p + 16 * k), abs);
+      __m128i gt = _mm_cmpgt_epi32(m, top);
+      top = _mm_or_si128(_mm_and_si128(gt, m), _mm_andnot_si128(gt, top));
     }
-    _mm_storeu_si128((__m128i *)(void *)t, top);
   } else {
-    const __m128i abs = _mm_set1_epi16(0x7FFF), zero = _mm_setzero_si128();
-    for (r = 0; r < rows; r++, p += 64) {
-      GNMR__PREFETCH(p, 64);
-      for (k = 0; k < 4; k++) {
-        __m128i h =
-            _mm_loadu_si128((const __m128i *)(const void *)(p + 16 * k));
-        __m128 lo, hi;
-        if (dtype == GNMR_DTYPE_BF16) {
-          lo = _mm_castsi128_ps(_mm_unpacklo_epi16(zero, h));
-          hi = _mm_castsi128_ps(_mm_unpackhi_epi16(zero, h));
-        } else {
-          __m128i m = _mm_and_si128(h, abs);
-          lo = gnmr__sse2_f16(_mm_unpacklo_epi16(m, zero));
-          hi = gnmr__sse2_f16(_mm_unpackhi_epi16(m, zero));
-        }
-        gnmr__sse2_sq4(a + 4 * k, lo);
-        gnmr__sse2_sq4(a + 4 * k + 2, hi);
-        if (mag) top = _mm_max_epi16(top, _mm_and_si128(h, abs));
-      }
-    }
-    /* 16-bit maxima to 32-bit lanes */
+    const __m128i abs = _mm_set1_epi16(0x7FFF);
+    GNMR__UNROLL
+    for (k = 0; k < 4; k++)
+      top = _mm_max_epi16(top, _mm_and_si128(gnmr__sse2_u128(p + 16 * k), abs));
+  }
+  return top;
+}
+
+GNMR__PRIM GNMR__TARGET_SSE2 uint32_t gnmr__sse2_fold(__m128i top, int dt) {
+  uint32_t t[4], m = 0;
+  size_t k;
+  if (dt != GNMR_DTYPE_F32) /* 16-bit maxima to 32-bit lanes */
     top = _mm_max_epi16(_mm_srli_epi32(top, 16),
                         _mm_and_si128(top, _mm_set1_epi32(0xFFFF)));
-    _mm_storeu_si128((__m128i *)(void *)t, top);
-  }
-  for (k = 0; k < 16; k++) _mm_storeu_pd(lane + 2 * k, a[k]);
-  if (mag)
-    for (k = 0; k < 4; k++)
-      if (t[k] > *mag) *mag = t[k];
+  _mm_storeu_si128((__m128i *)(void *)t, top);
+  GNMR__UNROLL
+  for (k = 0; k < 4; k++)
+    if (t[k] > m) m = t[k];
+  return m;
 }
+
+GNMR__ROWS(sse2, GNMR__TARGET_SSE2, 2)
 #endif /* GNMR__SSE2 */
 
 #ifdef GNMR__AVX2
-static GNMR__TARGET_AVX2 __m256d gnmr__avx2_sq(__m256d acc, __m128 f) {
+/* D = 4. */
+typedef __m256d gnmr__avx2_acc;
+typedef __m256i gnmr__avx2_top;
+
+GNMR__PRIM GNMR__TARGET_AVX2 __m256d gnmr__avx2_sq(__m256d acc, __m128 f) {
   __m256d d = _mm256_cvtps_pd(f);
   return _mm256_fmadd_pd(d, d, acc);
 }
 
+GNMR__PRIM GNMR__TARGET_AVX2 __m256i gnmr__avx2_u256(const unsigned char *p) {
+  return _mm256_loadu_si256((const __m256i *)(const void *)p);
+}
+
 /* Eight f16/bf16 elements to eight floats, in order. */
-static GNMR__TARGET_AVX2 __m256 gnmr__avx2_half8(const unsigned char *p,
-                                                 int dtype) {
+GNMR__PRIM GNMR__TARGET_AVX2 __m256 gnmr__avx2_half8(const unsigned char *p,
+                                                     int dt) {
   __m128i h = _mm_loadu_si128((const __m128i *)(const void *)p);
-  if (dtype == GNMR_DTYPE_F16) return _mm256_cvtph_ps(h);
+  if (dt == GNMR_DTYPE_F16) return _mm256_cvtph_ps(h);
   return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
 }
 
-static GNMR__TARGET_AVX2 void gnmr__rows_avx2(const void *x, size_t rows,
-                                              int dtype, double *lane,
-                                              uint32_t *mag) {
-  const unsigned char *p = (const unsigned char *)x;
-  __m256d a0 = _mm256_loadu_pd(lane), a1 = _mm256_loadu_pd(lane + 4);
-  __m256d a2 = _mm256_loadu_pd(lane + 8), a3 = _mm256_loadu_pd(lane + 12);
-  __m256d a4 = _mm256_loadu_pd(lane + 16), a5 = _mm256_loadu_pd(lane + 20);
-  __m256d a6 = _mm256_loadu_pd(lane + 24), a7 = _mm256_loadu_pd(lane + 28);
-  __m256i top = _mm256_setzero_si256();
-  uint32_t t[8];
-  size_t r;
+GNMR__PRIM GNMR__TARGET_AVX2 __m256i gnmr__avx2_top0(void) {
+  return _mm256_setzero_si256();
+}
+#define gnmr__avx2_load _mm256_loadu_pd
+#define gnmr__avx2_store _mm256_storeu_pd
+#define gnmr__avx2_enter(a, dt) (void)0
+#define gnmr__avx2_leave(a, dt) (void)0
+
+GNMR__PRIM GNMR__TARGET_AVX2 void
+gnmr__avx2_add16(__m256d *a, const unsigned char *p, int dt) {
   size_t k;
-  if (dtype == GNMR_DTYPE_F32) {
-    const __m256i abs = _mm256_set1_epi32(0x7FFFFFFF);
-    for (r = 0; r < rows; r++, p += 128) {
-      const float *f = (const float *)(const void *)p;
-      GNMR__PREFETCH(p, 128);
-      a0 = gnmr__avx2_sq(a0, _mm_loadu_ps(f));
-      a1 = gnmr__avx2_sq(a1, _mm_loadu_ps(f + 4));
-      a2 = gnmr__avx2_sq(a2, _mm_loadu_ps(f + 8));
-      a3 = gnmr__avx2_sq(a3, _mm_loadu_ps(f + 12));
-      a4 = gnmr__avx2_sq(a4, _mm_loadu_ps(f + 16));
-      a5 = gnmr__avx2_sq(a5, _mm_loadu_ps(f + 20));
-      a6 = gnmr__avx2_sq(a6, _mm_loadu_ps(f + 24));
-      a7 = gnmr__avx2_sq(a7, _mm_loadu_ps(f + 28));
-      if (mag)
-        for (k = 0; k < 4; k++)
-          top = _mm256_max_epu32(
-              top,
-              _mm256_and_si256(_mm256_loadu_si256(
-                                   (const __m256i *)(const void *)(p + 32 * k)),
-                               abs));
-    }
-  } else {
-    const __m256i abs = _mm256_set1_epi16(0x7FFF);
-    for (r = 0; r < rows; r++, p += 64) {
-      __m256 f0 = gnmr__avx2_half8(p, dtype);
-      GNMR__PREFETCH(p, 64);
-      __m256 f1 = gnmr__avx2_half8(p + 16, dtype);
-      __m256 f2 = gnmr__avx2_half8(p + 32, dtype);
-      __m256 f3 = gnmr__avx2_half8(p + 48, dtype);
-      a0 = gnmr__avx2_sq(a0, _mm256_castps256_ps128(f0));
-      a1 = gnmr__avx2_sq(a1, _mm256_extractf128_ps(f0, 1));
-      a2 = gnmr__avx2_sq(a2, _mm256_castps256_ps128(f1));
-      a3 = gnmr__avx2_sq(a3, _mm256_extractf128_ps(f1, 1));
-      a4 = gnmr__avx2_sq(a4, _mm256_castps256_ps128(f2));
-      a5 = gnmr__avx2_sq(a5, _mm256_extractf128_ps(f2, 1));
-      a6 = gnmr__avx2_sq(a6, _mm256_castps256_ps128(f3));
-      a7 = gnmr__avx2_sq(a7, _mm256_extractf128_ps(f3, 1));
-      if (mag)
-        for (k = 0; k < 2; k++)
-          top = _mm256_max_epu16(
-              top,
-              _mm256_and_si256(_mm256_loadu_si256(
-                                   (const __m256i *)(const void *)(p + 32 * k)),
-                               abs));
-    }
-    top = _mm256_max_epu32(_mm256_srli_epi32(top, 16),
-                           _mm256_and_si256(top, _mm256_set1_epi32(0xFFFF)));
+  if (dt == GNMR_DTYPE_F32) {
+    GNMR__UNROLL
+    for (k = 0; k < 4; k++)
+      a[k] = gnmr__avx2_sq(
+          a[k], _mm_loadu_ps((const float *)(const void *)p + 4 * k));
+    return;
   }
-  _mm256_storeu_pd(lane, a0);
-  _mm256_storeu_pd(lane + 4, a1);
-  _mm256_storeu_pd(lane + 8, a2);
-  _mm256_storeu_pd(lane + 12, a3);
-  _mm256_storeu_pd(lane + 16, a4);
-  _mm256_storeu_pd(lane + 20, a5);
-  _mm256_storeu_pd(lane + 24, a6);
-  _mm256_storeu_pd(lane + 28, a7);
-  if (mag) {
-    _mm256_storeu_si256((__m256i *)(void *)t, top);
-    for (k = 0; k < 8; k++)
-      if (t[k] > *mag) *mag = t[k];
+  { /* both conversions before the FMAs: GCC keeps the order (+4% bf16) */
+    __m256 f0 = gnmr__avx2_half8(p, dt), f1 = gnmr__avx2_half8(p + 16, dt);
+    a[0] = gnmr__avx2_sq(a[0], _mm256_castps256_ps128(f0));
+    a[1] = gnmr__avx2_sq(a[1], _mm256_extractf128_ps(f0, 1));
+    a[2] = gnmr__avx2_sq(a[2], _mm256_castps256_ps128(f1));
+    a[3] = gnmr__avx2_sq(a[3], _mm256_extractf128_ps(f1, 1));
   }
 }
+
+GNMR__PRIM GNMR__TARGET_AVX2 __m256i gnmr__avx2_max32(__m256i top,
+                                                      const unsigned char *p,
+                                                      int dt) {
+  size_t k;
+  if (dt == GNMR_DTYPE_F32) {
+    const __m256i abs = _mm256_set1_epi32(0x7FFFFFFF);
+    GNMR__UNROLL
+    for (k = 0; k < 4; k++)
+      top = _mm256_max_epu32(
+          top, _mm256_and_si256(gnmr__avx2_u256(p + 32 * k), abs));
+  } else {
+    const __m256i abs = _mm256_set1_epi16(0x7FFF);
+    GNMR__UNROLL
+    for (k = 0; k < 2; k++)
+      top = _mm256_max_epu16(
+          top, _mm256_and_si256(gnmr__avx2_u256(p + 32 * k), abs));
+  }
+  return top;
+}
+
+GNMR__PRIM GNMR__TARGET_AVX2 uint32_t gnmr__avx2_fold(__m256i top, int dt) {
+  uint32_t t[8], m = 0;
+  size_t k;
+  if (dt != GNMR_DTYPE_F32) /* 16-bit maxima to 32-bit lanes */
+    top = _mm256_max_epu32(_mm256_srli_epi32(top, 16),
+                           _mm256_and_si256(top, _mm256_set1_epi32(0xFFFF)));
+  _mm256_storeu_si256((__m256i *)(void *)t, top);
+  GNMR__UNROLL
+  for (k = 0; k < 8; k++)
+    if (t[k] > m) m = t[k];
+  return m;
+}
+
+GNMR__ROWS(avx2, GNMR__TARGET_AVX2, 4)
 #endif /* GNMR__AVX2 */
 
 #ifdef GNMR__AVX512
@@ -2794,184 +3018,205 @@ static GNMR__TARGET_AVX2 void gnmr__rows_avx2(const void *x, size_t rows,
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #endif
-static GNMR__TARGET_AVX512 __m512d gnmr__avx512_sq(__m512d acc, __m256 f) {
+/* D = 8. bf16 has its own lane order inside the loop: a 32-bit word holds
+   elements 2j (low half) and 2j+1 (high half), and a shift and a mask make
+   both f32 with no widening and no lane crossing; so a[0]/a[1] hold the
+   even/odd lanes of 0..15 and a[2]/a[3] those of 16..31, reordered by in
+   and out. */
+typedef __m512d gnmr__avx512_acc;
+typedef __m512i gnmr__avx512_top;
+
+GNMR__PRIM GNMR__TARGET_AVX512 __m512d gnmr__avx512_sq(__m512d acc, __m256 f) {
   __m512d d = _mm512_cvtps_pd(f);
   return _mm512_fmadd_pd(d, d, acc);
 }
 
-static GNMR__TARGET_AVX512 __m256 gnmr__avx512_hi8(__m512 f) {
-  return _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(f), 1));
+GNMR__PRIM GNMR__TARGET_AVX512 __m256i
+gnmr__avx512_u256(const unsigned char *p) {
+  return _mm256_loadu_si256((const __m256i *)(const void *)p);
 }
 
-static GNMR__TARGET_AVX512 void gnmr__rows_avx512(const void *x, size_t rows,
-                                                  int dtype, double *lane,
-                                                  uint32_t *mag) {
-  const unsigned char *p = (const unsigned char *)x;
-  __m512d a0 = _mm512_loadu_pd(lane), a1 = _mm512_loadu_pd(lane + 8);
-  __m512d a2 = _mm512_loadu_pd(lane + 16), a3 = _mm512_loadu_pd(lane + 24);
-  __m512i top = _mm512_setzero_si512();
-  size_t r;
-  if (dtype == GNMR_DTYPE_F32) {
-    const __m512i abs = _mm512_set1_epi32(0x7FFFFFFF);
-    for (r = 0; r < rows; r++, p += 128) {
-      const float *f = (const float *)(const void *)p;
-      GNMR__PREFETCH(p, 128);
-      a0 = gnmr__avx512_sq(a0, _mm256_loadu_ps(f));
-      a1 = gnmr__avx512_sq(a1, _mm256_loadu_ps(f + 8));
-      a2 = gnmr__avx512_sq(a2, _mm256_loadu_ps(f + 16));
-      a3 = gnmr__avx512_sq(a3, _mm256_loadu_ps(f + 24));
-      if (mag) {
-        top =
-            _mm512_max_epu32(top, _mm512_and_si512(_mm512_loadu_si512(p), abs));
-        top = _mm512_max_epu32(
-            top, _mm512_and_si512(_mm512_loadu_si512(p + 64), abs));
-      }
-    }
-  } else if (dtype == GNMR_DTYPE_F16) {
-    const __m512i abs = _mm512_set1_epi16(0x7FFF);
-    for (r = 0; r < rows; r++, p += 64) {
-      __m512 f0 =
-          _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(const void *)p));
-      __m512 f1 = _mm512_cvtph_ps(
-          _mm256_loadu_si256((const __m256i *)(const void *)(p + 32)));
-      GNMR__PREFETCH(p, 64);
-      a0 = gnmr__avx512_sq(a0, _mm512_castps512_ps256(f0));
-      a1 = gnmr__avx512_sq(a1, gnmr__avx512_hi8(f0));
-      a2 = gnmr__avx512_sq(a2, _mm512_castps512_ps256(f1));
-      a3 = gnmr__avx512_sq(a3, gnmr__avx512_hi8(f1));
-      if (mag)
-        top =
-            _mm512_max_epu16(top, _mm512_and_si512(_mm512_loadu_si512(p), abs));
-    }
+GNMR__PRIM GNMR__TARGET_AVX512 __m512i gnmr__avx512_top0(void) {
+  return _mm512_setzero_si512();
+}
+
+#define gnmr__avx512_load _mm512_loadu_pd
+#define gnmr__avx512_store _mm512_storeu_pd
+
+/* Lanes 0..15 of a[0], a[1] (and 16..31 of a[2], a[3]) to even/odd. */
+GNMR__PRIM GNMR__TARGET_AVX512 void gnmr__avx512_enter(__m512d *a, int dt) {
+  const __m512i even = _mm512_set_epi64(14, 12, 10, 8, 6, 4, 2, 0);
+  const __m512i odd = _mm512_set_epi64(15, 13, 11, 9, 7, 5, 3, 1);
+  __m512d l0 = a[0], l1 = a[1], l2 = a[2], l3 = a[3];
+  if (dt != GNMR_DTYPE_BF16) return;
+  a[0] = _mm512_permutex2var_pd(l0, even, l1);
+  a[1] = _mm512_permutex2var_pd(l0, odd, l1);
+  a[2] = _mm512_permutex2var_pd(l2, even, l3);
+  a[3] = _mm512_permutex2var_pd(l2, odd, l3);
+}
+
+/* And back: even/odd zipped into order. */
+GNMR__PRIM GNMR__TARGET_AVX512 void gnmr__avx512_leave(__m512d *a, int dt) {
+  const __m512i zip_lo = _mm512_set_epi64(11, 3, 10, 2, 9, 1, 8, 0);
+  const __m512i zip_hi = _mm512_set_epi64(15, 7, 14, 6, 13, 5, 12, 4);
+  __m512d e0 = a[0], o0 = a[1], e1 = a[2], o1 = a[3];
+  if (dt != GNMR_DTYPE_BF16) return;
+  a[0] = _mm512_permutex2var_pd(e0, zip_lo, o0);
+  a[1] = _mm512_permutex2var_pd(e0, zip_hi, o0);
+  a[2] = _mm512_permutex2var_pd(e1, zip_lo, o1);
+  a[3] = _mm512_permutex2var_pd(e1, zip_hi, o1);
+}
+
+GNMR__PRIM GNMR__TARGET_AVX512 void
+gnmr__avx512_add16(__m512d *a, const unsigned char *p, int dt) {
+  if (dt == GNMR_DTYPE_F32) {
+    const float *f = (const float *)(const void *)p;
+    a[0] = gnmr__avx512_sq(a[0], _mm256_loadu_ps(f));
+    a[1] = gnmr__avx512_sq(a[1], _mm256_loadu_ps(f + 8));
+  } else if (dt == GNMR_DTYPE_F16) {
+    __m512 f = _mm512_cvtph_ps(gnmr__avx512_u256(p));
+    a[0] = gnmr__avx512_sq(a[0], _mm512_castps512_ps256(f));
+    a[1] = gnmr__avx512_sq(
+        a[1], _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(f), 1)));
   } else {
-    /* bf16: a 32-bit word holds elements 2j (low half) and 2j+1 (high
-       half); a shift and a mask make both f32, with no widening and no lane
-       crossing. So inside the loop a0/a1 hold the even/odd lanes of 0..15
-       and a2/a3 those of 16..31: reordered once on entry and on exit. */
-    const __m512i abs = _mm512_set1_epi16(0x7FFF);
+    __m256i v = gnmr__avx512_u256(p);
     const __m256i high = _mm256_set1_epi32((int)0xFFFF0000u);
-    const __m512i even = _mm512_set_epi64(14, 12, 10, 8, 6, 4, 2, 0);
-    const __m512i odd = _mm512_set_epi64(15, 13, 11, 9, 7, 5, 3, 1);
-    const __m512i zip_lo = _mm512_set_epi64(11, 3, 10, 2, 9, 1, 8, 0);
-    const __m512i zip_hi = _mm512_set_epi64(15, 7, 14, 6, 13, 5, 12, 4);
-    __m512d l0 = a0, l1 = a1, l2 = a2, l3 = a3;
-    a0 = _mm512_permutex2var_pd(l0, even, l1);
-    a1 = _mm512_permutex2var_pd(l0, odd, l1);
-    a2 = _mm512_permutex2var_pd(l2, even, l3);
-    a3 = _mm512_permutex2var_pd(l2, odd, l3);
-    for (r = 0; r < rows; r++, p += 64) {
-      __m256i v0 = _mm256_loadu_si256((const __m256i *)(const void *)p);
-      __m256i v1 = _mm256_loadu_si256((const __m256i *)(const void *)(p + 32));
-      GNMR__PREFETCH(p, 64);
-      a0 = gnmr__avx512_sq(a0, _mm256_castsi256_ps(_mm256_slli_epi32(v0, 16)));
-      a1 = gnmr__avx512_sq(a1, _mm256_castsi256_ps(_mm256_and_si256(v0, high)));
-      a2 = gnmr__avx512_sq(a2, _mm256_castsi256_ps(_mm256_slli_epi32(v1, 16)));
-      a3 = gnmr__avx512_sq(a3, _mm256_castsi256_ps(_mm256_and_si256(v1, high)));
-      if (mag)
-        top =
-            _mm512_max_epu16(top, _mm512_and_si512(_mm512_loadu_si512(p), abs));
-    }
-    l0 = _mm512_permutex2var_pd(a0, zip_lo, a1);
-    l1 = _mm512_permutex2var_pd(a0, zip_hi, a1);
-    l2 = _mm512_permutex2var_pd(a2, zip_lo, a3);
-    l3 = _mm512_permutex2var_pd(a2, zip_hi, a3);
-    a0 = l0;
-    a1 = l1;
-    a2 = l2;
-    a3 = l3;
-  }
-  if (dtype != GNMR_DTYPE_F32) /* 16-bit maxima to 32-bit lanes */
-    top = _mm512_max_epu32(_mm512_srli_epi32(top, 16),
-                           _mm512_and_si512(top, _mm512_set1_epi32(0xFFFF)));
-  _mm512_storeu_pd(lane, a0);
-  _mm512_storeu_pd(lane + 8, a1);
-  _mm512_storeu_pd(lane + 16, a2);
-  _mm512_storeu_pd(lane + 24, a3);
-  if (mag) {
-    uint32_t m = (uint32_t)_mm512_reduce_max_epu32(top);
-    if (m > *mag) *mag = m;
+    a[0] = gnmr__avx512_sq(a[0], _mm256_castsi256_ps(_mm256_slli_epi32(v, 16)));
+    a[1] =
+        gnmr__avx512_sq(a[1], _mm256_castsi256_ps(_mm256_and_si256(v, high)));
   }
 }
+
+GNMR__PRIM GNMR__TARGET_AVX512 __m512i
+gnmr__avx512_max32(__m512i top, const unsigned char *p, int dt) {
+  if (dt == GNMR_DTYPE_F32) {
+    const __m512i abs = _mm512_set1_epi32(0x7FFFFFFF);
+    top = _mm512_max_epu32(top, _mm512_and_si512(_mm512_loadu_si512(p), abs));
+    return _mm512_max_epu32(top,
+                            _mm512_and_si512(_mm512_loadu_si512(p + 64), abs));
+  }
+  return _mm512_max_epu16(
+      top, _mm512_and_si512(_mm512_loadu_si512(p), _mm512_set1_epi16(0x7FFF)));
+}
+
+GNMR__PRIM GNMR__TARGET_AVX512 uint32_t gnmr__avx512_fold(__m512i top, int dt) {
+  if (dt != GNMR_DTYPE_F32) /* 16-bit maxima to 32-bit lanes */
+    top = _mm512_max_epu32(_mm512_srli_epi32(top, 16),
+                           _mm512_and_si512(top, _mm512_set1_epi32(0xFFFF)));
+  return (uint32_t)_mm512_reduce_max_epu32(top);
+}
+
+GNMR__ROWS(avx512, GNMR__TARGET_AVX512, 8)
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic pop
 #endif
 #endif /* GNMR__AVX512 */
 
 #ifdef GNMR__NEON
+/* D = 2. Magnitude maxima in 32-bit lanes for f32, 16-bit for halves. */
+typedef float64x2_t gnmr__neon_acc;
+typedef uint32x4_t gnmr__neon_top;
+#define GNMR__TARGET_NEON
+
 /* Four floats into lane sums a[0] (elements 0, 1) and a[1] (2, 3). */
-static void gnmr__neon_sq4(float64x2_t *a, float32x4_t f) {
+GNMR__PRIM void gnmr__neon_sq4(float64x2_t *a, float32x4_t f) {
   float64x2_t lo = vcvt_f64_f32(vget_low_f32(f)), hi = vcvt_high_f64_f32(f);
   a[0] = vfmaq_f64(a[0], lo, lo);
   a[1] = vfmaq_f64(a[1], hi, hi);
 }
 
-static void gnmr__rows_neon(const void *x, size_t rows, int dtype, double *lane,
-                            uint32_t *mag) {
-  const uint8_t *p = (const uint8_t *)x;
-  float64x2_t a[16];
-  uint32_t top = 0;
-  size_t r;
-  int k;
-  for (k = 0; k < 16; k++) a[k] = vld1q_f64(lane + 2 * k);
-  if (dtype == GNMR_DTYPE_F32) {
-    const uint32x4_t abs = vdupq_n_u32(0x7FFFFFFFu);
-    uint32x4_t t = vdupq_n_u32(0);
-    for (r = 0; r < rows; r++, p += 128) {
-      for (k = 0; k < 8; k++) {
-        uint32x4_t v = vreinterpretq_u32_u8(vld1q_u8(p + 16 * k));
-        gnmr__neon_sq4(a + 2 * k, vreinterpretq_f32_u32(v));
-        if (mag) t = vmaxq_u32(t, vandq_u32(v, abs));
-      }
+GNMR__PRIM uint32x4_t gnmr__neon_top0(void) { return vdupq_n_u32(0); }
+#define gnmr__neon_load vld1q_f64
+#define gnmr__neon_store vst1q_f64
+#define gnmr__neon_enter(a, dt) (void)0
+#define gnmr__neon_leave(a, dt) (void)0
+
+GNMR__PRIM void gnmr__neon_add16(float64x2_t *a, const unsigned char *p,
+                                 int dt) {
+  size_t k;
+  if (dt == GNMR_DTYPE_F32) {
+    GNMR__UNROLL
+    for (k = 0; k < 4; k++)
+      gnmr__neon_sq4(a + 2 * k, vreinterpretq_f32_u8(vld1q_u8(p + 16 * k)));
+    return;
+  }
+  GNMR__UNROLL
+  for (k = 0; k < 2; k++) {
+    uint16x8_t h = vreinterpretq_u16_u8(vld1q_u8(p + 16 * k));
+    float32x4_t lo, hi;
+    if (dt == GNMR_DTYPE_F16) {
+      lo = vcvt_f32_f16(vreinterpret_f16_u16(vget_low_u16(h)));
+      hi = vcvt_high_f32_f16(vreinterpretq_f16_u16(h));
+    } else {
+      lo = vreinterpretq_f32_u32(vshll_n_u16(vget_low_u16(h), 16));
+      hi = vreinterpretq_f32_u32(vshll_high_n_u16(h, 16));
     }
-    top = vmaxvq_u32(t);
+    gnmr__neon_sq4(a + 4 * k, lo);
+    gnmr__neon_sq4(a + 4 * k + 2, hi);
+  }
+}
+
+GNMR__PRIM uint32x4_t gnmr__neon_max32(uint32x4_t top, const unsigned char *p,
+                                       int dt) {
+  size_t k;
+  if (dt == GNMR_DTYPE_F32) {
+    const uint32x4_t abs = vdupq_n_u32(0x7FFFFFFFu);
+    GNMR__UNROLL
+    for (k = 0; k < 8; k++)
+      top = vmaxq_u32(
+          top, vandq_u32(vreinterpretq_u32_u8(vld1q_u8(p + 16 * k)), abs));
   } else {
     const uint16x8_t abs = vdupq_n_u16(0x7FFFu);
-    uint16x8_t t = vdupq_n_u16(0);
-    for (r = 0; r < rows; r++, p += 64) {
-      for (k = 0; k < 4; k++) {
-        uint16x8_t h = vreinterpretq_u16_u8(vld1q_u8(p + 16 * k));
-        float32x4_t lo, hi;
-        if (dtype == GNMR_DTYPE_F16) {
-          lo = vcvt_f32_f16(vreinterpret_f16_u16(vget_low_u16(h)));
-          hi = vcvt_high_f32_f16(vreinterpretq_f16_u16(h));
-        } else {
-          lo = vreinterpretq_f32_u32(vshll_n_u16(vget_low_u16(h), 16));
-          hi = vreinterpretq_f32_u32(vshll_high_n_u16(h, 16));
-        }
-        gnmr__neon_sq4(a + 4 * k, lo);
-        gnmr__neon_sq4(a + 4 * k + 2, hi);
-        if (mag) t = vmaxq_u16(t, vandq_u16(h, abs));
-      }
-    }
-    top = vmaxvq_u16(t);
+    uint16x8_t t = vreinterpretq_u16_u32(top);
+    GNMR__UNROLL
+    for (k = 0; k < 4; k++)
+      t = vmaxq_u16(t,
+                    vandq_u16(vreinterpretq_u16_u8(vld1q_u8(p + 16 * k)), abs));
+    top = vreinterpretq_u32_u16(t);
   }
-  for (k = 0; k < 16; k++) vst1q_f64(lane + 2 * k, a[k]);
-  if (mag && top > *mag) *mag = top;
+  return top;
 }
+
+GNMR__PRIM uint32_t gnmr__neon_fold(uint32x4_t top, int dt) {
+  if (dt == GNMR_DTYPE_F32) return vmaxvq_u32(top);
+  return vmaxvq_u16(vreinterpretq_u16_u32(top));
+}
+
+GNMR__ROWS(neon, GNMR__TARGET_NEON, 2)
 #endif /* GNMR__NEON */
 
 /* ---- dispatch -------------------------------------------------------------
-   The path is chosen once, on first use, as the best one this build and
-   CPU can run (gnmr_isa_force overrides it); that choice is the library's
-   only global mutable state, read and written atomically where the
-   compiler offers it. x86: cpuid leaves 1 and 7, and xgetbv to check that
-   the OS saves the YMM/ZMM registers. */
+   The norm helpers take the first path of their architecture's preference
+   list that this build and CPU can run (gnmr_isa_force overrides it); the
+   controller's AVX-512 step has a choice of its own (gnmr_ctl_isa_force).
+   The two choices are the library's only global mutable state, read and
+   written atomically where the compiler offers it. x86: cpuid leaves 1 and
+   7, and xgetbv to check that the OS saves the YMM/ZMM registers. */
 
-static int gnmr__isa_choice = -1;
+static const int gnmr__isa_preference[] = {
+#if defined(__x86_64__) || defined(__i386__)
+    GNMR_ISA_AVX512, GNMR_ISA_AVX2, GNMR_ISA_SSE2,
+#elif defined(__aarch64__)
+    GNMR_ISA_NEON,
+#endif
+    GNMR_ISA_SCALAR};
 
-static int gnmr__isa_get(void) {
+/* [0]: the norm helpers' path, [1]: the controller's; -1 until chosen. */
+static int gnmr__isa_choice[2] = {-1, -1};
+
+static int gnmr__isa_get(int which) {
 #if defined(__GNUC__) || defined(__clang__)
-  return __atomic_load_n(&gnmr__isa_choice, __ATOMIC_RELAXED);
+  return __atomic_load_n(&gnmr__isa_choice[which], __ATOMIC_RELAXED);
 #else
-  return gnmr__isa_choice;
+  return gnmr__isa_choice[which];
 #endif
 }
 
-static void gnmr__isa_set(int isa) {
+static void gnmr__isa_set(int which, int isa) {
 #if defined(__GNUC__) || defined(__clang__)
-  __atomic_store_n(&gnmr__isa_choice, isa, __ATOMIC_RELAXED);
+  __atomic_store_n(&gnmr__isa_choice[which], isa, __ATOMIC_RELAXED);
 #else
-  gnmr__isa_choice = isa;
+  gnmr__isa_choice[which] = isa;
 #endif
 }
 
@@ -3013,18 +3258,43 @@ GNMR_DEF int gnmr_isa_supported(int isa) {
 }
 
 GNMR_DEF int gnmr_isa_active(void) {
-  int isa = gnmr__isa_get();
+  int isa = gnmr__isa_get(0);
   if (isa < 0) {
-    isa = GNMR_ISA_NEON;
-    while (!gnmr_isa_supported(isa)) isa--;
-    gnmr__isa_set(isa);
+    size_t i = 0;
+    while (!gnmr_isa_supported(gnmr__isa_preference[i])) i++;
+    isa = gnmr__isa_preference[i]; /* the list ends with SCALAR */
+    gnmr__isa_set(0, isa);
   }
   return isa;
 }
 
 GNMR_DEF int gnmr_isa_force(int isa) {
   if (!gnmr_isa_supported(isa)) return GNMR_EISA;
-  gnmr__isa_set(isa);
+  gnmr__isa_set(0, isa);
+  return GNMR_OK;
+}
+
+/* AVX-512 where the controller's kernels are compiled in and the CPU has
+   it; scalar otherwise. */
+static int gnmr__ctl_isa_supported(int isa) {
+  if (isa == GNMR_ISA_SCALAR) return 1;
+  return GNMR__CTL_AVX512 && isa == GNMR_ISA_AVX512 &&
+         gnmr_isa_supported(GNMR_ISA_AVX512);
+}
+
+GNMR_DEF int gnmr_ctl_isa_active(void) {
+  int isa = gnmr__isa_get(1);
+  if (isa < 0) {
+    isa = gnmr__ctl_isa_supported(GNMR_ISA_AVX512) ? GNMR_ISA_AVX512
+                                                   : GNMR_ISA_SCALAR;
+    gnmr__isa_set(1, isa);
+  }
+  return isa;
+}
+
+GNMR_DEF int gnmr_ctl_isa_force(int isa) {
+  if (!gnmr__ctl_isa_supported(isa)) return GNMR_EISA;
+  gnmr__isa_set(1, isa);
   return GNMR_OK;
 }
 
@@ -3059,6 +3329,33 @@ static gnmr__rows_fn gnmr__active_rows(void) {
 
 #ifdef __cplusplus
 }
+#endif
+#if defined(GNMR__FP_PRECISE) && GNMR__FP_PRECISE == 1
+#pragma float_control(pop)
+#elif defined(GNMR__FP_PRECISE)
+#pragma GCC pop_options
+#if defined(GNMR__HAD_FAST_MATH) && !defined(__FAST_MATH__)
+#define __FAST_MATH__ 1
+#endif
+#ifdef GNMR__HAD_FINITE_MATH_ONLY
+#undef __FINITE_MATH_ONLY__
+#define __FINITE_MATH_ONLY__ 1
+#endif
+#if defined(GNMR__HAD_NO_MATH_ERRNO) && !defined(__NO_MATH_ERRNO__)
+#define __NO_MATH_ERRNO__ 1
+#endif
+#if defined(GNMR__HAD_ASSOCIATIVE_MATH) && !defined(__ASSOCIATIVE_MATH__)
+#define __ASSOCIATIVE_MATH__ 1
+#endif
+#if defined(GNMR__HAD_RECIPROCAL_MATH) && !defined(__RECIPROCAL_MATH__)
+#define __RECIPROCAL_MATH__ 1
+#endif
+#if defined(GNMR__HAD_NO_SIGNED_ZEROS) && !defined(__NO_SIGNED_ZEROS__)
+#define __NO_SIGNED_ZEROS__ 1
+#endif
+#if defined(GNMR__HAD_NO_TRAPPING_MATH) && !defined(__NO_TRAPPING_MATH__)
+#define __NO_TRAPPING_MATH__ 1
+#endif
 #endif
 #endif /* GNMR__IMPLEMENTED */
 #endif /* GNMR_IMPLEMENTATION */

@@ -18,10 +18,12 @@
        fresh controller, continues with decisions identical to a run never
        interrupted.
 
-   Build and run:  make mpi-run   (or: mpicc -std=c99 -I. examples/mpi_dp.c
-                   -lm -o mpi_dp && mpirun -np 4 ./mpi_dp)
+   Build and run:  make mpi-run   (or: mkdir -p build && mpicc -std=c99 -I.
+                   examples/mpi_dp.c -lm -o build/mpi_dp &&
+                   mpirun -np 4 build/mpi_dp)
    Options:
-     --checkpoint PATH    where rank 0 writes the checkpoint (mpi_dp.ckpt)
+     --checkpoint PATH    where rank 0 writes the checkpoint
+                          (build/mpi_dp.ckpt; its folder must exist)
      --reduce-bcast       MPI_Reduce to rank 0 + MPI_Bcast instead of
                           MPI_Allreduce (see README, "Distributed training")
      --perturb-rank R     rank R nudges one norm by one ulp at one step, as an
@@ -439,7 +441,10 @@ static unsigned char *save(const gnmr_ctl *ctl, size_t *len) {
 static void write_file(const char *path, const unsigned char *buf, size_t n) {
   FILE *f = fopen(path, "wb");
   if (!f || fwrite(buf, 1, n, f) != n || fclose(f) != 0) {
-    fprintf(stderr, "mpi_dp: cannot write checkpoint %s\n", path);
+    fprintf(stderr,
+            "mpi_dp: cannot write checkpoint %s (does its folder exist? "
+            "--checkpoint PATH picks another)\n",
+            path);
     MPI_Abort(MPI_COMM_WORLD, 1);
   }
 }
@@ -501,7 +506,7 @@ int main(int argc, char **argv) {
   MPI_Comm_rank(MPI_COMM_WORLD, &j.rank);
   MPI_Comm_size(MPI_COMM_WORLD, &j.size);
   j.perturb_rank = -1;
-  j.checkpoint_path = "mpi_dp.ckpt";
+  j.checkpoint_path = "build/mpi_dp.ckpt"; /* build outputs stay in build/ */
   for (i = 1; i < argc; i++) {
     if (strcmp(argv[i], "--checkpoint") == 0 && i + 1 < argc)
       j.checkpoint_path = argv[++i];

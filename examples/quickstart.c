@@ -9,11 +9,11 @@
 
 int main(void) {
   gnmr_config cfg = gnmr_config_default();
-  gnmr_slot units[N];
+  gnmr_slot slots[N];
   gnmr_ctl ctl;
   int step, u, rc;
   cfg.max_recovering = 2;
-  rc = gnmr_init(&ctl, &cfg, units, N);
+  rc = gnmr_init(&ctl, &cfg, slots, N);
   if (rc != GNMR_OK) {
     const char *field = NULL;
     gnmr_config_check(&cfg, N, &field);

@@ -926,13 +926,32 @@ static const char *TS_COLORS[TS_MAX_ARMS] = {"#000000", "#d62728", "#ff7f0e",
                                              "#9467bd", "#2ca02c", "#17becf",
                                              "#8c564b"};
 
-/* Training loss of every arm (EMA-smoothed, mean over seeds) per step. */
+/* Axis ticks: a spacing of 1, 2 or 5 x 10^k giving about n ticks over span,
+   and the decimals its labels need. */
+static double ts_tick_step(double span, int n) {
+  double raw = span / n, p, m;
+  if (!(raw > 0.0)) return 1.0;
+  p = pow(10.0, floor(log10(raw)));
+  m = raw / p;
+  return (m < 1.5 ? 1.0 : m < 3.5 ? 2.0 : m < 7.5 ? 5.0 : 10.0) * p;
+}
+static int ts_tick_decimals(double step) {
+  int d = (int)-floor(log10(step) + 1e-9);
+  return d > 0 ? d : 0;
+}
+
+/* Training loss of every arm (EMA-smoothed, mean over seeds) per step. The
+   y range leaves out the first 2% of steps and very high values (to keep
+   detail); what lies above it leaves the plot at the top edge, clipped to
+   the plot area, and a non-finite value breaks its curve. */
 static void ts_svg_loss(const char *path, const ts_opts *o, float **curves,
                         const int *arms, int n_arms) {
   FILE *f = TS_FOPEN(path, "w");
-  const double W = 800, H = 420, x0 = 60, y0 = 20, pw = 700, ph = 350;
-  double lo = 1e30, hi = -1e30;
-  int a, s, skip = o->steps / 50;
+  const double W = 800, H = 440, x0 = 70, y0 = 30, pw = 700, ph = 350;
+  const double last = o->steps > 1 ? o->steps - 1 : 1;
+  double lo = 1e30, hi = -1e30, step;
+  int a, s, i, d;
+  int skip = o->steps / 50;
   for (a = 0; a < n_arms; a++)
     for (s = skip; s < o->steps; s++) {
       double v = curves[a][s];
@@ -946,31 +965,71 @@ static void ts_svg_loss(const char *path, const ts_opts *o, float **curves,
   fprintf(f,
           "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%g\" "
           "height=\"%g\" font-family=\"sans-serif\" font-size=\"12\">\n"
+          "<defs><clipPath id=\"plot\"><rect x=\"%g\" y=\"%g\" width=\"%g\" "
+          "height=\"%g\"/></clipPath></defs>\n"
           "<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n"
-          "<rect x=\"%g\" y=\"%g\" width=\"%g\" height=\"%g\" fill=\"none\" "
-          "stroke=\"#888\"/>\n"
           "<text x=\"%g\" y=\"%g\">training loss (EMA 0.98, mean of %d "
-          "seed(s)), format %s, stress %d; y %.3g..%.3g</text>\n",
-          W, H, x0, y0, pw, ph, x0, y0 - 5, o->seeds, o->fmt->name, o->stress,
-          lo, hi);
-  for (a = 0; a < n_arms; a++) {
+          "seed(s)), format %s, stress %d</text>\n",
+          W, H, x0, y0, pw, ph, x0, y0 - 10, o->seeds, o->fmt->name, o->stress);
+  /* y axis: ticks, labels, light grid lines */
+  step = ts_tick_step(hi - lo, 6);
+  d = ts_tick_decimals(step);
+  for (i = (int)ceil(lo / step); i * step <= hi + 1e-9 * step; i++) {
+    double y = y0 + ph * (1.0 - (i * step - lo) / (hi - lo));
     fprintf(f,
-            "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"1.2\" "
-            "points=\"",
-            TS_COLORS[arms[a]]);
-    for (s = 0; s < o->steps; s++) {
-      double v = curves[a][s];
-      if (!isfinite(v) || v > hi) v = hi;
-      if (v < lo) v = lo;
-      fprintf(f, "%.1f,%.1f ", x0 + pw * s / (o->steps - 1 ? o->steps - 1 : 1),
-              y0 + ph * (1.0 - (v - lo) / (hi - lo)));
-    }
-    fprintf(f, "\"/>\n<text x=\"%g\" y=\"%g\" fill=\"%s\">%s</text>\n",
-            x0 + pw - 60, y0 + 20 + 16 * a, TS_COLORS[arms[a]],
-            TS_ARM_NAMES[arms[a]]);
+            "<line x1=\"%g\" y1=\"%.1f\" x2=\"%g\" y2=\"%.1f\" "
+            "stroke=\"#eee\"/>\n<line x1=\"%g\" y1=\"%.1f\" x2=\"%g\" "
+            "y2=\"%.1f\" stroke=\"#888\"/>\n<text x=\"%g\" y=\"%.1f\" "
+            "text-anchor=\"end\">%.*f</text>\n",
+            x0, y, x0 + pw, y, x0 - 5, y, x0, y, x0 - 8, y + 4, d, i * step);
   }
-  fprintf(f, "<text x=\"%g\" y=\"%g\">step 0 .. %d</text>\n</svg>\n",
-          x0 + pw / 2 - 30, y0 + ph + 30, o->steps);
+  /* x axis: steps */
+  step = ts_tick_step(last, 8);
+  if (step < 1.0) step = 1.0;
+  d = ts_tick_decimals(step);
+  for (i = 0; i * step <= last + 1e-9; i++) {
+    double x = x0 + pw * (i * step) / last;
+    fprintf(f,
+            "<line x1=\"%.1f\" y1=\"%g\" x2=\"%.1f\" y2=\"%g\" "
+            "stroke=\"#888\"/>\n<text x=\"%.1f\" y=\"%g\" "
+            "text-anchor=\"middle\">%.*f</text>\n",
+            x, y0 + ph, x, y0 + ph + 5, x, y0 + ph + 18, d, i * step);
+  }
+  fprintf(f,
+          "<rect x=\"%g\" y=\"%g\" width=\"%g\" height=\"%g\" fill=\"none\" "
+          "stroke=\"#888\"/>\n<text x=\"%g\" y=\"%g\" "
+          "text-anchor=\"middle\">step</text>\n<text x=\"0\" y=\"0\" "
+          "text-anchor=\"middle\" transform=\"translate(16 %g) "
+          "rotate(-90)\">training loss</text>\n<g clip-path=\"url(#plot)\">\n",
+          x0, y0, pw, ph, x0 + pw / 2, y0 + ph + 36, y0 + ph / 2);
+  for (a = 0; a < n_arms; a++) {
+    int open = 0;
+    for (s = 0; s < o->steps; s++) {
+      double v = curves[a][s], y;
+      if (!isfinite(v)) { /* a gap in the curve */
+        if (open) fprintf(f, "\"/>\n");
+        open = 0;
+        continue;
+      }
+      /* Bounded just outside the plot, where the clip hides it. */
+      y = y0 + ph * (1.0 - (v - lo) / (hi - lo));
+      if (y < y0 - 10) y = y0 - 10;
+      if (y > y0 + ph + 10) y = y0 + ph + 10;
+      if (!open)
+        fprintf(f,
+                "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"1.2\" "
+                "points=\"",
+                TS_COLORS[arms[a]]);
+      open = 1;
+      fprintf(f, "%.1f,%.1f ", x0 + pw * s / last, y);
+    }
+    if (open) fprintf(f, "\"/>\n");
+  }
+  fprintf(f, "</g>\n");
+  for (a = 0; a < n_arms; a++)
+    fprintf(f, "<text x=\"%g\" y=\"%g\" fill=\"%s\">%s</text>\n", x0 + pw - 60,
+            y0 + 20 + 16 * a, TS_COLORS[arms[a]], TS_ARM_NAMES[arms[a]]);
+  fprintf(f, "</svg>\n");
   if (fclose(f) != 0) TS_DIE("writing %s failed", path);
 }
 
@@ -1244,10 +1303,14 @@ static int ts_run_arms(const ts_opts *o, const ts_data *train,
     ts_event ev[TS_MAX_EVENTS];
     int n_ev = ts_make_events(o->stress, o->steps, TS_LAYERS, 1 << 16,
                               (uint64_t)seed, ev, TS_MAX_EVENTS);
-    for (i = 0; i < n_ev; i++)
+    for (i = 0; i < n_ev; i++) {
+      /* A burst hits input channels channel .. channel+3 of the layer's
+         GEMM (wrapping at its width); a stale scale hits no channel: -1. */
+      int width = ev[i].unit == 0 ? train->dim : o->hidden[ev[i].unit - 1];
       fprintf(stress_f, "%d,%d,%d,%d,%s,%d\n", seed, ev[i].start, ev[i].steps,
               ev[i].unit, ev[i].kind == TS_BURST ? "burst" : "stale",
-              ev[i].channel);
+              ev[i].kind == TS_BURST ? ev[i].channel % width : -1);
+    }
     if (s == 0) {
       memcpy(ev0, ev, sizeof ev[0] * (size_t)n_ev);
       n_ev0 = n_ev;

@@ -15,6 +15,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "tests/fastmath.h"
+
 #if defined(__GNUC__) || defined(__clang__)
 #define CHECK_UNUSED __attribute__((unused))
 #else

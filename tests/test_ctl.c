@@ -722,8 +722,8 @@ TEST(long_random_runs_match_the_reference_and_respect_the_budget) {
    scalar rules' bits, decisions and state alike, on every kind of step. */
 TEST(avx512_and_scalar_controllers_agree_bit_for_bit) {
   static fixture a, b;
-  int run, best = gnmr_isa_active();
-  if (!gnmr_isa_supported(GNMR_ISA_AVX512)) {
+  int run, best = gnmr_ctl_isa_active();
+  if (gnmr_ctl_isa_force(GNMR_ISA_AVX512) != GNMR_OK) {
     printf("  (no AVX-512 here: nothing to compare)\n");
     return;
   }
@@ -740,9 +740,9 @@ TEST(avx512_and_scalar_controllers_agree_bit_for_bit) {
     for (s = 0; s < 700; s++) {
       for (u = 0; u < n; u++)
         a.norms[u] = b.norms[u] = random_norm(run % 2 ? 0.02 : 0.0005, 0.002);
-      REQUIRE(gnmr_isa_force(GNMR_ISA_SCALAR) == GNMR_OK);
+      REQUIRE(gnmr_ctl_isa_force(GNMR_ISA_SCALAR) == GNMR_OK);
       REQUIRE(gnmr_step(&a.ctl, a.norms, a.d) == GNMR_OK);
-      REQUIRE(gnmr_isa_force(GNMR_ISA_AVX512) == GNMR_OK);
+      REQUIRE(gnmr_ctl_isa_force(GNMR_ISA_AVX512) == GNMR_OK);
       REQUIRE(gnmr_step(&b.ctl, b.norms, s % 5 ? b.d : NULL) == GNMR_OK);
       if (s % 5 && memcmp(a.d, b.d, sizeof a.d[0] * n) != 0) {
         printf("  run %d: decisions differ at step %u\n", run, s);
@@ -758,7 +758,7 @@ TEST(avx512_and_scalar_controllers_agree_bit_for_bit) {
       }
     }
   }
-  gnmr_isa_force(best);
+  gnmr_ctl_isa_force(best);
 }
 
 TEST(same_inputs_same_decisions_bit_for_bit) {
@@ -1365,6 +1365,18 @@ TEST(a_controller_moved_with_its_slots_runs_on) {
   }
 }
 
+/* 0.1 zeroed the controller before it copied cfg, so a re-init with the
+   controller's own config came out all zeros. */
+TEST(reinit_with_its_own_config_keeps_it) {
+  static fixture f;
+  gnmr_config c = ck_config();
+  REQUIRE(settled(&f, &c, 5) == GNMR_OK);
+  REQUIRE(gnmr_init(&f.ctl, &f.ctl.cfg, f.units, 5) == GNMR_OK);
+  EXPECT(memcmp(&f.ctl.cfg, &c, sizeof c) == 0);
+  EXPECT_EQ_INT(f.ctl.steps, 0);
+  EXPECT_EQ_INT(step_all(&f, 1.0f), GNMR_OK);
+}
+
 /* ---- introspection ------------------------------------------------------ */
 
 TEST(unit_info_reads_the_state) {
@@ -1605,6 +1617,7 @@ int main(int argc, char **argv) {
       CHECK_CASE(history_decay_changed_rederives_the_weight),
       CHECK_CASE(checkpoint_after_every_kind_of_reconfigure_loads_back),
       CHECK_CASE(a_controller_moved_with_its_slots_runs_on),
+      CHECK_CASE(reinit_with_its_own_config_keeps_it),
       CHECK_CASE(unit_info_reads_the_state),
       CHECK_CASE(names_of_actions_and_flags),
       CHECK_CASE(defaults_are_the_documented_ones),

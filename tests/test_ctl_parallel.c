@@ -2,8 +2,9 @@
    the kernels' own bodies, executed thread by thread and phase by phase as
    the grid runs them (barriers between phases), with the candidate list in
    a random order as the device's atomics may leave it. Every step must give
-   gnmr_step's return code, decisions, state and totals bit for bit. No GPU
-   needed. */
+   gnmr_step's return code, decisions, state and totals bit for bit. (The
+   one-block kernel used for up to GNMR_CUDA_FUSED_MAX units runs the same
+   functions in the same phase order.) No GPU needed. */
 #define GNMR_IMPLEMENTATION
 #include "gnmr.h"
 #include "tests/check.h"
@@ -54,7 +55,7 @@ static int emulated_step(gnmr_ctl *ctl, gnmr_cuda_work *w, const float *x,
   gnmr__rules r;
   uint32_t u, *heap;
   /* check */
-  for (u = 0; u < blocks * B; u++) gnmr_cuda__check(x, n, u, w);
+  for (u = 0; u < blocks * B; u++) gnmr_cuda__check(ctl, x, n, u, w);
   /* units: thread 0 of each block reads the rules; per-block sums */
   gnmr__rules_of(ctl, &r);
   heap = gnmr__carve(ctl->units, n).heap;
@@ -89,9 +90,11 @@ static int same_state(const gnmr_ctl *a, const gnmr_ctl *b) {
     return 0;
   for (u = 0; u < b->n_units; u++)
     if (s.score[u] != 0.0) return 0; /* every mark cleared */
+  /* one commit per step that passed: the same generation and seal */
   return na == nb && memcmp(ckpt_a, ckpt_b, na) == 0 &&
          a->recovering == b->recovering &&
-         a->peak_recovering == b->peak_recovering;
+         a->peak_recovering == b->peak_recovering && a->gen == b->gen &&
+         a->seal == b->seal;
 }
 
 /* Norms for one step of a given kind. */
@@ -132,6 +135,11 @@ static void make_norms(uint32_t n, int kind, uint32_t step) {
   }
 }
 
+/* If set, both controllers take reconf_cfg by gnmr_reconfigure before step
+   reconf_step. */
+static uint32_t reconf_step;
+static gnmr_config reconf_cfg;
+
 /* Runs `steps` steps of both controllers on the same norms. */
 static int run_pair(const gnmr_config *cfg, uint32_t n, uint32_t steps,
                     uint32_t calm, int kinds) {
@@ -146,6 +154,11 @@ static int run_pair(const gnmr_config *cfg, uint32_t n, uint32_t steps,
     const int kind = (int)(check_rand() % (uint64_t)kinds);
     const int with_out = (int)(check_rand() % 4) != 0;
     int ra, rb;
+    if (reconf_step > 0 && step == reconf_step) {
+      ra = gnmr_reconfigure(&a, &reconf_cfg);
+      rb = gnmr_reconfigure(&b, &reconf_cfg);
+      if (ra != GNMR_OK || rb != GNMR_OK) return 0;
+    }
     make_norms(n, step < calm ? 0 : kind, step); /* calm first */
     /* the same bytes in both outputs, so an unwritten field compares too */
     memset(out_a, (int)(step & 0xFF), sizeof out_a[0] * n);
@@ -235,6 +248,27 @@ TEST(renewals_and_cooldowns) {
     cfg.max_recovering = 1 + (uint32_t)(trial % 16);
     REQUIRE(run_pair(&cfg, 64, 120, 20, 7));
   }
+}
+
+TEST(reconfigured_mid_run) {
+  /* fewer slots than units in recovery (no renewals, no admissions until
+     they drain), more slots, other thresholds, windows and locks */
+  int trial;
+  for (trial = 0; trial < 40; trial++) {
+    const uint32_t n = 1 + (uint32_t)(check_rand() % 200);
+    gnmr_config cfg = random_config(n);
+    cfg.max_recovering = n;
+    cfg.warmup_steps = 0;
+    reconf_cfg = random_config(n);
+    if (trial % 2) reconf_cfg.max_recovering = (uint32_t)(trial / 8);
+    if (reconf_cfg.max_recovering > n) reconf_cfg.max_recovering = n;
+    reconf_step = 30 + (uint32_t)(check_rand() % 20);
+    if (!run_pair(&cfg, n, 90, 20, 5)) {
+      reconf_step = 0;
+      REQUIRE(0);
+    }
+  }
+  reconf_step = 0;
 }
 
 /* The select alone, on scores built to be hard: shared high bytes, one-ulp
@@ -328,10 +362,30 @@ TEST(refused_steps_change_nothing) {
   REQUIRE(gnmr_checkpoint_save(&b, ckpt_b, sizeof ckpt_b, &nb) == GNMR_OK);
   EXPECT(na == nb && memcmp(ckpt_a, ckpt_b, na) == 0);
   EXPECT(memcmp(out_a, out_b, sizeof out_a[0] * 300) == 0);
-  b.magic = 0; /* not a controller */
   norms[17] = 1.0f;
-  EXPECT_EQ_INT(emulated_step(&b, &w, norms, out_b), GNMR_ESTATE);
-  EXPECT(memcmp(out_a, out_b, sizeof out_a[0] * 300) == 0);
+  {
+    /* edited by hand (the seal no longer matches), a stale struct copy
+       (its twin stepped on), not a controller: refused as gnmr_step
+       refuses them, and nothing changes */
+    static gnmr_slot before[300];
+    gnmr_ctl edited = b, stale = b, twin;
+    memcpy(before, slots_b, sizeof before);
+    edited.cfg.lock_steps++;
+    EXPECT_EQ_INT(gnmr_step(&edited, norms, NULL), GNMR_ESTATE);
+    EXPECT_EQ_INT(emulated_step(&edited, &w, norms, out_b), GNMR_ESTATE);
+    EXPECT(memcmp(before, slots_b, sizeof before) == 0);
+    EXPECT(memcmp(out_a, out_b, sizeof out_a[0] * 300) == 0);
+    twin = b;
+    REQUIRE(emulated_step(&twin, &w, norms, NULL) == GNMR_OK);
+    memcpy(before, slots_b, sizeof before);
+    EXPECT_EQ_INT(gnmr_step(&stale, norms, NULL), GNMR_ESTATE);
+    EXPECT_EQ_INT(emulated_step(&stale, &w, norms, out_b), GNMR_ESTATE);
+    EXPECT(memcmp(before, slots_b, sizeof before) == 0);
+    b.magic = 0; /* not a controller */
+    EXPECT_EQ_INT(emulated_step(&b, &w, norms, out_b), GNMR_ESTATE);
+    EXPECT(memcmp(before, slots_b, sizeof before) == 0);
+    EXPECT(memcmp(out_a, out_b, sizeof out_a[0] * 300) == 0);
+  }
 }
 
 int main(int argc, char **argv) {
@@ -340,6 +394,7 @@ int main(int argc, char **argv) {
       CHECK_CASE(zero_units),
       CHECK_CASE(large_unit_counts),
       CHECK_CASE(renewals_and_cooldowns),
+      CHECK_CASE(reconfigured_mid_run),
       CHECK_CASE(select_matches_a_full_ranking),
       CHECK_CASE(refused_steps_change_nothing)};
   return check_main(cases, sizeof cases / sizeof cases[0], argc, argv);

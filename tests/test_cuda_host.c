@@ -1,17 +1,21 @@
-/* The CUDA example's norm kernels, run on the CPU: the same layout and the
-   same functions (examples/cuda/gnmr_cuda_index.h), executed thread by
+/* The CUDA norm kernels (examples/cuda/gnmr_norms.cuh), run on the CPU: the
+   same layout and the same functions, executed warp by warp and thread by
    thread in the order the kernels give, with the one device operation the
    CPU lacks (__shfl_down_sync) emulated. Every result must equal gnmr.h's
    canonical sums bit for bit. No GPU needed. */
 #define GNMR_IMPLEMENTATION
 #include "gnmr.h"
 #include "tests/check.h"
-#include "examples/cuda/gnmr_cuda_index.h"
+/* Trees of more than 4 groups (128 chunks) in the global scratch, so that a
+   small test reaches that path. */
+#define GNMR_NORMS_SHARED 4
+#include "examples/cuda/gnmr_norms.cuh"
 
 /* ---- the device operations, emulated --------------------------------- */
 
-/* __shfl_down_sync(full mask, v, delta) for a whole warp: lane l reads lane
-   l + delta, and a lane whose source is past the warp reads its own value. */
+/* __shfl_down_sync(full mask, v, delta) and an add, for a whole warp: lane
+   l reads lane l + delta, a lane whose source is past the warp its own
+   value. */
 static void shfl_down_add(double *lane, uint32_t delta) {
   double before[GNMR_SUM_LANES];
   uint32_t l;
@@ -22,75 +26,137 @@ static void shfl_down_add(double *lane, uint32_t delta) {
   }
 }
 
-/* One warp on one chunk, as norm_tasks runs it. */
-static double warp_chunk_sum(const void *chunk, uint32_t dtype, uint32_t len) {
-  double lane[GNMR_SUM_LANES];
-  uint32_t l, delta;
-  for (l = 0; l < GNMR_SUM_LANES; l++)
-    lane[l] = gc_lane_sum(chunk, dtype, len, l);
-  for (delta = GNMR_SUM_LANES / 2; delta >= 1; delta /= 2)
-    shfl_down_add(lane, delta);
-  return lane[0];
-}
-
-/* A block's tree: every thread runs gc_tree_level, then the barrier. */
+/* A block's tree: every thread runs the level, then the barrier. */
 static void block_tree(double *p, uint64_t m, uint32_t nthreads) {
   uint64_t stride;
   uint32_t tid;
   for (stride = 1; stride < m; stride *= 2)
     for (tid = 0; tid < nthreads; tid++)
-      gc_tree_level(p, m, stride, tid, nthreads);
+      gnmr_norms_tree_level(p, m, stride, tid, nthreads);
 }
 
 static size_t dtype_size(uint32_t dtype) {
   return dtype == GNMR_DTYPE_F32 ? 4 : 2;
 }
 
-/* norm_tasks: block b runs task b. */
-static void run_norm_tasks(const gc_tensor *t, uint32_t nt, uint64_t n_tasks,
-                           double *partial) {
-  uint64_t b;
-  for (b = 0; b < n_tasks; b++) {
-    const gc_tensor *x = &t[gc_task_tensor(t, nt, b)];
-    uint64_t first_chunk = (b - x->first_task) * GC_WARPS;
-    uint64_t m = gc_chunks(x->n) - first_chunk;
-    double chunk_sum[GC_WARPS];
-    uint32_t w;
-    if (m > GC_WARPS) m = GC_WARPS;
-    for (w = 0; w < m; w++) {
-      uint64_t start = (first_chunk + w) * GNMR_SUM_CHUNK;
-      uint64_t len = x->n - start;
-      chunk_sum[w] = warp_chunk_sum(
-          (const char *)x->data + start * dtype_size(x->dtype), x->dtype,
-          (uint32_t)(len < GNMR_SUM_CHUNK ? len : GNMR_SUM_CHUNK));
+/* A warp on a chunk, one element per lane and load: the lane sums, then
+   the fold by halves. */
+static double warp_lane_chunk(const void *chunk, uint32_t dtype, uint32_t len) {
+  double lane[GNMR_SUM_LANES];
+  uint32_t l, delta;
+  for (l = 0; l < GNMR_SUM_LANES; l++)
+    lane[l] = gnmr_norms_lane_sum(chunk, dtype, len, l);
+  for (delta = GNMR_SUM_LANES / 2; delta >= 1; delta /= 2)
+    shfl_down_add(lane, delta);
+  return lane[0];
+}
+
+/* A warp on a chunk of 16-bit elements, two per load, as
+   gnmr_norms_word_chunk runs it: thread t < 16 adds its word, then thread
+   t + 16's (the shuffle), into its two lanes; then the fold. */
+static double warp_word_chunk(const void *chunk, uint32_t dtype, uint32_t len) {
+  double e[GNMR_SUM_LANES], o[GNMR_SUM_LANES];
+  uint32_t s, b, t, delta;
+  for (t = 0; t < GNMR_SUM_LANES; t++) e[t] = o[t] = 0.0;
+  for (s = 0; s < GNMR_NORMS_WORD_STEPS; s += GNMR_NORMS_BATCH)
+    for (b = 0; b < GNMR_NORMS_BATCH; b++) {
+      uint32_t w[GNMR_SUM_LANES];
+      for (t = 0; t < GNMR_SUM_LANES; t++)
+        w[t] = gnmr_norms_word(chunk, len, t + (s + b) * GNMR_SUM_LANES);
+      for (t = 0; t < 16; t++) {
+        gnmr_norms_word_add(&e[t], &o[t], w[t], dtype);
+        gnmr_norms_word_add(&e[t], &o[t], w[t + 16], dtype);
+      }
     }
-    block_tree(chunk_sum, m, GC_THREADS);
-    partial[b] = chunk_sum[0];
+  for (delta = 8; delta >= 1; delta /= 2) {
+    shfl_down_add(e, delta);
+    shfl_down_add(o, delta);
+  }
+  return e[0] + o[0];
+}
+
+/* gnmr_norms_chunk_kernel: warp w sums chunk w. */
+static void run_chunk_kernel(const gnmr_norms_tensor *t, uint32_t nt,
+                             uint64_t n_chunks, double *chunk_sums) {
+  uint64_t w;
+  for (w = 0; w < n_chunks; w++) {
+    const gnmr_norms_tensor *x = &t[gnmr_norms_chunk_tensor(t, nt, w)];
+    uint64_t start = (w - x->first_chunk) * GNMR_SUM_CHUNK;
+    uint32_t len = (uint32_t)(x->n - start < GNMR_SUM_CHUNK ? x->n - start
+                                                            : GNMR_SUM_CHUNK);
+    const char *p = (const char *)x->data + start * dtype_size(x->dtype);
+    if (x->dtype != GNMR_DTYPE_F32 && ((uintptr_t)x->data & 3u) == 0)
+      chunk_sums[w] = warp_word_chunk(p, x->dtype, len);
+    else
+      chunk_sums[w] = warp_lane_chunk(p, x->dtype, len);
   }
 }
 
-/* norm_units: block u adds its tensors' trees in tensor order. */
-static void run_norm_units(const gc_tensor *t, const gc_unit *units,
-                           uint32_t n_units, double *partial, double *sumsq,
-                           float *norms) {
+/* A warp's tree over 32 consecutive values, +0 past m (levels 1 to 5). */
+static double warp_group_tree(const double *c, uint64_t first, uint64_t m) {
+  double v[GNMR_NORMS_GROUP];
+  uint32_t l, delta;
+  for (l = 0; l < GNMR_NORMS_GROUP; l++)
+    v[l] = first + l < m ? c[first + l] : 0.0;
+  for (delta = 1; delta < GNMR_NORMS_GROUP; delta *= 2) shfl_down_add(v, delta);
+  return v[0];
+}
+
+/* gnmr_norms_unit_kernel: block u trees each of its tensors, adds them in
+   order. group_sums: the global scratch for trees past the shared array. */
+static void run_unit_kernel(const gnmr_norms_tensor *t,
+                            const uint32_t *unit_first,
+                            const uint32_t *unit_tensors, uint32_t n_units,
+                            const double *chunk_sums, double *group_sums,
+                            double *sumsq, float *norms) {
+  static double node[GNMR_NORMS_SHARED]; /* the shared array */
   uint32_t u, i;
   for (u = 0; u < n_units; u++) {
     double sum = 0.0;
-    for (i = 0; i < units[u].n_tensors; i++) {
-      static double node[GC_UNIT_SHARED_TASKS]; /* the shared array */
-      const gc_tensor *x = &t[units[u].first_tensor + i];
-      uint64_t m = gc_tasks(x->n);
-      double *p = partial + x->first_task;
-      if (m <= GC_UNIT_SHARED_TASKS) {
-        memcpy(node, p, m * sizeof *p);
-        p = node;
-      }
-      block_tree(p, m, GC_THREADS);
-      sum += m ? p[0] : 0.0;
+    for (i = unit_first[u]; i < unit_first[u + 1]; i++) {
+      const gnmr_norms_tensor *x = &t[unit_tensors[i]];
+      uint64_t m = gnmr_norms_chunks(x->n), groups = gnmr_norms_groups(m), g;
+      double *p =
+          groups <= GNMR_NORMS_SHARED ? node : group_sums + x->first_group;
+      if (m == 0) continue;
+      for (g = 0; g < groups; g++)
+        p[g] = warp_group_tree(chunk_sums + x->first_chunk,
+                               g * GNMR_NORMS_GROUP, m);
+      block_tree(p, groups, GNMR_NORMS_THREADS);
+      sum += p[0];
     }
     sumsq[u] = sum;
     norms[u] = (float)sqrt(sum);
   }
+}
+
+/* The whole plan on the CPU: layout, both kernels. */
+static int run_plan(const gnmr_tensor *lib, size_t nt, uint32_t n_units,
+                    double *sumsq, float *norms) {
+  gnmr_norms_tensor *t = (gnmr_norms_tensor *)malloc((nt + 1) * sizeof *t);
+  uint32_t *first = (uint32_t *)malloc((n_units + 1) * sizeof *first);
+  uint32_t *order = (uint32_t *)malloc((nt + 1) * sizeof *order);
+  double *chunk_sums = NULL, *group_sums = NULL;
+  uint64_t chunks = 0, groups = 0;
+  int rc = GNMR_ESIZE;
+  if (t && first && order)
+    rc = gnmr_norms_layout(lib, nt, n_units, t, first, order, &chunks, &groups);
+  if (rc == GNMR_OK) {
+    chunk_sums = (double *)malloc((chunks + 1) * sizeof *chunk_sums);
+    group_sums = (double *)malloc((groups + 1) * sizeof *group_sums);
+    if (!chunk_sums || !group_sums) rc = GNMR_ESIZE;
+  }
+  if (rc == GNMR_OK) {
+    run_chunk_kernel(t, (uint32_t)nt, chunks, chunk_sums);
+    run_unit_kernel(t, first, order, n_units, chunk_sums, group_sums, sumsq,
+                    norms);
+  }
+  free(t);
+  free(first);
+  free(order);
+  free(chunk_sums);
+  free(group_sums);
+  return rc;
 }
 
 /* ---- test data ---------------------------------------------------------- */
@@ -114,14 +180,14 @@ static void fill(void *data, uint32_t dtype, uint64_t n) {
 }
 
 /* Sizes around every boundary of the layout: a warp (32), a chunk (4096),
-   3 chunks + 17, a task of 8 chunks (32768), 9 chunks + 5, 3 tasks, 8 tasks
-   + 1 (a partial ninth task: the carry), 13 tasks + 5 chunks + 300. */
+   3 chunks + 17, 8 chunks (32768), 9 chunks + 5, 24 chunks, 64 chunks + 1,
+   109 chunks + 300 (groups of 32 chunks: a partial last group, carried). */
 static const uint64_t edge_sizes[] = {0,     1,     31,     32,    33,    4095,
                                       4096,  4097,  12305,  32767, 32768, 32769,
                                       36869, 98304, 262145, 446764};
 #define N_EDGE (sizeof edge_sizes / sizeof edge_sizes[0])
 
-static double library_sumsq(const gc_tensor *x) {
+static double library_sumsq(const gnmr_norms_tensor *x) {
   if (x->dtype == GNMR_DTYPE_F32)
     return gnmr_sumsq_f32((const float *)x->data, x->n);
   if (x->dtype == GNMR_DTYPE_F16)
@@ -131,20 +197,50 @@ static double library_sumsq(const gc_tensor *x) {
 
 /* ---- tests -------------------------------------------------------------- */
 
-TEST(lane_offsets_cover_each_element_once_in_order) {
-  static unsigned char seen[GNMR_SUM_CHUNK];
-  uint32_t lane, step;
-  memset(seen, 0, sizeof seen);
-  for (lane = 0; lane < GNMR_SUM_LANES; lane++)
-    for (step = 0; step < GC_LANE_STEPS; step++) {
-      uint32_t off = gc_lane_offset(lane, step);
-      REQUIRE(off < GNMR_SUM_CHUNK);
-      EXPECT_EQ_INT(off % GNMR_SUM_LANES, lane);
-      if (step > 0) EXPECT(off > gc_lane_offset(lane, step - 1));
-      seen[off]++;
+/* A lane's sum: elements lane, lane + 32, ... of the chunk, in that order,
+   past len as +0; every element of the chunk read by exactly one lane. */
+TEST(lane_sum_is_the_canonical_lane) {
+  static float x[GNMR_SUM_CHUNK];
+  static const uint32_t lens[] = {0, 1, 31, 33, 1000, 4095, GNMR_SUM_CHUNK};
+  size_t k;
+  fill(x, GNMR_DTYPE_F32, GNMR_SUM_CHUNK);
+  EXPECT_EQ_INT(GNMR_NORMS_LANE_STEPS % GNMR_NORMS_BATCH, 0);
+  for (k = 0; k < sizeof lens / sizeof lens[0]; k++) {
+    uint32_t lane;
+    for (lane = 0; lane < GNMR_SUM_LANES; lane++) {
+      double want = 0.0;
+      uint32_t i;
+      for (i = lane; i < lens[k]; i += GNMR_SUM_LANES)
+        want += (double)x[i] * (double)x[i];
+      EXPECT_EQ_BITS(gnmr_norms_lane_sum(x, GNMR_DTYPE_F32, lens[k], lane),
+                     want);
     }
-  for (step = 0; step < GNMR_SUM_CHUNK; step++) EXPECT_EQ_INT(seen[step], 1);
-  EXPECT_EQ_INT(GC_LANE_STEPS % GC_BATCH, 0);
+  }
+}
+
+/* Two 16-bit elements per load: the chunk's canonical sum, for every
+   length, with NaN and Inf among the elements, both dtypes. */
+TEST(word_chunk_equals_library_chunk) {
+  static uint16_t x[GNMR_SUM_CHUNK];
+  static const uint32_t lens[] = {0,    1,    2,    31,   32,
+                                  33,   63,   64,   65,   1000,
+                                  1001, 2047, 2048, 4095, GNMR_SUM_CHUNK};
+  uint32_t dtype;
+  size_t k;
+  for (dtype = GNMR_DTYPE_F16; dtype <= GNMR_DTYPE_BF16; dtype++) {
+    fill(x, dtype, GNMR_SUM_CHUNK);
+    for (k = 0; k < sizeof lens / sizeof lens[0]; k++) {
+      double want = dtype == GNMR_DTYPE_BF16 ? gnmr_sumsq_bf16(x, lens[k])
+                                             : gnmr_sumsq_f16(x, lens[k]);
+      EXPECT_EQ_BITS(warp_word_chunk(x, dtype, lens[k]), want);
+      EXPECT_EQ_BITS(warp_lane_chunk(x, dtype, lens[k]), want);
+    }
+    x[777] = dtype == GNMR_DTYPE_BF16 ? 0x7F80u : 0x7C00u; /* Inf */
+    EXPECT(isinf(warp_word_chunk(x, dtype, GNMR_SUM_CHUNK)));
+    x[778] = dtype == GNMR_DTYPE_BF16 ? 0x7FC0u : 0x7E00u; /* NaN */
+    EXPECT(isnan(warp_word_chunk(x, dtype, GNMR_SUM_CHUNK)));
+    EXPECT(isinf(warp_word_chunk(x, dtype, 778))); /* the NaN past len */
+  }
 }
 
 TEST(shuffle_down_fold_equals_library_fold) {
@@ -163,7 +259,8 @@ TEST(shuffle_down_fold_equals_library_fold) {
 
 /* Any thread count, any number of nodes: the library's streamed tree. */
 TEST(tree_levels_equal_library_tree) {
-  static const uint32_t threads[] = {1, 3, GC_WARPS, GC_THREADS};
+  static const uint32_t threads[] = {1, 3, GNMR_NORMS_WARPS,
+                                     GNMR_NORMS_THREADS};
   uint64_t m;
   size_t k;
   for (m = 0; m <= 200; m++)
@@ -181,107 +278,228 @@ TEST(tree_levels_equal_library_tree) {
     }
 }
 
-/* The split the kernels make: subtrees of GC_WARPS chunks in norm_tasks,
-   then the tree over their results in norm_units. */
-TEST(two_level_tree_equals_one_tree) {
+/* The split the unit kernel makes: groups of 32 chunks treed by a warp's
+   shuffles with +0 past the end, then the tree over the groups. Also with
+   an Inf and a NaN among the chunks. */
+TEST(group_tree_then_block_tree_equals_one_tree) {
+  static double flat[2200], groups[2200 / GNMR_NORMS_GROUP + 1];
   uint64_t m;
-  for (m = 1; m <= 300; m++) {
-    double flat[300], tasks[300 / GC_WARPS + 1];
+  for (m = 1; m <= 2200; m += m < 300 ? 1 : 37) {
     gnmr__tree tree;
-    uint64_t i, n_tasks = (m + GC_WARPS - 1) / GC_WARPS;
+    uint64_t i, n_groups = gnmr_norms_groups(m);
+    int special = (int)(m % 3);
+    double want;
     memset(&tree, 0, sizeof tree);
     for (i = 0; i < m; i++) {
       flat[i] = ldexp(check_uniform(), (int)(check_rand() % 60) - 30);
+      if (special && i == m / 2) flat[i] = special == 1 ? INFINITY : NAN;
       gnmr__tree_add(&tree, flat[i]);
     }
-    for (i = 0; i < n_tasks; i++) {
-      uint64_t len = m - i * GC_WARPS < GC_WARPS ? m - i * GC_WARPS : GC_WARPS;
-      block_tree(flat + i * GC_WARPS, len, GC_THREADS);
-      tasks[i] = flat[i * GC_WARPS];
-    }
-    block_tree(tasks, n_tasks, GC_THREADS);
-    EXPECT_EQ_BITS(tasks[0], gnmr__tree_sum(&tree));
+    want = gnmr__tree_sum(&tree);
+    for (i = 0; i < n_groups; i++)
+      groups[i] = warp_group_tree(flat, i * GNMR_NORMS_GROUP, m);
+    block_tree(groups, n_groups, GNMR_NORMS_THREADS);
+    if (isnan(want))
+      EXPECT(isnan(groups[0]));
+    else
+      EXPECT_EQ_BITS(groups[0], want);
   }
 }
 
-TEST(task_to_tensor_lookup_with_empty_tensors) {
-  static const uint64_t sizes[] = {0, 5, 0, 0, 8 * 4096 * 3 + 1, 0, 4096, 0};
-  gc_tensor t[8];
-  uint64_t task = 0, b;
-  uint32_t i;
+TEST(chunk_to_tensor_lookup_with_empty_tensors) {
+  static const uint64_t sizes[] = {0, 5, 0, 0, 4096 * 3 + 1, 0, 4096, 0};
+  gnmr_tensor lib[8];
+  gnmr_norms_tensor t[8];
+  uint32_t first[9], order[8], i;
+  uint64_t chunks, groups, c;
   for (i = 0; i < 8; i++) {
-    t[i].data = NULL;
-    t[i].n = sizes[i];
-    t[i].first_task = task;
-    t[i].dtype = GNMR_DTYPE_F32;
-    t[i].unit = i;
-    task += gc_tasks(sizes[i]);
+    lib[i].data = sizes[i] ? (const void *)sizes : NULL;
+    lib[i].n = (size_t)sizes[i];
+    lib[i].dtype = GNMR_DTYPE_F32;
+    lib[i].unit = i;
   }
-  EXPECT_EQ_INT(task, 1 + 4 + 1);
-  for (b = 0; b < task; b++) {
-    const gc_tensor *x = &t[gc_task_tensor(t, 8, b)];
+  REQUIRE(gnmr_norms_layout(lib, 8, 8, t, first, order, &chunks, &groups) ==
+          GNMR_OK);
+  EXPECT_EQ_INT(chunks, 1 + 4 + 1);
+  EXPECT_EQ_INT(groups, 3);
+  for (c = 0; c < chunks; c++) {
+    const gnmr_norms_tensor *x = &t[gnmr_norms_chunk_tensor(t, 8, c)];
     EXPECT(x->n > 0);
-    EXPECT(b >= x->first_task && b < x->first_task + gc_tasks(x->n));
+    EXPECT(c >= x->first_chunk && c < x->first_chunk + gnmr_norms_chunks(x->n));
   }
 }
 
-/* The whole pipeline over a multi-tensor launch of mixed dtypes and edge
-   sizes: per-tensor sums against gnmr_sumsq_*, unit norms against
-   gnmr_unit_norms, bit for bit. */
-TEST(pipeline_equals_library_bits) {
-  enum { NT = N_EDGE * 3, NU = 20 };
-  gc_tensor t[NT], single[NT];
-  gc_unit units[NU], singles[NT];
+/* Units in any order: each unit's tensors listed in tensor order; bad
+   tensors refused with nothing written. */
+TEST(layout_groups_units_stably_and_refuses_whole) {
+  enum { NT = 9, NU = 5 };
+  static const uint32_t unit_of[NT] = {3, 0, 3, 1, 0, 3, 4, 1, 0};
+  static float data[4];
   gnmr_tensor lib[NT];
-  double sumsq[NT], *partial;
-  float norms[NT], lib_norms[NU];
-  uint64_t task = 0;
+  gnmr_norms_tensor t[NT];
+  uint32_t first[NU + 1], order[NT], i, u, k = 0;
+  uint64_t chunks = 77, groups = 77;
+  for (i = 0; i < NT; i++) {
+    lib[i].data = data;
+    lib[i].n = 4;
+    lib[i].dtype = GNMR_DTYPE_F32;
+    lib[i].unit = unit_of[i];
+  }
+  REQUIRE(gnmr_norms_layout(lib, NT, NU, t, first, order, &chunks, &groups) ==
+          GNMR_OK);
+  EXPECT_EQ_INT(chunks, NT);
+  EXPECT_EQ_INT(groups, NT);
+  EXPECT_EQ_INT(first[0], 0);
+  EXPECT_EQ_INT(first[NU], NT);
+  for (u = 0; u < NU; u++) /* unit u: every tensor of unit u, in order */
+    for (i = 0; i < NT; i++)
+      if (unit_of[i] == u) {
+        EXPECT(k >= first[u] && k < first[u + 1]);
+        EXPECT_EQ_INT(order[k++], i);
+      }
+  EXPECT_EQ_INT(first[2], first[3]); /* unit 2 has no tensor */
+  /* refusals: nothing written */
+  memset(order, 0xAB, sizeof order);
+  lib[4].unit = NU;
+  EXPECT_EQ_INT(
+      gnmr_norms_layout(lib, NT, NU, t, first, order, &chunks, &groups),
+      GNMR_EINVAL);
+  lib[4].unit = 0;
+  lib[4].dtype = 9;
+  EXPECT_EQ_INT(
+      gnmr_norms_layout(lib, NT, NU, t, first, order, &chunks, &groups),
+      GNMR_EINVAL);
+  lib[4].data = (const char *)data + 2; /* f32 off 4-byte alignment */
+  EXPECT_EQ_INT(
+      gnmr_norms_layout(lib, NT, NU, t, first, order, &chunks, &groups),
+      GNMR_EINVAL);
+  lib[4].dtype = GNMR_DTYPE_BF16; /* ... fine for 16-bit elements */
+  EXPECT_EQ_INT(
+      gnmr_norms_layout(lib, NT, NU, t, first, order, &chunks, &groups),
+      GNMR_OK);
+  memset(order, 0xAB, sizeof order);
+  chunks = 77;
+  lib[4].data = (const char *)data + 1; /* odd: not even for bf16 */
+  EXPECT_EQ_INT(
+      gnmr_norms_layout(lib, NT, NU, t, first, order, &chunks, &groups),
+      GNMR_EINVAL);
+  lib[4].data = NULL;
+  EXPECT_EQ_INT(
+      gnmr_norms_layout(lib, NT, NU, t, first, order, &chunks, &groups),
+      GNMR_EINVAL);
+  EXPECT_EQ_INT(
+      gnmr_norms_layout(NULL, NT, NU, t, first, order, &chunks, &groups),
+      GNMR_EINVAL);
+  EXPECT_EQ_INT(order[0], 0xABABABABu);
+  EXPECT_EQ_INT(chunks, 77);
+  lib[4].n = 0; /* NULL data is fine for an empty tensor */
+  EXPECT_EQ_INT(
+      gnmr_norms_layout(lib, NT, NU, t, first, order, &chunks, &groups),
+      GNMR_OK);
+  EXPECT_EQ_INT(chunks, NT - 1);
+}
+
+/* The whole plan over mixed dtypes and edge sizes, units in any order and
+   interleaved, NaN and Inf in some tensors: unit sums against
+   gnmr_unit_sumsq, norms against gnmr_unit_norms, and (one unit per
+   tensor) every tensor against gnmr_sumsq_*, bit for bit. */
+TEST(plan_equals_library_bits) {
+  enum { NT = N_EDGE * 3, NU = 20 };
+  gnmr_tensor lib[NT], single[NT];
+  char *blocks[NT];
+  double sumsq[NT], lib_sumsq[NT];
+  float norms[NT], lib_norms[NT];
   uint32_t i, u;
   for (i = 0; i < NT; i++) {
     uint32_t dtype = i % 3 == 0   ? GNMR_DTYPE_F32
                      : i % 3 == 1 ? GNMR_DTYPE_BF16
                                   : GNMR_DTYPE_F16;
     uint64_t n = edge_sizes[(i * 7) % N_EDGE];
-    void *data = n ? malloc(n * dtype_size(dtype)) : NULL;
+    /* every fourth 16-bit tensor 2 bytes off 4-byte alignment: read one
+       element per load */
+    size_t skew = dtype != GNMR_DTYPE_F32 && i % 4 == 3 ? 2 : 0;
+    char *block = n ? (char *)malloc(n * dtype_size(dtype) + skew) : NULL;
+    void *data = block ? block + skew : NULL;
     REQUIRE(n == 0 || data);
+    blocks[i] = block;
     fill(data, dtype, n);
-    t[i].data = data;
-    t[i].n = n;
-    t[i].dtype = dtype;
-    t[i].unit = (uint32_t)((uint64_t)i * NU / NT); /* sorted, 2-3 per unit */
-    t[i].first_task = task;
-    task += gc_tasks(n);
+    if (n > 100 && i % 11 == 0) { /* a NaN or an Inf */
+      uint32_t bits = i % 2 ? 0x7FC00000u : 0x7F800000u;
+      if (dtype == GNMR_DTYPE_F32)
+        memcpy((float *)data + n / 2, &bits, 4);
+      else
+        ((uint16_t *)data)[n / 2] = dtype == GNMR_DTYPE_BF16
+                                        ? (uint16_t)(bits >> 16)
+                                        : (i % 2 ? 0x7E00u : 0x7C00u);
+    }
     lib[i].data = data;
-    lib[i].n = n;
+    lib[i].n = (size_t)n;
     lib[i].dtype = (int)dtype;
-    lib[i].unit = t[i].unit;
-  }
-  for (u = 0; u < NU; u++) units[u].n_tensors = 0;
-  for (i = NT; i-- > 0;) {
-    units[t[i].unit].first_tensor = i;
-    units[t[i].unit].n_tensors++;
-  }
-  partial = (double *)malloc((task ? task : 1) * sizeof *partial);
-  REQUIRE(partial);
-
-  /* One unit per tensor: every tensor's own sum. */
-  for (i = 0; i < NT; i++) {
-    single[i] = t[i];
+    lib[i].unit = (i * 7 + i / 5) % NU; /* any order, interleaved */
+    single[i] = lib[i];
     single[i].unit = i;
-    singles[i].first_tensor = i;
-    singles[i].n_tensors = 1;
   }
-  run_norm_tasks(single, NT, task, partial);
-  run_norm_units(single, singles, NT, partial, sumsq, norms);
-  for (i = 0; i < NT; i++) EXPECT_EQ_BITS(sumsq[i], library_sumsq(&t[i]));
 
-  run_norm_tasks(t, NT, task, partial);
-  run_norm_units(t, units, NU, partial, sumsq, norms);
+  REQUIRE(run_plan(single, NT, NT, sumsq, norms) == GNMR_OK);
+  for (i = 0; i < NT; i++) {
+    gnmr_norms_tensor x;
+    double want;
+    x.data = lib[i].data;
+    x.n = lib[i].n;
+    x.dtype = (uint32_t)lib[i].dtype;
+    want = library_sumsq(&x);
+    if (isnan(want))
+      EXPECT(isnan(sumsq[i]));
+    else
+      EXPECT_EQ_BITS(sumsq[i], want);
+  }
+
+  REQUIRE(run_plan(lib, NT, NU, sumsq, norms) == GNMR_OK);
+  REQUIRE(gnmr_unit_sumsq(lib, NT, lib_sumsq, NU) == GNMR_OK);
   REQUIRE(gnmr_unit_norms(lib, NT, lib_norms, NU) == GNMR_OK);
-  for (u = 0; u < NU; u++) EXPECT_EQ_BITS(norms[u], lib_norms[u]);
+  for (u = 0; u < NU; u++) {
+    if (isnan(lib_sumsq[u])) {
+      EXPECT(isnan(sumsq[u]) && isnan(norms[u]));
+      continue;
+    }
+    EXPECT_EQ_BITS(sumsq[u], lib_sumsq[u]);
+    EXPECT_EQ_BITS(norms[u], lib_norms[u]);
+  }
+  for (i = 0; i < NT; i++) free(blocks[i]);
+}
 
-  free(partial);
-  for (i = 0; i < NT; i++) free((void *)t[i].data);
+/* A tensor of more than GNMR_NORMS_SHARED groups (its tree in the global
+   scratch) beside small ones in the same unit. */
+TEST(plan_big_tensor_tree_in_global_scratch) {
+  const size_t big =
+      (size_t)GNMR_NORMS_SHARED * GNMR_NORMS_GROUP * GNMR_SUM_CHUNK +
+      GNMR_SUM_CHUNK * 40 + 3;
+  uint16_t *x = (uint16_t *)malloc(big * 2);
+  float y[1000], norms[2], lib_norms[2];
+  double sumsq[2], lib_sumsq[2];
+  gnmr_tensor t[3];
+  REQUIRE(x);
+  fill(x, GNMR_DTYPE_BF16, big);
+  fill(y, GNMR_DTYPE_F32, 1000);
+  t[0].data = y;
+  t[0].n = 1000;
+  t[0].dtype = GNMR_DTYPE_F32;
+  t[0].unit = 1;
+  t[1].data = x;
+  t[1].n = big;
+  t[1].dtype = GNMR_DTYPE_BF16;
+  t[1].unit = 1;
+  t[2] = t[0];
+  t[2].unit = 0;
+  EXPECT(gnmr_norms_groups(gnmr_norms_chunks(big)) > GNMR_NORMS_SHARED);
+  REQUIRE(run_plan(t, 3, 2, sumsq, norms) == GNMR_OK);
+  REQUIRE(gnmr_unit_sumsq(t, 3, lib_sumsq, 2) == GNMR_OK);
+  REQUIRE(gnmr_unit_norms(t, 3, lib_norms, 2) == GNMR_OK);
+  EXPECT_EQ_BITS(sumsq[0], lib_sumsq[0]);
+  EXPECT_EQ_BITS(sumsq[1], lib_sumsq[1]);
+  EXPECT_EQ_BITS(norms[0], lib_norms[0]);
+  EXPECT_EQ_BITS(norms[1], lib_norms[1]);
+  free(x);
 }
 
 /* The example checks S steps with one CPU pass over the data because its
@@ -305,7 +523,7 @@ TEST(power_of_two_scaling_scales_the_sum_exactly) {
   for (i = 0; i < N; i++) h[i] &= 0xBFFFu; /* below 2^1: headroom */
   for (e = 0; e <= 8; e++) {
     for (i = 0; i < N; i++) {
-      float f = ldexpf(gnmr__bf16_to_f32(h[i]), e);
+      float f = ldexpf(gnmr_bf16_to_f32(h[i]), e);
       uint32_t bits;
       memcpy(&bits, &f, 4);
       hs[i] = (uint16_t)(bits >> 16);
@@ -323,12 +541,15 @@ TEST(power_of_two_scaling_scales_the_sum_exactly) {
 
 int main(int argc, char **argv) {
   static const check_case cases[] = {
-      CHECK_CASE(lane_offsets_cover_each_element_once_in_order),
+      CHECK_CASE(lane_sum_is_the_canonical_lane),
+      CHECK_CASE(word_chunk_equals_library_chunk),
       CHECK_CASE(shuffle_down_fold_equals_library_fold),
       CHECK_CASE(tree_levels_equal_library_tree),
-      CHECK_CASE(two_level_tree_equals_one_tree),
-      CHECK_CASE(task_to_tensor_lookup_with_empty_tensors),
-      CHECK_CASE(pipeline_equals_library_bits),
+      CHECK_CASE(group_tree_then_block_tree_equals_one_tree),
+      CHECK_CASE(chunk_to_tensor_lookup_with_empty_tensors),
+      CHECK_CASE(layout_groups_units_stably_and_refuses_whole),
+      CHECK_CASE(plan_equals_library_bits),
+      CHECK_CASE(plan_big_tensor_tree_in_global_scratch),
       CHECK_CASE(power_of_two_scaling_scales_the_sum_exactly),
   };
   return check_main(cases, sizeof cases / sizeof cases[0], argc, argv);

@@ -251,6 +251,35 @@ static void trace_row(char **f) {
     row_errors++;
 }
 
+/* The run below: built-in task (64 inputs), hidden 16,16,16. A burst names
+   the first input channel it hits, below the layer's width; a stale scale
+   hits no channel (-1). */
+static void stress_row(char **f) {
+  int unit = atoi(f[3]), channel = atoi(f[5]);
+  int width = unit == 0 ? 64 : 16;
+  if (!is_number(f[1]) || !is_number(f[2]) || unit < 0 || unit >= TS_LAYERS)
+    row_errors++;
+  if (strcmp(f[4], "burst") == 0) {
+    if (channel < 0 || channel >= width) row_errors++;
+  } else if (strcmp(f[4], "stale") != 0 || channel != -1) {
+    row_errors++;
+  }
+}
+
+/* 1 if the file holds every string of the NULL-terminated list. */
+static int file_has_all(const char *path, const char *const *want) {
+  static char buf[1 << 20];
+  FILE *f = fopen(path, "rb");
+  size_t n;
+  if (!f) return 0;
+  n = fread(buf, 1, sizeof buf - 1, f);
+  fclose(f);
+  buf[n] = 0;
+  for (; *want; want++)
+    if (!strstr(buf, *want)) return 0;
+  return 1;
+}
+
 static int file_starts_with(const char *path, const char *prefix) {
   FILE *f = fopen(path, "r");
   char buf[64] = {0};
@@ -288,9 +317,17 @@ TEST(demo_runs_end_to_end) {
                           "step,unit,norm,gnmr,delta,action\n", 6, trace_row),
                 40 * TS_LAYERS);
   EXPECT(csv_check("build/test_demo_out/stress.csv",
-                   "seed,start,steps,unit,kind,channel\n", 6, NULL) > 0);
+                   "seed,start,steps,unit,kind,channel\n", 6, stress_row) > 0);
   EXPECT_EQ_INT(row_errors, 0);
   EXPECT(file_starts_with("build/test_demo_out/loss.svg", "<svg"));
+  {
+    /* Axis labels and ticks, curves clipped to the plot area. */
+    static const char *const loss_svg[] = {
+        "<clipPath id=\"plot\">", "<g clip-path=\"url(#plot)\">",
+        ">step</text>",           ">training loss</text>",
+        "text-anchor=\"end\">",   NULL};
+    EXPECT(file_has_all("build/test_demo_out/loss.svg", loss_svg));
+  }
   EXPECT(file_starts_with("build/test_demo_out/recovery.svg", "<svg"));
 }
 

@@ -94,9 +94,12 @@ static void ref_stats(const void *x, size_t n, int dtype,
 
 static void lib_stats(const void *x, size_t n, int dtype,
                       gnmr_tensor_stats *s) {
-  if (dtype == GNMR_DTYPE_F32) gnmr_stats_f32((const float *)x, n, s);
-  if (dtype == GNMR_DTYPE_F16) gnmr_stats_f16((const uint16_t *)x, n, s);
-  if (dtype == GNMR_DTYPE_BF16) gnmr_stats_bf16((const uint16_t *)x, n, s);
+  if (dtype == GNMR_DTYPE_F32)
+    gnmr_stats_f32((const float *)x, n, s);
+  else if (dtype == GNMR_DTYPE_F16)
+    gnmr_stats_f16((const uint16_t *)x, n, s);
+  else
+    gnmr_stats_bf16((const uint16_t *)x, n, s);
 }
 
 static double lib_sumsq(const void *x, size_t n, int dtype) {
@@ -229,12 +232,36 @@ static void fill(void *x, size_t n, int dtype, int pattern) {
 
 /* ---- bit identity ------------------------------------------------------ */
 
+/* The controller's AVX-512 step: x86-64 builds with the AVX-512 kernels. */
+#if defined(__x86_64__) && !defined(GNMR_NO_SIMD) && !defined(GNMR_NO_AVX512)
+#define CTL_AVX512 1
+#else
+#define CTL_AVX512 0
+#endif
+
 TEST(dispatch) {
   int isa;
+  /* the architecture's preference list, best first */
+#if defined(__x86_64__) || defined(__i386__)
+  static const int prefer[] = {GNMR_ISA_AVX512, GNMR_ISA_AVX2, GNMR_ISA_SSE2,
+                               GNMR_ISA_SCALAR};
+#elif defined(__aarch64__)
+  static const int prefer[] = {GNMR_ISA_NEON, GNMR_ISA_SCALAR};
+#else
+  static const int prefer[] = {GNMR_ISA_SCALAR};
+#endif
+  size_t i = 0;
   EXPECT(gnmr_isa_supported(GNMR_ISA_SCALAR));
   EXPECT(gnmr_isa_supported(best_isa));
-  for (isa = best_isa + 1; isa <= GNMR_ISA_NEON; isa++)
-    EXPECT(!gnmr_isa_supported(isa)); /* the best one was chosen */
+  while (!gnmr_isa_supported(prefer[i])) i++;
+  EXPECT_EQ_INT(best_isa, prefer[i]); /* the first supported one was chosen */
+#if defined(__x86_64__) || defined(__i386__)
+  EXPECT(!gnmr_isa_supported(GNMR_ISA_NEON));
+#else
+  EXPECT(!gnmr_isa_supported(GNMR_ISA_SSE2));
+  EXPECT(!gnmr_isa_supported(GNMR_ISA_AVX2));
+  EXPECT(!gnmr_isa_supported(GNMR_ISA_AVX512));
+#endif
   EXPECT_EQ_INT(gnmr_isa_force(-1), GNMR_EISA);
   EXPECT_EQ_INT(gnmr_isa_force(99), GNMR_EISA);
   EXPECT_EQ_INT(gnmr_isa_active(), best_isa); /* refused: unchanged */
@@ -273,6 +300,29 @@ TEST(dispatch) {
 #ifdef GNMR_NO_SIMD
   EXPECT_EQ_INT(n_paths, 1);
 #endif
+  /* the controller's path is chosen on its own: forcing the norm helpers'
+     changes nothing there, and the other way round */
+  {
+    int ctl = gnmr_ctl_isa_active();
+    EXPECT(ctl == GNMR_ISA_SCALAR || ctl == GNMR_ISA_AVX512);
+    EXPECT_EQ_INT(ctl, CTL_AVX512 && gnmr_isa_supported(GNMR_ISA_AVX512)
+                           ? GNMR_ISA_AVX512
+                           : GNMR_ISA_SCALAR);
+    EXPECT_EQ_INT(gnmr_isa_force(GNMR_ISA_SCALAR), GNMR_OK);
+    EXPECT_EQ_INT(gnmr_ctl_isa_active(), ctl);
+    gnmr_isa_force(best_isa);
+    EXPECT_EQ_INT(gnmr_ctl_isa_force(GNMR_ISA_SCALAR), GNMR_OK);
+    EXPECT_EQ_INT(gnmr_ctl_isa_active(), GNMR_ISA_SCALAR);
+    EXPECT_EQ_INT(gnmr_isa_active(), best_isa);
+    EXPECT_EQ_INT(gnmr_ctl_isa_force(GNMR_ISA_SSE2), GNMR_EISA);
+    EXPECT_EQ_INT(gnmr_ctl_isa_force(GNMR_ISA_AVX2), GNMR_EISA);
+    EXPECT_EQ_INT(gnmr_ctl_isa_force(GNMR_ISA_NEON), GNMR_EISA);
+    EXPECT_EQ_INT(gnmr_ctl_isa_force(-1), GNMR_EISA);
+    EXPECT_EQ_INT(gnmr_ctl_isa_active(), GNMR_ISA_SCALAR); /* unchanged */
+    EXPECT_EQ_INT(gnmr_ctl_isa_force(GNMR_ISA_AVX512),
+                  ctl == GNMR_ISA_AVX512 ? GNMR_OK : GNMR_EISA);
+    EXPECT_EQ_INT(gnmr_ctl_isa_active(), ctl);
+  }
   printf("  paths:");
   for (isa = 0; isa < n_paths; isa++) printf(" %s", gnmr_isa_name(paths[isa]));
   printf(" (default %s)\n", gnmr_isa_name(best_isa));
@@ -739,6 +789,32 @@ TEST(accuracy_wide_range_all_dtypes) {
   free(x);
 }
 
+/* The public conversions, every 16-bit pattern: the value (f16: as the
+   IEEE definition gives it), bit for bit; NaN payloads and signs kept. */
+TEST(public_conversions_every_pattern) {
+  uint32_t h;
+  int bad = 0;
+  for (h = 0; h <= 0xFFFFu; h++) {
+    float f16 = gnmr_f16_to_f32((uint16_t)h),
+          bf = gnmr_bf16_to_f32((uint16_t)h);
+    uint32_t got16, gotb, want16;
+    memcpy(&got16, &f16, 4);
+    memcpy(&gotb, &bf, 4);
+    if ((h & 0x7C00u) == 0x7C00u) { /* Inf, NaN: exponent all ones */
+      want16 = (h & 0x8000u) << 16 | 0x7F800000u | (h & 0x3FFu) << 13;
+    } else {
+      float w = (float)f16_value((uint16_t)h);
+      memcpy(&want16, &w, 4);
+    }
+    if (got16 != want16 || gotb != h << 16) {
+      if (!bad++)
+        printf("  %04x: f16 %08x want %08x, bf16 %08x\n", (unsigned)h,
+               (unsigned)got16, (unsigned)want16, (unsigned)gotb);
+    }
+  }
+  EXPECT_EQ_INT(bad, 0);
+}
+
 /* ---- units ----------------------------------------------------------------
  */
 
@@ -788,6 +864,71 @@ TEST(unit_norms_mixed_dtypes_in_tensor_order) {
   for (i = 0; i < NT; i++) free(data[i]);
 }
 
+/* Tensors in any order, units interleaved, more units than gnmr_unit_norms
+   sums at once: each unit's norm is the sqrt of its tensors' sums added in
+   the order they appear, bit for bit, and the same bits as the tensors
+   sorted by unit (each unit's own order kept), the only order 0.1 took. */
+TEST(unit_norms_any_order) {
+  enum { NT = 1500, NU = 700, MAXLEN = 300 };
+  static unsigned char data[NT][MAXLEN * 4];
+  static gnmr_tensor t[NT], sorted[NT];
+  static double want[NU], sumsq[NU];
+  static float norms[NU], norms_sorted[NU];
+  size_t i, k = 0;
+  uint32_t u;
+  int p, runs = 0;
+  for (i = 0; i < NT; i++) {
+    int dt = (int)(check_rand() % 3);
+    size_t n = (size_t)(check_rand() % MAXLEN);
+    fill(data[i], n, dt, PAT_GAUSS);
+    t[i].data = data[i];
+    t[i].n = n;
+    t[i].dtype = dt;
+    /* units 0..NU-2 at random (NU-1 gets none), so units split across
+       the whole list */
+    t[i].unit = (uint32_t)(check_rand() % (NU - 1));
+  }
+  for (u = 0; u < NU; u++) want[u] = 0.0;
+  for (i = 0; i < NT; i++)
+    want[t[i].unit] += lib_sumsq(t[i].data, t[i].n, t[i].dtype);
+  for (i = 1; i < NT; i++) runs += t[i].unit < t[i - 1].unit;
+  EXPECT(runs > NT / 4);   /* far from sorted */
+  for (u = 0; u < NU; u++) /* stable sort by unit */
+    for (i = 0; i < NT; i++)
+      if (t[i].unit == u) sorted[k++] = t[i];
+  REQUIRE(k == NT);
+  for (p = 0; p < n_paths; p++) {
+    gnmr_isa_force(paths[p]);
+    EXPECT_EQ_INT(gnmr_unit_norms(t, NT, norms, NU), GNMR_OK);
+    EXPECT_EQ_INT(gnmr_unit_norms(sorted, NT, norms_sorted, NU), GNMR_OK);
+    EXPECT_EQ_INT(gnmr_unit_sumsq(t, NT, sumsq, NU), GNMR_OK);
+    for (u = 0; u < NU; u++) {
+      EXPECT_EQ_BITS(sumsq[u], want[u]);
+      EXPECT_EQ_BITS((double)norms[u], (double)(float)sqrt(want[u]));
+      EXPECT_EQ_BITS((double)norms[u], (double)norms_sorted[u]);
+    }
+    EXPECT_EQ_BITS((double)norms[NU - 1], 0.0); /* a unit without tensors */
+  }
+  gnmr_isa_force(best_isa);
+  /* the unit count at the edges of a pass: 1, 255, 256, 257 units */
+  {
+    static const uint32_t counts[] = {1, 255, 256, 257};
+    size_t c;
+    for (c = 0; c < sizeof counts / sizeof counts[0]; c++) {
+      uint32_t nu = counts[c];
+      for (u = 0; u < nu; u++) want[u] = 0.0;
+      for (i = 0; i < NT; i++) {
+        sorted[i] = t[i];
+        sorted[i].unit = (uint32_t)((i * 7u) % nu);
+        want[sorted[i].unit] += lib_sumsq(t[i].data, t[i].n, t[i].dtype);
+      }
+      EXPECT_EQ_INT(gnmr_unit_norms(sorted, NT, norms, nu), GNMR_OK);
+      for (u = 0; u < nu; u++)
+        EXPECT_EQ_BITS((double)norms[u], (double)(float)sqrt(want[u]));
+    }
+  }
+}
+
 TEST(unit_errors_refused_whole) {
   float x[4] = {1, 2, 3, 4}, norms[2] = {-7.0f, -7.0f};
   double sums[2] = {-7.0, -7.0};
@@ -798,12 +939,13 @@ TEST(unit_errors_refused_whole) {
   t[0].dtype = GNMR_DTYPE_F32;
   t[0].unit = 1;
   t[1] = t[0];
-  t[1].unit = 0; /* unsorted: fine for sumsq, refused for norms */
-  EXPECT_EQ_INT(gnmr_unit_norms(t, 2, norms, 2), GNMR_EINVAL);
-  EXPECT(norms[0] == -7.0f && norms[1] == -7.0f);
+  t[1].unit = 0; /* unsorted: fine for both */
+  EXPECT_EQ_INT(gnmr_unit_norms(t, 2, norms, 2), GNMR_OK);
+  EXPECT(norms[0] == (float)sqrt(30.0) && norms[1] == (float)sqrt(30.0));
   EXPECT_EQ_INT(gnmr_unit_sumsq(t, 2, sums, 2), GNMR_OK);
   EXPECT_EQ_BITS(sums[0], 30.0);
   sums[0] = sums[1] = -7.0;
+  norms[0] = norms[1] = -7.0f;
   t[1].unit = 2; /* bad unit */
   EXPECT_EQ_INT(gnmr_unit_sumsq(t, 2, sums, 2), GNMR_EINVAL);
   EXPECT_EQ_INT(gnmr_unit_norms(t, 2, norms, 2), GNMR_EINVAL);
@@ -849,7 +991,9 @@ int main(int argc, char **argv) {
 #endif
       CHECK_CASE(accuracy_where_float_fails),
       CHECK_CASE(accuracy_wide_range_all_dtypes),
+      CHECK_CASE(public_conversions_every_pattern),
       CHECK_CASE(unit_norms_mixed_dtypes_in_tensor_order),
+      CHECK_CASE(unit_norms_any_order),
       CHECK_CASE(unit_errors_refused_whole)};
   int i;
   for (i = 1; i < argc; i++)

@@ -499,6 +499,12 @@ TEST(norm_helpers_refuse_and_change_nothing) {
   EXPECT_EQ_INT(gnmr_isa_active(), isa);
   EXPECT_EQ_INT(gnmr_isa_supported(-1), 0);
   EXPECT_EQ_INT(gnmr_isa_supported(99), 0);
+  /* the controller's path takes SCALAR or AVX512 only */
+  isa = gnmr_ctl_isa_active();
+  REFUSED(gnmr_ctl_isa_force(-1), GNMR_EISA);
+  REFUSED(gnmr_ctl_isa_force(GNMR_ISA_SSE2), GNMR_EISA);
+  REFUSED(gnmr_ctl_isa_force(GNMR_ISA_NEON), GNMR_EISA);
+  EXPECT_EQ_INT(gnmr_ctl_isa_active(), isa);
 }
 
 /* ---- after all of it ---------------------------------------------------- */

@@ -23,6 +23,9 @@
        gnmr_cuda_ctl_download(&dev, &host);     // back, e.g. to checkpoint
        gnmr_cuda_ctl_upload(&dev, &host);       // there, e.g. after a load
        gnmr_cuda_ctl_destroy(&dev);
+   While the device holds the state, leave the host controller alone: a
+   download overwrites it. New settings: gnmr_reconfigure on the host after
+   a download, then an upload.
    Every function that can fail returns a cudaError_t (cudaErrorInvalidValue
    for a bad argument); the step's own result (GNMR_OK, or GNMR_ENORM for a
    finite negative norm, GNMR_ESTATE for a bad controller: the step then changes
@@ -34,8 +37,10 @@
    in NOISE mode (cudaErrorInvalidValue), and a step that finds one anyway
    changes nothing and reports GNMR_ECONFIG.
 
-   One step is three kernels:
-     check   every thread one norm: a finite negative one refuses the step.
+   One step is three kernels (up to GNMR_CUDA_FUSED_MAX units, the same
+   phases in one block, one launch):
+     check   every thread one norm: a finite negative one refuses the step;
+             thread 0 checks the controller itself (gnmr_step's ESTATE).
      units   every thread one unit: gnmr.h's gnmr__unit_step (rules 1-6 and
              8), the totals summed per block (integers: any order gives the
              same sums), each candidate for a slot listed (in any order).
@@ -63,6 +68,9 @@
 #define GNMR_CUDA_ADMIT_THREADS 1024
 /* Threads per block of the check and units kernels. */
 #define GNMR_CUDA_UNIT_THREADS 256
+/* Up to this many units a step is one launch of one block (untuned: no
+   GPU measured it yet). */
+#define GNMR_CUDA_FUSED_MAX 2048
 
 /* The step's scratch and result, in device memory. Between steps every
    count is 0. */
@@ -72,7 +80,7 @@ typedef struct gnmr_cuda_work {
   uint32_t negative;   /* set by the check kernel */
   int32_t status;      /* the last step: GNMR_OK or a GNMR_E* code */
   int32_t first_error; /* the first refused step's code since creation */
-  uint32_t pad_;
+  uint32_t unusable;   /* set by the check: not a usable controller */
 } gnmr_cuda_work;
 
 /* The admit kernel's shared state: the radix select of the k best keys.
@@ -92,11 +100,13 @@ typedef struct gnmr_cuda_select {
 
 /* ---- the arithmetic of every kernel, host and device ------------------- */
 
-/* check, thread u. */
-static inline GNMR_HOSTDEV void gnmr_cuda__check(const float *norms, uint32_t n,
+/* check, thread u (thread 0 also checks the controller itself). */
+static inline GNMR_HOSTDEV void gnmr_cuda__check(const gnmr_ctl *ctl,
+                                                 const float *norms, uint32_t n,
                                                  uint32_t u,
                                                  gnmr_cuda_work *w) {
   uint32_t bits;
+  if (u == 0 && !gnmr__usable(ctl)) w->unusable = 1;
   if (u >= n) return;
   memcpy(&bits, &norms[u], 4);
   /* finite and below -0, as gnmr_step's check */
@@ -109,7 +119,7 @@ static inline GNMR_HOSTDEV unsigned
 gnmr_cuda__unit(const gnmr_ctl *ctl, const gnmr__rules *r, const float *norms,
                 gnmr_decision *out, const gnmr_cuda_work *w, uint32_t u) {
   gnmr__soa s;
-  if (u >= r->n || w->negative || !gnmr__usable(ctl) || r->noise) return 0;
+  if (u >= r->n || w->negative || w->unusable || r->noise) return 0;
   s = gnmr__carve(ctl->units, r->n);
   return gnmr__unit_step(r, &s, norms, out, u);
 }
@@ -259,7 +269,7 @@ gnmr_cuda__admit_end(const gnmr_cuda_select *sel, gnmr_ctl *ctl,
   }
   w->status = sel->status;
   w->risky = w->nonfinite = w->held = w->renewed = 0;
-  w->locked = w->candidates = w->negative = 0;
+  w->locked = w->candidates = w->negative = w->unusable = 0;
 }
 
 /* ---- CUDA -------------------------------------------------------------- */
@@ -294,8 +304,9 @@ static __device__ __forceinline__ int gnmr_cuda_recovering(const gnmr_ctl *ctl,
 
 template <int Unused = 0>
 __global__ void __launch_bounds__(GNMR_CUDA_UNIT_THREADS)
-    gnmr_cuda__check_kernel(const float *norms, uint32_t n, gnmr_cuda_work *w) {
-  gnmr_cuda__check(norms, n, blockIdx.x * blockDim.x + threadIdx.x, w);
+    gnmr_cuda__check_kernel(const gnmr_ctl *ctl, const float *norms, uint32_t n,
+                            gnmr_cuda_work *w) {
+  gnmr_cuda__check(ctl, norms, n, blockIdx.x * blockDim.x + threadIdx.x, w);
 }
 
 template <int Unused = 0>
@@ -336,28 +347,70 @@ __global__ void __launch_bounds__(GNMR_CUDA_UNIT_THREADS)
   }
 }
 
+/* The admit kernel's body, for any number of threads in one block: the
+   select, rule 7, the totals. */
+static __device__ __forceinline__ void
+gnmr_cuda__admit_block(gnmr_cuda_select *sel, gnmr_ctl *ctl, gnmr_decision *out,
+                       gnmr_cuda_work *w) {
+  const uint32_t t = threadIdx.x, T = blockDim.x;
+  if (t == 0) gnmr_cuda__admit_begin(sel, ctl, w);
+  __syncthreads();
+  if (sel->status == GNMR_OK) {
+    const gnmr__soa s = gnmr__carve(ctl->units, ctl->n_units);
+    while (gnmr_cuda__select_more(sel)) {
+      gnmr_cuda__select_clear(sel, t, T);
+      __syncthreads();
+      gnmr_cuda__select_count(sel, &s, t, T);
+      __syncthreads();
+      if (t == 0) gnmr_cuda__select_pick(sel);
+      __syncthreads();
+    }
+    gnmr_cuda__admit_units(sel, &s, out, ctl->cfg.lock_steps, t, T);
+  }
+  __syncthreads();
+  if (t == 0) gnmr_cuda__admit_end(sel, ctl, w);
+}
+
 template <int Unused = 0>
 __global__ void __launch_bounds__(GNMR_CUDA_ADMIT_THREADS)
     gnmr_cuda__admit_kernel(gnmr_ctl *ctl, gnmr_decision *out,
                             gnmr_cuda_work *w) {
   __shared__ gnmr_cuda_select sel;
+  gnmr_cuda__admit_block(&sel, ctl, out, w);
+}
+
+/* Up to GNMR_CUDA_FUSED_MAX units: the three kernels' work in one block,
+   barriers between the phases, one launch per step. */
+template <int Unused = 0>
+__global__ void __launch_bounds__(GNMR_CUDA_ADMIT_THREADS)
+    gnmr_cuda__fused_kernel(gnmr_ctl *ctl, const float *norms, uint32_t n,
+                            gnmr_decision *out, gnmr_cuda_work *w) {
+  __shared__ gnmr__rules r;
+  __shared__ gnmr_cuda_select sel;
   const uint32_t t = threadIdx.x, T = blockDim.x;
-  if (t == 0) gnmr_cuda__admit_begin(&sel, ctl, w);
+  uint32_t at;
+  if (t == 0) gnmr__rules_of(ctl, &r);
+  for (at = 0; at < n; at += T) gnmr_cuda__check(ctl, norms, n, at + t, w);
   __syncthreads();
-  if (sel.status == GNMR_OK) {
-    const gnmr__soa s = gnmr__carve(ctl->units, ctl->n_units);
-    while (gnmr_cuda__select_more(&sel)) {
-      gnmr_cuda__select_clear(&sel, t, T);
-      __syncthreads();
-      gnmr_cuda__select_count(&sel, &s, t, T);
-      __syncthreads();
-      if (t == 0) gnmr_cuda__select_pick(&sel);
-      __syncthreads();
+  for (at = 0; at < n; at += T) { /* the same trip count in every thread */
+    const unsigned ev = gnmr_cuda__unit(ctl, &r, norms, out, w, at + t);
+    const int risky = __syncthreads_count(ev & GNMR__EV_RISKY);
+    const int nonfinite = __syncthreads_count(ev & GNMR__EV_NONFINITE);
+    const int held = __syncthreads_count(ev & GNMR__EV_HELD);
+    const int renewed = __syncthreads_count(ev & GNMR__EV_RENEWED);
+    const int locked = __syncthreads_count(ev & GNMR__EV_LOCKED);
+    if (ev & GNMR__EV_CANDIDATE)
+      gnmr__carve(ctl->units, n).heap[atomicAdd(&w->candidates, 1u)] = at + t;
+    if (t == 0) {
+      w->risky += (uint64_t)risky;
+      w->nonfinite += (uint64_t)nonfinite;
+      w->held += (uint64_t)held;
+      w->renewed += (uint64_t)renewed;
+      w->locked += (uint32_t)locked;
     }
-    gnmr_cuda__admit_units(&sel, &s, out, ctl->cfg.lock_steps, t, T);
   }
   __syncthreads();
-  if (t == 0) gnmr_cuda__admit_end(&sel, ctl, w);
+  gnmr_cuda__admit_block(&sel, ctl, out, w);
 }
 
 /* x * scale in double, rounded once to the tensor's type. */
@@ -388,7 +441,8 @@ static inline cudaError_t gnmr_cuda_ctl_create(gnmr_cuda_ctl *d,
                                                const gnmr_ctl *host) {
   gnmr_ctl image;
   cudaError_t e;
-  if (!d || !host || host->magic != GNMR__MAGIC) return cudaErrorInvalidValue;
+  if (!d || !host || !gnmr__usable(host) || host->cfg.rule != GNMR_RULE_PAPER)
+    return cudaErrorInvalidValue;
   memset(d, 0, sizeof *d);
   d->n_units = host->n_units;
   e = cudaMalloc((void **)&d->ctl, sizeof *d->ctl);
@@ -420,7 +474,7 @@ static inline cudaError_t gnmr_cuda_ctl_upload(gnmr_cuda_ctl *d,
                                                const gnmr_ctl *host) {
   gnmr_ctl image;
   cudaError_t e;
-  if (!d || !d->ctl || !host || host->magic != GNMR__MAGIC ||
+  if (!d || !d->ctl || !host || !gnmr__usable(host) ||
       host->n_units != d->n_units || host->cfg.rule != GNMR_RULE_PAPER)
     return cudaErrorInvalidValue;
   e = cudaMemset(d->work, 0, sizeof *d->work);
@@ -439,7 +493,7 @@ static inline cudaError_t gnmr_cuda_ctl_download(const gnmr_cuda_ctl *d,
                                                  gnmr_ctl *host) {
   gnmr_ctl image;
   cudaError_t e;
-  if (!d || !d->ctl || !host || host->magic != GNMR__MAGIC ||
+  if (!d || !d->ctl || !host || !gnmr__usable(host) ||
       host->n_units != d->n_units)
     return cudaErrorInvalidValue;
   e = cudaMemcpy(&image, d->ctl, sizeof image, cudaMemcpyDeviceToHost);
@@ -447,17 +501,10 @@ static inline cudaError_t gnmr_cuda_ctl_download(const gnmr_cuda_ctl *d,
     e = cudaMemcpy(host->units, d->slots, sizeof *d->slots * d->n_units,
                    cudaMemcpyDeviceToHost);
   if (e != cudaSuccess) return e;
-  host->cfg = image.cfg;
-  host->full_weight_from = image.full_weight_from;
-  host->recovering = image.recovering;
-  host->peak_recovering = image.peak_recovering;
-  host->steps = image.steps;
-  host->risky = image.risky;
-  host->nonfinite = image.nonfinite;
-  host->admissions = image.admissions;
-  host->renewals = image.renewals;
-  host->recovery_steps = image.recovery_steps;
-  host->over_budget = image.over_budget;
+  /* every field (gen and seal included: the slots' header came with the
+     slots), the host's own slots pointer kept */
+  image.units = host->units;
+  *host = image;
   return cudaSuccess;
 }
 
@@ -477,9 +524,19 @@ static inline cudaError_t gnmr_cuda_step(const gnmr_cuda_ctl *d,
   const uint32_t blocks = (d ? d->n_units : 0) / GNMR_CUDA_UNIT_THREADS +
                           ((d ? d->n_units : 0) % GNMR_CUDA_UNIT_THREADS != 0);
   if (!d || !d->ctl || (d->n_units > 0 && !norms)) return cudaErrorInvalidValue;
+  if (d->n_units <= GNMR_CUDA_FUSED_MAX) {
+    const uint32_t warps = (d->n_units + 31) / 32;
+    const uint32_t threads = d->n_units >= GNMR_CUDA_ADMIT_THREADS
+                                 ? GNMR_CUDA_ADMIT_THREADS
+                             : warps > 0 ? 32 * warps
+                                         : 32;
+    gnmr_cuda__fused_kernel<<<1, threads, 0, stream>>>(
+        d->ctl, norms, d->n_units, out, d->work);
+    return cudaGetLastError();
+  }
   if (blocks > 0) {
     gnmr_cuda__check_kernel<<<blocks, GNMR_CUDA_UNIT_THREADS, 0, stream>>>(
-        norms, d->n_units, d->work);
+        d->ctl, norms, d->n_units, d->work);
     gnmr_cuda__units_kernel<<<blocks, GNMR_CUDA_UNIT_THREADS, 0, stream>>>(
         d->ctl, norms, out, d->work);
   }

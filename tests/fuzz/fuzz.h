@@ -13,6 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "tests/fastmath.h"
+
 #if defined(__GNUC__) || defined(__clang__)
 #define FUZZ_UNUSED __attribute__((unused))
 #else

@@ -3,7 +3,8 @@
    The input is a program: a unit count and a config (mostly valid, sometimes
    not), then operations until the bytes run out: steps with arbitrary norms
    (NaN, +-Inf, negative, subnormal, huge), runs of calm steps, checkpoint
-   round trips, and calls that must be refused. Two controllers run it side
+   round trips, reconfigures (op byte 0xFF) and calls that must be refused.
+   Two controllers run it side
    by side: A never interrupted, B saved and loaded into a fresh controller
    whenever the program says so; they must agree bit for bit. Every step is
    checked against the contract (ctl_model.h). The whole program then runs a
@@ -179,6 +180,26 @@ static void refused_calls(side *a, fuzz_reader *r) {
   }
 }
 
+/* Both sides get the same new config: refused whole (nothing changes) or
+   taken by both, which then still agree and still pass every check. */
+static void reconfigure_both(side *a, side *b, fuzz_reader *r) {
+  static fuzz_snapshot snap;
+  uint32_t n = a->ctl.n_units;
+  gnmr_config c = fuzz_config(r, n);
+  int ra, rb;
+  fuzz_snap(&snap, &a->ctl, a->units[a->slot], n);
+  ra = gnmr_reconfigure(&a->ctl, &c);
+  rb = gnmr_reconfigure(&b->ctl, &c);
+  FUZZ_CHECK(ra == rb && ra == gnmr_config_check(&c, n, NULL));
+  if (ra != GNMR_OK) {
+    FUZZ_CHECK(fuzz_same(&snap, &a->ctl, a->units[a->slot], n));
+    return;
+  }
+  FUZZ_CHECK(memcmp(&a->ctl.cfg, &c, sizeof c) == 0);
+  fuzz_shadow_sync(&a->shadow, &a->ctl);
+  fuzz_shadow_sync(&b->shadow, &b->ctl);
+}
+
 static void step_both(side *a, side *b, const float *norms, int b_no_out,
                       uint64_t *digest) {
   gnmr_decision da[FUZZ_MAX_UNITS + 1], db[FUZZ_MAX_UNITS + 1];
@@ -246,6 +267,10 @@ static uint64_t run(const uint8_t *data, size_t size, int fill) {
 
   while (r.left > 0) {
     uint8_t op = fuzz_u8(&r);
+    if (op == 0xFF) {
+      reconfigure_both(&a, &b, &r);
+      continue;
+    }
     switch (op % OP_COUNT) {
     case OP_STEP:
     case OP_STEP_B_NO_OUT:

@@ -1,33 +1,31 @@
-/* gnmr_cuda.cu - GNMR inside a CUDA training step, with no host sync.
+/* test_device.cu - GNMR's device side against the CPU, bit for bit.
 
-   What a custom CUDA trainer needs, in one file to read top to bottom:
-     1. norm_tasks + norm_units: every unit's gradient norm, computed on the
-        device from f32, bf16 and f16 tensors in one multi-tensor launch,
-        following gnmr.h's canonical summation exactly (a warp per chunk of
-        GNMR_SUM_CHUNK, lane = i mod 32, each lane in double in increasing i,
-        shuffle-down fold 16, 8, 4, 2, 1, bottom-up pairwise chunk tree, the
-        tensors of a unit added in tensor order). No atomics: the results are
-        the CPU's bits, every run.
-     2. controller_step: gnmr_step from gnmr.h itself, run by one device
-        thread on a controller that lives in device memory; decisions go to
-        device memory, where the next step's kernels read them.
-     3. A host driver: synthetic gradients for hundreds of units (a few KiB
-        to 256 MiB, mixed dtypes), spikes and NaN/Inf at known steps, S
-        steps each launched as one CUDA graph (a graph cannot hold a host
-        sync, so capturing the step proves it has none). At the end, every
-        norm and every decision is checked against gnmr.h on the CPU, bit for
-        bit; then the controller's device time for 1024 units, and the norm
-        kernels' bandwidth beside a read probe and a device-to-device copy.
+   1. Norms (examples/cuda/gnmr_norms.cuh): every tensor's sum of squares
+      against gnmr_sumsq_*, unit sums and norms against gnmr_unit_sumsq and
+      gnmr_unit_norms, for a model of hundreds of units (a few KiB to 256
+      MiB, mixed dtypes), with the units in tensor order, in any order, as
+      thousands of small tensors, and with one tensor of over 2^28 elements
+      (its tree in global memory).
+   2. A training loop: synthetic gradients with spikes and NaN/Inf at known
+      steps, S steps each launched as one CUDA graph (make gradients, norms,
+      controller step; a graph cannot hold a host sync, so capturing the
+      step proves it has none). Every norm and every decision is checked
+      against gnmr.h on the CPU. The controller here is gnmr_step run by one
+      device thread (the checks stay until the parallel controller's own
+      tests replace them).
+   3. The controller's decisions over 200 steps of 1024 units, and its
+      device time.
 
    Build and run (needs an NVIDIA GPU, sm_80 or sm_90):
-       make cuda && ./build/gnmr_cuda
+       make cuda-test
    Both sides are built with contraction off (nvcc --fmad=false, host
    -ffp-contract=off): a fused multiply-add would change the bits, and so
    would --use_fast_math (-ftz=true flushes subnormal inputs to zero).
-   Without a CUDA device it says so and exits 0. */
+   Without a CUDA device it says so and exits 0. The bandwidth benchmark is
+   bench/bench_norms_cuda.cu. */
 #define GNMR_IMPLEMENTATION
 #include "gnmr.h"
-#include "examples/cuda/gnmr_cuda_index.h"
+#include "examples/cuda/gnmr_norms.cuh"
 
 #include <cuda_runtime.h>
 #include <math.h>
@@ -68,89 +66,16 @@ static void *device_copy(const void *host, size_t bytes) {
 __host__ __device__ static size_t dtype_size(uint32_t dtype) {
   return dtype == GNMR_DTYPE_F32 ? 4 : 2;
 }
-static const char *dtype_name(uint32_t dtype) {
-  return dtype == GNMR_DTYPE_F32    ? "f32"
-         : dtype == GNMR_DTYPE_BF16 ? "bf16"
-                                    : "f16";
-}
 
-/* ---- the norm kernels ---------------------------------------------------
-   norm_tasks: block b runs task b (GC_WARPS consecutive chunks of one
-   tensor), one warp per chunk, and writes the task's subtree of the chunk
-   tree to partial[b]. norm_units: block u finishes the tree of each of its
-   tensors over their tasks, adds the tensors in order, and writes the unit's
-   sum of squares and norm. The arithmetic is gnmr_cuda_index.h, the same code
-   tests/test_cuda_host.c runs on the CPU. */
+/* ---- the norms of a step, kept per step ------------------------------
+   The norm plan writes one row of n_units; this copies it to row *step of
+   the run's record, read on the device so that one captured graph serves
+   every step. */
 
-__global__ void __launch_bounds__(GC_THREADS)
-    norm_tasks(const gc_tensor *tensors, uint32_t n_tensors, double *partial) {
-  __shared__ double chunk_sum[GC_WARPS];
-  const uint64_t task = blockIdx.x;
-  const gc_tensor x = tensors[gc_task_tensor(tensors, n_tensors, task)];
-  const uint32_t warp = threadIdx.x / GNMR_SUM_LANES;
-  const uint32_t lane = threadIdx.x % GNMR_SUM_LANES;
-  const uint64_t first_chunk = (task - x.first_task) * GC_WARPS;
-  uint64_t m = gc_chunks(x.n) - first_chunk; /* chunks in this task */
-  if (m > GC_WARPS) m = GC_WARPS;
-
-  if (warp < m) {
-    const uint64_t start = (first_chunk + warp) * GNMR_SUM_CHUNK;
-    const uint32_t len =
-        (uint32_t)(x.n - start < GNMR_SUM_CHUNK ? x.n - start : GNMR_SUM_CHUNK);
-    const char *chunk = (const char *)x.data + start * dtype_size(x.dtype);
-    double acc;
-    /* A constant dtype per call lets the compiler specialise each loop. */
-    if (x.dtype == GNMR_DTYPE_F32)
-      acc = gc_lane_sum(chunk, GNMR_DTYPE_F32, len, lane);
-    else if (x.dtype == GNMR_DTYPE_BF16)
-      acc = gc_lane_sum(chunk, GNMR_DTYPE_BF16, len, lane);
-    else
-      acc = gc_lane_sum(chunk, GNMR_DTYPE_F16, len, lane);
-    for (uint32_t delta = GNMR_SUM_LANES / 2; delta >= 1; delta /= 2)
-      acc += __shfl_down_sync(0xFFFFFFFFu, acc, delta);
-    if (lane == 0) chunk_sum[warp] = acc;
-  }
-  __syncthreads();
-  for (uint64_t stride = 1; stride < m; stride *= 2) {
-    gc_tree_level(chunk_sum, m, stride, threadIdx.x, blockDim.x);
-    __syncthreads();
-  }
-  if (threadIdx.x == 0) partial[task] = chunk_sum[0];
-}
-
-/* row: where in sumsq/norms this launch writes (a row of n_units per step),
-   read on the device so that one captured graph serves every step; NULL
-   means row 0. A tensor's task sums are treed in shared memory where they
-   fit (a 256 MiB tensor of any dtype), in place in partial otherwise: the
-   same additions either way, the shared copy only saves memory latency on
-   each of the tree's levels. */
-__global__ void norm_units(const gc_tensor *tensors, const gc_unit *units,
-                           double *partial, double *sumsq, float *norms,
-                           const uint32_t *row) {
-  __shared__ double node[GC_UNIT_SHARED_TASKS];
-  const uint32_t u = blockIdx.x;
-  const size_t at = (size_t)(row ? *row : 0) * gridDim.x + u;
-  double sum = 0.0;
-  for (uint32_t i = 0; i < units[u].n_tensors; i++) {
-    const gc_tensor x = tensors[units[u].first_tensor + i];
-    const uint64_t m = gc_tasks(x.n);
-    double *p = partial + x.first_task;
-    if (m <= GC_UNIT_SHARED_TASKS) {
-      for (uint64_t j = threadIdx.x; j < m; j += blockDim.x) node[j] = p[j];
-      p = node;
-      __syncthreads();
-    }
-    for (uint64_t stride = 1; stride < m; stride *= 2) {
-      gc_tree_level(p, m, stride, threadIdx.x, blockDim.x);
-      __syncthreads();
-    }
-    if (m > 0) sum += p[0];
-    __syncthreads(); /* everyone has read p[0] before node is reused */
-  }
-  if (threadIdx.x == 0) {
-    sumsq[at] = sum;
-    norms[at] = (float)sqrt(sum);
-  }
+__global__ void store_row(const float *norms, uint32_t n_units, float *rows,
+                          const uint32_t *step) {
+  const uint32_t u = blockIdx.x * blockDim.x + threadIdx.x;
+  if (u < n_units) rows[(size_t)*step * n_units + u] = norms[u];
 }
 
 /* ---- the controller on the device --------------------------------------
@@ -222,28 +147,30 @@ __host__ __device__ static int poison(uint32_t u, uint32_t step) {
   return POISON_NONE;
 }
 
-/* One block per task of the layout (the tasks of the norm kernels). */
-__global__ void make_grads(const gc_tensor *base, const gc_tensor *grad,
-                           uint32_t n_tensors, const gc_unit *units,
-                           const gnmr_ctl *ctl, const uint32_t *step) {
-  const uint64_t task = blockIdx.x;
-  const uint32_t t = gc_task_tensor(base, n_tensors, task);
-  const gc_tensor in = base[t];
+/* One block per chunk of the norm layout. first_tensor[u]: unit u's first
+   tensor (the model's units hold consecutive tensors). */
+__global__ void make_grads(const gnmr_norms_tensor *base,
+                           const gnmr_norms_tensor *grad, uint32_t n_tensors,
+                           const uint32_t *first_tensor, const gnmr_ctl *ctl,
+                           const uint32_t *step) {
+  const uint64_t chunk = blockIdx.x;
+  const uint32_t t = gnmr_norms_chunk_tensor(base, n_tensors, chunk);
+  const gnmr_norms_tensor in = base[t];
   const uint32_t s = *step, u = in.unit;
   /* The trainer's read of last step's decision: on the device, no copy. */
   const int high_fidelity = gnmr_recovering(ctl, u) == 1;
   const float scale = (float)(1u << grad_exponent(u, s, high_fidelity));
-  const int bad = t == units[u].first_tensor ? poison(u, s) : POISON_NONE;
+  const int bad = t == first_tensor[u] ? poison(u, s) : POISON_NONE;
   const uint64_t bad_at = bad ? in.n / 2 : UINT64_MAX;
-  const uint64_t begin = (task - in.first_task) * GC_TASK_ELEMS;
+  const uint64_t begin = (chunk - in.first_chunk) * GNMR_SUM_CHUNK;
   const uint64_t end =
-      in.n - begin < GC_TASK_ELEMS ? in.n : begin + GC_TASK_ELEMS;
+      in.n - begin < GNMR_SUM_CHUNK ? in.n : begin + GNMR_SUM_CHUNK;
   const size_t size = dtype_size(in.dtype);
   void *out = (void *)grad[t].data;
   for (uint64_t i = begin + threadIdx.x; i < end; i += blockDim.x) {
     /* Exact: a power-of-two multiple of a representable value. */
     const float v =
-        gc_widen((const char *)in.data + i * size, 0, in.dtype) * scale;
+        gnmr_norms_widen((const char *)in.data + i * size, 0, in.dtype) * scale;
     if (in.dtype == GNMR_DTYPE_F32) {
       ((float *)out)[i] =
           i == bad_at ? (bad == POISON_NAN ? NAN : INFINITY) : v;
@@ -259,21 +186,7 @@ __global__ void make_grads(const gc_tensor *base, const gc_tensor *grad,
   }
 }
 
-/* ---- the bandwidth references ------------------------------------------ */
-
-/* Reads every byte once, 16 at a time, and keeps nothing: what reading the
-   buffer costs at best. The impossible store keeps the loads alive. */
-__global__ void read_probe(const uint4 *p, size_t n16, uint32_t *sink) {
-  uint32_t acc = 0;
-  const size_t stride = (size_t)gridDim.x * blockDim.x;
-#pragma unroll 4
-  for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n16;
-       i += stride) {
-    const uint4 v = p[i];
-    acc ^= v.x ^ v.y ^ v.z ^ v.w;
-  }
-  if (acc == 0x9E3779B9u && threadIdx.x == 0x3FF) *sink = acc;
-}
+/* ---- test data ---------------------------------------------------------- */
 
 /* Finite values over a wide range, subnormals included, from a hash of the
    index and a seed: every gradient of the run is made on the device. */
@@ -312,11 +225,15 @@ static const uint64_t edge_sizes[16] = {
     0,     1,     31,    32,    33,    4095,  4096,   4097,
     12305, 32767, 32768, 32769, 36869, 98304, 262145, 446764};
 
+typedef struct model_unit {
+  uint32_t first_tensor, n_tensors;
+} model_unit;
+
 typedef struct model {
   uint32_t n_units, n_tensors;
-  gc_tensor *tensors; /* data: offsets into the arenas, as pointers */
-  gc_unit *units;
-  uint64_t n_tasks;
+  gnmr_tensor *tensors; /* data: offsets into the arenas, as pointers */
+  model_unit *units;
+  uint64_t n_chunks;
   size_t bytes; /* arena size */
 } model;
 
@@ -329,19 +246,19 @@ static uint64_t splitmix(uint64_t *state) {
 
 static model model_build(void) {
   model m;
-  uint64_t rng = 42, task = 0;
+  uint64_t rng = 42, chunks = 0;
   size_t offset = 0;
   uint32_t u, j, t = 0;
   m.n_units = N_UNITS;
   m.n_tensors = 0;
   for (u = 0; u < N_UNITS; u++) m.n_tensors += 1 + u % 3;
-  m.tensors = (gc_tensor *)mallocCheck(m.n_tensors * sizeof *m.tensors);
-  m.units = (gc_unit *)mallocCheck(N_UNITS * sizeof *m.units);
+  m.tensors = (gnmr_tensor *)mallocCheck(m.n_tensors * sizeof *m.tensors);
+  m.units = (model_unit *)mallocCheck(N_UNITS * sizeof *m.units);
   for (u = 0; u < N_UNITS; u++) {
     m.units[u].first_tensor = t;
     m.units[u].n_tensors = 1 + u % 3;
     for (j = 0; j < 1 + u % 3; j++, t++) {
-      gc_tensor *x = &m.tensors[t];
+      gnmr_tensor *x = &m.tensors[t];
       uint32_t dtype = (u + j) % 3 == 0   ? GNMR_DTYPE_F32
                        : (u + j) % 3 == 1 ? GNMR_DTYPE_BF16
                                           : GNMR_DTYPE_F16;
@@ -361,24 +278,23 @@ static model model_build(void) {
             splitmix(&rng) % 13;
       }
       x->data = (const void *)offset; /* an offset until placed */
-      x->n = n;
-      x->first_task = task;
-      x->dtype = dtype;
+      x->n = (size_t)n;
+      x->dtype = (int)dtype;
       x->unit = u;
-      task += gc_tasks(n);
+      chunks += gnmr_norms_chunks(n);
       offset += (n * dtype_size(dtype) + 255) & ~(size_t)255;
     }
   }
-  m.n_tasks = task;
+  m.n_chunks = chunks;
   m.bytes = offset;
   return m;
 }
 
 /* The model's tensors with their data in an arena (host or device). With
    one_unit_each, tensor i is unit i alone: its own sum of squares. */
-static gc_tensor *model_place(const model *m, const void *arena,
-                              int one_unit_each) {
-  gc_tensor *t = (gc_tensor *)mallocCheck(m->n_tensors * sizeof *t);
+static gnmr_tensor *model_place(const model *m, const void *arena,
+                                int one_unit_each) {
+  gnmr_tensor *t = (gnmr_tensor *)mallocCheck(m->n_tensors * sizeof *t);
   uint32_t i;
   for (i = 0; i < m->n_tensors; i++) {
     t[i] = m->tensors[i];
@@ -388,52 +304,23 @@ static gc_tensor *model_place(const model *m, const void *arena,
   return t;
 }
 
-/* ---- host side: running the norm kernels -------------------------------- */
-
-typedef struct norm_launch {
-  const gc_tensor *tensors; /* device */
-  const gc_unit *units;     /* device */
-  uint32_t n_tensors, n_units;
-  uint64_t n_tasks;
-  double *partial, *sumsq; /* device */
-  float *norms;            /* device */
-} norm_launch;
-
-static norm_launch norm_launch_make(const gc_tensor *host_tensors,
-                                    uint32_t n_tensors,
-                                    const gc_unit *host_units, uint32_t n_units,
-                                    uint64_t n_tasks, uint32_t rows) {
-  norm_launch l;
-  l.tensors = (const gc_tensor *)device_copy(host_tensors,
-                                             n_tensors * sizeof *host_tensors);
-  l.units =
-      (const gc_unit *)device_copy(host_units, n_units * sizeof *host_units);
-  l.n_tensors = n_tensors;
-  l.n_units = n_units;
-  l.n_tasks = n_tasks;
-  cudaCheck(cudaMalloc(&l.partial, (n_tasks ? n_tasks : 1) * sizeof(double)));
-  cudaCheck(cudaMalloc(&l.sumsq, (size_t)rows * n_units * sizeof(double)));
-  cudaCheck(cudaMalloc(&l.norms, (size_t)rows * n_units * sizeof(float)));
-  return l;
-}
-
-static void norm_launch_free(norm_launch *l) {
-  cudaCheck(cudaFree((void *)l->tensors));
-  cudaCheck(cudaFree((void *)l->units));
-  cudaCheck(cudaFree(l->partial));
-  cudaCheck(cudaFree(l->sumsq));
-  cudaCheck(cudaFree(l->norms));
-}
-
-static void norms_enqueue(const norm_launch *l, const uint32_t *row,
-                          cudaStream_t stream) {
-  if (l->n_tasks > 0)
-    norm_tasks<<<(unsigned)l->n_tasks, GC_THREADS, 0, stream>>>(
-        l->tensors, l->n_tensors, l->partial);
-  cudaCheck(cudaGetLastError());
-  norm_units<<<l->n_units, GC_THREADS, 0, stream>>>(
-      l->tensors, l->units, l->partial, l->sumsq, l->norms, row);
-  cudaCheck(cudaGetLastError());
+/* The kernels' view of tensors (device data), on the device. */
+static gnmr_norms_tensor *device_layout(const gnmr_tensor *t, uint32_t nt,
+                                        uint32_t n_units) {
+  gnmr_norms_tensor *x = (gnmr_norms_tensor *)mallocCheck(nt * sizeof *x);
+  uint32_t *first = (uint32_t *)mallocCheck((n_units + 1) * sizeof *first);
+  uint32_t *order = (uint32_t *)mallocCheck(nt * sizeof *order);
+  uint64_t chunks, groups;
+  if (gnmr_norms_layout(t, nt, n_units, x, first, order, &chunks, &groups) !=
+      GNMR_OK) {
+    fprintf(stderr, "gnmr_norms_layout refused the model\n");
+    exit(1);
+  }
+  gnmr_norms_tensor *d = (gnmr_norms_tensor *)device_copy(x, nt * sizeof *x);
+  free(x);
+  free(first);
+  free(order);
+  return d;
 }
 
 /* ---- host side: comparing with the CPU ----------------------------------- */
@@ -526,7 +413,135 @@ static double now_s(void) {
   return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-/* ---- 1. norms and decisions, S steps, against the CPU -------------------- */
+/* ---- 1. norms against the CPU ---------------------------------------------
+   A plan over tensors whose data is on the device (d) and the same tensors
+   with the same bytes on the host (h): unit sums and norms against
+   gnmr_unit_sumsq and gnmr_unit_norms, bit for bit (NaN as NaN). */
+
+static int check_norms(const char *what, const gnmr_tensor *h,
+                       const gnmr_tensor *d, uint32_t nt, uint32_t n_units,
+                       cudaStream_t stream) {
+  gnmr_norms_plan plan;
+  double *sumsq = (double *)mallocCheck(n_units * sizeof(double));
+  double *ref_sumsq = (double *)mallocCheck(n_units * sizeof(double));
+  float *norms = (float *)mallocCheck(n_units * sizeof(float));
+  float *ref_norms = (float *)mallocCheck(n_units * sizeof(float));
+  double *d_sumsq;
+  float *d_norms;
+  uint32_t u, same_s = 0, same_n = 0;
+  int rc = gnmr_norms_plan_init(&plan, d, nt, n_units);
+  if (rc != GNMR_OK) {
+    printf("norms, %s: plan_init failed (%d, %s)\n", what, rc,
+           cudaGetErrorString(plan.cuda_error));
+    return 0;
+  }
+  cudaCheck(cudaMalloc(&d_sumsq, n_units * sizeof(double)));
+  cudaCheck(cudaMalloc(&d_norms, n_units * sizeof(float)));
+  rc = gnmr_norms_enqueue(&plan, d_sumsq, d_norms, stream);
+  cudaCheck(cudaMemcpyAsync(sumsq, d_sumsq, n_units * sizeof(double),
+                            cudaMemcpyDeviceToHost, stream));
+  cudaCheck(cudaMemcpyAsync(norms, d_norms, n_units * sizeof(float),
+                            cudaMemcpyDeviceToHost, stream));
+  if (gnmr_unit_sumsq(h, nt, ref_sumsq, n_units) != GNMR_OK ||
+      gnmr_unit_norms(h, nt, ref_norms, n_units) != GNMR_OK) {
+    printf("norms, %s: the CPU refused the tensors\n", what);
+    rc = GNMR_EINVAL;
+  }
+  cudaCheck(cudaStreamSynchronize(stream));
+  for (u = 0; u < n_units; u++) {
+    same_s += same_bits(sumsq[u], ref_sumsq[u]);
+    same_n += same_bits(norms[u], ref_norms[u]);
+  }
+  printf("norms, %s: %u tensors, %u units: sumsq %u/%u, norms %u/%u "
+         "bit-identical to the CPU%s\n",
+         what, nt, n_units, same_s, n_units, same_n, n_units,
+         rc == GNMR_OK ? "" : " (enqueue FAILED)");
+  gnmr_norms_plan_free(&plan);
+  cudaCheck(cudaFree(d_sumsq));
+  cudaCheck(cudaFree(d_norms));
+  free(sumsq);
+  free(ref_sumsq);
+  free(norms);
+  free(ref_norms);
+  return rc == GNMR_OK && same_s == n_units && same_n == n_units;
+}
+
+/* Thousands of small tensors (0 to 3000 elements, any dtype, at any
+   place of the model's data aligned to the element, whatever its bits mean
+   in that dtype: f16/bf16 tensors 4-byte aligned or not, so both of the
+   chunk kernel's paths run), in 300 units of any order: blocks shared
+   between tensors. */
+static int check_small_tensors(const char *h_base, const char *d_base,
+                               size_t bytes, cudaStream_t stream) {
+  enum { NT = 6000, NU = 300 };
+  gnmr_tensor *h = (gnmr_tensor *)mallocCheck(NT * sizeof *h);
+  gnmr_tensor *d = (gnmr_tensor *)mallocCheck(NT * sizeof *d);
+  uint64_t rng = 7;
+  uint32_t i;
+  int ok;
+  for (i = 0; i < NT; i++) {
+    const uint32_t dtype = (uint32_t)(splitmix(&rng) % 3);
+    const size_t n = (size_t)(splitmix(&rng) % 3001);
+    const size_t off =
+        (size_t)(splitmix(&rng) % ((bytes - n * 4 - 4) / 4)) * 4 +
+        (dtype != GNMR_DTYPE_F32 && i % 2 ? 2 : 0);
+    h[i].data = h_base + off;
+    d[i].data = d_base + off;
+    h[i].n = d[i].n = n;
+    h[i].dtype = d[i].dtype = (int)dtype;
+    h[i].unit = d[i].unit = (uint32_t)(splitmix(&rng) % NU);
+  }
+  ok = check_norms("6000 small tensors", h, d, NT, NU, stream);
+  free(h);
+  free(d);
+  return ok;
+}
+
+/* One bf16 tensor of more than GNMR_NORMS_SHARED groups of 32 chunks (its
+   tree in global memory), after a small f32 tensor of the same unit. */
+static int check_big_tensor(cudaStream_t stream) {
+  const size_t n =
+      (size_t)GNMR_NORMS_SHARED * GNMR_NORMS_GROUP * GNMR_SUM_CHUNK + 12345;
+  size_t free_b, total_b;
+  cudaCheck(cudaMemGetInfo(&free_b, &total_b));
+  if (2 * n + (64u << 20) > free_b) {
+    printf("norms, one tensor over 2^28 elements: skipped (%zu MiB free)\n",
+           free_b >> 20);
+    return 1;
+  }
+  char *d_x, *h_x = (char *)mallocCheck(2 * n + 4096 * 4);
+  cudaCheck(cudaMalloc(&d_x, 2 * n + 4096 * 4));
+  fill_values<<<1024, 256, 0, stream>>>(d_x, GNMR_DTYPE_BF16, n, 99u);
+  cudaCheck(cudaGetLastError());
+  fill_values<<<16, 256, 0, stream>>>(d_x + 2 * n, GNMR_DTYPE_F32, 4096, 98u);
+  cudaCheck(cudaGetLastError());
+  cudaCheck(cudaMemcpyAsync(h_x, d_x, 2 * n + 4096 * 4, cudaMemcpyDeviceToHost,
+                            stream));
+  cudaCheck(cudaStreamSynchronize(stream));
+  gnmr_tensor h[3], d[3];
+  h[0].data = h_x + 2 * n;
+  h[0].n = 4096;
+  h[0].dtype = GNMR_DTYPE_F32;
+  h[0].unit = 1;
+  h[1].data = h_x;
+  h[1].n = n;
+  h[1].dtype = GNMR_DTYPE_BF16;
+  h[1].unit = 1;
+  h[2] = h[0];
+  h[2].n = 1000;
+  h[2].unit = 0;
+  for (int i = 0; i < 3; i++) {
+    d[i] = h[i];
+    d[i].data = d_x + ((const char *)h[i].data - h_x);
+  }
+  const int ok =
+      check_norms("one tensor over 2^28 elements", h, d, 3, 2, stream);
+  cudaCheck(cudaFree(d_x));
+  free(h_x);
+  return ok;
+}
+
+/* ---- 2. norms and decisions, S steps, against the CPU -------------------- */
 
 static gnmr_config run_config(void) {
   gnmr_config cfg = gnmr_config_paper();
@@ -553,11 +568,11 @@ static int run_training(cudaStream_t stream) {
       if (b > hi) hi = b;
     }
     printf("model: %u units, %u tensors (f32 %u, bf16 %u, f16 %u), %.2f GiB, "
-           "tensors of %zu B to %zu MiB, %llu tasks\n",
+           "tensors of %zu B to %zu MiB, %llu chunks\n",
            m.n_units, nt, count[GNMR_DTYPE_F32], count[GNMR_DTYPE_BF16],
            count[GNMR_DTYPE_F16],
            (double)(bytes[0] + bytes[1] + bytes[2]) / (1u << 30), lo, hi >> 20,
-           (unsigned long long)m.n_tasks);
+           (unsigned long long)m.n_chunks);
   }
   /* The base gradients: made on the device, copied to the host for the
      CPU reference. */
@@ -575,84 +590,56 @@ static int run_training(cudaStream_t stream) {
   cudaCheck(
       cudaMemcpyAsync(h_base, d_base, m.bytes, cudaMemcpyDeviceToHost, stream));
   cudaCheck(cudaStreamSynchronize(stream));
-  gc_tensor *h_tensors = model_place(&m, h_base, 0);
-  gc_tensor *base_single = model_place(&m, d_base, 1);
-  gc_tensor *base_tensors = model_place(&m, d_base, 0);
-  gc_tensor *grad_tensors = model_place(&m, d_grad, 0);
-  gc_unit *singles = (gc_unit *)mallocCheck(nt * sizeof *singles);
-  for (i = 0; i < nt; i++) {
-    singles[i].first_tensor = i;
-    singles[i].n_tensors = 1;
-  }
-
-  /* Every tensor's sum of squares against gnmr_sumsq_*, by dtype. */
+  gnmr_tensor *h_tensors = model_place(&m, h_base, 0);
+  gnmr_tensor *d_tensors = model_place(&m, d_base, 0);
+  gnmr_tensor *grad_tensors = model_place(&m, d_grad, 0);
   double *base_sumsq = (double *)mallocCheck(nt * sizeof(double));
-  double *dev_sumsq = (double *)mallocCheck(nt * sizeof(double));
-  {
-    norm_launch l =
-        norm_launch_make(base_single, nt, singles, nt, m.n_tasks, 1);
-    uint32_t same[3] = {0, 0, 0}, count[3] = {0, 0, 0};
-    double t0;
-    norms_enqueue(&l, NULL, stream);
-    cudaCheck(cudaMemcpyAsync(dev_sumsq, l.sumsq, nt * sizeof(double),
-                              cudaMemcpyDeviceToHost, stream));
-    t0 = now_s();
-    for (i = 0; i < nt; i++)
-      base_sumsq[i] =
-          host_sumsq(h_tensors[i].data, h_tensors[i].n, h_tensors[i].dtype);
-    printf("CPU reference sums: %.2f s\n", now_s() - t0);
-    cudaCheck(cudaStreamSynchronize(stream));
-    for (i = 0; i < nt; i++) {
-      count[m.tensors[i].dtype]++;
-      same[m.tensors[i].dtype] += same_bits(dev_sumsq[i], base_sumsq[i]);
-    }
-    printf("per-tensor sum of squares vs gnmr_sumsq_*, bit for bit: "
-           "f32 %u/%u, bf16 %u/%u, f16 %u/%u\n",
-           same[GNMR_DTYPE_F32], count[GNMR_DTYPE_F32], same[GNMR_DTYPE_BF16],
-           count[GNMR_DTYPE_BF16], same[GNMR_DTYPE_F16], count[GNMR_DTYPE_F16]);
-    ok &= same[0] + same[1] + same[2] == nt;
-    norm_launch_free(&l);
-  }
+  for (i = 0; i < nt; i++) /* the CPU's reference for the training loop */
+    base_sumsq[i] = host_sumsq(h_tensors[i].data, h_tensors[i].n,
+                               (uint32_t)h_tensors[i].dtype);
 
-  /* Unit norms (tensors added in order) against gnmr_unit_norms. */
-  norm_launch base =
-      norm_launch_make(base_tensors, nt, m.units, m.n_units, m.n_tasks, 1);
+  /* The norm plan against the CPU: one unit per tensor (every tensor's own
+     sum), the model's units, the same tensors in units of any order, and
+     thousands of small tensors. */
   {
-    gnmr_tensor *lib = (gnmr_tensor *)mallocCheck(nt * sizeof *lib);
-    float dev[N_UNITS], ref[N_UNITS];
-    uint32_t same = 0;
-    norms_enqueue(&base, NULL, stream);
-    cudaCheck(cudaMemcpyAsync(dev, base.norms, sizeof dev,
-                              cudaMemcpyDeviceToHost, stream));
-    for (i = 0; i < nt; i++) {
-      lib[i].data = h_tensors[i].data;
-      lib[i].n = h_tensors[i].n;
-      lib[i].dtype = (int)h_tensors[i].dtype;
-      lib[i].unit = h_tensors[i].unit;
-    }
-    if (gnmr_unit_norms(lib, nt, ref, N_UNITS) != GNMR_OK) {
-      fprintf(stderr, "gnmr_unit_norms refused the model\n");
-      exit(1);
-    }
-    cudaCheck(cudaStreamSynchronize(stream));
-    for (u = 0; u < N_UNITS; u++) same += same_bits(dev[u], ref[u]);
-    printf("unit norms vs gnmr_unit_norms, bit for bit: %u/%u\n", same,
-           N_UNITS);
-    ok &= same == N_UNITS;
-    free(lib);
+    gnmr_tensor *h = model_place(&m, h_base, 1),
+                *d = model_place(&m, d_base, 1);
+    ok &= check_norms("one unit per tensor (each vs gnmr_sumsq_*)", h, d, nt,
+                      nt, stream);
+    ok &= check_norms("the model's units", h_tensors, d_tensors, nt, N_UNITS,
+                      stream);
+    for (i = 0; i < nt; i++) /* interleaved: unit order unrelated */
+      h[i].unit = d[i].unit = (i * 37u + 11u) % 53u;
+    ok &= check_norms("units in any order (53 units)", h, d, nt, 53, stream);
+    free(h);
+    free(d);
   }
+  ok &= check_small_tensors(h_base, d_base, m.bytes, stream);
+  ok &= check_big_tensor(stream);
 
   /* The training loop: one graph per step, nothing between them. */
   const gnmr_config cfg = run_config();
-  norm_launch grads =
-      norm_launch_make(grad_tensors, nt, m.units, m.n_units, m.n_tasks, STEPS);
+  gnmr_norms_plan grads;
+  if (gnmr_norms_plan_init(&grads, grad_tensors, nt, N_UNITS) != GNMR_OK) {
+    fprintf(stderr, "gnmr_norms_plan_init failed\n");
+    exit(1);
+  }
+  gnmr_norms_tensor *base_layout = device_layout(d_tensors, nt, N_UNITS);
+  gnmr_norms_tensor *grad_layout = device_layout(grad_tensors, nt, N_UNITS);
+  uint32_t first_tensor[N_UNITS];
+  for (u = 0; u < N_UNITS; u++) first_tensor[u] = m.units[u].first_tensor;
+  uint32_t *d_first =
+      (uint32_t *)device_copy(first_tensor, sizeof first_tensor);
   gnmr_slot *d_units;
   gnmr_ctl *d_ctl = device_controller(&cfg, N_UNITS, &d_units);
   gnmr_decision *d_decisions;
+  float *d_norms, *d_norm_rows;
   uint32_t *d_step;
   int *d_status, status;
   cudaCheck(cudaMalloc(&d_decisions,
                        (size_t)STEPS * N_UNITS * sizeof(gnmr_decision)));
+  cudaCheck(cudaMalloc(&d_norms, N_UNITS * sizeof(float)));
+  cudaCheck(cudaMalloc(&d_norm_rows, (size_t)STEPS * N_UNITS * sizeof(float)));
   cudaCheck(cudaMalloc(&d_step, sizeof *d_step));
   cudaCheck(cudaMalloc(&d_status, sizeof *d_status));
   cudaCheck(cudaMemset(d_step, 0, sizeof *d_step));
@@ -661,11 +648,18 @@ static int run_training(cudaStream_t stream) {
   cudaGraph_t graph;
   cudaGraphExec_t step_graph;
   cudaCheck(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
-  make_grads<<<(unsigned)m.n_tasks, 256, 0, stream>>>(
-      base.tensors, grads.tensors, nt, grads.units, d_ctl, d_step);
+  make_grads<<<(unsigned)m.n_chunks, 256, 0, stream>>>(
+      base_layout, grad_layout, nt, d_first, d_ctl, d_step);
   cudaCheck(cudaGetLastError());
-  norms_enqueue(&grads, d_step, stream);
-  controller_step<<<1, 1, 0, stream>>>(d_ctl, grads.norms, d_decisions, d_step,
+  if (gnmr_norms_enqueue(&grads, NULL, d_norms, stream) != GNMR_OK) {
+    fprintf(stderr, "gnmr_norms_enqueue: %s\n",
+            cudaGetErrorString(grads.cuda_error));
+    exit(1);
+  }
+  store_row<<<(N_UNITS + 127) / 128, 128, 0, stream>>>(d_norms, N_UNITS,
+                                                       d_norm_rows, d_step);
+  cudaCheck(cudaGetLastError());
+  controller_step<<<1, 1, 0, stream>>>(d_ctl, d_norm_rows, d_decisions, d_step,
                                        d_status);
   cudaCheck(cudaGetLastError());
   cudaCheck(cudaStreamEndCapture(stream, &graph));
@@ -688,7 +682,7 @@ static int run_training(cudaStream_t stream) {
   float *dev_norms = (float *)mallocCheck((size_t)STEPS * N_UNITS * 4);
   gnmr_decision *dev_dec = (gnmr_decision *)mallocCheck(
       (size_t)STEPS * N_UNITS * sizeof(gnmr_decision));
-  cudaCheck(cudaMemcpy(dev_norms, grads.norms, (size_t)STEPS * N_UNITS * 4,
+  cudaCheck(cudaMemcpy(dev_norms, d_norm_rows, (size_t)STEPS * N_UNITS * 4,
                        cudaMemcpyDeviceToHost));
   cudaCheck(cudaMemcpy(dev_dec, d_decisions,
                        (size_t)STEPS * N_UNITS * sizeof(gnmr_decision),
@@ -772,8 +766,12 @@ static int run_training(cudaStream_t stream) {
   cudaCheck(cudaGraphDestroy(graph));
   cudaCheck(cudaEventDestroy(start));
   cudaCheck(cudaEventDestroy(stop));
-  norm_launch_free(&base);
-  norm_launch_free(&grads);
+  gnmr_norms_plan_free(&grads);
+  cudaCheck(cudaFree(base_layout));
+  cudaCheck(cudaFree(grad_layout));
+  cudaCheck(cudaFree(d_first));
+  cudaCheck(cudaFree(d_norms));
+  cudaCheck(cudaFree(d_norm_rows));
   cudaCheck(cudaFree(d_units));
   cudaCheck(cudaFree(d_ctl));
   cudaCheck(cudaFree(d_decisions));
@@ -783,12 +781,9 @@ static int run_training(cudaStream_t stream) {
   cudaCheck(cudaFree(d_grad));
   free(h_base);
   free(h_tensors);
-  free(base_single);
-  free(base_tensors);
+  free(d_tensors);
   free(grad_tensors);
-  free(singles);
   free(base_sumsq);
-  free(dev_sumsq);
   free(dev_norms);
   free(dev_dec);
   free(m.tensors);
@@ -796,7 +791,7 @@ static int run_training(cudaStream_t stream) {
   return ok;
 }
 
-/* ---- 2. the controller's device time, 1024 units -------------------------
+/* ---- 3. the controller's device time, 1024 units -------------------------
    Steps 0..99 in one launch (the controller's own time), steps 100..199 one
    launch each (what a trainer's step pays, launch included); all 200 are
    checked against the CPU. */
@@ -913,145 +908,14 @@ static int run_controller_timing(cudaStream_t stream) {
   return ok;
 }
 
-/* ---- 3. bandwidth: the norm kernels beside a read probe and a copy ------ */
-
-enum { JOB_NORMS, JOB_PROBE, JOB_COPY };
-typedef struct bench_job {
-  int kind;
-  const norm_launch *norms;
-  const void *src;
-  void *dst;
-  size_t bytes;
-  uint32_t *sink;
-  int probe_blocks;
-} bench_job;
-
-static void bench_enqueue(const bench_job *j, cudaStream_t stream) {
-  if (j->kind == JOB_NORMS) {
-    norms_enqueue(j->norms, NULL, stream);
-  } else if (j->kind == JOB_PROBE) {
-    read_probe<<<j->probe_blocks, 256, 0, stream>>>((const uint4 *)j->src,
-                                                    j->bytes / 16, j->sink);
-    cudaCheck(cudaGetLastError());
-  } else {
-    cudaCheck(cudaMemcpyAsync(j->dst, j->src, j->bytes,
-                              cudaMemcpyDeviceToDevice, stream));
-  }
-}
-
-#define BENCH_REPS 15
-static float bench_median_ms(const bench_job *j, cudaStream_t stream,
-                             cudaEvent_t a, cudaEvent_t b) {
-  float t[BENCH_REPS];
-  int r;
-  bench_enqueue(j, stream); /* warm-up */
-  bench_enqueue(j, stream);
-  for (r = 0; r < BENCH_REPS; r++) {
-    cudaCheck(cudaEventRecord(a, stream));
-    bench_enqueue(j, stream);
-    cudaCheck(cudaEventRecord(b, stream));
-    cudaCheck(cudaEventSynchronize(b));
-    cudaCheck(cudaEventElapsedTime(&t[r], a, b));
-  }
-  return median(t, BENCH_REPS);
-}
-
-static int run_bandwidth(cudaStream_t stream, int sm_count) {
-  static const size_t sizes[] = {64u << 10, 1u << 20, 16u << 20, 256u << 20,
-                                 1u << 30};
-  const int n_sizes = (int)(sizeof sizes / sizeof sizes[0]);
-  size_t max_bytes = sizes[n_sizes - 1], free_b, total_b;
-  uint32_t dtypes[3] = {GNMR_DTYPE_F32, GNMR_DTYPE_BF16, GNMR_DTYPE_F16},
-           *d_sink;
-  int probe_blocks, ok = 1, d, z, big_ok = 1;
-  double worst_big = 1e9;
-  cudaCheck(cudaMemGetInfo(&free_b, &total_b));
-  int sizes_run = n_sizes;
-  while (sizes_run > 1 && 2 * sizes[sizes_run - 1] + (256u << 20) > free_b)
-    sizes_run--; /* two buffers must fit */
-  max_bytes = sizes[sizes_run - 1];
-  char *d_buf, *d_dst, *h_buf = (char *)mallocCheck(max_bytes);
-  cudaCheck(cudaMalloc(&d_buf, max_bytes));
-  cudaCheck(cudaMalloc(&d_dst, max_bytes));
-  cudaCheck(cudaMalloc(&d_sink, sizeof *d_sink));
-  cudaCheck(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&probe_blocks,
-                                                          read_probe, 256, 0));
-  probe_blocks *= sm_count;
-  cudaEvent_t a, b;
-  cudaCheck(cudaEventCreate(&a));
-  cudaCheck(cudaEventCreate(&b));
-
-  printf("bandwidth (GB/s = 1e9 B/s, median of %d; copy counts read + "
-         "write):\n",
-         BENCH_REPS);
-  printf("  dtype      size   norms GB/s   read probe   norms/probe   copy "
-         "GB/s   bits vs CPU\n");
-  for (d = 0; d < 3; d++) {
-    const uint32_t dtype = dtypes[d];
-    fill_values<<<sm_count * 8, 256, 0, stream>>>(
-        d_buf, dtype, max_bytes / dtype_size(dtype), 1234u + dtype);
-    cudaCheck(cudaGetLastError());
-    cudaCheck(cudaMemcpyAsync(h_buf, d_buf, max_bytes, cudaMemcpyDeviceToHost,
-                              stream));
-    cudaCheck(cudaStreamSynchronize(stream));
-    for (z = 0; z < sizes_run; z++) {
-      const size_t bytes = sizes[z];
-      gc_tensor t;
-      gc_unit one = {0, 1};
-      double dev_sumsq;
-      t.data = d_buf;
-      t.n = bytes / dtype_size(dtype);
-      t.first_task = 0;
-      t.dtype = dtype;
-      t.unit = 0;
-      norm_launch l = norm_launch_make(&t, 1, &one, 1, gc_tasks(t.n), 1);
-      bench_job job = {JOB_NORMS, &l,     d_buf,       d_dst,
-                       bytes,     d_sink, probe_blocks};
-      const float norm_ms = bench_median_ms(&job, stream, a, b);
-      cudaCheck(cudaMemcpy(&dev_sumsq, l.sumsq, sizeof dev_sumsq,
-                           cudaMemcpyDeviceToHost));
-      job.kind = JOB_PROBE;
-      const float probe_ms = bench_median_ms(&job, stream, a, b);
-      job.kind = JOB_COPY;
-      const float copy_ms = bench_median_ms(&job, stream, a, b);
-      const int same = same_bits(dev_sumsq, host_sumsq(h_buf, t.n, dtype));
-      const double norm_gbs = (double)bytes / (norm_ms * 1e6);
-      const double probe_gbs = (double)bytes / (probe_ms * 1e6);
-      const double ratio = norm_gbs / probe_gbs;
-      printf("  %-5s %6zu %s %12.1f %12.1f %12.1f%% %11.1f   %s\n",
-             dtype_name(dtype), bytes >= (1u << 20) ? bytes >> 20 : bytes >> 10,
-             bytes >= (1u << 20) ? "MiB" : "KiB", norm_gbs, probe_gbs,
-             100.0 * ratio, 2.0 * (double)bytes / (copy_ms * 1e6),
-             same ? "identical" : "DIFFER");
-      ok &= same;
-      if (bytes >= (256u << 20)) {
-        if (ratio < worst_big) worst_big = ratio;
-        big_ok &= ratio >= 0.85;
-      }
-      norm_launch_free(&l);
-    }
-  }
-  if (worst_big < 1e9)
-    printf("norms at >= 256 MiB: worst %.1f%% of the read probe (target "
-           "85%%): %s\n",
-           100.0 * worst_big, big_ok ? "met" : "NOT MET");
-  cudaCheck(cudaEventDestroy(a));
-  cudaCheck(cudaEventDestroy(b));
-  cudaCheck(cudaFree(d_buf));
-  cudaCheck(cudaFree(d_dst));
-  cudaCheck(cudaFree(d_sink));
-  free(h_buf);
-  return ok;
-}
-
 /* ---- main ------------------------------------------------------------- */
 
 int main(void) {
   int count = 0, device, driver = 0, runtime = 0, mem_khz = 0, bus_bits = 0;
-  int ok = 1;
+  int passed = 0, failed = 0;
   cudaError_t err = cudaGetDeviceCount(&count);
   if (err != cudaSuccess || count == 0) {
-    printf("no CUDA device, skipping (%s)\n",
+    printf("test_device: no CUDA device, skipping (%s)\n0 passed, 0 failed\n",
            err != cudaSuccess ? cudaGetErrorString(err) : "0 devices");
     return 0;
   }
@@ -1064,7 +928,7 @@ int main(void) {
       cudaDeviceGetAttribute(&mem_khz, cudaDevAttrMemoryClockRate, device));
   cudaCheck(cudaDeviceGetAttribute(&bus_bits, cudaDevAttrGlobalMemoryBusWidth,
                                    device));
-  printf("gnmr_cuda: gnmr.h %s on %s (sm_%d%d, %d SMs, %.0f GiB, peak %.0f "
+  printf("test_device: gnmr.h %s on %s (sm_%d%d, %d SMs, %.0f GiB, peak %.0f "
          "GB/s from clocks), CUDA driver %d.%d, runtime %d.%d\n",
          gnmr_version(), prop.name, prop.major, prop.minor,
          prop.multiProcessorCount, (double)prop.totalGlobalMem / (1u << 30),
@@ -1073,11 +937,15 @@ int main(void) {
 
   cudaStream_t stream;
   cudaCheck(cudaStreamCreate(&stream));
-  ok &= run_training(stream);
-  ok &= run_controller_timing(stream);
-  ok &= run_bandwidth(stream, prop.multiProcessorCount);
+  if (run_training(stream))
+    passed++;
+  else
+    failed++;
+  if (run_controller_timing(stream))
+    passed++;
+  else
+    failed++;
   cudaCheck(cudaStreamDestroy(stream));
-  printf("gnmr_cuda: %s\n",
-         ok ? "PASS (device bits = CPU bits everywhere)" : "FAIL");
-  return ok ? 0 : 1;
+  printf("%d passed, %d failed\n", passed, failed);
+  return failed ? 1 : 0;
 }

@@ -1,0 +1,514 @@
+/* gnmr_norms.cuh - gradient norms of many tensors on a CUDA device, with
+   gnmr.h's bits: a trainer copies it next to gnmr.h and includes it in any
+   number of .cu files (everything here is static; no GNMR_IMPLEMENTATION
+   and no -rdc needed).
+
+       gnmr_norms_plan plan;
+       gnmr_tensor t[NT];      // device data pointers, dtype, unit of each
+       if (gnmr_norms_plan_init(&plan, t, NT, n_units) != GNMR_OK) ...
+       // each step, inside a captured graph if you like (no host sync):
+       gnmr_norms_enqueue(&plan, d_sumsq, d_norms, stream);
+       gnmr_norms_plan_free(&plan);
+
+   d_sumsq[u] (double) and d_norms[u] (float) are then bit for bit what
+   gnmr_unit_sumsq and gnmr_unit_norms give on the CPU for the same tensors:
+   any mix of f32/bf16/f16, any grouping into units, tensors in any order (a
+   unit's tensors added in the order they appear). Functions return GNMR_OK,
+   GNMR_EINVAL (bad tensors: the plan holds nothing), GNMR_ESIZE (too many
+   chunks for one launch, or no host memory) or GNMR_NORMS_ECUDA (the CUDA
+   error is in plan->cuda_error); nothing here calls exit(). init and free
+   allocate and copy (they synchronise); enqueue only launches. The plan
+   keeps the data pointers: re-init it when they change.
+
+   How the work is laid out. Every tensor's elements are cut into chunks of
+   GNMR_SUM_CHUNK; the chunks of all tensors are numbered in tensor order,
+   and warp w of the first kernel sums chunk w (lane i mod 32 owns element
+   i, each lane adds its squares in double in increasing i, the lanes fold
+   by halves with shuffles: gnmr.h's canonical chunk sum; for f16/bf16 a
+   thread loads two elements at once and hands half its rows to another
+   lane with a shuffle, so every warp load is 128 bytes, with the same
+   additions in the same order). So a big tensor
+   is many blocks, and small tensors share blocks: a block is 8 consecutive
+   chunks of the list, whichever tensors they belong to, and no SM waits for
+   a tensor of its own. The second kernel, one block per unit, builds each
+   tensor's pairwise tree over its chunk sums: a warp trees 32 consecutive
+   chunks with shuffles (levels 1 to 5; chunks past the end count as +0,
+   which is how the tree carries an odd node up unchanged), the block trees
+   those nodes in shared memory (in global memory past 2048 of them, i.e.
+   tensors over 2^28 elements), then adds the unit's tensors in order.
+
+   Build with contraction off (nvcc --fmad=false, host -ffp-contract=off)
+   and without --use_fast_math (it flushes subnormals): a fused
+   multiply-add or a flushed subnormal would change the bits.
+
+   The arithmetic below the plan (GNMR_HOSTDEV functions) is plain C as
+   well: tests/test_cuda_host.c runs it on the CPU, warp by warp, against
+   gnmr.h. The CUDA part is compiled only under nvcc. */
+#ifndef GNMR_NORMS_CUH
+#define GNMR_NORMS_CUH
+
+#include "gnmr.h"
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#if defined(__CUDACC__)
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+#endif
+
+#if defined(__CUDA_ARCH__)
+#define GNMR_NORMS_UNROLL _Pragma("unroll")
+#else
+#define GNMR_NORMS_UNROLL
+#endif
+
+#define GNMR_NORMS_WARPS 8 /* warps per block */
+#define GNMR_NORMS_THREADS (GNMR_NORMS_WARPS * GNMR_SUM_LANES)
+/* Elements each lane reads in a chunk, and how many it has in flight. */
+#define GNMR_NORMS_LANE_STEPS (GNMR_SUM_CHUNK / GNMR_SUM_LANES)
+#define GNMR_NORMS_BATCH 16
+/* Chunks a warp trees with shuffles: 2^5, levels 1 to 5 of the tree. */
+#define GNMR_NORMS_GROUP 32
+/* Group nodes a unit's block trees in shared memory (16 KiB); more go to
+   global memory, with the same additions (tests set it lower). */
+#ifndef GNMR_NORMS_SHARED
+#define GNMR_NORMS_SHARED 2048
+#endif
+/* A CUDA call failed: plan->cuda_error says which. */
+#define GNMR_NORMS_ECUDA (-100)
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* One tensor as the kernels see it. */
+typedef struct gnmr_norms_tensor {
+  const void *data;     /* device memory */
+  uint64_t n;           /* elements */
+  uint64_t first_chunk; /* its first chunk in the launch-wide numbering */
+  uint64_t first_group; /* its first node in the group scratch */
+  uint32_t dtype;       /* GNMR_DTYPE_F32, GNMR_DTYPE_F16, GNMR_DTYPE_BF16 */
+  uint32_t unit;
+} gnmr_norms_tensor;
+
+/* ---- the arithmetic (host and device) ------------------------------------ */
+
+static inline GNMR_HOSTDEV uint64_t gnmr_norms_chunks(uint64_t n) {
+  return (n + GNMR_SUM_CHUNK - 1) / GNMR_SUM_CHUNK;
+}
+
+static inline GNMR_HOSTDEV uint64_t gnmr_norms_groups(uint64_t chunks) {
+  return (chunks + GNMR_NORMS_GROUP - 1) / GNMR_NORMS_GROUP;
+}
+
+/* The tensor that owns a chunk: the last one whose first_chunk <= chunk. An
+   empty tensor shares first_chunk with the next one, so it is never
+   chosen. */
+static inline GNMR_HOSTDEV uint32_t gnmr_norms_chunk_tensor(
+    const gnmr_norms_tensor *t, uint32_t nt, uint64_t chunk) {
+  uint32_t lo = 0, hi = nt;
+  while (hi - lo > 1) {
+    uint32_t mid = lo + (hi - lo) / 2;
+    if (t[mid].first_chunk <= chunk)
+      lo = mid;
+    else
+      hi = mid;
+  }
+  return lo;
+}
+
+/* Element off of a chunk, widened to float (exactly): in hardware through
+   the read-only cache on the device, with gnmr.h's conversions on the
+   host. */
+static inline GNMR_HOSTDEV float
+gnmr_norms_widen(const void *chunk, uint32_t off, uint32_t dtype) {
+#if defined(__CUDA_ARCH__)
+  unsigned short h;
+  if (dtype == GNMR_DTYPE_F32) return __ldg((const float *)chunk + off);
+  h = __ldg((const unsigned short *)chunk + off);
+  if (dtype == GNMR_DTYPE_BF16) return __uint_as_float((unsigned)h << 16);
+  return __half2float(__ushort_as_half(h));
+#else
+  uint16_t h;
+  if (dtype == GNMR_DTYPE_F32) return ((const float *)chunk)[off];
+  h = ((const uint16_t *)chunk)[off];
+  if (dtype == GNMR_DTYPE_BF16) return gnmr_bf16_to_f32(h);
+  return gnmr_f16_to_f32(h);
+#endif
+}
+
+/* One lane's sum over a chunk of len elements: elements lane, lane + 32,
+   ... squared in double, added in that order from +0. Elements past len
+   count as +0 (adding +0 to a sum of squares changes no bit), so every
+   lane runs the same loop. */
+static inline GNMR_HOSTDEV double gnmr_norms_lane_sum(const void *chunk,
+                                                      uint32_t dtype,
+                                                      uint32_t len,
+                                                      uint32_t lane) {
+  double acc = 0.0;
+  uint32_t step, b;
+  for (step = 0; step < GNMR_NORMS_LANE_STEPS; step += GNMR_NORMS_BATCH) {
+    float v[GNMR_NORMS_BATCH];
+    GNMR_NORMS_UNROLL
+    for (b = 0; b < GNMR_NORMS_BATCH; b++) {
+      uint32_t off = lane + (step + b) * GNMR_SUM_LANES;
+      v[b] = off < len ? gnmr_norms_widen(chunk, off, dtype) : 0.0f;
+    }
+    GNMR_NORMS_UNROLL
+    for (b = 0; b < GNMR_NORMS_BATCH; b++) acc += (double)v[b] * (double)v[b];
+  }
+  return acc;
+}
+
+/* 16-bit dtypes, two elements per load. Lane i mod 32 still owns element
+   i, but thread t of the warp reads 32-bit word t + 32 s of the chunk
+   (elements 2w and 2w + 1, so a warp load is 128 bytes, not 64): for t <
+   16 that is lanes 2t and 2t + 1 at row 2s, for t >= 16 lanes 2(t - 16)
+   and 2(t - 16) + 1 at row 2s + 1. Thread t < 16 keeps the sums of lanes
+   2t (e) and 2t + 1 (o): it adds its own word (row 2s), then thread t +
+   16's (row 2s + 1, one shuffle), so each lane still adds its rows in
+   increasing order. The fold by halves then pairs thread t with t + 8, 4,
+   2, 1 and ends with lane 0 + lane 1. Needs 4-byte aligned data. */
+#define GNMR_NORMS_WORD_STEPS (GNMR_SUM_CHUNK / 2 / GNMR_SUM_LANES)
+
+/* Word w of a chunk of len 16-bit elements: both halves, the low one only
+   (its high element is past len, and not read), or 0. */
+static inline GNMR_HOSTDEV uint32_t gnmr_norms_word(const void *chunk,
+                                                    uint32_t len, uint32_t w) {
+#if defined(__CUDA_ARCH__)
+  if (2 * w + 1 < len) return __ldg((const unsigned *)chunk + w);
+  if (2 * w < len) return __ldg((const unsigned short *)chunk + 2 * w);
+#else
+  uint32_t v;
+  uint16_t h;
+  if (2 * w + 1 < len) {
+    memcpy(&v, (const char *)chunk + 4 * (size_t)w, 4);
+    return v;
+  }
+  if (2 * w < len) {
+    memcpy(&h, (const char *)chunk + 4 * (size_t)w, 2);
+    return h;
+  }
+#endif
+  return 0;
+}
+
+/* The squares of a word's two elements into lanes e (low) and o (high). */
+static inline GNMR_HOSTDEV void
+gnmr_norms_word_add(double *e, double *o, uint32_t word, uint32_t dtype) {
+  const uint16_t lo = (uint16_t)(word & 0xFFFFu), hi = (uint16_t)(word >> 16);
+  float a, b;
+#if defined(__CUDA_ARCH__)
+  if (dtype == GNMR_DTYPE_BF16) {
+    a = __uint_as_float((unsigned)lo << 16);
+    b = __uint_as_float((unsigned)hi << 16);
+  } else {
+    a = __half2float(__ushort_as_half(lo));
+    b = __half2float(__ushort_as_half(hi));
+  }
+#else
+  a = dtype == GNMR_DTYPE_BF16 ? gnmr_bf16_to_f32(lo) : gnmr_f16_to_f32(lo);
+  b = dtype == GNMR_DTYPE_BF16 ? gnmr_bf16_to_f32(hi) : gnmr_f16_to_f32(hi);
+#endif
+  *e += (double)a * (double)a;
+  *o += (double)b * (double)b;
+}
+
+/* One level of the bottom-up pairwise tree over p[0 .. m): node j (a
+   multiple of 2 stride) takes in node j + stride where that exists; an odd
+   last node is carried up as it is. Thread tid of nthreads does every
+   nthreads-th pair; a barrier goes between levels. */
+static inline GNMR_HOSTDEV void gnmr_norms_tree_level(double *p, uint64_t m,
+                                                      uint64_t stride,
+                                                      uint32_t tid,
+                                                      uint32_t nthreads) {
+  uint64_t j;
+  for (j = 2 * stride * tid; j + stride < m; j += 2 * stride * nthreads)
+    p[j] += p[j + stride];
+}
+
+/* ---- the layout (host) ------------------------------------------------- */
+
+/* Checks the tensors (as gnmr_unit_sumsq does) and lays them out: out[i]
+   is tensor i (data kept, first_chunk and first_group numbered in tensor
+   order); unit u's tensors are unit_tensors[unit_first[u] ..
+   unit_first[u + 1]), in tensor order. Counts in *n_chunks, *n_groups.
+   GNMR_EINVAL (nothing written) for a NULL argument, a unit >= n_units, a
+   bad dtype, NULL data with n > 0 or data not aligned to its element size
+   (a device load would fault); GNMR_ESIZE if the chunks would not fit one
+   launch. */
+static inline int gnmr_norms_layout(const gnmr_tensor *t, size_t nt,
+                                    uint32_t n_units, gnmr_norms_tensor *out,
+                                    uint32_t *unit_first,
+                                    uint32_t *unit_tensors, uint64_t *n_chunks,
+                                    uint64_t *n_groups) {
+  uint64_t chunks = 0, groups = 0;
+  size_t i;
+  uint32_t u;
+  if ((nt > 0 && (!t || !out || !unit_tensors)) || !unit_first || !n_chunks ||
+      !n_groups || nt >= UINT32_MAX)
+    return GNMR_EINVAL;
+  for (i = 0; i < nt; i++) {
+    if (t[i].unit >= n_units || (t[i].n > 0 && !t[i].data) ||
+        (t[i].dtype != GNMR_DTYPE_F32 && t[i].dtype != GNMR_DTYPE_F16 &&
+         t[i].dtype != GNMR_DTYPE_BF16) ||
+        (uintptr_t)t[i].data % (t[i].dtype == GNMR_DTYPE_F32 ? 4u : 2u) != 0)
+      return GNMR_EINVAL;
+    chunks += gnmr_norms_chunks((uint64_t)t[i].n);
+  }
+  /* one warp per chunk, blocks of GNMR_NORMS_WARPS: a grid of < 2^31 */
+  if (chunks / GNMR_NORMS_WARPS >= 0x7FFFFFFFu) return GNMR_ESIZE;
+  chunks = 0;
+  for (i = 0; i < nt; i++) {
+    uint64_t c = gnmr_norms_chunks((uint64_t)t[i].n);
+    out[i].data = t[i].data;
+    out[i].n = (uint64_t)t[i].n;
+    out[i].first_chunk = chunks;
+    out[i].first_group = groups;
+    out[i].dtype = (uint32_t)t[i].dtype;
+    out[i].unit = t[i].unit;
+    chunks += c;
+    groups += gnmr_norms_groups(c);
+  }
+  /* counting sort by unit, stable: each unit keeps its tensors' order */
+  for (u = 0; u <= n_units; u++) unit_first[u] = 0;
+  for (i = 0; i < nt; i++) unit_first[t[i].unit + 1]++;
+  for (u = 0; u < n_units; u++) unit_first[u + 1] += unit_first[u];
+  for (i = 0; i < nt; i++) unit_tensors[unit_first[t[i].unit]++] = (uint32_t)i;
+  for (u = n_units; u > 0; u--) unit_first[u] = unit_first[u - 1];
+  unit_first[0] = 0;
+  *n_chunks = chunks;
+  *n_groups = groups;
+  return GNMR_OK;
+}
+
+#ifdef __cplusplus
+}
+#endif
+
+/* ---- the kernels and the plan (CUDA) ----------------------------------- */
+#if defined(__CUDACC__)
+
+/* A chunk of 16-bit elements, two per load (see gnmr_norms_word): the
+   chunk's canonical sum, in thread 0 of the warp. */
+static __device__ __forceinline__ double
+gnmr_norms_word_chunk(const void *chunk, uint32_t dtype, uint32_t len,
+                      uint32_t t) {
+  double e = 0.0, o = 0.0;
+  for (uint32_t s = 0; s < GNMR_NORMS_WORD_STEPS; s += GNMR_NORMS_BATCH) {
+    uint32_t w[GNMR_NORMS_BATCH];
+#pragma unroll
+    for (uint32_t b = 0; b < GNMR_NORMS_BATCH; b++)
+      w[b] = gnmr_norms_word(chunk, len, t + (s + b) * GNMR_SUM_LANES);
+#pragma unroll
+    for (uint32_t b = 0; b < GNMR_NORMS_BATCH; b++) {
+      const uint32_t odd_row = __shfl_down_sync(0xFFFFFFFFu, w[b], 16);
+      if (t < 16) {
+        gnmr_norms_word_add(&e, &o, w[b], dtype);
+        gnmr_norms_word_add(&e, &o, odd_row, dtype);
+      }
+    }
+  }
+  for (uint32_t delta = 8; delta >= 1; delta /= 2) {
+    e += __shfl_down_sync(0xFFFFFFFFu, e, delta);
+    o += __shfl_down_sync(0xFFFFFFFFu, o, delta);
+  }
+  return e + o;
+}
+
+/* Warp w of the grid: chunk w of the launch-wide numbering. */
+static __global__ void __launch_bounds__(GNMR_NORMS_THREADS)
+    gnmr_norms_chunk_kernel(const gnmr_norms_tensor *tensors,
+                            uint32_t n_tensors, uint64_t n_chunks,
+                            double *chunk_sums) {
+  const uint64_t chunk =
+      (uint64_t)blockIdx.x * GNMR_NORMS_WARPS + threadIdx.x / GNMR_SUM_LANES;
+  const uint32_t lane = threadIdx.x % GNMR_SUM_LANES;
+  if (chunk >= n_chunks) return; /* the whole warp */
+  const gnmr_norms_tensor x =
+      tensors[gnmr_norms_chunk_tensor(tensors, n_tensors, chunk)];
+  const uint64_t start = (chunk - x.first_chunk) * GNMR_SUM_CHUNK;
+  const uint32_t len =
+      (uint32_t)(x.n - start < GNMR_SUM_CHUNK ? x.n - start : GNMR_SUM_CHUNK);
+  const char *p =
+      (const char *)x.data + start * (x.dtype == GNMR_DTYPE_F32 ? 4 : 2);
+  double acc;
+  /* a constant dtype per call: each loop specialised */
+  if (x.dtype != GNMR_DTYPE_F32 && ((uintptr_t)x.data & 3u) == 0) {
+    acc = x.dtype == GNMR_DTYPE_BF16
+              ? gnmr_norms_word_chunk(p, GNMR_DTYPE_BF16, len, lane)
+              : gnmr_norms_word_chunk(p, GNMR_DTYPE_F16, len, lane);
+  } else {
+    if (x.dtype == GNMR_DTYPE_F32)
+      acc = gnmr_norms_lane_sum(p, GNMR_DTYPE_F32, len, lane);
+    else if (x.dtype == GNMR_DTYPE_BF16)
+      acc = gnmr_norms_lane_sum(p, GNMR_DTYPE_BF16, len, lane);
+    else
+      acc = gnmr_norms_lane_sum(p, GNMR_DTYPE_F16, len, lane);
+    for (uint32_t delta = GNMR_SUM_LANES / 2; delta >= 1; delta /= 2)
+      acc += __shfl_down_sync(0xFFFFFFFFu, acc, delta);
+  }
+  if (lane == 0) chunk_sums[chunk] = acc;
+}
+
+/* Block u: unit u's tensors, each treed over its chunk sums, added in
+   order. sumsq and norms may each be NULL. */
+static __global__ void __launch_bounds__(GNMR_NORMS_THREADS)
+    gnmr_norms_unit_kernel(const gnmr_norms_tensor *tensors,
+                           const uint32_t *unit_first,
+                           const uint32_t *unit_tensors,
+                           const double *chunk_sums, double *group_sums,
+                           double *sumsq, float *norms) {
+  __shared__ double node[GNMR_NORMS_SHARED];
+  const uint32_t u = blockIdx.x;
+  const uint32_t warp = threadIdx.x / GNMR_SUM_LANES;
+  const uint32_t lane = threadIdx.x % GNMR_SUM_LANES;
+  double sum = 0.0;
+  for (uint32_t i = unit_first[u]; i < unit_first[u + 1]; i++) {
+    const gnmr_norms_tensor x = tensors[unit_tensors[i]];
+    const uint64_t m = gnmr_norms_chunks(x.n), groups = gnmr_norms_groups(m);
+    const double *c = chunk_sums + x.first_chunk;
+    double *p = groups <= GNMR_NORMS_SHARED ? node : group_sums + x.first_group;
+    if (m == 0) continue;
+    /* levels 1-5: a warp per 32 chunks, +0 past the end */
+    for (uint64_t g = warp; g < groups; g += GNMR_NORMS_WARPS) {
+      const uint64_t k = g * GNMR_NORMS_GROUP + lane;
+      double v = k < m ? c[k] : 0.0;
+      for (uint32_t delta = 1; delta < GNMR_NORMS_GROUP; delta *= 2)
+        v += __shfl_down_sync(0xFFFFFFFFu, v, delta);
+      if (lane == 0) p[g] = v;
+    }
+    __syncthreads();
+    for (uint64_t stride = 1; stride < groups; stride *= 2) {
+      gnmr_norms_tree_level(p, groups, stride, threadIdx.x, blockDim.x);
+      __syncthreads();
+    }
+    sum += p[0];
+    __syncthreads(); /* p[0] read by all before p is reused */
+  }
+  if (threadIdx.x == 0) {
+    if (sumsq) sumsq[u] = sum;
+    if (norms) norms[u] = (float)sqrt(sum);
+  }
+}
+
+typedef struct gnmr_norms_plan {
+  gnmr_norms_tensor *tensors; /* device, n_tensors */
+  uint32_t *unit_first;       /* device, n_units + 1 */
+  uint32_t *unit_tensors;     /* device, n_tensors */
+  double *chunk_sums;         /* device scratch, n_chunks */
+  double *group_sums;         /* device scratch, n_groups */
+  uint32_t n_tensors, n_units;
+  uint64_t n_chunks, n_groups;
+  cudaError_t cuda_error; /* the failure behind GNMR_NORMS_ECUDA */
+} gnmr_norms_plan;
+
+static inline void gnmr_norms_plan_free(gnmr_norms_plan *plan) {
+  if (!plan) return;
+  /* cudaFree(NULL) does nothing */
+  cudaFree(plan->tensors);
+  cudaFree(plan->unit_first);
+  cudaFree(plan->unit_tensors);
+  cudaFree(plan->chunk_sums);
+  cudaFree(plan->group_sums);
+  memset(plan, 0, sizeof *plan);
+}
+
+static inline int gnmr_norms__cuda(gnmr_norms_plan *plan, cudaError_t err) {
+  if (err == cudaSuccess) return GNMR_OK;
+  plan->cuda_error = err;
+  return GNMR_NORMS_ECUDA;
+}
+
+/* tensors[i].data: device pointers. The plan keeps the pointers and sizes;
+   re-init it when they change. On failure the plan holds nothing (free is
+   still safe). */
+static inline int gnmr_norms_plan_init(gnmr_norms_plan *plan,
+                                       const gnmr_tensor *tensors, size_t nt,
+                                       uint32_t n_units) {
+  gnmr_norms_tensor *t;
+  uint32_t *first, *order;
+  uint64_t chunks, groups;
+  int rc;
+  if (!plan || n_units == UINT32_MAX) return GNMR_EINVAL;
+  memset(plan, 0, sizeof *plan);
+  t = (gnmr_norms_tensor *)malloc((nt ? nt : 1) * sizeof *t);
+  first = (uint32_t *)malloc(((size_t)n_units + 1) * sizeof *first);
+  order = (uint32_t *)malloc((nt ? nt : 1) * sizeof *order);
+  rc = t && first && order ? GNMR_OK : GNMR_ESIZE;
+  if (rc == GNMR_OK)
+    rc = gnmr_norms_layout(tensors, nt, n_units, t, first, order, &chunks,
+                           &groups);
+  if (rc == GNMR_OK) {
+    plan->n_tensors = (uint32_t)nt;
+    plan->n_units = n_units;
+    plan->n_chunks = chunks;
+    plan->n_groups = groups;
+    /* sizes of at least one element: every pointer valid */
+    rc = gnmr_norms__cuda(
+        plan, cudaMalloc(&plan->tensors, (nt ? nt : 1) * sizeof *t));
+    if (rc == GNMR_OK)
+      rc = gnmr_norms__cuda(
+          plan,
+          cudaMalloc(&plan->unit_first, ((size_t)n_units + 1) * sizeof *first));
+    if (rc == GNMR_OK)
+      rc = gnmr_norms__cuda(
+          plan, cudaMalloc(&plan->unit_tensors, (nt ? nt : 1) * sizeof *order));
+    if (rc == GNMR_OK)
+      rc = gnmr_norms__cuda(
+          plan, cudaMalloc(&plan->chunk_sums,
+                           (size_t)(chunks ? chunks : 1) * sizeof(double)));
+    if (rc == GNMR_OK)
+      rc = gnmr_norms__cuda(
+          plan, cudaMalloc(&plan->group_sums,
+                           (size_t)(groups ? groups : 1) * sizeof(double)));
+    if (rc == GNMR_OK && nt > 0)
+      rc = gnmr_norms__cuda(plan, cudaMemcpy(plan->tensors, t, nt * sizeof *t,
+                                             cudaMemcpyHostToDevice));
+    if (rc == GNMR_OK)
+      rc = gnmr_norms__cuda(plan,
+                            cudaMemcpy(plan->unit_first, first,
+                                       ((size_t)n_units + 1) * sizeof *first,
+                                       cudaMemcpyHostToDevice));
+    if (rc == GNMR_OK && nt > 0)
+      rc = gnmr_norms__cuda(plan, cudaMemcpy(plan->unit_tensors, order,
+                                             nt * sizeof *order,
+                                             cudaMemcpyHostToDevice));
+  }
+  free(t);
+  free(first);
+  free(order);
+  if (rc != GNMR_OK) {
+    cudaError_t err = plan->cuda_error;
+    gnmr_norms_plan_free(plan);
+    plan->cuda_error = err;
+  }
+  return rc;
+}
+
+/* Launches the two kernels on stream: sumsq[u] and norms[u] (device
+   memory, n_units each; either may be NULL) for every unit. No host sync:
+   capturable in a CUDA graph. A launch error is returned (asynchronous
+   faults surface at the caller's next synchronisation, as for any
+   kernel). */
+static inline int gnmr_norms_enqueue(gnmr_norms_plan *plan, double *sumsq,
+                                     float *norms, cudaStream_t stream) {
+  if (!plan || (plan->n_units > 0 && !plan->unit_first)) return GNMR_EINVAL;
+  if (plan->n_units == 0) return GNMR_OK;
+  if (plan->n_chunks > 0) {
+    const unsigned blocks =
+        (unsigned)((plan->n_chunks + GNMR_NORMS_WARPS - 1) / GNMR_NORMS_WARPS);
+    gnmr_norms_chunk_kernel<<<blocks, GNMR_NORMS_THREADS, 0, stream>>>(
+        plan->tensors, plan->n_tensors, plan->n_chunks, plan->chunk_sums);
+    if (gnmr_norms__cuda(plan, cudaGetLastError()) != GNMR_OK)
+      return GNMR_NORMS_ECUDA;
+  }
+  gnmr_norms_unit_kernel<<<plan->n_units, GNMR_NORMS_THREADS, 0, stream>>>(
+      plan->tensors, plan->unit_first, plan->unit_tensors, plan->chunk_sums,
+      plan->group_sums, sumsq, norms);
+  return gnmr_norms__cuda(plan, cudaGetLastError());
+}
+
+#endif /* __CUDACC__ */
+#endif /* GNMR_NORMS_CUH */
