@@ -314,10 +314,12 @@ bench: $(B)/bench_ctl bench-norm
 # one process, timed in alternating pairs (bench/ab_ctl.c).
 BASE ?= HEAD
 AB_FLAGS = $(BENCH_FLAGS) -D_POSIX_C_SOURCE=199309L
+# The base's directory before -I. (in AB_FLAGS): the first -I that holds a
+# gnmr.h is the one included.
 ab-ctl: bench/ab_ctl.c gnmr.h
 	@mkdir -p $(B)/ab/base
 	git show $(BASE):gnmr.h > $(B)/ab/base/gnmr.h
-	$(firstword $(CC_LIST)) $(AB_FLAGS) -I$(B)/ab/base -DAB_SIDE=ab_base \
+	$(firstword $(CC_LIST)) -I$(B)/ab/base $(AB_FLAGS) -DAB_SIDE=ab_base \
 	  -c -o $(B)/ab/base.o bench/ab_ctl.c
 	$(firstword $(CC_LIST)) $(AB_FLAGS) -DAB_SIDE=ab_this \
 	  -c -o $(B)/ab/this.o bench/ab_ctl.c
