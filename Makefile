@@ -308,7 +308,7 @@ bench-norm: $(B)/bench_norm
 # Outputs go to $(B) (bench/bench_ctl.csv is the recorded run RESULTS.md
 # cites; copy $(B)/bench_ctl.csv over it to record a new one).
 bench: $(B)/bench_ctl bench-norm
-	$(B)/bench_ctl --csv $(B)/bench_ctl.csv
+	$(B)/bench_ctl --rule paper --csv $(B)/bench_ctl.csv
 
 # The controller of this tree against that of git revision BASE, both in
 # one process, timed in alternating pairs (bench/ab_ctl.c).
