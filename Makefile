@@ -39,7 +39,7 @@ B = build
 # A command the test programs run under (valgrind in make test-valgrind).
 RUNNER =
 
-TESTS = test_ctl test_refuse test_cuda_host test_norm test_demo test_ctl_parallel
+TESTS = test_ctl test_rules test_refuse test_cuda_host test_norm test_demo test_ctl_parallel
 TEST_BINS = $(foreach cc,$(CC_LIST),$(foreach t,$(TESTS),$(B)/$(cc)/$(t))) \
             $(foreach cc,$(CC_LIST),$(B)/$(cc)/test_norm_nosimd \
                                     $(B)/$(cc)/test_norm_noavx512) \
@@ -70,7 +70,7 @@ FUZZ_HDRS = gnmr.h tests/fuzz/fuzz.h tests/fuzz/ctl_model.h
 # below). Defined before the test rule reads TEST_BINS.
 FASTMATH_LANE ?= yes
 FASTMATH_FLAGS = $(CSTD) $(WARN) $(CWARN) -Ofast -I.
-FASTMATH_TESTS = test_ctl test_refuse test_norm
+FASTMATH_TESTS = test_ctl test_rules test_refuse test_norm
 # The CUDA controller's kernels run on the CPU, as an -Ofast trainer would.
 FASTMATH_TESTS += test_ctl_parallel
 FASTMATH_test_norm = $(NORM_SMALL)
@@ -308,16 +308,18 @@ bench-norm: $(B)/bench_norm
 # Outputs go to $(B) (bench/bench_ctl.csv is the recorded run RESULTS.md
 # cites; copy $(B)/bench_ctl.csv over it to record a new one).
 bench: $(B)/bench_ctl bench-norm
-	$(B)/bench_ctl --csv $(B)/bench_ctl.csv
+	$(B)/bench_ctl --rule paper --csv $(B)/bench_ctl.csv
 
 # The controller of this tree against that of git revision BASE, both in
 # one process, timed in alternating pairs (bench/ab_ctl.c).
 BASE ?= HEAD
 AB_FLAGS = $(BENCH_FLAGS) -D_POSIX_C_SOURCE=199309L
+# The base's directory before -I. (in AB_FLAGS): the first -I that holds a
+# gnmr.h is the one included.
 ab-ctl: bench/ab_ctl.c gnmr.h
 	@mkdir -p $(B)/ab/base
 	git show $(BASE):gnmr.h > $(B)/ab/base/gnmr.h
-	$(firstword $(CC_LIST)) $(AB_FLAGS) -I$(B)/ab/base -DAB_SIDE=ab_base \
+	$(firstword $(CC_LIST)) -I$(B)/ab/base $(AB_FLAGS) -DAB_SIDE=ab_base \
 	  -c -o $(B)/ab/base.o bench/ab_ctl.c
 	$(firstword $(CC_LIST)) $(AB_FLAGS) -DAB_SIDE=ab_this \
 	  -c -o $(B)/ab/this.o bench/ab_ctl.c
