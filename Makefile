@@ -6,6 +6,10 @@
 #                 Debian package dataset-fashion-mnist; fails with a message
 #                 without it)
 #   make demo-sweep the GNMR settings sweep on the stress setting
+#   make demo-lm  the byte-level GPT on Debian's fortunes, every arm x 3 seeds
+#                 on both stress settings (needs the Debian package fortunes;
+#                 fails with a message without it); demo-lm-quick: a short
+#                 run, one seed; demo-lm-sweep: the natural-stress sweep
 #   make bench    norm-helper and controller benchmarks (CSVs in build/;
 #                 recorded results in bench/)
 #   make ab-ctl BASE=rev  this tree's controller against rev's, interleaved
@@ -39,8 +43,10 @@ B = build
 # A command the test programs run under (valgrind in make test-valgrind).
 RUNNER =
 
-TESTS = test_ctl test_rules test_refuse test_cuda_host test_norm test_demo test_ctl_parallel
+TESTS = test_ctl test_rules test_refuse test_cuda_host test_norm test_demo \
+        test_ctl_parallel test_lm
 TEST_BINS = $(foreach cc,$(CC_LIST),$(foreach t,$(TESTS),$(B)/$(cc)/$(t))) \
+            $(foreach cc,$(CC_LIST),$(B)/$(cc)/test_lm_double) \
             $(foreach cc,$(CC_LIST),$(B)/$(cc)/test_norm_nosimd \
                                     $(B)/$(cc)/test_norm_noavx512) \
             $(B)/gcc/test_ctl_gnu \
@@ -52,13 +58,23 @@ TEST_BINS = $(foreach cc,$(CC_LIST),$(foreach t,$(TESTS),$(B)/$(cc)/$(t))) \
             $(if $(FASTMATH_LANE),$(FASTMATH_BINS))
 
 # The demo's test includes the demo itself.
-$(B)/gcc/test_demo $(B)/clang/test_demo: examples/train_stress.c
+$(B)/gcc/test_demo $(B)/clang/test_demo: examples/train_stress.c examples/lowp.h
+
+# The language-model demo's test includes the demo; it runs threads. Built
+# again with the model in double for the gradient check.
+$(B)/gcc/test_lm $(B)/clang/test_lm: examples/train_lm.c examples/lowp.h
+LDFLAGS_test_lm = -pthread
+$(B)/%/test_lm_double: tests/test_lm.c examples/train_lm.c examples/lowp.h \
+                       gnmr.h tests/check.h
+	@mkdir -p $(@D)
+	$* $(CFLAGS_ALL) -DLM_DOUBLE -o $@ $< -pthread -lm
 
 # The controller test links with malloc & co. wrapped: any call fails it.
 LDFLAGS_test_ctl = -Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc,--wrap=free
 
 FORMAT_FILES = $(wildcard *.h tests/*.c tests/*.h tests/*/*.c tests/*/*.h \
-                 tests/*/*.cc examples/*.c examples/*/*.cu examples/*/*.h \
+                 tests/*/*.cc examples/*.c examples/*.h examples/*/*.cu \
+                 examples/*/*.h \
                  bench/*.c)
 # The CUDA headers, device tests, two-file builds and benchmarks.
 FORMAT_FILES += $(wildcard examples/*/*.cuh tests/*/*.cu bench/*.cu)
@@ -79,7 +95,8 @@ FASTMATH_BINS = $(foreach cc,$(CC_LIST),\
                   $(foreach t,$(FUZZ_TARGETS),$(B)/$(cc)-ofast/replay_$(t)) \
                   $(B)/$(cc)-ofast/cross)
 
-.PHONY: all test bench bench-norm demo demo-full demo-sweep mpi mpi-run cuda \
+.PHONY: all test bench bench-norm demo demo-full demo-sweep demo-lm \
+        demo-lm-quick demo-lm-sweep fortunes-check mpi mpi-run cuda \
         cuda-test cuda-bench detect ab-ctl \
         neon format format-check clean fuzz fuzz-build test-asan \
         test-valgrind test-warn tidy cppcheck
@@ -460,7 +477,7 @@ $(B)/ctl_two_files: tests/cuda/ctl_two_a.cu tests/cuda/ctl_two_b.cu \
 # settings sweep on the built-in task. Outputs under demo-out/.
 FASHION ?= /usr/share/datasets/fashion-mnist
 DEMO_STRESS = --stress 8
-$(B)/train_stress: examples/train_stress.c gnmr.h
+$(B)/train_stress: examples/train_stress.c examples/lowp.h gnmr.h
 	@mkdir -p $(@D)
 	gcc $(CFLAGS_ALL) -o $@ $< -lm
 
@@ -481,6 +498,43 @@ demo-full: $(B)/train_stress
 demo-sweep: $(B)/train_stress
 	$(B)/train_stress --sweep --steps 1000 --hidden 128,64,32 --seeds 3 \
 	  $(DEMO_STRESS) --out demo-out/sweep
+
+# The language-model demo (examples/train_lm.c) on the text of Debian's
+# fortunes package. Two stress settings, every arm x 3 seeds, outputs under
+# build/demo-lm/{natural,injected}/. LM_NATURAL: the natural setting, found
+# with demo-lm-sweep (README "Language-model demo").
+FORTUNES_DEB = /usr/share/games/fortunes
+FORTUNES ?= $(FORTUNES_DEB)
+LM_THREADS ?= 2
+LM_RUN = $(B)/train_lm --data $(FORTUNES) --threads $(LM_THREADS)
+LM_NATURAL = --format e2m1 --lr 3e-3
+LM_INJECTED = --format e4m3 --lr 3e-3 --stress 12
+$(B)/train_lm: examples/train_lm.c examples/lowp.h gnmr.h
+	@mkdir -p $(@D)
+	gcc $(CFLAGS_ALL) -o $@ $< -pthread -lm
+
+# The Debian directory must hold the full package (fortunes-min alone has
+# 3 of its 43 files); another directory only has to exist.
+fortunes-check:
+	@if [ ! -d $(FORTUNES) ] || { [ "$(FORTUNES)" = "$(FORTUNES_DEB)" ] && \
+	    [ ! -f $(FORTUNES)/linux ]; }; then \
+	  echo "demo-lm: the fortune files are not in $(FORTUNES)."; \
+	  echo "  Debian/Ubuntu: apt-get install fortunes,"; \
+	  echo "  or make demo-lm FORTUNES=DIR with %-separated text files."; \
+	  exit 1; fi
+
+demo-lm: $(B)/train_lm fortunes-check
+	$(LM_RUN) --setting natural $(LM_NATURAL) --steps 1000 --seeds 3 \
+	  --out $(B)/demo-lm/natural
+	$(LM_RUN) --setting injected $(LM_INJECTED) --steps 1000 --seeds 3 \
+	  --out $(B)/demo-lm/injected
+
+demo-lm-quick: $(B)/train_lm fortunes-check
+	$(LM_RUN) --setting injected $(LM_INJECTED) --steps 300 --eval 128 \
+	  --out $(B)/demo-lm/quick
+
+demo-lm-sweep: $(B)/train_lm fortunes-check
+	$(LM_RUN) --sweep --steps 600 --out $(B)/demo-lm/sweep
 
 # ---- formatting -------------------------------------------------------------
 format:

@@ -11,7 +11,7 @@
      burst  a few input channels of the layer's quantized GEMM input come out
             TS_BURST_GAIN times too large for 2-6 steps (an activation outlier
             burst); the burst also lands in the amax history, so for the next
-            TS_AMAX_HISTORY steps the scale is stale and small values lose
+            LP_AMAX_HISTORY steps the scale is stale and small values lose
             their bits.
      stale  the layer's activation scale is TS_STALE_GAIN times too large for
             2-6 steps (a stale amax history): most of the tensor saturates.
@@ -54,12 +54,13 @@
 #include <string.h>
 #include <time.h>
 
+#include "lowp.h"
+
 /* ---- constants ----------------------------------------------------------- */
 
 #define TS_LAYERS 4 /* 3 hidden layers + the output layer */
 #define TS_MAX_ARMS                                                            \
   7 /* f32, lowp, clip, adagc, gnmr, gnmr-noise, gnmr-global */
-#define TS_AMAX_HISTORY 16   /* delayed scaling: amax history length */
 #define TS_BURST_GAIN 256.0f /* outlier burst: channel gain */
 #define TS_BURST_CHANNELS 4  /* outlier burst: channels hit */
 #define TS_STALE_GAIN 64.0f  /* stale scale: factor the scale is off by */
@@ -119,95 +120,6 @@ static double ts_normal(ts_rng *r) {
   double u1 = ts_uniform(r), u2 = ts_uniform(r);
   if (u1 < 1e-300) u1 = 1e-300;
   return sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2);
-}
-
-/* ---- low-precision formats ------------------------------------------------
- */
-
-/* A minifloat with `mbits` mantissa bits, smallest normal exponent `emin`
-   (subnormals below it) and largest finite value `max`. Every value it holds
-   is exact in float, so quantization is emulated in float. */
-typedef struct ts_format {
-  const char *name;
-  int mbits;
-  int emin;
-  float max;
-} ts_format;
-
-static const ts_format TS_FORMATS[] = {
-    {"e4m3", 3, -6, 448.0f},    /* OCP FP8 E4M3 (no Inf; NaN S.1111.111) */
-    {"e5m2", 2, -14, 57344.0f}, /* OCP FP8 E5M2 */
-    {"e2m1", 1, 0, 6.0f},       /* OCP FP4 E2M1 (no Inf, no NaN) */
-};
-#define TS_N_FORMATS (sizeof TS_FORMATS / sizeof TS_FORMATS[0])
-
-static const ts_format *ts_format_find(const char *name) {
-  size_t i;
-  for (i = 0; i < TS_N_FORMATS; i++)
-    if (strcmp(TS_FORMATS[i].name, name) == 0) return &TS_FORMATS[i];
-  return NULL;
-}
-
-/* Nearest value of the format, ties to even, saturating: finite values and
-   +-Inf beyond the largest go to +-max; the sign of zero is kept; NaN stays
-   NaN (E2M1 has no NaN code: the emulation lets it through so that a NaN is
-   never hidden). x / quantum is exact (a power-of-two scale of a float in
-   double) and rint() rounds ties to even in the default rounding mode; the
-   parity of the integer is the parity of the mantissa's last bit. */
-static float ts_quantize(float x, const ts_format *f) {
-  double a = fabs((double)x), quantum, q;
-  int e;
-  if (isnan(x) || a == 0.0) return x;
-  if (isinf(x)) return x > 0 ? f->max : -f->max;
-  (void)frexp(a, &e); /* a = m * 2^e, m in [0.5, 1) */
-  e -= 1;             /* floor(log2 a) */
-  if (e < f->emin) e = f->emin;
-  quantum = ldexp(1.0, e - f->mbits);
-  q = rint(a / quantum) * quantum;
-  if (q > f->max) q = f->max;
-  return (float)(x < 0 ? -q : q);
-}
-
-/* Delayed scaling: the scale for this step comes from the largest amax of
-   the last TS_AMAX_HISTORY steps (not from this tensor), scale = max / amax;
-   this step's amax then enters the history. The first step has no history
-   and scales by its own amax. */
-typedef struct ts_scaler {
-  float hist[TS_AMAX_HISTORY];
-  int len, head;
-} ts_scaler;
-
-static float ts_scaler_scale(const ts_scaler *s, const ts_format *f,
-                             float amax_now) {
-  float amax = 0.0f;
-  int i;
-  for (i = 0; i < s->len; i++)
-    if (s->hist[i] > amax) amax = s->hist[i];
-  if (s->len == 0) amax = amax_now;
-  if (!(amax > 0.0f) || !isfinite(amax)) return 1.0f;
-  return f->max / amax;
-}
-
-static void ts_scaler_push(ts_scaler *s, float amax) {
-  if (!isfinite(amax)) return;
-  s->hist[s->head] = amax;
-  s->head = (s->head + 1) % TS_AMAX_HISTORY;
-  if (s->len < TS_AMAX_HISTORY) s->len++;
-}
-
-static float ts_amax(const float *x, size_t n) {
-  float a = 0.0f;
-  size_t i;
-  for (i = 0; i < n; i++)
-    if (fabsf(x[i]) > a) a = fabsf(x[i]);
-  return a;
-}
-
-/* out = Q(x * scale) / scale, the dequantized GEMM input. */
-static void ts_quantize_tensor(const float *x, size_t n, const ts_format *f,
-                               float scale, float *out) {
-  size_t i;
-  for (i = 0; i < n; i++) out[i] = ts_quantize(x[i] * scale, f) / scale;
 }
 
 /* ---- data -----------------------------------------------------------------
@@ -384,7 +296,7 @@ typedef struct ts_layer {
   float *mw, *vw, *mb, *vb; /* AdamW moments */
   float *xq, *wq;   /* the GEMM inputs used this step (quantized or not) */
   float *wt;        /* scratch: wq transposed, for the input gradient */
-  ts_scaler sx, sw; /* delayed scaling of the activation and the weight */
+  lp_scaler sx, sw; /* delayed scaling of the activation and the weight */
 } ts_layer;
 
 typedef struct ts_model {
@@ -444,7 +356,7 @@ static void ts_model_free(ts_model *m) {
 
 /* What the low-cost path of one layer does this step. */
 typedef struct ts_path {
-  const ts_format *fmt; /* NULL: the f32 path */
+  const lp_format *fmt; /* NULL: the f32 path */
   int burst;            /* outlier burst: channels [c0, c0+4) x gain */
   int burst_c0;
   int stale; /* stale activation scale (x TS_STALE_GAIN) */
@@ -497,8 +409,8 @@ static void ts_layer_forward(ts_layer *L, const float *x, int batch,
     memcpy(L->xq, x, nx * sizeof *x);
     memcpy(L->wq, L->w, nw * sizeof *x);
     if (p->track) {
-      ts_scaler_push(&L->sx, ts_amax(x, nx));
-      ts_scaler_push(&L->sw, ts_amax(L->w, nw));
+      lp_scaler_push(&L->sx, lp_amax(x, nx));
+      lp_scaler_push(&L->sw, lp_amax(L->w, nw));
     }
   } else {
     float sx, sw, amax;
@@ -512,15 +424,15 @@ static void ts_layer_forward(ts_layer *L, const float *x, int batch,
           *v = *v * TS_BURST_GAIN + (*v == 0.0f ? TS_BURST_GAIN * 0.1f : 0.0f);
         }
     }
-    amax = ts_amax(L->xq, nx);
-    sx = ts_scaler_scale(&L->sx, p->fmt, amax);
+    amax = lp_amax(L->xq, nx);
+    sx = lp_scaler_scale(&L->sx, p->fmt, amax);
     if (p->stale) sx *= TS_STALE_GAIN;
-    ts_quantize_tensor(L->xq, nx, p->fmt, sx, L->xq);
-    ts_scaler_push(&L->sx, amax);
-    amax = ts_amax(L->w, nw);
-    sw = ts_scaler_scale(&L->sw, p->fmt, amax);
-    ts_quantize_tensor(L->w, nw, p->fmt, sw, L->wq);
-    ts_scaler_push(&L->sw, amax);
+    lp_quantize_tensor(L->xq, nx, p->fmt, sx, L->xq);
+    lp_scaler_push(&L->sx, amax);
+    amax = lp_amax(L->w, nw);
+    sw = lp_scaler_scale(&L->sw, p->fmt, amax);
+    lp_quantize_tensor(L->w, nw, p->fmt, sw, L->wq);
+    lp_scaler_push(&L->sw, amax);
   }
   ts_gemm_xw(L->xq, L->wq, L->b, batch, L->in, L->out, y);
 }
@@ -690,7 +602,7 @@ typedef struct ts_opts {
   int steps, batch, seed, seeds, stress, sweep, quiet;
   int hidden[TS_LAYERS - 1];
   int arms[TS_MAX_ARMS], n_arms;
-  const ts_format *fmt;
+  const lp_format *fmt;
   const char *data_dir, *out_dir;
   double lr;
   gnmr_config gnmr;
@@ -1158,7 +1070,7 @@ static void ts_parse(ts_opts *o, int argc, char **argv) {
   o->hidden[1] = 128;
   o->hidden[2] = 64;
   o->lr = 1e-3;
-  o->fmt = &TS_FORMATS[0];
+  o->fmt = &LP_FORMATS[0];
   o->out_dir = "demo-out";
   o->gnmr = gnmr_config_paper();
   o->gnmr.max_recovering =
@@ -1213,7 +1125,7 @@ static void ts_parse(ts_opts *o, int argc, char **argv) {
     else if (strcmp(f, "--max-rec") == 0)
       o->gnmr.max_recovering = (uint32_t)ts_parse_int(v, 0, TS_LAYERS, f);
     else if (strcmp(f, "--format") == 0) {
-      o->fmt = ts_format_find(v);
+      o->fmt = lp_format_find(v);
       if (!o->fmt) TS_DIE("--format: expected e4m3, e5m2 or e2m1, got '%s'", v);
     } else if (strcmp(f, "--hidden") == 0) {
       if (sscanf(v, "%d,%d,%d", &o->hidden[0], &o->hidden[1], &o->hidden[2]) !=

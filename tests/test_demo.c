@@ -9,7 +9,7 @@
  */
 
 static float q(const char *fmt, float x) {
-  return ts_quantize(x, ts_format_find(fmt));
+  return lp_quantize(x, lp_format_find(fmt));
 }
 
 TEST(e4m3_known_values) {
@@ -69,7 +69,7 @@ TEST(e2m1_known_values) {
 }
 
 /* The formats' value tables decoded from their bit fields, independently of
-   ts_quantize: (value, mantissa's last bit) for every non-negative code. */
+   lp_quantize: (value, mantissa's last bit) for every non-negative code. */
 static int decode_table(const char *fmt, double *val, int *odd) {
   int ebits = fmt[1] - '0', mbits = fmt[3] - '0';
   int bias = (1 << (ebits - 1)) - 1, n = 0, e, m;
@@ -89,7 +89,7 @@ TEST(quantizers_match_value_tables) {
   double val[256];
   int odd[256], f, i, k, n;
   for (f = 0; f < 3; f++) {
-    const ts_format *tf = ts_format_find(fmts[f]);
+    const lp_format *tf = lp_format_find(fmts[f]);
     n = decode_table(fmts[f], val, odd);
     EXPECT(val[n - 1] == tf->max);
     for (i = 0; i < 20000; i++) {
@@ -108,9 +108,9 @@ TEST(quantizers_match_value_tables) {
         if (dk < db || (dk == db && !odd[k])) best = val[k];
       }
       if (a > tf->max) best = tf->max;
-      if (fabs((double)ts_quantize(x, tf)) != best) {
+      if (fabs((double)lp_quantize(x, tf)) != best) {
         printf("  %s: q(%.9g) = %.9g, table says %.9g\n", fmts[f], x,
-               ts_quantize(x, tf), best);
+               lp_quantize(x, tf), best);
         check__failed_here = 1;
         break;
       }
@@ -121,19 +121,19 @@ TEST(quantizers_match_value_tables) {
 TEST(delayed_scaling_saturates_a_burst) {
   /* The scale comes from the history, so a burst this step saturates at the
      historical amax; the next step's scale has seen the burst. */
-  const ts_format *f = ts_format_find("e4m3");
-  ts_scaler s;
+  const lp_format *f = lp_format_find("e4m3");
+  lp_scaler s;
   float x[2] = {0.5f, 100.0f}, out[2], sc;
   memset(&s, 0, sizeof s);
-  EXPECT(ts_scaler_scale(&s, f, 2.0f) == 448.0f / 2.0f); /* no history */
-  ts_scaler_push(&s, 2.0f);
-  sc = ts_scaler_scale(&s, f, ts_amax(x, 2));
+  EXPECT(lp_scaler_scale(&s, f, 2.0f) == 448.0f / 2.0f); /* no history */
+  lp_scaler_push(&s, 2.0f);
+  sc = lp_scaler_scale(&s, f, lp_amax(x, 2));
   EXPECT(sc == 448.0f / 2.0f);
-  ts_quantize_tensor(x, 2, f, sc, out);
+  lp_quantize_tensor(x, 2, f, sc, out);
   EXPECT(out[0] == 0.5f);
   EXPECT(out[1] == 2.0f); /* saturated */
-  ts_scaler_push(&s, ts_amax(x, 2));
-  EXPECT(ts_scaler_scale(&s, f, 1.0f) == 448.0f / 100.0f);
+  lp_scaler_push(&s, lp_amax(x, 2));
+  EXPECT(lp_scaler_scale(&s, f, 1.0f) == 448.0f / 100.0f);
 }
 
 /* ---- gradients vs finite differences --------------------------------------

@@ -1,0 +1,1861 @@
+/* train_lm.c - a byte-level GPT trained under low-precision stress, with and
+   without gnmr.h.
+
+   The model (read top to bottom): token and position embeddings, pre-LayerNorm
+   blocks with causal multi-head attention and a GELU MLP, a final LayerNorm
+   and the LM head; forward, backward, AdamW with warm-up and cosine decay.
+   Every linear layer is a recoverable unit: per block qkv, attention output,
+   MLP up and MLP down, and the head (4 x layers + 1 units). A unit's low-cost
+   path quantizes its GEMM inputs (activation and weight) per tensor to FP8
+   E4M3, FP8 E5M2 or FP4 E2M1 with delayed scaling from a 16-step amax history
+   (examples/lowp.h, shared with train_stress.c); its high-fidelity path is
+   plain f32. Gradients, attention, LayerNorm and the optimizer are f32 on
+   every path.
+
+   Two kinds of stress (ground truth in stress.csv):
+     natural   no injection: a format or learning rate where low precision
+               alone hurts (found with --sweep; see the README)
+     injected  --stress N: N faults per 1000 steps on the low-cost path of
+               one unit at a time, of three kinds known from LLM training:
+       outlier  residual-stream channel outliers: LM_OUTLIER_CHANNELS input
+                channels of a unit that reads the residual stream (qkv, MLP
+                up, head) grow by x2 per step from x8 for 6-12 steps; the
+                growth lands in the amax history, so the scale stays stale
+                for LP_AMAX_HISTORY steps after it
+       logit    attention-logit growth in one head: the head's queries and
+                keys out of the qkv unit grow by x1.25 per step from x2 (the
+                logits by the square) for 6-12 steps
+       stale    a stale activation scale: LM_STALE_GAIN too large for 2-6
+                steps, most of the tensor saturates
+     A unit on the f32 path does not see its faults.
+
+   Arms, with the same seeds, initial weights, data order and faults (the
+   table LM_ARMS; an arm is one row):
+     f32    every unit f32, no faults
+     lowp   low precision, no control
+     clip   low precision, global gradient-norm clipping to 1.0
+     adagc  low precision, per-unit adaptive clipping (AdaGC style): a unit's
+            gradient is clipped to 1.05 x the EMA (beta 0.98) of its norm
+     gnmr   low precision with gnmr.h: per-unit norms from gnmr_unit_norms,
+            decisions from gnmr_step; a recovering unit runs f32 and its
+            gradient is multiplied by the decision's scale; on admission its
+            amax histories start afresh. Config: lm_config_paper().
+
+   The GEMMs (and attention, over batch x heads) run on --threads pthreads;
+   each output element is computed by exactly one thread in a fixed order, so
+   any thread count gives the same bits.
+
+   Data: the text of Debian's fortunes package (--data DIR, default
+   /usr/share/games/fortunes): every file without a '.' in its name, in name
+   order, split at the "%" lines; every LM_VAL_EVERY-th fortune is validation.
+
+   Outputs in --out: summary.csv, trace.csv (gnmr arm, first seed),
+   stress.csv, loss.svg, recovery.svg; with --sweep, sweep.csv.
+
+   Build and run: make demo-lm (both settings, every arm x 3 seeds),
+   make demo-lm-quick, make demo-lm-sweep. Define LM_DOUBLE to build the
+   model in double (the gradient check in tests/test_lm.c), and
+   TRAIN_LM_NO_MAIN to include this file without its main(). */
+#define _POSIX_C_SOURCE 200809L /* opendir, clock_gettime */
+#define GNMR_IMPLEMENTATION
+#include "gnmr.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "lowp.h"
+
+#ifdef LM_DOUBLE
+typedef double lm_real;
+#define LM_TANH tanh
+#else
+typedef float lm_real;
+#define LM_TANH tanhf
+#endif
+
+/* ---- constants ----------------------------------------------------------- */
+
+#define LM_VOCAB 256
+#define LM_MAX_LAYERS 8
+#define LM_MAX_UNITS (4 * LM_MAX_LAYERS + 1)
+#define LM_MAX_THREADS 16
+#define LM_VAL_EVERY 20          /* fortune k is validation if k % 20 == 0 */
+#define LM_OUTLIER_CHANNELS 4    /* outlier: channels hit */
+#define LM_OUTLIER_GAIN0 8.0     /* outlier: gain on the first step */
+#define LM_OUTLIER_GROWTH 2.0    /* outlier: gain x this per step */
+#define LM_OUTLIER_GAIN_MAX 4096 /* outlier: gain cap */
+#define LM_LOGIT_GAIN0 2.0       /* logit growth: q and k gain, first step */
+#define LM_LOGIT_GROWTH 1.25     /* logit growth: x this per step */
+#define LM_STALE_GAIN 64.0f      /* stale scale: factor the scale is off by */
+#define LM_SPIKE_FACTOR 1.5      /* a loss spike: loss > 1.5 x running EMA */
+#define LM_GLOBAL_CLIP 1.0       /* clip arm: max global norm */
+#define LM_ADAGC_LAMBDA 1.05     /* adagc arm: clip to 1.05 x EMA of norm */
+#define LM_ADAGC_BETA 0.98       /* adagc arm: EMA decay */
+#define LM_MAX_EVENTS 256
+
+/* ---- checked helpers ------------------------------------------------------
+ */
+
+static void lm_die(const char *file, int line, const char *fmt, ...) {
+  va_list ap;
+  fprintf(stderr, "train_lm: %s:%d: ", file, line);
+  va_start(ap, fmt);
+  vfprintf(stderr, fmt, ap);
+  va_end(ap);
+  fputc('\n', stderr);
+  exit(1);
+}
+#define LM_DIE(...) lm_die(__FILE__, __LINE__, __VA_ARGS__)
+
+static void *lm_calloc(size_t n, size_t size, const char *file, int line) {
+  void *p = calloc(n ? n : 1, size);
+  if (!p) lm_die(file, line, "out of memory (%zu x %zu bytes)", n, size);
+  return p;
+}
+#define LM_CALLOC(n, type)                                                     \
+  ((type *)lm_calloc((n), sizeof(type), __FILE__, __LINE__))
+
+static FILE *lm_fopen(const char *path, const char *mode, const char *file,
+                      int line) {
+  FILE *f = fopen(path, mode);
+  if (!f) lm_die(file, line, "cannot open %s: %s", path, strerror(errno));
+  return f;
+}
+#define LM_FOPEN(path, mode) lm_fopen((path), (mode), __FILE__, __LINE__)
+
+static double lm_now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* ---- random numbers (splitmix64) ----------------------------------------- */
+
+typedef struct lm_rng {
+  uint64_t s;
+} lm_rng;
+
+static uint64_t lm_next(lm_rng *r) {
+  uint64_t z = (r->s += 0x9E3779B97F4A7C15ull);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+static double lm_uniform(lm_rng *r) {
+  return (double)(lm_next(r) >> 11) * (1.0 / 9007199254740992.0);
+}
+static uint32_t lm_below(lm_rng *r, uint32_t n) {
+  return (uint32_t)(lm_uniform(r) * n);
+}
+static double lm_normal(lm_rng *r) {
+  double u1 = lm_uniform(r), u2 = lm_uniform(r);
+  if (u1 < 1e-300) u1 = 1e-300;
+  return sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2);
+}
+
+/* ---- threads: a row range per thread, rows in a fixed order -------------- */
+
+static int lm_threads = 2; /* --threads */
+
+typedef void (*lm_task)(void *ctx, int r0, int r1);
+typedef struct lm_job {
+  lm_task fn;
+  void *ctx;
+  int r0, r1;
+} lm_job;
+
+/* A pool of lm_threads - 1 workers (the caller is thread 0), alive for one
+   training run. lm_parallel hands each thread one contiguous range of rows
+   and waits for all of them. */
+typedef struct lm_pool {
+  pthread_mutex_t mu;
+  pthread_cond_t go, done;
+  pthread_t th[LM_MAX_THREADS];
+  lm_job jobs[LM_MAX_THREADS];
+  int n, pending, quit;
+  unsigned gen;
+} lm_pool;
+static lm_pool lm_pool_g;
+
+static void *lm_worker(void *arg) {
+  lm_pool *p = &lm_pool_g;
+  int idx = (int)(intptr_t)arg;
+  unsigned seen = 0;
+  pthread_mutex_lock(&p->mu);
+  for (;;) {
+    lm_job j;
+    while (p->gen == seen && !p->quit) pthread_cond_wait(&p->go, &p->mu);
+    if (p->quit) break;
+    seen = p->gen;
+    j = p->jobs[idx];
+    pthread_mutex_unlock(&p->mu);
+    j.fn(j.ctx, j.r0, j.r1);
+    pthread_mutex_lock(&p->mu);
+    if (--p->pending == 0) pthread_cond_signal(&p->done);
+  }
+  pthread_mutex_unlock(&p->mu);
+  return NULL;
+}
+
+static void lm_pool_start(void) {
+  lm_pool *p = &lm_pool_g;
+  int t;
+  memset(p, 0, sizeof *p);
+  p->n = lm_threads;
+  if (p->n <= 1) return;
+  if (pthread_mutex_init(&p->mu, NULL) || pthread_cond_init(&p->go, NULL) ||
+      pthread_cond_init(&p->done, NULL))
+    LM_DIE("cannot set up the thread pool");
+  for (t = 1; t < p->n; t++)
+    if (pthread_create(&p->th[t], NULL, lm_worker, (void *)(intptr_t)t) != 0)
+      LM_DIE("pthread_create failed");
+}
+
+static void lm_pool_stop(void) {
+  lm_pool *p = &lm_pool_g;
+  int t;
+  if (p->n <= 1) return;
+  pthread_mutex_lock(&p->mu);
+  p->quit = 1;
+  pthread_cond_broadcast(&p->go);
+  pthread_mutex_unlock(&p->mu);
+  for (t = 1; t < p->n; t++) pthread_join(p->th[t], NULL);
+  pthread_cond_destroy(&p->go);
+  pthread_cond_destroy(&p->done);
+  pthread_mutex_destroy(&p->mu);
+  p->n = 0;
+}
+
+/* fn(ctx, r0, r1) over [0, rows) split into contiguous ranges, one per
+   thread. Each task writes only its own rows, and a row's arithmetic does
+   not depend on the split: any thread count gives the same bits. */
+static void lm_parallel(lm_task fn, void *ctx, int rows) {
+  lm_pool *p = &lm_pool_g;
+  int t;
+  if (p->n <= 1 || rows < 2) {
+    fn(ctx, 0, rows);
+    return;
+  }
+  pthread_mutex_lock(&p->mu);
+  for (t = 0; t < p->n; t++) {
+    p->jobs[t].fn = fn;
+    p->jobs[t].ctx = ctx;
+    p->jobs[t].r0 = (int)((long)rows * t / p->n);
+    p->jobs[t].r1 = (int)((long)rows * (t + 1) / p->n);
+  }
+  p->pending = p->n - 1;
+  p->gen++;
+  pthread_cond_broadcast(&p->go);
+  pthread_mutex_unlock(&p->mu);
+  fn(ctx, p->jobs[0].r0, p->jobs[0].r1);
+  pthread_mutex_lock(&p->mu);
+  while (p->pending > 0) pthread_cond_wait(&p->done, &p->mu);
+  pthread_mutex_unlock(&p->mu);
+}
+
+/* y += a * x, unrolled so that gcc -O2 vectorizes it (see train_stress.c). */
+static void lm_axpy(lm_real *restrict y, lm_real a, const lm_real *restrict x,
+                    int n) {
+  int i = 0;
+  for (; i + 8 <= n; i += 8) {
+    y[i] += a * x[i];
+    y[i + 1] += a * x[i + 1];
+    y[i + 2] += a * x[i + 2];
+    y[i + 3] += a * x[i + 3];
+    y[i + 4] += a * x[i + 4];
+    y[i + 5] += a * x[i + 5];
+    y[i + 6] += a * x[i + 6];
+    y[i + 7] += a * x[i + 7];
+  }
+  for (; i < n; i++) y[i] += a * x[i];
+}
+
+/* ---- the linear layer: one recoverable unit ------------------------------ */
+
+typedef struct lm_linear {
+  int in, out;
+  lm_real *w, *b;   /* w: in x out (row i = input feature i); in params */
+  lm_real *dw, *db; /* in grads */
+  lm_real *xq, *wq; /* the GEMM inputs used this step (quantized or not) */
+  lm_real *wt;      /* scratch: wq transposed, for the input gradient */
+  lp_scaler sx, sw; /* delayed scaling of the activation and the weight */
+} lm_linear;
+
+/* What a unit's path does this step. */
+typedef struct lm_path {
+  const lp_format *fmt; /* NULL: the f32 path */
+  int track;            /* f32 path that keeps the amax histories fresh */
+  double outlier_gain;  /* > 0: channels [outlier_c0, +4) x gain */
+  int outlier_c0;
+  double logit_gain; /* > 0: head logit_head's q and k x gain (qkv unit) */
+  int logit_head, n_head;
+  int stale; /* activation scale x LM_STALE_GAIN */
+} lm_path;
+
+typedef struct lm_gemm_ctx {
+  const lm_real *x, *w, *b, *dy;
+  lm_real *y, *dw;
+  int n, in, out;
+} lm_gemm_ctx;
+
+/* y[r] = b + sum_i x[r][i] w[i], rows r0..r1. */
+static void lm_gemm_fwd_rows(void *p, int r0, int r1) {
+  const lm_gemm_ctx *c = (const lm_gemm_ctx *)p;
+  int r, i;
+  for (r = r0; r < r1; r++) {
+    lm_real *y = c->y + (size_t)r * (size_t)c->out;
+    const lm_real *x = c->x + (size_t)r * (size_t)c->in;
+    memcpy(y, c->b, sizeof *y * (size_t)c->out);
+    for (i = 0; i < c->in; i++)
+      lm_axpy(y, x[i], c->w + (size_t)i * (size_t)c->out, c->out);
+  }
+}
+
+/* dx[r] = sum_o dy[r][o] wt[o] (w = wt transposed, in x out), rows r0..r1.
+   Here c->w is wt (out x in) and c->y is dx. */
+static void lm_gemm_dx_rows(void *p, int r0, int r1) {
+  const lm_gemm_ctx *c = (const lm_gemm_ctx *)p;
+  int r, o;
+  for (r = r0; r < r1; r++) {
+    lm_real *dx = c->y + (size_t)r * (size_t)c->in;
+    const lm_real *dy = c->dy + (size_t)r * (size_t)c->out;
+    memset(dx, 0, sizeof *dx * (size_t)c->in);
+    for (o = 0; o < c->out; o++)
+      lm_axpy(dx, dy[o], c->w + (size_t)o * (size_t)c->in, c->in);
+  }
+}
+
+/* dw[i] = sum over batch rows n (in order) of x[n][i] dy[n], for weight rows
+   i in r0..r1. */
+static void lm_gemm_dw_rows(void *p, int r0, int r1) {
+  const lm_gemm_ctx *c = (const lm_gemm_ctx *)p;
+  int n, i;
+  memset(c->dw + (size_t)r0 * (size_t)c->out, 0,
+         sizeof *c->dw * (size_t)(r1 - r0) * (size_t)c->out);
+  for (n = 0; n < c->n; n++) {
+    const lm_real *x = c->x + (size_t)n * (size_t)c->in,
+                  *dy = c->dy + (size_t)n * (size_t)c->out;
+    for (i = r0; i < r1; i++)
+      lm_axpy(c->dw + (size_t)i * (size_t)c->out, x[i], dy, c->out);
+  }
+}
+
+typedef struct lm_quant_ctx {
+  const lm_real *x;
+  lm_real *out;
+  const lp_format *fmt;
+  float scale;
+  int cols;
+} lm_quant_ctx;
+
+static void lm_quant_rows(void *p, int r0, int r1) {
+  const lm_quant_ctx *c = (const lm_quant_ctx *)p;
+  size_t i, a = (size_t)r0 * (size_t)c->cols, z = (size_t)r1 * (size_t)c->cols;
+  for (i = a; i < z; i++)
+    c->out[i] =
+        (lm_real)(lp_quantize((float)c->x[i] * c->scale, c->fmt) / c->scale);
+}
+
+static float lm_amax(const lm_real *x, size_t n) {
+  lm_real a = 0;
+  size_t i;
+  for (i = 0; i < n; i++)
+    if (fabs((double)x[i]) > a) a = (lm_real)fabs((double)x[i]);
+  return (float)a;
+}
+
+/* Quantize rows x cols of x into out with the scaler's delayed scale (times
+   `gain`), then push this tensor's amax into the history. */
+static void lm_quantize(const lm_real *x, int rows, int cols,
+                        const lp_format *fmt, lp_scaler *s, float gain,
+                        lm_real *out) {
+  lm_quant_ctx c;
+  float amax = lm_amax(x, (size_t)rows * (size_t)cols);
+  c.x = x;
+  c.out = out;
+  c.fmt = fmt;
+  c.scale = lp_scaler_scale(s, fmt, amax) * gain;
+  c.cols = cols;
+  lm_parallel(lm_quant_rows, &c, rows);
+  lp_scaler_push(s, amax);
+}
+
+/* y (n x out) = x (n x in) . w + b on the unit's path; saves the GEMM
+   inputs for the backward pass. */
+static void lm_linear_forward(lm_linear *L, const lm_real *x, int n,
+                              const lm_path *p, lm_real *y) {
+  size_t nx = (size_t)n * (size_t)L->in, nw = (size_t)L->in * (size_t)L->out;
+  lm_gemm_ctx c;
+  memcpy(L->xq, x, nx * sizeof *x);
+  if (!p->fmt) {
+    memcpy(L->wq, L->w, nw * sizeof *x);
+    if (p->track) {
+      lp_scaler_push(&L->sx, lm_amax(x, nx));
+      lp_scaler_push(&L->sw, lm_amax(L->w, nw));
+    }
+  } else {
+    if (p->outlier_gain > 0) {
+      int r, k;
+      for (r = 0; r < n; r++)
+        for (k = 0; k < LM_OUTLIER_CHANNELS; k++)
+          L->xq[(size_t)r * (size_t)L->in +
+                (size_t)((p->outlier_c0 + k) % L->in)] *=
+              (lm_real)p->outlier_gain;
+    }
+    lm_quantize(L->xq, n, L->in, p->fmt, &L->sx,
+                p->stale ? LM_STALE_GAIN : 1.0f, L->xq);
+    lm_quantize(L->w, L->in, L->out, p->fmt, &L->sw, 1.0f, L->wq);
+  }
+  c.x = L->xq;
+  c.w = L->wq;
+  c.b = L->b;
+  c.y = y;
+  c.n = n;
+  c.in = L->in;
+  c.out = L->out;
+  lm_parallel(lm_gemm_fwd_rows, &c, n);
+  if (p->fmt && p->logit_gain > 0) {
+    /* qkv rows are [q | k | v], C = out / 3 wide each. */
+    int C = L->out / 3, hs = C / p->n_head, r, j;
+    for (r = 0; r < n; r++) {
+      lm_real *row = y + (size_t)r * (size_t)L->out + p->logit_head * hs;
+      for (j = 0; j < hs; j++) {
+        row[j] *= (lm_real)p->logit_gain;
+        row[C + j] *= (lm_real)p->logit_gain;
+      }
+    }
+  }
+}
+
+/* dw, db from dy; dx (n x in) written, through the GEMM inputs used (the
+   straight-through estimator on the quantizers). */
+static void lm_linear_backward(lm_linear *L, const lm_real *dy, int n,
+                               lm_real *dx) {
+  lm_gemm_ctx c;
+  int r, i, o;
+  memset(L->db, 0, sizeof *L->db * (size_t)L->out);
+  for (r = 0; r < n; r++)
+    lm_axpy(L->db, 1, dy + (size_t)r * (size_t)L->out, L->out);
+  c.x = L->xq;
+  c.dy = dy;
+  c.dw = L->dw;
+  c.n = n;
+  c.in = L->in;
+  c.out = L->out;
+  lm_parallel(lm_gemm_dw_rows, &c, L->in);
+  for (i = 0; i < L->in; i++)
+    for (o = 0; o < L->out; o++)
+      L->wt[(size_t)o * (size_t)L->in + (size_t)i] =
+          L->wq[(size_t)i * (size_t)L->out + (size_t)o];
+  c.w = L->wt;
+  c.y = dx;
+  lm_parallel(lm_gemm_dx_rows, &c, n);
+}
+
+/* ---- LayerNorm, GELU, attention ------------------------------------------ */
+
+#define LM_LN_EPS 1e-5
+
+static void lm_layernorm_forward(const lm_real *x, const lm_real *w,
+                                 const lm_real *b, int n, int C, lm_real *y,
+                                 lm_real *mean, lm_real *rstd) {
+  int r, i;
+  for (r = 0; r < n; r++) {
+    const lm_real *xr = x + (size_t)r * (size_t)C;
+    lm_real *yr = y + (size_t)r * (size_t)C;
+    double m = 0, v = 0, s;
+    for (i = 0; i < C; i++) m += xr[i];
+    m /= C;
+    for (i = 0; i < C; i++) v += (xr[i] - m) * (xr[i] - m);
+    v /= C;
+    s = 1.0 / sqrt(v + LM_LN_EPS);
+    for (i = 0; i < C; i++) yr[i] = (lm_real)((xr[i] - m) * s * w[i] + b[i]);
+    mean[r] = (lm_real)m;
+    rstd[r] = (lm_real)s;
+  }
+}
+
+/* dx += LayerNorm backward of dy; dw, db accumulate. */
+static void lm_layernorm_backward(const lm_real *dy, const lm_real *x,
+                                  const lm_real *w, const lm_real *mean,
+                                  const lm_real *rstd, int n, int C,
+                                  lm_real *dx, lm_real *dw, lm_real *db) {
+  int r, i;
+  for (r = 0; r < n; r++) {
+    const lm_real *dyr = dy + (size_t)r * (size_t)C,
+                  *xr = x + (size_t)r * (size_t)C;
+    lm_real *dxr = dx + (size_t)r * (size_t)C;
+    double m1 = 0, m2 = 0;
+    for (i = 0; i < C; i++) {
+      double xh = (xr[i] - mean[r]) * rstd[r], dn = dyr[i] * w[i];
+      m1 += dn;
+      m2 += dn * xh;
+      db[i] += dyr[i];
+      dw[i] += (lm_real)(dyr[i] * xh);
+    }
+    m1 /= C;
+    m2 /= C;
+    for (i = 0; i < C; i++) {
+      double xh = (xr[i] - mean[r]) * rstd[r], dn = dyr[i] * w[i];
+      dxr[i] += (lm_real)((dn - m1 - xh * m2) * rstd[r]);
+    }
+  }
+}
+
+#define LM_GELU_K 0.7978845608028654 /* sqrt(2 / pi) */
+
+static void lm_gelu_forward(const lm_real *x, size_t n, lm_real *y) {
+  size_t i;
+  for (i = 0; i < n; i++) {
+    lm_real v = x[i], t = LM_TANH((lm_real)LM_GELU_K *
+                                  (v + (lm_real)0.044715 * v * v * v));
+    y[i] = (lm_real)0.5 * v * (1 + t);
+  }
+}
+
+/* dx = dy * gelu'(x). */
+static void lm_gelu_backward(const lm_real *dy, const lm_real *x, size_t n,
+                             lm_real *dx) {
+  size_t i;
+  for (i = 0; i < n; i++) {
+    lm_real v = x[i],
+            t = LM_TANH((lm_real)LM_GELU_K *
+                        (v + (lm_real)0.044715 * v * v * v)),
+            du = (lm_real)LM_GELU_K * (1 + 3 * (lm_real)0.044715 * v * v);
+    dx[i] =
+        dy[i] * ((lm_real)0.5 * (1 + t) + (lm_real)0.5 * v * (1 - t * t) * du);
+  }
+}
+
+typedef struct lm_attn_ctx {
+  const lm_real *qkv, *dy;
+  lm_real *att, *y, *dqkv;
+  int T, C, nh;
+} lm_attn_ctx;
+
+/* Causal attention for the (sequence, head) pairs r0..r1 of qkv (B*T x 3C,
+   rows [q | k | v]); att (B x nh x T x T) keeps the probabilities. */
+static void lm_attn_fwd_pairs(void *p, int r0, int r1) {
+  const lm_attn_ctx *c = (const lm_attn_ctx *)p;
+  int T = c->T, C = c->C, hs = C / c->nh, C3 = 3 * C, pr, t, t2, i;
+  double scale = 1.0 / sqrt((double)hs);
+  for (pr = r0; pr < r1; pr++) {
+    int b = pr / c->nh, h = pr % c->nh;
+    for (t = 0; t < T; t++) {
+      const lm_real *q = c->qkv + (size_t)(b * T + t) * (size_t)C3 + h * hs;
+      lm_real *a = c->att + ((size_t)pr * (size_t)T + (size_t)t) * (size_t)T,
+              *y = c->y + (size_t)(b * T + t) * (size_t)C + h * hs;
+      double mx = -1e300, sum = 0;
+      for (t2 = 0; t2 <= t; t2++) {
+        const lm_real *k =
+            c->qkv + (size_t)(b * T + t2) * (size_t)C3 + C + h * hs;
+        double s = 0;
+        for (i = 0; i < hs; i++) s += (double)q[i] * k[i];
+        s *= scale;
+        a[t2] = (lm_real)s;
+        if (s > mx) mx = s;
+      }
+      for (t2 = 0; t2 <= t; t2++) {
+        double e = exp(a[t2] - mx);
+        a[t2] = (lm_real)e;
+        sum += e;
+      }
+      for (t2 = 0; t2 <= t; t2++) a[t2] = (lm_real)(a[t2] / sum);
+      for (t2 = t + 1; t2 < T; t2++) a[t2] = 0;
+      memset(y, 0, sizeof *y * (size_t)hs);
+      for (t2 = 0; t2 <= t; t2++)
+        lm_axpy(y, a[t2],
+                c->qkv + (size_t)(b * T + t2) * (size_t)C3 + 2 * C + h * hs,
+                hs);
+    }
+  }
+}
+
+/* dqkv (zeroed by the caller) from dy, for the pairs r0..r1. */
+static void lm_attn_bwd_pairs(void *p, int r0, int r1) {
+  const lm_attn_ctx *c = (const lm_attn_ctx *)p;
+  int T = c->T, C = c->C, hs = C / c->nh, C3 = 3 * C, pr, t, t2, i;
+  lm_real scale = (lm_real)(1.0 / sqrt((double)hs));
+  for (pr = r0; pr < r1; pr++) {
+    int b = pr / c->nh, h = pr % c->nh;
+    for (t = 0; t < T; t++) {
+      const lm_real *q = c->qkv + (size_t)(b * T + t) * (size_t)C3 + h * hs,
+                    *a = c->att +
+                         ((size_t)pr * (size_t)T + (size_t)t) * (size_t)T,
+                    *dy = c->dy + (size_t)(b * T + t) * (size_t)C + h * hs;
+      lm_real *dq = c->dqkv + (size_t)(b * T + t) * (size_t)C3 + h * hs;
+      double da[1024], dot = 0; /* T <= 1024, checked at parse time */
+      for (t2 = 0; t2 <= t; t2++) {
+        const lm_real *v =
+            c->qkv + (size_t)(b * T + t2) * (size_t)C3 + 2 * C + h * hs;
+        lm_real *dv =
+            c->dqkv + (size_t)(b * T + t2) * (size_t)C3 + 2 * C + h * hs;
+        double s = 0;
+        for (i = 0; i < hs; i++) s += (double)dy[i] * v[i];
+        da[t2] = s;
+        dot += s * a[t2];
+        lm_axpy(dv, a[t2], dy, hs);
+      }
+      for (t2 = 0; t2 <= t; t2++) {
+        const lm_real *k =
+            c->qkv + (size_t)(b * T + t2) * (size_t)C3 + C + h * hs;
+        lm_real *dk = c->dqkv + (size_t)(b * T + t2) * (size_t)C3 + C + h * hs;
+        lm_real ds = (lm_real)(a[t2] * (da[t2] - dot)) * scale;
+        lm_axpy(dq, ds, k, hs);
+        lm_axpy(dk, ds, q, hs);
+      }
+    }
+  }
+}
+
+/* ---- the model ------------------------------------------------------------
+ */
+
+typedef struct lm_shape {
+  int C, L, nh, T, B; /* width, blocks, heads, context, sequences per batch */
+} lm_shape;
+
+enum { LM_QKV, LM_ATTN_OUT, LM_MLP_UP, LM_MLP_DOWN };
+static const char *LM_UNIT_KIND[4] = {"qkv", "attn_out", "mlp_up", "mlp_down"};
+
+/* One parameter tensor: its place in the flat arrays, its unit (-1: not a
+   unit: embeddings, LayerNorms) and whether AdamW decays it. */
+typedef struct lm_tensor {
+  size_t off, n;
+  int unit, decay;
+} lm_tensor;
+
+typedef struct lm_block_acts {
+  lm_real *res; /* N x C: the residual stream into the block */
+  lm_real *ln1, *ln1_mean, *ln1_rstd, *qkv, *att, *atty;
+  lm_real *res2; /* N x C: after attention */
+  lm_real *ln2, *ln2_mean, *ln2_rstd, *fch, *fchg;
+} lm_block_acts;
+
+typedef struct lm_model {
+  lm_shape s;
+  int n_units, n_tensors;
+  size_t n_params;
+  lm_real *params, *grads, *m, *v;
+  lm_tensor tensors[16 * LM_MAX_LAYERS + 8];
+  lm_real *wte, *wpe, *lnfw, *lnfb, *dwte, *dwpe, *dlnfw, *dlnfb;
+  lm_real *ln1w[LM_MAX_LAYERS], *ln1b[LM_MAX_LAYERS], *ln2w[LM_MAX_LAYERS],
+      *ln2b[LM_MAX_LAYERS];
+  lm_real *dln1w[LM_MAX_LAYERS], *dln1b[LM_MAX_LAYERS], *dln2w[LM_MAX_LAYERS],
+      *dln2b[LM_MAX_LAYERS];
+  lm_linear unit[LM_MAX_UNITS]; /* 4 l + LM_QKV.., head = 4 L */
+  /* activations for N = B x T rows */
+  lm_block_acts acts[LM_MAX_LAYERS];
+  lm_real *resL, *lnf, *lnf_mean, *lnf_rstd, *logits; /* logits: probs */
+  lm_real *dres, *dtmp, *dbig, *dbig2, *dqkv;
+  const uint8_t *tokens, *targets; /* set by the forward pass */
+} lm_model;
+
+/* Adds a tensor of n parameters to the layout; returns its offset. */
+static size_t lm_add(lm_model *m, size_t n, int unit, int decay) {
+  lm_tensor *t = &m->tensors[m->n_tensors++];
+  t->off = m->n_params;
+  t->n = n;
+  t->unit = unit;
+  t->decay = decay;
+  m->n_params += n;
+  return t->off;
+}
+
+static void lm_model_init(lm_model *m, lm_shape s, lm_rng *r) {
+  int C = s.C, L = s.L, N = s.B * s.T, l, u, k;
+  size_t o_wte, o_wpe, o_lnf, o_ln1[LM_MAX_LAYERS], o_ln2[LM_MAX_LAYERS],
+      o_w[LM_MAX_UNITS], o_b[LM_MAX_UNITS], i;
+  int dims[4][2];
+  memset(m, 0, sizeof *m);
+  m->s = s;
+  m->n_units = 4 * L + 1;
+  dims[LM_QKV][0] = C, dims[LM_QKV][1] = 3 * C;
+  dims[LM_ATTN_OUT][0] = C, dims[LM_ATTN_OUT][1] = C;
+  dims[LM_MLP_UP][0] = C, dims[LM_MLP_UP][1] = 4 * C;
+  dims[LM_MLP_DOWN][0] = 4 * C, dims[LM_MLP_DOWN][1] = C;
+  o_wte = lm_add(m, (size_t)LM_VOCAB * (size_t)C, -1, 1);
+  o_wpe = lm_add(m, (size_t)s.T * (size_t)C, -1, 1);
+  for (l = 0; l < L; l++) {
+    o_ln1[l] = lm_add(m, 2 * (size_t)C, -1, 0);
+    for (k = 0; k < 4; k++) {
+      u = 4 * l + k;
+      if (k == LM_MLP_UP) o_ln2[l] = lm_add(m, 2 * (size_t)C, -1, 0);
+      m->unit[u].in = dims[k][0];
+      m->unit[u].out = dims[k][1];
+      o_w[u] = lm_add(m, (size_t)dims[k][0] * (size_t)dims[k][1], u, 1);
+      o_b[u] = lm_add(m, (size_t)dims[k][1], u, 0);
+    }
+  }
+  o_lnf = lm_add(m, 2 * (size_t)C, -1, 0);
+  u = 4 * L;
+  m->unit[u].in = C;
+  m->unit[u].out = LM_VOCAB;
+  o_w[u] = lm_add(m, (size_t)C * LM_VOCAB, u, 1);
+  o_b[u] = lm_add(m, LM_VOCAB, u, 0);
+
+  m->params = LM_CALLOC(m->n_params, lm_real);
+  m->grads = LM_CALLOC(m->n_params, lm_real);
+  m->m = LM_CALLOC(m->n_params, lm_real);
+  m->v = LM_CALLOC(m->n_params, lm_real);
+  /* GPT-2 initialization: N(0, 0.02), the residual projections scaled by
+   1/sqrt(2 L); LayerNorm gains 1, biases 0. */
+  for (i = 0; i < m->n_params; i++)
+    m->params[i] = (lm_real)(0.02 * lm_normal(r));
+  m->wte = m->params + o_wte, m->dwte = m->grads + o_wte;
+  m->wpe = m->params + o_wpe, m->dwpe = m->grads + o_wpe;
+  m->lnfw = m->params + o_lnf, m->dlnfw = m->grads + o_lnf;
+  m->lnfb = m->lnfw + C, m->dlnfb = m->dlnfw + C;
+  for (l = 0; l < L; l++) {
+    m->ln1w[l] = m->params + o_ln1[l], m->dln1w[l] = m->grads + o_ln1[l];
+    m->ln1b[l] = m->ln1w[l] + C, m->dln1b[l] = m->dln1w[l] + C;
+    m->ln2w[l] = m->params + o_ln2[l], m->dln2w[l] = m->grads + o_ln2[l];
+    m->ln2b[l] = m->ln2w[l] + C, m->dln2b[l] = m->dln2w[l] + C;
+    for (k = 0; k < C; k++) {
+      m->ln1w[l][k] = m->ln2w[l][k] = 1;
+      m->ln1b[l][k] = m->ln2b[l][k] = 0;
+    }
+  }
+  for (k = 0; k < C; k++) m->lnfw[k] = 1, m->lnfb[k] = 0;
+  for (u = 0; u < m->n_units; u++) {
+    lm_linear *U = &m->unit[u];
+    size_t nw = (size_t)U->in * (size_t)U->out;
+    U->w = m->params + o_w[u], U->dw = m->grads + o_w[u];
+    U->b = m->params + o_b[u], U->db = m->grads + o_b[u];
+    for (i = 0; i < (size_t)U->out; i++) U->b[i] = 0;
+    if (u < 4 * L && (u % 4 == LM_ATTN_OUT || u % 4 == LM_MLP_DOWN))
+      for (i = 0; i < nw; i++) U->w[i] = (lm_real)(U->w[i] / sqrt(2.0 * L));
+    U->xq = LM_CALLOC((size_t)N * (size_t)U->in, lm_real);
+    U->wq = LM_CALLOC(nw, lm_real);
+    U->wt = LM_CALLOC(nw, lm_real);
+  }
+  for (l = 0; l < L; l++) {
+    lm_block_acts *a = &m->acts[l];
+    a->res = LM_CALLOC((size_t)N * (size_t)C, lm_real);
+    a->ln1 = LM_CALLOC((size_t)N * (size_t)C, lm_real);
+    a->ln1_mean = LM_CALLOC((size_t)N, lm_real);
+    a->ln1_rstd = LM_CALLOC((size_t)N, lm_real);
+    a->qkv = LM_CALLOC((size_t)N * 3 * (size_t)C, lm_real);
+    a->att = LM_CALLOC((size_t)s.B * (size_t)s.nh * (size_t)s.T * (size_t)s.T,
+                       lm_real);
+    a->atty = LM_CALLOC((size_t)N * (size_t)C, lm_real);
+    a->res2 = LM_CALLOC((size_t)N * (size_t)C, lm_real);
+    a->ln2 = LM_CALLOC((size_t)N * (size_t)C, lm_real);
+    a->ln2_mean = LM_CALLOC((size_t)N, lm_real);
+    a->ln2_rstd = LM_CALLOC((size_t)N, lm_real);
+    a->fch = LM_CALLOC((size_t)N * 4 * (size_t)C, lm_real);
+    a->fchg = LM_CALLOC((size_t)N * 4 * (size_t)C, lm_real);
+  }
+  m->resL = LM_CALLOC((size_t)N * (size_t)C, lm_real);
+  m->lnf = LM_CALLOC((size_t)N * (size_t)C, lm_real);
+  m->lnf_mean = LM_CALLOC((size_t)N, lm_real);
+  m->lnf_rstd = LM_CALLOC((size_t)N, lm_real);
+  m->logits = LM_CALLOC((size_t)N * LM_VOCAB, lm_real);
+  m->dres = LM_CALLOC((size_t)N * (size_t)C, lm_real);
+  m->dtmp = LM_CALLOC((size_t)N * (size_t)C, lm_real);
+  m->dbig = LM_CALLOC((size_t)N * (size_t)(LM_VOCAB > 4 * C ? LM_VOCAB : 4 * C),
+                      lm_real);
+  m->dbig2 = LM_CALLOC((size_t)N * 4 * (size_t)C, lm_real);
+  m->dqkv = LM_CALLOC((size_t)N * 3 * (size_t)C, lm_real);
+}
+
+static void lm_model_free(lm_model *m) {
+  int l, u;
+  free(m->params), free(m->grads), free(m->m), free(m->v);
+  for (u = 0; u < m->n_units; u++)
+    free(m->unit[u].xq), free(m->unit[u].wq), free(m->unit[u].wt);
+  for (l = 0; l < m->s.L; l++) {
+    lm_block_acts *a = &m->acts[l];
+    free(a->res), free(a->ln1), free(a->ln1_mean), free(a->ln1_rstd);
+    free(a->qkv), free(a->att), free(a->atty), free(a->res2), free(a->ln2);
+    free(a->ln2_mean), free(a->ln2_rstd), free(a->fch), free(a->fchg);
+  }
+  free(m->resL), free(m->lnf), free(m->lnf_mean), free(m->lnf_rstd);
+  free(m->logits), free(m->dres), free(m->dtmp), free(m->dbig);
+  free(m->dbig2), free(m->dqkv);
+}
+
+/* Forward over B sequences of T bytes (tokens, targets: B*T each); returns
+   the mean cross-entropy in nats. paths[u]: each unit's path. */
+static double lm_forward(lm_model *m, const uint8_t *tokens,
+                         const uint8_t *targets, const lm_path *paths) {
+  int C = m->s.C, T = m->s.T, N = m->s.B * T, l, r, i, V = LM_VOCAB;
+  double loss = 0;
+  lm_attn_ctx ac;
+  m->tokens = tokens;
+  m->targets = targets;
+  for (r = 0; r < N; r++) {
+    lm_real *x = (m->s.L ? m->acts[0].res : m->resL) + (size_t)r * (size_t)C;
+    const lm_real *te = m->wte + (size_t)tokens[r] * (size_t)C,
+                  *pe = m->wpe + (size_t)(r % T) * (size_t)C;
+    for (i = 0; i < C; i++) x[i] = te[i] + pe[i];
+  }
+  for (l = 0; l < m->s.L; l++) {
+    lm_block_acts *a = &m->acts[l];
+    lm_real *out = l + 1 < m->s.L ? m->acts[l + 1].res : m->resL;
+    const lm_path *p = paths + 4 * l;
+    size_t k, nc = (size_t)N * (size_t)C;
+    lm_layernorm_forward(a->res, m->ln1w[l], m->ln1b[l], N, C, a->ln1,
+                         a->ln1_mean, a->ln1_rstd);
+    lm_linear_forward(&m->unit[4 * l + LM_QKV], a->ln1, N, &p[LM_QKV], a->qkv);
+    ac.qkv = a->qkv;
+    ac.att = a->att;
+    ac.y = a->atty;
+    ac.T = T;
+    ac.C = C;
+    ac.nh = m->s.nh;
+    lm_parallel(lm_attn_fwd_pairs, &ac, m->s.B * m->s.nh);
+    lm_linear_forward(&m->unit[4 * l + LM_ATTN_OUT], a->atty, N,
+                      &p[LM_ATTN_OUT], a->res2);
+    for (k = 0; k < nc; k++) a->res2[k] += a->res[k];
+    lm_layernorm_forward(a->res2, m->ln2w[l], m->ln2b[l], N, C, a->ln2,
+                         a->ln2_mean, a->ln2_rstd);
+    lm_linear_forward(&m->unit[4 * l + LM_MLP_UP], a->ln2, N, &p[LM_MLP_UP],
+                      a->fch);
+    lm_gelu_forward(a->fch, (size_t)N * 4 * (size_t)C, a->fchg);
+    lm_linear_forward(&m->unit[4 * l + LM_MLP_DOWN], a->fchg, N,
+                      &p[LM_MLP_DOWN], out);
+    for (k = 0; k < nc; k++) out[k] += a->res2[k];
+  }
+  lm_layernorm_forward(m->resL, m->lnfw, m->lnfb, N, C, m->lnf, m->lnf_mean,
+                       m->lnf_rstd);
+  lm_linear_forward(&m->unit[4 * m->s.L], m->lnf, N, &paths[4 * m->s.L],
+                    m->logits);
+  /* Softmax in place (logits become probabilities) and cross-entropy. */
+  for (r = 0; r < N; r++) {
+    lm_real *z = m->logits + (size_t)r * (size_t)V;
+    double mx = z[0], sum = 0;
+    for (i = 1; i < V; i++)
+      if (z[i] > mx) mx = z[i];
+    for (i = 0; i < V; i++) sum += exp(z[i] - mx);
+    loss += log(sum) + mx - z[targets[r]];
+    for (i = 0; i < V; i++) z[i] = (lm_real)(exp(z[i] - mx) / sum);
+  }
+  return loss / N;
+}
+
+/* Gradients of the mean cross-entropy of the last forward into m->grads. */
+static void lm_backward(lm_model *m) {
+  int C = m->s.C, T = m->s.T, N = m->s.B * T, V = LM_VOCAB, l, r, i;
+  size_t nc = (size_t)N * (size_t)C;
+  lm_real *dlogits = m->dbig;
+  lm_attn_ctx ac;
+  memset(m->grads, 0, sizeof *m->grads * m->n_params);
+  for (r = 0; r < N; r++)
+    for (i = 0; i < V; i++)
+      dlogits[(size_t)r * (size_t)V + (size_t)i] =
+          (m->logits[(size_t)r * (size_t)V + (size_t)i] -
+           (i == m->targets[r] ? 1 : 0)) /
+          (lm_real)N;
+  lm_linear_backward(&m->unit[4 * m->s.L], dlogits, N, m->dtmp);
+  memset(m->dres, 0, sizeof *m->dres * nc);
+  lm_layernorm_backward(m->dtmp, m->resL, m->lnfw, m->lnf_mean, m->lnf_rstd, N,
+                        C, m->dres, m->dlnfw, m->dlnfb);
+  for (l = m->s.L - 1; l >= 0; l--) {
+    lm_block_acts *a = &m->acts[l];
+    /* out = res2 + down(gelu(up(ln2(res2)))); dres is d out. */
+    lm_linear_backward(&m->unit[4 * l + LM_MLP_DOWN], m->dres, N, m->dbig);
+    lm_gelu_backward(m->dbig, a->fch, (size_t)N * 4 * (size_t)C, m->dbig2);
+    lm_linear_backward(&m->unit[4 * l + LM_MLP_UP], m->dbig2, N, m->dtmp);
+    lm_layernorm_backward(m->dtmp, a->res2, m->ln2w[l], a->ln2_mean,
+                          a->ln2_rstd, N, C, m->dres, m->dln2w[l], m->dln2b[l]);
+    /* res2 = res + attn_out(attention(qkv(ln1(res)))); dres is d res2. */
+    lm_linear_backward(&m->unit[4 * l + LM_ATTN_OUT], m->dres, N, m->dtmp);
+    memset(m->dqkv, 0, sizeof *m->dqkv * (size_t)N * 3 * (size_t)C);
+    ac.qkv = a->qkv;
+    ac.att = a->att;
+    ac.dy = m->dtmp;
+    ac.dqkv = m->dqkv;
+    ac.T = T;
+    ac.C = C;
+    ac.nh = m->s.nh;
+    lm_parallel(lm_attn_bwd_pairs, &ac, m->s.B * m->s.nh);
+    lm_linear_backward(&m->unit[4 * l + LM_QKV], m->dqkv, N, m->dtmp);
+    lm_layernorm_backward(m->dtmp, a->res, m->ln1w[l], a->ln1_mean, a->ln1_rstd,
+                          N, C, m->dres, m->dln1w[l], m->dln1b[l]);
+  }
+  for (r = 0; r < N; r++) {
+    const lm_real *d = m->dres + (size_t)r * (size_t)C;
+    lm_axpy(m->dwte + (size_t)m->tokens[r] * (size_t)C, 1, d, C);
+    lm_axpy(m->dwpe + (size_t)(r % T) * (size_t)C, 1, d, C);
+  }
+}
+
+/* AdamW over every tensor; decoupled weight decay where the tensor says. */
+typedef struct lm_adamw {
+  double beta1, beta2, eps, wd;
+} lm_adamw;
+
+static void lm_adamw_update(lm_model *m, const lm_adamw *o, double lr, long t) {
+  double c1 = 1.0 - pow(o->beta1, (double)t),
+         c2 = 1.0 - pow(o->beta2, (double)t);
+  int j;
+  for (j = 0; j < m->n_tensors; j++) {
+    const lm_tensor *tn = &m->tensors[j];
+    lm_real *p = m->params + tn->off, *g = m->grads + tn->off,
+            *mo = m->m + tn->off, *v = m->v + tn->off;
+    size_t i;
+    for (i = 0; i < tn->n; i++) {
+      double mh, vh;
+      mo[i] = (lm_real)(o->beta1 * mo[i] + (1.0 - o->beta1) * g[i]);
+      v[i] =
+          (lm_real)(o->beta2 * v[i] + (1.0 - o->beta2) * (double)g[i] * g[i]);
+      mh = mo[i] / c1;
+      vh = v[i] / c2;
+      p[i] = (lm_real)(p[i] - lr * (mh / (sqrt(vh) + o->eps) +
+                                    (tn->decay ? o->wd * p[i] : 0.0)));
+    }
+  }
+}
+
+/* Multiplies unit u's gradient by s (0: drop it, NaN included). */
+static void lm_scale_unit(lm_model *m, int u, double s) {
+  lm_linear *U = &m->unit[u];
+  size_t i, nw = (size_t)U->in * (size_t)U->out;
+  for (i = 0; i < nw; i++) U->dw[i] = s == 0.0 ? 0 : (lm_real)(U->dw[i] * s);
+  for (i = 0; i < (size_t)U->out; i++)
+    U->db[i] = s == 0.0 ? 0 : (lm_real)(U->db[i] * s);
+}
+
+/* Per-unit gradient norms (gnmr.h's helper on f32 gradients). */
+static void lm_unit_norms(const lm_model *m, float *norms) {
+  int u;
+#ifdef LM_DOUBLE
+  for (u = 0; u < m->n_units; u++) {
+    const lm_linear *U = &m->unit[u];
+    size_t i, nw = (size_t)U->in * (size_t)U->out;
+    double s = 0;
+    for (i = 0; i < nw; i++) s += U->dw[i] * U->dw[i];
+    for (i = 0; i < (size_t)U->out; i++) s += U->db[i] * U->db[i];
+    norms[u] = (float)sqrt(s);
+  }
+#else
+  gnmr_tensor t[2 * LM_MAX_UNITS];
+  for (u = 0; u < m->n_units; u++) {
+    t[2 * u].data = m->unit[u].dw;
+    t[2 * u].n = (size_t)m->unit[u].in * (size_t)m->unit[u].out;
+    t[2 * u].dtype = GNMR_DTYPE_F32;
+    t[2 * u].unit = (uint32_t)u;
+    t[2 * u + 1].data = m->unit[u].db;
+    t[2 * u + 1].n = (size_t)m->unit[u].out;
+    t[2 * u + 1].dtype = GNMR_DTYPE_F32;
+    t[2 * u + 1].unit = (uint32_t)u;
+  }
+  if (gnmr_unit_norms(t, 2 * (size_t)m->n_units, norms, (uint32_t)m->n_units) !=
+      GNMR_OK)
+    LM_DIE("gnmr_unit_norms failed");
+#endif
+}
+
+static void lm_unit_name(int u, int L, char *buf, size_t cap) {
+  if (u == 4 * L)
+    snprintf(buf, cap, "head");
+  else
+    snprintf(buf, cap, "b%d.%s", u / 4, LM_UNIT_KIND[u % 4]);
+}
+
+/* ---- data -----------------------------------------------------------------
+ */
+
+typedef struct lm_text {
+  uint8_t *bytes;
+  size_t n;
+} lm_text;
+
+static void lm_text_add(lm_text *t, size_t *cap, const char *s, size_t n) {
+  if (t->n + n > *cap) {
+    uint8_t *p;
+    while (t->n + n > *cap) *cap = *cap ? 2 * *cap : 1 << 16;
+    p = (uint8_t *)realloc(t->bytes, *cap);
+    if (!p) LM_DIE("out of memory reading the text");
+    t->bytes = p;
+  }
+  memcpy(t->bytes + t->n, s, n);
+  t->n += n;
+}
+
+static int lm_cmp_names(const void *a, const void *b) {
+  return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Reads every file without a '.' in its name in dir (the fortune files;
+   the .dat indices and .u8 links are skipped), in name order, and splits
+   them at the "%" lines: fortune k (counted over all files) goes to val if
+   k % LM_VAL_EVERY == 0, else to train. */
+static void lm_load_fortunes(const char *dir, lm_text *train, lm_text *val) {
+  DIR *d = opendir(dir);
+  struct dirent *e;
+  char *names[1024], path[2048], line[4096];
+  int n = 0, i;
+  size_t cap_t = 0, cap_v = 0;
+  long k = 0;
+  if (!d)
+    LM_DIE("no fortune files in %s (%s). Debian/Ubuntu: apt-get install "
+           "fortunes, or --data DIR with files of %%-separated text",
+           dir, strerror(errno));
+  while ((e = readdir(d)) != NULL) {
+    struct stat st;
+    if (strchr(e->d_name, '.') || n == 1024) continue;
+    snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+    if (stat(path, &st) != 0 || !S_ISREG(st.st_mode)) continue;
+    names[n] = LM_CALLOC(strlen(e->d_name) + 1, char);
+    memcpy(names[n++], e->d_name, strlen(e->d_name) + 1);
+  }
+  closedir(d);
+  if (n == 0)
+    LM_DIE("no fortune files in %s. Debian/Ubuntu: apt-get install fortunes",
+           dir);
+  qsort(names, (size_t)n, sizeof names[0], lm_cmp_names);
+  memset(train, 0, sizeof *train);
+  memset(val, 0, sizeof *val);
+  for (i = 0; i < n; i++) {
+    FILE *f;
+    snprintf(path, sizeof path, "%s/%s", dir, names[i]);
+    f = LM_FOPEN(path, "rb");
+    while (fgets(line, sizeof line, f)) {
+      if (strcmp(line, "%\n") == 0) {
+        k++;
+        continue;
+      }
+      if (k % LM_VAL_EVERY == 0)
+        lm_text_add(val, &cap_v, line, strlen(line));
+      else
+        lm_text_add(train, &cap_t, line, strlen(line));
+    }
+    fclose(f);
+    k++; /* a file's last fortune has no "%" after it */
+    free(names[i]);
+  }
+}
+
+/* ---- stress schedule (ground truth) ---------------------------------------
+ */
+
+enum { LM_OUTLIER = 0, LM_LOGIT = 1, LM_STALE = 2 };
+static const char *LM_FAULT_NAMES[3] = {"outlier", "logit", "stale"};
+
+typedef struct lm_event {
+  int start, steps, unit, kind, where; /* where: channel or head */
+} lm_event;
+
+/* per_k events per 1000 steps, none in the first 10%, one at a time, kinds
+   in turn; outliers at units that read the residual stream (qkv, MLP up,
+   head), logit growth at a qkv unit, stale scales anywhere. */
+static int lm_make_events(int per_k, int steps, const lm_shape *s,
+                          uint64_t seed, lm_event *ev, int cap) {
+  lm_rng r;
+  int n = per_k * steps / 1000, i, first = steps / 10, span;
+  if (n > cap) n = cap;
+  if (n <= 0) return 0;
+  r.s = seed * 0x2545F4914F6CDD1Dull + 77;
+  span = (steps - first) / n;
+  for (i = 0; i < n; i++) {
+    int kind = i % 3, l = (int)lm_below(&r, (uint32_t)s->L),
+        pick = (int)lm_below(&r, 3);
+    ev[i].start = first + i * span + (int)lm_below(&r, (uint32_t)(span / 2));
+    ev[i].kind = kind;
+    if (kind == LM_OUTLIER) {
+      ev[i].steps = 6 + (int)lm_below(&r, 7);
+      ev[i].unit = pick == 2   ? 4 * s->L
+                   : pick == 1 ? 4 * l + LM_MLP_UP
+                               : 4 * l + LM_QKV;
+      ev[i].where = (int)lm_below(&r, (uint32_t)s->C);
+    } else if (kind == LM_LOGIT) {
+      ev[i].steps = 6 + (int)lm_below(&r, 7);
+      ev[i].unit = 4 * l + LM_QKV;
+      ev[i].where = (int)lm_below(&r, (uint32_t)s->nh);
+    } else {
+      ev[i].steps = 2 + (int)lm_below(&r, 5);
+      ev[i].unit = (int)lm_below(&r, (uint32_t)(4 * s->L + 1));
+      ev[i].where = 0;
+    }
+  }
+  return n;
+}
+
+/* ---- arms ------------------------------------------------------------------
+ */
+
+enum { LM_KIND_F32, LM_KIND_LOWP, LM_KIND_CLIP, LM_KIND_ADAGC, LM_KIND_GNMR };
+
+/* The paper's rules (gnmr_config_paper), the library's defaults (the
+   noise-aware rules), and the defaults with the step-level verdict's
+   global clip on. */
+static gnmr_config lm_config_paper(void) { return gnmr_config_paper(); }
+static gnmr_config lm_config_global(void) {
+  gnmr_config c = gnmr_config_default();
+  c.global_policy = GNMR_GLOBAL_CLIP;
+  return c;
+}
+
+typedef struct lm_arm {
+  const char *name;
+  int kind;
+  gnmr_config (*config)(void); /* gnmr arms only */
+} lm_arm;
+
+static const lm_arm LM_ARMS[] = {
+    {"f32", LM_KIND_F32, NULL},
+    {"lowp", LM_KIND_LOWP, NULL},
+    {"clip", LM_KIND_CLIP, NULL},
+    {"adagc", LM_KIND_ADAGC, NULL},
+    {"gnmr", LM_KIND_GNMR, lm_config_paper},
+    {"gnmr-noise", LM_KIND_GNMR, gnmr_config_default},
+    {"gnmr-global", LM_KIND_GNMR, lm_config_global},
+};
+#define LM_N_ARMS ((int)(sizeof LM_ARMS / sizeof LM_ARMS[0]))
+
+/* ---- one training run ------------------------------------------------------
+ */
+
+typedef struct lm_opts {
+  lm_shape shape;
+  int steps, seed, seeds, stress, quiet, sweep, eval_seqs;
+  int arms[LM_N_ARMS], n_arms;
+  const lp_format *fmt;
+  const char *data_dir, *out_dir, *setting;
+  double lr;
+  /* GNMR overrides (command line); a field < 0 keeps the arm's config */
+  double tau_r, tau_d;
+  int lock, max_rec;
+} lm_opts;
+
+typedef struct lm_result {
+  double val_bpb, recovery_fraction, seconds, overhead_pct;
+  int loss_spikes, diverged;
+  uint64_t param_hash; /* FNV-1a of the final parameters' bytes */
+  float *loss;         /* per step training loss in nats (caller frees) */
+} lm_result;
+
+typedef struct lm_trace {
+  FILE *f;             /* trace.csv rows of the gnmr arm, or NULL */
+  uint8_t *recovering; /* steps x units: unit ran f32 at that step */
+} lm_trace;
+
+/* Validation bits per byte on the f32 path: eval_seqs windows of T+1 bytes
+   spread evenly over the validation text, B at a time. */
+static double lm_evaluate(lm_model *m, const lm_text *val, int eval_seqs) {
+  int T = m->s.T, B = m->s.B, N = B * T, done = 0, b;
+  lm_path f32[LM_MAX_UNITS];
+  uint8_t *tok = LM_CALLOC((size_t)N, uint8_t),
+          *tgt = LM_CALLOC((size_t)N, uint8_t);
+  double loss = 0;
+  size_t span = val->n - (size_t)T - 1;
+  memset(f32, 0, sizeof f32);
+  while (done < eval_seqs) {
+    for (b = 0; b < B; b++) {
+      size_t start =
+          span * (size_t)((done + b) % eval_seqs) / (size_t)eval_seqs;
+      memcpy(tok + (size_t)b * (size_t)T, val->bytes + start, (size_t)T);
+      memcpy(tgt + (size_t)b * (size_t)T, val->bytes + start + 1, (size_t)T);
+    }
+    loss += lm_forward(m, tok, tgt, f32) * B;
+    done += B;
+  }
+  free(tok);
+  free(tgt);
+  return loss / done / log(2.0);
+}
+
+static uint64_t lm_hash(const void *p, size_t n) {
+  const unsigned char *c = (const unsigned char *)p;
+  uint64_t h = 1469598103934665603ull;
+  size_t i;
+  for (i = 0; i < n; i++) h = (h ^ c[i]) * 1099511628211ull;
+  return h;
+}
+
+static gnmr_config lm_arm_config(const lm_opts *o, const lm_arm *arm,
+                                 int n_units) {
+  gnmr_config c = arm->config();
+  if (o->tau_r > 0) c.ratio_threshold = o->tau_r;
+  if (o->tau_d > 0) c.delta_threshold = o->tau_d;
+  if (o->lock > 0) c.lock_steps = (uint32_t)o->lock;
+  if (o->max_rec >= 0) c.max_recovering = (uint32_t)o->max_rec;
+  if (c.max_recovering > (uint32_t)n_units)
+    c.max_recovering = (uint32_t)n_units;
+  return c;
+}
+
+/* Trains one arm for o->steps steps, then evaluates it in f32. Same seed:
+   same initial weights, same batches, same faults. */
+static lm_result lm_train(const lm_opts *o, const lm_arm *arm, int seed,
+                          const lm_text *train, const lm_text *val,
+                          const lm_event *ev, int n_ev, lm_trace *trace) {
+  lm_model m;
+  lm_rng init = {(uint64_t)seed * 1000003u + 1}, order = {(uint64_t)seed + 99};
+  lm_adamw opt = {0.9, 0.95, 1e-8, 0.1};
+  gnmr_slot slots[LM_MAX_UNITS];
+  gnmr_ctl ctl;
+  gnmr_config cfg;
+  lm_result res;
+  int T = o->shape.T, B = o->shape.B, N = B * T, U, step, u, b, e;
+  int warm = o->steps / 20 > 0 ? o->steps / 20 : 1;
+  double ema_loss = 0, ctl_time = 0, t0, adagc_ema[LM_MAX_UNITS];
+  uint8_t *tok = LM_CALLOC((size_t)N, uint8_t),
+          *tgt = LM_CALLOC((size_t)N, uint8_t);
+  float norms[LM_MAX_UNITS];
+  memset(&res, 0, sizeof res);
+  memset(norms, 0, sizeof norms);
+  lm_model_init(&m, o->shape, &init);
+  U = m.n_units;
+  if (arm->kind == LM_KIND_GNMR) {
+    int rc;
+    cfg = lm_arm_config(o, arm, U);
+    rc = gnmr_init(&ctl, &cfg, slots, (uint32_t)U);
+    if (rc != GNMR_OK) LM_DIE("gnmr_init: %s", gnmr_strerror(rc));
+  }
+  for (u = 0; u < U; u++) adagc_ema[u] = 0;
+  res.loss = LM_CALLOC((size_t)o->steps, float);
+  lm_pool_start();
+  t0 = lm_now();
+
+  for (step = 0; step < o->steps; step++) {
+    lm_path paths[LM_MAX_UNITS];
+    gnmr_decision d[LM_MAX_UNITS];
+    double loss, lr, tc;
+    memset(d, 0, sizeof d);
+    /* The batch: B random windows of the training text. */
+    for (b = 0; b < B; b++) {
+      size_t start =
+          (size_t)(lm_uniform(&order) * (double)(train->n - (size_t)T - 1));
+      memcpy(tok + (size_t)b * (size_t)T, train->bytes + start, (size_t)T);
+      memcpy(tgt + (size_t)b * (size_t)T, train->bytes + start + 1, (size_t)T);
+    }
+    /* Each unit's path this step. */
+    memset(paths, 0, sizeof paths);
+    for (u = 0; u < U; u++) {
+      if (arm->kind == LM_KIND_F32) continue;
+      if (arm->kind == LM_KIND_GNMR &&
+          gnmr_recovering(&ctl, (uint32_t)u) == 1) {
+        paths[u].track = 1;
+        if (trace && trace->recovering)
+          trace->recovering[(size_t)step * (size_t)U + (size_t)u] = 1;
+        continue;
+      }
+      paths[u].fmt = o->fmt;
+      paths[u].n_head = o->shape.nh;
+      for (e = 0; e < n_ev; e++) {
+        int k = step - ev[e].start;
+        if (ev[e].unit != u || k < 0 || k >= ev[e].steps) continue;
+        if (ev[e].kind == LM_OUTLIER) {
+          double g = LM_OUTLIER_GAIN0 * pow(LM_OUTLIER_GROWTH, k);
+          paths[u].outlier_gain =
+              g < LM_OUTLIER_GAIN_MAX ? g : LM_OUTLIER_GAIN_MAX;
+          paths[u].outlier_c0 = ev[e].where;
+        } else if (ev[e].kind == LM_LOGIT) {
+          paths[u].logit_gain = LM_LOGIT_GAIN0 * pow(LM_LOGIT_GROWTH, k);
+          paths[u].logit_head = ev[e].where;
+        } else {
+          paths[u].stale = 1;
+        }
+      }
+    }
+    loss = lm_forward(&m, tok, tgt, paths);
+    lm_backward(&m);
+    res.loss[step] = (float)loss;
+    if (!isfinite(loss)) res.diverged = 1;
+    if (step >= 20 && isfinite(loss) && loss > LM_SPIKE_FACTOR * ema_loss)
+      res.loss_spikes++;
+    if (isfinite(loss))
+      ema_loss = step == 0 ? loss : 0.9 * ema_loss + 0.1 * loss;
+
+    /* Control: the arms' extra work, timed as their overhead. */
+    tc = lm_now();
+    if (arm->kind == LM_KIND_CLIP) {
+      double total = 0;
+      size_t i;
+      for (i = 0; i < m.n_params; i++) total += (double)m.grads[i] * m.grads[i];
+      total = sqrt(total);
+      if (!isfinite(total) || total > LM_GLOBAL_CLIP) {
+        double s = isfinite(total) ? LM_GLOBAL_CLIP / total : 0.0;
+        for (i = 0; i < m.n_params; i++)
+          m.grads[i] = s == 0.0 ? 0 : (lm_real)(m.grads[i] * s);
+      }
+    } else if (arm->kind == LM_KIND_ADAGC) {
+      lm_unit_norms(&m, norms);
+      for (u = 0; u < U; u++) {
+        double g = norms[u], limit = LM_ADAGC_LAMBDA * adagc_ema[u];
+        if (!isfinite(g)) {
+          lm_scale_unit(&m, u, 0.0);
+          continue;
+        }
+        if (step == 0) {
+          adagc_ema[u] = g;
+          continue;
+        }
+        if (g > limit) {
+          lm_scale_unit(&m, u, limit / g);
+          g = limit;
+        }
+        adagc_ema[u] = LM_ADAGC_BETA * adagc_ema[u] + (1 - LM_ADAGC_BETA) * g;
+      }
+    } else if (arm->kind == LM_KIND_GNMR) {
+      int rc;
+      lm_unit_norms(&m, norms);
+      rc = gnmr_step(&ctl, norms, d);
+      if (rc != GNMR_OK) LM_DIE("gnmr_step: %s", gnmr_strerror(rc));
+      for (u = 0; u < U; u++) {
+        if (d[u].scale != 1.0) lm_scale_unit(&m, u, d[u].scale);
+        /* Admitted: its scaling state is suspect; the f32 steps refill the
+           amax histories from the true tensors. */
+        if (d[u].action == GNMR_ACTION_RECOVER) {
+          memset(&m.unit[u].sx, 0, sizeof m.unit[u].sx);
+          memset(&m.unit[u].sw, 0, sizeof m.unit[u].sw);
+        }
+      }
+    }
+    ctl_time += lm_now() - tc;
+    if (arm->kind == LM_KIND_GNMR && trace && trace->f) /* not timed: I/O */
+      for (u = 0; u < U; u++) {
+        char name[32];
+        lm_unit_name(u, o->shape.L, name, sizeof name);
+        fprintf(trace->f, "%d,%d,%s,%.6g,%.6g,%.6g,%s\n", step, u, name,
+                (double)norms[u], d[u].ratio, d[u].delta,
+                gnmr_action_name(d[u].action));
+      }
+
+    /* Linear warm-up over the first 5%, then cosine decay to lr / 10. */
+    if (step < warm)
+      lr = o->lr * (step + 1) / warm;
+    else
+      lr = o->lr * (0.1 + 0.45 * (1.0 + cos(3.141592653589793 * (step - warm) /
+                                            (o->steps - warm))));
+    lm_adamw_update(&m, &opt, lr, step + 1);
+  }
+  res.seconds = lm_now() - t0;
+  res.overhead_pct = res.seconds > 0 ? 100.0 * ctl_time / res.seconds : 0.0;
+  if (arm->kind == LM_KIND_GNMR) {
+    gnmr_counters c;
+    gnmr_counters_get(&ctl, GNMR_ALL_UNITS, &c);
+    res.recovery_fraction = (double)c.recovery_steps / ((double)o->steps * U);
+  }
+  res.val_bpb = lm_evaluate(&m, val, o->eval_seqs);
+  lm_pool_stop();
+  if (!isfinite(res.val_bpb) || res.val_bpb > 8.0) res.diverged = 1;
+  res.param_hash = lm_hash(m.params, sizeof *m.params * m.n_params);
+  lm_model_free(&m);
+  free(tok);
+  free(tgt);
+  return res;
+}
+
+/* ---- pictures (SVG, drawn here) -------------------------------------------
+ */
+
+static const char *LM_COLORS[] = {"#000000", "#d62728", "#ff7f0e", "#9467bd",
+                                  "#2ca02c", "#1f77b4", "#8c564b"};
+
+/* A "nice" tick step for a span: 1, 2 or 5 times a power of ten. */
+static double lm_tick(double span, int want) {
+  double raw = span / want, p = pow(10.0, floor(log10(raw))), f = raw / p;
+  return (f < 1.5 ? 1 : f < 3.5 ? 2 : f < 7.5 ? 5 : 10) * p;
+}
+
+/* Training loss (bits per byte, EMA 0.98, mean over seeds) of every arm;
+   axes with ticks, curves clipped to the plot. */
+static void lm_svg_loss(const char *path, const lm_opts *o, float **curves) {
+  FILE *f = LM_FOPEN(path, "w");
+  const double W = 820, H = 460, x0 = 70, y0 = 30, pw = 700, ph = 370;
+  double lo = 1e30, hi = -1e30, tk, v;
+  int a, s, skip = o->steps / 10;
+  for (a = 0; a < o->n_arms; a++)
+    for (s = skip; s < o->steps; s++) {
+      v = curves[a][s];
+      if (!isfinite(v)) continue;
+      if (v < lo) lo = v;
+      if (v > hi) hi = v;
+    }
+  if (!(lo < hi)) lo = 0, hi = 8;
+  /* Fault spikes can reach tens of bits: the top is the highest curve at
+     10% of the run plus 10%; what goes above runs off the plot (clipped). */
+  for (v = lo, a = 0; a < o->n_arms; a++)
+    if (isfinite(curves[a][skip]) && curves[a][skip] > v) v = curves[a][skip];
+  if (hi > 1.1 * v) hi = 1.1 * v;
+  v = hi - lo;
+  lo -= 0.05 * v;
+  hi += 0.05 * v;
+  fprintf(f,
+          "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%g\" "
+          "height=\"%g\" font-family=\"sans-serif\" font-size=\"12\">\n"
+          "<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n"
+          "<defs><clipPath id=\"plot\"><rect x=\"%g\" y=\"%g\" width=\"%g\" "
+          "height=\"%g\"/></clipPath></defs>\n"
+          "<text x=\"%g\" y=\"%g\">training loss, bits per byte (EMA 0.98, "
+          "mean of %d seed(s), spikes clipped); %s, format %s, lr %g, "
+          "stress %d</text>\n",
+          W, H, x0, y0, pw, ph, x0, y0 - 10, o->seeds,
+          o->setting ? o->setting : "run", o->fmt->name, o->lr, o->stress);
+  tk = lm_tick(hi - lo, 6);
+  for (v = ceil(lo / tk) * tk; v <= hi; v += tk) {
+    double y = y0 + ph * (1 - (v - lo) / (hi - lo));
+    fprintf(f,
+            "<line x1=\"%g\" x2=\"%g\" y1=\"%.1f\" y2=\"%.1f\" "
+            "stroke=\"#ddd\"/><text x=\"%g\" y=\"%.1f\" "
+            "text-anchor=\"end\">%g</text>\n",
+            x0, x0 + pw, y, y, x0 - 5, y + 4, v);
+  }
+  tk = lm_tick(o->steps, 8);
+  for (v = 0; v <= o->steps; v += tk) {
+    double x = x0 + pw * v / o->steps;
+    fprintf(f,
+            "<line x1=\"%.1f\" x2=\"%.1f\" y1=\"%g\" y2=\"%g\" "
+            "stroke=\"#888\"/><text x=\"%.1f\" y=\"%g\" "
+            "text-anchor=\"middle\">%g</text>\n",
+            x, x, y0 + ph, y0 + ph + 5, x, y0 + ph + 18, v);
+  }
+  fprintf(f,
+          "<text x=\"%g\" y=\"%g\" text-anchor=\"middle\">step</text>\n"
+          "<rect x=\"%g\" y=\"%g\" width=\"%g\" height=\"%g\" fill=\"none\" "
+          "stroke=\"#888\"/>\n<g clip-path=\"url(#plot)\">\n",
+          x0 + pw / 2, y0 + ph + 36, x0, y0, pw, ph);
+  for (a = 0; a < o->n_arms; a++) {
+    fprintf(f,
+            "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"1.2\" "
+            "points=\"",
+            LM_COLORS[o->arms[a] % 7]);
+    for (s = 0; s < o->steps; s++) {
+      v = curves[a][s];
+      if (!isfinite(v)) v = hi + (hi - lo); /* off the top, clipped */
+      fprintf(f, "%.1f,%.1f ", x0 + pw * s / (o->steps > 1 ? o->steps - 1 : 1),
+              y0 + ph * (1 - (v - lo) / (hi - lo)));
+    }
+    fprintf(f, "\"/>\n");
+  }
+  fprintf(f, "</g>\n");
+  for (a = 0; a < o->n_arms; a++)
+    fprintf(f, "<text x=\"%g\" y=\"%g\" fill=\"%s\">%s</text>\n", x0 + pw - 90,
+            y0 + 20 + 16 * a, LM_COLORS[o->arms[a] % 7],
+            LM_ARMS[o->arms[a]].name);
+  fprintf(f, "</svg>\n");
+  if (fclose(f) != 0) LM_DIE("writing %s failed", path);
+}
+
+/* Units x steps: where the gnmr arm ran a unit on f32 (blue), and the
+   injected faults (red frames; O outlier, A attention logits, S stale). */
+static void lm_svg_raster(const char *path, const lm_opts *o, int U,
+                          const uint8_t *rec, const lm_event *ev, int n_ev) {
+  FILE *f = LM_FOPEN(path, "w");
+  const double x0 = 90, y0 = 30, pw = 900, rh = 26;
+  double dx = pw / o->steps, tk, v;
+  int u, s, e;
+  fprintf(f,
+          "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%g\" "
+          "height=\"%g\" font-family=\"sans-serif\" font-size=\"12\">\n"
+          "<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n"
+          "<text x=\"%g\" y=\"18\">gnmr arm, first seed (%s): blue = unit on "
+          "the f32 path; red frame = injected fault (O outlier, A attention "
+          "logits, S stale scale)</text>\n",
+          x0 + pw + 20, y0 + rh * U + 40, x0, o->setting ? o->setting : "run");
+  for (u = 0; u < U; u++) {
+    double y = y0 + rh * u;
+    char name[32];
+    lm_unit_name(u, o->shape.L, name, sizeof name);
+    fprintf(f,
+            "<text x=\"5\" y=\"%g\">%s</text>\n<rect x=\"%g\" "
+            "y=\"%g\" width=\"%g\" height=\"%g\" fill=\"#f4f4f4\"/>\n",
+            y + rh / 2 + 4, name, x0, y + 2, pw, rh - 4);
+    for (s = 0; s < o->steps;) {
+      int end = s;
+      if (!rec || !rec[(size_t)s * (size_t)U + (size_t)u]) {
+        s++;
+        continue;
+      }
+      while (end < o->steps && rec[(size_t)end * (size_t)U + (size_t)u]) end++;
+      fprintf(f,
+              "<rect x=\"%.2f\" y=\"%g\" width=\"%.2f\" height=\"%g\" "
+              "fill=\"#1f77b4\"/>\n",
+              x0 + dx * s, y + 4, dx * (end - s) > 1 ? dx * (end - s) : 1,
+              rh - 8);
+      s = end;
+    }
+  }
+  for (e = 0; e < n_ev; e++) {
+    double y = y0 + rh * ev[e].unit, w = dx * ev[e].steps;
+    fprintf(f,
+            "<rect x=\"%.2f\" y=\"%g\" width=\"%.2f\" height=\"%g\" "
+            "fill=\"none\" stroke=\"#d62728\" stroke-width=\"1.5\"/>\n"
+            "<text x=\"%.2f\" y=\"%g\" fill=\"#d62728\" "
+            "font-size=\"9\">%c</text>\n",
+            x0 + dx * ev[e].start - 1, y + 1, (w > 2 ? w : 2) + 2, rh - 2,
+            x0 + dx * ev[e].start, y + rh + 1, "OAS"[ev[e].kind]);
+  }
+  tk = lm_tick(o->steps, 10);
+  for (v = 0; v <= o->steps; v += tk)
+    fprintf(f,
+            "<line x1=\"%.1f\" x2=\"%.1f\" y1=\"%g\" y2=\"%g\" "
+            "stroke=\"#888\"/><text x=\"%.1f\" y=\"%g\" "
+            "text-anchor=\"middle\">%g</text>\n",
+            x0 + dx * v, x0 + dx * v, y0 + rh * U, y0 + rh * U + 5, x0 + dx * v,
+            y0 + rh * U + 18, v);
+  fprintf(f, "<text x=\"%g\" y=\"%g\" text-anchor=\"middle\">step</text>\n",
+          x0 + pw / 2, y0 + rh * U + 34);
+  fprintf(f, "</svg>\n");
+  if (fclose(f) != 0) LM_DIE("writing %s failed", path);
+}
+
+/* ---- the runs -------------------------------------------------------------
+ */
+
+static void lm_mkdir(const char *dir) {
+  char cmd[1100];
+  if (strchr(dir, '\'')) LM_DIE("--out: no quotes in the directory name");
+  snprintf(cmd, sizeof cmd, "mkdir -p '%s'", dir);
+  if (system(cmd) != 0) LM_DIE("cannot create directory %s", dir);
+}
+
+static double lm_mean(const double *x, int n) {
+  double s = 0;
+  int i;
+  for (i = 0; i < n; i++) s += x[i];
+  return n ? s / n : 0;
+}
+
+static double lm_sd(const double *x, int n) {
+  double m = lm_mean(x, n), s = 0;
+  int i;
+  for (i = 0; i < n; i++) s += (x[i] - m) * (x[i] - m);
+  return n > 1 ? sqrt(s / (n - 1)) : 0;
+}
+
+/* Every arm x seed: summary.csv, trace.csv, stress.csv and the pictures. */
+static int lm_run_arms(const lm_opts *o, const lm_text *train,
+                       const lm_text *val) {
+  char path[1100];
+  FILE *summary, *stress_f;
+  lm_trace trace;
+  FILE *trace_f;
+  int traced = 0;
+  float *curves[LM_N_ARMS];
+  double bpb[LM_N_ARMS][100], rf[LM_N_ARMS][100], secs[LM_N_ARMS];
+  int spikes[LM_N_ARMS], div[LM_N_ARMS], a, s, i, n_ev0 = 0,
+                                                  U = 4 * o->shape.L + 1;
+  lm_event ev0[LM_MAX_EVENTS];
+
+  lm_mkdir(o->out_dir);
+  snprintf(path, sizeof path, "%s/summary.csv", o->out_dir);
+  summary = LM_FOPEN(path, "w");
+  fprintf(summary, "setting,arm,seed,format,lr,stress,steps,val_bpb,"
+                   "recovery_fraction,loss_spikes,diverged,seconds,"
+                   "overhead_pct\n");
+  snprintf(path, sizeof path, "%s/trace.csv", o->out_dir);
+  trace.f = trace_f = LM_FOPEN(path, "w");
+  fprintf(trace_f, "step,unit,name,norm,ratio,delta,action\n");
+  trace.recovering = LM_CALLOC((size_t)o->steps * (size_t)U, uint8_t);
+  snprintf(path, sizeof path, "%s/stress.csv", o->out_dir);
+  stress_f = LM_FOPEN(path, "w");
+  fprintf(stress_f, "seed,start,steps,unit,name,kind,where\n");
+  for (a = 0; a < o->n_arms; a++) {
+    curves[a] = LM_CALLOC((size_t)o->steps, float);
+    spikes[a] = div[a] = 0;
+    secs[a] = 0;
+  }
+  for (s = 0; s < o->seeds; s++) {
+    int seed = o->seed + s, n_ev;
+    lm_event ev[LM_MAX_EVENTS];
+    n_ev = lm_make_events(o->stress, o->steps, &o->shape, (uint64_t)seed, ev,
+                          LM_MAX_EVENTS);
+    for (i = 0; i < n_ev; i++) {
+      char name[32];
+      lm_unit_name(ev[i].unit, o->shape.L, name, sizeof name);
+      fprintf(stress_f, "%d,%d,%d,%d,%s,%s,%d\n", seed, ev[i].start,
+              ev[i].steps, ev[i].unit, name, LM_FAULT_NAMES[ev[i].kind],
+              ev[i].where);
+    }
+    if (s == 0) {
+      memcpy(ev0, ev, sizeof ev[0] * (size_t)n_ev);
+      n_ev0 = n_ev;
+    }
+    for (a = 0; a < o->n_arms; a++) {
+      const lm_arm *arm = &LM_ARMS[o->arms[a]];
+      /* The trace: the first gnmr arm of the first seed. */
+      lm_trace *tr = (!traced && arm->kind == LM_KIND_GNMR) ? &trace : NULL;
+      lm_result r = lm_train(o, arm, seed, train, val, ev, n_ev, tr);
+      double ema = r.loss[0];
+      traced |= tr != NULL;
+      for (i = 0; i < o->steps; i++) {
+        if (isfinite(r.loss[i])) ema = 0.98 * ema + 0.02 * r.loss[i];
+        curves[a][i] += (float)(ema / log(2.0) / o->seeds);
+      }
+      bpb[a][s] = r.val_bpb;
+      rf[a][s] = r.recovery_fraction;
+      spikes[a] += r.loss_spikes;
+      div[a] += r.diverged;
+      secs[a] += r.seconds;
+      fprintf(summary, "%s,%s,%d,%s,%g,%d,%d,%.6f,%.6f,%d,%d,%.2f,%.3f\n",
+              o->setting ? o->setting : "run", arm->name, seed, o->fmt->name,
+              o->lr, o->stress, o->steps, r.val_bpb, r.recovery_fraction,
+              r.loss_spikes, r.diverged, r.seconds, r.overhead_pct);
+      fflush(summary);
+      if (!o->quiet)
+        fprintf(stderr, "  seed %d %-6s val %.4f bits/byte (%.1fs)\n", seed,
+                arm->name, r.val_bpb, r.seconds);
+      free(r.loss);
+    }
+  }
+  if (fclose(summary) != 0 || fclose(stress_f) != 0 || fclose(trace_f) != 0)
+    LM_DIE("writing the CSV files in %s failed", o->out_dir);
+  snprintf(path, sizeof path, "%s/loss.svg", o->out_dir);
+  lm_svg_loss(path, o, curves);
+  snprintf(path, sizeof path, "%s/recovery.svg", o->out_dir);
+  lm_svg_raster(path, o, U, trace.recovering, ev0, n_ev0);
+  if (!o->quiet) {
+    printf("%s: format %s, lr %g, stress %d, %d steps, %d seed(s) from %d, "
+           "d %d, %d layers, %d heads, context %d, batch %d, %d thread(s)\n",
+           o->setting ? o->setting : "run", o->fmt->name, o->lr, o->stress,
+           o->steps, o->seeds, o->seed, o->shape.C, o->shape.L, o->shape.nh,
+           o->shape.T, o->shape.B, lm_threads);
+    printf("%-8s %18s %9s %7s %8s %8s\n", "arm", "val_bpb(sd)", "recovery",
+           "spikes", "diverged", "wall_s");
+    for (a = 0; a < o->n_arms; a++)
+      printf("%-8s %9.4f (%6.4f) %8.2f%% %7d %8d %8.1f\n",
+             LM_ARMS[o->arms[a]].name, lm_mean(bpb[a], o->seeds),
+             lm_sd(bpb[a], o->seeds), 100 * lm_mean(rf[a], o->seeds), spikes[a],
+             div[a], secs[a]);
+    printf("outputs in %s/: summary.csv trace.csv stress.csv loss.svg "
+           "recovery.svg\n",
+           o->out_dir);
+  }
+  for (a = 0; a < o->n_arms; a++) free(curves[a]);
+  free(trace.recovering);
+  return 0;
+}
+
+/* The natural-stress sweep: f32 and lowp, no injection, over formats x
+   learning rates (one seed each); lowp's excess over f32 says where low
+   precision alone hurts. */
+static int lm_run_sweep(const lm_opts *o, const lm_text *train,
+                        const lm_text *val) {
+  static const double lrs[] = {1e-3, 3e-3, 1e-2};
+  char path[1100];
+  FILE *f;
+  int i, k;
+  lm_mkdir(o->out_dir);
+  snprintf(path, sizeof path, "%s/sweep.csv", o->out_dir);
+  f = LM_FOPEN(path, "w");
+  fprintf(f, "lr,format,f32_bpb,lowp_bpb,excess_pct\n");
+  printf("%8s %6s %9s %9s %8s\n", "lr", "format", "f32", "lowp", "excess");
+  for (i = 0; i < (int)(sizeof lrs / sizeof lrs[0]); i++) {
+    lm_opts oc = *o;
+    lm_result rf;
+    oc.lr = lrs[i];
+    rf = lm_train(&oc, &LM_ARMS[0], o->seed, train, val, NULL, 0, NULL);
+    free(rf.loss);
+    for (k = 0; k < (int)LP_N_FORMATS; k++) {
+      lm_result rl;
+      oc.fmt = &LP_FORMATS[k];
+      rl = lm_train(&oc, &LM_ARMS[1], o->seed, train, val, NULL, 0, NULL);
+      free(rl.loss);
+      printf("%8g %6s %9.4f %9.4f %7.2f%%\n", lrs[i], oc.fmt->name, rf.val_bpb,
+             rl.val_bpb, 100 * (rl.val_bpb / rf.val_bpb - 1));
+      fprintf(f, "%g,%s,%.6f,%.6f,%.4f\n", lrs[i], oc.fmt->name, rf.val_bpb,
+              rl.val_bpb, 100 * (rl.val_bpb / rf.val_bpb - 1));
+      fflush(stdout);
+    }
+  }
+  if (fclose(f) != 0) LM_DIE("writing %s failed", path);
+  printf("outputs in %s/: sweep.csv\n", o->out_dir);
+  return 0;
+}
+
+/* ---- command line ----------------------------------------------------------
+ */
+
+static void lm_usage(FILE *f) {
+  fprintf(
+      f, "usage: train_lm [options]\n"
+         "  --data DIR     fortune files (default /usr/share/games/fortunes)\n"
+         "  --arms LIST    comma list of f32,lowp,clip,adagc,gnmr,gnmr-noise,\n"
+         "                 gnmr-global (default "
+         "all)\n"
+         "  --setting S    a name for the run in the outputs (default run)\n"
+         "  --seed S --seeds N   seeds S, S+1, ... (default 1, 1)\n"
+         "  --steps N      training steps (default 1500)\n"
+         "  --dim C --layers L --heads H --ctx T --batch B\n"
+         "                 model and batch (default 64, 2, 4, 64, 8)\n"
+         "  --lr X         peak AdamW learning rate (default 3e-3)\n"
+         "  --format F     e4m3, e5m2 or e2m1 (default e4m3)\n"
+         "  --stress N     injected faults per 1000 steps (default 0)\n"
+         "  --eval N       validation windows (default 512)\n"
+         "  --threads N    GEMM threads (default 2; any count, same bits)\n"
+         "  --isa NAME     gnmr.h's norm path: scalar, sse2, avx2, avx512, "
+         "neon\n"
+         "  --ctl-isa NAME gnmr.h's controller path: scalar, avx512\n"
+         "                 (default: the best this CPU runs; same bits)\n"
+         "  --tau-r X --tau-d X --lock N --max-rec N   GNMR overrides\n"
+         "  --sweep        f32 vs lowp over formats x learning rates\n"
+         "  --out DIR      output directory (default build/demo-lm)\n"
+         "  --quiet        no table on stdout\n");
+}
+
+static int lm_parse_int(const char *s, int lo, int hi, const char *flag) {
+  char *end;
+  long v;
+  errno = 0;
+  v = strtol(s, &end, 10);
+  if (errno || *end || end == s || v < lo || v > hi)
+    LM_DIE("%s: expected an integer in %d..%d, got '%s'", flag, lo, hi, s);
+  return (int)v;
+}
+
+static double lm_parse_double(const char *s, const char *flag) {
+  char *end;
+  double v = strtod(s, &end);
+  if (*end || end == s || !isfinite(v) || v <= 0)
+    LM_DIE("%s: expected a positive number, got '%s'", flag, s);
+  return v;
+}
+
+static void lm_parse_arms(lm_opts *o, const char *list) {
+  char buf[256], *tok;
+  int a;
+  snprintf(buf, sizeof buf, "%s", list);
+  o->n_arms = 0;
+  for (tok = strtok(buf, ","); tok; tok = strtok(NULL, ",")) {
+    for (a = 0; a < LM_N_ARMS; a++)
+      if (strcmp(tok, LM_ARMS[a].name) == 0) break;
+    if (a == LM_N_ARMS) LM_DIE("--arms: unknown arm '%s'", tok);
+    if (o->n_arms == LM_N_ARMS) LM_DIE("--arms: too many arms");
+    o->arms[o->n_arms++] = a;
+  }
+  if (o->n_arms == 0) LM_DIE("--arms: empty list");
+}
+
+static void lm_parse(lm_opts *o, int argc, char **argv) {
+  int i, a;
+  memset(o, 0, sizeof *o);
+  o->shape.C = 64;
+  o->shape.L = 2;
+  o->shape.nh = 4;
+  o->shape.T = 64;
+  o->shape.B = 8;
+  o->steps = 1500;
+  o->seed = 1;
+  o->seeds = 1;
+  o->eval_seqs = 512;
+  o->lr = 3e-3;
+  o->fmt = &LP_FORMATS[0];
+  o->data_dir = "/usr/share/games/fortunes";
+  o->out_dir = "build/demo-lm";
+  o->tau_r = o->tau_d = -1;
+  o->lock = o->max_rec = -1;
+  lm_threads = 2;
+  for (a = 0; a < LM_N_ARMS; a++) o->arms[a] = a;
+  o->n_arms = LM_N_ARMS;
+  for (i = 1; i < argc; i++) {
+    const char *f = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+    if (strcmp(f, "--help") == 0 || strcmp(f, "-h") == 0) {
+      lm_usage(stdout);
+      exit(0);
+    }
+    if (strcmp(f, "--sweep") == 0) {
+      o->sweep = 1;
+      continue;
+    }
+    if (strcmp(f, "--quiet") == 0) {
+      o->quiet = 1;
+      continue;
+    }
+    if (!v || strncmp(f, "--", 2) != 0) {
+      lm_usage(stderr);
+      LM_DIE("bad or incomplete option '%s'", f);
+    }
+    i++;
+    if (strcmp(f, "--data") == 0)
+      o->data_dir = v;
+    else if (strcmp(f, "--out") == 0)
+      o->out_dir = v;
+    else if (strcmp(f, "--setting") == 0)
+      o->setting = v;
+    else if (strcmp(f, "--arms") == 0)
+      lm_parse_arms(o, v);
+    else if (strcmp(f, "--seed") == 0)
+      o->seed = lm_parse_int(v, 0, 1 << 30, f);
+    else if (strcmp(f, "--seeds") == 0)
+      o->seeds = lm_parse_int(v, 1, 100, f);
+    else if (strcmp(f, "--steps") == 0)
+      o->steps = lm_parse_int(v, 2, 10000000, f);
+    else if (strcmp(f, "--dim") == 0)
+      o->shape.C = lm_parse_int(v, 1, 4096, f);
+    else if (strcmp(f, "--layers") == 0)
+      o->shape.L = lm_parse_int(v, 1, LM_MAX_LAYERS, f);
+    else if (strcmp(f, "--heads") == 0)
+      o->shape.nh = lm_parse_int(v, 1, 64, f);
+    else if (strcmp(f, "--ctx") == 0)
+      o->shape.T = lm_parse_int(v, 2, 1024, f);
+    else if (strcmp(f, "--batch") == 0)
+      o->shape.B = lm_parse_int(v, 1, 4096, f);
+    else if (strcmp(f, "--eval") == 0)
+      o->eval_seqs = lm_parse_int(v, 1, 1 << 20, f);
+    else if (strcmp(f, "--threads") == 0)
+      lm_threads = lm_parse_int(v, 1, LM_MAX_THREADS, f);
+    else if (strcmp(f, "--stress") == 0)
+      o->stress = lm_parse_int(v, 0, 1000, f);
+    else if (strcmp(f, "--isa") == 0 || strcmp(f, "--ctl-isa") == 0) {
+      int isa, ctl = strcmp(f, "--ctl-isa") == 0;
+      for (isa = GNMR_ISA_SCALAR; isa <= GNMR_ISA_NEON; isa++)
+        if (strcmp(v, gnmr_isa_name(isa)) == 0) break;
+      if (isa > GNMR_ISA_NEON ||
+          (ctl ? gnmr_ctl_isa_force(isa) : gnmr_isa_force(isa)) != GNMR_OK)
+        LM_DIE("%s: '%s' is not a path this build and CPU can run", f, v);
+    } else if (strcmp(f, "--lr") == 0)
+      o->lr = lm_parse_double(v, f);
+    else if (strcmp(f, "--tau-r") == 0)
+      o->tau_r = lm_parse_double(v, f);
+    else if (strcmp(f, "--tau-d") == 0)
+      o->tau_d = lm_parse_double(v, f);
+    else if (strcmp(f, "--lock") == 0)
+      o->lock = lm_parse_int(v, 1, 1 << 20, f);
+    else if (strcmp(f, "--max-rec") == 0)
+      o->max_rec = lm_parse_int(v, 0, LM_MAX_UNITS, f);
+    else if (strcmp(f, "--format") == 0) {
+      o->fmt = lp_format_find(v);
+      if (!o->fmt) LM_DIE("--format: expected e4m3, e5m2 or e2m1, got '%s'", v);
+    } else {
+      lm_usage(stderr);
+      LM_DIE("unknown option '%s'", f);
+    }
+  }
+  if (o->shape.C % o->shape.nh != 0)
+    LM_DIE("--dim %d is not a multiple of --heads %d", o->shape.C, o->shape.nh);
+  for (a = 0; a < o->n_arms; a++)
+    if (LM_ARMS[o->arms[a]].config) {
+      gnmr_config c =
+          lm_arm_config(o, &LM_ARMS[o->arms[a]], 4 * o->shape.L + 1);
+      if (gnmr_config_validate(&c) != GNMR_OK)
+        LM_DIE("the GNMR settings of arm %s are out of range",
+               LM_ARMS[o->arms[a]].name);
+    }
+}
+
+/* The whole program, callable from a test. */
+static int train_lm_main(int argc, char **argv) {
+  lm_opts o;
+  lm_text train, val;
+  int rc;
+  lm_parse(&o, argc, argv);
+  lm_load_fortunes(o.data_dir, &train, &val);
+  if (train.n < (size_t)o.shape.T + 2 || val.n < (size_t)o.shape.T + 2)
+    LM_DIE("%s: too little text (%zu training, %zu validation bytes)",
+           o.data_dir, train.n, val.n);
+  if (!o.quiet)
+    printf("data: %s, %zu training and %zu validation bytes\n", o.data_dir,
+           train.n, val.n);
+  rc = o.sweep ? lm_run_sweep(&o, &train, &val) : lm_run_arms(&o, &train, &val);
+  free(train.bytes);
+  free(val.bytes);
+  return rc;
+}
+
+#ifndef TRAIN_LM_NO_MAIN
+int main(int argc, char **argv) { return train_lm_main(argc, argv); }
+#endif
