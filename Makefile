@@ -53,7 +53,8 @@ TEST_BINS = $(foreach cc,$(CC_LIST),$(foreach t,$(TESTS),$(B)/$(cc)/$(t))) \
             $(foreach cc,$(CC_LIST),$(B)/$(cc)/compile_link) \
             $(foreach cxx,$(CXX_FOUND),$(B)/$(cxx)/compile_cxx11 $(B)/$(cxx)/compile_cxx17) \
             $(foreach cc,$(CC_LIST),$(B)/$(cc)/compile/all_modes $(B)/$(cc)/all_modes_static) \
-            $(foreach cxx,$(CXX_FOUND),$(B)/$(cxx)/all_modes_cxx) \
+            $(foreach cxx,$(CXX_FOUND),$(B)/$(cxx)/all_modes_cxx \
+              $(B)/$(cxx)/compile_link_cxx $(B)/$(cxx)/compile_link_mixed) \
             $(foreach cc,$(CC_LIST),$(foreach t,$(FUZZ_TARGETS),$(B)/$(cc)/replay_$(t))) \
             $(if $(FASTMATH_LANE),$(FASTMATH_BINS))
 
@@ -168,6 +169,20 @@ $(B)/%/compile_link: $(LINK_SRCS) gnmr.h tests/check.h
 	$* $(CFLAGS_ALL) -o $@ $(LINK_SRCS) -lm
 
 CXXFLAGS_ALL = $(WARN) $(OPT) -ffp-contract=off -I.
+
+# The same files as a C++ project, and as one whose implementation file is
+# C (built by the C compiler of the same family, so sanitizer runtimes
+# match) while every user is C++: extern "C" must make the two link.
+LINK_USERS = $(filter-out tests/compile/impl.c,$(LINK_SRCS))
+$(B)/%/compile_link_cxx: $(LINK_SRCS) gnmr.h tests/check.h
+	@mkdir -p $(@D)
+	$* -x c++ -std=c++11 $(CXXFLAGS_ALL) -o $@ $(LINK_SRCS) -x none -lm
+$(B)/%/compile_link_mixed: $(LINK_SRCS) gnmr.h tests/check.h
+	@mkdir -p $(@D)
+	$(if $(findstring clang,$*),clang,gcc) $(CFLAGS_ALL) -c -o $(@D)/impl_c.o \
+	  tests/compile/impl.c
+	$* -x c++ -std=c++11 $(CXXFLAGS_ALL) -o $@ $(LINK_USERS) -x none \
+	  $(@D)/impl_c.o -lm
 $(B)/%/compile_cxx11: tests/compile/cxx.cc gnmr.h tests/check.h
 	@mkdir -p $(@D)
 	$* -std=c++11 $(CXXFLAGS_ALL) -o $@ $<
