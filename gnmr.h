@@ -71,10 +71,9 @@
         (non-finite ignores cooldown) are ranked by score, highest first,
         ties by lower unit index; the best take the free slots
         (max_recovering minus the units still locked, at least 0) with
-        RECOVER and a
-        lock of L = lock_steps. The rest stay KEEP, flagged OVER_BUDGET (or
-        COOLDOWN). A unit admitted at step t runs the high-fidelity path on
-        steps t+1 ... t+L exactly.
+        RECOVER and a lock of L = lock_steps. The rest stay KEEP, flagged
+        OVER_BUDGET (or COOLDOWN). A unit admitted at step t runs the
+        high-fidelity path on steps t+1 ... t+L exactly.
      8  scale of this step's gradient: 1 when calm, 0 when non-finite; for a
         risky unit per spike_policy: PASS 1, CLIP min(1, tau_r * m / g),
         SKIP 0.
@@ -186,8 +185,8 @@
    GNMR_E* code (gnmr_strerror names it), and a refused call changes nothing:
    not the controller, not the slots, not the output (one exception:
    gnmr_checkpoint_save into too small a buffer still reports the size
-   needed in *written). NaN and Inf norms are
-   signals (rule 1), never errors; a finite negative norm is GNMR_ENORM.
+   needed in *written). NaN and Inf norms are signals (rule 1), never
+   errors; a finite negative norm is GNMR_ENORM.
 
    Checkpoints: gnmr_checkpoint_save / _load, a portable little-endian
    format with a CRC-32; a load validates everything before it writes, and
