@@ -43,8 +43,8 @@ B = build
 # A command the test programs run under (valgrind in make test-valgrind).
 RUNNER =
 
-TESTS = test_ctl test_refuse test_cuda_host test_norm test_demo test_ctl_parallel \
-        test_lm
+TESTS = test_ctl test_rules test_refuse test_cuda_host test_norm test_demo \
+        test_ctl_parallel test_lm
 TEST_BINS = $(foreach cc,$(CC_LIST),$(foreach t,$(TESTS),$(B)/$(cc)/$(t))) \
             $(foreach cc,$(CC_LIST),$(B)/$(cc)/test_lm_double) \
             $(foreach cc,$(CC_LIST),$(B)/$(cc)/test_norm_nosimd \
@@ -53,7 +53,8 @@ TEST_BINS = $(foreach cc,$(CC_LIST),$(foreach t,$(TESTS),$(B)/$(cc)/$(t))) \
             $(foreach cc,$(CC_LIST),$(B)/$(cc)/compile_link) \
             $(foreach cxx,$(CXX_FOUND),$(B)/$(cxx)/compile_cxx11 $(B)/$(cxx)/compile_cxx17) \
             $(foreach cc,$(CC_LIST),$(B)/$(cc)/compile/all_modes $(B)/$(cc)/all_modes_static) \
-            $(foreach cxx,$(CXX_FOUND),$(B)/$(cxx)/all_modes_cxx) \
+            $(foreach cxx,$(CXX_FOUND),$(B)/$(cxx)/all_modes_cxx \
+              $(B)/$(cxx)/compile_link_cxx $(B)/$(cxx)/compile_link_mixed) \
             $(foreach cc,$(CC_LIST),$(foreach t,$(FUZZ_TARGETS),$(B)/$(cc)/replay_$(t))) \
             $(if $(FASTMATH_LANE),$(FASTMATH_BINS))
 
@@ -86,7 +87,7 @@ FUZZ_HDRS = gnmr.h tests/fuzz/fuzz.h tests/fuzz/ctl_model.h
 # below). Defined before the test rule reads TEST_BINS.
 FASTMATH_LANE ?= yes
 FASTMATH_FLAGS = $(CSTD) $(WARN) $(CWARN) -Ofast -I.
-FASTMATH_TESTS = test_ctl test_refuse test_norm
+FASTMATH_TESTS = test_ctl test_rules test_refuse test_norm
 # The CUDA controller's kernels run on the CPU, as an -Ofast trainer would.
 FASTMATH_TESTS += test_ctl_parallel
 FASTMATH_test_norm = $(NORM_SMALL)
@@ -168,6 +169,20 @@ $(B)/%/compile_link: $(LINK_SRCS) gnmr.h tests/check.h
 	$* $(CFLAGS_ALL) -o $@ $(LINK_SRCS) -lm
 
 CXXFLAGS_ALL = $(WARN) $(OPT) -ffp-contract=off -I.
+
+# The same files as a C++ project, and as one whose implementation file is
+# C (built by the C compiler of the same family, so sanitizer runtimes
+# match) while every user is C++: extern "C" must make the two link.
+LINK_USERS = $(filter-out tests/compile/impl.c,$(LINK_SRCS))
+$(B)/%/compile_link_cxx: $(LINK_SRCS) gnmr.h tests/check.h
+	@mkdir -p $(@D)
+	$* -x c++ -std=c++11 $(CXXFLAGS_ALL) -o $@ $(LINK_SRCS) -x none -lm
+$(B)/%/compile_link_mixed: $(LINK_SRCS) gnmr.h tests/check.h
+	@mkdir -p $(@D)
+	$(if $(findstring clang,$*),clang,gcc) $(CFLAGS_ALL) -c -o $(@D)/impl_c.o \
+	  tests/compile/impl.c
+	$* -x c++ -std=c++11 $(CXXFLAGS_ALL) -o $@ $(LINK_USERS) -x none \
+	  $(@D)/impl_c.o -lm
 $(B)/%/compile_cxx11: tests/compile/cxx.cc gnmr.h tests/check.h
 	@mkdir -p $(@D)
 	$* -std=c++11 $(CXXFLAGS_ALL) -o $@ $<
@@ -325,16 +340,18 @@ bench-norm: $(B)/bench_norm
 # Outputs go to $(B) (bench/bench_ctl.csv is the recorded run RESULTS.md
 # cites; copy $(B)/bench_ctl.csv over it to record a new one).
 bench: $(B)/bench_ctl bench-norm
-	$(B)/bench_ctl --csv $(B)/bench_ctl.csv
+	$(B)/bench_ctl --rule paper --csv $(B)/bench_ctl.csv
 
 # The controller of this tree against that of git revision BASE, both in
 # one process, timed in alternating pairs (bench/ab_ctl.c).
 BASE ?= HEAD
 AB_FLAGS = $(BENCH_FLAGS) -D_POSIX_C_SOURCE=199309L
+# The base's directory before -I. (in AB_FLAGS): the first -I that holds a
+# gnmr.h is the one included.
 ab-ctl: bench/ab_ctl.c gnmr.h
 	@mkdir -p $(B)/ab/base
 	git show $(BASE):gnmr.h > $(B)/ab/base/gnmr.h
-	$(firstword $(CC_LIST)) $(AB_FLAGS) -I$(B)/ab/base -DAB_SIDE=ab_base \
+	$(firstword $(CC_LIST)) -I$(B)/ab/base $(AB_FLAGS) -DAB_SIDE=ab_base \
 	  -c -o $(B)/ab/base.o bench/ab_ctl.c
 	$(firstword $(CC_LIST)) $(AB_FLAGS) -DAB_SIDE=ab_this \
 	  -c -o $(B)/ab/this.o bench/ab_ctl.c
@@ -501,14 +518,10 @@ demo-sweep: $(B)/train_stress
 # fortunes package. Two stress settings, every arm x 3 seeds, outputs under
 # build/demo-lm/{natural,injected}/. LM_NATURAL: the natural setting, found
 # with demo-lm-sweep (README "Language-model demo").
-# LM_ISA: on CPUs with AVX-512, gnmr.h's controller takes its scalar path
-# (the same bits): after gnmr_step's AVX-512 loop the rest of this -O2 (SSE)
-# build ran at a third of its speed here (README "Language-model demo").
 FORTUNES_DEB = /usr/share/games/fortunes
 FORTUNES ?= $(FORTUNES_DEB)
 LM_THREADS ?= 2
-LM_ISA ?= $(shell grep -qw avx512f /proc/cpuinfo 2>/dev/null && echo --ctl-isa scalar)
-LM_RUN = $(B)/train_lm --data $(FORTUNES) --threads $(LM_THREADS) $(LM_ISA)
+LM_RUN = $(B)/train_lm --data $(FORTUNES) --threads $(LM_THREADS)
 LM_NATURAL = --format e2m1 --lr 3e-3
 LM_INJECTED = --format e4m3 --lr 3e-3 --stress 12
 $(B)/train_lm: examples/train_lm.c examples/lowp.h gnmr.h

@@ -42,8 +42,14 @@
    byte, is fine. No heap, no I/O, no global state but the one-time choice
    of SIMD path.
 
-   Rules of one step. For every unit u, with g its norm this step, k its
-   finite observations so far and m its historical mean before this step:
+   Two sets of rules; config.rule picks one: NOISE, the default (rules
+   N0-N9: thresholds in units of each unit's own fluctuation, falls as well
+   as rises, and a step-level verdict), or PAPER (rules 1-8: 0.1's, bit for
+   bit; gnmr_config_paper()).
+
+   Rules of one step, PAPER mode. For every unit u, with g its norm this
+   step, k its finite observations so far and m its historical mean before
+   this step:
      1  non-finite g (NaN, +-Inf): risky, flag NONFINITE, score +inf,
         scale 0; m, k and the window are not touched.
      2  ratio  = g / max(m, eps); 1 while k = 0.
@@ -65,21 +71,80 @@
         (non-finite ignores cooldown) are ranked by score, highest first,
         ties by lower unit index; the best take the free slots
         (max_recovering minus the units still locked, at least 0) with
-        RECOVER and a
-        lock of L = lock_steps. The rest stay KEEP, flagged OVER_BUDGET (or
-        COOLDOWN). A unit admitted at step t runs the high-fidelity path on
-        steps t+1 ... t+L exactly.
+        RECOVER and a lock of L = lock_steps. The rest stay KEEP, flagged
+        OVER_BUDGET (or COOLDOWN). A unit admitted at step t runs the
+        high-fidelity path on steps t+1 ... t+L exactly.
      8  scale of this step's gradient: 1 when calm, 0 when non-finite; for a
         risky unit per spike_policy: PASS 1, CLIP min(1, tau_r * m / g),
         SKIP 0.
+
+   Rules of one step, NOISE mode. Per unit: g, k as above; mu its log-mean,
+   s its fluctuation, p its last deviation (all in natural-log units).
+     N0 L(x): the library's log of max(x, eps) from the bits (exponent, and
+        a series in y = (f-1)/(f+1) of the mantissa f): |error| < 2e-5,
+        increasing; plain IEEE operations, so every path gives the same
+        bits. No libm function runs per unit.
+     N1 non-finite g: as rule 1 (NONFINITE, score +inf, scale 0); mu, s,
+        p, k untouched.
+     N2 dr = L(g) - mu. The first finite observation sets mu = L(g), s =
+        p = 0, k = 1 and flags nothing.
+     N3 the step-level view, before any unit's decision, over the settled
+        units (finite g, k >= warmup_steps), n of them:
+          c = the lower median of their dr on a grid of 1/256 (its bin's
+              centre; +-8 at most); 0 when n < common_min_units. Counted
+              with integer histograms: the same c in any order of units.
+          G = sqrt(sum of g^2 over the finite units), the global norm; it
+              keeps its own mu, s, p, k by rules N2, N4-N7 with c = 0 (not
+              on a step with no finite unit).
+          GLOBAL when G has warmup_steps observations, n >=
+              common_min_units, and either c > L(global_ratio) (at least
+              half the settled units rose that much together), or L(G) -
+              mu_G > L(global_ratio) with at least global_frac * n units'
+              dr above L(global_ratio). A step where every unit rises a
+              little (a hard batch) is neither a local fault nor GLOBAL.
+     N4 d = dr - c (the unit's own part), e = d - ar * p (what the last
+        deviation does not predict), S = max(s, fluct_floor). Once k >=
+        warmup_steps (WARMUP before):
+          RISE (flag RATIO) when e > z_rise * S and d > L(min_rise);
+          FALL (flag FALL)  when e < -z_fall * S and d < L(max_fall), if
+                            two_sided;
+        score = e / (z_rise S) for a rise, -e / (z_fall S) for a fall,
+        else 0. decision.ratio = d, decision.delta = e.
+     N5 mean (finite g only): k += 1; a = max(1/k, 1 - history_decay);
+        mu += a * dr while k <= warmup_steps, then a * dr clamped to
+        [-z_fall S, z_rise S]: a spike moves mu by at most a z_rise S.
+     N6 fluctuation, from the second observation on: s += max(1/(k-1),
+        1 - fluct_decay) * (|e| - s), |e| capped at winsor * S once k >
+        warmup_steps: a spike moves s by at most (1 - fluct_decay) winsor S.
+     N7 p = d clamped to [-z_fall S, z_rise S], only on a step not flagged
+        and with |e| <= hold * S: the next step of an event is judged
+        against the level before it.
+     N8 locks, renewal, cooldown and admission as rules 6-7; a FALL is risky
+        like a RISE. On a GLOBAL step only NONFINITE units are admitted:
+        trouble shared by most units is no local fault, promotions cannot
+        fix it (the global policy's scale is what acts on it), and a
+        budget spent on it would be missing for the local faults that
+        follow; locks still count down and renew.
+     N9 scale: spike_policy on a flagged unit: PASS 1; CLIP a RISE to
+        exp(mu + c + z_rise S) / g = exp(z_rise S - d) (the library's own
+        exp; never above 1), a FALL 1 (CLIP never scales a unit up); SKIP
+        0. On a GLOBAL step every unit's scale is then multiplied by the
+        global policy's: NONE 1, CLIP min(1, exp(L(global_ratio) - (L(G) -
+        mu_G))), i.e. G brought back to global_ratio times its mean, SKIP 0.
+   gnmr_step_info reads the last step's verdict: G, L(G) - mu_G and its
+   exp, c, the settled units, the units flagged, rises and falls, GLOBAL
+   and the global scale. The step is one pass over the units more than
+   PAPER mode's, and its units take the scalar rules (PAPER mode's calm
+   units take an AVX-512 path): bench/RESULTS.md has the cost.
 
    Actions (gnmr_decision.action; gnmr_action_name names them):
        KEEP     on the cheap path next step (calm, or risky and refused)
        RECOVER  admitted this step: high-fidelity from the next step
        HOLD     in recovery (every step of a lock, renewals included)
        RELEASE  the lock ran out: back on the cheap path next step
-   Flags (bits of gnmr_decision.flags; gnmr_flag_name names them): RATIO,
-   DELTA, NONFINITE, OVER_BUDGET, COOLDOWN, WARMUP, RENEWED.
+   Flags (bits of gnmr_decision.flags; gnmr_flag_name names them): RATIO
+   (NOISE: a rise), DELTA, NONFINITE, OVER_BUDGET, COOLDOWN, WARMUP,
+   RENEWED, FALL (NOISE), GLOBAL (NOISE: on every unit of a GLOBAL step).
 
    Configuration (gnmr_config_default; gnmr_config_check names the first
    field it refuses, gnmr_init and gnmr_reconfigure check the same):
@@ -89,23 +154,45 @@
        history_decay    beta    (0, 1]; 1 = mean      0.99
        eps                      finite, > 0           1e-12
        delta_window     W       1 ... 16              8
-       warmup_steps             any                   16
+       warmup_steps             any                   50 (PAPER: 16)
        max_recovering   maxO    <= units; 0 = watch   1
        lock_steps       L       >= 1                  8
        cooldown_steps           any                   4
        spike_policy             PASS, CLIP, SKIP      CLIP
-   Monitor-only use: max_recovering = 0 and spike_policy = GNMR_SPIKE_PASS.
+       rule                     PAPER, NOISE          NOISE
+     NOISE mode's (checked in both modes, read in NOISE mode only; tau_r,
+     tau_d and W are PAPER mode's only):
+       two_sided                0, 1                  1
+       z_rise                   finite, > 0           4.25
+       z_fall                   finite, > 0           6
+       min_rise                 finite, > 1           2
+       max_fall                 (0, 1)                0.5
+       ar                       [0, 1)                0.5
+       hold                     finite, > 0           3.5
+       fluct_decay              (0, 1]                0.995
+       winsor                   finite, >= 1          3
+       fluct_floor              finite, >= 0          0.01
+       global_ratio             finite, > 1           2
+       global_frac              (0, 1]                0.25
+       common_min_units         >= 1                  8
+       global_policy            NONE, CLIP, SKIP      NONE
+   gnmr_config_paper() is 0.1's defaults exactly (rule PAPER, warmup 16).
+   The NOISE values come from bench/detect (bench/RESULTS.md, "Detection").
+   Monitor-only use: max_recovering = 0 and spike_policy =
+   GNMR_SPIKE_PASS.
 
    Errors: every function that can fail returns GNMR_OK (0) or a negative
    GNMR_E* code (gnmr_strerror names it), and a refused call changes nothing:
    not the controller, not the slots, not the output (one exception:
    gnmr_checkpoint_save into too small a buffer still reports the size
-   needed in *written). NaN and Inf norms are
-   signals (rule 1), never errors; a finite negative norm is GNMR_ENORM.
+   needed in *written). NaN and Inf norms are signals (rule 1), never
+   errors; a finite negative norm is GNMR_ENORM.
 
    Checkpoints: gnmr_checkpoint_save / _load, a portable little-endian
    format with a CRC-32; a load validates everything before it writes, and
-   a run continued from it decides exactly as one never interrupted.
+   a run continued from it decides exactly as one never interrupted, in
+   either mode. Format version 2; 0.1's version 1 is refused
+   (GNMR_EVERSION): start afresh with gnmr_config_paper().
 
    Norm helpers: gnmr_sumsq_*, gnmr_stats_*, gnmr_unit_sumsq and
    gnmr_unit_norms compute the norms with exact squares, double sums and one
@@ -198,6 +285,14 @@ GNMR_DEF const char *gnmr_version(void);
    (PASS: unchanged, CLIP: scaled down to tau_r times the mean, SKIP: 0). */
 enum { GNMR_SPIKE_PASS = 0, GNMR_SPIKE_CLIP = 1, GNMR_SPIKE_SKIP = 2 };
 
+/* rule: PAPER runs rules 1-8, NOISE rules N1-N9 (top of this file). */
+enum { GNMR_RULE_PAPER = 0, GNMR_RULE_NOISE = 1 };
+
+/* global_policy (NOISE mode): every unit's scale on a GLOBAL step (NONE:
+   unchanged, CLIP: the global norm brought back to global_ratio times its
+   mean, SKIP: 0). */
+enum { GNMR_GLOBAL_NONE = 0, GNMR_GLOBAL_CLIP = 1, GNMR_GLOBAL_SKIP = 2 };
+
 typedef struct gnmr_config {
   /* tau_r: GNMR above this is risky; finite, > 1 */
   double ratio_threshold;
@@ -219,9 +314,44 @@ typedef struct gnmr_config {
   uint32_t cooldown_steps;
   /* GNMR_SPIKE_*: this step's gradient of a risky unit */
   int spike_policy;
+  /* GNMR_RULE_PAPER or GNMR_RULE_NOISE. The fields below are NOISE mode's
+     (rules N1-N9); PAPER mode checks them but does not read them. */
+  int rule;
+  /* 1: falls are flagged too (FALL); 0: rises only */
+  uint32_t two_sided;
+  /* z_rise: a rise's residual above this many fluctuations; finite, > 0 */
+  double z_rise;
+  /* z_fall: a fall's residual below minus this many; finite, > 0 */
+  double z_fall;
+  /* a rise also needs the unit's own part above this ratio; finite, > 1 */
+  double min_rise;
+  /* a fall also needs the unit's own part below this ratio; (0, 1) */
+  double max_fall;
+  /* weight of the last deviation in the prediction; [0, 1) */
+  double ar;
+  /* the last deviation is kept only within +-hold fluctuations; > 0 */
+  double hold;
+  /* weight of the fluctuation's history, (0, 1] */
+  double fluct_decay;
+  /* a residual enters the fluctuation capped at winsor times it; >= 1 */
+  double winsor;
+  /* the fluctuation's floor, in log units; finite, >= 0 */
+  double fluct_floor;
+  /* GLOBAL needs the common or global log-deviation above L(this); > 1 */
+  double global_ratio;
+  /* ... or that share of the settled units above it; (0, 1] */
+  double global_frac;
+  /* settled units needed for a common view and a verdict; >= 1 */
+  uint32_t common_min_units;
+  /* GNMR_GLOBAL_*: every unit's scale on a GLOBAL step */
+  int global_policy;
 } gnmr_config;
 
+/* The library's defaults (table above). */
 GNMR_DEF gnmr_config gnmr_config_default(void);
+/* 0.1's defaults exactly, with rule = GNMR_RULE_PAPER (NOISE fields at
+   their defaults). */
+GNMR_DEF gnmr_config gnmr_config_paper(void);
 /* GNMR_OK, or GNMR_ECONFIG with *field naming the first field out of range
    (max_recovering also when above n_units); *field is NULL when valid.
    field may be NULL. GNMR_EINVAL for a NULL cfg (*field untouched). */
@@ -239,6 +369,7 @@ GNMR_DEF int gnmr_config_validate(const gnmr_config *cfg);
      renewals        locks renewed at expiry
      recovery_steps  unit-steps run on the high-fidelity path
      over_budget     risky, eligible, refused for lack of a slot
+     falls           unit-steps flagged FALL (NOISE mode)
    Adding one is a line here, its meaning above and the step counting it:
    slots, checkpoint and gnmr_counters follow. */
 #define GNMR__COUNTERS(X)                                                      \
@@ -247,24 +378,30 @@ GNMR_DEF int gnmr_config_validate(const gnmr_config *cfg);
   X(admissions, uint64_t, ONE)                                                 \
   X(renewals, uint64_t, ONE)                                                   \
   X(recovery_steps, uint64_t, ONE)                                             \
-  X(over_budget, uint64_t, ONE)
+  X(over_budget, uint64_t, ONE)                                                \
+  X(falls, uint64_t, ONE)
 
 /* Every field of a unit, listed once: X(name, C type, shape), shape ONE (a
    value per unit) or RING (GNMR_WINDOW_MAX values: the last stored ratios,
    observation k in element k mod GNMR_WINDOW_MAX). The slot size, the
    layout and the checkpoint follow; a checkpoint saves the state, in this
    order, each value as the little-endian bits of its type. The scratch is
-   the step's working space: zero between steps, never saved. */
+   the step's working space, never saved (score and heap are zero between
+   steps). */
 #define GNMR__UNIT_STATE(X)                                                    \
   X(mean, double, ONE)           /* m, the historical mean */                  \
   X(window_sum, double, ONE)     /* sum of the last min(k, W) ratios */        \
   X(window, float, RING)         /* the stored ratios */                       \
   X(finite_steps, uint64_t, ONE) /* k, finite observations */                  \
+  X(log_mean, double, ONE)       /* mu, NOISE mode's log-mean */               \
+  X(fluct, double, ONE)          /* s, its fluctuation */                      \
+  X(last_dev, double, ONE)       /* p, its last deviation */                   \
   GNMR__COUNTERS(X)                                                            \
   X(lock, uint32_t, ONE)     /* steps of recovery left */                      \
   X(cooldown, uint32_t, ONE) /* steps of cooldown left */
 #define GNMR__UNIT_SCRATCH(X)                                                  \
   X(score, double, ONE)  /* > 0 while the unit waits for a slot */             \
+  X(dev, double, ONE)    /* NOISE: L(g) - mu, this step's (rule N2) */         \
   X(heap, uint32_t, ONE) /* admission heap; the candidates from the back */
 #define GNMR__COUNT_ONE 1
 #define GNMR__COUNT_RING GNMR_WINDOW_MAX
@@ -281,6 +418,33 @@ typedef struct gnmr_slot {
   /* cppcheck-suppress unusedStructMember */
   uint64_t opaque[(GNMR__UNIT_BYTES + 8 + 7) / 8];
 } gnmr_slot;
+
+/* The global norm's history (NOISE mode, rule N3): the statistics of one
+   more unit, saved in the checkpoint after the totals. */
+#define GNMR__GLOBAL(X)                                                        \
+  X(global_log_mean, double, ONE)                                              \
+  X(global_fluct, double, ONE)                                                 \
+  X(global_last_dev, double, ONE)                                              \
+  X(global_k, uint64_t, ONE)
+
+/* The step-level verdict of the last step (gnmr_step_info). NOISE mode
+   fills it all; PAPER mode only `flagged` (the rest 0, global_scale 1). Not
+   in the checkpoint: after a load it reads as before any step. */
+typedef struct gnmr_step_report {
+  double global_norm;  /* G: root of the sum of the finite units' g^2 */
+  double global_dev;   /* L(G) minus its log-mean before this step (0
+                          while G has no history) */
+  double global_ratio; /* G over its mean: exp(global_dev), the library's
+                          own exp */
+  double common;       /* c: the settled units' common deviation (rule N3) */
+  double global_scale; /* what the global policy multiplied every scale by */
+  uint32_t settled;    /* units in the common view: finite, k >= warmup */
+  uint32_t flagged;    /* units risky this step, non-finite included */
+  uint32_t rises;      /* units flagged RATIO (NOISE: a rise) */
+  uint32_t falls;      /* units flagged FALL */
+  uint32_t global;     /* 1 on a GLOBAL step */
+  uint32_t reserved_;  /* 0 */
+} gnmr_step_report;
 
 /* The controller. Its fields are the library's: reading them is fine,
    writing them is not (change settings with gnmr_reconfigure). A struct
@@ -299,10 +463,14 @@ typedef struct gnmr_ctl {
   uint32_t peak_recovering;  /* highest `recovering` seen */
   uint32_t magic;            /* set by gnmr_init */
   uint64_t full_weight_from; /* first k with 1/k <= 1 - beta (derived) */
+  uint64_t fluct_full_from;  /* ... with 1/k <= 1 - fluct_decay (derived) */
   uint64_t gen;  /* advanced by every change; also in the slots' header */
   uint64_t seal; /* hash of every field above but units and magic */
   uint64_t steps;
+  uint64_t global_steps;      /* GLOBAL steps */
   GNMR__COUNTERS(GNMR__FIELD) /* the totals */
+  GNMR__GLOBAL(GNMR__FIELD)   /* the global norm's history */
+  gnmr_step_report report;    /* the last step's verdict */
 } gnmr_ctl;
 
 /* Checks cfg (gnmr_config_check), zeroes the slots. */
@@ -322,9 +490,14 @@ GNMR_DEF int gnmr_init(gnmr_ctl *ctl, const gnmr_config *cfg, gnmr_slot *units,
        step would have stored them, and the window sums re-derived;
      delta_window changed: the window sums re-derived from the stored
        ratios (the last GNMR_WINDOW_MAX are always kept);
-     history_decay: the weight of later observations (the mean stays).
-   eps, delta_threshold, warmup_steps and spike_policy hold no state.
-   Counters and peak_recovering are kept. */
+     history_decay, fluct_decay: the weight of later observations (the
+       means stay);
+     rule changed: every unit's statistics (k, both modes' means, the
+       window, s, p) and the global norm's history start afresh, so the
+       new rule warms up on its own observations (locks, cooldowns and
+       counters are kept).
+   eps, delta_threshold, warmup_steps, spike_policy and the other NOISE
+   fields hold no state. Counters and peak_recovering are kept. */
 GNMR_DEF int gnmr_reconfigure(gnmr_ctl *ctl, const gnmr_config *cfg);
 
 /* ---- one step ---------------------------------------------------------- */
@@ -343,7 +516,9 @@ enum {
   GNMR_FLAG_OVER_BUDGET = 1u << 3, /* risky, eligible, no free slot */
   GNMR_FLAG_COOLDOWN = 1u << 4,    /* risky but still cooling down */
   GNMR_FLAG_WARMUP = 1u << 5,      /* too few observations to be flagged */
-  GNMR_FLAG_RENEWED = 1u << 6      /* lock ran out while risky: renewed */
+  GNMR_FLAG_RENEWED = 1u << 6,     /* lock ran out while risky: renewed */
+  GNMR_FLAG_FALL = 1u << 7,        /* NOISE: below its expected level */
+  GNMR_FLAG_GLOBAL = 1u << 8       /* NOISE: on every unit of a GLOBAL step */
 };
 
 typedef struct gnmr_decision {
@@ -378,11 +553,12 @@ GNMR_DEF const char *gnmr_flag_name(uint32_t flag);
 /* flags as their names joined by '|' ("" for none; unknown bits as one hex
    number), NUL-terminated. GNMR_ESIZE where cap is too small (buf
    untouched); GNMR_FLAGS_STRING_MAX bytes always do. */
-#define GNMR_FLAGS_STRING_MAX 72
+#define GNMR_FLAGS_STRING_MAX 96
 GNMR_DEF int gnmr_flags_string(uint32_t flags, char *buf, size_t cap);
 
 typedef struct gnmr_counters {
   uint64_t steps;             /* steps taken */
+  uint64_t global_steps;      /* GLOBAL steps among them */
   uint64_t finite_steps;      /* observations that entered the statistics */
   GNMR__COUNTERS(GNMR__FIELD) /* risky, nonfinite, ...: see GNMR__COUNTERS */
   uint32_t recovering;        /* now (controller: units; unit: 0 or 1) */
@@ -401,11 +577,16 @@ typedef struct gnmr_unit_state {
                              while k = 0): what delta-GNMR subtracts */
   uint32_t lock_left;     /* steps left on the high-fidelity path */
   uint32_t cooldown_left; /* steps before it may be admitted again */
+  double log_mean;        /* NOISE: mu, s, p (rules N2-N7) */
+  double fluct;
+  double last_dev;
   gnmr_counters counters; /* as gnmr_counters_get: finite_steps is k,
                              recovering is lock_left > 0 */
 } gnmr_unit_state;
 GNMR_DEF int gnmr_unit_info(const gnmr_ctl *ctl, uint32_t u,
                             gnmr_unit_state *out);
+/* The last step's verdict (gnmr_step_report). */
+GNMR_DEF int gnmr_step_info(const gnmr_ctl *ctl, gnmr_step_report *out);
 
 /* ---- checkpoint -------------------------------------------------------- */
 
@@ -685,7 +866,7 @@ GNMR_DEF const char *gnmr_version(void) { return GNMR_VERSION_STRING; }
 
 /* ---- configuration ----------------------------------------------------- */
 
-GNMR_DEF gnmr_config gnmr_config_default(void) {
+GNMR_DEF gnmr_config gnmr_config_paper(void) {
   gnmr_config c;
   c.ratio_threshold = 2.0; /* demo sweep: best of 2, 3, 5 (README) */
   c.delta_threshold = 1.5;
@@ -697,6 +878,29 @@ GNMR_DEF gnmr_config gnmr_config_default(void) {
   c.lock_steps = 8;
   c.cooldown_steps = 4;
   c.spike_policy = GNMR_SPIKE_CLIP;
+  c.rule = GNMR_RULE_PAPER;
+  /* NOISE mode's, from bench/detect (bench/RESULTS.md, "Detection") */
+  c.two_sided = 1;
+  c.z_rise = 4.25;
+  c.z_fall = 6.0;
+  c.min_rise = 2.0;
+  c.max_fall = 0.5;
+  c.ar = 0.5;
+  c.hold = 3.5;
+  c.fluct_decay = 0.995;
+  c.winsor = 3.0;
+  c.fluct_floor = 0.01;
+  c.global_ratio = 2.0;
+  c.global_frac = 0.25;
+  c.common_min_units = 8;
+  c.global_policy = GNMR_GLOBAL_NONE;
+  return c;
+}
+
+GNMR_DEF gnmr_config gnmr_config_default(void) {
+  gnmr_config c = gnmr_config_paper();
+  c.rule = GNMR_RULE_NOISE;
+  c.warmup_steps = 50; /* norms fall fast in the first steps (bench/detect) */
   return c;
 }
 
@@ -718,7 +922,25 @@ static int gnmr__finite_above(double x, double floor_) {
   X(lock_steps, c->lock_steps >= 1)                                            \
   X(cooldown_steps, 1)                                                         \
   X(spike_policy,                                                              \
-    c->spike_policy >= GNMR_SPIKE_PASS && c->spike_policy <= GNMR_SPIKE_SKIP)
+    c->spike_policy >= GNMR_SPIKE_PASS && c->spike_policy <= GNMR_SPIKE_SKIP)  \
+  X(rule, c->rule == GNMR_RULE_PAPER || c->rule == GNMR_RULE_NOISE)            \
+  X(two_sided, c->two_sided <= 1)                                              \
+  X(z_rise, gnmr__finite_above(c->z_rise, 0.0))                                \
+  X(z_fall, gnmr__finite_above(c->z_fall, 0.0))                                \
+  X(min_rise, gnmr__finite_above(c->min_rise, 1.0))                            \
+  X(max_fall, gnmr__finite_above(c->max_fall, 0.0) && c->max_fall < 1.0)       \
+  X(ar, gnmr__finite64(c->ar) && c->ar >= 0.0 && c->ar < 1.0)                  \
+  X(hold, gnmr__finite_above(c->hold, 0.0))                                    \
+  X(fluct_decay,                                                               \
+    gnmr__finite_above(c->fluct_decay, 0.0) && c->fluct_decay <= 1.0)          \
+  X(winsor, gnmr__finite64(c->winsor) && c->winsor >= 1.0)                     \
+  X(fluct_floor, gnmr__finite64(c->fluct_floor) && c->fluct_floor >= 0.0)      \
+  X(global_ratio, gnmr__finite_above(c->global_ratio, 1.0))                    \
+  X(global_frac,                                                               \
+    gnmr__finite_above(c->global_frac, 0.0) && c->global_frac <= 1.0)          \
+  X(common_min_units, c->common_min_units >= 1)                                \
+  X(global_policy, c->global_policy >= GNMR_GLOBAL_NONE &&                     \
+                       c->global_policy <= GNMR_GLOBAL_SKIP)
 
 GNMR_DEF int gnmr_config_check(const gnmr_config *c, uint32_t n,
                                const char **field) {
@@ -783,6 +1005,7 @@ static GNMR_HOSTDEV uint64_t gnmr__seal(const gnmr_ctl *ctl) {
   gnmr__mix(&h, &k, &ctl->recovering, 4);
   gnmr__mix(&h, &k, &ctl->peak_recovering, 4);
   gnmr__mix(&h, &k, &ctl->full_weight_from, 8);
+  gnmr__mix(&h, &k, &ctl->fluct_full_from, 8);
   gnmr__mix(&h, &k, &ctl->gen, 8);
   return h;
 }
@@ -824,6 +1047,8 @@ GNMR_DEF int gnmr_init(gnmr_ctl *ctl, const gnmr_config *cfg, gnmr_slot *units,
   ctl->units = units;
   ctl->n_units = n_units;
   ctl->full_weight_from = gnmr__full_weight_from(c.history_decay);
+  ctl->fluct_full_from = gnmr__full_weight_from(c.fluct_decay);
+  ctl->report.global_scale = 1.0;
   ctl->magic = GNMR__MAGIC;
   gnmr__commit(ctl);
   return GNMR_OK;
@@ -969,8 +1194,24 @@ GNMR_DEF int gnmr_reconfigure(gnmr_ctl *ctl, const gnmr_config *cfg) {
       s.window_sum[u] = gnmr__window_sum(
           &s, n, u, k, k < c.delta_window ? (uint32_t)k : c.delta_window);
   }
+  if (c.rule != ctl->cfg.rule && n > 0) {
+    /* the statistics of both modes, and k, which they share */
+    memset(s.mean, 0, sizeof *s.mean * n);
+    memset(s.window_sum, 0, sizeof *s.window_sum * n);
+    memset(s.window, 0, sizeof *s.window * n * GNMR_WINDOW_MAX);
+    memset(s.finite_steps, 0, sizeof *s.finite_steps * n);
+    memset(s.log_mean, 0, sizeof *s.log_mean * n);
+    memset(s.fluct, 0, sizeof *s.fluct * n);
+    memset(s.last_dev, 0, sizeof *s.last_dev * n);
+  }
+  if (c.rule != ctl->cfg.rule) {
+#define GNMR__ZERO(name, type, shape) ctl->name = 0;
+    GNMR__GLOBAL(GNMR__ZERO)
+#undef GNMR__ZERO
+  }
   ctl->cfg = c;
   ctl->full_weight_from = gnmr__full_weight_from(c.history_decay);
+  ctl->fluct_full_from = gnmr__full_weight_from(c.fluct_decay);
   gnmr__commit(ctl);
   return GNMR_OK;
 }
@@ -1046,7 +1287,133 @@ typedef struct gnmr__rules {
   uint32_t n, window, lock_steps, cooldown_steps;
   int policy;
   int renew; /* 0 while more units recover than max_recovering allows */
+  /* NOISE mode (rules N1-N9); the last three set by the step's phase 2 */
+  int noise, two_sided;
+  double z_rise, z_fall, ar, hold, winsor, fluct_floor, fluct_w, log_floor;
+  double l_min_rise, l_max_fall, l_global;
+  uint64_t fluct_full_from;
+  double common, global_scale;
+  int global;
 } gnmr__rules;
+
+/* ---- NOISE mode's arithmetic (rules N0-N9) --------------------------------
+   Plain IEEE adds, multiplies and divides in a fixed order (every product
+   that meets an add through gnmr__mul), so the host, every SIMD path and a
+   device give the same bits; no libm function. */
+
+#define GNMR__LN2 0.69314718055994530942
+
+/* Rule N0: L(x), the library's log of max(x, lo) (lo >= DBL_MIN: a normal
+   double), = e ln2 + 2y (1 + y^2/3 + y^4/5 + y^6/7) with x = f 2^e, f in
+   [1, 2) read off the bits and y = (f - 1) / (f + 1): |error| < 2e-5 and
+   increasing in x. */
+static GNMR_HOSTDEV double gnmr__log(double x, double lo) {
+  uint64_t b;
+  double f, y, y2, t;
+  int e;
+  if (!(x > lo)) x = lo;
+  memcpy(&b, &x, 8);
+  e = (int)(b >> 52) - 1023;
+  b = (b & UINT64_C(0x000FFFFFFFFFFFFF)) | UINT64_C(0x3FF0000000000000);
+  memcpy(&f, &b, 8);
+  y = (f - 1.0) / (f + 1.0);
+  y2 = y * y;
+  t = 1.0 / 5.0 + gnmr__mul(y2, 1.0 / 7.0);
+  t = 1.0 / 3.0 + gnmr__mul(y2, t);
+  t = 1.0 + gnmr__mul(y2, t);
+  return gnmr__mul((double)e, GNMR__LN2) + gnmr__mul(2.0 * y, t);
+}
+
+/* exp(x) for x <= 0 (scales only): x = n ln2 + r, |r| < ln2, exp(r) by
+   its series to r^13 (relative error < 2e-12), times 2^n from the bits;
+   0 below 2^-1000. */
+static GNMR_HOSTDEV double gnmr__exp_neg(double x) {
+  /* 1/i for the series: multiplies, not divides */
+  static const double inv[14] = {0.0,        1.0,       1.0 / 2.0,  1.0 / 3.0,
+                                 1.0 / 4.0,  1.0 / 5.0, 1.0 / 6.0,  1.0 / 7.0,
+                                 1.0 / 8.0,  1.0 / 9.0, 1.0 / 10.0, 1.0 / 11.0,
+                                 1.0 / 12.0, 1.0 / 13.0};
+  double r, t, p;
+  uint64_t b;
+  int n, i;
+  if (!(x < 0.0)) return 1.0;
+  if (x < -693.0) return 0.0;
+  n = (int)(x * (1.0 / GNMR__LN2)); /* toward 0: n in [-1000, 0] */
+  r = x - gnmr__mul((double)n, 0.693145751953125);
+  r = r - gnmr__mul((double)n, 1.42860682030941723212e-06);
+  t = 1.0;
+  p = 1.0;
+  for (i = 13; i >= 1; i--) p = 1.0 + gnmr__mul(gnmr__mul(p, r), inv[i]);
+  b = (uint64_t)(n + 1023) << 52;
+  memcpy(&t, &b, 8);
+  return p * t;
+}
+
+/* Rule N3's grid: q(x) = floor((x + 8) 256) clamped to [0, 4095]. */
+static GNMR_HOSTDEV uint32_t gnmr__grid(double x) {
+  double y = (x + 8.0) * 256.0;
+  return y <= 0.0 ? 0u : y >= 4095.0 ? 4095u : (uint32_t)y;
+}
+
+static GNMR_HOSTDEV double gnmr__clamp(double x, double lo, double hi) {
+  return x < lo ? lo : x > hi ? hi : x;
+}
+
+/* Rules N2 and N4-N7 for one history (a unit's, or the global norm's with
+   common = 0): dr = L(g) - mu. Returns GNMR_FLAG_RATIO (a rise),
+   GNMR_FLAG_FALL, GNMR_FLAG_WARMUP or 0; *d, *e and *score as the rules
+   name them (0 on the first observation; score 0 unless flagged), *room
+   = z_rise S - d (rule N9's clip, in log units). */
+static GNMR_HOSTDEV uint32_t gnmr__noise_history(const gnmr__rules *c,
+                                                 double *mu, double *s,
+                                                 double *p, uint64_t *k,
+                                                 double dr, double common,
+                                                 double *d_, double *e_,
+                                                 double *score, double *room) {
+  const uint64_t k0 = *k, k1 = k0 + 1;
+  double d, e, S, hi, lo, a, x;
+  uint32_t flags = k0 < c->warmup ? (uint32_t)GNMR_FLAG_WARMUP : 0u;
+  *score = 0.0;
+  if (k0 == 0) { /* mu is 0: dr is L(g) */
+    *mu = dr;
+    *s = 0.0;
+    *p = 0.0;
+    *k = 1;
+    *d_ = *e_ = *room = 0.0;
+    return flags;
+  }
+  d = dr - common;
+  e = d - gnmr__mul(c->ar, *p);
+  S = *s > c->fluct_floor ? *s : c->fluct_floor;
+  hi = c->z_rise * S;
+  lo = c->z_fall * S;
+  *room = hi - d;
+  if (!flags) {
+    if (e > hi && d > c->l_min_rise) {
+      flags = GNMR_FLAG_RATIO;
+      *score = e / hi;
+    } else if (c->two_sided && e < -lo && d < c->l_max_fall) {
+      flags = GNMR_FLAG_FALL;
+      *score = -e / lo;
+    }
+  }
+  /* rule N5 */
+  a = k1 < c->full_weight_from ? 1.0 / (double)k1 : c->floor_w;
+  *mu += gnmr__mul(a, k1 > c->warmup ? gnmr__clamp(dr, -lo, hi) : dr);
+  /* rule N6 */
+  x = e < 0.0 ? -e : e;
+  if (k1 > c->warmup && x > c->winsor * S) x = c->winsor * S;
+  a = k0 < c->fluct_full_from ? 1.0 / (double)k0 : c->fluct_w;
+  *s += gnmr__mul(a, x - *s);
+  /* rule N7 */
+  if (!(flags & (GNMR_FLAG_RATIO | GNMR_FLAG_FALL)) && e <= c->hold * S &&
+      e >= -(c->hold * S))
+    *p = gnmr__clamp(d, -lo, hi);
+  *k = k1;
+  *d_ = d;
+  *e_ = e;
+  return flags;
+}
 
 static GNMR_HOSTDEV void gnmr__rules_of(const gnmr_ctl *ctl, gnmr__rules *r) {
   r->tau_r = ctl->cfg.ratio_threshold;
@@ -1064,6 +1431,23 @@ static GNMR_HOSTDEV void gnmr__rules_of(const gnmr_ctl *ctl, gnmr__rules *r) {
   r->cooldown_steps = ctl->cfg.cooldown_steps;
   r->policy = ctl->cfg.spike_policy;
   r->renew = ctl->recovering <= ctl->cfg.max_recovering;
+  r->noise = ctl->cfg.rule == GNMR_RULE_NOISE;
+  r->two_sided = ctl->cfg.two_sided != 0;
+  r->z_rise = ctl->cfg.z_rise;
+  r->z_fall = ctl->cfg.z_fall;
+  r->ar = ctl->cfg.ar;
+  r->hold = ctl->cfg.hold;
+  r->winsor = ctl->cfg.winsor;
+  r->fluct_floor = ctl->cfg.fluct_floor;
+  r->fluct_w = 1.0 - ctl->cfg.fluct_decay;
+  r->fluct_full_from = ctl->fluct_full_from;
+  r->log_floor = r->eps > DBL_MIN ? r->eps : DBL_MIN;
+  r->l_min_rise = gnmr__log(ctl->cfg.min_rise, r->log_floor);
+  r->l_max_fall = gnmr__log(ctl->cfg.max_fall, r->log_floor);
+  r->l_global = gnmr__log(ctl->cfg.global_ratio, r->log_floor);
+  r->common = 0.0;
+  r->global_scale = 1.0;
+  r->global = 0;
 }
 
 /* What one unit's step adds to the controller's totals: bits returned by
@@ -1074,8 +1458,30 @@ enum {
   GNMR__EV_HELD = 1u << 2,      /* rule 6: a step on the high-fidelity path */
   GNMR__EV_RENEWED = 1u << 3,   /* rule 6 */
   GNMR__EV_LOCKED = 1u << 4,    /* rule 6: still locked after this step */
-  GNMR__EV_CANDIDATE = 1u << 5  /* rule 7: waits for a slot */
+  GNMR__EV_CANDIDATE = 1u << 5, /* rule 7: waits for a slot */
+  GNMR__EV_RISE = 1u << 6,      /* rule N4 */
+  GNMR__EV_FALL = 1u << 7       /* rule N4 */
 };
+
+/* Rules N2, N4-N7 and N9's own scale for unit u, finite g; the step's
+   phase 2 has left dev[u] = L(g) - mu. */
+static GNMR_HOSTDEV uint32_t gnmr__noise_unit(const gnmr__rules *c,
+                                              const gnmr__soa *s, uint32_t u,
+                                              double *ratio, double *delta,
+                                              double *score, double *scale) {
+  double room;
+  uint32_t flags = gnmr__noise_history(
+      c, &s->log_mean[u], &s->fluct[u], &s->last_dev[u], &s->finite_steps[u],
+      s->dev[u], c->common, ratio, delta, score, &room);
+  *scale = 1.0;
+  if (flags & (GNMR_FLAG_RATIO | GNMR_FLAG_FALL)) {
+    if (c->policy == GNMR_SPIKE_SKIP)
+      *scale = 0.0;
+    else if (c->policy == GNMR_SPIKE_CLIP && (flags & GNMR_FLAG_RATIO))
+      *scale = gnmr__exp_neg(room); /* a FALL is never scaled up */
+  }
+  return flags;
+}
 
 /* Rules 1-6 and 8 for unit u: its decision (KEEP, HOLD or RELEASE), its
    statistics, its lock and cooldown. A unit that waits for a slot (rule 7,
@@ -1094,7 +1500,17 @@ static GNMR_HOSTDEV unsigned gnmr__unit_step(const gnmr__rules *c,
   unsigned ev = 0;
   int risky;
 
-  if (gnmr__finite32(norms[u])) {
+  if (c->noise && gnmr__finite32(norms[u])) {
+    /* rules N2, N4-N7, N9 */
+    flags = gnmr__noise_unit(c, s, u, &ratio, &delta, &score, &scale);
+    risky = (flags & (GNMR_FLAG_RATIO | GNMR_FLAG_FALL)) != 0;
+    if (flags & GNMR_FLAG_FALL) {
+      s->falls[u]++;
+      ev = GNMR__EV_FALL;
+    } else if (flags & GNMR_FLAG_RATIO) {
+      ev = GNMR__EV_RISE;
+    }
+  } else if (gnmr__finite32(norms[u])) {
     const double m = s->mean[u];
     const uint64_t k = s->finite_steps[u];
     double x = g, w, evicted = 0.0;
@@ -1149,6 +1565,10 @@ static GNMR_HOSTDEV unsigned gnmr__unit_step(const gnmr__rules *c,
     s->risky[u]++;
     ev |= GNMR__EV_RISKY;
   }
+  if (c->global) { /* rule N9 */
+    flags |= GNMR_FLAG_GLOBAL;
+    scale = gnmr__mul(scale, c->global_scale);
+  }
 
   /* rule 6, and rule 7 up to the mark */
   if (s->lock[u] > 0) {
@@ -1172,7 +1592,7 @@ static GNMR_HOSTDEV unsigned gnmr__unit_step(const gnmr__rules *c,
     if (cooling) s->cooldown[u]--;
     if (cooling && risky && !(flags & GNMR_FLAG_NONFINITE)) {
       flags |= GNMR_FLAG_COOLDOWN;
-    } else if (risky) {
+    } else if (risky && (!c->global || (flags & GNMR_FLAG_NONFINITE))) {
       s->score[u] = score;
       ev |= GNMR__EV_CANDIDATE;
     }
@@ -1196,7 +1616,8 @@ typedef struct gnmr__step_ctx {
   const float *norms;
   gnmr_decision *out;
   uint64_t n_risky, n_nonfinite, n_held, n_renewed;
-  uint32_t locked, candidates;
+  uint32_t locked, candidates, n_rise, n_fall;
+  gnmr_step_report report; /* NOISE mode: rule N3's verdict */
 } gnmr__step_ctx;
 
 /* Unit u on the CPU: its rules, its share of the totals, and, if it waits
@@ -1209,6 +1630,8 @@ static GNMR_HOSTDEV void gnmr__unit_cpu(gnmr__step_ctx *c, uint32_t u) {
   c->n_held += (ev & GNMR__EV_HELD) != 0;
   c->n_renewed += (ev & GNMR__EV_RENEWED) != 0;
   c->locked += (ev & GNMR__EV_LOCKED) != 0;
+  c->n_rise += (ev & GNMR__EV_RISE) != 0;
+  c->n_fall += (ev & GNMR__EV_FALL) != 0;
   if (ev & GNMR__EV_CANDIDATE) c->s.heap[c->candidates++] = u;
 }
 
@@ -1472,10 +1895,16 @@ static void gnmr__units_avx512(gnmr__step_ctx *c) {
       if (rest & 1u) gnmr__unit_cpu(c, u + lane);
   }
   for (; u < n; u++) gnmr__unit_cpu(c, u);
+  /* gcc 12 puts no vzeroupper at this function's return: without this
+     one, a caller built without AVX (plain -O2: SSE code) ran at a third
+     of its speed after every step (the LM demo's gnmr arm: 7.1 s against
+     2.4 s for 60 steps, the same bits). */
+  _mm256_zeroupper();
 }
 #endif
 
-/* ---- the step, in six phases --------------------------------------------- */
+/* ---- the step, in seven phases ---------------------------------------------
+ */
 
 /* Phase 1, before any rule: NULLs, an uninitialised controller and a finite
    negative norm refuse the whole step, which then changes nothing. */
@@ -1501,7 +1930,80 @@ static GNMR_HOSTDEV int gnmr__step_check(const gnmr_ctl *ctl,
   return negative ? GNMR_ENORM : GNMR_OK;
 }
 
-/* Phase 2, rules 1-6 and 8 for every unit; candidates listed for rule 7. */
+/* Phase 2, NOISE mode only, rule N3: every finite unit's dev = L(g) - mu,
+   the common deviation c of the settled units (the lower median on the
+   grid, from integer counts of its 4096 bins: the same value in any order
+   of units, in one pass; 16 KiB of counts on the stack), the global
+   norm's history and the
+   verdict; the rules of phase 3 read c, GLOBAL and the global scale. */
+static GNMR_HOSTDEV void gnmr__step_common(gnmr_ctl *ctl, gnmr__step_ctx *c) {
+  gnmr__rules *r = &c->r;
+  const gnmr__soa *s = &c->s;
+  gnmr_step_report *rep = &c->report;
+  /* the grid's 4096 bins (the median's found by sums of 64 first) */
+  uint32_t hist[4096], u, settled = 0, up = 0, finite = 0;
+  uint32_t bin, below = 0, rank;
+  double sumsq = 0.0;
+  memset(hist, 0, sizeof hist);
+  memset(rep, 0, sizeof *rep);
+  rep->global_scale = 1.0;
+  for (u = 0; u < r->n; u++) {
+    const double g = (double)c->norms[u];
+    double dr;
+    if (!gnmr__finite32(c->norms[u])) continue;
+    finite++;
+    sumsq += gnmr__mul(g, g); /* exact: g is a float */
+    dr = gnmr__log(g, r->log_floor) - s->log_mean[u];
+    s->dev[u] = dr;
+    if (s->finite_steps[u] >= r->warmup) {
+      settled++;
+      up += dr > r->l_global;
+      hist[gnmr__grid(dr)]++;
+    }
+  }
+  rep->settled = settled;
+  if (settled >= ctl->cfg.common_min_units) {
+    rank = (settled - 1) / 2;
+    for (bin = 0; bin < 64; bin++) {
+      uint32_t i, sum = 0;
+      for (i = 0; i < 64; i++) sum += hist[bin * 64 + i];
+      if (below + sum > rank) break;
+      below += sum;
+    }
+    for (bin *= 64; below + hist[bin] <= rank; bin++) below += hist[bin];
+    r->common = ((double)bin + 0.5) / 256.0 - 8.0;
+  }
+  rep->common = r->common;
+  if (finite > 0) { /* G keeps its history as one more unit, c = 0 */
+    const double gn = sqrt(sumsq);
+    const int was_settled = ctl->global_k >= r->warmup;
+    const double gdr = gnmr__log(gn, r->log_floor) - ctl->global_log_mean;
+    double d, e, score, room;
+    rep->global_norm = gn;
+    rep->global_dev = ctl->global_k ? gdr : 0.0;
+    rep->global_ratio = rep->global_dev > 0.0 /* exp(x) = 1 / exp(-x) */
+                            ? 1.0 / gnmr__exp_neg(-rep->global_dev)
+                            : gnmr__exp_neg(rep->global_dev);
+    (void)gnmr__noise_history(r, &ctl->global_log_mean, &ctl->global_fluct,
+                              &ctl->global_last_dev, &ctl->global_k, gdr, 0.0,
+                              &d, &e, &score, &room);
+    r->global = was_settled && settled >= ctl->cfg.common_min_units &&
+                (r->common > r->l_global ||
+                 (gdr > r->l_global &&
+                  (double)up >= ctl->cfg.global_frac * (double)settled));
+    if (r->global) {
+      rep->global = 1;
+      if (ctl->cfg.global_policy == GNMR_GLOBAL_SKIP)
+        r->global_scale = 0.0;
+      else if (ctl->cfg.global_policy == GNMR_GLOBAL_CLIP)
+        r->global_scale = gnmr__exp_neg(r->l_global - gdr);
+      rep->global_scale = r->global_scale;
+    }
+  }
+}
+
+/* Phase 3, rules 1-6 and 8 (N1-N9) for every unit; candidates listed for
+   rule 7. */
 static GNMR_HOSTDEV void gnmr__step_units(gnmr__step_ctx *c, int wide) {
   uint32_t u;
 #if GNMR__CTL_AVX512
@@ -1515,7 +2017,7 @@ static GNMR_HOSTDEV void gnmr__step_units(gnmr__step_ctx *c, int wide) {
   for (u = 0; u < c->r.n; u++) gnmr__unit_cpu(c, u);
 }
 
-/* Phase 3, rule 7: how many candidates fit the slots left free after
+/* Phase 4, rule 7: how many candidates fit the slots left free after
    releases and renewals, and those best first in the list. */
 static GNMR_HOSTDEV uint32_t gnmr__step_select(gnmr__step_ctx *c,
                                                uint32_t max_recovering) {
@@ -1529,7 +2031,7 @@ static GNMR_HOSTDEV uint32_t gnmr__step_select(gnmr__step_ctx *c,
   return k;
 }
 
-/* Phase 4, rule 7: the first k listed are admitted (RECOVER, lock L). */
+/* Phase 5, rule 7: the first k listed are admitted (RECOVER, lock L). */
 static GNMR_HOSTDEV void gnmr__step_admit(gnmr__step_ctx *c, uint32_t k) {
   uint32_t i;
   for (i = 0; i < k; i++) {
@@ -1542,7 +2044,7 @@ static GNMR_HOSTDEV void gnmr__step_admit(gnmr__step_ctx *c, uint32_t k) {
   }
 }
 
-/* Phase 5, rule 7: the rest stay KEEP, flagged OVER_BUDGET. */
+/* Phase 6, rule 7: the rest stay KEEP, flagged OVER_BUDGET. */
 static GNMR_HOSTDEV void gnmr__step_over_budget(gnmr__step_ctx *c, uint32_t k) {
   uint32_t i;
   for (i = k; i < c->candidates; i++) {
@@ -1553,7 +2055,7 @@ static GNMR_HOSTDEV void gnmr__step_over_budget(gnmr__step_ctx *c, uint32_t k) {
   }
 }
 
-/* Phase 6: the controller's totals. */
+/* Phase 7: the controller's totals and the step's report. */
 static GNMR_HOSTDEV void
 gnmr__step_totals(gnmr_ctl *ctl, const gnmr__step_ctx *c, uint32_t k) {
   const uint32_t recovering = c->locked + k;
@@ -1566,6 +2068,12 @@ gnmr__step_totals(gnmr_ctl *ctl, const gnmr__step_ctx *c, uint32_t k) {
   ctl->recovering = recovering;
   if (recovering > ctl->peak_recovering) ctl->peak_recovering = recovering;
   ctl->steps++;
+  ctl->falls += c->n_fall;
+  ctl->global_steps += c->report.global;
+  ctl->report = c->report;
+  ctl->report.flagged = (uint32_t)c->n_risky;
+  ctl->report.rises = c->n_rise;
+  ctl->report.falls = c->n_fall;
 }
 
 GNMR_DEF GNMR_HOSTDEV int gnmr_step(gnmr_ctl *ctl, const float *norms,
@@ -1584,8 +2092,11 @@ GNMR_DEF GNMR_HOSTDEV int gnmr_step(gnmr_ctl *ctl, const float *norms,
   c.norms = norms;
   c.out = out;
   c.n_risky = c.n_nonfinite = c.n_held = c.n_renewed = 0;
-  c.locked = c.candidates = 0;
-  gnmr__step_units(&c, wide);
+  c.locked = c.candidates = c.n_rise = c.n_fall = 0;
+  memset(&c.report, 0, sizeof c.report);
+  c.report.global_scale = 1.0;
+  if (c.r.noise) gnmr__step_common(ctl, &c);
+  gnmr__step_units(&c, wide && !c.r.noise);
   k = gnmr__step_select(&c, ctl->cfg.max_recovering);
   gnmr__step_admit(&c, k);
   gnmr__step_over_budget(&c, k);
@@ -1604,6 +2115,7 @@ GNMR_DEF GNMR_HOSTDEV int gnmr_recovering(const gnmr_ctl *ctl, uint32_t u) {
 /* The controller's totals, listed once: counters, checkpoint. */
 #define GNMR__TOTALS(X)                                                        \
   X(steps, uint64_t, ONE)                                                      \
+  X(global_steps, uint64_t, ONE)                                               \
   GNMR__COUNTERS(X)                                                            \
   X(recovering, uint32_t, ONE)                                                 \
   X(peak_recovering, uint32_t, ONE)
@@ -1628,6 +2140,7 @@ GNMR_DEF int gnmr_counters_get(const gnmr_ctl *ctl, uint32_t unit,
     GNMR__COUNTERS(GNMR__OF_UNIT)
 #undef GNMR__OF_UNIT
     t.steps = ctl->steps;
+    t.global_steps = ctl->global_steps;
     t.finite_steps = s.finite_steps[unit];
     t.recovering = s.lock[unit] > 0;
   }
@@ -1652,7 +2165,17 @@ GNMR_DEF int gnmr_unit_info(const gnmr_ctl *ctl, uint32_t u,
   t.window_mean = recent ? s.window_sum[u] / (double)recent : 0.0;
   t.lock_left = s.lock[u];
   t.cooldown_left = s.cooldown[u];
+  t.log_mean = s.log_mean[u];
+  t.fluct = s.fluct[u];
+  t.last_dev = s.last_dev[u];
   *out = t;
+  return GNMR_OK;
+}
+
+GNMR_DEF int gnmr_step_info(const gnmr_ctl *ctl, gnmr_step_report *out) {
+  if (!ctl || !out) return GNMR_EINVAL;
+  if (!gnmr__usable(ctl)) return GNMR_ESTATE;
+  *out = ctl->report;
   return GNMR_OK;
 }
 
@@ -1661,9 +2184,10 @@ GNMR_DEF const char *gnmr_action_name(int action) {
   return action >= 0 && action < 4 ? names[action] : "?";
 }
 
-static const char *const gnmr__flag_names[] = {
-    "RATIO",    "DELTA",  "NONFINITE", "OVER_BUDGET",
-    "COOLDOWN", "WARMUP", "RENEWED"}; /* bit i: GNMR_FLAG_* = 1 << i */
+static const char *const
+    gnmr__flag_names[] = {"RATIO",    "DELTA",  "NONFINITE", "OVER_BUDGET",
+                          "COOLDOWN", "WARMUP", "RENEWED",   "FALL",
+                          "GLOBAL"}; /* bit i: GNMR_FLAG_* = 1 << i */
 #define GNMR__N_FLAGS (sizeof gnmr__flag_names / sizeof gnmr__flag_names[0])
 
 GNMR_DEF const char *gnmr_flag_name(uint32_t flag) {
@@ -1705,20 +2229,26 @@ GNMR_DEF int gnmr_flags_string(uint32_t flags, char *buf, size_t cap) {
      header  "GNMRCKPT", u32 version, u32 n_units, u32 GNMR_WINDOW_MAX, u32 0
      config  the fields of GNMR__CONFIG, in order (f64 tau_r, tau_d, beta,
              eps; u32 W, warmup, maxO, L, cooldown, policy)
-     totals  GNMR__TOTALS (u64 steps, the counters; u32 recovering, peak)
+     totals  GNMR__TOTALS (u64 steps, global_steps, the counters; u32
+             recovering, peak)
+     global  GNMR__GLOBAL (f64 log-mean, fluctuation, last deviation; u64 k)
      units   GNMR__UNIT_STATE, unit by unit (f64 mean, window_sum; f32
-             window[GNMR_WINDOW_MAX]; u64 k, the counters; u32 lock,
-             cooldown)
+             window[GNMR_WINDOW_MAX]; u64 k; f64 mu, s, p; u64 the
+             counters; u32 lock, cooldown)
      trailer u32 CRC-32 (IEEE) of everything before it: it catches every
              single-bit flip and every burst up to 32 bits.
-   A change to a list changes the format: bump GNMR__CKPT_VERSION. */
+   A change to a list changes the format: bump GNMR__CKPT_VERSION. Version
+   1 (0.1: no NOISE fields) is refused with GNMR_EVERSION rather than
+   loaded into PAPER mode: it would set a resumed run's rules by the file,
+   not by the caller's config. */
 
-#define GNMR__CKPT_VERSION 1u
+#define GNMR__CKPT_VERSION 2u
 #define GNMR__CKPT_HEADER 24u
 #define GNMR__CFG_BYTES(name, valid) /* a term of a sum */                     \
   +sizeof(((gnmr_config *)0)->name)  /* NOLINT(bugprone-macro-parentheses) */
 #define GNMR__CKPT_CONFIG (0 GNMR__CONFIG(GNMR__CFG_BYTES))
-#define GNMR__CKPT_TOTALS (0 GNMR__TOTALS(GNMR__BYTES))
+#define GNMR__CKPT_TOTALS                                                      \
+  (0 GNMR__TOTALS(GNMR__BYTES) GNMR__GLOBAL(GNMR__BYTES))
 #define GNMR__CKPT_UNIT (0 GNMR__UNIT_STATE(GNMR__BYTES))
 
 static const char gnmr__ckpt_magic[8] = {'G', 'N', 'M', 'R',
@@ -1774,6 +2304,16 @@ static uint32_t gnmr__crc32(const unsigned char *p, size_t n) {
   return crc ^ 0xFFFFFFFFu;
 }
 
+/* NOISE mode's statistics within what the rules can reach: |mu| stays
+   within the range of L (a convex mix of L values, |L| < 710 for any
+   double the rules read), |d| and so |p| below 2 * 710 + 8, s below
+   twice that; the bounds keep every step's arithmetic finite. */
+static int gnmr__noise_valid(double mu, double s, double p, uint64_t k) {
+  return gnmr__finite64(mu) && gnmr__finite64(s) && gnmr__finite64(p) &&
+         fabs(mu) <= 1024.0 && s >= 0.0 && s <= 8192.0 && fabs(p) <= 4096.0 &&
+         k <= GNMR__K_MAX;
+}
+
 /* 1 if a unit's state could have come from gnmr_step under config c. */
 static int gnmr__unit_valid(const gnmr__unit_state *s, const gnmr_config *c) {
   const float cap = gnmr__window_value(c->ratio_threshold);
@@ -1803,13 +2343,17 @@ static int gnmr__unit_valid(const gnmr__unit_state *s, const gnmr_config *c) {
                                              : c->delta_window;
   for (i = recent; i > 0; i--)
     sum += (double)s->window[(s->finite_steps - i) & GNMR__RING];
-  return fabs(s->window_sum - sum) <= 1e-12 * (double)recent * (double)cap;
+  if (!(fabs(s->window_sum - sum) <= 1e-12 * (double)recent * (double)cap))
+    return 0;
+  return gnmr__noise_valid(s->log_mean, s->fluct, s->last_dev, s->finite_steps);
 }
 
 /* Totals a checkpoint can carry: recovering = the units locked. */
 static int gnmr__totals_valid(const gnmr_ctl *t, uint32_t locked) {
   return t->recovering == locked && t->recovering <= t->peak_recovering &&
-         t->peak_recovering <= t->n_units;
+         t->peak_recovering <= t->n_units && t->global_steps <= t->steps &&
+         gnmr__noise_valid(t->global_log_mean, t->global_fluct,
+                           t->global_last_dev, t->global_k);
 }
 
 GNMR_DEF size_t gnmr_checkpoint_size(const gnmr_ctl *ctl) {
@@ -1852,6 +2396,7 @@ GNMR_DEF int gnmr_checkpoint_save(const gnmr_ctl *ctl, void *buf, size_t cap,
 #define GNMR__PUT_TOTAL(name, type, shape)                                     \
   p = gnmr__put(p, &ctl->name, sizeof(type));
   GNMR__TOTALS(GNMR__PUT_TOTAL)
+  GNMR__GLOBAL(GNMR__PUT_TOTAL)
 #undef GNMR__PUT_TOTAL
   for (u = 0; u < ctl->n_units; u++) {
     gnmr__unit_state st;
@@ -1899,6 +2444,7 @@ static int gnmr__ckpt_read(const gnmr_ctl *ctl, gnmr_ctl *t,
 #define GNMR__GET_TOTAL(name, type, shape)                                     \
   gnmr__get(&p, &t->name, sizeof(type));
   GNMR__TOTALS(GNMR__GET_TOTAL)
+  GNMR__GLOBAL(GNMR__GET_TOTAL)
 #undef GNMR__GET_TOTAL
   units = gnmr__carve(ctl->units, n);
   for (u = 0; u < n; u++) {
@@ -1926,9 +2472,13 @@ GNMR_DEF int gnmr_checkpoint_load(gnmr_ctl *ctl, const void *buf, size_t len) {
   gnmr__ckpt_read(ctl, &t, (const unsigned char *)buf, len, 1);
   ctl->cfg = t.cfg;
   ctl->full_weight_from = gnmr__full_weight_from(t.cfg.history_decay);
+  ctl->fluct_full_from = gnmr__full_weight_from(t.cfg.fluct_decay);
 #define GNMR__SET_TOTAL(name, type, shape) ctl->name = t.name;
   GNMR__TOTALS(GNMR__SET_TOTAL)
+  GNMR__GLOBAL(GNMR__SET_TOTAL)
 #undef GNMR__SET_TOTAL
+  memset(&ctl->report, 0, sizeof ctl->report);
+  ctl->report.global_scale = 1.0;
   gnmr__commit(ctl);
   return GNMR_OK;
 }

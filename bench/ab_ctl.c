@@ -42,6 +42,9 @@ static double ab_uniform(void) {
 }
 
 /* ns per unit per step of AB_STEPS steps (set up on the first call). */
+#if GNMR_VERSION_MAJOR == 0 && GNMR_VERSION_MINOR < 2
+typedef gnmr_unit gnmr_slot; /* 0.1's name */
+#endif
 double AB_SIDE(int spiky, uint32_t max_o, int decisions);
 double AB_SIDE(int spiky, uint32_t max_o, int decisions) {
   static gnmr_slot slots[AB_UNITS];
@@ -53,7 +56,13 @@ double AB_SIDE(int spiky, uint32_t max_o, int decisions) {
   int s;
   double t0;
   if (!ready) {
+    /* The paper rules on both sides: 0.1's defaults, 0.2's
+       gnmr_config_paper (0.2's default, NOISE mode, has no AVX-512 path). */
+#if GNMR_VERSION_MAJOR == 0 && GNMR_VERSION_MINOR < 2
     gnmr_config cfg = gnmr_config_default();
+#else
+    gnmr_config cfg = gnmr_config_paper();
+#endif
     cfg.max_recovering = max_o;
     if (gnmr_init(&ctl, &cfg, slots, AB_UNITS) != GNMR_OK) exit(1);
     for (u = 0; u < 16 * AB_UNITS; u++) {

@@ -6,8 +6,9 @@
    to take about BATCH_MS, repeats them, and reports the median and the spread
    (min, max). The decisions feed a sink so the work cannot be optimised away.
 
-   usage: bench_ctl [--csv FILE] [--quick] [--units N]
-   (--units N: the rows for N units only, any N >= 1) */
+   usage: bench_ctl [--csv FILE] [--quick] [--units N] [--rule paper|noise]
+   (--units N: the rows for N units only, any N >= 1; --rule: the rules of
+   gnmr_config_paper() or NOISE mode, else gnmr_config_default()'s) */
 #define _POSIX_C_SOURCE 199309L
 #define GNMR_IMPLEMENTATION
 #include "gnmr.h"
@@ -61,10 +62,11 @@ typedef struct result {
 } result;
 
 static double sink;
+static int rule = -1; /* --rule; -1: the default config's */
 
 static result measure(uint32_t n, int spiky, uint32_t max_recovering,
                       int with_out, double batch_ms) {
-  gnmr_config cfg = gnmr_config_default();
+  gnmr_config cfg = rule < 0 ? gnmr_config_default() : gnmr_config_paper();
   gnmr_slot *units = (gnmr_slot *)malloc(sizeof *units * n);
   gnmr_decision *d = (gnmr_decision *)malloc(sizeof *d * n);
   gnmr_decision *out = with_out ? d : NULL;
@@ -87,6 +89,7 @@ static result measure(uint32_t n, int spiky, uint32_t max_recovering,
       pool[(size_t)p * n + u] = (float)v;
     }
   cfg.max_recovering = max_recovering;
+  if (rule >= 0) cfg.rule = rule;
   if (gnmr_init(&ctl, &cfg, units, n) != GNMR_OK) {
     fprintf(stderr, "bench_ctl: gnmr_init failed\n");
     exit(1);
@@ -138,8 +141,14 @@ int main(int argc, char **argv) {
       sizes = &only;
       n_sizes = 1;
       a++;
+    } else if (strcmp(argv[a], "--rule") == 0 && a + 1 < argc &&
+               (strcmp(argv[a + 1], "paper") == 0 ||
+                strcmp(argv[a + 1], "noise") == 0)) {
+      rule =
+          strcmp(argv[++a], "paper") == 0 ? GNMR_RULE_PAPER : GNMR_RULE_NOISE;
     } else {
-      fprintf(stderr, "usage: bench_ctl [--csv FILE] [--quick] [--units N]\n");
+      fprintf(stderr, "usage: bench_ctl [--csv FILE] [--quick] [--units N] "
+                      "[--rule paper|noise]\n");
       return 2;
     }
   }
@@ -151,8 +160,12 @@ int main(int argc, char **argv) {
   printf("gnmr_step cost, ns per unit per step (median [min, max] of %d "
          "batches of ~%.0f ms)\n",
          REPEATS, batch_ms);
-  printf("cpu: %s; compiler: %s; gnmr %s\n\n", cpu, __VERSION__,
-         gnmr_version());
+  printf("cpu: %s; compiler: %s; gnmr %s; rules: %s\n\n", cpu, __VERSION__,
+         gnmr_version(),
+         rule == GNMR_RULE_PAPER                         ? "PAPER"
+         : rule == GNMR_RULE_NOISE                       ? "NOISE"
+         : gnmr_config_default().rule == GNMR_RULE_NOISE ? "NOISE (default)"
+                                                         : "PAPER (default)");
   printf("%9s  %-6s %8s  %-26s %-26s\n", "units", "input", "maxO",
          "with decisions", "out = NULL");
   if (csv)

@@ -47,7 +47,7 @@ static int cmp_float(const void *a, const void *b) {
 /* Microseconds of device time per step: median, min, max of the launches. */
 static void measure(uint32_t n, int spiky, uint32_t max_o, int with_out,
                     float res[3]) {
-  gnmr_config cfg = gnmr_config_default();
+  gnmr_config cfg = gnmr_config_paper();
   gnmr_slot *slots = (gnmr_slot *)calloc(n, sizeof *slots);
   float *x = (float *)malloc(sizeof *x * POOL * n), *d_x;
   gnmr_decision *d_out = NULL;

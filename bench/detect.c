@@ -12,9 +12,12 @@
 
    Detectors: the paper rules through gnmr.h itself (gnmr_step), the peers
    re-implemented here (AdaGC-style ratio clip, ZClip-style EMA z-score,
-   rolling-window z-score at 3 and 6 sigma), and proto_step below: the
-   noise-aware, two-sided rule with a step-level verdict, the model to be
-   ported into gnmr.h.
+   rolling-window z-score at 3 and 6 sigma), and the noise-aware, two-sided
+   rule with a step-level verdict: gnmr.h's NOISE mode (gnmr_step), run
+   beside proto_step below, the prototype it was ported from, which must
+   agree with it bit for bit on every unit-step (flags, scores, c, GLOBAL)
+   or the run stops. The ablations the library has no setting for (the
+   prototype without its global gate) run the prototype alone.
 
    usage: detect [--data DIR] [--md FILE] [--seeds N] [--quick]
    (DIR holds the unpacked trace CSVs; without it the real-trace tables are
@@ -32,7 +35,8 @@
 
 /* ========================================================================
    PROTOTYPE: the noise-aware two-sided rule and the step-level verdict.
-   This is the model to be ported into gnmr.h; the bench runs it as is.
+   The model gnmr.h's NOISE mode was ported from (rules N0-N9 there); kept
+   as the port's cross-check (lib_step below).
    ========================================================================
 
    Rules of one step (numbered as they should appear in gnmr.h's header).
@@ -571,6 +575,8 @@ typedef struct det {
   proto_unit *pu;
   double *pscratch;
   proto_step_info info;
+  int lib; /* the noise-aware rule run by gnmr.h (NOISE mode) */
+  unsigned long long mismatches; /* library vs prototype, unit-steps */
   /* outputs */
   unsigned char *flags;
   double *score;
@@ -636,6 +642,33 @@ static proto_config proto_variant(int kind) {
   return c;
 }
 
+/* The library's NOISE mode with a prototype config's values: the rule the
+   noise-aware rows run (max_recovering 4, cooldown 4 as adm_init's). */
+static gnmr_config lib_config(const proto_config *p, unsigned lock) {
+  gnmr_config c = gnmr_config_paper();
+  c.rule = GNMR_RULE_NOISE;
+  c.max_recovering = 4;
+  c.lock_steps = lock;
+  c.cooldown_steps = 4;
+  c.warmup_steps = p->warmup;
+  c.history_decay = p->mean_decay;
+  c.eps = p->eps;
+  c.two_sided = (uint32_t)(p->two_sided != 0);
+  c.z_rise = p->z_rise;
+  c.z_fall = p->z_fall;
+  c.min_rise = p->min_rise;
+  c.max_fall = p->max_fall;
+  c.ar = p->ar;
+  c.hold = p->hold;
+  c.fluct_decay = p->fluct_decay;
+  c.winsor = p->winsor;
+  c.fluct_floor = p->fluct_floor;
+  c.global_ratio = p->global_ratio;
+  c.global_frac = p->global_frac;
+  c.common_min_units = p->common_min_units;
+  return c;
+}
+
 static void det_init(det *d, int kind, unsigned n, unsigned lock,
                      const proto_config *pcfg) {
   memset(d, 0, sizeof *d);
@@ -645,7 +678,7 @@ static void det_init(det *d, int kind, unsigned n, unsigned lock,
   d->score = xcalloc(n, sizeof(double));
   adm_init(&d->ad, n, 4, lock, 4);
   if (kind == D_PAPER) {
-    gnmr_config cfg = gnmr_config_default();
+    gnmr_config cfg = gnmr_config_paper();
     cfg.max_recovering = 4;
     cfg.lock_steps = lock;
     d->slots = xcalloc(n, sizeof(gnmr_slot));
@@ -658,6 +691,15 @@ static void det_init(det *d, int kind, unsigned n, unsigned lock,
     d->pu = xcalloc(n, sizeof(proto_unit));
     d->pscratch = xcalloc(n, sizeof(double));
     proto_init(&d->pc, &c, d->pu, d->pscratch, n);
+    /* The library runs the rule whenever it can (the prototype, without
+       its global gate, is a variant the library does not have). */
+    if (c.global_gate) {
+      gnmr_config cfg = lib_config(&c, lock);
+      d->slots = xcalloc(n, sizeof(gnmr_slot));
+      d->dec = xcalloc(n, sizeof(gnmr_decision));
+      if (gnmr_init(&d->ctl, &cfg, d->slots, n) != GNMR_OK) abort();
+      d->lib = 1;
+    }
   } else {
     d->ema = xcalloc(n, sizeof(double));
     d->var = xcalloc(n, sizeof(double));
@@ -668,7 +710,7 @@ static void det_init(det *d, int kind, unsigned n, unsigned lock,
 }
 
 static void det_free(det *d) {
-  if (d->kind == D_PAPER) {
+  if (d->kind == D_PAPER || d->lib) {
     /* The admission rules re-implemented here must give the library's own
        admissions on the paper's flags, or every other row is suspect. */
     gnmr_counters cn;
@@ -775,6 +817,42 @@ static void peer_step(det *d, const float *norms) {
   }
 }
 
+/* The library's NOISE mode on the same norms: its flags, scores and
+   verdict replace the prototype's, which must agree bit for bit (the
+   prototype stays as the port's cross-check: a disagreement stops the
+   run). */
+static void lib_step(det *d, const float *norms, int *gate) {
+  gnmr_step_report rep;
+  unsigned u;
+  if (gnmr_step(&d->ctl, norms, d->dec) != GNMR_OK ||
+      gnmr_step_info(&d->ctl, &rep) != GNMR_OK)
+    abort();
+  for (u = 0; u < d->n; u++) {
+    uint32_t f = d->dec[u].flags;
+    unsigned char fl = (unsigned char)((f & GNMR_FLAG_NONFINITE) ? PF_NONFINITE
+                                       : (f & GNMR_FLAG_RATIO)   ? PF_RISE
+                                       : (f & GNMR_FLAG_FALL)    ? PF_FALL
+                                                                 : 0);
+    double sc = (f & GNMR_FLAG_NONFINITE) ? HUGE_VAL : d->dec[u].score;
+    if (fl != d->flags[u] || memcmp(&sc, &d->score[u], 8) != 0) d->mismatches++;
+    d->flags[u] = fl;
+    d->score[u] = sc;
+  }
+  if ((int)rep.global != d->info.global ||
+      memcmp(&rep.common, &d->info.common, 8) != 0)
+    d->mismatches++;
+  if (d->mismatches) {
+    fprintf(stderr,
+            "detect: gnmr.h's NOISE mode disagrees with the "
+            "prototype at step %llu\n",
+            (unsigned long long)d->ctl.steps);
+    exit(1);
+  }
+  d->info.global = (int)rep.global;
+  d->info.common = rep.common;
+  *gate = (int)rep.global;
+}
+
 static void det_step(det *d, const float *norms) {
   int gate = 0;
   if (d->kind == D_PAPER) {
@@ -791,6 +869,7 @@ static void det_step(det *d, const float *norms) {
   } else if (d->kind >= D_PROTO) {
     proto_step(&d->pc, norms, d->flags, d->score, &d->info);
     gate = d->pc.cfg.global_gate && d->info.global;
+    if (d->lib) lib_step(d, norms, &gate);
   } else {
     peer_step(d, norms);
   }
@@ -1277,7 +1356,7 @@ static int speed_probe(void) {
   gnmr_ctl ctl;
   proto_ctl pc;
   proto_config pcfg = proto_config_default();
-  gnmr_config cfg = gnmr_config_default();
+  gnmr_config cfg = gnmr_config_paper();
   proto_step_info info;
   unsigned i, u, r;
   double sink = 0.0;
@@ -1528,8 +1607,10 @@ int main(int argc, char **argv) {
             "for the paper rules; the same admission rules re-implemented for "
             "the others). Peers flag falls with their mirror rule (z below "
             "-threshold); the paper and AdaGC flag rises only. Each unit of an "
-            "event counts once in recall. Rows: noise-aware = `proto_step` in "
-            "bench/detect.c with its defaults (the rule to be ported); each "
+            "event counts once in recall. Rows: noise-aware = gnmr.h's NOISE "
+            "mode (`gnmr_step`) with the prototype's defaults, checked bit for "
+            "bit against `proto_step` in bench/detect.c on every unit-step; "
+            "each "
             "ablation changes one thing; the z_rise 4.1 variant shows the "
             "other side of the recall / false-alarm knee.\n\n");
 

@@ -1,5 +1,6 @@
 /* quickstart.c - the smallest complete use of gnmr.h: feed each step's
-   per-unit gradient norms, read the decisions. Unit 2 spikes at step 40. */
+   per-unit gradient norms, read the decisions. Unit 2 spikes at step 60,
+   after the default warm-up of 50 observations. */
 #define GNMR_IMPLEMENTATION
 #include "gnmr.h"
 #include <stdio.h>
@@ -20,12 +21,12 @@ int main(void) {
             field ? field : "-");
     return 1;
   }
-  for (step = 0; step < 60; step++) {
+  for (step = 0; step < 75; step++) {
     float norms[N];
     gnmr_decision d[N];
     for (u = 0; u < N; u++)
       norms[u] = 1.0f + 0.01f * (float)((step * 7 + u) % 5);
-    if (step == 40) norms[2] = 50.0f; /* a short numerical spike */
+    if (step == 60) norms[2] = 50.0f; /* a short numerical spike */
     rc = gnmr_step(&ctl, norms, d);
     if (rc != GNMR_OK) {
       fprintf(stderr, "gnmr_step: %s\n", gnmr_strerror(rc));
@@ -43,9 +44,9 @@ int main(void) {
   {
     gnmr_unit_state st;
     gnmr_unit_info(&ctl, 2, &st);
-    printf("unit 2: mean %.3f over %llu norms, %llu admission(s), "
-           "cooldown left %u\n",
-           st.mean, (unsigned long long)st.counters.finite_steps,
+    printf("unit 2: log-mean %.3f, fluctuation %.4f over %llu norms, %llu "
+           "admission(s), cooldown left %u\n",
+           st.log_mean, st.fluct, (unsigned long long)st.counters.finite_steps,
            (unsigned long long)st.counters.admissions, st.cooldown_left);
   }
   return 0;

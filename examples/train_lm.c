@@ -1087,10 +1087,15 @@ static int lm_make_events(int per_k, int steps, const lm_shape *s,
 
 enum { LM_KIND_F32, LM_KIND_LOWP, LM_KIND_CLIP, LM_KIND_ADAGC, LM_KIND_GNMR };
 
-/* The paper's rules: today they are the library's defaults. A "gnmr-defaults"
-   arm, should the defaults move away from them, is one more row in LM_ARMS
-   with gnmr_config_default. */
-static gnmr_config lm_config_paper(void) { return gnmr_config_default(); }
+/* The paper's rules (gnmr_config_paper), the library's defaults (the
+   noise-aware rules), and the defaults with the step-level verdict's
+   global clip on. */
+static gnmr_config lm_config_paper(void) { return gnmr_config_paper(); }
+static gnmr_config lm_config_global(void) {
+  gnmr_config c = gnmr_config_default();
+  c.global_policy = GNMR_GLOBAL_CLIP;
+  return c;
+}
 
 typedef struct lm_arm {
   const char *name;
@@ -1104,6 +1109,8 @@ static const lm_arm LM_ARMS[] = {
     {"clip", LM_KIND_CLIP, NULL},
     {"adagc", LM_KIND_ADAGC, NULL},
     {"gnmr", LM_KIND_GNMR, lm_config_paper},
+    {"gnmr-noise", LM_KIND_GNMR, gnmr_config_default},
+    {"gnmr-global", LM_KIND_GNMR, lm_config_global},
 };
 #define LM_N_ARMS ((int)(sizeof LM_ARMS / sizeof LM_ARMS[0]))
 
@@ -1664,29 +1671,30 @@ static int lm_run_sweep(const lm_opts *o, const lm_text *train,
  */
 
 static void lm_usage(FILE *f) {
-  fprintf(f,
-          "usage: train_lm [options]\n"
-          "  --data DIR     fortune files (default /usr/share/games/fortunes)\n"
-          "  --arms LIST    comma list of f32,lowp,clip,adagc,gnmr (default "
-          "all)\n"
-          "  --setting S    a name for the run in the outputs (default run)\n"
-          "  --seed S --seeds N   seeds S, S+1, ... (default 1, 1)\n"
-          "  --steps N      training steps (default 1500)\n"
-          "  --dim C --layers L --heads H --ctx T --batch B\n"
-          "                 model and batch (default 64, 2, 4, 64, 8)\n"
-          "  --lr X         peak AdamW learning rate (default 3e-3)\n"
-          "  --format F     e4m3, e5m2 or e2m1 (default e4m3)\n"
-          "  --stress N     injected faults per 1000 steps (default 0)\n"
-          "  --eval N       validation windows (default 512)\n"
-          "  --threads N    GEMM threads (default 2; any count, same bits)\n"
-          "  --isa NAME     gnmr.h's norm path: scalar, sse2, avx2, avx512, "
-          "neon\n"
-          "  --ctl-isa NAME gnmr.h's controller path: scalar, avx512\n"
-          "                 (default: the best this CPU runs; same bits)\n"
-          "  --tau-r X --tau-d X --lock N --max-rec N   GNMR overrides\n"
-          "  --sweep        f32 vs lowp over formats x learning rates\n"
-          "  --out DIR      output directory (default build/demo-lm)\n"
-          "  --quiet        no table on stdout\n");
+  fprintf(
+      f, "usage: train_lm [options]\n"
+         "  --data DIR     fortune files (default /usr/share/games/fortunes)\n"
+         "  --arms LIST    comma list of f32,lowp,clip,adagc,gnmr,gnmr-noise,\n"
+         "                 gnmr-global (default "
+         "all)\n"
+         "  --setting S    a name for the run in the outputs (default run)\n"
+         "  --seed S --seeds N   seeds S, S+1, ... (default 1, 1)\n"
+         "  --steps N      training steps (default 1500)\n"
+         "  --dim C --layers L --heads H --ctx T --batch B\n"
+         "                 model and batch (default 64, 2, 4, 64, 8)\n"
+         "  --lr X         peak AdamW learning rate (default 3e-3)\n"
+         "  --format F     e4m3, e5m2 or e2m1 (default e4m3)\n"
+         "  --stress N     injected faults per 1000 steps (default 0)\n"
+         "  --eval N       validation windows (default 512)\n"
+         "  --threads N    GEMM threads (default 2; any count, same bits)\n"
+         "  --isa NAME     gnmr.h's norm path: scalar, sse2, avx2, avx512, "
+         "neon\n"
+         "  --ctl-isa NAME gnmr.h's controller path: scalar, avx512\n"
+         "                 (default: the best this CPU runs; same bits)\n"
+         "  --tau-r X --tau-d X --lock N --max-rec N   GNMR overrides\n"
+         "  --sweep        f32 vs lowp over formats x learning rates\n"
+         "  --out DIR      output directory (default build/demo-lm)\n"
+         "  --quiet        no table on stdout\n");
 }
 
 static int lm_parse_int(const char *s, int lo, int hi, const char *flag) {

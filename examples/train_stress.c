@@ -58,8 +58,9 @@
 
 /* ---- constants ----------------------------------------------------------- */
 
-#define TS_LAYERS 4          /* 3 hidden layers + the output layer */
-#define TS_MAX_ARMS 5        /* f32, lowp, clip, adagc, gnmr */
+#define TS_LAYERS 4 /* 3 hidden layers + the output layer */
+#define TS_MAX_ARMS                                                            \
+  7 /* f32, lowp, clip, adagc, gnmr, gnmr-noise, gnmr-global */
 #define TS_BURST_GAIN 256.0f /* outlier burst: channel gain */
 #define TS_BURST_CHANNELS 4  /* outlier burst: channels hit */
 #define TS_STALE_GAIN 64.0f  /* stale scale: factor the scale is off by */
@@ -579,9 +580,23 @@ static int ts_make_events(int per_k, int steps, int n_layers, int dim_hint,
 
 /* ---- one training run ---------------------------------------------------- */
 
-enum { TS_ARM_F32, TS_ARM_LOWP, TS_ARM_CLIP, TS_ARM_ADAGC, TS_ARM_GNMR };
-static const char *TS_ARM_NAMES[TS_MAX_ARMS] = {"f32", "lowp", "clip", "adagc",
-                                                "gnmr"};
+/* gnmr: the paper's rules (gnmr_config_paper() and the --tau-r ... flags);
+   gnmr-noise: the library's defaults (NOISE mode); gnmr-global: the same
+   with global_policy CLIP and common_min_units cut to the layer count (the
+   default 8 is more units than this MLP has: the step-level verdict would
+   never be reached). Each GNMR arm's max_recovering and lock_steps are
+   --max-rec and --lock's. */
+enum {
+  TS_ARM_F32,
+  TS_ARM_LOWP,
+  TS_ARM_CLIP,
+  TS_ARM_ADAGC,
+  TS_ARM_GNMR,
+  TS_ARM_GNMR_NOISE,
+  TS_ARM_GNMR_GLOBAL
+};
+static const char *TS_ARM_NAMES[TS_MAX_ARMS] = {
+    "f32", "lowp", "clip", "adagc", "gnmr", "gnmr-noise", "gnmr-global"};
 
 typedef struct ts_opts {
   int steps, batch, seed, seeds, stress, sweep, quiet;
@@ -644,10 +659,21 @@ static ts_result ts_train(const ts_opts *o, int arm, int seed,
   opt.beta2 = 0.999;
   opt.eps = 1e-8;
   opt.wd = 1e-4;
-  if (arm == TS_ARM_GNMR) {
+  if (arm >= TS_ARM_GNMR) {
     const char *field = NULL;
-    int rc = gnmr_init(&ctl, &o->gnmr, units, TS_LAYERS);
-    gnmr_config_check(&o->gnmr, TS_LAYERS, &field);
+    gnmr_config cfg = o->gnmr;
+    int rc;
+    if (arm != TS_ARM_GNMR) {
+      cfg = gnmr_config_default();
+      cfg.max_recovering = o->gnmr.max_recovering;
+      cfg.lock_steps = o->gnmr.lock_steps;
+      if (arm == TS_ARM_GNMR_GLOBAL) {
+        cfg.global_policy = GNMR_GLOBAL_CLIP;
+        if (cfg.common_min_units > TS_LAYERS) cfg.common_min_units = TS_LAYERS;
+      }
+    }
+    rc = gnmr_init(&ctl, &cfg, units, TS_LAYERS);
+    gnmr_config_check(&cfg, TS_LAYERS, &field);
     if (rc != GNMR_OK)
       TS_DIE("gnmr_init: %s (%s)", gnmr_strerror(rc), field ? field : "-");
   }
@@ -685,7 +711,7 @@ static ts_result ts_train(const ts_opts *o, int arm, int seed,
     for (l = 0; l < TS_LAYERS; l++) {
       memset(&paths[l], 0, sizeof paths[l]);
       if (arm == TS_ARM_F32) continue;
-      if (arm == TS_ARM_GNMR && gnmr_recovering(&ctl, (uint32_t)l) == 1) {
+      if (arm >= TS_ARM_GNMR && gnmr_recovering(&ctl, (uint32_t)l) == 1) {
         paths[l].track = 1;
         if (trace && trace->recovering)
           trace->recovering[(size_t)step * TS_LAYERS + (size_t)l] = 1;
@@ -756,7 +782,7 @@ static ts_result ts_train(const ts_opts *o, int arm, int seed,
         }
         adagc_ema[l] = TS_ADAGC_BETA * adagc_ema[l] + (1.0 - TS_ADAGC_BETA) * g;
       }
-    } else if (arm == TS_ARM_GNMR) {
+    } else if (arm >= TS_ARM_GNMR) {
       int rc = gnmr_step(&ctl, norms, d);
       if (rc != GNMR_OK) TS_DIE("gnmr_step: %s", gnmr_strerror(rc));
       for (l = 0; l < TS_LAYERS; l++) {
@@ -790,7 +816,7 @@ static ts_result ts_train(const ts_opts *o, int arm, int seed,
   }
   res.seconds = ts_seconds() - t0;
   res.overhead_pct = res.seconds > 0 ? 100.0 * ctl_time / res.seconds : 0.0;
-  if (arm == TS_ARM_GNMR) {
+  if (arm >= TS_ARM_GNMR) {
     gnmr_counters c;
     gnmr_counters_get(&ctl, GNMR_ALL_UNITS, &c);
     res.recovery_fraction =
@@ -809,7 +835,8 @@ static ts_result ts_train(const ts_opts *o, int arm, int seed,
 /* ---- pictures (SVG, drawn here, no plotting library) --------------------- */
 
 static const char *TS_COLORS[TS_MAX_ARMS] = {"#000000", "#d62728", "#ff7f0e",
-                                             "#9467bd", "#2ca02c"};
+                                             "#9467bd", "#2ca02c", "#17becf",
+                                             "#8c564b"};
 
 /* Axis ticks: a spacing of 1, 2 or 5 x 10^k giving about n ticks over span,
    and the decimals its labels need. */
@@ -974,25 +1001,29 @@ static void ts_svg_raster(const char *path, const ts_opts *o,
  */
 
 static void ts_usage(FILE *f) {
-  fprintf(f, "usage: train_stress [options]\n"
-             "  --data DIR     Fashion-MNIST IDX files (default: built-in "
-             "synthetic task)\n"
-             "  --arms LIST    comma list of f32,lowp,clip,adagc,gnmr (default "
-             "all)\n"
-             "  --seed S       first seed (default 1)\n"
-             "  --seeds N      number of seeds S, S+1, ... (default 1)\n"
-             "  --steps N      training steps (default 1000)\n"
-             "  --batch N      batch size (default 128)\n"
-             "  --hidden A,B,C hidden layer widths (default 256,128,64)\n"
-             "  --lr X         AdamW learning rate (default 1e-3)\n"
-             "  --format F     e4m3, e5m2 or e2m1 (default e4m3)\n"
-             "  --stress N     faults per 1000 steps on the low-precision path "
-             "(default 0)\n"
-             "  --tau-r X --tau-d X --window N --lock N --max-rec N\n"
-             "                 GNMR settings (default: gnmr_config_default())\n"
-             "  --sweep        sweep the GNMR settings (gnmr arm) instead\n"
-             "  --out DIR      output directory (default demo-out)\n"
-             "  --quiet        no table on stdout\n");
+  fprintf(f,
+          "usage: train_stress [options]\n"
+          "  --data DIR     Fashion-MNIST IDX files (default: built-in "
+          "synthetic task)\n"
+          "  --arms LIST    comma list of f32,lowp,clip,adagc,gnmr,gnmr-noise,"
+          "gnmr-global (default all)\n"
+          "  --seed S       first seed (default 1)\n"
+          "  --seeds N      number of seeds S, S+1, ... (default 1)\n"
+          "  --steps N      training steps (default 1000)\n"
+          "  --batch N      batch size (default 128)\n"
+          "  --hidden A,B,C hidden layer widths (default 256,128,64)\n"
+          "  --lr X         AdamW learning rate (default 1e-3)\n"
+          "  --format F     e4m3, e5m2 or e2m1 (default e4m3)\n"
+          "  --stress N     faults per 1000 steps on the low-precision path "
+          "(default 0)\n"
+          "  --tau-r X --tau-d X --window N --lock N --max-rec N\n"
+          "                 GNMR settings of the gnmr arm (default: "
+          "gnmr_config_paper());\n"
+          "                 gnmr-noise and gnmr-global: gnmr_config_default()"
+          " with --max-rec, --lock\n"
+          "  --sweep        sweep the GNMR settings (gnmr arm) instead\n"
+          "  --out DIR      output directory (default demo-out)\n"
+          "  --quiet        no table on stdout\n");
 }
 
 static int ts_parse_int(const char *s, int lo, int hi, const char *flag) {
@@ -1041,7 +1072,7 @@ static void ts_parse(ts_opts *o, int argc, char **argv) {
   o->lr = 1e-3;
   o->fmt = &LP_FORMATS[0];
   o->out_dir = "demo-out";
-  o->gnmr = gnmr_config_default();
+  o->gnmr = gnmr_config_paper();
   o->gnmr.max_recovering =
       o->gnmr.max_recovering > TS_LAYERS ? TS_LAYERS : o->gnmr.max_recovering;
   for (a = 0; a < TS_MAX_ARMS; a++) o->arms[a] = a;
@@ -1233,10 +1264,10 @@ static int ts_run_arms(const ts_opts *o, const ts_data *train,
     printf("format %s, stress %d, %d steps, %d seed(s) from %d, data %s\n",
            o->fmt->name, o->stress, o->steps, o->seeds, o->seed,
            o->data_dir ? o->data_dir : "built-in");
-    printf("%-6s %17s %9s %9s %7s %8s %9s %8s\n", "arm", "test_acc(sd)",
+    printf("%-11s %17s %9s %9s %7s %8s %9s %8s\n", "arm", "test_acc(sd)",
            "test_loss", "recovery", "spikes", "diverged", "overhead", "cpu_s");
     for (a = 0; a < o->n_arms; a++)
-      printf("%-6s %8.2f%% (%4.2f) %9.4f %8.2f%% %7d %8d %8.2f%% %8.1f\n",
+      printf("%-11s %8.2f%% (%4.2f) %9.4f %8.2f%% %7d %8d %8.2f%% %8.1f\n",
              TS_ARM_NAMES[o->arms[a]], 100.0 * ts_mean(acc[a], o->seeds),
              100.0 * ts_sd(acc[a], o->seeds), ts_mean(tl[a], o->seeds),
              100.0 * ts_mean(rf[a], o->seeds), spikes[a], div[a],

@@ -54,7 +54,7 @@ typedef struct fixture {
 
 /* A config whose only trigger is the one a test is about. */
 static gnmr_config quiet_config(void) {
-  gnmr_config c = gnmr_config_default();
+  gnmr_config c = gnmr_config_paper();
   c.ratio_threshold = 1e30;
   c.delta_threshold = 1e30;
   c.history_decay = 0.9;
@@ -124,7 +124,7 @@ static float random_norm(double p_spike, double p_nan) {
 /* ---- configuration ------------------------------------------------------ */
 
 TEST(default_config_is_valid) {
-  gnmr_config c = gnmr_config_default();
+  gnmr_config c = gnmr_config_paper();
   EXPECT_EQ_INT(gnmr_config_validate(&c), GNMR_OK);
   EXPECT_EQ_INT(gnmr_config_validate(NULL), GNMR_EINVAL);
 }
@@ -137,7 +137,7 @@ TEST(every_invalid_config_field_is_refused_and_changes_nothing) {
   const double bad_eps[] = {0.0, -1e-9, NAN, INFINITY};
   const uint32_t bad_window[] = {0, GNMR_WINDOW_MAX + 1, 1000};
   const int bad_policy[] = {-1, 3, 100};
-  gnmr_config good = gnmr_config_default(), c;
+  gnmr_config good = gnmr_config_paper(), c;
   size_t i;
   int rc;
   REQUIRE(setup(&f, &good, 8) == GNMR_OK);
@@ -174,7 +174,7 @@ TEST(every_invalid_config_field_is_refused_and_changes_nothing) {
 
 TEST(edge_configs_are_accepted) {
   static fixture f;
-  gnmr_config c = gnmr_config_default();
+  gnmr_config c = gnmr_config_paper();
   c.history_decay = 1.0;
   c.delta_window = GNMR_WINDOW_MAX;
   c.max_recovering = 0;
@@ -195,7 +195,7 @@ TEST(edge_configs_are_accepted) {
 TEST(bad_steps_are_refused_and_change_nothing) {
   static fixture f, before;
   static gnmr_ctl raw;
-  gnmr_config c = gnmr_config_default();
+  gnmr_config c = gnmr_config_paper();
   const float negatives[] = {-1.0f, -FLT_MIN, -1e-45f, -FLT_MAX};
   size_t i;
   int s;
@@ -539,7 +539,7 @@ TEST(spike_policy_scales) {
 
 TEST(max_recovering_zero_admits_nobody) {
   static fixture f;
-  gnmr_config c = gnmr_config_default();
+  gnmr_config c = gnmr_config_paper();
   gnmr_counters t;
   uint32_t s, u;
   c.max_recovering = 0;
@@ -672,7 +672,7 @@ TEST(long_random_runs_match_the_reference_and_respect_the_budget) {
   static gnmr_decision rd[MAXN];
   int run, mismatches = 0;
   for (run = 0; run < 24; run++) {
-    gnmr_config c = gnmr_config_default();
+    gnmr_config c = gnmr_config_paper();
     uint32_t n = 1 + (uint32_t)(check_rand() % MAXN), s, u;
     c.ratio_threshold = 1.5 + 4.0 * check_uniform();
     c.delta_threshold = 0.2 + 2.0 * check_uniform();
@@ -728,7 +728,7 @@ TEST(avx512_and_scalar_controllers_agree_bit_for_bit) {
     return;
   }
   for (run = 0; run < 6; run++) {
-    gnmr_config c = gnmr_config_default();
+    gnmr_config c = gnmr_config_paper();
     uint32_t s, u, n = 40 + (uint32_t)(check_rand() % 24);
     c.max_recovering = (uint32_t)(check_rand() % 6);
     c.warmup_steps = (uint32_t)(check_rand() % 30);
@@ -763,7 +763,7 @@ TEST(avx512_and_scalar_controllers_agree_bit_for_bit) {
 
 TEST(same_inputs_same_decisions_bit_for_bit) {
   static fixture a, b;
-  gnmr_config c = gnmr_config_default();
+  gnmr_config c = gnmr_config_paper();
   uint32_t s, u;
   c.max_recovering = 5;
   /* Lock-step; b skips the decision array every other step. */
@@ -784,7 +784,7 @@ TEST(same_inputs_same_decisions_bit_for_bit) {
 
 TEST(counters_add_up) {
   static fixture f;
-  gnmr_config c = gnmr_config_default();
+  gnmr_config c = gnmr_config_paper();
   gnmr_counters t, one;
   uint64_t sum_adm = 0, sum_rec = 0, sum_risky = 0, sum_ob = 0, sum_nf = 0;
   uint64_t seen_adm = 0, seen_nf = 0;
@@ -832,7 +832,7 @@ TEST(counters_add_up) {
 static unsigned char ck_buf[1 << 14];
 
 static gnmr_config ck_config(void) {
-  gnmr_config c = gnmr_config_default();
+  gnmr_config c = gnmr_config_paper();
   c.max_recovering = 2;
   c.warmup_steps = 3;
   c.lock_steps = 4;
@@ -845,7 +845,7 @@ TEST(checkpoint_resume_matches_the_uninterrupted_run) {
   static fixture a, b, fresh;
   static float inputs[CK_STEPS][CK_N];
   static gnmr_decision want[CK_STEPS][CK_N];
-  gnmr_config c = ck_config(), other = gnmr_config_default();
+  gnmr_config c = ck_config(), other = gnmr_config_paper();
   int trial;
   uint32_t s, u;
   for (s = 0; s < CK_STEPS; s++)
@@ -892,7 +892,7 @@ static void ck_saved(fixture *f, size_t *len) {
 TEST(checkpoint_every_truncation_and_bit_flip_is_refused) {
   static fixture src, target, before;
   static unsigned char copy[1 << 14];
-  gnmr_config c = gnmr_config_default();
+  gnmr_config c = gnmr_config_paper();
   size_t len, cut, bit;
   uint32_t s;
   int refused = 0, rc;
@@ -926,20 +926,26 @@ static void ck_reseal(unsigned char *buf, size_t len) {
   gnmr__put_u32(p, gnmr__crc32(buf, len - 4));
 }
 
+/* Where unit 0 starts in a checkpoint. */
+#define CK_UNIT0 (GNMR__CKPT_HEADER + GNMR__CKPT_CONFIG + GNMR__CKPT_TOTALS)
+
 static void put_f64(unsigned char *p, double v) { gnmr__put(p, &v, 8); }
 static void put_u64(unsigned char *p, uint64_t v) { gnmr__put(p, &v, 8); }
 
 TEST(checkpoint_errors_each_have_their_own_code) {
   static fixture src, target, bigger, before;
   static unsigned char copy[1 << 14];
-  gnmr_config c = gnmr_config_default();
+  gnmr_config c = gnmr_config_paper();
   size_t len, small;
   ck_saved(&src, &len);
   REQUIRE(setup(&target, &c, CK_N) == GNMR_OK);
   before = target;
-  /* Another format version (with a valid checksum). */
+  /* Another format version (with a valid checksum): 0.1's, or a later. */
   memcpy(copy, ck_buf, len);
-  copy[8] = 2;
+  copy[8] = 1;
+  ck_reseal(copy, len);
+  EXPECT_EQ_INT(gnmr_checkpoint_load(&target.ctl, copy, len), GNMR_EVERSION);
+  copy[8] = 3;
   ck_reseal(copy, len);
   EXPECT_EQ_INT(gnmr_checkpoint_load(&target.ctl, copy, len), GNMR_EVERSION);
   /* Another unit count. */
@@ -948,7 +954,7 @@ TEST(checkpoint_errors_each_have_their_own_code) {
   EXPECT_EQ_INT(gnmr_checkpoint_load(&bigger.ctl, ck_buf, len), GNMR_EMISMATCH);
   /* Valid checksum, impossible contents: a lock longer than lock_steps. */
   memcpy(copy, ck_buf, len);
-  gnmr__put_u32(copy + 24 + 56 + 64 + GNMR__CKPT_UNIT - 8, 99);
+  gnmr__put_u32(copy + CK_UNIT0 + GNMR__CKPT_UNIT - 8, 99);
   ck_reseal(copy, len);
   EXPECT_EQ_INT(gnmr_checkpoint_load(&target.ctl, copy, len), GNMR_ECORRUPT);
   /* Valid checksum, invalid config (tau_r = 0.5). */
@@ -988,13 +994,19 @@ TEST(checkpoint_format_is_little_endian_field_by_field) {
   const unsigned char *p = ck_buf;
   ck_saved(&src, &len);
   EXPECT(memcmp(ck_buf, "GNMRCKPT", 8) == 0);
-  EXPECT(ck_buf[8] == 1 && ck_buf[9] == 0 && ck_buf[10] == 0);
+  EXPECT(ck_buf[8] == 2 && ck_buf[9] == 0 && ck_buf[10] == 0);
   EXPECT(ck_buf[12] == CK_N && ck_buf[13] == 0);
   EXPECT(ck_buf[16] == GNMR_WINDOW_MAX);
   p += 24;
   gnmr__get(&p, &tau, 8);
   EXPECT_EQ_BITS(tau, src.ctl.cfg.ratio_threshold);
-  EXPECT_EQ_INT(len, 24 + 56 + 64 + CK_N * GNMR__CKPT_UNIT + 4);
+  /* config: 4 f64, 6 u32, 2 u32, 11 f64, 2 u32; totals: 9 u64, 2 u32;
+     global: 3 f64, 1 u64; a unit: 2 f64, 16 f32, u64, 3 f64, 7 u64, 2 u32 */
+  EXPECT_EQ_INT(GNMR__CKPT_CONFIG, 32 + 24 + 8 + 88 + 8);
+  EXPECT_EQ_INT(GNMR__CKPT_TOTALS, 72 + 8 + 32);
+  EXPECT_EQ_INT(GNMR__CKPT_UNIT, 16 + 64 + 8 + 24 + 56 + 8);
+  EXPECT_EQ_INT(len, 24 + GNMR__CKPT_CONFIG + GNMR__CKPT_TOTALS +
+                         CK_N * GNMR__CKPT_UNIT + 4);
 }
 
 TEST(checkpoint_of_extreme_thresholds_round_trips) {
@@ -1025,8 +1037,8 @@ TEST(checkpoint_of_extreme_thresholds_round_trips) {
 TEST(checkpoint_refuses_state_a_step_cannot_reach) {
   static fixture src, target;
   static unsigned char copy[1 << 14];
-  gnmr_config c = gnmr_config_default();
-  const size_t unit0 = 24 + 56 + 64;
+  gnmr_config c = gnmr_config_paper();
+  const size_t unit0 = CK_UNIT0;
   size_t len;
   ck_saved(&src, &len);
   REQUIRE(setup(&target, &c, CK_N) == GNMR_OK);
@@ -1168,7 +1180,7 @@ TEST(window_changed_is_re_derived_from_the_ring) {
   size_t i;
   for (i = 0; i < 4; i++) {
     static fixture a, b;
-    gnmr_config c = gnmr_config_default(), cw;
+    gnmr_config c = gnmr_config_paper(), cw;
     uint32_t s, u;
     c.max_recovering = 2;
     c.delta_window = 8;
@@ -1260,7 +1272,7 @@ TEST(checkpoint_after_every_kind_of_reconfigure_loads_back) {
   int kind;
   for (kind = 0; kind < 12; kind++) {
     static fixture a, b;
-    gnmr_config c = ck_config(), r, other = gnmr_config_default();
+    gnmr_config c = ck_config(), r, other = gnmr_config_paper();
     uint32_t s, u, at;
     c.max_recovering = 4;
     c.lock_steps = 6;
@@ -1415,23 +1427,25 @@ TEST(names_of_actions_and_flags) {
   EXPECT(strcmp(gnmr_flag_name(GNMR_FLAG_COOLDOWN), "COOLDOWN") == 0);
   EXPECT(strcmp(gnmr_flag_name(GNMR_FLAG_WARMUP), "WARMUP") == 0);
   EXPECT(strcmp(gnmr_flag_name(GNMR_FLAG_RENEWED), "RENEWED") == 0);
-  EXPECT(gnmr_flag_name(1u << 7) == NULL);
+  EXPECT(strcmp(gnmr_flag_name(GNMR_FLAG_FALL), "FALL") == 0);
+  EXPECT(strcmp(gnmr_flag_name(GNMR_FLAG_GLOBAL), "GLOBAL") == 0);
+  EXPECT(gnmr_flag_name(1u << 9) == NULL);
   REQUIRE(gnmr_flags_string(0, buf, sizeof buf) == GNMR_OK);
   EXPECT(strcmp(buf, "") == 0);
   REQUIRE(gnmr_flags_string(GNMR_FLAG_RATIO | GNMR_FLAG_RENEWED, buf,
                             sizeof buf) == GNMR_OK);
   EXPECT(strcmp(buf, "RATIO|RENEWED") == 0);
-  REQUIRE(gnmr_flags_string(GNMR_FLAG_DELTA | 0x300u, buf, sizeof buf) ==
+  REQUIRE(gnmr_flags_string(GNMR_FLAG_DELTA | 0xC00u, buf, sizeof buf) ==
           GNMR_OK);
-  EXPECT(strcmp(buf, "DELTA|0x300") == 0);
+  EXPECT(strcmp(buf, "DELTA|0xc00") == 0);
   REQUIRE(gnmr_flags_string(0xFFFFFFFFu, buf, sizeof buf) == GNMR_OK);
   EXPECT(strcmp(buf, "RATIO|DELTA|NONFINITE|OVER_BUDGET|COOLDOWN|WARMUP|"
-                     "RENEWED|0xffffff80") == 0);
+                     "RENEWED|FALL|GLOBAL|0xfffffe00") == 0);
 }
 
 /* The defaults the header's configuration table states. */
 TEST(defaults_are_the_documented_ones) {
-  gnmr_config c = gnmr_config_default();
+  gnmr_config c = gnmr_config_paper();
   EXPECT_EQ_BITS(c.ratio_threshold, 2.0);
   EXPECT_EQ_BITS(c.delta_threshold, 1.5);
   EXPECT_EQ_BITS(c.history_decay, 0.99);
@@ -1444,11 +1458,40 @@ TEST(defaults_are_the_documented_ones) {
   EXPECT_EQ_INT(c.spike_policy, GNMR_SPIKE_CLIP);
 }
 
-/* The checkpoint bytes of 0.1, for a fixed run: the field lists must not
-   move a byte (a change of format bumps the version instead). */
-TEST(checkpoint_bytes_are_those_of_version_1) {
+/* Version 2 with the fields version 1 did not have taken out: 0.1's
+   bytes for the same run, bit for bit (PAPER mode's state is 0.1's). */
+static size_t ck_as_version_1(const unsigned char *v2, size_t len,
+                              unsigned char *v1, uint32_t n) {
+  const size_t unit1 = 144, unit2 = GNMR__CKPT_UNIT;
+  size_t at = 0, u;
+  const unsigned char *t = v2 + 24 + GNMR__CKPT_CONFIG;
+  memcpy(v1, v2, 24);
+  v1[8] = 1;
+  memcpy(v1 + 24, v2 + 24, 56); /* 0.1's config fields come first */
+  at = 24 + 56;
+  memcpy(v1 + at, t, 8); /* steps; then the 6 counters of 0.1 */
+  memcpy(v1 + at + 8, t + 16, 48);
+  memcpy(v1 + at + 56, t + 72, 8); /* recovering, peak */
+  at += 64;
+  for (u = 0; u < n; u++) {
+    const unsigned char *src = v2 + CK_UNIT0 + u * unit2;
+    memcpy(v1 + at, src, 88);            /* mean, sum, window, k */
+    memcpy(v1 + at + 88, src + 112, 48); /* 0.1's counters */
+    memcpy(v1 + at + 136, src + 168, 8); /* lock, cooldown */
+    at += unit1;
+  }
+  (void)len;
+  gnmr__put_u32(v1 + at, gnmr__crc32(v1, at));
+  return at + 4;
+}
+
+/* The checkpoint bytes of this version, for a fixed run: the field lists
+   must not move a byte (a change of format bumps the version instead);
+   and without the fields 0.1 did not have, 0.1's bytes. */
+TEST(checkpoint_bytes_are_those_of_version_2_and_1) {
+  static unsigned char v1[1 << 14];
   static fixture f;
-  gnmr_config c = gnmr_config_default();
+  gnmr_config c = gnmr_config_paper();
   uint64_t x = 1;
   uint32_t s, u;
   size_t len = 0;
@@ -1466,8 +1509,13 @@ TEST(checkpoint_bytes_are_those_of_version_1) {
     REQUIRE(gnmr_step(&f.ctl, f.norms, NULL) == GNMR_OK);
   }
   REQUIRE(gnmr_checkpoint_save(&f.ctl, ck_buf, sizeof ck_buf, &len) == 0);
+  /* (A CRC over the trailer too is the residue 0x2144DF1C of any valid
+     buffer: the content is pinned by the CRC of what precedes it.) */
+  EXPECT_EQ_INT(len, 1532);
+  EXPECT_EQ_INT(gnmr__crc32(ck_buf, len - 4), 0x7C3C5869u);
+  len = ck_as_version_1(ck_buf, len, v1, 7);
   EXPECT_EQ_INT(len, 1156);
-  EXPECT_EQ_INT(gnmr__crc32(ck_buf, len), 0x2144DF1Cu /* 0.1.0's bytes */);
+  EXPECT_EQ_INT(gnmr__crc32(v1, len - 4), 0x752E358Bu /* 0.1's bytes */);
 }
 
 /* ---- misc
@@ -1488,7 +1536,7 @@ TEST(no_heap_in_the_controller_or_the_norms) {
   static fixture f, g;
   static unsigned char buf[1 << 14];
   static float x[3 * GNMR_SUM_CHUNK + 5];
-  gnmr_config c = gnmr_config_default();
+  gnmr_config c = gnmr_config_paper();
   gnmr_tensor t[2];
   gnmr_tensor_stats st;
   double sums[2];
@@ -1573,7 +1621,7 @@ int main(int argc, char **argv) {
       CHECK_CASE(unit_info_reads_the_state),
       CHECK_CASE(names_of_actions_and_flags),
       CHECK_CASE(defaults_are_the_documented_ones),
-      CHECK_CASE(checkpoint_bytes_are_those_of_version_1),
+      CHECK_CASE(checkpoint_bytes_are_those_of_version_2_and_1),
       CHECK_CASE(strerror_names_every_code),
       CHECK_CASE(no_heap_in_the_controller_or_the_norms)};
   return check_main(cases, sizeof cases / sizeof cases[0], argc, argv);

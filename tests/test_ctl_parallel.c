@@ -184,7 +184,7 @@ static int run_pair(const gnmr_config *cfg, uint32_t n, uint32_t steps,
 }
 
 static gnmr_config random_config(uint32_t n) {
-  gnmr_config c = gnmr_config_default();
+  gnmr_config c = gnmr_config_paper();
   const uint64_t r = check_rand();
   switch (r % 4) {
   case 0: c.max_recovering = 0; break; /* detect only */
@@ -310,7 +310,7 @@ TEST(select_matches_a_full_ranking) {
     gnmr_cuda_work w;
     gnmr_ctl ctl;
     uint32_t u, c = 0, *list;
-    gnmr_config cfg = gnmr_config_default();
+    gnmr_config cfg = gnmr_config_paper();
     cfg.max_recovering = (uint32_t)(check_rand() % (uint64_t)(n + 1));
     REQUIRE(gnmr_init(&ctl, &cfg, slots, n) == GNMR_OK);
     s = gnmr__carve(slots, n);

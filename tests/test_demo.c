@@ -239,7 +239,8 @@ static void summary_row(char **f) {
     if (!is_number(f[i])) row_errors++;
   if (atof(f[5]) < 0 || atof(f[5]) > 1 || atof(f[6]) < 0 || atof(f[6]) > 1)
     row_errors++;
-  if (strcmp(f[0], "gnmr") != 0 && atof(f[6]) != 0) row_errors++;
+  /* recovery only in the GNMR arms (gnmr, gnmr-noise, gnmr-global) */
+  if (strncmp(f[0], "gnmr", 4) != 0 && atof(f[6]) != 0) row_errors++;
 }
 
 static void trace_row(char **f) {

@@ -33,7 +33,7 @@ static unsigned char bad[CK_MAX];
 static size_t ck_len;
 
 static gnmr_config base_config(void) {
-  gnmr_config c = gnmr_config_default();
+  gnmr_config c = gnmr_config_paper();
   c.max_recovering = 3;
   c.warmup_steps = 2;
   c.cooldown_steps = 5;
@@ -125,6 +125,18 @@ static size_t bad_configs(bad_field *out, uint32_t n_units) {
   const double eps[] = {0.0, -1e-9, NAN, INFINITY};
   const uint32_t window[] = {0, GNMR_WINDOW_MAX + 1, UINT32_MAX};
   const int policy[] = {-1, 3, 100, -2147483647 - 1};
+  /* NOISE mode's fields (checked in either mode) */
+  const int rule[] = {-1, 2, 100};
+  const uint32_t two_sided[] = {2, UINT32_MAX};
+  const double positive[] = {0.0, -0.0, -1.0, NAN, INFINITY};
+  const double above1[] = {1.0, 0.5, -2.0, NAN, INFINITY};
+  const double open01[] = {0.0, 1.0, -0.5, 1.5, NAN};
+  const double ar[] = {-0.1, 1.0, NAN, INFINITY};
+  const double winsor[] = {0.999, 0.0, NAN, INFINITY};
+  const double floor_[] = {-1e-9, NAN, INFINITY};
+  const double frac[] = {0.0, -1.0, 1.0000001, NAN};
+  const uint32_t zero[] = {0};
+  const int gpolicy[] = {-1, 3};
   size_t k = 0, i;
   const gnmr_config good = base_config();
 #define BAD(name, values)                                                      \
@@ -139,6 +151,21 @@ static size_t bad_configs(bad_field *out, uint32_t n_units) {
   BAD(eps, eps)
   BAD(delta_window, window)
   BAD(spike_policy, policy)
+  BAD(rule, rule)
+  BAD(two_sided, two_sided)
+  BAD(z_rise, positive)
+  BAD(z_fall, positive)
+  BAD(min_rise, above1)
+  BAD(max_fall, open01)
+  BAD(ar, ar)
+  BAD(hold, positive)
+  BAD(fluct_decay, decay)
+  BAD(winsor, winsor)
+  BAD(fluct_floor, floor_)
+  BAD(global_ratio, above1)
+  BAD(global_frac, frac)
+  BAD(common_min_units, zero)
+  BAD(global_policy, gpolicy)
 #undef BAD
   out[k].field = "lock_steps";
   out[k].c = good;
@@ -153,7 +180,7 @@ static size_t bad_configs(bad_field *out, uint32_t n_units) {
 }
 
 TEST(config_check_names_the_field) {
-  static bad_field b[64];
+  static bad_field b[128];
   size_t nb = bad_configs(b, N), i;
   gnmr_config good = base_config();
   const char *field = "x";
@@ -178,7 +205,7 @@ TEST(config_check_names_the_field) {
 }
 
 TEST(init_refuses_and_changes_nothing) {
-  static bad_field b[64];
+  static bad_field b[128];
   size_t nb = bad_configs(b, N), i;
   gnmr_config good = base_config();
   REQUIRE(setup());
@@ -191,7 +218,7 @@ TEST(init_refuses_and_changes_nothing) {
 }
 
 TEST(reconfigure_refuses_and_changes_nothing) {
-  static bad_field b[64];
+  static bad_field b[128];
   size_t nb = bad_configs(b, N), i;
   gnmr_config good = base_config();
   REQUIRE(setup());
@@ -421,7 +448,9 @@ TEST(checkpoint_load_refuses_every_bad_buffer_and_changes_nothing) {
   }
   /* Another version; forged contents behind a valid CRC. */
   memcpy(bad, w.ck, ck_len);
-  bad[8] = 2;
+  bad[8] = 1; /* 0.1's version */
+  REFUSED(gnmr_checkpoint_load(&w.ctl, bad, ck_len), GNMR_EVERSION);
+  bad[8] = 3;
   REFUSED(gnmr_checkpoint_load(&w.ctl, bad, ck_len), GNMR_EVERSION);
   memcpy(bad, w.ck, ck_len);
   bad[24 + 7] ^= 0x80; /* ratio_threshold negative */

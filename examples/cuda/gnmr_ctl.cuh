@@ -31,6 +31,12 @@
    finite negative norm, GNMR_ESTATE for a bad controller: the step then changes
    nothing) stays on the device until gnmr_cuda_status reads it.
 
+   PAPER mode only (rules 1-8). NOISE mode's step-level phase (rule N3: the
+   common median and the global norm, a pass over every unit before the
+   per-unit rules) has no kernel yet: create and upload refuse a controller
+   in NOISE mode (cudaErrorInvalidValue), and a step that finds one anyway
+   changes nothing and reports GNMR_ECONFIG.
+
    One step is three kernels (up to GNMR_CUDA_FUSED_MAX units, the same
    phases in one block, one launch):
      check   every thread one norm: a finite negative one refuses the step;
@@ -113,7 +119,7 @@ static inline GNMR_HOSTDEV unsigned
 gnmr_cuda__unit(const gnmr_ctl *ctl, const gnmr__rules *r, const float *norms,
                 gnmr_decision *out, const gnmr_cuda_work *w, uint32_t u) {
   gnmr__soa s;
-  if (u >= r->n || w->negative || w->unusable) return 0;
+  if (u >= r->n || w->negative || w->unusable || r->noise) return 0;
   s = gnmr__carve(ctl->units, r->n);
   return gnmr__unit_step(r, &s, norms, out, u);
 }
@@ -123,9 +129,10 @@ static inline GNMR_HOSTDEV void
 gnmr_cuda__admit_begin(gnmr_cuda_select *sel, const gnmr_ctl *ctl,
                        const gnmr_cuda_work *w) {
   uint32_t max_o = ctl->cfg.max_recovering, free_slots;
-  sel->status = !gnmr__usable(ctl) ? GNMR_ESTATE
-                : w->negative      ? GNMR_ENORM
-                                   : GNMR_OK;
+  sel->status = !gnmr__usable(ctl)                 ? GNMR_ESTATE
+                : ctl->cfg.rule != GNMR_RULE_PAPER ? GNMR_ECONFIG
+                : w->negative                      ? GNMR_ENORM
+                                                   : GNMR_OK;
   free_slots = w->locked < max_o ? max_o - w->locked : 0;
   sel->candidates = w->candidates;
   sel->k = w->candidates < free_slots ? w->candidates : free_slots;
@@ -255,6 +262,7 @@ gnmr_cuda__admit_end(const gnmr_cuda_select *sel, gnmr_ctl *ctl,
     ctl->recovering = recovering;
     if (recovering > ctl->peak_recovering) ctl->peak_recovering = recovering;
     ctl->steps++;
+    ctl->report.flagged = (uint32_t)w->risky; /* PAPER mode's report */
     gnmr__commit(ctl);
   } else if (w->first_error == GNMR_OK) {
     w->first_error = sel->status;
@@ -433,7 +441,8 @@ static inline cudaError_t gnmr_cuda_ctl_create(gnmr_cuda_ctl *d,
                                                const gnmr_ctl *host) {
   gnmr_ctl image;
   cudaError_t e;
-  if (!d || !host || !gnmr__usable(host)) return cudaErrorInvalidValue;
+  if (!d || !host || !gnmr__usable(host) || host->cfg.rule != GNMR_RULE_PAPER)
+    return cudaErrorInvalidValue;
   memset(d, 0, sizeof *d);
   d->n_units = host->n_units;
   e = cudaMalloc((void **)&d->ctl, sizeof *d->ctl);
@@ -466,7 +475,7 @@ static inline cudaError_t gnmr_cuda_ctl_upload(gnmr_cuda_ctl *d,
   gnmr_ctl image;
   cudaError_t e;
   if (!d || !d->ctl || !host || !gnmr__usable(host) ||
-      host->n_units != d->n_units)
+      host->n_units != d->n_units || host->cfg.rule != GNMR_RULE_PAPER)
     return cudaErrorInvalidValue;
   e = cudaMemset(d->work, 0, sizeof *d->work);
   if (e == cudaSuccess && d->n_units > 0)

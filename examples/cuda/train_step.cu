@@ -120,7 +120,7 @@ int main(void) {
   uint32_t first[UNITS], len[UNITS], u;
   gnmr_cuda_grad grads[UNITS];
   gnmr_slot slots[UNITS];
-  gnmr_config cfg = gnmr_config_default();
+  gnmr_config cfg = gnmr_config_paper();
   gnmr_ctl host;
   gnmr_cuda_ctl gc;
   gnmr_counters tot = gnmr_counters(); /* read after a refusal too */

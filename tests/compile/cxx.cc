@@ -5,7 +5,7 @@
 #include "tests/check.h"
 
 TEST(cxx_controller_runs) {
-  gnmr_config cfg = gnmr_config_default();
+  gnmr_config cfg = gnmr_config_paper(); // 0.1's rules: ratio 1 at first
   gnmr_slot units[3];
   gnmr_ctl ctl;
   gnmr_decision d[3];

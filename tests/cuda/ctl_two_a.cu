@@ -23,7 +23,7 @@ int main(void) {
   gnmr_slot sa[N], sb[N];
   gnmr_ctl a, b;
   gnmr_cuda_ctl dev;
-  gnmr_config cfg = gnmr_config_default();
+  gnmr_config cfg = gnmr_config_paper();
   float x[N], *d_x;
   int rec[N], *d_rec, count = 0, step, u, bad = 0;
   if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) {

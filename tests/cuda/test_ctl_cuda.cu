@@ -47,7 +47,7 @@ __global__ void read_recovering(const gnmr_ctl *ctl, uint32_t n, int *out) {
 }
 
 static gnmr_config random_config(uint32_t n) {
-  gnmr_config c = gnmr_config_default();
+  gnmr_config c = gnmr_config_paper();
   const uint64_t r = check_rand();
   c.max_recovering = r % 4 == 0 ? 0
                      : r % 4 == 1
@@ -183,7 +183,7 @@ TEST(checkpoint_round_trip_through_the_host) {
   static gnmr_slot sa[N], sb[N], sc[N];
   static float x[N];
   static unsigned char ka[200 * N + 256], kb[200 * N + 256];
-  gnmr_config cfg = gnmr_config_default();
+  gnmr_config cfg = gnmr_config_paper();
   gnmr_ctl a, b, c;
   gnmr_cuda_ctl dev;
   float *d_x = NULL;

@@ -544,7 +544,7 @@ static int check_big_tensor(cudaStream_t stream) {
 /* ---- 2. norms and decisions, S steps, against the CPU -------------------- */
 
 static gnmr_config run_config(void) {
-  gnmr_config cfg = gnmr_config_default();
+  gnmr_config cfg = gnmr_config_paper();
   cfg.max_recovering = 4;
   cfg.warmup_steps = 8;
   return cfg;
@@ -811,7 +811,7 @@ static float median(float *x, int n) {
 }
 
 static int run_controller_timing(cudaStream_t stream) {
-  gnmr_config cfg = gnmr_config_default();
+  gnmr_config cfg = gnmr_config_paper();
   const size_t cells = (size_t)TIMING_STEPS * TIMING_UNITS;
   float *norms = (float *)mallocCheck(cells * sizeof *norms);
   gnmr_decision *dev = (gnmr_decision *)mallocCheck(cells * sizeof *dev);

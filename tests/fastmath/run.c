@@ -51,8 +51,9 @@ static uint64_t run_controller(int isa) {
   static unsigned char ck[1 << 14];
   uint64_t h = 0xCBF29CE484222325ull;
   int cfg_i, step;
-  for (cfg_i = 0; cfg_i < 5; cfg_i++) {
-    gnmr_config c = gnmr_config_default();
+  for (cfg_i = 0; cfg_i < 6; cfg_i++) {
+    /* 0-4: PAPER mode (its AVX-512 path); 5: NOISE mode, global CLIP */
+    gnmr_config c = cfg_i == 5 ? gnmr_config_default() : gnmr_config_paper();
     gnmr_ctl ctl;
     float norms[N_UNITS];
     gnmr_decision d[N_UNITS];
@@ -64,6 +65,9 @@ static uint64_t run_controller(int isa) {
     if (cfg_i == 3) c.history_decay = 0.9, c.warmup_steps = 0, c.lock_steps = 2;
     if (cfg_i == 4) /* calm whatever the norms: the AVX-512 path's arithmetic */
       c.ratio_threshold = 1e30, c.delta_threshold = 1e30;
+    if (cfg_i == 5)
+      c.warmup_steps = 8, c.max_recovering = 3,
+      c.global_policy = GNMR_GLOBAL_CLIP;
     rng_state = 1000u + (uint64_t)cfg_i;
     if (gnmr_isa_force(isa) != GNMR_OK) return 0;
     if (gnmr_init(&ctl, &c, units, N_UNITS) != GNMR_OK) return 1;

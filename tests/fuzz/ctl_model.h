@@ -34,7 +34,7 @@ FUZZ_UNUSED static gnmr_config fuzz_config(fuzz_reader *r, uint32_t n_units) {
                                  1e-300, 0.0, -0.5, 1.0000001, NAN};
   static const double eps[] = {1e-12, 1.0,    1e-300, 5e-324,  1e30,
                                0.0,   -1e-12, NAN,    INFINITY};
-  gnmr_config c;
+  gnmr_config c = gnmr_config_paper(); /* PAPER mode: the model's rules */
   c.ratio_threshold = fuzz_pick(r, ratio, sizeof ratio / sizeof ratio[0]);
   c.delta_threshold = fuzz_pick(r, delta, sizeof delta / sizeof delta[0]);
   c.history_decay = fuzz_pick(r, decay, sizeof decay / sizeof decay[0]);
@@ -153,10 +153,10 @@ FUZZ_UNUSED static void fuzz_shadow_sync(fuzz_shadow *sh, const gnmr_ctl *ctl) {
 }
 
 #define FUZZ_RISK_FLAGS                                                        \
-  (GNMR_FLAG_RATIO | GNMR_FLAG_DELTA | GNMR_FLAG_NONFINITE)
+  (GNMR_FLAG_RATIO | GNMR_FLAG_DELTA | GNMR_FLAG_NONFINITE | GNMR_FLAG_FALL)
 #define FUZZ_ALL_FLAGS                                                         \
   (FUZZ_RISK_FLAGS | GNMR_FLAG_OVER_BUDGET | GNMR_FLAG_COOLDOWN |              \
-   GNMR_FLAG_WARMUP | GNMR_FLAG_RENEWED)
+   GNMR_FLAG_WARMUP | GNMR_FLAG_RENEWED | GNMR_FLAG_GLOBAL)
 
 static int fuzz_has_negative(const float *norms, uint32_t n) {
   uint32_t u;
@@ -195,12 +195,17 @@ FUZZ_UNUSED static int fuzz_step_checked(gnmr_ctl *ctl, fuzz_shadow *sh,
     const gnmr_decision *x = &d[u];
     int was = sh->lock_left[u] > 0, now = gnmr_recovering(ctl, u);
     int is_risky = (x->flags & FUZZ_RISK_FLAGS) != 0;
+    /* NOISE mode: the global policy multiplies every scale on a GLOBAL
+       step, where only NONFINITE units are admitted */
+    int global = (x->flags & GNMR_FLAG_GLOBAL) != 0;
+    if (cfg->rule == GNMR_RULE_PAPER)
+      FUZZ_CHECK(!(x->flags & (GNMR_FLAG_FALL | GNMR_FLAG_GLOBAL)));
     FUZZ_CHECK(now == 0 || now == 1);
     FUZZ_CHECK((x->flags & ~(uint32_t)FUZZ_ALL_FLAGS) == 0);
     /* scale is a multiplier in [0, 1], never NaN. */
     FUZZ_CHECK(x->scale >= 0.0 && x->scale <= 1.0);
-    if (!is_risky) FUZZ_CHECK(x->scale == 1.0);
-    if (is_risky && cfg->spike_policy == GNMR_SPIKE_PASS &&
+    if (!is_risky && !global) FUZZ_CHECK(x->scale == 1.0);
+    if (is_risky && cfg->spike_policy == GNMR_SPIKE_PASS && !global &&
         !(x->flags & GNMR_FLAG_NONFINITE))
       FUZZ_CHECK(x->scale == 1.0);
     if (is_risky && cfg->spike_policy == GNMR_SPIKE_SKIP)
@@ -215,7 +220,8 @@ FUZZ_UNUSED static int fuzz_step_checked(gnmr_ctl *ctl, fuzz_shadow *sh,
     }
     if (x->flags & GNMR_FLAG_WARMUP)
       FUZZ_CHECK(!(x->flags & (GNMR_FLAG_RATIO | GNMR_FLAG_DELTA)));
-    if (x->flags & GNMR_FLAG_RATIO) FUZZ_CHECK(x->ratio > cfg->ratio_threshold);
+    if ((x->flags & GNMR_FLAG_RATIO) && cfg->rule == GNMR_RULE_PAPER)
+      FUZZ_CHECK(x->ratio > cfg->ratio_threshold);
     if (x->flags & GNMR_FLAG_DELTA) FUZZ_CHECK(x->delta > cfg->delta_threshold);
     if (x->flags & (GNMR_FLAG_OVER_BUDGET | GNMR_FLAG_COOLDOWN))
       FUZZ_CHECK(is_risky && x->action == GNMR_ACTION_KEEP);
@@ -229,6 +235,7 @@ FUZZ_UNUSED static int fuzz_step_checked(gnmr_ctl *ctl, fuzz_shadow *sh,
     case GNMR_ACTION_RECOVER:
       FUZZ_CHECK(!was && now && is_risky && cfg->max_recovering > 0);
       FUZZ_CHECK(!(x->flags & (GNMR_FLAG_COOLDOWN | GNMR_FLAG_RENEWED)));
+      FUZZ_CHECK(!global || (x->flags & GNMR_FLAG_NONFINITE));
       sh->lock_left[u] = cfg->lock_steps;
       admitted++;
       break;

@@ -22,6 +22,13 @@
 
 #define CKPT_MAX 32768u
 
+/* The format's offsets mode 3 edits (below) are those of version 2. */
+typedef char
+    fuzz_ckpt_layout[GNMR__CKPT_VERSION == 2 && GNMR__CKPT_CONFIG == 160 &&
+                             GNMR__CKPT_TOTALS == 112 && GNMR__CKPT_UNIT == 176
+                         ? 1
+                         : -1];
+
 static gnmr_slot target_units[FUZZ_MAX_UNITS + 1];
 static gnmr_slot again_units[FUZZ_MAX_UNITS + 1];
 static gnmr_slot source_units[FUZZ_MAX_UNITS + 1];
@@ -29,7 +36,7 @@ static unsigned char resaved[CKPT_MAX];
 
 /* A controller with some history, so a partial write would show. */
 static void make_target(gnmr_ctl *ctl, uint32_t n) {
-  gnmr_config cfg = gnmr_config_default();
+  gnmr_config cfg = gnmr_config_paper();
   float norms[FUZZ_MAX_UNITS + 1];
   uint32_t u, s;
   cfg.max_recovering = n > 0 ? 1u : 0u;
@@ -112,7 +119,7 @@ static size_t make_valid(fuzz_reader *r, unsigned char *out) {
   size_t written = 0;
   cfg = fuzz_config(r, n);
   if (gnmr_init(&ctl, &cfg, source_units, n) != GNMR_OK) {
-    cfg = gnmr_config_default();
+    cfg = gnmr_config_paper();
     cfg.max_recovering = n / 2;
     FUZZ_CHECK(gnmr_init(&ctl, &cfg, source_units, n) == GNMR_OK);
   }
@@ -208,13 +215,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
      value written into one field of the format (gnmr.h, "checkpoint"), so
      that values just past each limit are easy to reach. */
   {
-    /* Offsets of the 32-bit fields and of the low words of the 64-bit ones:
-       config W .. policy, totals, then (from 144) one unit's fields. */
-    static const uint16_t head_fields[] = {56,  60,  64,  68,  72,  76,
-                                           80,  88,  96,  104, 112, 120,
-                                           128, 136, 140, 12,  16,  20};
-    static const uint16_t unit_fields[] = {0,  4,   8,   12,  16,  80, 84,
-                                           88, 104, 112, 136, 140, 76};
+    /* Offsets of the 32-bit fields and of the low words of the 64-bit ones
+       (the high words of mu, s, p: a double near 1): config W .. policy,
+       rule, two_sided, common_min_units, global_policy; the totals and the
+       global norm's k; the header; then (from GNMR__CKPT_HEADER +
+       GNMR__CKPT_CONFIG + GNMR__CKPT_TOTALS) one unit's fields. */
+    static const uint16_t head_fields[] = {
+        56,  60,  64,  68,  72,  76,  80,  84,  176, 180, 184, 192, 200,
+        208, 216, 224, 232, 240, 248, 256, 260, 288, 12,  16,  20};
+    static const uint16_t unit_fields[] = {0,  4,   8,   12,  16,  80,  84,
+                                           92, 100, 108, 112, 168, 172, 76};
+    const size_t unit0 =
+        GNMR__CKPT_HEADER + GNMR__CKPT_CONFIG + GNMR__CKPT_TOTALS;
     uint8_t edits = fuzz_u8(&r) % 16u;
     for (i = 0; i < edits; i++) {
       uint8_t kind = fuzz_u8(&r);
@@ -227,9 +239,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       if (kind % 3 == 1) {
         at = head_fields[fuzz_u8(&r) % (sizeof head_fields / 2)];
       } else {
-        size_t units = (len - 148u) / GNMR__CKPT_UNIT;
+        size_t units = (len - unit0 - 4u) / GNMR__CKPT_UNIT;
         if (units == 0) continue;
-        at = 144u + (fuzz_u8(&r) % units) * GNMR__CKPT_UNIT +
+        at = unit0 + (fuzz_u8(&r) % units) * GNMR__CKPT_UNIT +
              unit_fields[fuzz_u8(&r) % (sizeof unit_fields / 2)];
       }
       if (at + 4 <= len - 4) fuzz_put_u32(bad + at, fuzz_pick_u32(&r, 24));

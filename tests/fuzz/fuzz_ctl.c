@@ -52,7 +52,7 @@ static void compare_sides(const side *a, const side *b) {
 /* Save B, load it into a controller over the other units array that was
    initialised with another config, continue there. */
 static void round_trip(side *b, fuzz_reader *r) {
-  gnmr_config other = gnmr_config_default();
+  gnmr_config other = gnmr_config_paper();
   gnmr_ctl fresh;
   uint32_t n = b->ctl.n_units;
   int next = !b->slot;
@@ -150,7 +150,7 @@ static void refused_calls(side *a, fuzz_reader *r) {
   REFUSED(gnmr_checkpoint_load(NULL, ckpt_bad, written), GNMR_EINVAL);
   /* Another number of units. */
   {
-    gnmr_config cfg1 = gnmr_config_default();
+    gnmr_config cfg1 = gnmr_config_paper();
     gnmr_slot other_units[FUZZ_MAX_UNITS + 1];
     gnmr_ctl other;
     size_t w2 = 0;

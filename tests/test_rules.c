@@ -1,0 +1,686 @@
+/* test_rules.c - NOISE mode's rules (N0-N9) and the step-level verdict,
+   pinned one by one: thresholds at and around their edges, non-finite
+   norms kept out of every statistic, a spike's bounded effect, the global
+   policy's scales, the checkpoint, the scalar/AVX-512 identity, switching
+   modes; and PAPER mode untouched by NOISE mode's fields. */
+#define GNMR_IMPLEMENTATION
+#include "gnmr.h"
+#include "tests/check.h"
+
+#include <float.h>
+
+#define MAXN 16
+
+typedef struct fixture {
+  gnmr_config cfg;
+  gnmr_slot units[MAXN];
+  gnmr_ctl ctl;
+  gnmr_decision d[MAXN];
+  float norms[MAXN];
+  uint32_t n;
+} fixture;
+
+/* NOISE mode, nothing admitted unless a test asks, a short warm-up. */
+static gnmr_config noise_config(void) {
+  gnmr_config c = gnmr_config_paper();
+  c.rule = GNMR_RULE_NOISE;
+  c.warmup_steps = 4;
+  c.max_recovering = 0;
+  c.spike_policy = GNMR_SPIKE_PASS;
+  return c;
+}
+
+static int setup(fixture *f, const gnmr_config *c, uint32_t n) {
+  memset(f, 0, sizeof *f);
+  f->cfg = *c;
+  f->n = n;
+  return gnmr_init(&f->ctl, c, f->units, n);
+}
+
+static int step_all(fixture *f, float v) {
+  uint32_t u;
+  for (u = 0; u < f->n; u++) f->norms[u] = v;
+  return gnmr_step(&f->ctl, f->norms, f->d);
+}
+
+/* Past warm-up at norm 1: mu = L(1) = 0, s = 0, p = 0 for every unit. */
+static int warm(fixture *f, const gnmr_config *c, uint32_t n) {
+  uint32_t s;
+  if (setup(f, c, n) != GNMR_OK) return 0;
+  for (s = 0; s < c->warmup_steps; s++)
+    if (step_all(f, 1.0f) != GNMR_OK) return 0;
+  return 1;
+}
+
+static gnmr__soa soa(fixture *f) { return gnmr__carve(f->units, f->n); }
+
+static double L(double x) { return gnmr__log(x, DBL_MIN); }
+
+/* ---- rule N0: the library's own log and exp ----------------------------- */
+
+TEST(log_is_accurate_and_increasing) {
+  double prev = -INFINITY, worst = 0.0, x;
+  int monotone = 1;
+  for (x = 1e-30; x < 1e30; x *= 1.0007) {
+    double l = L(x), err = fabs(l - log(x));
+    if (err > worst) worst = err;
+    if (!(l >= prev)) monotone = 0;
+    prev = l;
+  }
+  EXPECT(worst < 2e-5);
+  EXPECT(monotone);
+  EXPECT_EQ_BITS(L(1.0), 0.0);
+  EXPECT_EQ_BITS(L(0.0), L(DBL_MIN)); /* max(x, floor) */
+}
+
+TEST(exp_of_negative_values_is_accurate) {
+  double x, worst = 0.0;
+  for (x = -690.0; x <= 0.0; x += 0.013) {
+    double e = gnmr__exp_neg(x), r = exp(x);
+    if (r > 0.0 && fabs(e - r) / r > worst) worst = fabs(e - r) / r;
+  }
+  EXPECT(worst < 1e-11);
+  EXPECT_EQ_BITS(gnmr__exp_neg(0.0), 1.0);
+  EXPECT_EQ_BITS(gnmr__exp_neg(5.0), 1.0); /* a scale is never above 1 */
+  EXPECT_EQ_BITS(gnmr__exp_neg(-800.0), 0.0);
+}
+
+/* ---- rule N4: the thresholds at their edges ----------------------------- */
+
+/* The flags of unit 0 for norm g, one step after warm-up (one unit: no
+   common view, c = 0; mu = s = p = 0, so d = e = L(g)). */
+static uint32_t flags_for(const gnmr_config *c, float g) {
+  static fixture f;
+  if (!warm(&f, c, 1)) return 0xFFFFFFFFu;
+  f.norms[0] = g;
+  if (gnmr_step(&f.ctl, f.norms, f.d) != GNMR_OK) return 0xFFFFFFFFu;
+  return f.d[0].flags & (GNMR_FLAG_RATIO | GNMR_FLAG_FALL);
+}
+
+/* Floats around x: from 8 below to 8 above, each flagged as want() says;
+   both answers must be seen. */
+static void edge(const gnmr_config *c, float x, uint32_t flag,
+                 int (*want)(double)) {
+  float g = x;
+  int i, seen[2] = {0, 0};
+  for (i = 0; i < 8; i++) g = nextafterf(g, 0.0f);
+  for (i = 0; i < 17; i++, g = nextafterf(g, INFINITY)) {
+    int w = want(L((double)g));
+    uint32_t got = flags_for(c, g);
+    seen[w] = 1;
+    if (got != (w ? flag : 0u)) {
+      printf("  g = %.9g: flags %u, want %u\n", (double)g, got, w ? flag : 0u);
+      check__failed_here = 1;
+    }
+  }
+  EXPECT(seen[0] && seen[1]);
+}
+
+static int above_min_rise(double d) { return d > L(2.0); }
+static int above_z_rise(double d) { return d > 4.25 * 0.5; }
+static int below_max_fall(double d) { return d < L(0.5); }
+static int below_z_fall(double d) { return d < -(6.0 * 0.5); }
+
+TEST(rise_at_and_around_min_rise) {
+  gnmr_config c = noise_config(); /* S = fluct_floor 0.01: min_rise binds */
+  edge(&c, 2.0f, GNMR_FLAG_RATIO, above_min_rise);
+  EXPECT_EQ_INT(flags_for(&c, 2.0f), 0); /* L(2) itself is not above */
+}
+
+TEST(rise_at_and_around_z_rise) {
+  gnmr_config c = noise_config();
+  c.fluct_floor = 0.5; /* z_rise S = 2.125 > L(2): z_rise binds */
+  edge(&c, (float)exp(2.125), GNMR_FLAG_RATIO, above_z_rise);
+}
+
+TEST(fall_at_and_around_max_fall) {
+  gnmr_config c = noise_config();
+  edge(&c, 0.5f, GNMR_FLAG_FALL, below_max_fall);
+  EXPECT_EQ_INT(flags_for(&c, 0.5f), 0);
+  c.two_sided = 0; /* rises only */
+  EXPECT_EQ_INT(flags_for(&c, 0.01f), 0);
+}
+
+TEST(fall_at_and_around_z_fall) {
+  gnmr_config c = noise_config();
+  c.fluct_floor = 0.5; /* z_fall S = 3 */
+  edge(&c, (float)exp(-3.0), GNMR_FLAG_FALL, below_z_fall);
+}
+
+/* A spike at k = warmup - 1 is WARMUP only; at k = warmup, a RISE. */
+TEST(warmup_flags_nothing_until_k_observations) {
+  static fixture f;
+  gnmr_config c = noise_config();
+  uint32_t s, last;
+  for (last = c.warmup_steps - 1; last <= c.warmup_steps; last++) {
+    REQUIRE(setup(&f, &c, 1) == GNMR_OK);
+    for (s = 0; s < last; s++) {
+      REQUIRE(step_all(&f, 1.0f) == GNMR_OK);
+      EXPECT_EQ_INT(f.d[0].flags, GNMR_FLAG_WARMUP);
+    }
+    REQUIRE(step_all(&f, 1e6f) == GNMR_OK);
+    EXPECT_EQ_INT(f.d[0].flags & ~(uint32_t)GNMR_FLAG_OVER_BUDGET,
+                  last < c.warmup_steps ? GNMR_FLAG_WARMUP : GNMR_FLAG_RATIO);
+  }
+}
+
+/* The common part c of a step is not a unit's own fault: every unit at 1.5x
+   (a hard batch) flags nothing, one unit at 3x among them does. */
+TEST(common_deviation_is_taken_out_of_every_unit) {
+  static fixture f;
+  gnmr_config c = noise_config();
+  gnmr_step_report r;
+  uint32_t u;
+  REQUIRE(warm(&f, &c, 12));
+  for (u = 0; u < 12; u++) f.norms[u] = 1.5f;
+  f.norms[5] = 4.5f;
+  REQUIRE(gnmr_step(&f.ctl, f.norms, f.d) == GNMR_OK);
+  REQUIRE(gnmr_step_info(&f.ctl, &r) == GNMR_OK);
+  EXPECT(fabs(r.common - log(1.5)) < 1.0 / 256.0);
+  EXPECT_EQ_INT(r.settled, 12);
+  EXPECT_EQ_INT(r.global, 0);
+  EXPECT_EQ_INT(r.rises, 1);
+  for (u = 0; u < 12; u++)
+    EXPECT_EQ_INT(f.d[u].flags & (GNMR_FLAG_RATIO | GNMR_FLAG_FALL),
+                  u == 5 ? GNMR_FLAG_RATIO : 0u);
+}
+
+/* The median on the grid: any order of units gives the same value. */
+TEST(common_deviation_does_not_depend_on_unit_order) {
+  static fixture a, b;
+  gnmr_config c = noise_config();
+  gnmr_step_report ra, rb;
+  uint32_t u, s;
+  REQUIRE(warm(&a, &c, 15) && warm(&b, &c, 15));
+  for (s = 0; s < 20; s++) {
+    for (u = 0; u < 15; u++) {
+      a.norms[u] = (float)(0.5 + 2.0 * check_uniform());
+      b.norms[14 - u] = a.norms[u];
+    }
+    REQUIRE(gnmr_step(&a.ctl, a.norms, a.d) == GNMR_OK);
+    REQUIRE(gnmr_step(&b.ctl, b.norms, b.d) == GNMR_OK);
+    REQUIRE(gnmr_step_info(&a.ctl, &ra) == GNMR_OK);
+    REQUIRE(gnmr_step_info(&b.ctl, &rb) == GNMR_OK);
+    EXPECT_EQ_BITS(ra.common, rb.common);
+    for (u = 0; u < 15; u++) EXPECT_EQ_INT(a.d[u].flags, b.d[14 - u].flags);
+  }
+}
+
+/* ---- GLOBAL at its edge ------------------------------------------------- */
+
+/* Every unit at x after warm-up at 1 (8 units, c = the grid centre of
+   L(x)); the verdict as rule N3 says, computed here literally. */
+static void global_case(float x, int *got, int *want) {
+  static fixture f;
+  gnmr_config c = noise_config();
+  double sumsq = 0.0, gdr, common, lg = L(2.0), dev;
+  uint32_t u, q, up;
+  gnmr_step_report r;
+  *got = *want = -1;
+  if (!warm(&f, &c, 8)) return;
+  for (u = 0; u < 8; u++) {
+    f.norms[u] = x;
+    sumsq += (double)x * (double)x;
+  }
+  gdr = L(sqrt(sumsq)) - f.ctl.global_log_mean;
+  dev = L((double)x);
+  q = gnmr__grid(dev);
+  common = ((double)q + 0.5) / 256.0 - 8.0;
+  up = dev > lg ? 8u : 0u;
+  *want = common > lg || (gdr > lg && (double)up >= 0.25 * 8.0);
+  if (gnmr_step(&f.ctl, f.norms, f.d) != GNMR_OK ||
+      gnmr_step_info(&f.ctl, &r) != GNMR_OK)
+    return;
+  *got = (int)r.global;
+  for (u = 0; u < 8; u++)
+    if (!!(f.d[u].flags & GNMR_FLAG_GLOBAL) != *got) *got = -2;
+}
+
+TEST(global_at_and_around_global_ratio) {
+  float x = 1.9f;
+  int got, want, seen[2] = {0, 0}, i;
+  for (i = 0; i < 400 && x < 2.1f; i++, x += 0.0005f) {
+    global_case(x, &got, &want);
+    REQUIRE(want >= 0);
+    seen[want] = 1;
+    if (got != want) {
+      printf("  x = %.7g: GLOBAL %d, want %d\n", (double)x, got, want);
+      check__failed_here = 1;
+    }
+  }
+  EXPECT(seen[0] && seen[1]);
+  global_case(1.5f, &got, &want); /* a hard batch */
+  EXPECT(got == 0 && want == 0);
+  global_case(3.0f, &got, &want);
+  EXPECT(got == 1 && want == 1);
+}
+
+/* On a GLOBAL step: only NONFINITE units are admitted; the global policy
+   multiplies every scale; the counters count it. */
+TEST(global_step_admits_only_nonfinite_and_scales_every_unit) {
+  const int policies[] = {GNMR_GLOBAL_NONE, GNMR_GLOBAL_CLIP, GNMR_GLOBAL_SKIP};
+  int p;
+  for (p = 0; p < 3; p++) {
+    static fixture f;
+    gnmr_config c = noise_config();
+    gnmr_step_report r;
+    gnmr_counters t;
+    double want_scale;
+    uint32_t u;
+    c.max_recovering = 4;
+    c.global_policy = policies[p];
+    c.spike_policy = GNMR_SPIKE_CLIP;
+    REQUIRE(warm(&f, &c, 10));
+    for (u = 0; u < 10; u++) f.norms[u] = 4.0f;
+    f.norms[2] = 400.0f; /* a rise on top */
+    f.norms[3] = NAN;
+    f.norms[4] = 0.001f; /* a fall */
+    REQUIRE(gnmr_step(&f.ctl, f.norms, f.d) == GNMR_OK);
+    REQUIRE(gnmr_step_info(&f.ctl, &r) == GNMR_OK);
+    REQUIRE(r.global == 1);
+    EXPECT(r.global_dev > log(3.5) && r.global_ratio > 3.5);
+    want_scale = p == 0 ? 1.0 : p == 2 ? 0.0 : 2.0 / r.global_ratio;
+    EXPECT(fabs(r.global_scale - want_scale) <= 1e-4 * want_scale);
+    EXPECT(r.global_scale <= 1.0);
+    for (u = 0; u < 10; u++) {
+      EXPECT(f.d[u].flags & GNMR_FLAG_GLOBAL);
+      EXPECT_EQ_INT(f.d[u].action,
+                    u == 3 ? GNMR_ACTION_RECOVER : GNMR_ACTION_KEEP);
+      EXPECT(!(f.d[u].flags & GNMR_FLAG_OVER_BUDGET));
+    }
+    EXPECT(f.d[2].flags & GNMR_FLAG_RATIO);
+    EXPECT(f.d[4].flags & GNMR_FLAG_FALL);
+    /* calm units: the global factor; a FALL unit never above it (CLIP
+       never scales a fall up); the rise clipped below it; NaN 0 */
+    EXPECT_EQ_BITS(f.d[0].scale, r.global_scale);
+    EXPECT_EQ_BITS(f.d[4].scale, r.global_scale);
+    EXPECT(f.d[2].scale <= r.global_scale);
+    if (p < 2) EXPECT(f.d[2].scale < r.global_scale);
+    EXPECT_EQ_BITS(f.d[3].scale, 0.0);
+    REQUIRE(gnmr_counters_get(&f.ctl, GNMR_ALL_UNITS, &t) == GNMR_OK);
+    EXPECT_EQ_INT(t.global_steps, 1);
+    EXPECT_EQ_INT(t.falls, 1);
+    EXPECT_EQ_INT(t.admissions, 1);
+  }
+}
+
+/* ---- rule N9: a unit's own scale ---------------------------------------- */
+
+TEST(clip_scales_a_rise_to_its_level_and_never_a_fall_up) {
+  static fixture f;
+  gnmr_config c = noise_config();
+  gnmr_unit_state st;
+  double hi;
+  c.spike_policy = GNMR_SPIKE_CLIP;
+  REQUIRE(warm(&f, &c, 2));
+  f.norms[0] = 50.0f;
+  f.norms[1] = 0.01f;
+  REQUIRE(gnmr_unit_info(&f.ctl, 0, &st) == GNMR_OK);
+  hi = 4.25 * (st.fluct > c.fluct_floor ? st.fluct : c.fluct_floor);
+  REQUIRE(gnmr_step(&f.ctl, f.norms, f.d) == GNMR_OK);
+  EXPECT(f.d[0].flags & GNMR_FLAG_RATIO);
+  EXPECT(f.d[1].flags & GNMR_FLAG_FALL);
+  /* down to exp(mu + c + z_rise S) = exp(hi) here (mu = c = 0) */
+  EXPECT(fabs(f.d[0].scale * 50.0 - exp(hi)) < 1e-4 * exp(hi));
+  EXPECT_EQ_BITS(f.d[1].scale, 1.0);
+  c.spike_policy = GNMR_SPIKE_SKIP;
+  REQUIRE(warm(&f, &c, 2));
+  f.norms[0] = 50.0f;
+  f.norms[1] = 0.01f;
+  REQUIRE(gnmr_step(&f.ctl, f.norms, f.d) == GNMR_OK);
+  EXPECT_EQ_BITS(f.d[0].scale, 0.0);
+  EXPECT_EQ_BITS(f.d[1].scale, 0.0);
+}
+
+/* ---- rules N1, N5-N7: what enters the statistics ------------------------ */
+
+TEST(nonfinite_never_enters_the_statistics_or_the_global_history) {
+  static fixture f;
+  gnmr_config c = noise_config();
+  const float bad[] = {NAN, INFINITY, -INFINITY};
+  gnmr__soa s;
+  uint32_t i, u, s_;
+  REQUIRE(setup(&f, &c, 3) == GNMR_OK);
+  for (s_ = 0; s_ < 30; s_++) {
+    for (u = 0; u < 3; u++) f.norms[u] = (float)(0.8 + 0.4 * check_uniform());
+    REQUIRE(gnmr_step(&f.ctl, f.norms, f.d) == GNMR_OK);
+  }
+  s = soa(&f);
+  for (i = 0; i < 3; i++) {
+    double mu = s.log_mean[0], fl = s.fluct[0], p = s.last_dev[0];
+    uint64_t k = s.finite_steps[0];
+    double gmu = f.ctl.global_log_mean, gs = f.ctl.global_fluct;
+    uint64_t gk = f.ctl.global_k;
+    gnmr_step_report r;
+    f.norms[0] = bad[i];
+    f.norms[1] = 1.0f;
+    f.norms[2] = 2.0f;
+    REQUIRE(gnmr_step(&f.ctl, f.norms, f.d) == GNMR_OK);
+    EXPECT_EQ_INT(f.d[0].flags & ~(uint32_t)GNMR_FLAG_OVER_BUDGET,
+                  GNMR_FLAG_NONFINITE);
+    EXPECT_EQ_BITS(f.d[0].scale, 0.0);
+    EXPECT_EQ_BITS(s.log_mean[0], mu);
+    EXPECT_EQ_BITS(s.fluct[0], fl);
+    EXPECT_EQ_BITS(s.last_dev[0], p);
+    EXPECT_EQ_INT(s.finite_steps[0], k);
+    /* G: the finite units' norms only */
+    REQUIRE(gnmr_step_info(&f.ctl, &r) == GNMR_OK);
+    EXPECT_EQ_BITS(r.global_norm, sqrt(1.0 + 4.0));
+    EXPECT(isfinite(f.ctl.global_log_mean) && isfinite(f.ctl.global_fluct));
+    /* every norm non-finite: the global history is not touched */
+    gmu = f.ctl.global_log_mean;
+    gs = f.ctl.global_fluct;
+    gk = f.ctl.global_k;
+    for (u = 0; u < 3; u++) f.norms[u] = bad[i];
+    REQUIRE(gnmr_step(&f.ctl, f.norms, f.d) == GNMR_OK);
+    EXPECT_EQ_BITS(f.ctl.global_log_mean, gmu);
+    EXPECT_EQ_BITS(f.ctl.global_fluct, gs);
+    EXPECT_EQ_INT(f.ctl.global_k, gk);
+  }
+}
+
+/* A spike moves s by at most (1 - fluct_decay) winsor S and mu by at most
+   (1 - history_decay) z_rise S; its next step is judged against the level
+   before it (p is not updated by a flagged step). */
+TEST(a_spike_cannot_inflate_the_fluctuation_or_the_mean) {
+  static fixture f;
+  gnmr_config c = noise_config();
+  gnmr__soa s;
+  uint32_t t;
+  double mu, fl, p, S;
+  REQUIRE(setup(&f, &c, 1) == GNMR_OK);
+  for (t = 0; t < 400; t++) {
+    f.norms[0] = (float)exp(0.1 * (check_uniform() - 0.5));
+    REQUIRE(gnmr_step(&f.ctl, f.norms, f.d) == GNMR_OK);
+  }
+  s = soa(&f);
+  mu = s.log_mean[0];
+  fl = s.fluct[0];
+  p = s.last_dev[0];
+  S = fl > c.fluct_floor ? fl : c.fluct_floor;
+  f.norms[0] = 1e6f;
+  REQUIRE(gnmr_step(&f.ctl, f.norms, f.d) == GNMR_OK);
+  EXPECT(f.d[0].flags & GNMR_FLAG_RATIO);
+  EXPECT(s.fluct[0] - fl <= (1.0 - c.fluct_decay) * c.winsor * S * 1.000001);
+  EXPECT(s.log_mean[0] - mu <=
+         (1.0 - c.history_decay) * c.z_rise * S * 1.000001);
+  EXPECT_EQ_BITS(s.last_dev[0], p);
+}
+
+/* ---- the checkpoint and the paths --------------------------------------- */
+
+#define RUN_N 12
+#define RUN_T 300
+static float run_in[RUN_T][RUN_N];
+static void make_inputs(void) {
+  uint32_t t, u;
+  for (t = 0; t < RUN_T; t++)
+    for (u = 0; u < RUN_N; u++) {
+      double x = exp(0.3 * (check_uniform() - 0.5)), r = check_uniform();
+      if (r < 0.02) x *= 5.0 + 40.0 * check_uniform();
+      if (r > 0.99) x *= 0.01;
+      if (r > 0.995) x = (double)NAN;
+      if (t % 97 == 50) x *= 4.0; /* a global event */
+      run_in[t][u] = (float)x;
+    }
+}
+
+static gnmr_config run_config(void) {
+  gnmr_config c = noise_config();
+  c.max_recovering = 3;
+  c.lock_steps = 4;
+  c.cooldown_steps = 2;
+  c.warmup_steps = 10;
+  c.spike_policy = GNMR_SPIKE_CLIP;
+  c.global_policy = GNMR_GLOBAL_CLIP;
+  return c;
+}
+
+TEST(checkpoint_resume_matches_the_uninterrupted_run) {
+  static fixture a, b;
+  static gnmr_decision want[RUN_T][RUN_N];
+  static unsigned char buf[1 << 14];
+  gnmr_config c = run_config(), other = gnmr_config_paper();
+  uint32_t t, trial;
+  size_t len;
+  make_inputs();
+  REQUIRE(setup(&a, &c, RUN_N) == GNMR_OK);
+  for (t = 0; t < RUN_T; t++)
+    REQUIRE(gnmr_step(&a.ctl, run_in[t], want[t]) == GNMR_OK);
+  for (trial = 0; trial < 6; trial++) {
+    uint32_t at = 20 + (uint32_t)(check_rand() % (RUN_T - 40));
+    REQUIRE(setup(&b, &c, RUN_N) == GNMR_OK);
+    for (t = 0; t < at; t++) REQUIRE(gnmr_step(&b.ctl, run_in[t], b.d) == 0);
+    REQUIRE(gnmr_checkpoint_save(&b.ctl, buf, sizeof buf, &len) == GNMR_OK);
+    REQUIRE(setup(&b, &other, RUN_N) == GNMR_OK); /* PAPER until loaded */
+    REQUIRE(gnmr_checkpoint_load(&b.ctl, buf, len) == GNMR_OK);
+    EXPECT_EQ_INT(b.ctl.cfg.rule, GNMR_RULE_NOISE);
+    for (t = at; t < RUN_T; t++) {
+      REQUIRE(gnmr_step(&b.ctl, run_in[t], b.d) == GNMR_OK);
+      if (memcmp(b.d, want[t], sizeof want[t]) != 0) {
+        printf("  resume at %u differs at step %u\n", at, t);
+        check__failed_here = 1;
+        break;
+      }
+    }
+  }
+}
+
+TEST(checkpoint_refuses_noise_state_a_step_cannot_reach) {
+  static fixture a;
+  static unsigned char buf[1 << 14];
+  const size_t unit0 =
+      GNMR__CKPT_HEADER + GNMR__CKPT_CONFIG + GNMR__CKPT_TOTALS;
+  const size_t global0 = unit0 - 32;
+  const double bad[] = {NAN, INFINITY, 1e5, -1e5};
+  gnmr_config c = run_config();
+  size_t len, i, off;
+  uint32_t t;
+  make_inputs();
+  REQUIRE(setup(&a, &c, RUN_N) == GNMR_OK);
+  for (t = 0; t < 60; t++) REQUIRE(gnmr_step(&a.ctl, run_in[t], a.d) == 0);
+  for (off = 0; off < 4; off++)
+    for (i = 0; i < 4; i++) {
+      /* unit 0's mu, s, p; the global norm's mu */
+      size_t at = off < 3 ? unit0 + 88 + 8 * off : global0;
+      REQUIRE(gnmr_checkpoint_save(&a.ctl, buf, sizeof buf, &len) == 0);
+      gnmr__put(buf + at, &bad[i], 8);
+      gnmr__put_u32(buf + len - 4, gnmr__crc32(buf, len - 4));
+      EXPECT_EQ_INT(gnmr_checkpoint_load(&a.ctl, buf, len), GNMR_ECORRUPT);
+    }
+  {
+    const double neg = -1e-3; /* a negative fluctuation */
+    REQUIRE(gnmr_checkpoint_save(&a.ctl, buf, sizeof buf, &len) == 0);
+    gnmr__put(buf + unit0 + 96, &neg, 8);
+    gnmr__put_u32(buf + len - 4, gnmr__crc32(buf, len - 4));
+    EXPECT_EQ_INT(gnmr_checkpoint_load(&a.ctl, buf, len), GNMR_ECORRUPT);
+  }
+}
+
+TEST(scalar_and_avx512_paths_agree_bit_for_bit) {
+  static fixture a, b;
+  gnmr_config c = run_config();
+  int best = gnmr_ctl_isa_active();
+  int has512 = gnmr_ctl_isa_force(GNMR_ISA_AVX512) == GNMR_OK;
+  uint32_t t;
+  if (!has512) printf("  (no AVX-512 here: the scalar path against itself)\n");
+  make_inputs();
+  REQUIRE(setup(&a, &c, RUN_N) == GNMR_OK);
+  REQUIRE(setup(&b, &c, RUN_N) == GNMR_OK);
+  for (t = 0; t < RUN_T; t++) {
+    REQUIRE(gnmr_ctl_isa_force(GNMR_ISA_SCALAR) == GNMR_OK);
+    REQUIRE(gnmr_step(&a.ctl, run_in[t], a.d) == GNMR_OK);
+    if (has512) REQUIRE(gnmr_ctl_isa_force(GNMR_ISA_AVX512) == GNMR_OK);
+    REQUIRE(gnmr_step(&b.ctl, run_in[t], b.d) == GNMR_OK);
+    if (memcmp(a.d, b.d, sizeof a.d) != 0) {
+      printf("  step %u differs\n", t);
+      check__failed_here = 1;
+      break;
+    }
+  }
+  gnmr_ctl_isa_force(best);
+  EXPECT(memcmp(a.units, b.units, sizeof a.units) == 0);
+  EXPECT(memcmp(&a.ctl.report, &b.ctl.report, sizeof a.ctl.report) == 0);
+}
+
+/* ---- PAPER mode and switching ------------------------------------------- */
+
+/* NOISE mode's fields are not read in PAPER mode: any valid values give
+   the same decisions and state. */
+TEST(paper_mode_ignores_noise_fields) {
+  static fixture a, b;
+  gnmr_config c = gnmr_config_paper(), d;
+  uint32_t t;
+  c.max_recovering = 3;
+  c.warmup_steps = 5;
+  d = c;
+  d.z_rise = 0.5;
+  d.z_fall = 100.0;
+  d.min_rise = 1.01;
+  d.ar = 0.9;
+  d.fluct_floor = 0.0;
+  d.two_sided = 0;
+  d.global_policy = GNMR_GLOBAL_SKIP;
+  d.common_min_units = 1;
+  make_inputs();
+  REQUIRE(setup(&a, &c, RUN_N) == GNMR_OK);
+  REQUIRE(setup(&b, &d, RUN_N) == GNMR_OK);
+  for (t = 0; t < RUN_T; t++) {
+    REQUIRE(gnmr_step(&a.ctl, run_in[t], a.d) == GNMR_OK);
+    REQUIRE(gnmr_step(&b.ctl, run_in[t], b.d) == GNMR_OK);
+    EXPECT(memcmp(a.d, b.d, sizeof a.d) == 0);
+  }
+  EXPECT(memcmp(a.units, b.units, sizeof a.units) == 0);
+  EXPECT_EQ_INT(a.ctl.report.global, 0);
+  EXPECT_EQ_INT(a.ctl.global_k, 0);
+}
+
+/* Switching rule restarts the statistics (k, both means, the window, s,
+   p, the global history); locks, cooldowns and counters stay. Within one
+   mode, a reconfigure keeps them. */
+TEST(reconfigure_between_modes_restarts_the_statistics) {
+  static fixture f;
+  gnmr_config c = run_config(), p;
+  gnmr_counters before, after;
+  gnmr__soa s;
+  uint32_t t, u, locked = 0;
+  make_inputs();
+  REQUIRE(setup(&f, &c, RUN_N) == GNMR_OK);
+  for (t = 0; t < 100; t++) REQUIRE(gnmr_step(&f.ctl, run_in[t], f.d) == 0);
+  s = soa(&f);
+  c.z_rise = 5.0; /* same mode: state kept */
+  {
+    double mu = s.log_mean[1];
+    REQUIRE(gnmr_reconfigure(&f.ctl, &c) == GNMR_OK);
+    EXPECT_EQ_BITS(s.log_mean[1], mu);
+    EXPECT(s.finite_steps[1] > 0);
+  }
+  for (u = 0; u < RUN_N; u++) locked += s.lock[u] > 0;
+  REQUIRE(gnmr_counters_get(&f.ctl, GNMR_ALL_UNITS, &before) == GNMR_OK);
+  p = c;
+  p.rule = GNMR_RULE_PAPER;
+  REQUIRE(gnmr_reconfigure(&f.ctl, &p) == GNMR_OK);
+  REQUIRE(gnmr_counters_get(&f.ctl, GNMR_ALL_UNITS, &after) == GNMR_OK);
+  EXPECT_EQ_INT(after.finite_steps, 0);
+  EXPECT_EQ_INT(after.admissions, before.admissions);
+  EXPECT_EQ_INT(after.recovering, before.recovering);
+  EXPECT_EQ_INT(after.recovering, locked);
+  EXPECT_EQ_INT(f.ctl.global_k, 0);
+  for (u = 0; u < RUN_N; u++) {
+    EXPECT_EQ_BITS(s.log_mean[u], 0.0);
+    EXPECT_EQ_BITS(s.fluct[u], 0.0);
+    EXPECT_EQ_BITS(s.mean[u], 0.0);
+  }
+  /* and it runs on, and back, and saves a loadable checkpoint */
+  for (t = 100; t < 200; t++) REQUIRE(gnmr_step(&f.ctl, run_in[t], f.d) == 0);
+  REQUIRE(gnmr_reconfigure(&f.ctl, &c) == GNMR_OK);
+  EXPECT_EQ_INT(s.finite_steps[0], 0);
+  for (t = 200; t < RUN_T; t++) REQUIRE(gnmr_step(&f.ctl, run_in[t], f.d) == 0);
+  {
+    static unsigned char buf[1 << 14];
+    size_t len;
+    REQUIRE(gnmr_checkpoint_save(&f.ctl, buf, sizeof buf, &len) == GNMR_OK);
+    EXPECT_EQ_INT(gnmr_checkpoint_load(&f.ctl, buf, len), GNMR_OK);
+  }
+}
+
+TEST(defaults_are_the_documented_ones) {
+  gnmr_config p = gnmr_config_paper(), d = gnmr_config_default();
+  /* 0.1's */
+  EXPECT_EQ_BITS(p.ratio_threshold, 2.0);
+  EXPECT_EQ_BITS(p.delta_threshold, 1.5);
+  EXPECT_EQ_BITS(p.history_decay, 0.99);
+  EXPECT_EQ_BITS(p.eps, 1e-12);
+  EXPECT_EQ_INT(p.delta_window, 8);
+  EXPECT_EQ_INT(p.warmup_steps, 16);
+  EXPECT_EQ_INT(p.max_recovering, 1);
+  EXPECT_EQ_INT(p.lock_steps, 8);
+  EXPECT_EQ_INT(p.cooldown_steps, 4);
+  EXPECT_EQ_INT(p.spike_policy, GNMR_SPIKE_CLIP);
+  EXPECT_EQ_INT(p.rule, GNMR_RULE_PAPER);
+  /* NOISE mode's, the same in both */
+  EXPECT_EQ_INT(d.two_sided, 1);
+  EXPECT_EQ_BITS(d.z_rise, 4.25);
+  EXPECT_EQ_BITS(d.z_fall, 6.0);
+  EXPECT_EQ_BITS(d.min_rise, 2.0);
+  EXPECT_EQ_BITS(d.max_fall, 0.5);
+  EXPECT_EQ_BITS(d.ar, 0.5);
+  EXPECT_EQ_BITS(d.hold, 3.5);
+  EXPECT_EQ_BITS(d.fluct_decay, 0.995);
+  EXPECT_EQ_BITS(d.winsor, 3.0);
+  EXPECT_EQ_BITS(d.fluct_floor, 0.01);
+  EXPECT_EQ_BITS(d.global_ratio, 2.0);
+  EXPECT_EQ_BITS(d.global_frac, 0.25);
+  EXPECT_EQ_INT(d.common_min_units, 8);
+  EXPECT_EQ_INT(d.global_policy, GNMR_GLOBAL_NONE);
+  /* the library's defaults: NOISE mode, warm-up 50, the rest as above */
+  EXPECT_EQ_INT(d.rule, GNMR_RULE_NOISE);
+  EXPECT_EQ_INT(d.warmup_steps, 50);
+  d.rule = p.rule;
+  d.warmup_steps = p.warmup_steps;
+  EXPECT(memcmp(&d, &p, sizeof d) == 0);
+  d = gnmr_config_default();
+  EXPECT_EQ_INT(gnmr_config_validate(&p), GNMR_OK);
+  EXPECT_EQ_INT(gnmr_config_validate(&d), GNMR_OK);
+}
+
+TEST(step_info_refuses_bad_arguments) {
+  static fixture f;
+  gnmr_config c = noise_config();
+  gnmr_step_report r;
+  REQUIRE(setup(&f, &c, 2) == GNMR_OK);
+  EXPECT_EQ_INT(gnmr_step_info(NULL, &r), GNMR_EINVAL);
+  EXPECT_EQ_INT(gnmr_step_info(&f.ctl, NULL), GNMR_EINVAL);
+  REQUIRE(gnmr_step_info(&f.ctl, &r) == GNMR_OK);
+  EXPECT_EQ_BITS(r.global_scale, 1.0);
+  EXPECT_EQ_INT(r.global, 0);
+  f.ctl.seal ^= 1;
+  EXPECT_EQ_INT(gnmr_step_info(&f.ctl, &r), GNMR_ESTATE);
+}
+
+int main(int argc, char **argv) {
+  static const check_case cases[] = {
+      CHECK_CASE(log_is_accurate_and_increasing),
+      CHECK_CASE(exp_of_negative_values_is_accurate),
+      CHECK_CASE(rise_at_and_around_min_rise),
+      CHECK_CASE(rise_at_and_around_z_rise),
+      CHECK_CASE(fall_at_and_around_max_fall),
+      CHECK_CASE(fall_at_and_around_z_fall),
+      CHECK_CASE(warmup_flags_nothing_until_k_observations),
+      CHECK_CASE(common_deviation_is_taken_out_of_every_unit),
+      CHECK_CASE(common_deviation_does_not_depend_on_unit_order),
+      CHECK_CASE(global_at_and_around_global_ratio),
+      CHECK_CASE(global_step_admits_only_nonfinite_and_scales_every_unit),
+      CHECK_CASE(clip_scales_a_rise_to_its_level_and_never_a_fall_up),
+      CHECK_CASE(nonfinite_never_enters_the_statistics_or_the_global_history),
+      CHECK_CASE(a_spike_cannot_inflate_the_fluctuation_or_the_mean),
+      CHECK_CASE(checkpoint_resume_matches_the_uninterrupted_run),
+      CHECK_CASE(checkpoint_refuses_noise_state_a_step_cannot_reach),
+      CHECK_CASE(scalar_and_avx512_paths_agree_bit_for_bit),
+      CHECK_CASE(paper_mode_ignores_noise_fields),
+      CHECK_CASE(reconfigure_between_modes_restarts_the_statistics),
+      CHECK_CASE(defaults_are_the_documented_ones),
+      CHECK_CASE(step_info_refuses_bad_arguments),
+  };
+  return check_main(cases, sizeof cases / sizeof cases[0], argc, argv);
+}
