@@ -443,7 +443,8 @@ typedef struct gnmr_step_report {
   uint32_t rises;      /* units flagged RATIO (NOISE: a rise) */
   uint32_t falls;      /* units flagged FALL */
   uint32_t global;     /* 1 on a GLOBAL step */
-  uint32_t reserved_;  /* 0 */
+  /* cppcheck-suppress unusedStructMember */
+  uint32_t reserved_; /* 0 */
 } gnmr_step_report;
 
 /* The controller. Its fields are the library's: reading them is fine,
@@ -1942,7 +1943,6 @@ static GNMR_HOSTDEV void gnmr__step_common(gnmr_ctl *ctl, gnmr__step_ctx *c) {
   gnmr_step_report *rep = &c->report;
   /* the grid's 4096 bins (the median's found by sums of 64 first) */
   uint32_t hist[4096], u, settled = 0, up = 0, finite = 0;
-  uint32_t bin, below = 0, rank;
   double sumsq = 0.0;
   memset(hist, 0, sizeof hist);
   memset(rep, 0, sizeof *rep);
@@ -1963,15 +1963,20 @@ static GNMR_HOSTDEV void gnmr__step_common(gnmr_ctl *ctl, gnmr__step_ctx *c) {
   }
   rep->settled = settled;
   if (settled >= ctl->cfg.common_min_units) {
-    rank = (settled - 1) / 2;
-    for (bin = 0; bin < 64; bin++) {
+    /* The bins hold `settled` > rank counts, so the rank-th value lies in
+       one of the 64 blocks of 64 (the last, if none before) and the
+       search stops inside the array. */
+    const uint32_t rank = (settled - 1) / 2;
+    uint32_t block, at, below = 0;
+    for (block = 0; block < 63; block++) {
       uint32_t i, sum = 0;
-      for (i = 0; i < 64; i++) sum += hist[bin * 64 + i];
+      for (i = 0; i < 64; i++) sum += hist[block * 64 + i];
       if (below + sum > rank) break;
       below += sum;
     }
-    for (bin *= 64; below + hist[bin] <= rank; bin++) below += hist[bin];
-    r->common = ((double)bin + 0.5) / 256.0 - 8.0;
+    for (at = block * 64; at < 4095 && below + hist[at] <= rank; at++)
+      below += hist[at];
+    r->common = ((double)at + 0.5) / 256.0 - 8.0;
   }
   rep->common = r->common;
   if (finite > 0) { /* G keeps its history as one more unit, c = 0 */
