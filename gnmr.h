@@ -1443,9 +1443,12 @@ static GNMR_HOSTDEV void gnmr__rules_of(const gnmr_ctl *ctl, gnmr__rules *r) {
   r->fluct_w = 1.0 - ctl->cfg.fluct_decay;
   r->fluct_full_from = ctl->fluct_full_from;
   r->log_floor = r->eps > DBL_MIN ? r->eps : DBL_MIN;
-  r->l_min_rise = gnmr__log(ctl->cfg.min_rise, r->log_floor);
-  r->l_max_fall = gnmr__log(ctl->cfg.max_fall, r->log_floor);
-  r->l_global = gnmr__log(ctl->cfg.global_ratio, r->log_floor);
+  r->l_min_rise = r->l_max_fall = r->l_global = 0.0;
+  if (r->noise) { /* three library logs a step: only where they are read */
+    r->l_min_rise = gnmr__log(ctl->cfg.min_rise, r->log_floor);
+    r->l_max_fall = gnmr__log(ctl->cfg.max_fall, r->log_floor);
+    r->l_global = gnmr__log(ctl->cfg.global_ratio, r->log_floor);
+  }
   r->common = 0.0;
   r->global_scale = 1.0;
   r->global = 0;
