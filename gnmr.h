@@ -93,9 +93,11 @@
           c = the lower median of their dr on a grid of 1/256 (its bin's
               centre; +-8 at most); 0 when n < common_min_units. Counted
               with integer histograms: the same c in any order of units.
-          G = sqrt(sum of g^2 over the finite units), the global norm; it
-              keeps its own mu, s, p, k by rules N2, N4-N7 with c = 0 (not
-              on a step with no finite unit).
+          G = sqrt(sum of g^2 over the finite units), the global norm,
+              summed in one fixed order (blocks of 256 units, eight lanes
+              u % 8 in a block, folded pairwise; blocks in order) so every
+              path gives its bits; it keeps its own mu, s, p, k by rules
+              N2, N4-N7 with c = 0 (not on a step with no finite unit).
           GLOBAL when G has warmup_steps observations, n >=
               common_min_units, and either c > L(global_ratio) (at least
               half the settled units rose that much together), or L(G) -
@@ -1938,31 +1940,39 @@ static GNMR_HOSTDEV int gnmr__step_check(const gnmr_ctl *ctl,
    the common deviation c of the settled units (the lower median on the
    grid, from integer counts of its 4096 bins: the same value in any order
    of units, in one pass; 16 KiB of counts on the stack), the global
-   norm's history and the
-   verdict; the rules of phase 3 read c, GLOBAL and the global scale. */
+   norm's history and the verdict; the rules of phase 3 read c, GLOBAL and
+   the global scale. G's sum of squares has one fixed order, so a SIMD or
+   device path can give the same bits: blocks of 256 units, eight partial
+   sums in a block (unit u into lane u % 8, in order) folded as
+   ((0+1)+(2+3))+((4+5)+(6+7)), the blocks' sums added in order. */
 static GNMR_HOSTDEV void gnmr__step_common(gnmr_ctl *ctl, gnmr__step_ctx *c) {
   gnmr__rules *r = &c->r;
   const gnmr__soa *s = &c->s;
   gnmr_step_report *rep = &c->report;
   /* the grid's 4096 bins (the median's found by sums of 64 first) */
   uint32_t hist[4096], u, settled = 0, up = 0, finite = 0;
-  double sumsq = 0.0;
+  double sumsq = 0.0, lane[8];
   memset(hist, 0, sizeof hist);
   memset(rep, 0, sizeof *rep);
   rep->global_scale = 1.0;
   for (u = 0; u < r->n; u++) {
     const double g = (double)c->norms[u];
     double dr;
-    if (!gnmr__finite32(c->norms[u])) continue;
-    finite++;
-    sumsq += gnmr__mul(g, g); /* exact: g is a float */
-    dr = gnmr__log(g, r->log_floor) - s->log_mean[u];
-    s->dev[u] = dr;
-    if (s->finite_steps[u] >= r->warmup) {
-      settled++;
-      up += dr > r->l_global;
-      hist[gnmr__grid(dr)]++;
+    if ((u & 255) == 0) memset(lane, 0, sizeof lane);
+    if (gnmr__finite32(c->norms[u])) {
+      finite++;
+      lane[u & 7] += gnmr__mul(g, g); /* g * g is exact: g is a float */
+      dr = gnmr__log(g, r->log_floor) - s->log_mean[u];
+      s->dev[u] = dr;
+      if (s->finite_steps[u] >= r->warmup) {
+        settled++;
+        up += dr > r->l_global;
+        hist[gnmr__grid(dr)]++;
+      }
     }
+    if ((u & 255) == 255 || u + 1 == r->n)
+      sumsq += ((lane[0] + lane[1]) + (lane[2] + lane[3])) +
+               ((lane[4] + lane[5]) + (lane[6] + lane[7]));
   }
   rep->settled = settled;
   if (settled >= ctl->cfg.common_min_units) {

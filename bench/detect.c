@@ -394,7 +394,7 @@ static void proto_step(proto_ctl *c, const float *norms, unsigned char *flags,
                        double *score, proto_step_info *info) {
   const proto_config *cf = &c->cfg;
   unsigned u, nv = 0, nup = 0, hist[64], k, bin, below = 0;
-  double sumsq = 0.0, common = 0.0, gs, gz;
+  double sumsq = 0.0, common = 0.0, gs, gz, lane[8];
   double *dr = c->scratch;
 
   /* rule 2 and 3, pass 1: every unit's d_raw (into scratch), the global
@@ -402,14 +402,19 @@ static void proto_step(proto_ctl *c, const float *norms, unsigned char *flags,
   memset(hist, 0, sizeof hist);
   for (u = 0; u < c->n; u++) {
     double g = norms[u];
-    if (!isfinite(g)) continue;
-    sumsq += g * g;
-    dr[u] = proto_log(g, cf->eps) - c->u[u].mu;
-    if (c->u[u].k >= cf->warmup) {
-      nv++;
-      nup += dr[u] > c->l_global;
-      hist[proto_q(dr[u]) >> 6]++;
+    if (u % 256 == 0) memset(lane, 0, sizeof lane);
+    if (isfinite(g)) {
+      lane[u % 8] += g * g; /* the library's fixed order of the sum */
+      dr[u] = proto_log(g, cf->eps) - c->u[u].mu;
+      if (c->u[u].k >= cf->warmup) {
+        nv++;
+        nup += dr[u] > c->l_global;
+        hist[proto_q(dr[u]) >> 6]++;
+      }
     }
+    if (u % 256 == 255 || u + 1 == c->n)
+      sumsq += ((lane[0] + lane[1]) + (lane[2] + lane[3])) +
+               ((lane[4] + lane[5]) + (lane[6] + lane[7]));
   }
   if (nv >= cf->common_min_units && nv > 0) {
     /* rule 3, pass 2: the lower median's bin, coarse then fine */

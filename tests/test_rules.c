@@ -206,6 +206,43 @@ TEST(common_deviation_does_not_depend_on_unit_order) {
   }
 }
 
+/* G's sum of squares in its one fixed order (rule N3): blocks of 256, lanes
+   u % 8, folded pairwise, blocks in order; a NaN unit adds nothing. Sizes
+   around the block and lane edges; norms spread over 2^40 so that another
+   order would round differently. */
+TEST(global_norm_is_summed_in_the_documented_order) {
+  static gnmr_slot units[1100];
+  static float norms[1100];
+  static gnmr_decision d[1100];
+  static const uint32_t sizes[] = {1, 7, 9, 255, 256, 257, 1030};
+  gnmr_config c = noise_config();
+  gnmr_ctl ctl;
+  gnmr_step_report r;
+  uint32_t i, u, b, differs = 0;
+  for (i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+    const uint32_t n = sizes[i];
+    double sumsq = 0.0, seq = 0.0;
+    REQUIRE(gnmr_init(&ctl, &c, units, n) == GNMR_OK);
+    for (u = 0; u < n; u++)
+      norms[u] = (float)ldexp(1.0 + check_uniform(), (int)(u * 7919u % 40u));
+    norms[n / 2] = NAN;
+    for (b = 0; b < n; b += 256) {
+      double lane[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+      for (u = b; u < n && u < b + 256; u++)
+        if (u != n / 2) lane[u % 8] += (double)norms[u] * (double)norms[u];
+      sumsq += ((lane[0] + lane[1]) + (lane[2] + lane[3])) +
+               ((lane[4] + lane[5]) + (lane[6] + lane[7]));
+    }
+    for (u = 0; u < n; u++)
+      if (u != n / 2) seq += (double)norms[u] * (double)norms[u];
+    differs += sqrt(seq) != sqrt(sumsq);
+    REQUIRE(gnmr_step(&ctl, norms, d) == GNMR_OK);
+    REQUIRE(gnmr_step_info(&ctl, &r) == GNMR_OK);
+    EXPECT_EQ_BITS(r.global_norm, sqrt(sumsq));
+  }
+  EXPECT(differs > 0); /* the inputs can tell the orders apart */
+}
+
 /* ---- GLOBAL at its edge ------------------------------------------------- */
 
 /* Every unit at x after warm-up at 1 (8 units, c = the grid centre of
@@ -669,6 +706,7 @@ int main(int argc, char **argv) {
       CHECK_CASE(warmup_flags_nothing_until_k_observations),
       CHECK_CASE(common_deviation_is_taken_out_of_every_unit),
       CHECK_CASE(common_deviation_does_not_depend_on_unit_order),
+      CHECK_CASE(global_norm_is_summed_in_the_documented_order),
       CHECK_CASE(global_at_and_around_global_ratio),
       CHECK_CASE(global_step_admits_only_nonfinite_and_scales_every_unit),
       CHECK_CASE(clip_scales_a_rise_to_its_level_and_never_a_fall_up),
