@@ -303,7 +303,7 @@ typedef struct lm_path {
 
 typedef struct lm_gemm_ctx {
   const lm_real *x, *w, *b, *dy;
-  lm_real *y, *dw;
+  lm_real *y, *dw, *db;
   int n, in, out;
 } lm_gemm_ctx;
 
@@ -346,6 +346,22 @@ static void lm_gemm_dw_rows(void *p, int r0, int r1) {
                   *dy = c->dy + (size_t)n * (size_t)c->out;
     for (i = r0; i < r1; i++)
       lm_axpy(c->dw + (size_t)i * (size_t)c->out, x[i], dy, c->out);
+  }
+}
+
+/* For the output columns o0..o1: the bias gradient db[o] = sum over the
+   batch rows (in order) of dy[n][o], and the row o of wt = w transposed
+   (c->w is w, c->y is wt). */
+static void lm_gemm_db_wt_cols(void *p, int o0, int o1) {
+  const lm_gemm_ctx *c = (const lm_gemm_ctx *)p;
+  lm_real *db = c->db;
+  int n, i, o;
+  for (o = o0; o < o1; o++) {
+    db[o] = 0;
+    for (n = 0; n < c->n; n++) db[o] += c->dy[(size_t)n * (size_t)c->out + o];
+    for (i = 0; i < c->in; i++)
+      c->y[(size_t)o * (size_t)c->in + (size_t)i] =
+          c->w[(size_t)i * (size_t)c->out + (size_t)o];
   }
 }
 
@@ -441,21 +457,18 @@ static void lm_linear_forward(lm_linear *L, const lm_real *x, int n,
 static void lm_linear_backward(lm_linear *L, const lm_real *dy, int n,
                                lm_real *dx) {
   lm_gemm_ctx c;
-  int r, i, o;
-  memset(L->db, 0, sizeof *L->db * (size_t)L->out);
-  for (r = 0; r < n; r++)
-    lm_axpy(L->db, 1, dy + (size_t)r * (size_t)L->out, L->out);
   c.x = L->xq;
   c.dy = dy;
   c.dw = L->dw;
+  c.db = L->db;
   c.n = n;
   c.in = L->in;
   c.out = L->out;
+  c.w = L->wq;
+  c.y = L->wt;
+  c.b = NULL;
+  lm_parallel(lm_gemm_db_wt_cols, &c, L->out);
   lm_parallel(lm_gemm_dw_rows, &c, L->in);
-  for (i = 0; i < L->in; i++)
-    for (o = 0; o < L->out; o++)
-      L->wt[(size_t)o * (size_t)L->in + (size_t)i] =
-          L->wq[(size_t)i * (size_t)L->out + (size_t)o];
   c.w = L->wt;
   c.y = dx;
   lm_parallel(lm_gemm_dx_rows, &c, n);
@@ -465,23 +478,83 @@ static void lm_linear_backward(lm_linear *L, const lm_real *dy, int n,
 
 #define LM_LN_EPS 1e-5
 
-static void lm_layernorm_forward(const lm_real *x, const lm_real *w,
-                                 const lm_real *b, int n, int C, lm_real *y,
-                                 lm_real *mean, lm_real *rstd) {
-  int r, i;
-  for (r = 0; r < n; r++) {
-    const lm_real *xr = x + (size_t)r * (size_t)C;
-    lm_real *yr = y + (size_t)r * (size_t)C;
+typedef struct lm_ln_ctx {
+  const lm_real *x, *w, *b, *dy, *mean, *rstd;
+  lm_real *y, *mean_out, *rstd_out, *dx, *dw, *db;
+  int n, C;
+} lm_ln_ctx;
+
+static void lm_ln_fwd_rows(void *p, int r0, int r1) {
+  const lm_ln_ctx *c = (const lm_ln_ctx *)p;
+  int r, i, C = c->C;
+  for (r = r0; r < r1; r++) {
+    const lm_real *xr = c->x + (size_t)r * (size_t)C;
+    lm_real *yr = c->y + (size_t)r * (size_t)C;
     double m = 0, v = 0, s;
     for (i = 0; i < C; i++) m += xr[i];
     m /= C;
     for (i = 0; i < C; i++) v += (xr[i] - m) * (xr[i] - m);
     v /= C;
     s = 1.0 / sqrt(v + LM_LN_EPS);
-    for (i = 0; i < C; i++) yr[i] = (lm_real)((xr[i] - m) * s * w[i] + b[i]);
-    mean[r] = (lm_real)m;
-    rstd[r] = (lm_real)s;
+    for (i = 0; i < C; i++)
+      yr[i] = (lm_real)((xr[i] - m) * s * c->w[i] + c->b[i]);
+    c->mean_out[r] = (lm_real)m;
+    c->rstd_out[r] = (lm_real)s;
   }
+}
+
+/* The rows' dx (rows r0..r1). */
+static void lm_ln_bwd_rows(void *p, int r0, int r1) {
+  const lm_ln_ctx *c = (const lm_ln_ctx *)p;
+  int r, i, C = c->C;
+  for (r = r0; r < r1; r++) {
+    const lm_real *dyr = c->dy + (size_t)r * (size_t)C,
+                  *xr = c->x + (size_t)r * (size_t)C;
+    lm_real *dxr = c->dx + (size_t)r * (size_t)C;
+    double m1 = 0, m2 = 0;
+    for (i = 0; i < C; i++) {
+      double xh = (xr[i] - c->mean[r]) * c->rstd[r], dn = dyr[i] * c->w[i];
+      m1 += dn;
+      m2 += dn * xh;
+    }
+    m1 /= C;
+    m2 /= C;
+    for (i = 0; i < C; i++) {
+      double xh = (xr[i] - c->mean[r]) * c->rstd[r], dn = dyr[i] * c->w[i];
+      dxr[i] += (lm_real)((dn - m1 - xh * m2) * c->rstd[r]);
+    }
+  }
+}
+
+/* dw, db of the columns i0..i1, summed over the rows in order. */
+static void lm_ln_bwd_cols(void *p, int i0, int i1) {
+  const lm_ln_ctx *c = (const lm_ln_ctx *)p;
+  int r, i, C = c->C;
+  for (r = 0; r < c->n; r++) {
+    const lm_real *dyr = c->dy + (size_t)r * (size_t)C,
+                  *xr = c->x + (size_t)r * (size_t)C;
+    for (i = i0; i < i1; i++) {
+      double xh = (xr[i] - c->mean[r]) * c->rstd[r];
+      c->db[i] += dyr[i];
+      c->dw[i] += (lm_real)(dyr[i] * xh);
+    }
+  }
+}
+
+static void lm_layernorm_forward(const lm_real *x, const lm_real *w,
+                                 const lm_real *b, int n, int C, lm_real *y,
+                                 lm_real *mean, lm_real *rstd) {
+  lm_ln_ctx c;
+  memset(&c, 0, sizeof c);
+  c.x = x;
+  c.w = w;
+  c.b = b;
+  c.y = y;
+  c.mean_out = mean;
+  c.rstd_out = rstd;
+  c.n = n;
+  c.C = C;
+  lm_parallel(lm_ln_fwd_rows, &c, n);
 }
 
 /* dx += LayerNorm backward of dy; dw, db accumulate. */
@@ -489,26 +562,20 @@ static void lm_layernorm_backward(const lm_real *dy, const lm_real *x,
                                   const lm_real *w, const lm_real *mean,
                                   const lm_real *rstd, int n, int C,
                                   lm_real *dx, lm_real *dw, lm_real *db) {
-  int r, i;
-  for (r = 0; r < n; r++) {
-    const lm_real *dyr = dy + (size_t)r * (size_t)C,
-                  *xr = x + (size_t)r * (size_t)C;
-    lm_real *dxr = dx + (size_t)r * (size_t)C;
-    double m1 = 0, m2 = 0;
-    for (i = 0; i < C; i++) {
-      double xh = (xr[i] - mean[r]) * rstd[r], dn = dyr[i] * w[i];
-      m1 += dn;
-      m2 += dn * xh;
-      db[i] += dyr[i];
-      dw[i] += (lm_real)(dyr[i] * xh);
-    }
-    m1 /= C;
-    m2 /= C;
-    for (i = 0; i < C; i++) {
-      double xh = (xr[i] - mean[r]) * rstd[r], dn = dyr[i] * w[i];
-      dxr[i] += (lm_real)((dn - m1 - xh * m2) * rstd[r]);
-    }
-  }
+  lm_ln_ctx c;
+  memset(&c, 0, sizeof c);
+  c.dy = dy;
+  c.x = x;
+  c.w = w;
+  c.mean = mean;
+  c.rstd = rstd;
+  c.dx = dx;
+  c.dw = dw;
+  c.db = db;
+  c.n = n;
+  c.C = C;
+  lm_parallel(lm_ln_bwd_rows, &c, n);
+  lm_parallel(lm_ln_bwd_cols, &c, C);
 }
 
 #define LM_GELU_K 0.7978845608028654 /* sqrt(2 / pi) */
@@ -521,7 +588,6 @@ static void lm_gelu_forward(const lm_real *x, size_t n, lm_real *y) {
     y[i] = (lm_real)0.5 * v * (1 + t);
   }
 }
-
 /* dx = dy * gelu'(x). */
 static void lm_gelu_backward(const lm_real *dy, const lm_real *x, size_t n,
                              lm_real *dx) {
@@ -534,6 +600,50 @@ static void lm_gelu_backward(const lm_real *dy, const lm_real *x, size_t n,
     dx[i] =
         dy[i] * ((lm_real)0.5 * (1 + t) + (lm_real)0.5 * v * (1 - t * t) * du);
   }
+}
+
+/* The elementwise passes (GELU, AdamW) over rows of `cols` on the threads:
+   an element's arithmetic does not depend on the split. */
+typedef struct lm_elem_ctx {
+  const lm_real *x, *dy;
+  lm_real *y;
+  size_t cols, n;
+} lm_elem_ctx;
+
+static void lm_gelu_fwd_rows(void *p, int r0, int r1) {
+  const lm_elem_ctx *c = (const lm_elem_ctx *)p;
+  size_t a = (size_t)r0 * c->cols, z = (size_t)r1 * c->cols;
+  if (z > c->n) z = c->n;
+  if (a < z) lm_gelu_forward(c->x + a, z - a, c->y + a);
+}
+
+static void lm_gelu_bwd_rows(void *p, int r0, int r1) {
+  const lm_elem_ctx *c = (const lm_elem_ctx *)p;
+  size_t a = (size_t)r0 * c->cols, z = (size_t)r1 * c->cols;
+  if (z > c->n) z = c->n;
+  if (a < z) lm_gelu_backward(c->dy + a, c->x + a, z - a, c->y + a);
+}
+
+static void lm_gelu_forward_par(const lm_real *x, int rows, int cols,
+                                lm_real *y) {
+  lm_elem_ctx c;
+  c.x = x;
+  c.dy = NULL;
+  c.y = y;
+  c.cols = (size_t)cols;
+  c.n = (size_t)rows * (size_t)cols;
+  lm_parallel(lm_gelu_fwd_rows, &c, rows);
+}
+
+static void lm_gelu_backward_par(const lm_real *dy, const lm_real *x, int rows,
+                                 int cols, lm_real *dx) {
+  lm_elem_ctx c;
+  c.x = x;
+  c.dy = dy;
+  c.y = dx;
+  c.cols = (size_t)cols;
+  c.n = (size_t)rows * (size_t)cols;
+  lm_parallel(lm_gelu_bwd_rows, &c, rows);
 }
 
 typedef struct lm_attn_ctx {
@@ -657,6 +767,7 @@ typedef struct lm_model {
   lm_block_acts acts[LM_MAX_LAYERS];
   lm_real *resL, *lnf, *lnf_mean, *lnf_rstd, *logits; /* logits: probs */
   lm_real *dres, *dtmp, *dbig, *dbig2, *dqkv;
+  double *rowloss;                 /* N: each row's cross-entropy */
   const uint8_t *tokens, *targets; /* set by the forward pass */
 } lm_model;
 
@@ -766,6 +877,7 @@ static void lm_model_init(lm_model *m, lm_shape s, lm_rng *r) {
                       lm_real);
   m->dbig2 = LM_CALLOC((size_t)N * 4 * (size_t)C, lm_real);
   m->dqkv = LM_CALLOC((size_t)N * 3 * (size_t)C, lm_real);
+  m->rowloss = LM_CALLOC((size_t)N, double);
 }
 
 static void lm_model_free(lm_model *m) {
@@ -781,14 +893,42 @@ static void lm_model_free(lm_model *m) {
   }
   free(m->resL), free(m->lnf), free(m->lnf_mean), free(m->lnf_rstd);
   free(m->logits), free(m->dres), free(m->dtmp), free(m->dbig);
-  free(m->dbig2), free(m->dqkv);
+  free(m->dbig2), free(m->dqkv), free(m->rowloss);
+}
+
+/* Softmax of the logits rows r0..r1 in place, each row's cross-entropy
+   into rowloss. */
+static void lm_softmax_rows(void *p, int r0, int r1) {
+  lm_model *m = (lm_model *)p;
+  int r, i, V = LM_VOCAB;
+  for (r = r0; r < r1; r++) {
+    lm_real *z = m->logits + (size_t)r * (size_t)V;
+    double mx = z[0], sum = 0;
+    for (i = 1; i < V; i++)
+      if (z[i] > mx) mx = z[i];
+    for (i = 0; i < V; i++) sum += exp(z[i] - mx);
+    m->rowloss[r] = log(sum) + mx - z[m->targets[r]];
+    for (i = 0; i < V; i++) z[i] = (lm_real)(exp(z[i] - mx) / sum);
+  }
+}
+
+/* dlogits rows r0..r1 (into m->dbig) from the probabilities. */
+static void lm_dlogits_rows(void *p, int r0, int r1) {
+  lm_model *m = (lm_model *)p;
+  int r, i, V = LM_VOCAB, N = m->s.B * m->s.T;
+  for (r = r0; r < r1; r++)
+    for (i = 0; i < V; i++)
+      m->dbig[(size_t)r * (size_t)V + (size_t)i] =
+          (m->logits[(size_t)r * (size_t)V + (size_t)i] -
+           (i == m->targets[r] ? 1 : 0)) /
+          (lm_real)N;
 }
 
 /* Forward over B sequences of T bytes (tokens, targets: B*T each); returns
    the mean cross-entropy in nats. paths[u]: each unit's path. */
 static double lm_forward(lm_model *m, const uint8_t *tokens,
                          const uint8_t *targets, const lm_path *paths) {
-  int C = m->s.C, T = m->s.T, N = m->s.B * T, l, r, i, V = LM_VOCAB;
+  int C = m->s.C, T = m->s.T, N = m->s.B * T, l, r, i;
   double loss = 0;
   lm_attn_ctx ac;
   m->tokens = tokens;
@@ -821,7 +961,7 @@ static double lm_forward(lm_model *m, const uint8_t *tokens,
                          a->ln2_mean, a->ln2_rstd);
     lm_linear_forward(&m->unit[4 * l + LM_MLP_UP], a->ln2, N, &p[LM_MLP_UP],
                       a->fch);
-    lm_gelu_forward(a->fch, (size_t)N * 4 * (size_t)C, a->fchg);
+    lm_gelu_forward_par(a->fch, N, 4 * C, a->fchg);
     lm_linear_forward(&m->unit[4 * l + LM_MLP_DOWN], a->fchg, N,
                       &p[LM_MLP_DOWN], out);
     for (k = 0; k < nc; k++) out[k] += a->res2[k];
@@ -830,32 +970,21 @@ static double lm_forward(lm_model *m, const uint8_t *tokens,
                        m->lnf_rstd);
   lm_linear_forward(&m->unit[4 * m->s.L], m->lnf, N, &paths[4 * m->s.L],
                     m->logits);
-  /* Softmax in place (logits become probabilities) and cross-entropy. */
-  for (r = 0; r < N; r++) {
-    lm_real *z = m->logits + (size_t)r * (size_t)V;
-    double mx = z[0], sum = 0;
-    for (i = 1; i < V; i++)
-      if (z[i] > mx) mx = z[i];
-    for (i = 0; i < V; i++) sum += exp(z[i] - mx);
-    loss += log(sum) + mx - z[targets[r]];
-    for (i = 0; i < V; i++) z[i] = (lm_real)(exp(z[i] - mx) / sum);
-  }
+  /* Softmax in place (logits become probabilities) and cross-entropy,
+     the rows on the threads, their losses summed in order. */
+  lm_parallel(lm_softmax_rows, m, N);
+  for (r = 0; r < N; r++) loss += m->rowloss[r];
   return loss / N;
 }
 
 /* Gradients of the mean cross-entropy of the last forward into m->grads. */
 static void lm_backward(lm_model *m) {
-  int C = m->s.C, T = m->s.T, N = m->s.B * T, V = LM_VOCAB, l, r, i;
+  int C = m->s.C, T = m->s.T, N = m->s.B * T, l, r;
   size_t nc = (size_t)N * (size_t)C;
   lm_real *dlogits = m->dbig;
   lm_attn_ctx ac;
   memset(m->grads, 0, sizeof *m->grads * m->n_params);
-  for (r = 0; r < N; r++)
-    for (i = 0; i < V; i++)
-      dlogits[(size_t)r * (size_t)V + (size_t)i] =
-          (m->logits[(size_t)r * (size_t)V + (size_t)i] -
-           (i == m->targets[r] ? 1 : 0)) /
-          (lm_real)N;
+  lm_parallel(lm_dlogits_rows, m, N);
   lm_linear_backward(&m->unit[4 * m->s.L], dlogits, N, m->dtmp);
   memset(m->dres, 0, sizeof *m->dres * nc);
   lm_layernorm_backward(m->dtmp, m->resL, m->lnfw, m->lnf_mean, m->lnf_rstd, N,
@@ -864,7 +993,7 @@ static void lm_backward(lm_model *m) {
     lm_block_acts *a = &m->acts[l];
     /* out = res2 + down(gelu(up(ln2(res2)))); dres is d out. */
     lm_linear_backward(&m->unit[4 * l + LM_MLP_DOWN], m->dres, N, m->dbig);
-    lm_gelu_backward(m->dbig, a->fch, (size_t)N * 4 * (size_t)C, m->dbig2);
+    lm_gelu_backward_par(m->dbig, a->fch, N, 4 * C, m->dbig2);
     lm_linear_backward(&m->unit[4 * l + LM_MLP_UP], m->dbig2, N, m->dtmp);
     lm_layernorm_backward(m->dtmp, a->res2, m->ln2w[l], a->ln2_mean,
                           a->ln2_rstd, N, C, m->dres, m->dln2w[l], m->dln2b[l]);
@@ -895,26 +1024,49 @@ typedef struct lm_adamw {
   double beta1, beta2, eps, wd;
 } lm_adamw;
 
-static void lm_adamw_update(lm_model *m, const lm_adamw *o, double lr, long t) {
-  double c1 = 1.0 - pow(o->beta1, (double)t),
-         c2 = 1.0 - pow(o->beta2, (double)t);
+typedef struct lm_adamw_ctx {
+  lm_model *m;
+  const lm_adamw *o;
+  double lr, c1, c2;
+} lm_adamw_ctx;
+
+#define LM_ADAMW_CHUNK 4096 /* parameters per task row */
+
+/* AdamW on the parameters of chunks k0..k1 (LM_ADAMW_CHUNK each). */
+static void lm_adamw_chunks(void *p, int k0, int k1) {
+  const lm_adamw_ctx *c = (const lm_adamw_ctx *)p;
+  const lm_adamw *o = c->o;
+  lm_model *m = c->m;
+  size_t a = (size_t)k0 * LM_ADAMW_CHUNK, z = (size_t)k1 * LM_ADAMW_CHUNK;
   int j;
+  if (z > m->n_params) z = m->n_params;
   for (j = 0; j < m->n_tensors; j++) {
     const lm_tensor *tn = &m->tensors[j];
-    lm_real *p = m->params + tn->off, *g = m->grads + tn->off,
-            *mo = m->m + tn->off, *v = m->v + tn->off;
-    size_t i;
-    for (i = 0; i < tn->n; i++) {
+    size_t i = tn->off > a ? tn->off : a,
+           e = tn->off + tn->n < z ? tn->off + tn->n : z;
+    lm_real *pp = m->params, *g = m->grads, *mo = m->m, *v = m->v;
+    for (; i < e; i++) {
       double mh, vh;
       mo[i] = (lm_real)(o->beta1 * mo[i] + (1.0 - o->beta1) * g[i]);
       v[i] =
           (lm_real)(o->beta2 * v[i] + (1.0 - o->beta2) * (double)g[i] * g[i]);
-      mh = mo[i] / c1;
-      vh = v[i] / c2;
-      p[i] = (lm_real)(p[i] - lr * (mh / (sqrt(vh) + o->eps) +
-                                    (tn->decay ? o->wd * p[i] : 0.0)));
+      mh = mo[i] / c->c1;
+      vh = v[i] / c->c2;
+      pp[i] = (lm_real)(pp[i] - c->lr * (mh / (sqrt(vh) + o->eps) +
+                                         (tn->decay ? o->wd * pp[i] : 0.0)));
     }
   }
+}
+
+static void lm_adamw_update(lm_model *m, const lm_adamw *o, double lr, long t) {
+  lm_adamw_ctx c;
+  c.m = m;
+  c.o = o;
+  c.lr = lr;
+  c.c1 = 1.0 - pow(o->beta1, (double)t);
+  c.c2 = 1.0 - pow(o->beta2, (double)t);
+  lm_parallel(lm_adamw_chunks, &c,
+              (int)((m->n_params + LM_ADAMW_CHUNK - 1) / LM_ADAMW_CHUNK));
 }
 
 /* Multiplies unit u's gradient by s (0: drop it, NaN included). */
@@ -1101,16 +1253,24 @@ typedef struct lm_arm {
   const char *name;
   int kind;
   gnmr_config (*config)(void); /* gnmr arms only */
+  int f32;                     /* every unit on the f32 path, no faults */
+  int extra;                   /* not in the default --arms list */
 } lm_arm;
 
+/* The extra arms run a control on the f32 model: what the control does to
+   training that is not about precision. */
 static const lm_arm LM_ARMS[] = {
-    {"f32", LM_KIND_F32, NULL},
-    {"lowp", LM_KIND_LOWP, NULL},
-    {"clip", LM_KIND_CLIP, NULL},
-    {"adagc", LM_KIND_ADAGC, NULL},
-    {"gnmr", LM_KIND_GNMR, lm_config_paper},
-    {"gnmr-noise", LM_KIND_GNMR, gnmr_config_default},
-    {"gnmr-global", LM_KIND_GNMR, lm_config_global},
+    {"f32", LM_KIND_F32, NULL, 1, 0},
+    {"lowp", LM_KIND_LOWP, NULL, 0, 0},
+    {"clip", LM_KIND_CLIP, NULL, 0, 0},
+    {"adagc", LM_KIND_ADAGC, NULL, 0, 0},
+    {"gnmr", LM_KIND_GNMR, lm_config_paper, 0, 0},
+    {"gnmr-noise", LM_KIND_GNMR, gnmr_config_default, 0, 0},
+    {"gnmr-global", LM_KIND_GNMR, lm_config_global, 0, 0},
+    {"f32-clip", LM_KIND_CLIP, NULL, 1, 1},
+    {"f32-adagc", LM_KIND_ADAGC, NULL, 1, 1},
+    {"f32-gnmr", LM_KIND_GNMR, lm_config_paper, 1, 1},
+    {"f32-gnmr-noise", LM_KIND_GNMR, gnmr_config_default, 1, 1},
 };
 #define LM_N_ARMS ((int)(sizeof LM_ARMS / sizeof LM_ARMS[0]))
 
@@ -1234,7 +1394,7 @@ static lm_result lm_train(const lm_opts *o, const lm_arm *arm, int seed,
     /* Each unit's path this step. */
     memset(paths, 0, sizeof paths);
     for (u = 0; u < U; u++) {
-      if (arm->kind == LM_KIND_F32) continue;
+      if (arm->f32) continue;
       if (arm->kind == LM_KIND_GNMR &&
           gnmr_recovering(&ctl, (uint32_t)u) == 1) {
         paths[u].track = 1;
@@ -1531,7 +1691,7 @@ static double lm_sd(const double *x, int n) {
 static int lm_run_arms(const lm_opts *o, const lm_text *train,
                        const lm_text *val) {
   char path[1100];
-  FILE *summary, *stress_f;
+  FILE *summary, *stress_f, *loss_f;
   lm_trace trace;
   FILE *trace_f;
   int traced = 0;
@@ -1551,6 +1711,9 @@ static int lm_run_arms(const lm_opts *o, const lm_text *train,
   trace.f = trace_f = LM_FOPEN(path, "w");
   fprintf(trace_f, "step,unit,name,norm,ratio,delta,action\n");
   trace.recovering = LM_CALLOC((size_t)o->steps * (size_t)U, uint8_t);
+  snprintf(path, sizeof path, "%s/loss.csv", o->out_dir);
+  loss_f = LM_FOPEN(path, "w");
+  fprintf(loss_f, "arm,seed,step,loss_bpb\n");
   snprintf(path, sizeof path, "%s/stress.csv", o->out_dir);
   stress_f = LM_FOPEN(path, "w");
   fprintf(stress_f, "seed,start,steps,unit,name,kind,where\n");
@@ -1583,6 +1746,8 @@ static int lm_run_arms(const lm_opts *o, const lm_text *train,
       double ema = r.loss[0];
       traced |= tr != NULL;
       for (i = 0; i < o->steps; i++) {
+        fprintf(loss_f, "%s,%d,%d,%.5f\n", arm->name, seed, i,
+                r.loss[i] / log(2.0));
         if (isfinite(r.loss[i])) ema = 0.98 * ema + 0.02 * r.loss[i];
         curves[a][i] += (float)(ema / log(2.0) / o->seeds);
       }
@@ -1602,7 +1767,8 @@ static int lm_run_arms(const lm_opts *o, const lm_text *train,
       free(r.loss);
     }
   }
-  if (fclose(summary) != 0 || fclose(stress_f) != 0 || fclose(trace_f) != 0)
+  if (fclose(summary) != 0 || fclose(stress_f) != 0 || fclose(trace_f) != 0 ||
+      fclose(loss_f) != 0)
     LM_DIE("writing the CSV files in %s failed", o->out_dir);
   snprintf(path, sizeof path, "%s/loss.svg", o->out_dir);
   lm_svg_loss(path, o, curves);
@@ -1749,8 +1915,8 @@ static void lm_parse(lm_opts *o, int argc, char **argv) {
   o->tau_r = o->tau_d = -1;
   o->lock = o->max_rec = -1;
   lm_threads = 2;
-  for (a = 0; a < LM_N_ARMS; a++) o->arms[a] = a;
-  o->n_arms = LM_N_ARMS;
+  for (a = 0; a < LM_N_ARMS; a++)
+    if (!LM_ARMS[a].extra) o->arms[o->n_arms++] = a;
   for (i = 1; i < argc; i++) {
     const char *f = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
     if (strcmp(f, "--help") == 0 || strcmp(f, "-h") == 0) {

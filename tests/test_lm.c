@@ -255,6 +255,7 @@ TEST(demo_runs_end_to_end) {
                   "build/test_lm_out",
                   "--quiet"};
   size_t k;
+  int a, n_default = 0;
   REQUIRE(system("mkdir -p build/test_lm_data/e2e") == 0);
   make_text(&t, 30000, 3);
   f = fopen("build/test_lm_data/e2e/text", "wb");
@@ -266,12 +267,17 @@ TEST(demo_runs_end_to_end) {
       fputc(t.bytes[k], f);
   fclose(f);
   free(t.bytes);
+  for (a = 0; a < LM_N_ARMS; a++) n_default += !LM_ARMS[a].extra;
+  REQUIRE(n_default >= 5 && n_default < LM_N_ARMS);
   REQUIRE(train_lm_main((int)(sizeof argv / sizeof argv[0]), argv) == 0);
   EXPECT_EQ_INT(count_lines("build/test_lm_out/summary.csv",
                             "setting,arm,seed,format,lr,stress,steps,val_bpb,"
                             "recovery_fraction,loss_spikes,diverged,seconds,"
                             "overhead_pct\n"),
-                2 * LM_N_ARMS);
+                2 * n_default);
+  EXPECT_EQ_INT(
+      count_lines("build/test_lm_out/loss.csv", "arm,seed,step,loss_bpb\n"),
+      2 * n_default * 30);
   EXPECT_EQ_INT(count_lines("build/test_lm_out/trace.csv",
                             "step,unit,name,norm,ratio,delta,action\n"),
                 30 * 5);
