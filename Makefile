@@ -97,7 +97,8 @@ FASTMATH_BINS = $(foreach cc,$(CC_LIST),\
                   $(B)/$(cc)-ofast/cross)
 
 .PHONY: all test bench bench-norm demo demo-full demo-sweep demo-lm \
-        demo-lm-quick demo-lm-sweep fortunes-check mpi mpi-run cuda \
+        demo-lm-quick demo-lm-sweep demo-lm-natural demo-lm-injected \
+        fortunes-check mpi mpi-run cuda \
         cuda-test cuda-bench detect ab-ctl \
         neon format format-check clean fuzz fuzz-build test-asan \
         test-valgrind test-warn tidy cppcheck
@@ -516,14 +517,17 @@ demo-sweep: $(B)/train_stress
 
 # The language-model demo (examples/train_lm.c) on the text of Debian's
 # fortunes package. Two stress settings, every arm x 3 seeds, outputs under
-# build/demo-lm/{natural,injected}/. LM_NATURAL: the natural setting, found
+# build/demo-lm/{natural,injected}/; demo-lm runs the two side by side, one
+# GEMM thread each (the same bits as any thread count; LM_THREADS=2 make
+# demo-lm-natural runs one setting on both cores). The settings were found
 # with demo-lm-sweep (README "Language-model demo").
 FORTUNES_DEB = /usr/share/games/fortunes
 FORTUNES ?= $(FORTUNES_DEB)
 LM_THREADS ?= 2
 LM_RUN = $(B)/train_lm --data $(FORTUNES) --threads $(LM_THREADS)
-LM_NATURAL = --format e2m1 --lr 3e-3
-LM_INJECTED = --format e4m3 --lr 3e-3 --stress 12
+LM_NATURAL = --format e2m1 --lr 2e-3
+LM_INJECTED = --format e4m3 --lr 2e-3 --stress 12
+LM_ARMS7 = f32,lowp,clip,adagc,gnmr,gnmr-noise,gnmr-global
 $(B)/train_lm: examples/train_lm.c examples/lowp.h gnmr.h
 	@mkdir -p $(@D)
 	gcc $(CFLAGS_ALL) -o $@ $< -pthread -lm
@@ -539,17 +543,30 @@ fortunes-check:
 	  exit 1; fi
 
 demo-lm: $(B)/train_lm fortunes-check
+	$(MAKE) --no-print-directory -j2 LM_THREADS=1 demo-lm-natural \
+	  demo-lm-injected
+
+# f32-gnmr (the gnmr arm's control on the f32 model) runs in the natural
+# setting only: the f32 path sees no faults, so it is the same run in both.
+demo-lm-natural: $(B)/train_lm fortunes-check
 	$(LM_RUN) --setting natural $(LM_NATURAL) --steps 1000 --seeds 3 \
-	  --out $(B)/demo-lm/natural
+	  --arms $(LM_ARMS7),f32-gnmr --out $(B)/demo-lm/natural
+
+demo-lm-injected: $(B)/train_lm fortunes-check
 	$(LM_RUN) --setting injected $(LM_INJECTED) --steps 1000 --seeds 3 \
-	  --out $(B)/demo-lm/injected
+	  --arms $(LM_ARMS7) --out $(B)/demo-lm/injected
 
 demo-lm-quick: $(B)/train_lm fortunes-check
 	$(LM_RUN) --setting injected $(LM_INJECTED) --steps 300 --eval 128 \
 	  --out $(B)/demo-lm/quick
 
+# f32 against lowp, every seed (README "Language-model demo"): FP4 E2M1
+# without injection, then FP8 E4M3 with faults, at two learning rates.
 demo-lm-sweep: $(B)/train_lm fortunes-check
-	$(LM_RUN) --sweep --steps 600 --out $(B)/demo-lm/sweep
+	$(LM_RUN) --sweep --sweep-lrs 2e-3,3e-3 --sweep-formats e2m1 \
+	  --steps 1000 --seeds 3 --out $(B)/demo-lm/sweep
+	$(LM_RUN) --sweep --sweep-lrs 2e-3,3e-3 --sweep-formats e4m3 \
+	  --stress 12 --steps 1000 --seeds 3 --out $(B)/demo-lm/sweep-injected
 
 # ---- formatting -------------------------------------------------------------
 format:

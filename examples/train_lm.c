@@ -1282,6 +1282,10 @@ typedef struct lm_opts {
   int steps, seed, seeds, stress, quiet, sweep, eval_seqs;
   int arms[LM_N_ARMS], n_arms;
   const lp_format *fmt;
+  /* --sweep: learning rates x formats */
+  double lrs[8];
+  const lp_format *formats[LP_N_FORMATS];
+  int n_lrs, n_formats;
   const char *data_dir, *out_dir, *setting;
   double lr;
   /* GNMR overrides (command line); a field < 0 keeps the arm's config */
@@ -1762,8 +1766,9 @@ static int lm_run_arms(const lm_opts *o, const lm_text *train,
               r.loss_spikes, r.diverged, r.seconds, r.overhead_pct);
       fflush(summary);
       if (!o->quiet)
-        fprintf(stderr, "  seed %d %-6s val %.4f bits/byte (%.1fs)\n", seed,
-                arm->name, r.val_bpb, r.seconds);
+        fprintf(stderr, "  %s seed %d %-6s val %.4f bits/byte (%.1fs)\n",
+                o->setting ? o->setting : "run", seed, arm->name, r.val_bpb,
+                r.seconds);
       free(r.loss);
     }
   }
@@ -1796,37 +1801,58 @@ static int lm_run_arms(const lm_opts *o, const lm_text *train,
   return 0;
 }
 
-/* The natural-stress sweep: f32 and lowp, no injection, over formats x
-   learning rates (one seed each); lowp's excess over f32 says where low
-   precision alone hurts. */
+/* The stress sweep: f32 against lowp (the same seeds, batches and, with
+   --stress, faults) over --sweep-lrs x --sweep-formats, every seed; lowp's
+   excess over f32 of the same seed says where low precision hurts, f32's
+   spread whether the reference is stable. */
 static int lm_run_sweep(const lm_opts *o, const lm_text *train,
                         const lm_text *val) {
-  static const double lrs[] = {1e-3, 3e-3, 1e-2};
   char path[1100];
   FILE *f;
-  int i, k;
+  int i, k, s;
   lm_mkdir(o->out_dir);
   snprintf(path, sizeof path, "%s/sweep.csv", o->out_dir);
   f = LM_FOPEN(path, "w");
-  fprintf(f, "lr,format,f32_bpb,lowp_bpb,excess_pct\n");
-  printf("%8s %6s %9s %9s %8s\n", "lr", "format", "f32", "lowp", "excess");
-  for (i = 0; i < (int)(sizeof lrs / sizeof lrs[0]); i++) {
+  fprintf(f, "lr,format,stress,seed,f32_bpb,lowp_bpb,excess_pct\n");
+  printf("%8s %6s %17s %17s %16s %10s\n", "lr", "format", "f32 mean(sd)",
+         "lowp mean(sd)", "excess mean(sd)", "excess min");
+  for (i = 0; i < o->n_lrs; i++) {
     lm_opts oc = *o;
-    lm_result rf;
-    oc.lr = lrs[i];
-    rf = lm_train(&oc, &LM_ARMS[0], o->seed, train, val, NULL, 0, NULL);
-    free(rf.loss);
-    for (k = 0; k < (int)LP_N_FORMATS; k++) {
-      lm_result rl;
-      oc.fmt = &LP_FORMATS[k];
-      rl = lm_train(&oc, &LM_ARMS[1], o->seed, train, val, NULL, 0, NULL);
-      free(rl.loss);
-      printf("%8g %6s %9.4f %9.4f %7.2f%%\n", lrs[i], oc.fmt->name, rf.val_bpb,
-             rl.val_bpb, 100 * (rl.val_bpb / rf.val_bpb - 1));
-      fprintf(f, "%g,%s,%.6f,%.6f,%.4f\n", lrs[i], oc.fmt->name, rf.val_bpb,
-              rl.val_bpb, 100 * (rl.val_bpb / rf.val_bpb - 1));
-      fflush(stdout);
+    double fb[100], lb[LP_N_FORMATS][100];
+    oc.lr = o->lrs[i];
+    for (s = 0; s < o->seeds; s++) {
+      int seed = o->seed + s, n_ev;
+      lm_event ev[LM_MAX_EVENTS];
+      lm_result rf;
+      n_ev = lm_make_events(o->stress, o->steps, &o->shape, (uint64_t)seed, ev,
+                            LM_MAX_EVENTS);
+      rf = lm_train(&oc, &LM_ARMS[0], seed, train, val, ev, n_ev, NULL);
+      free(rf.loss);
+      fb[s] = rf.val_bpb;
+      for (k = 0; k < o->n_formats; k++) {
+        lm_result rl;
+        oc.fmt = o->formats[k];
+        rl = lm_train(&oc, &LM_ARMS[1], seed, train, val, ev, n_ev, NULL);
+        free(rl.loss);
+        lb[k][s] = rl.val_bpb;
+        fprintf(f, "%g,%s,%d,%d,%.6f,%.6f,%.4f\n", oc.lr, oc.fmt->name,
+                o->stress, seed, fb[s], lb[k][s], 100 * (lb[k][s] / fb[s] - 1));
+        fflush(f);
+      }
     }
+    for (k = 0; k < o->n_formats; k++) {
+      double ex[100], mn = 1e30;
+      for (s = 0; s < o->seeds; s++) {
+        ex[s] = 100 * (lb[k][s] / fb[s] - 1);
+        if (ex[s] < mn) mn = ex[s];
+      }
+      printf("%8g %6s %9.4f (%5.3f) %9.4f (%5.3f) %+8.2f%% (%4.2f) %+9.2f%%\n",
+             oc.lr, o->formats[k]->name, lm_mean(fb, o->seeds),
+             lm_sd(fb, o->seeds), lm_mean(lb[k], o->seeds),
+             lm_sd(lb[k], o->seeds), lm_mean(ex, o->seeds), lm_sd(ex, o->seeds),
+             mn);
+    }
+    fflush(stdout);
   }
   if (fclose(f) != 0) LM_DIE("writing %s failed", path);
   printf("outputs in %s/: sweep.csv\n", o->out_dir);
@@ -1858,7 +1884,9 @@ static void lm_usage(FILE *f) {
          "  --ctl-isa NAME gnmr.h's controller path: scalar, avx512\n"
          "                 (default: the best this CPU runs; same bits)\n"
          "  --tau-r X --tau-d X --lock N --max-rec N   GNMR overrides\n"
-         "  --sweep        f32 vs lowp over formats x learning rates\n"
+         "  --sweep        f32 vs lowp (every seed, with --stress faults)\n"
+         "  --sweep-lrs LIST      learning rates (default 1e-3,3e-3,1e-2)\n"
+         "  --sweep-formats LIST  formats (default e4m3,e5m2,e2m1)\n"
          "  --out DIR      output directory (default build/demo-lm)\n"
          "  --quiet        no table on stdout\n");
 }
@@ -1896,6 +1924,34 @@ static void lm_parse_arms(lm_opts *o, const char *list) {
   if (o->n_arms == 0) LM_DIE("--arms: empty list");
 }
 
+static void lm_parse_lrs(lm_opts *o, const char *list) {
+  char buf[256], *tok;
+  snprintf(buf, sizeof buf, "%s", list);
+  o->n_lrs = 0;
+  for (tok = strtok(buf, ","); tok; tok = strtok(NULL, ",")) {
+    if (o->n_lrs == (int)(sizeof o->lrs / sizeof o->lrs[0]))
+      LM_DIE("--sweep-lrs: at most %d",
+             (int)(sizeof o->lrs / sizeof o->lrs[0]));
+    o->lrs[o->n_lrs++] = lm_parse_double(tok, "--sweep-lrs");
+  }
+  if (o->n_lrs == 0) LM_DIE("--sweep-lrs: empty list");
+}
+
+static void lm_parse_formats(lm_opts *o, const char *list) {
+  char buf[256], *tok;
+  snprintf(buf, sizeof buf, "%s", list);
+  o->n_formats = 0;
+  for (tok = strtok(buf, ","); tok; tok = strtok(NULL, ",")) {
+    const lp_format *fm = lp_format_find(tok);
+    if (!fm)
+      LM_DIE("--sweep-formats: expected e4m3, e5m2 or e2m1, got '%s'", tok);
+    if (o->n_formats == (int)LP_N_FORMATS)
+      LM_DIE("--sweep-formats: at most %d", (int)LP_N_FORMATS);
+    o->formats[o->n_formats++] = fm;
+  }
+  if (o->n_formats == 0) LM_DIE("--sweep-formats: empty list");
+}
+
 static void lm_parse(lm_opts *o, int argc, char **argv) {
   int i, a;
   memset(o, 0, sizeof *o);
@@ -1914,6 +1970,10 @@ static void lm_parse(lm_opts *o, int argc, char **argv) {
   o->out_dir = "build/demo-lm";
   o->tau_r = o->tau_d = -1;
   o->lock = o->max_rec = -1;
+  o->lrs[0] = 1e-3, o->lrs[1] = 3e-3, o->lrs[2] = 1e-2;
+  o->n_lrs = 3;
+  for (a = 0; a < (int)LP_N_FORMATS; a++) o->formats[a] = &LP_FORMATS[a];
+  o->n_formats = (int)LP_N_FORMATS;
   lm_threads = 2;
   for (a = 0; a < LM_N_ARMS; a++)
     if (!LM_ARMS[a].extra) o->arms[o->n_arms++] = a;
@@ -1944,6 +2004,10 @@ static void lm_parse(lm_opts *o, int argc, char **argv) {
       o->setting = v;
     else if (strcmp(f, "--arms") == 0)
       lm_parse_arms(o, v);
+    else if (strcmp(f, "--sweep-lrs") == 0)
+      lm_parse_lrs(o, v);
+    else if (strcmp(f, "--sweep-formats") == 0)
+      lm_parse_formats(o, v);
     else if (strcmp(f, "--seed") == 0)
       o->seed = lm_parse_int(v, 0, 1 << 30, f);
     else if (strcmp(f, "--seeds") == 0)
