@@ -1251,6 +1251,28 @@ static int trace_load(trace *tr, const char *path) {
   return tr->T > 0 ? 0 : -1;
 }
 
+/* Column names of a trace (the parameter tensors), for the tables. */
+#define NAMES_MAX 128
+static char trace_names[NAMES_MAX][64];
+static void trace_load_names(const char *path, unsigned n) {
+  static char line[1 << 16];
+  FILE *f = fopen(path, "r");
+  char *p, *q;
+  unsigned c = 0;
+  memset(trace_names, 0, sizeof trace_names);
+  if (!f) return;
+  if (fgets(line, sizeof line, f)) {
+    for (p = line; c < n + 2 && c < NAMES_MAX + 2; c++, p = q + 1) {
+      size_t len;
+      q = p + strcspn(p, ",\r\n");
+      len = (size_t)(q - p) < 63 ? (size_t)(q - p) : 63;
+      if (c >= 2) memcpy(trace_names[c - 2], p, len);
+      if (*q != ',') break;
+    }
+  }
+  fclose(f);
+}
+
 typedef struct real_res {
   double adm, flags, global; /* per 1000 steps (flags: per 1000 unit-steps) */
   double rise_n, rise_1, rise_any, fall_n, fall_1, fall_any;
@@ -1861,15 +1883,20 @@ int main(int argc, char **argv) {
       fprintf(md, "\n");
       free(tr.norms);
     }
+    char jump_what[2][256];
     fprintf(md, "**Unstable runs** (issue 15). Jump steps: the global norm "
                 "above 2x the median of its previous 32 steps (a reference "
                 "independent of every rule). Admissions per 1000 steps before "
                 "(paper rules; noise-aware rule with the step-level view off: "
                 "no common view, no gate) and after (noise-aware defaults: "
-                "common view on, no admissions on GLOBAL steps). A jump "
-                "step that is not GLOBAL is one where fewer than a quarter of "
-                "the units doubled: the global norm jumped because of a few "
-                "(large) units, which the per-unit rule flags instead.\n\n"
+                "common view on, no admissions on GLOBAL steps). The jump "
+                "steps that are not GLOBAL (second table) are rises of the "
+                "global norm carried by a few large units, with fewer than a "
+                "quarter of the units doubled, or jumps against a lull of the "
+                "previous 32 steps that leave G under twice its own mean. "
+                "The per-unit rule flags a unit on only some of them: in "
+                "these runs those units are noisy, so their own thresholds "
+                "are high.\n\n"
                 "| trace | jump steps | global steps | jump steps flagged "
                 "GLOBAL | other jump steps with a unit flagged RISE | "
                 "global steps off jumps | admissions: paper | admissions: "
@@ -1880,6 +1907,9 @@ int main(int argc, char **argv) {
       char *gf;
       unsigned char *ufl;
       unsigned t, nj = 0, njf = 0, nju = 0, ng = 0, ngoff = 0;
+      unsigned few_up = 0, carry4 = 0, top_of[NAMES_MAX], best = 0, g2 = 0;
+      double *gdev;
+      unsigned carry_n[NAMES_MAX + 1];
       double a0, a1, a2;
       proto_config off = proto_config_default();
       off.common_min_units = 0xFFFFFFFFu;
@@ -1891,6 +1921,29 @@ int main(int argc, char **argv) {
       }
       gf = xcalloc(tr.T, 1);
       ufl = xcalloc((size_t)tr.T * tr.N, 1);
+      if (tr.N > NAMES_MAX) {
+        fprintf(stderr, "detect: %s: more than %d units\n", path, NAMES_MAX);
+        return 1;
+      }
+      trace_load_names(path, tr.N);
+      gdev = xcalloc(tr.T, sizeof(double));
+      { /* L(G) - mu_G per step, as the defaults' verdict reads it */
+        proto_config pc = proto_config_default();
+        gnmr_config gc = lib_config(&pc, 8);
+        gnmr_slot *sl = xcalloc(tr.N, sizeof(gnmr_slot));
+        gnmr_ctl gctl;
+        gnmr_step_report rep;
+        if (gnmr_init(&gctl, &gc, sl, tr.N) != GNMR_OK) abort();
+        for (t = 0; t < tr.T; t++) {
+          if (gnmr_step(&gctl, tr.norms + (size_t)t * tr.N, NULL) != GNMR_OK ||
+              gnmr_step_info(&gctl, &rep) != GNMR_OK)
+            abort();
+          gdev[t] = rep.global_dev;
+        }
+        free(sl);
+      }
+      memset(top_of, 0, sizeof top_of);
+      memset(carry_n, 0, sizeof carry_n);
       run_real(&tr, tr.norms, D_PAPER, NULL, NULL, NULL, &a0, NULL, NULL);
       run_real(&tr, tr.norms, D_PROTO, &off, NULL, NULL, &a1, NULL, NULL);
       run_real(&tr, tr.norms, D_PROTO, NULL, ufl, gf, &a2, NULL, NULL);
@@ -1921,20 +1974,79 @@ int main(int argc, char **argv) {
         nj += (unsigned)jump;
         njf += (unsigned)(jump && gf[t]);
         if (jump && !gf[t]) {
-          unsigned u, any = 0;
-          for (u = 0; u < tr.N; u++)
+          /* What it is: units above 2x the median of their own previous
+             32 steps, and how few units carry 80% of the rise of G^2
+             (each unit's g^2 minus the median of its previous 32). */
+          unsigned u, any = 0, up = 0, m = 0, top = 0;
+          double inc[NAMES_MAX], itot = 0.0, acc = 0.0;
+          for (u = 0; u < tr.N; u++) {
+            double w[32], g = tr.norms[(size_t)t * tr.N + u], med;
+            unsigned j;
             any |= ufl[(size_t)t * tr.N + u] & (PF_RISE | PF_NONFINITE);
+            for (j = 0; j < 32; j++) {
+              double h = tr.norms[(size_t)(t - 32 + j) * tr.N + u];
+              w[j] = h * h;
+            }
+            med = proto_select(w, 32, 15);
+            up += g * g > 4.0 * med;
+            inc[u] = g * g > med ? g * g - med : 0.0;
+            itot += inc[u];
+            if (inc[u] > inc[top]) top = u;
+          }
+          while (acc < 0.8 * itot && m < tr.N) {
+            unsigned b = 0;
+            for (u = 1; u < tr.N; u++)
+              if (inc[u] > inc[b]) b = u;
+            acc += inc[b];
+            inc[b] = -1.0;
+            m++;
+          }
           nju += any != 0;
+          g2 += gdev[t] > log(2.0);
+          few_up += up * 4 < tr.N;
+          carry4 += m <= 4;
+          carry_n[m]++;
+          top_of[top]++;
         }
         ng += (unsigned)gf[t];
         ngoff += (unsigned)(gf[t] && !jump);
       }
       fprintf(md, "| %s | %u | %u | %u | %u | %u | %.1f | %.1f | %.1f |\n",
               unstable[i], nj, ng, njf, nju, ngoff, a0, a1, a2);
+      {
+        unsigned u, half = 0, med_m = 0;
+        for (u = 0; u < tr.N; u++)
+          if (top_of[u] > top_of[best]) best = u;
+        for (u = 0; u <= tr.N; u++) {
+          half += carry_n[u];
+          if (2 * half >= nj - njf) {
+            med_m = u;
+            break;
+          }
+        }
+        snprintf(jump_what[i], sizeof jump_what[i],
+                 "| %s | %u | %u | %u | %u | %u | %u | %s (%u) |\n",
+                 unstable[i], nj - njf, g2, few_up, med_m, carry4, nju,
+                 trace_names[best][0] ? trace_names[best] : "?", top_of[best]);
+      }
       free(gf);
+      free(gdev);
       free(ufl);
       free(tr.norms);
     }
+    fprintf(md,
+            "\nThe jump steps that are not GLOBAL, and what they are (a "
+            "unit doubled: above 2x the median of its own previous 32 "
+            "steps; the units that carry 80%% of the rise of G^2: each "
+            "unit's g^2 minus the median of its previous 32, largest "
+            "first):\n\n"
+            "| trace | jump steps not GLOBAL | G above 2x its own mean "
+            "(L(G) - mu_G > L(2)) | fewer than a quarter of the "
+            "units doubled | units carrying 80%% of the rise of G^2 (median) | "
+            "steps where at most 4 units carry it | a unit flagged RISE "
+            "or NaN | largest contributor (steps) |\n"
+            "|---|---:|---:|---:|---:|---:|---:|---|\n");
+    for (i = 0; i < 2; i++) fprintf(md, "%s", jump_what[i]);
     fprintf(md, "\n");
   }
   if (seeds) {
