@@ -1936,6 +1936,43 @@ static GNMR_HOSTDEV int gnmr__step_check(const gnmr_ctl *ctl,
   return negative ? GNMR_ENORM : GNMR_OK;
 }
 
+/* Phase 2's end, rule N3 (the device's step runs it too): with r->common
+   set (the median, or 0 below common_min_units) and G's sum of squares
+   summed in its order, G's history and the step's verdict. */
+static GNMR_HOSTDEV void gnmr__step_verdict(gnmr_ctl *ctl, gnmr__rules *r,
+                                            gnmr_step_report *rep,
+                                            double sumsq, uint32_t finite,
+                                            uint32_t settled, uint32_t up) {
+  rep->settled = settled;
+  rep->common = r->common;
+  if (finite > 0) { /* G keeps its history as one more unit, c = 0 */
+    const double gn = sqrt(sumsq);
+    const int was_settled = ctl->global_k >= r->warmup;
+    const double gdr = gnmr__log(gn, r->log_floor) - ctl->global_log_mean;
+    double d, e, score, room;
+    rep->global_norm = gn;
+    rep->global_dev = ctl->global_k ? gdr : 0.0;
+    rep->global_ratio = rep->global_dev > 0.0 /* exp(x) = 1 / exp(-x) */
+                            ? 1.0 / gnmr__exp_neg(-rep->global_dev)
+                            : gnmr__exp_neg(rep->global_dev);
+    (void)gnmr__noise_history(r, &ctl->global_log_mean, &ctl->global_fluct,
+                              &ctl->global_last_dev, &ctl->global_k, gdr, 0.0,
+                              &d, &e, &score, &room);
+    r->global = was_settled && settled >= ctl->cfg.common_min_units &&
+                (r->common > r->l_global ||
+                 (gdr > r->l_global &&
+                  (double)up >= ctl->cfg.global_frac * (double)settled));
+    if (r->global) {
+      rep->global = 1;
+      if (ctl->cfg.global_policy == GNMR_GLOBAL_SKIP)
+        r->global_scale = 0.0;
+      else if (ctl->cfg.global_policy == GNMR_GLOBAL_CLIP)
+        r->global_scale = gnmr__exp_neg(r->l_global - gdr);
+      rep->global_scale = r->global_scale;
+    }
+  }
+}
+
 /* Phase 2, NOISE mode only, rule N3: every finite unit's dev = L(g) - mu,
    the common deviation c of the settled units (the lower median on the
    grid, from integer counts of its 4096 bins: the same value in any order
@@ -1974,7 +2011,6 @@ static GNMR_HOSTDEV void gnmr__step_common(gnmr_ctl *ctl, gnmr__step_ctx *c) {
       sumsq += ((lane[0] + lane[1]) + (lane[2] + lane[3])) +
                ((lane[4] + lane[5]) + (lane[6] + lane[7]));
   }
-  rep->settled = settled;
   if (settled >= ctl->cfg.common_min_units) {
     /* The bins hold `settled` > rank counts, so the rank-th value lies in
        one of the 64 blocks of 64 (the last, if none before) and the
@@ -1991,33 +2027,7 @@ static GNMR_HOSTDEV void gnmr__step_common(gnmr_ctl *ctl, gnmr__step_ctx *c) {
       below += hist[at];
     r->common = ((double)at + 0.5) / 256.0 - 8.0;
   }
-  rep->common = r->common;
-  if (finite > 0) { /* G keeps its history as one more unit, c = 0 */
-    const double gn = sqrt(sumsq);
-    const int was_settled = ctl->global_k >= r->warmup;
-    const double gdr = gnmr__log(gn, r->log_floor) - ctl->global_log_mean;
-    double d, e, score, room;
-    rep->global_norm = gn;
-    rep->global_dev = ctl->global_k ? gdr : 0.0;
-    rep->global_ratio = rep->global_dev > 0.0 /* exp(x) = 1 / exp(-x) */
-                            ? 1.0 / gnmr__exp_neg(-rep->global_dev)
-                            : gnmr__exp_neg(rep->global_dev);
-    (void)gnmr__noise_history(r, &ctl->global_log_mean, &ctl->global_fluct,
-                              &ctl->global_last_dev, &ctl->global_k, gdr, 0.0,
-                              &d, &e, &score, &room);
-    r->global = was_settled && settled >= ctl->cfg.common_min_units &&
-                (r->common > r->l_global ||
-                 (gdr > r->l_global &&
-                  (double)up >= ctl->cfg.global_frac * (double)settled));
-    if (r->global) {
-      rep->global = 1;
-      if (ctl->cfg.global_policy == GNMR_GLOBAL_SKIP)
-        r->global_scale = 0.0;
-      else if (ctl->cfg.global_policy == GNMR_GLOBAL_CLIP)
-        r->global_scale = gnmr__exp_neg(r->l_global - gdr);
-      rep->global_scale = r->global_scale;
-    }
-  }
+  gnmr__step_verdict(ctl, r, rep, sumsq, finite, settled, up);
 }
 
 /* Phase 3, rules 1-6 and 8 (N1-N9) for every unit; candidates listed for
