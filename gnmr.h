@@ -1940,9 +1940,9 @@ static GNMR_HOSTDEV int gnmr__step_check(const gnmr_ctl *ctl,
    set (the median, or 0 below common_min_units) and G's sum of squares
    summed in its order, G's history and the step's verdict. */
 static GNMR_HOSTDEV void gnmr__step_verdict(gnmr_ctl *ctl, gnmr__rules *r,
-                                            gnmr_step_report *rep,
-                                            double sumsq, uint32_t finite,
-                                            uint32_t settled, uint32_t up) {
+                                            gnmr_step_report *rep, double sumsq,
+                                            uint32_t finite, uint32_t settled,
+                                            uint32_t up) {
   rep->settled = settled;
   rep->common = r->common;
   if (finite > 0) { /* G keeps its history as one more unit, c = 0 */
@@ -1994,12 +1994,11 @@ static GNMR_HOSTDEV void gnmr__step_common(gnmr_ctl *ctl, gnmr__step_ctx *c) {
   rep->global_scale = 1.0;
   for (u = 0; u < r->n; u++) {
     const double g = (double)c->norms[u];
-    double dr;
     if ((u & 255) == 0) memset(lane, 0, sizeof lane);
     if (gnmr__finite32(c->norms[u])) {
+      const double dr = gnmr__log(g, r->log_floor) - s->log_mean[u];
       finite++;
       lane[u & 7] += gnmr__mul(g, g); /* g * g is exact: g is a float */
-      dr = gnmr__log(g, r->log_floor) - s->log_mean[u];
       s->dev[u] = dr;
       if (s->finite_steps[u] >= r->warmup) {
         settled++;

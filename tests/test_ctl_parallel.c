@@ -208,8 +208,8 @@ static int same_state(const gnmr_ctl *a, const gnmr_ctl *b) {
   /* one commit per step that passed: the same generation and seal */
   {
     gnmr_step_report ra, rb;
-    if (gnmr_step_info(a, &ra) != GNMR_OK || gnmr_step_info(b, &rb) != GNMR_OK ||
-        memcmp(&ra, &rb, sizeof ra) != 0)
+    if (gnmr_step_info(a, &ra) != GNMR_OK ||
+        gnmr_step_info(b, &rb) != GNMR_OK || memcmp(&ra, &rb, sizeof ra) != 0)
       return 0;
   }
   return na == nb && memcmp(ckpt_a, ckpt_b, na) == 0 &&
@@ -249,8 +249,8 @@ static void make_norms(uint32_t n, int kind, uint32_t step) {
       break;
     case 7:
       if (u == step % n) v = -1.0f;
-      break; /* refused step */
-    case 8: v = 0.0f; break; /* zeros */
+      break;                                      /* refused step */
+    case 8: v = 0.0f; break;                      /* zeros */
     case 9: v *= 3.0f + (float)(step % 3); break; /* every unit rises */
     case 10:
       if (r % 2 == 0) v *= 4.0f;
@@ -496,8 +496,8 @@ TEST(a_perturbed_emulation_is_caught) {
         cfg.common_min_units = 1;
         caught = !run_pair(&cfg, sizes[i], 40, 4, KINDS);
       }
-      if (!caught) printf("  perturbation %d, n %u: not caught\n", perturb,
-                          sizes[i]);
+      if (!caught)
+        printf("  perturbation %d, n %u: not caught\n", perturb, sizes[i]);
       EXPECT(caught);
     }
   perturb = 0;

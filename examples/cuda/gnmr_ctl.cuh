@@ -73,7 +73,8 @@
    implementation, functions of (thread, shared state): the test
    tests/test_ctl_parallel.c runs them on the CPU thread by thread and phase
    by phase against gnmr_step. That part is plain C99 (a C compiler sees
-   only it); the CUDA part is under __CUDACC__. */
+   only it; build it with fast-math off, as the test does: its few
+   additions must keep their order); the CUDA part is under __CUDACC__. */
 #ifndef GNMR_CTL_CUH
 #define GNMR_CTL_CUH
 
@@ -183,13 +184,14 @@ in the same file (#define GNMR_IMPLEMENTATION before including gnmr.h)"
 typedef struct gnmr_cuda_work {
   uint64_t risky, nonfinite, held, renewed; /* units: this step's sums */
   uint32_t locked, candidates, rises, falls;
-  uint32_t negative, unusable; /* scan: the step is refused */
-  uint32_t finite, settled, up; /* scan: rule N3's counts */
-  int32_t global;               /* verdict: a GLOBAL step */
-  double common, global_scale;  /* verdict, for the units */
-  gnmr_step_report report;      /* verdict: the report but its counts */
-  int32_t status;               /* the last step: GNMR_OK or GNMR_E* */
-  int32_t first_error;          /* the first refused step's code */
+  uint32_t negative, unusable;   /* scan: the step is refused */
+  uint32_t finite, settled, up;  /* scan: rule N3's counts */
+  int32_t global;                /* verdict: a GLOBAL step */
+  double common, global_scale;   /* verdict, for the units */
+  gnmr_step_report report;       /* verdict: the report but its counts */
+  int32_t status;                /* the last step: GNMR_OK or GNMR_E* */
+  int32_t first_error;           /* the first refused step's code since
+                                    create or upload */
   uint32_t hist[GNMR_CUDA_BINS]; /* scan: the settled units per bin */
 } gnmr_cuda_work;
 
@@ -209,15 +211,15 @@ typedef struct gnmr_cuda_select {
 } gnmr_cuda_select;
 
 /* scan's codes for a unit that is not counted in the histogram */
-#define GNMR_CUDA__UNSETTLED GNMR_CUDA_BINS       /* finite, k < warmup */
+#define GNMR_CUDA__UNSETTLED GNMR_CUDA_BINS        /* finite, k < warmup */
 #define GNMR_CUDA__NOT_FINITE (GNMR_CUDA_BINS + 1) /* or past the last */
 
 /* ---- the arithmetic of every kernel, host and device ------------------- */
 
 /* scan, unit u: a finite negative norm refuses the step (as gnmr_step's
    check). */
-static inline GNMR_HOSTDEV void gnmr_cuda__check(const float *norms,
-                                                 uint32_t n, uint32_t u,
+static inline GNMR_HOSTDEV void gnmr_cuda__check(const float *norms, uint32_t n,
+                                                 uint32_t u,
                                                  gnmr_cuda_work *w) {
   uint32_t bits;
   if (u >= n) return;
@@ -245,9 +247,8 @@ static inline GNMR_HOSTDEV uint32_t gnmr_cuda__scan(const gnmr__rules *r,
 
 /* Lane j (0-7) of G's sum of squares in block b of 256 units: the finite
    g^2 of units 256 b + j, + 8, ... in order, from +0 (gnmr.h's order). */
-static inline GNMR_HOSTDEV double gnmr_cuda__lane(const float *norms,
-                                                  uint32_t n, uint32_t b,
-                                                  uint32_t j) {
+static inline GNMR_HOSTDEV double
+gnmr_cuda__lane(const float *norms, uint32_t n, uint32_t b, uint32_t j) {
   const uint32_t end = n - 256 * b < 256 ? n : 256 * b + 256;
   double lane = 0.0;
   uint32_t u;
@@ -323,9 +324,8 @@ gnmr_cuda__verdict(gnmr_ctl *ctl, gnmr_cuda_work *w, const uint32_t *hist,
 
 /* units, thread 0 of every block: the step's rules, with the verdict's c,
    GLOBAL and global scale. */
-static inline GNMR_HOSTDEV void gnmr_cuda__rules(const gnmr_ctl *ctl,
-                                                 const gnmr_cuda_work *w,
-                                                 gnmr__rules *r) {
+static inline GNMR_HOSTDEV void
+gnmr_cuda__rules(const gnmr_ctl *ctl, const gnmr_cuda_work *w, gnmr__rules *r) {
   gnmr__rules_of(ctl, r);
   r->common = w->common;
   r->global = w->global;
@@ -604,8 +604,7 @@ static __global__ void __launch_bounds__(GNMR_CUDA_UNIT_THREADS)
     /* the candidates: a place in the block's part of the list */
     const uint32_t at = ev & GNMR__EV_CANDIDATE ? atomicAdd(&listed, 1u) : 0;
     gnmr_cuda__count_units(ev, w, 1); /* its barriers order the atomics */
-    if (threadIdx.x == 0)
-      base = listed ? atomicAdd(&w->candidates, listed) : 0;
+    if (threadIdx.x == 0) base = listed ? atomicAdd(&w->candidates, listed) : 0;
     __syncthreads();
     if (ev & GNMR__EV_CANDIDATE)
       gnmr__carve(ctl->units, r.n).heap[base + at] = u;
@@ -771,9 +770,9 @@ int gnmr_cuda_ctl_create(gnmr_cuda_ctl *gc, const gnmr_ctl *host) {
   }
   /* device addresses, computed on the host (no access) */
   gc->lock = gnmr__carve(gc->slots, n).lock;
-  gc->report = (const gnmr_step_report *)(const void *)((const char *)gc->ctl +
-                                                        offsetof(gnmr_ctl,
-                                                                 report));
+  gc->report =
+      (const gnmr_step_report *)(const void *)((const char *)gc->ctl +
+                                               offsetof(gnmr_ctl, report));
   return GNMR_OK;
 }
 
@@ -819,9 +818,10 @@ int gnmr_cuda_step(gnmr_cuda_ctl *gc, const float *norms, gnmr_decision *out,
   blocks = n / GNMR_CUDA_UNIT_THREADS + (n % GNMR_CUDA_UNIT_THREADS != 0);
   if (n <= GNMR_CUDA_FUSED_MAX) {
     const uint32_t warps = (n + 31) / 32;
-    const uint32_t threads = n >= GNMR_CUDA_ADMIT_THREADS ? GNMR_CUDA_ADMIT_THREADS
-                             : warps > 2                  ? 32 * warps
-                                                          : 64;
+    const uint32_t threads = n >= GNMR_CUDA_ADMIT_THREADS
+                                 ? GNMR_CUDA_ADMIT_THREADS
+                             : warps > 2 ? 32 * warps
+                                         : 64;
     gnmr_cuda__fused_kernel<<<1, threads, 0, stream>>>(gc->ctl, norms, n, out,
                                                        gc->work);
     return gnmr_cuda__fail(gc, cudaGetLastError());

@@ -117,13 +117,12 @@ static void run(uint32_t n) {
               cudaMemcpy(d_h, h, sizeof *h * per, cudaMemcpyHostToDevice) ==
                   cudaSuccess,
           "upload gradients");
-    CHECK(two_b_step(&gc, &plan, d_norms, d_out, d_report, d_rec, 0) ==
-              GNMR_OK,
+    CHECK(two_b_step(&gc, &plan, d_norms, d_out, d_report, d_rec, 0) == GNMR_OK,
           "two_b_step");
     CHECK(cudaMemcpy(db, d_out, sizeof *db * n, cudaMemcpyDeviceToHost) ==
                   cudaSuccess &&
-              cudaMemcpy(rec, d_rec, sizeof *rec * n,
-                         cudaMemcpyDeviceToHost) == cudaSuccess &&
+              cudaMemcpy(rec, d_rec, sizeof *rec * n, cudaMemcpyDeviceToHost) ==
+                  cudaSuccess &&
               cudaMemcpy(&rb, d_report, sizeof rb, cudaMemcpyDeviceToHost) ==
                   cudaSuccess,
           "download");

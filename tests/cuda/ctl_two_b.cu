@@ -31,7 +31,7 @@ int two_b_step(gnmr_cuda_ctl *gc, gnmr_norms_plan *plan, float *d_norms,
   if (rc == GNMR_OK) rc = gnmr_cuda_report_async(gc, d_report, s);
   if (rc != GNMR_OK) return rc;
   if (gc->n_units > 0)
-    recovering_of<<<(gc->n_units + 127) / 128, 128, 0, s>>>(
-        gc->lock, gc->n_units, d_rec);
+    recovering_of<<<(gc->n_units + 127) / 128, 128, 0, s>>>(gc->lock,
+                                                            gc->n_units, d_rec);
   return cudaGetLastError() == cudaSuccess ? GNMR_OK : GNMR_CUDA_ECUDA;
 }
