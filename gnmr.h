@@ -2404,9 +2404,9 @@ static int gnmr__report_valid(const gnmr_step_report *r, uint32_t n) {
     ratio = r->global_dev > 0.0 ? 1.0 / gnmr__exp_neg(-r->global_dev)
                                 : gnmr__exp_neg(r->global_dev);
   return gnmr__finite64(r->global_norm) && r->global_norm >= 0.0 &&
-         memcmp(&r->global_ratio, &ratio, sizeof ratio) == 0 &&
-         gnmr__finite64(r->common) && fabs(r->common) <= 8.0 &&
-         r->global_scale >= 0.0 && r->global_scale <= 1.0 && r->global <= 1u &&
+         r->global_ratio == ratio && gnmr__finite64(r->common) &&
+         fabs(r->common) <= 8.0 && r->global_scale >= 0.0 &&
+         r->global_scale <= 1.0 && r->global <= 1u &&
          (r->global || r->global_scale == 1.0) && r->settled <= n &&
          r->flagged <= n && r->rises <= r->flagged &&
          r->falls <= r->flagged - r->rises && r->reserved_ == 0u;
