@@ -1950,61 +1950,14 @@ static GNMR_HOSTDEV int gnmr__step_check(const gnmr_ctl *ctl,
   return negative ? GNMR_ENORM : GNMR_OK;
 }
 
-/* Phase 2, NOISE mode only, rule N3: every finite unit's dev = L(g) - mu,
-   the common deviation c of the settled units (the lower median on the
-   grid, from integer counts of its 4096 bins: the same value in any order
-   of units, in one pass; 16 KiB of counts on the stack), the global
-   norm's history and the verdict; the rules of phase 3 read c, GLOBAL and
-   the global scale. G's sum of squares has one fixed order, so a SIMD or
-   device path can give the same bits: blocks of 256 units, eight partial
-   sums in a block (unit u into lane u % 8, in order) folded as
-   ((0+1)+(2+3))+((4+5)+(6+7)), the blocks' sums added in order. */
-static GNMR_HOSTDEV void gnmr__step_common(gnmr_ctl *ctl, gnmr__step_ctx *c) {
-  gnmr__rules *r = &c->r;
-  const gnmr__soa *s = &c->s;
-  gnmr_step_report *rep = &c->report;
-  /* the grid's 4096 bins (the median's found by sums of 64 first) */
-  uint32_t hist[4096], u, settled = 0, up = 0, finite = 0;
-  double sumsq = 0.0, lane[8];
-  memset(hist, 0, sizeof hist);
-  memset(rep, 0, sizeof *rep);
-  rep->global_scale = 1.0;
-  for (u = 0; u < r->n; u++) {
-    const double g = (double)c->norms[u];
-    double dr;
-    if ((u & 255) == 0) memset(lane, 0, sizeof lane);
-    if (gnmr__finite32(c->norms[u])) {
-      finite++;
-      lane[u & 7] += gnmr__mul(g, g); /* g * g is exact: g is a float */
-      dr = gnmr__log(g, r->log_floor) - s->log_mean[u];
-      s->dev[u] = dr;
-      if (s->finite_steps[u] >= r->warmup) {
-        settled++;
-        up += dr > r->l_global;
-        hist[gnmr__grid(dr)]++;
-      }
-    }
-    if ((u & 255) == 255 || u + 1 == r->n)
-      sumsq += ((lane[0] + lane[1]) + (lane[2] + lane[3])) +
-               ((lane[4] + lane[5]) + (lane[6] + lane[7]));
-  }
+/* Phase 2's end, rule N3 (the device's step runs it too): with r->common
+   set (the median, or 0 below common_min_units) and G's sum of squares
+   summed in its order, G's history and the step's verdict. */
+static GNMR_HOSTDEV void gnmr__step_verdict(gnmr_ctl *ctl, gnmr__rules *r,
+                                            gnmr_step_report *rep, double sumsq,
+                                            uint32_t finite, uint32_t settled,
+                                            uint32_t up) {
   rep->settled = settled;
-  if (settled >= ctl->cfg.common_min_units) {
-    /* The bins hold `settled` > rank counts, so the rank-th value lies in
-       one of the 64 blocks of 64 (the last, if none before) and the
-       search stops inside the array. */
-    const uint32_t rank = (settled - 1) / 2;
-    uint32_t block, at, below = 0;
-    for (block = 0; block < 63; block++) {
-      uint32_t i, sum = 0;
-      for (i = 0; i < 64; i++) sum += hist[block * 64 + i];
-      if (below + sum > rank) break;
-      below += sum;
-    }
-    for (at = block * 64; at < 4095 && below + hist[at] <= rank; at++)
-      below += hist[at];
-    r->common = ((double)at + 0.5) / 256.0 - 8.0;
-  }
   rep->common = r->common;
   if (finite > 0) { /* G keeps its history as one more unit, c = 0 */
     const double gn = sqrt(sumsq);
@@ -2032,6 +1985,62 @@ static GNMR_HOSTDEV void gnmr__step_common(gnmr_ctl *ctl, gnmr__step_ctx *c) {
       rep->global_scale = r->global_scale;
     }
   }
+}
+
+/* Phase 2, NOISE mode only, rule N3: every finite unit's dev = L(g) - mu,
+   the common deviation c of the settled units (the lower median on the
+   grid, from integer counts of its 4096 bins: the same value in any order
+   of units, in one pass; 16 KiB of counts on the stack), the global
+   norm's history and the verdict; the rules of phase 3 read c, GLOBAL and
+   the global scale. G's sum of squares has one fixed order, so a SIMD or
+   device path can give the same bits: blocks of 256 units, eight partial
+   sums in a block (unit u into lane u % 8, in order) folded as
+   ((0+1)+(2+3))+((4+5)+(6+7)), the blocks' sums added in order. */
+static GNMR_HOSTDEV void gnmr__step_common(gnmr_ctl *ctl, gnmr__step_ctx *c) {
+  gnmr__rules *r = &c->r;
+  const gnmr__soa *s = &c->s;
+  gnmr_step_report *rep = &c->report;
+  /* the grid's 4096 bins (the median's found by sums of 64 first) */
+  uint32_t hist[4096], u, settled = 0, up = 0, finite = 0;
+  double sumsq = 0.0, lane[8];
+  memset(hist, 0, sizeof hist);
+  memset(rep, 0, sizeof *rep);
+  rep->global_scale = 1.0;
+  for (u = 0; u < r->n; u++) {
+    const double g = (double)c->norms[u];
+    if ((u & 255) == 0) memset(lane, 0, sizeof lane);
+    if (gnmr__finite32(c->norms[u])) {
+      const double dr = gnmr__log(g, r->log_floor) - s->log_mean[u];
+      finite++;
+      lane[u & 7] += gnmr__mul(g, g); /* g * g is exact: g is a float */
+      s->dev[u] = dr;
+      if (s->finite_steps[u] >= r->warmup) {
+        settled++;
+        up += dr > r->l_global;
+        hist[gnmr__grid(dr)]++;
+      }
+    }
+    if ((u & 255) == 255 || u + 1 == r->n)
+      sumsq += ((lane[0] + lane[1]) + (lane[2] + lane[3])) +
+               ((lane[4] + lane[5]) + (lane[6] + lane[7]));
+  }
+  if (settled >= ctl->cfg.common_min_units) {
+    /* The bins hold `settled` > rank counts, so the rank-th value lies in
+       one of the 64 blocks of 64 (the last, if none before) and the
+       search stops inside the array. */
+    const uint32_t rank = (settled - 1) / 2;
+    uint32_t block, at, below = 0;
+    for (block = 0; block < 63; block++) {
+      uint32_t i, sum = 0;
+      for (i = 0; i < 64; i++) sum += hist[block * 64 + i];
+      if (below + sum > rank) break;
+      below += sum;
+    }
+    for (at = block * 64; at < 4095 && below + hist[at] <= rank; at++)
+      below += hist[at];
+    r->common = ((double)at + 0.5) / 256.0 - 8.0;
+  }
+  gnmr__step_verdict(ctl, r, rep, sumsq, finite, settled, up);
 }
 
 /* Phase 3, rules 1-6 and 8 (N1-N9) for every unit; candidates listed for
@@ -2395,9 +2404,9 @@ static int gnmr__report_valid(const gnmr_step_report *r, uint32_t n) {
     ratio = r->global_dev > 0.0 ? 1.0 / gnmr__exp_neg(-r->global_dev)
                                 : gnmr__exp_neg(r->global_dev);
   return gnmr__finite64(r->global_norm) && r->global_norm >= 0.0 &&
-         memcmp(&r->global_ratio, &ratio, sizeof ratio) == 0 &&
-         gnmr__finite64(r->common) && fabs(r->common) <= 8.0 &&
-         r->global_scale >= 0.0 && r->global_scale <= 1.0 && r->global <= 1u &&
+         r->global_ratio == ratio && gnmr__finite64(r->common) &&
+         fabs(r->common) <= 8.0 && r->global_scale >= 0.0 &&
+         r->global_scale <= 1.0 && r->global <= 1u &&
          (r->global || r->global_scale == 1.0) && r->settled <= n &&
          r->flagged <= n && r->rises <= r->flagged &&
          r->falls <= r->flagged - r->rises && r->reserved_ == 0u;
