@@ -531,7 +531,7 @@ FORTUNES ?= $(FORTUNES_DEB)
 LM_THREADS ?= 2
 LM_RUN = $(B)/train_lm --data $(FORTUNES) --threads $(LM_THREADS)
 LM_NATURAL = --format e2m1 --lr 2e-3
-LM_INJECTED = --format e4m3 --lr 2e-3 --stress 12
+LM_INJECTED = --format e4m3 --lr 2e-3 --stress 24
 LM_ARMS7 = f32,lowp,clip,adagc,gnmr,gnmr-noise,gnmr-global
 $(B)/train_lm: examples/train_lm.c examples/lowp.h gnmr.h
 	@mkdir -p $(@D)
@@ -566,12 +566,14 @@ demo-lm-quick: $(B)/train_lm fortunes-check
 	  --out $(B)/demo-lm/quick
 
 # f32 against lowp, every seed (README "Language-model demo"): FP4 E2M1
-# without injection, then FP8 E4M3 with faults, at two learning rates.
+# without injection, then FP8 E4M3 with 12 and 24 faults per 1000 steps.
 demo-lm-sweep: $(B)/train_lm fortunes-check
 	$(LM_RUN) --sweep --sweep-lrs 2e-3,3e-3 --sweep-formats e2m1 \
 	  --steps 1000 --seeds 3 --out $(B)/demo-lm/sweep
 	$(LM_RUN) --sweep --sweep-lrs 2e-3,3e-3 --sweep-formats e4m3 \
-	  --stress 12 --steps 1000 --seeds 3 --out $(B)/demo-lm/sweep-injected
+	  --stress 12 --steps 1000 --seeds 3 --out $(B)/demo-lm/sweep-stress12
+	$(LM_RUN) --sweep --sweep-lrs 2e-3 --sweep-formats e4m3 \
+	  --stress 24 --steps 1000 --seeds 3 --out $(B)/demo-lm/sweep-stress24
 
 # ---- formatting -------------------------------------------------------------
 format:

@@ -14,7 +14,8 @@
 
    Two kinds of stress (ground truth in stress.csv):
      natural   no injection: a format or learning rate where low precision
-               alone hurts (found with --sweep; see the README)
+               alone hurts (--sweep: f32 against lowp, every seed; see the
+               README)
      injected  --stress N: N faults per 1000 steps on the low-cost path of
                one unit at a time, of three kinds known from LLM training:
        outlier  residual-stream channel outliers: LM_OUTLIER_CHANNELS input
@@ -39,18 +40,25 @@
      gnmr   low precision with gnmr.h: per-unit norms from gnmr_unit_norms,
             decisions from gnmr_step; a recovering unit runs f32 and its
             gradient is multiplied by the decision's scale; on admission its
-            amax histories start afresh. Config: lm_config_paper().
+            amax histories start afresh. Config: lm_config_paper();
+            gnmr-noise: the library's defaults; gnmr-global: the defaults
+            with the global clip.
+     f32-clip, f32-adagc, f32-gnmr, f32-gnmr-noise (only when --arms names
+            them): the control on the f32 model, no faults: what the
+            control does to training, apart from precision.
 
-   The GEMMs (and attention, over batch x heads) run on --threads pthreads;
-   each output element is computed by exactly one thread in a fixed order, so
-   any thread count gives the same bits.
+   The GEMMs, attention (over batch x heads), LayerNorm, GELU, softmax and
+   AdamW run on --threads pthreads; each output element is computed by
+   exactly one thread in a fixed order, so any thread count gives the same
+   bits.
 
    Data: the text of Debian's fortunes package (--data DIR, default
    /usr/share/games/fortunes): every file without a '.' in its name, in name
    order, split at the "%" lines; every LM_VAL_EVERY-th fortune is validation.
 
-   Outputs in --out: summary.csv, trace.csv (gnmr arm, first seed),
-   stress.csv, loss.svg, recovery.svg; with --sweep, sweep.csv.
+   Outputs in --out: summary.csv, loss.csv (every step's training loss),
+   trace.csv (the first gnmr arm, first seed), stress.csv, loss.svg,
+   recovery.svg; with --sweep, sweep.csv.
 
    Build and run: make demo-lm (both settings, every arm x 3 seeds),
    make demo-lm-quick, make demo-lm-sweep. Define LM_DOUBLE to build the
@@ -1874,7 +1882,7 @@ static void lm_usage(FILE *f) {
          "  --steps N      training steps (default 1500)\n"
          "  --dim C --layers L --heads H --ctx T --batch B\n"
          "                 model and batch (default 64, 2, 4, 64, 8)\n"
-         "  --lr X         peak AdamW learning rate (default 3e-3)\n"
+         "  --lr X         peak AdamW learning rate (default 2e-3)\n"
          "  --format F     e4m3, e5m2 or e2m1 (default e4m3)\n"
          "  --stress N     injected faults per 1000 steps (default 0)\n"
          "  --eval N       validation windows (default 512)\n"
@@ -1885,7 +1893,7 @@ static void lm_usage(FILE *f) {
          "                 (default: the best this CPU runs; same bits)\n"
          "  --tau-r X --tau-d X --lock N --max-rec N   GNMR overrides\n"
          "  --sweep        f32 vs lowp (every seed, with --stress faults)\n"
-         "  --sweep-lrs LIST      learning rates (default 1e-3,3e-3,1e-2)\n"
+         "  --sweep-lrs LIST      learning rates (default 2e-3,3e-3)\n"
          "  --sweep-formats LIST  formats (default e4m3,e5m2,e2m1)\n"
          "  --out DIR      output directory (default build/demo-lm)\n"
          "  --quiet        no table on stdout\n");
@@ -1964,14 +1972,14 @@ static void lm_parse(lm_opts *o, int argc, char **argv) {
   o->seed = 1;
   o->seeds = 1;
   o->eval_seqs = 512;
-  o->lr = 3e-3;
+  o->lr = 2e-3;
   o->fmt = &LP_FORMATS[0];
   o->data_dir = "/usr/share/games/fortunes";
   o->out_dir = "build/demo-lm";
   o->tau_r = o->tau_d = -1;
   o->lock = o->max_rec = -1;
-  o->lrs[0] = 1e-3, o->lrs[1] = 3e-3, o->lrs[2] = 1e-2;
-  o->n_lrs = 3;
+  o->lrs[0] = 2e-3, o->lrs[1] = 3e-3;
+  o->n_lrs = 2;
   for (a = 0; a < (int)LP_N_FORMATS; a++) o->formats[a] = &LP_FORMATS[a];
   o->n_formats = (int)LP_N_FORMATS;
   lm_threads = 2;
