@@ -1362,6 +1362,33 @@ static GNMR_HOSTDEV double gnmr__clamp(double x, double lo, double hi) {
   return x < lo ? lo : x > hi ? hi : x;
 }
 
+/* What phase 2's pass over the units gives (rule N3): G's sum of squares,
+   the counts, and the grid bin of the settled units' lower median (bin:
+   set only when settled >= common_min_units). */
+typedef struct gnmr__common_sums {
+  double sumsq;
+  uint32_t settled, up, finite, bin;
+} gnmr__common_sums;
+
+/* The lower median's bin from the bins' counts: the first bin whose count
+   with those below it exceeds rank = (settled - 1) / 2. The bins hold
+   `settled` > rank counts, so it lies in one of the 64 blocks of 64 (the
+   last, if none before) and the search stops inside the array. */
+static GNMR_HOSTDEV uint32_t gnmr__median_bin(const uint32_t *hist,
+                                              uint32_t settled) {
+  const uint32_t rank = (settled - 1) / 2;
+  uint32_t block, at, below = 0;
+  for (block = 0; block < 63; block++) {
+    uint32_t i, sum = 0;
+    for (i = 0; i < 64; i++) sum += hist[block * 64 + i];
+    if (below + sum > rank) break;
+    below += sum;
+  }
+  for (at = block * 64; at < 4095 && below + hist[at] <= rank; at++)
+    below += hist[at];
+  return at;
+}
+
 /* Rules N2 and N4-N7 for one history (a unit's, or the global norm's with
    common = 0): dr = L(g) - mu. Returns GNMR_FLAG_RATIO (a rise),
    GNMR_FLAG_FALL, GNMR_FLAG_WARMUP or 0; *d, *e and *score as the rules
@@ -1687,18 +1714,16 @@ static __m512d gnmr__mul8(__m512d a, __m512d b) {
   return p;
 }
 
-GNMR__TARGET_AVX512 __inline__ __attribute__((always_inline)) static unsigned
-gnmr__calm8_avx512(gnmr__step_ctx *c, uint32_t u) {
-  /* Eight decisions are 40 doubles of memory, written as five vectors:
-     lane l of vector j holds field F = (8j + l) % 5 of unit U = (8j + l) / 5
-     (F: 0 ratio, 1 delta, 2 score, 3 scale, 4 flags and action as one
-     word). Each vector is three permutes: the first takes ratio (index U)
-     and delta (8 + U) into the F 0/1 lanes and leaves its own index bits in
-     the rest: 1.0 for the scale, 0 (flags 0, KEEP) elsewhere; the second
-     takes the score (8 + U) into the F 2 lanes; under warm-up a third puts
-     WARMUP into the F 4 lanes (index U, from the low bits). Plain stores of
-     the same 40 doubles made the calm step 10-30% slower at N = 4096
-     (bench/RESULTS.md). */
+/* Eight decisions are 40 doubles of memory, written as five vectors:
+   lane l of vector j holds field F = (8j + l) % 5 of unit U = (8j + l) / 5
+   (F: 0 ratio, 1 delta, 2 score, 3 scale, 4 flags and action as one
+   word). Each vector is three permutes: the first takes ratio (index U)
+   and delta (8 + U) into the F 0/1 lanes and leaves its own index bits in
+   the rest: 1.0 for the scale, 0 (flags 0, KEEP) elsewhere; the second
+   takes the score (8 + U) into the F 2 lanes; under warm-up a third puts
+   WARMUP into the F 4 lanes (index U, from the low bits). Plain stores of
+   the same 40 doubles made the calm step 10-30% slower at N = 4096
+   (bench/RESULTS.md). */
 #define GNMR__P(j, l) (8 * (j) + (l))
 #define GNMR__F(j, l) (GNMR__P(j, l) % 5)
 #define GNMR__U(j, l) (GNMR__P(j, l) / 5)
@@ -1713,23 +1738,26 @@ gnmr__calm8_avx512(gnmr__step_ctx *c, uint32_t u) {
                         : 0)
 #define GNMR__ROW(T, j)                                                        \
   { T(j, 0), T(j, 1), T(j, 2), T(j, 3), T(j, 4), T(j, 5), T(j, 6), T(j, 7) }
-  /* the lanes of vector j that hold field f, as a mask */
+/* the lanes of vector j that hold field f, as a mask */
 #define GNMR__LANE(j, l, f) ((GNMR__F(j, l) == (f)) << (l))
 #define GNMR__LANES(j, f)                                                      \
   (GNMR__LANE(j, 0, f) | GNMR__LANE(j, 1, f) | GNMR__LANE(j, 2, f) |           \
    GNMR__LANE(j, 3, f) | GNMR__LANE(j, 4, f) | GNMR__LANE(j, 5, f) |           \
    GNMR__LANE(j, 6, f) | GNMR__LANE(j, 7, f))
-  static const long long from_a[5][8] = {
-      GNMR__ROW(GNMR__FROM_A, 0), GNMR__ROW(GNMR__FROM_A, 1),
-      GNMR__ROW(GNMR__FROM_A, 2), GNMR__ROW(GNMR__FROM_A, 3),
-      GNMR__ROW(GNMR__FROM_A, 4)};
-  static const long long from_b[5][8] = {
-      GNMR__ROW(GNMR__FROM_B, 0), GNMR__ROW(GNMR__FROM_B, 1),
-      GNMR__ROW(GNMR__FROM_B, 2), GNMR__ROW(GNMR__FROM_B, 3),
-      GNMR__ROW(GNMR__FROM_B, 4)};
+static const long long gnmr__from_a[5][8] = {
+    GNMR__ROW(GNMR__FROM_A, 0), GNMR__ROW(GNMR__FROM_A, 1),
+    GNMR__ROW(GNMR__FROM_A, 2), GNMR__ROW(GNMR__FROM_A, 3),
+    GNMR__ROW(GNMR__FROM_A, 4)};
+static const long long gnmr__from_b[5][8] = {
+    GNMR__ROW(GNMR__FROM_B, 0), GNMR__ROW(GNMR__FROM_B, 1),
+    GNMR__ROW(GNMR__FROM_B, 2), GNMR__ROW(GNMR__FROM_B, 3),
+    GNMR__ROW(GNMR__FROM_B, 4)};
 #undef GNMR__ROW
 #undef GNMR__FROM_B
 #undef GNMR__FROM_A
+
+GNMR__TARGET_AVX512 __inline__ __attribute__((always_inline)) static unsigned
+gnmr__calm8_avx512(gnmr__step_ctx *c, uint32_t u) {
   const gnmr__soa *s = &c->s;
   const size_t n = c->r.n;
   __m512d g, m, wsum, mm, ratio, delta, a, b, score, w;
@@ -1849,9 +1877,9 @@ gnmr__calm8_avx512(gnmr__step_ctx *c, uint32_t u) {
       double *d = (double *)(void *)(c->out + u);
 #define GNMR__DECISIONS8(j)                                                    \
   do {                                                                         \
-    const __m512i b_ = _mm512_loadu_si512((const void *)from_b[j]);            \
+    const __m512i b_ = _mm512_loadu_si512((const void *)gnmr__from_b[j]);      \
     __m512d v_ = _mm512_mask2_permutex2var_pd(                                 \
-        ratio, _mm512_loadu_si512((const void *)from_a[j]),                    \
+        ratio, _mm512_loadu_si512((const void *)gnmr__from_a[j]),              \
         (__mmask8)(GNMR__LANES(j, 0) | GNMR__LANES(j, 1)), delta);             \
     v_ = _mm512_mask_permutex2var_pd(v_, (__mmask8)GNMR__LANES(j, 2), b_,      \
                                      score);                                   \
@@ -1866,15 +1894,271 @@ gnmr__calm8_avx512(gnmr__step_ctx *c, uint32_t u) {
       GNMR__DECISIONS8(3);
       GNMR__DECISIONS8(4);
 #undef GNMR__DECISIONS8
+    }
+  }
+  return (__mmask8)~calm;
+}
+
+/* ---- NOISE mode, eight units at a time (AVX-512) --------------------------
+   Phase 2 (gnmr__common8_avx512) and phase 3's calm units
+   (gnmr__noise8_avx512) with gnmr__log's, gnmr__noise_history's and
+   gnmr__grid's operations in their order, so the bits are those of the
+   scalar rules; the lanes of a unit that is not finite, still warming up,
+   locked, cooling down or flagged are left to gnmr__unit_step. Sums that
+   clang's fast-math flags could reorder pass through gnmr__keep8. */
+
+/* Rule N0's L(max(x, lo)), gnmr__log eight lanes wide (x > 0 or lo). */
+GNMR__TARGET_AVX512 __inline__ __attribute__((always_inline)) static __m512d
+gnmr__log8(__m512d x, __m512d lo) {
+  const __m512d one = _mm512_set1_pd(1.0);
+  const __m512i b = _mm512_castpd_si512(_mm512_maskz_max_pd(0xFF, x, lo));
+  const __m512d e =
+      _mm512_maskz_cvtepi64_pd(0xFF, _mm512_sub_epi64(_mm512_srli_epi64(b, 52),
+                                                      _mm512_set1_epi64(1023)));
+  const __m512d f = _mm512_castsi512_pd(_mm512_or_si512(
+      _mm512_and_si512(b, _mm512_set1_epi64(0x000FFFFFFFFFFFFFLL)),
+      _mm512_set1_epi64(0x3FF0000000000000LL)));
+  const __m512d y = _mm512_div_pd(gnmr__keep8(_mm512_sub_pd(f, one)),
+                                  gnmr__keep8(_mm512_add_pd(f, one)));
+  const __m512d y2 = gnmr__mul8(y, y);
+  __m512d t = _mm512_add_pd(_mm512_set1_pd(1.0 / 5.0),
+                            gnmr__mul8(y2, _mm512_set1_pd(1.0 / 7.0)));
+  t = _mm512_add_pd(_mm512_set1_pd(1.0 / 3.0), gnmr__mul8(y2, t));
+  t = _mm512_add_pd(one, gnmr__mul8(y2, t));
+  return _mm512_add_pd(gnmr__mul8(e, _mm512_set1_pd(GNMR__LN2)),
+                       gnmr__mul8(gnmr__mul8(_mm512_set1_pd(2.0), y), t));
+}
+
+/* Phase 2's pass over the units, eight at a time (the last group masked):
+   dev, G's sum of squares in its order (lane u % 8 of a block of 256 is
+   lane u % 8 of the vector), the counts, and the median's bin. Up to
+   GNMR__BINS_KEPT units, the settled units' bins are kept (16 bits each,
+   4096 for the others) and the median is found by a binary search over
+   the bin values, counting the kept bins at or below each with vector
+   compares: twelve passes over at most 16 KiB, much cheaper than counting
+   4096 integer bins one unit at a time (about a third of NOISE mode's step
+   at N = 4096). Above it, the bins are counted as gnmr__step_common does.
+   Either way the same bin as gnmr__median_bin: the first value whose
+   count of bins at or below it exceeds the rank. */
+#define GNMR__BINS_KEPT 8192
+GNMR__TARGET_AVX512
+static void gnmr__common_avx512(const gnmr__step_ctx *c, uint32_t min_units,
+                                gnmr__common_sums *out) {
+  union { /* 16 KiB either way */
+    uint32_t hist[4096];
+    uint16_t bin[GNMR__BINS_KEPT];
+  } w;
+  const gnmr__soa *s = &c->s;
+  const uint32_t n = c->r.n;
+  const int kept = n <= GNMR__BINS_KEPT;
+  const __m512d lo = _mm512_set1_pd(c->r.log_floor);
+  const __m512d lg = _mm512_set1_pd(c->r.l_global);
+  const __m512i warm = _mm512_set1_epi64((long long)c->r.warmup);
+  const __m256i none = _mm256_set1_epi32(4096); /* above every bin */
+  __m512d lane = _mm512_setzero_pd();
+  uint32_t u, settled = 0, up = 0, finite = 0;
+  double sumsq = 0.0;
+  if (!kept) memset(w.hist, 0, sizeof w.hist);
+  for (u = 0; u < n; u += 8) {
+    const __mmask8 in =
+        n - u >= 8 ? (__mmask8)0xFF : (__mmask8)((1u << (n - u)) - 1u);
+    const __m256i bits =
+        _mm256_maskz_loadu_epi32(in, (const void *)(c->norms + u));
+    const __mmask8 fin =
+        in & _mm256_cmplt_epu32_mask(
+                 _mm256_and_si256(bits, _mm256_set1_epi32(0x7FFFFFFF)),
+                 _mm256_set1_epi32(0x7F800000));
+    __mmask8 set = 0;
+    __m256i q = none;
+    if ((u & 255) == 0) lane = _mm512_setzero_pd();
+    if (fin) {
+      const __m512d g = _mm512_maskz_cvtps_pd(0xFF, _mm256_castsi256_ps(bits));
+      const __m512d dr = _mm512_sub_pd(
+          gnmr__log8(g, lo), _mm512_maskz_loadu_pd(fin, s->log_mean + u));
+      const __m512i k =
+          _mm512_maskz_loadu_epi64(fin, (const void *)(s->finite_steps + u));
+      set = _mm512_mask_cmp_epu64_mask(fin, k, warm, _MM_CMPINT_NLT);
+      lane = _mm512_mask_add_pd(lane, fin, lane, gnmr__mul8(g, g));
+      _mm512_mask_storeu_pd(s->dev + u, fin, dr);
+      finite += (uint32_t)__builtin_popcount(fin);
+      if (set) {
+        /* gnmr__grid: (dr + 8) 256, 0 at or below 0, 4095 from 4095 up
+           (MAXPD(y, 0) is y > 0 ? y : 0, MINPD(y, 4095) y < 4095 ? y :
+           4095), then truncated */
+        const __m512d y =
+            _mm512_mul_pd(gnmr__keep8(_mm512_add_pd(dr, _mm512_set1_pd(8.0))),
+                          _mm512_set1_pd(256.0));
+        q = _mm256_mask_mov_epi32(
+            none, set,
+            _mm512_maskz_cvttpd_epu32(
+                0xFF,
+                _mm512_maskz_min_pd(
+                    0xFF, _mm512_maskz_max_pd(0xFF, y, _mm512_setzero_pd()),
+                    _mm512_set1_pd(4095.0))));
+        settled += (uint32_t)__builtin_popcount(set);
+        up += (uint32_t)__builtin_popcount(
+            _mm512_mask_cmp_pd_mask(set, dr, lg, _CMP_GT_OQ));
+      }
+    }
+    if (kept) {
+      _mm_storeu_si128((__m128i *)(void *)(w.bin + u),
+                       _mm256_cvtepi32_epi16(q));
+    } else if (set) {
+      uint32_t at[8], l;
+      _mm256_storeu_si256((__m256i *)(void *)at, q);
+      for (l = 0; l < 8; l++)
+        if (set & (1u << l)) w.hist[at[l]]++;
+    }
+    if ((u & 255) == 248 || n - u <= 8) {
+      double l[8];
+      _mm512_storeu_pd(l, lane);
+      sumsq +=
+          ((l[0] + l[1]) + (l[2] + l[3])) + ((l[4] + l[5]) + (l[6] + l[7]));
+    }
+  }
+  out->sumsq = sumsq;
+  out->settled = settled;
+  out->up = up;
+  out->finite = finite;
+  out->bin = 0;
+  if (settled >= min_units && kept) {
+    const uint32_t rank = (settled - 1) / 2, end = (n + 31) & ~31u;
+    uint32_t lo_bin = 0, hi_bin = 4095;
+    for (u = (n + 7) & ~7u; u < end; u += 8) /* the last vector's rest */
+      _mm_storeu_si128((__m128i *)(void *)(w.bin + u), _mm_set1_epi16(4096));
+    while (lo_bin < hi_bin) {
+      const uint32_t mid = (lo_bin + hi_bin) / 2;
+      const __m512i m = _mm512_set1_epi16((short)mid);
+      __m512i count = _mm512_setzero_si512();
+      uint32_t total;
+      for (u = 0; u < end; u += 32)
+        count = _mm512_mask_sub_epi16(
+            count,
+            _mm512_cmple_epu16_mask(
+                _mm512_loadu_si512((const void *)(w.bin + u)), m),
+            count, _mm512_set1_epi16(-1));
+      /* at most 256 a lane: the 16-bit sums are exact */
+      total = (uint32_t)_mm512_reduce_add_epi32(
+          _mm512_madd_epi16(count, _mm512_set1_epi16(1)));
+      if (total > rank)
+        hi_bin = mid;
+      else
+        lo_bin = mid + 1;
+    }
+    out->bin = lo_bin;
+  } else if (settled >= min_units) {
+    out->bin = gnmr__median_bin(w.hist, settled);
+  }
+  _mm256_zeroupper(); /* as gnmr__units_avx512 */
+}
+
+/* Phase 3 for eight units of a NOISE step that is not GLOBAL: the lanes
+   of calm units (finite, k >= max(warmup_steps, 1), no lock, no cooldown,
+   neither a RISE nor a FALL) get rules N4-N7 and their decisions (d, e,
+   score 0, scale 1, no flags, KEEP); returns the other lanes. */
+GNMR__TARGET_AVX512 __inline__ __attribute__((always_inline)) static unsigned
+gnmr__noise8_avx512(gnmr__step_ctx *c, uint32_t u) {
+  const gnmr__soa *s = &c->s;
+  const gnmr__rules *r = &c->r;
+  const __m512d sign = _mm512_set1_pd(-0.0);
+  const __m256i norm_bits =
+      _mm256_loadu_si256((const __m256i *)(const void *)(c->norms + u));
+  const __m512i k = _mm512_loadu_si512((const void *)(s->finite_steps + u));
+  const __m256i busy = _mm256_or_si256(
+      _mm256_loadu_si256((const __m256i *)(const void *)(s->lock + u)),
+      _mm256_loadu_si256((const __m256i *)(const void *)(s->cooldown + u)));
+  __m512d dr, p, sf, d, e, S, hi, lo, nlo, a, x, ws, hs;
+  __m512i k1;
+  __mmask8 calm, young;
+  calm =
+      (__mmask8)(_mm256_cmplt_epu32_mask(
+                     _mm256_and_si256(norm_bits, _mm256_set1_epi32(0x7FFFFFFF)),
+                     _mm256_set1_epi32(0x7F800000)) &
+                 _mm512_cmp_epu64_mask(
+                     k,
+                     _mm512_set1_epi64(
+                         (long long)(r->warmup > 0 ? r->warmup : 1)),
+                     _MM_CMPINT_NLT) &
+                 _mm256_cmpeq_epi32_mask(busy, _mm256_setzero_si256()));
+  if (!calm) return 0xFF;
+  dr = _mm512_loadu_pd(s->dev + u);
+  p = _mm512_loadu_pd(s->last_dev + u);
+  sf = _mm512_loadu_pd(s->fluct + u);
+  /* rule N4 */
+  d = gnmr__keep8(_mm512_sub_pd(dr, _mm512_set1_pd(r->common)));
+  e = _mm512_sub_pd(d, gnmr__mul8(_mm512_set1_pd(r->ar), p));
+  S = _mm512_maskz_max_pd(0xFF, sf, _mm512_set1_pd(r->fluct_floor));
+  hi = _mm512_mul_pd(_mm512_set1_pd(r->z_rise), S);
+  lo = _mm512_mul_pd(_mm512_set1_pd(r->z_fall), S);
+  nlo = _mm512_xor_pd(lo, sign);
+  calm &= (__mmask8) ~(
+      _mm512_cmp_pd_mask(e, hi, _CMP_GT_OQ) &
+      _mm512_cmp_pd_mask(d, _mm512_set1_pd(r->l_min_rise), _CMP_GT_OQ));
+  if (r->two_sided)
+    calm &= (__mmask8) ~(
+        _mm512_cmp_pd_mask(e, nlo, _CMP_LT_OQ) &
+        _mm512_cmp_pd_mask(d, _mm512_set1_pd(r->l_max_fall), _CMP_LT_OQ));
+  if (!calm) return 0xFF;
+  /* rule N5 (k + 1 > warmup_steps: the step's clamp), clamp(x, -lo, hi)
+     as MAXPD(-lo, MINPD(hi, x)): x < -lo ? -lo : x > hi ? hi : x */
+  k1 = _mm512_add_epi64(k, _mm512_set1_epi64(1));
+  young = _mm512_cmp_epu64_mask(
+      k1, _mm512_set1_epi64((long long)r->full_weight_from), _MM_CMPINT_LT);
+  a = _mm512_set1_pd(r->floor_w);
+  if (young)
+    a = _mm512_mask_div_pd(a, young, _mm512_set1_pd(1.0),
+                           _mm512_maskz_cvtepu64_pd(0xFF, k1));
+  _mm512_mask_storeu_pd(
+      s->log_mean + u, calm,
+      _mm512_add_pd(
+          _mm512_loadu_pd(s->log_mean + u),
+          gnmr__mul8(a, _mm512_maskz_max_pd(
+                            0xFF, nlo, _mm512_maskz_min_pd(0xFF, hi, dr)))));
+  /* rule N6: |e| (e < 0 ? -e : e), capped at winsor S */
+  x = _mm512_mask_xor_pd(
+      e, _mm512_cmp_pd_mask(e, _mm512_setzero_pd(), _CMP_LT_OQ), e, sign);
+  ws = _mm512_mul_pd(_mm512_set1_pd(r->winsor), S);
+  x = _mm512_maskz_min_pd(0xFF, ws, x);
+  young = _mm512_cmp_epu64_mask(
+      k, _mm512_set1_epi64((long long)r->fluct_full_from), _MM_CMPINT_LT);
+  a = _mm512_set1_pd(r->fluct_w);
+  if (young)
+    a = _mm512_mask_div_pd(a, young, _mm512_set1_pd(1.0),
+                           _mm512_maskz_cvtepu64_pd(0xFF, k));
+  _mm512_mask_storeu_pd(
+      s->fluct + u, calm,
+      _mm512_add_pd(sf, gnmr__mul8(a, gnmr__keep8(_mm512_sub_pd(x, sf)))));
+  /* rule N7: not flagged; -(hold S) <= e <= hold S */
+  hs = _mm512_mul_pd(_mm512_set1_pd(r->hold), S);
+  _mm512_mask_storeu_pd(
+      s->last_dev + u,
+      calm & _mm512_cmp_pd_mask(e, hs, _CMP_LE_OQ) &
+          _mm512_cmp_pd_mask(e, _mm512_xor_pd(hs, sign), _CMP_GE_OQ),
+      _mm512_maskz_max_pd(0xFF, nlo, _mm512_maskz_min_pd(0xFF, hi, d)));
+  _mm512_mask_storeu_epi64((void *)(s->finite_steps + u), calm, k1);
+  if (c->out) {
+    /* ratio d (index U), delta e (8 + U); the other fields from the
+       index bits: score 0, scale 1.0, flags 0 and KEEP */
+    double *o = (double *)(void *)(c->out + u);
+#define GNMR__NOISE8(j)                                                        \
+  _mm512_storeu_pd(o + (size_t)8 * (j),                                        \
+                   _mm512_mask2_permutex2var_pd(                               \
+                       d, _mm512_loadu_si512((const void *)gnmr__from_a[j]),   \
+                       (__mmask8)(GNMR__LANES(j, 0) | GNMR__LANES(j, 1)), e))
+    GNMR__NOISE8(0);
+    GNMR__NOISE8(1);
+    GNMR__NOISE8(2);
+    GNMR__NOISE8(3);
+    GNMR__NOISE8(4);
+#undef GNMR__NOISE8
+  }
+  return (__mmask8)~calm;
+}
 #undef GNMR__LANES
 #undef GNMR__LANE
 #undef GNMR__U
 #undef GNMR__F
 #undef GNMR__P
-    }
-  }
-  return (__mmask8)~calm;
-}
 #endif
 
 #if GNMR__CTL_AVX512
@@ -1907,6 +2191,21 @@ static void gnmr__units_avx512(gnmr__step_ctx *c) {
      2.4 s for 60 steps, the same bits). */
   _mm256_zeroupper();
 }
+
+/* NOISE mode's unit loop (a step that is not GLOBAL): eight at a time, the
+   lanes gnmr__noise8_avx512 leaves to the scalar rules. */
+GNMR__TARGET_AVX512
+static void gnmr__units_noise_avx512(gnmr__step_ctx *c) {
+  uint32_t u = 0, n = c->r.n, lane;
+  for (; n - u >= 8; u += 8) {
+    unsigned rest = gnmr__noise8_avx512(c, u);
+    for (lane = 0; rest; lane++, rest >>= 1)
+      if (rest & 1u) gnmr__unit_cpu(c, u + lane);
+  }
+  for (; u < n; u++) gnmr__unit_cpu(c, u);
+  _mm256_zeroupper(); /* as gnmr__units_avx512 */
+}
+
 #endif
 
 /* ---- the step, in seven phases ---------------------------------------------
@@ -1936,25 +2235,17 @@ static GNMR_HOSTDEV int gnmr__step_check(const gnmr_ctl *ctl,
   return negative ? GNMR_ENORM : GNMR_OK;
 }
 
-/* Phase 2, NOISE mode only, rule N3: every finite unit's dev = L(g) - mu,
-   the common deviation c of the settled units (the lower median on the
-   grid, from integer counts of its 4096 bins: the same value in any order
-   of units, in one pass; 16 KiB of counts on the stack), the global
-   norm's history and the verdict; the rules of phase 3 read c, GLOBAL and
-   the global scale. G's sum of squares has one fixed order, so a SIMD or
-   device path can give the same bits: blocks of 256 units, eight partial
-   sums in a block (unit u into lane u % 8, in order) folded as
-   ((0+1)+(2+3))+((4+5)+(6+7)), the blocks' sums added in order. */
-static GNMR_HOSTDEV void gnmr__step_common(gnmr_ctl *ctl, gnmr__step_ctx *c) {
-  gnmr__rules *r = &c->r;
+/* Phase 2's pass on the scalar path (and a device's): the grid's 4096
+   bins counted, 16 KiB on the stack, the median's found by sums of 64
+   first. */
+static GNMR_HOSTDEV void gnmr__common_scalar(const gnmr__step_ctx *c,
+                                             uint32_t min_units,
+                                             gnmr__common_sums *out) {
+  const gnmr__rules *r = &c->r;
   const gnmr__soa *s = &c->s;
-  gnmr_step_report *rep = &c->report;
-  /* the grid's 4096 bins (the median's found by sums of 64 first) */
   uint32_t hist[4096], u, settled = 0, up = 0, finite = 0;
   double sumsq = 0.0, lane[8];
   memset(hist, 0, sizeof hist);
-  memset(rep, 0, sizeof *rep);
-  rep->global_scale = 1.0;
   for (u = 0; u < r->n; u++) {
     const double g = (double)c->norms[u];
     double dr;
@@ -1974,23 +2265,45 @@ static GNMR_HOSTDEV void gnmr__step_common(gnmr_ctl *ctl, gnmr__step_ctx *c) {
       sumsq += ((lane[0] + lane[1]) + (lane[2] + lane[3])) +
                ((lane[4] + lane[5]) + (lane[6] + lane[7]));
   }
+  out->sumsq = sumsq;
+  out->settled = settled;
+  out->up = up;
+  out->finite = finite;
+  out->bin = settled >= min_units ? gnmr__median_bin(hist, settled) : 0;
+}
+
+/* Phase 2, NOISE mode only, rule N3: every finite unit's dev = L(g) - mu,
+   the common deviation c of the settled units (the lower median on the
+   grid: the same value in any order of units), the global norm's history
+   and the verdict; the rules of phase 3 read c, GLOBAL and the global
+   scale. G's sum of squares has one fixed order, so a SIMD or device path
+   can give the same bits: blocks of 256 units, eight partial sums in a
+   block (unit u into lane u % 8, in order) folded as
+   ((0+1)+(2+3))+((4+5)+(6+7)), the blocks' sums added in order. */
+static GNMR_HOSTDEV void gnmr__step_common(gnmr_ctl *ctl, gnmr__step_ctx *c,
+                                           int wide) {
+  gnmr__rules *r = &c->r;
+  gnmr_step_report *rep = &c->report;
+  gnmr__common_sums sums;
+  double sumsq;
+  uint32_t settled, up, finite;
+  memset(rep, 0, sizeof *rep);
+  rep->global_scale = 1.0;
+#if GNMR__CTL_AVX512
+  if (wide)
+    gnmr__common_avx512(c, ctl->cfg.common_min_units, &sums);
+  else
+#else
+  (void)wide;
+#endif
+    gnmr__common_scalar(c, ctl->cfg.common_min_units, &sums);
+  sumsq = sums.sumsq;
+  settled = sums.settled;
+  up = sums.up;
+  finite = sums.finite;
   rep->settled = settled;
-  if (settled >= ctl->cfg.common_min_units) {
-    /* The bins hold `settled` > rank counts, so the rank-th value lies in
-       one of the 64 blocks of 64 (the last, if none before) and the
-       search stops inside the array. */
-    const uint32_t rank = (settled - 1) / 2;
-    uint32_t block, at, below = 0;
-    for (block = 0; block < 63; block++) {
-      uint32_t i, sum = 0;
-      for (i = 0; i < 64; i++) sum += hist[block * 64 + i];
-      if (below + sum > rank) break;
-      below += sum;
-    }
-    for (at = block * 64; at < 4095 && below + hist[at] <= rank; at++)
-      below += hist[at];
-    r->common = ((double)at + 0.5) / 256.0 - 8.0;
-  }
+  if (settled >= ctl->cfg.common_min_units)
+    r->common = ((double)sums.bin + 0.5) / 256.0 - 8.0;
   rep->common = r->common;
   if (finite > 0) { /* G keeps its history as one more unit, c = 0 */
     const double gn = sqrt(sumsq);
@@ -2026,7 +2339,10 @@ static GNMR_HOSTDEV void gnmr__step_units(gnmr__step_ctx *c, int wide) {
   uint32_t u;
 #if GNMR__CTL_AVX512
   if (wide) {
-    gnmr__units_avx512(c);
+    if (c->r.noise)
+      gnmr__units_noise_avx512(c);
+    else
+      gnmr__units_avx512(c);
     return;
   }
 #else
@@ -2113,8 +2429,8 @@ GNMR_DEF GNMR_HOSTDEV int gnmr_step(gnmr_ctl *ctl, const float *norms,
   c.locked = c.candidates = c.n_rise = c.n_fall = 0;
   memset(&c.report, 0, sizeof c.report);
   c.report.global_scale = 1.0;
-  if (c.r.noise) gnmr__step_common(ctl, &c);
-  gnmr__step_units(&c, wide && !c.r.noise);
+  if (c.r.noise) gnmr__step_common(ctl, &c, wide);
+  gnmr__step_units(&c, wide && !(c.r.noise && c.r.global));
   k = gnmr__step_select(&c, ctl->cfg.max_recovering);
   gnmr__step_admit(&c, k);
   gnmr__step_over_budget(&c, k);
