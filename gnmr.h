@@ -1941,9 +1941,76 @@ gnmr__log8(__m512d x, __m512d lo) {
    Either way the same bin as gnmr__median_bin: the first value whose
    count of bins at or below it exceeds the rank. */
 #define GNMR__BINS_KEPT 8192
+
+/* The least and the greatest of eight unsigned 32-bit lanes. */
+GNMR__TARGET_AVX512
+static uint32_t gnmr__min8u(__m256i v) {
+  uint32_t x[8], m, i;
+  _mm256_storeu_si256((__m256i *)(void *)x, v);
+  for (m = x[0], i = 1; i < 8; i++) m = x[i] < m ? x[i] : m;
+  return m;
+}
+GNMR__TARGET_AVX512
+static uint32_t gnmr__max8u(__m256i v) {
+  uint32_t x[8], m, i;
+  _mm256_storeu_si256((__m256i *)(void *)x, v);
+  for (m = x[0], i = 1; i < 8; i++) m = x[i] > m ? x[i] : m;
+  return m;
+}
+
+/* The sum of 32 16-bit lanes (each at most 256 here: exact). */
+GNMR__TARGET_AVX512
+static uint32_t gnmr__sum32w(__m512i v) {
+  return (uint32_t)_mm512_reduce_add_epi32(
+      _mm512_madd_epi16(v, _mm512_set1_epi16(1)));
+}
+
+/* The lower median's bin from the kept bins bin[0 .. end) (end a multiple
+   of 32; 4096 where none): the smallest b in [lo, hi] (the settled bins'
+   least and greatest) with more than rank bins at or below it. Each pass
+   counts the bins at or below four pivots at once: the first pass's
+   around guess (the last step's median; most steps' is within a bin of
+   it), later ones spread over what is left (a fifth each). */
+GNMR__TARGET_AVX512
+static uint32_t gnmr__median_kept(const uint16_t *bin, uint32_t end,
+                                  uint32_t rank, uint32_t lo, uint32_t hi,
+                                  uint32_t guess) {
+  const __m512i one = _mm512_set1_epi16(1);
+  int first = 1;
+  while (lo < hi) {
+    uint32_t p[4], i, u, below;
+    __m512i c0 = _mm512_setzero_si512(), c1 = c0, c2 = c0, c3 = c0;
+    __m512i p0, p1, p2, p3;
+    for (i = 0; i < 4; i++)
+      p[i] = first && guess >= lo + 2 && guess + 1 < hi
+                 ? guess - 2 + i                 /* g - 2 ... g + 1 */
+                 : lo + (hi - lo) * (i + 1) / 5; /* in [lo, hi - 1] */
+    first = 0;
+    p0 = _mm512_set1_epi16((short)p[0]);
+    p1 = _mm512_set1_epi16((short)p[1]);
+    p2 = _mm512_set1_epi16((short)p[2]);
+    p3 = _mm512_set1_epi16((short)p[3]);
+    for (u = 0; u < end; u += 32) {
+      const __m512i b = _mm512_loadu_si512((const void *)(bin + u));
+      c0 = _mm512_mask_add_epi16(c0, _mm512_cmple_epu16_mask(b, p0), c0, one);
+      c1 = _mm512_mask_add_epi16(c1, _mm512_cmple_epu16_mask(b, p1), c1, one);
+      c2 = _mm512_mask_add_epi16(c2, _mm512_cmple_epu16_mask(b, p2), c2, one);
+      c3 = _mm512_mask_add_epi16(c3, _mm512_cmple_epu16_mask(b, p3), c3, one);
+    }
+    for (i = 0; i < 4; i++) {
+      below = gnmr__sum32w(i == 0 ? c0 : i == 1 ? c1 : i == 2 ? c2 : c3);
+      if (below > rank) {
+        if (p[i] < hi) hi = p[i];
+      } else if (p[i] + 1 > lo) {
+        lo = p[i] + 1;
+      }
+    }
+  }
+  return lo;
+}
 GNMR__TARGET_AVX512
 static void gnmr__common_avx512(const gnmr__step_ctx *c, uint32_t min_units,
-                                gnmr__common_sums *out) {
+                                uint32_t guess, gnmr__common_sums *out) {
   union { /* 16 KiB either way */
     uint32_t hist[4096];
     uint16_t bin[GNMR__BINS_KEPT];
@@ -1956,6 +2023,7 @@ static void gnmr__common_avx512(const gnmr__step_ctx *c, uint32_t min_units,
   const __m512i warm = _mm512_set1_epi64((long long)c->r.warmup);
   const __m256i none = _mm256_set1_epi32(4096); /* above every bin */
   __m512d lane = _mm512_setzero_pd();
+  __m256i qmin = none, qmax = _mm256_setzero_si256();
   uint32_t u, settled = 0, up = 0, finite = 0;
   double sumsq = 0.0;
   if (!kept) memset(w.hist, 0, sizeof w.hist);
@@ -1995,6 +2063,8 @@ static void gnmr__common_avx512(const gnmr__step_ctx *c, uint32_t min_units,
                 _mm512_maskz_min_pd(
                     0xFF, _mm512_maskz_max_pd(0xFF, y, _mm512_setzero_pd()),
                     _mm512_set1_pd(4095.0))));
+        qmin = _mm256_min_epu32(qmin, q); /* 4096 where not settled */
+        qmax = _mm256_mask_max_epu32(qmax, set, qmax, q);
         settled += (uint32_t)__builtin_popcount(set);
         up += (uint32_t)__builtin_popcount(
             _mm512_mask_cmp_pd_mask(set, dr, lg, _CMP_GT_OQ));
@@ -2022,30 +2092,11 @@ static void gnmr__common_avx512(const gnmr__step_ctx *c, uint32_t min_units,
   out->finite = finite;
   out->bin = 0;
   if (settled >= min_units && kept) {
-    const uint32_t rank = (settled - 1) / 2, end = (n + 31) & ~31u;
-    uint32_t lo_bin = 0, hi_bin = 4095;
+    const uint32_t end = (n + 31) & ~31u;
     for (u = (n + 7) & ~7u; u < end; u += 8) /* the last vector's rest */
       _mm_storeu_si128((__m128i *)(void *)(w.bin + u), _mm_set1_epi16(4096));
-    while (lo_bin < hi_bin) {
-      const uint32_t mid = (lo_bin + hi_bin) / 2;
-      const __m512i m = _mm512_set1_epi16((short)mid);
-      __m512i count = _mm512_setzero_si512();
-      uint32_t total;
-      for (u = 0; u < end; u += 32)
-        count = _mm512_mask_sub_epi16(
-            count,
-            _mm512_cmple_epu16_mask(
-                _mm512_loadu_si512((const void *)(w.bin + u)), m),
-            count, _mm512_set1_epi16(-1));
-      /* at most 256 a lane: the 16-bit sums are exact */
-      total = (uint32_t)_mm512_reduce_add_epi32(
-          _mm512_madd_epi16(count, _mm512_set1_epi16(1)));
-      if (total > rank)
-        hi_bin = mid;
-      else
-        lo_bin = mid + 1;
-    }
-    out->bin = lo_bin;
+    out->bin = gnmr__median_kept(w.bin, end, (settled - 1) / 2,
+                                 gnmr__min8u(qmin), gnmr__max8u(qmax), guess);
   } else if (settled >= min_units) {
     out->bin = gnmr__median_bin(w.hist, settled);
   }
@@ -2291,7 +2342,8 @@ static GNMR_HOSTDEV void gnmr__step_common(gnmr_ctl *ctl, gnmr__step_ctx *c,
   rep->global_scale = 1.0;
 #if GNMR__CTL_AVX512
   if (wide)
-    gnmr__common_avx512(c, ctl->cfg.common_min_units, &sums);
+    gnmr__common_avx512(c, ctl->cfg.common_min_units,
+                        gnmr__grid(ctl->report.common), &sums);
   else
 #else
   (void)wide;
