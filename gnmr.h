@@ -1904,8 +1904,25 @@ gnmr__calm8_avx512(gnmr__step_ctx *c, uint32_t u) {
    (gnmr__noise8_avx512) with gnmr__log's, gnmr__noise_history's and
    gnmr__grid's operations in their order, so the bits are those of the
    scalar rules; the lanes of a unit that is not finite, still warming up,
-   locked, cooling down or flagged are left to gnmr__unit_step. Sums that
-   clang's fast-math flags could reorder pass through gnmr__keep8. */
+   locked, cooling down or flagged are left to gnmr__unit_step. Every
+   arithmetic result passes through gnmr__keep8 (gnmr__add8 and the
+   others), so clang's fast-math flags cannot reorder any of it. */
+
+/* An add, subtract or divide exactly as written: under clang's fast-math
+   flags (which intrinsics keep) an unguarded a * (1 + b) became a + a * b,
+   one FMA, in this file's first NOISE-mode build with -Ofast. */
+GNMR__TARGET_AVX512
+static __m512d gnmr__add8(__m512d a, __m512d b) {
+  return gnmr__keep8(_mm512_add_pd(a, b));
+}
+GNMR__TARGET_AVX512
+static __m512d gnmr__sub8(__m512d a, __m512d b) {
+  return gnmr__keep8(_mm512_sub_pd(a, b));
+}
+GNMR__TARGET_AVX512
+static __m512d gnmr__div8(__m512d a, __m512d b) {
+  return gnmr__keep8(_mm512_div_pd(a, b));
+}
 
 /* Rule N0's L(max(x, lo)), gnmr__log eight lanes wide (x > 0 or lo). */
 GNMR__TARGET_AVX512 __inline__ __attribute__((always_inline)) static __m512d
@@ -1918,15 +1935,14 @@ gnmr__log8(__m512d x, __m512d lo) {
   const __m512d f = _mm512_castsi512_pd(_mm512_or_si512(
       _mm512_and_si512(b, _mm512_set1_epi64(0x000FFFFFFFFFFFFFLL)),
       _mm512_set1_epi64(0x3FF0000000000000LL)));
-  const __m512d y = _mm512_div_pd(gnmr__keep8(_mm512_sub_pd(f, one)),
-                                  gnmr__keep8(_mm512_add_pd(f, one)));
+  const __m512d y = gnmr__div8(gnmr__sub8(f, one), gnmr__add8(f, one));
   const __m512d y2 = gnmr__mul8(y, y);
-  __m512d t = _mm512_add_pd(_mm512_set1_pd(1.0 / 5.0),
-                            gnmr__mul8(y2, _mm512_set1_pd(1.0 / 7.0)));
-  t = _mm512_add_pd(_mm512_set1_pd(1.0 / 3.0), gnmr__mul8(y2, t));
-  t = _mm512_add_pd(one, gnmr__mul8(y2, t));
-  return _mm512_add_pd(gnmr__mul8(e, _mm512_set1_pd(GNMR__LN2)),
-                       gnmr__mul8(gnmr__mul8(_mm512_set1_pd(2.0), y), t));
+  __m512d t = gnmr__add8(_mm512_set1_pd(1.0 / 5.0),
+                         gnmr__mul8(y2, _mm512_set1_pd(1.0 / 7.0)));
+  t = gnmr__add8(_mm512_set1_pd(1.0 / 3.0), gnmr__mul8(y2, t));
+  t = gnmr__add8(one, gnmr__mul8(y2, t));
+  return gnmr__add8(gnmr__mul8(e, _mm512_set1_pd(GNMR__LN2)),
+                    gnmr__mul8(gnmr__mul8(_mm512_set1_pd(2.0), y), t));
 }
 
 /* Phase 2's pass over the units, eight at a time (the last group masked):
@@ -2041,21 +2057,20 @@ static void gnmr__common_avx512(const gnmr__step_ctx *c, uint32_t min_units,
     if ((u & 255) == 0) lane = _mm512_setzero_pd();
     if (fin) {
       const __m512d g = _mm512_maskz_cvtps_pd(0xFF, _mm256_castsi256_ps(bits));
-      const __m512d dr = _mm512_sub_pd(
+      const __m512d dr = gnmr__sub8(
           gnmr__log8(g, lo), _mm512_maskz_loadu_pd(fin, s->log_mean + u));
       const __m512i k =
           _mm512_maskz_loadu_epi64(fin, (const void *)(s->finite_steps + u));
       set = _mm512_mask_cmp_epu64_mask(fin, k, warm, _MM_CMPINT_NLT);
-      lane = _mm512_mask_add_pd(lane, fin, lane, gnmr__mul8(g, g));
+      lane = gnmr__keep8(_mm512_mask_add_pd(lane, fin, lane, gnmr__mul8(g, g)));
       _mm512_mask_storeu_pd(s->dev + u, fin, dr);
       finite += (uint32_t)__builtin_popcount(fin);
       if (set) {
         /* gnmr__grid: (dr + 8) 256, 0 at or below 0, 4095 from 4095 up
            (MAXPD(y, 0) is y > 0 ? y : 0, MINPD(y, 4095) y < 4095 ? y :
            4095), then truncated */
-        const __m512d y =
-            _mm512_mul_pd(gnmr__keep8(_mm512_add_pd(dr, _mm512_set1_pd(8.0))),
-                          _mm512_set1_pd(256.0));
+        const __m512d y = gnmr__mul8(gnmr__add8(dr, _mm512_set1_pd(8.0)),
+                                     _mm512_set1_pd(256.0));
         q = _mm256_mask_mov_epi32(
             none, set,
             _mm512_maskz_cvttpd_epu32(
@@ -2136,11 +2151,11 @@ gnmr__noise8_avx512(gnmr__step_ctx *c, uint32_t u) {
   p = _mm512_loadu_pd(s->last_dev + u);
   sf = _mm512_loadu_pd(s->fluct + u);
   /* rule N4 */
-  d = gnmr__keep8(_mm512_sub_pd(dr, _mm512_set1_pd(r->common)));
-  e = _mm512_sub_pd(d, gnmr__mul8(_mm512_set1_pd(r->ar), p));
+  d = gnmr__sub8(dr, _mm512_set1_pd(r->common));
+  e = gnmr__sub8(d, gnmr__mul8(_mm512_set1_pd(r->ar), p));
   S = _mm512_maskz_max_pd(0xFF, sf, _mm512_set1_pd(r->fluct_floor));
-  hi = _mm512_mul_pd(_mm512_set1_pd(r->z_rise), S);
-  lo = _mm512_mul_pd(_mm512_set1_pd(r->z_fall), S);
+  hi = gnmr__mul8(_mm512_set1_pd(r->z_rise), S);
+  lo = gnmr__mul8(_mm512_set1_pd(r->z_fall), S);
   nlo = _mm512_xor_pd(lo, sign);
   calm &= (__mmask8) ~(
       _mm512_cmp_pd_mask(e, hi, _CMP_GT_OQ) &
@@ -2161,14 +2176,14 @@ gnmr__noise8_avx512(gnmr__step_ctx *c, uint32_t u) {
                            _mm512_maskz_cvtepu64_pd(0xFF, k1));
   _mm512_mask_storeu_pd(
       s->log_mean + u, calm,
-      _mm512_add_pd(
+      gnmr__add8(
           _mm512_loadu_pd(s->log_mean + u),
           gnmr__mul8(a, _mm512_maskz_max_pd(
                             0xFF, nlo, _mm512_maskz_min_pd(0xFF, hi, dr)))));
   /* rule N6: |e| (e < 0 ? -e : e), capped at winsor S */
   x = _mm512_mask_xor_pd(
       e, _mm512_cmp_pd_mask(e, _mm512_setzero_pd(), _CMP_LT_OQ), e, sign);
-  ws = _mm512_mul_pd(_mm512_set1_pd(r->winsor), S);
+  ws = gnmr__mul8(_mm512_set1_pd(r->winsor), S);
   x = _mm512_maskz_min_pd(0xFF, ws, x);
   young = _mm512_cmp_epu64_mask(
       k, _mm512_set1_epi64((long long)r->fluct_full_from), _MM_CMPINT_LT);
@@ -2176,11 +2191,10 @@ gnmr__noise8_avx512(gnmr__step_ctx *c, uint32_t u) {
   if (young)
     a = _mm512_mask_div_pd(a, young, _mm512_set1_pd(1.0),
                            _mm512_maskz_cvtepu64_pd(0xFF, k));
-  _mm512_mask_storeu_pd(
-      s->fluct + u, calm,
-      _mm512_add_pd(sf, gnmr__mul8(a, gnmr__keep8(_mm512_sub_pd(x, sf)))));
+  _mm512_mask_storeu_pd(s->fluct + u, calm,
+                        gnmr__add8(sf, gnmr__mul8(a, gnmr__sub8(x, sf))));
   /* rule N7: not flagged; -(hold S) <= e <= hold S */
-  hs = _mm512_mul_pd(_mm512_set1_pd(r->hold), S);
+  hs = gnmr__mul8(_mm512_set1_pd(r->hold), S);
   _mm512_mask_storeu_pd(
       s->last_dev + u,
       calm & _mm512_cmp_pd_mask(e, hs, _CMP_LE_OQ) &
