@@ -1299,6 +1299,15 @@ typedef struct gnmr__rules {
   int global;
 } gnmr__rules;
 
+/* The per-unit rules inlined into the step's loops on the host (a call
+   per unit, and the config re-read after it, cost about a third of the
+   scalar NOISE step); a device build keeps nvcc's own choice. */
+#if (defined(__GNUC__) || defined(__clang__)) && !defined(__CUDACC__)
+#define GNMR__HOT __inline__ __attribute__((always_inline))
+#else
+#define GNMR__HOT
+#endif
+
 /* ---- NOISE mode's arithmetic (rules N0-N9) --------------------------------
    Plain IEEE adds, multiplies and divides in a fixed order (every product
    that meets an add through gnmr__mul), so the host, every SIMD path and a
@@ -1310,7 +1319,7 @@ typedef struct gnmr__rules {
    double), = e ln2 + 2y (1 + y^2/3 + y^4/5 + y^6/7) with x = f 2^e, f in
    [1, 2) read off the bits and y = (f - 1) / (f + 1): |error| < 2e-5 and
    increasing in x. */
-static GNMR_HOSTDEV double gnmr__log(double x, double lo) {
+static GNMR__HOT GNMR_HOSTDEV double gnmr__log(double x, double lo) {
   uint64_t b;
   double f, y, y2, t;
   int e;
@@ -1353,12 +1362,13 @@ static GNMR_HOSTDEV double gnmr__exp_neg(double x) {
 }
 
 /* Rule N3's grid: q(x) = floor((x + 8) 256) clamped to [0, 4095]. */
-static GNMR_HOSTDEV uint32_t gnmr__grid(double x) {
+static GNMR__HOT GNMR_HOSTDEV uint32_t gnmr__grid(double x) {
   double y = (x + 8.0) * 256.0;
   return y <= 0.0 ? 0u : y >= 4095.0 ? 4095u : (uint32_t)y;
 }
 
-static GNMR_HOSTDEV double gnmr__clamp(double x, double lo, double hi) {
+static GNMR__HOT GNMR_HOSTDEV double gnmr__clamp(double x, double lo,
+                                                 double hi) {
   return x < lo ? lo : x > hi ? hi : x;
 }
 
@@ -1394,12 +1404,10 @@ static GNMR_HOSTDEV uint32_t gnmr__median_bin(const uint32_t *hist,
    GNMR_FLAG_FALL, GNMR_FLAG_WARMUP or 0; *d, *e and *score as the rules
    name them (0 on the first observation; score 0 unless flagged), *room
    = z_rise S - d (rule N9's clip, in log units). */
-static GNMR_HOSTDEV uint32_t gnmr__noise_history(const gnmr__rules *c,
-                                                 double *mu, double *s,
-                                                 double *p, uint64_t *k,
-                                                 double dr, double common,
-                                                 double *d_, double *e_,
-                                                 double *score, double *room) {
+static GNMR__HOT GNMR_HOSTDEV uint32_t
+gnmr__noise_history(const gnmr__rules *c, double *mu, double *s, double *p,
+                    uint64_t *k, double dr, double common, double *d_,
+                    double *e_, double *score, double *room) {
   const uint64_t k0 = *k, k1 = k0 + 1;
   double d, e, S, hi, lo, a, x;
   uint32_t flags = k0 < c->warmup ? (uint32_t)GNMR_FLAG_WARMUP : 0u;
@@ -1498,10 +1506,9 @@ enum {
 
 /* Rules N2, N4-N7 and N9's own scale for unit u, finite g; the step's
    phase 2 has left dev[u] = L(g) - mu. */
-static GNMR_HOSTDEV uint32_t gnmr__noise_unit(const gnmr__rules *c,
-                                              const gnmr__soa *s, uint32_t u,
-                                              double *ratio, double *delta,
-                                              double *score, double *scale) {
+static GNMR__HOT GNMR_HOSTDEV uint32_t
+gnmr__noise_unit(const gnmr__rules *c, const gnmr__soa *s, uint32_t u,
+                 double *ratio, double *delta, double *score, double *scale) {
   double room;
   uint32_t flags = gnmr__noise_history(
       c, &s->log_mean[u], &s->fluct[u], &s->last_dev[u], &s->finite_steps[u],
