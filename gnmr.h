@@ -136,8 +136,10 @@
    gnmr_step_info reads the last step's verdict: G, L(G) - mu_G and its
    exp, c, the settled units, the units flagged, rises and falls, GLOBAL
    and the global scale. The step is one pass over the units more than
-   PAPER mode's, and its units take the scalar rules (PAPER mode's calm
-   units take an AVX-512 path): bench/RESULTS.md has the cost.
+   PAPER mode's; on the AVX-512 path both passes take eight units at a
+   time (the units not calm take the scalar rules, with the same bits), and
+   a calm step costs about 1.4x PAPER mode's (N = 4096): bench/RESULTS.md
+   has the cost.
 
    Actions (gnmr_decision.action; gnmr_action_name names them):
        KEEP     on the cheap path next step (calm, or risky and refused)
