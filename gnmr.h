@@ -2322,12 +2322,11 @@ static GNMR_HOSTDEV void gnmr__common_scalar(const gnmr__step_ctx *c,
   memset(hist, 0, sizeof hist);
   for (u = 0; u < r->n; u++) {
     const double g = (double)c->norms[u];
-    double dr;
     if ((u & 255) == 0) memset(lane, 0, sizeof lane);
     if (gnmr__finite32(c->norms[u])) {
+      const double dr = gnmr__log(g, r->log_floor) - s->log_mean[u];
       finite++;
       lane[u & 7] += gnmr__mul(g, g); /* g * g is exact: g is a float */
-      dr = gnmr__log(g, r->log_floor) - s->log_mean[u];
       s->dev[u] = dr;
       if (s->finite_steps[u] >= r->warmup) {
         settled++;
