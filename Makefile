@@ -427,8 +427,11 @@ NVCC_FLAGS = -O3 -std=c++17 --fmad=false -Xcompiler -ffp-contract=off \
 #   norms (examples/cuda/gnmr_norms.cuh): tests/cuda/test_device.cu (norm
 #     bit identity, the graph-launched training loop), the two-file build
 #     (tests/cuda/two_file_*.cu, -rdc and GNMR_STATIC), bench_norms_cuda
-#   controller (examples/cuda/gnmr_ctl.cuh): the training-step example, its
-#     device test and benchmark, and two .cu files using it in one program
+#   controller (examples/cuda/gnmr_ctl.cuh, both rule sets): the
+#     training-step example (norm plan + controller in a captured graph),
+#     its device test and benchmark, and the two-file build: ctl_two_b.cu
+#     uses the norm plan and the controller without holding either
+#     implementation (no -rdc; CI compiles and links it)
 CUDA_HDRS = gnmr.h examples/cuda/gnmr_norms.cuh
 CUDA_TESTS = $(B)/cuda/test_device $(B)/cuda/two_file_rdc \
              $(B)/cuda/two_file_static $(B)/test_ctl_cuda $(B)/ctl_two_files
@@ -476,7 +479,8 @@ $(B)/cuda/two_file_static: $(TWO_FILE) tests/cuda/two_file.h $(CUDA_HDRS)
 	$(NVCC) $(NVCC_FLAGS) -DTWO_FILE_STATIC -o $@ $(TWO_FILE)
 
 CUDA_CTL_DEPS = examples/cuda/gnmr_ctl.cuh gnmr.h
-$(B)/train_step: examples/cuda/train_step.cu $(CUDA_CTL_DEPS)
+$(B)/train_step: examples/cuda/train_step.cu $(CUDA_CTL_DEPS) \
+                 examples/cuda/gnmr_norms.cuh
 	@mkdir -p $(@D)
 	$(NVCC) $(NVCC_FLAGS) -o $@ $<
 $(B)/test_ctl_cuda: tests/cuda/test_ctl_cuda.cu tests/check.h $(CUDA_CTL_DEPS)
@@ -486,6 +490,7 @@ $(B)/bench_ctl_cuda: bench/bench_ctl_cuda.cu $(CUDA_CTL_DEPS)
 	@mkdir -p $(@D)
 	$(NVCC) $(NVCC_FLAGS) -o $@ $<
 $(B)/ctl_two_files: tests/cuda/ctl_two_a.cu tests/cuda/ctl_two_b.cu \
+                    tests/cuda/ctl_two.h examples/cuda/gnmr_norms.cuh \
                     $(CUDA_CTL_DEPS)
 	@mkdir -p $(@D)
 	$(NVCC) $(NVCC_FLAGS) -o $@ tests/cuda/ctl_two_a.cu tests/cuda/ctl_two_b.cu

@@ -195,8 +195,9 @@
    Checkpoints: gnmr_checkpoint_save / _load, a portable little-endian
    format with a CRC-32; a load validates everything before it writes, and
    a run continued from it decides exactly as one never interrupted, in
-   either mode. Format version 2; 0.1's version 1 is refused
-   (GNMR_EVERSION): start afresh with gnmr_config_paper().
+   either mode, and gnmr_step_info reads the saved step's verdict. Format
+   version 3; other versions (0.1's 1, 0.2.0's 2 without the verdict) are
+   refused (GNMR_EVERSION): start afresh with gnmr_config_paper().
 
    Norm helpers: gnmr_sumsq_*, gnmr_stats_*, gnmr_unit_sumsq and
    gnmr_unit_norms compute the norms with exact squares, double sums and one
@@ -432,8 +433,8 @@ typedef struct gnmr_slot {
   X(global_k, uint64_t, ONE)
 
 /* The step-level verdict of the last step (gnmr_step_info). NOISE mode
-   fills it all; PAPER mode only `flagged` (the rest 0, global_scale 1). Not
-   in the checkpoint: after a load it reads as before any step. */
+   fills it all; PAPER mode only `flagged` (the rest 0, global_scale 1). In
+   the checkpoint: after a load it reads as when it was saved. */
 typedef struct gnmr_step_report {
   double global_norm;  /* G: root of the sum of the finite units' g^2 */
   double global_dev;   /* L(G) minus its log-mean before this step (0
@@ -450,6 +451,19 @@ typedef struct gnmr_step_report {
   /* cppcheck-suppress unusedStructMember */
   uint32_t reserved_; /* 0 */
 } gnmr_step_report;
+
+/* The verdict's fields in the checkpoint (reserved_ is not saved). */
+#define GNMR__REPORT(X)                                                        \
+  X(global_norm, double, ONE)                                                  \
+  X(global_dev, double, ONE)                                                   \
+  X(global_ratio, double, ONE)                                                 \
+  X(common, double, ONE)                                                       \
+  X(global_scale, double, ONE)                                                 \
+  X(settled, uint32_t, ONE)                                                    \
+  X(flagged, uint32_t, ONE)                                                    \
+  X(rises, uint32_t, ONE)                                                      \
+  X(falls, uint32_t, ONE)                                                      \
+  X(global, uint32_t, ONE)
 
 /* The controller. Its fields are the library's: reading them is fine,
    writing them is not (change settings with gnmr_reconfigure). A struct
@@ -1974,7 +1988,7 @@ gnmr__log8(__m512d x, __m512d lo) {
    the bin values, counting the kept bins at or below each with vector
    compares: twelve passes over at most 16 KiB, much cheaper than counting
    4096 integer bins one unit at a time (about a third of NOISE mode's step
-   at N = 4096). Above it, the bins are counted as gnmr__step_common does.
+   at N = 4096). Above it, the bins are counted as gnmr__common_scalar does.
    Either way the same bin as gnmr__median_bin: the first value whose
    count of bins at or below it exceeds the rank. */
 #define GNMR__BINS_KEPT 8192
@@ -2321,6 +2335,43 @@ static GNMR_HOSTDEV int gnmr__step_check(const gnmr_ctl *ctl,
   return negative ? GNMR_ENORM : GNMR_OK;
 }
 
+/* Phase 2's end, rule N3 (the device's step runs it too): with r->common
+   set (the median, or 0 below common_min_units) and G's sum of squares
+   summed in its order, G's history and the step's verdict. */
+static GNMR_HOSTDEV void gnmr__step_verdict(gnmr_ctl *ctl, gnmr__rules *r,
+                                            gnmr_step_report *rep, double sumsq,
+                                            uint32_t finite, uint32_t settled,
+                                            uint32_t up) {
+  rep->settled = settled;
+  rep->common = r->common;
+  if (finite > 0) { /* G keeps its history as one more unit, c = 0 */
+    const double gn = sqrt(sumsq);
+    const int was_settled = ctl->global_k >= r->warmup;
+    const double gdr = gnmr__log(gn, r->log_floor) - ctl->global_log_mean;
+    double d, e, score, room;
+    rep->global_norm = gn;
+    rep->global_dev = ctl->global_k ? gdr : 0.0;
+    rep->global_ratio = rep->global_dev > 0.0 /* exp(x) = 1 / exp(-x) */
+                            ? 1.0 / gnmr__exp_neg(-rep->global_dev)
+                            : gnmr__exp_neg(rep->global_dev);
+    (void)gnmr__noise_history(r, &ctl->global_log_mean, &ctl->global_fluct,
+                              &ctl->global_last_dev, &ctl->global_k, gdr, 0.0,
+                              &d, &e, &score, &room);
+    r->global = was_settled && settled >= ctl->cfg.common_min_units &&
+                (r->common > r->l_global ||
+                 (gdr > r->l_global &&
+                  (double)up >= ctl->cfg.global_frac * (double)settled));
+    if (r->global) {
+      rep->global = 1;
+      if (ctl->cfg.global_policy == GNMR_GLOBAL_SKIP)
+        r->global_scale = 0.0;
+      else if (ctl->cfg.global_policy == GNMR_GLOBAL_CLIP)
+        r->global_scale = gnmr__exp_neg(r->l_global - gdr);
+      rep->global_scale = r->global_scale;
+    }
+  }
+}
+
 /* Phase 2's pass on the scalar path (and a device's): the grid's 4096
    bins counted, 16 KiB on the stack, the median's found by sums of 64
    first. */
@@ -2389,36 +2440,9 @@ static GNMR_HOSTDEV void gnmr__step_common(gnmr_ctl *ctl, gnmr__step_ctx *c,
   settled = sums.settled;
   up = sums.up;
   finite = sums.finite;
-  rep->settled = settled;
   if (settled >= ctl->cfg.common_min_units)
     r->common = ((double)sums.bin + 0.5) / 256.0 - 8.0;
-  rep->common = r->common;
-  if (finite > 0) { /* G keeps its history as one more unit, c = 0 */
-    const double gn = sqrt(sumsq);
-    const int was_settled = ctl->global_k >= r->warmup;
-    const double gdr = gnmr__log(gn, r->log_floor) - ctl->global_log_mean;
-    double d, e, score, room;
-    rep->global_norm = gn;
-    rep->global_dev = ctl->global_k ? gdr : 0.0;
-    rep->global_ratio = rep->global_dev > 0.0 /* exp(x) = 1 / exp(-x) */
-                            ? 1.0 / gnmr__exp_neg(-rep->global_dev)
-                            : gnmr__exp_neg(rep->global_dev);
-    (void)gnmr__noise_history(r, &ctl->global_log_mean, &ctl->global_fluct,
-                              &ctl->global_last_dev, &ctl->global_k, gdr, 0.0,
-                              &d, &e, &score, &room);
-    r->global = was_settled && settled >= ctl->cfg.common_min_units &&
-                (r->common > r->l_global ||
-                 (gdr > r->l_global &&
-                  (double)up >= ctl->cfg.global_frac * (double)settled));
-    if (r->global) {
-      rep->global = 1;
-      if (ctl->cfg.global_policy == GNMR_GLOBAL_SKIP)
-        r->global_scale = 0.0;
-      else if (ctl->cfg.global_policy == GNMR_GLOBAL_CLIP)
-        r->global_scale = gnmr__exp_neg(r->l_global - gdr);
-      rep->global_scale = r->global_scale;
-    }
-  }
+  gnmr__step_verdict(ctl, r, rep, sumsq, finite, settled, up);
 }
 
 /* Phase 3, rules 1-6 and 8 (N1-N9) for every unit; candidates listed for
@@ -2654,6 +2678,8 @@ GNMR_DEF int gnmr_flags_string(uint32_t flags, char *buf, size_t cap) {
      totals  GNMR__TOTALS (u64 steps, global_steps, the counters; u32
              recovering, peak)
      global  GNMR__GLOBAL (f64 log-mean, fluctuation, last deviation; u64 k)
+     verdict GNMR__REPORT, the last step's (f64 G, L(G) - mu_G, G's ratio,
+             c, global scale; u32 settled, flagged, rises, falls, global)
      units   GNMR__UNIT_STATE, unit by unit (f64 mean, window_sum; f32
              window[GNMR_WINDOW_MAX]; u64 k; f64 mu, s, p; u64 the
              counters; u32 lock, cooldown)
@@ -2662,15 +2688,17 @@ GNMR_DEF int gnmr_flags_string(uint32_t flags, char *buf, size_t cap) {
    A change to a list changes the format: bump GNMR__CKPT_VERSION. Version
    1 (0.1: no NOISE fields) is refused with GNMR_EVERSION rather than
    loaded into PAPER mode: it would set a resumed run's rules by the file,
-   not by the caller's config. */
+   not by the caller's config; version 2 (0.2.0: no verdict) too, rather
+   than loaded with a verdict the file does not hold. */
 
-#define GNMR__CKPT_VERSION 2u
+#define GNMR__CKPT_VERSION 3u
 #define GNMR__CKPT_HEADER 24u
 #define GNMR__CFG_BYTES(name, valid) /* a term of a sum */                     \
   +sizeof(((gnmr_config *)0)->name)  /* NOLINT(bugprone-macro-parentheses) */
 #define GNMR__CKPT_CONFIG (0 GNMR__CONFIG(GNMR__CFG_BYTES))
 #define GNMR__CKPT_TOTALS                                                      \
-  (0 GNMR__TOTALS(GNMR__BYTES) GNMR__GLOBAL(GNMR__BYTES))
+  (0 GNMR__TOTALS(GNMR__BYTES) GNMR__GLOBAL(GNMR__BYTES)                       \
+       GNMR__REPORT(GNMR__BYTES))
 #define GNMR__CKPT_UNIT (0 GNMR__UNIT_STATE(GNMR__BYTES))
 
 static const char gnmr__ckpt_magic[8] = {'G', 'N', 'M', 'R',
@@ -2770,12 +2798,32 @@ static int gnmr__unit_valid(const gnmr__unit_state *s, const gnmr_config *c) {
   return gnmr__noise_valid(s->log_mean, s->fluct, s->last_dev, s->finite_steps);
 }
 
+/* A verdict a step can write over n units: counts within n, G finite,
+   its ratio the library's exp of its deviation (or all three 0: no finite
+   unit, PAPER mode, or no step yet), c on the grid's range, a global scale
+   in [0, 1] and 1 unless GLOBAL. */
+static int gnmr__report_valid(const gnmr_step_report *r, uint32_t n) {
+  double ratio = 0.0;
+  if (!gnmr__finite64(r->global_dev) || fabs(r->global_dev) > 4096.0) return 0;
+  if (r->global_norm != 0.0 || r->global_dev != 0.0 || r->global_ratio != 0.0)
+    ratio = r->global_dev > 0.0 ? 1.0 / gnmr__exp_neg(-r->global_dev)
+                                : gnmr__exp_neg(r->global_dev);
+  return gnmr__finite64(r->global_norm) && r->global_norm >= 0.0 &&
+         r->global_ratio == ratio && gnmr__finite64(r->common) &&
+         fabs(r->common) <= 8.0 && r->global_scale >= 0.0 &&
+         r->global_scale <= 1.0 && r->global <= 1u &&
+         (r->global || r->global_scale == 1.0) && r->settled <= n &&
+         r->flagged <= n && r->rises <= r->flagged &&
+         r->falls <= r->flagged - r->rises && r->reserved_ == 0u;
+}
+
 /* Totals a checkpoint can carry: recovering = the units locked. */
 static int gnmr__totals_valid(const gnmr_ctl *t, uint32_t locked) {
   return t->recovering == locked && t->recovering <= t->peak_recovering &&
          t->peak_recovering <= t->n_units && t->global_steps <= t->steps &&
          gnmr__noise_valid(t->global_log_mean, t->global_fluct,
-                           t->global_last_dev, t->global_k);
+                           t->global_last_dev, t->global_k) &&
+         gnmr__report_valid(&t->report, t->n_units);
 }
 
 GNMR_DEF size_t gnmr_checkpoint_size(const gnmr_ctl *ctl) {
@@ -2820,6 +2868,10 @@ GNMR_DEF int gnmr_checkpoint_save(const gnmr_ctl *ctl, void *buf, size_t cap,
   GNMR__TOTALS(GNMR__PUT_TOTAL)
   GNMR__GLOBAL(GNMR__PUT_TOTAL)
 #undef GNMR__PUT_TOTAL
+#define GNMR__PUT_REPORT(name, type, shape)                                    \
+  p = gnmr__put(p, &ctl->report.name, sizeof(type));
+  GNMR__REPORT(GNMR__PUT_REPORT)
+#undef GNMR__PUT_REPORT
   for (u = 0; u < ctl->n_units; u++) {
     gnmr__unit_state st;
     gnmr__unit_get(&units, ctl->n_units, u, &st);
@@ -2868,6 +2920,10 @@ static int gnmr__ckpt_read(const gnmr_ctl *ctl, gnmr_ctl *t,
   GNMR__TOTALS(GNMR__GET_TOTAL)
   GNMR__GLOBAL(GNMR__GET_TOTAL)
 #undef GNMR__GET_TOTAL
+#define GNMR__GET_REPORT(name, type, shape)                                    \
+  gnmr__get(&p, &t->report.name, sizeof(type));
+  GNMR__REPORT(GNMR__GET_REPORT)
+#undef GNMR__GET_REPORT
   units = gnmr__carve(ctl->units, n);
   for (u = 0; u < n; u++) {
     gnmr__unit_state st;
@@ -2899,8 +2955,7 @@ GNMR_DEF int gnmr_checkpoint_load(gnmr_ctl *ctl, const void *buf, size_t len) {
   GNMR__TOTALS(GNMR__SET_TOTAL)
   GNMR__GLOBAL(GNMR__SET_TOTAL)
 #undef GNMR__SET_TOTAL
-  memset(&ctl->report, 0, sizeof ctl->report);
-  ctl->report.global_scale = 1.0;
+  ctl->report = t.report;
   gnmr__commit(ctl);
   return GNMR_OK;
 }

@@ -1,15 +1,17 @@
 /* bench_ctl_cuda.cu - device time per step of the CUDA controller
    (examples/cuda/gnmr_ctl.cuh), graph-launched.
 
-   For 1,024 and 65,536 units (or --units N), calm inputs (every norm within
-   10% of 1) and spiky ones (one unit in 13 at 40x, so the admission select
-   runs), with decisions written and without: one CUDA graph of STEPS steps
+   For 1,024 and 65,536 units (or --units N), both rule sets (NOISE, the
+   default, and PAPER), calm inputs (every norm within 10% of 1) and spiky
+   ones (one unit in 13 at 40x, so the admission select runs), with
+   decisions written and without: one CUDA graph of STEPS steps
    cycling over POOL norm vectors, launched REPEATS times; the figure is the
    median (min, max) of the launches' event time over STEPS. Skips where no
    CUDA device is present. Build: make cuda; run: make cuda-bench. */
 #define GNMR_STATIC
 #define GNMR_IMPLEMENTATION
 #include "gnmr.h"
+#define GNMR_CUDA_IMPLEMENTATION
 #include "examples/cuda/gnmr_ctl.cuh"
 
 #include <stdio.h>
@@ -19,6 +21,15 @@
 #define STEPS 200
 #define POOL 16
 #define REPEATS 9
+
+#define GK(call)                                                               \
+  do {                                                                         \
+    int rc_ = (call);                                                          \
+    if (rc_ != GNMR_OK) {                                                      \
+      fprintf(stderr, "%s:%d: %s: %d\n", __FILE__, __LINE__, #call, rc_);      \
+      exit(1);                                                                 \
+    }                                                                          \
+  } while (0)
 
 #define CK(call)                                                               \
   do {                                                                         \
@@ -45,9 +56,10 @@ static int cmp_float(const void *a, const void *b) {
 }
 
 /* Microseconds of device time per step: median, min, max of the launches. */
-static void measure(uint32_t n, int spiky, uint32_t max_o, int with_out,
-                    float res[3]) {
-  gnmr_config cfg = gnmr_config_paper();
+static void measure(uint32_t n, int rule, int spiky, uint32_t max_o,
+                    int with_out, float res[3]) {
+  gnmr_config cfg =
+      rule == GNMR_RULE_NOISE ? gnmr_config_default() : gnmr_config_paper();
   gnmr_slot *slots = (gnmr_slot *)calloc(n, sizeof *slots);
   float *x = (float *)malloc(sizeof *x * POOL * n), *d_x;
   gnmr_decision *d_out = NULL;
@@ -71,13 +83,13 @@ static void measure(uint32_t n, int spiky, uint32_t max_o, int with_out,
       x[(size_t)s * n + u] = (float)v;
     }
   CK(cudaStreamCreate(&stream));
-  CK(gnmr_cuda_ctl_create(&dev, &host));
+  GK(gnmr_cuda_ctl_create(&dev, &host));
   CK(cudaMalloc((void **)&d_x, sizeof *d_x * POOL * n));
   CK(cudaMemcpy(d_x, x, sizeof *d_x * POOL * n, cudaMemcpyHostToDevice));
   if (with_out) CK(cudaMalloc((void **)&d_out, sizeof *d_out * n));
   CK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
   for (s = 0; s < STEPS; s++)
-    CK(gnmr_cuda_step(&dev, d_x + (size_t)(s % POOL) * n, d_out, stream));
+    GK(gnmr_cuda_step(&dev, d_x + (size_t)(s % POOL) * n, d_out, stream));
   CK(cudaStreamEndCapture(stream, &graph));
   CK(cudaGraphInstantiateWithFlags(&exec, graph, 0));
   CK(cudaEventCreate(&t0));
@@ -92,7 +104,7 @@ static void measure(uint32_t n, int spiky, uint32_t max_o, int with_out,
   }
   {
     int last, first;
-    CK(gnmr_cuda_status(&dev, &last, &first));
+    GK(gnmr_cuda_status(&dev, &last, &first));
     if (last != GNMR_OK || first != GNMR_OK) {
       fprintf(stderr, "a step was refused: %d\n", first);
       exit(1);
@@ -116,7 +128,7 @@ static void measure(uint32_t n, int spiky, uint32_t max_o, int with_out,
 
 int main(int argc, char **argv) {
   uint32_t sizes[2] = {1024, 65536}, n_sizes = 2, i;
-  int count = 0, driver = 0, spiky, with_out;
+  int count = 0, driver = 0, rule, spiky, with_out;
   cudaDeviceProp prop;
   for (i = 1; i < (uint32_t)argc; i++)
     if (strcmp(argv[i], "--units") == 0 && i + 1 < (uint32_t)argc) {
@@ -134,17 +146,20 @@ int main(int argc, char **argv) {
          STEPS, REPEATS);
   printf("device: %s; driver %d.%d\n\n", prop.name, driver / 1000,
          (driver % 1000) / 10);
-  printf("%9s  %-6s %6s  %-24s %-24s\n", "units", "input", "maxO",
+  printf("%9s  %-6s %-6s %6s  %-24s %-24s\n", "units", "rules", "input", "maxO",
          "with decisions", "out = NULL");
   for (i = 0; i < n_sizes; i++)
-    for (spiky = 0; spiky <= 1; spiky++) {
-      const uint32_t n = sizes[i], max_o = n / 8 > 4 ? 4 : 1;
-      float res[2][3];
-      for (with_out = 1; with_out >= 0; with_out--)
-        measure(n, spiky, max_o, with_out, res[1 - with_out]);
-      printf("%9u  %-6s %6u  %6.2f [%6.2f, %6.2f]   %6.2f [%6.2f, %6.2f]\n", n,
-             spiky ? "spiky" : "calm", max_o, res[0][0], res[0][1], res[0][2],
-             res[1][0], res[1][1], res[1][2]);
-    }
+    for (rule = GNMR_RULE_NOISE; rule >= GNMR_RULE_PAPER; rule--)
+      for (spiky = 0; spiky <= 1; spiky++) {
+        const uint32_t n = sizes[i], max_o = n / 8 > 4 ? 4 : 1;
+        float res[2][3];
+        for (with_out = 1; with_out >= 0; with_out--)
+          measure(n, rule, spiky, max_o, with_out, res[1 - with_out]);
+        printf("%9u  %-6s %-6s %6u  %6.2f [%6.2f, %6.2f]   %6.2f [%6.2f, "
+               "%6.2f]\n",
+               n, rule == GNMR_RULE_NOISE ? "noise" : "paper",
+               spiky ? "spiky" : "calm", max_o, res[0][0], res[0][1], res[0][2],
+               res[1][0], res[1][1], res[1][2]);
+      }
   return 0;
 }

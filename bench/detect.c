@@ -206,7 +206,7 @@
      flags:            GNMR_FLAG_FALL (below its expected level),
                        GNMR_FLAG_GLOBAL (on every unit of a GLOBAL step).
 
-   Checkpoints: format version 2 holds the new fields (and rule). A version
+   Checkpoints: format version 2 (now 3, with the verdict) holds them. A version
    1 (0.1) checkpoint is refused with GNMR_EVERSION rather than loaded into
    PAPER mode: it carries 0.1's config only, and loading it would switch a
    resumed run's rules by the file, not by the caller's config. A caller

@@ -34,8 +34,8 @@
    uncompressed) or, without --data, a built-in deterministic synthetic task
    (a random teacher network labels Gaussian inputs).
 
-   Outputs in --out (default demo-out/): summary.csv, trace.csv (the gnmr
-   arm of the first seed), stress.csv, loss.svg, recovery.svg, and with
+   Outputs in --out (default demo-out/): summary.csv, trace.csv (the first
+   GNMR arm listed, first seed), stress.csv, loss.svg, recovery.svg, and with
    --sweep sweep.csv. A table on stdout.
 
    Build: make demo (built-in data), make demo-full (Fashion-MNIST),
@@ -608,14 +608,19 @@ typedef struct ts_opts {
   gnmr_config gnmr;
 } ts_opts;
 
+/* Detection, GNMR arms: a fault is caught when its own layer is admitted
+   (RECOVER) on one of the fault's steps, or already runs f32 on one;
+   admissions counts every RECOVER, in_fault those at a layer on one of its
+   own fault's steps. Other arms: 0. */
 typedef struct ts_result {
   double test_loss, test_acc, recovery_fraction, overhead_pct, seconds;
   int loss_spikes, diverged;
+  int caught[2], faults[2], admissions, in_fault; /* [TS_BURST, TS_STALE] */
   float *loss; /* per step training loss (caller frees) */
 } ts_result;
 
 typedef struct ts_trace {
-  FILE *f;             /* trace.csv rows of the gnmr arm, or NULL */
+  FILE *f;             /* trace.csv rows of the traced arm, or NULL */
   uint8_t *recovering; /* steps x units: unit ran f32 at that step */
 } ts_trace;
 
@@ -641,15 +646,17 @@ static ts_result ts_train(const ts_opts *o, int arm, int seed,
                           const ts_event *ev, int n_ev, ts_trace *trace) {
   ts_model m;
   ts_rng init = {(uint64_t)seed * 1000003u + 1}, order = {(uint64_t)seed + 99};
-  int dims[TS_LAYERS + 1], l, step, i, *perm, pos;
+  int dims[TS_LAYERS + 1], l, step, i, e, *perm, pos;
   ts_adamw opt;
   gnmr_slot units[TS_LAYERS];
   gnmr_ctl ctl;
   double ema_loss = 0.0, ctl_time = 0.0, t0, adagc_ema[TS_LAYERS];
   float *xb, norms[TS_LAYERS];
-  uint8_t *yb;
+  uint8_t *yb, caught[256];
   ts_result res;
   memset(&res, 0, sizeof res);
+  memset(caught, 0, sizeof caught);
+  if (n_ev > 256) TS_DIE("%d faults: at most 256", n_ev);
   dims[0] = train->dim;
   for (l = 0; l < TS_LAYERS - 1; l++) dims[l + 1] = o->hidden[l];
   dims[TS_LAYERS] = train->classes;
@@ -690,7 +697,7 @@ static ts_result ts_train(const ts_opts *o, int arm, int seed,
     ts_path paths[TS_LAYERS];
     gnmr_decision d[TS_LAYERS];
     double loss, lr, tc;
-    int b, e;
+    int b;
     /* The next batch; reshuffle (Fisher-Yates) at each epoch. */
     for (b = 0; b < o->batch; b++) {
       if (pos == train->n) {
@@ -715,6 +722,9 @@ static ts_result ts_train(const ts_opts *o, int arm, int seed,
         paths[l].track = 1;
         if (trace && trace->recovering)
           trace->recovering[(size_t)step * TS_LAYERS + (size_t)l] = 1;
+        for (e = 0; e < n_ev; e++) /* the fault does not reach it */
+          caught[e] |= ev[e].unit == l && step >= ev[e].start &&
+                       step < ev[e].start + ev[e].steps;
         continue;
       }
       paths[l].fmt = o->fmt;
@@ -791,13 +801,20 @@ static ts_result ts_train(const ts_opts *o, int arm, int seed,
            history is a stale scale waiting to happen). Start its histories
            afresh; the f32 steps refill them from the true tensors. */
         if (d[l].action == GNMR_ACTION_RECOVER) {
+          int hit = 0;
           memset(&m.layer[l].sx, 0, sizeof m.layer[l].sx);
           memset(&m.layer[l].sw, 0, sizeof m.layer[l].sw);
+          for (e = 0; e < n_ev; e++)
+            if (ev[e].unit == l && step >= ev[e].start &&
+                step < ev[e].start + ev[e].steps)
+              caught[e] = 1, hit = 1;
+          res.admissions++;
+          res.in_fault += hit;
         }
       }
     }
     ctl_time += ts_seconds() - tc;
-    if (arm == TS_ARM_GNMR && trace && trace->f) /* not timed: I/O */
+    if (trace && trace->f) /* not timed: I/O */
       for (l = 0; l < TS_LAYERS; l++)
         fprintf(trace->f, "%d,%d,%.6g,%.6g,%.6g,%s\n", step, l,
                 (double)norms[l], d[l].ratio, d[l].delta,
@@ -816,6 +833,10 @@ static ts_result ts_train(const ts_opts *o, int arm, int seed,
   }
   res.seconds = ts_seconds() - t0;
   res.overhead_pct = res.seconds > 0 ? 100.0 * ctl_time / res.seconds : 0.0;
+  for (e = 0; e < n_ev; e++) {
+    res.faults[ev[e].kind]++;
+    res.caught[ev[e].kind] += caught[e];
+  }
   if (arm >= TS_ARM_GNMR) {
     gnmr_counters c;
     gnmr_counters_get(&ctl, GNMR_ALL_UNITS, &c);
@@ -1191,13 +1212,17 @@ static int ts_run_arms(const ts_opts *o, const ts_data *train,
   double acc[TS_MAX_ARMS][100], tl[TS_MAX_ARMS][100], rf[TS_MAX_ARMS][100],
       ov[TS_MAX_ARMS][100], secs[TS_MAX_ARMS];
   int spikes[TS_MAX_ARMS], div[TS_MAX_ARMS], a, s, i, n_ev0 = 0;
+  int faults[TS_MAX_ARMS][2], caught[TS_MAX_ARMS][2], adm[TS_MAX_ARMS][2];
+  int trace_arm = -1; /* the first GNMR arm listed: trace.csv's */
   ts_event ev0[TS_MAX_EVENTS];
 
   ts_mkdir(o->out_dir);
   ts_path_join(path, sizeof path, o->out_dir, "summary.csv");
   summary = TS_FOPEN(path, "w");
   fprintf(summary, "arm,seed,format,stress,test_loss,test_acc,recovery_"
-                   "fraction,loss_spikes,diverged,overhead_pct\n");
+                   "fraction,loss_spikes,diverged,overhead_pct,bursts,"
+                   "bursts_caught,stales,stales_caught,admissions,"
+                   "admissions_in_fault\n");
   ts_path_join(path, sizeof path, o->out_dir, "trace.csv");
   trace.f = TS_FOPEN(path, "w");
   fprintf(trace.f, "step,unit,norm,gnmr,delta,action\n");
@@ -1205,10 +1230,14 @@ static int ts_run_arms(const ts_opts *o, const ts_data *train,
   ts_path_join(path, sizeof path, o->out_dir, "stress.csv");
   stress_f = TS_FOPEN(path, "w");
   fprintf(stress_f, "seed,start,steps,unit,kind,channel\n");
+  for (a = o->n_arms - 1; a >= 0; a--)
+    if (o->arms[a] >= TS_ARM_GNMR) trace_arm = o->arms[a];
   for (a = 0; a < o->n_arms; a++) {
     curves[a] = TS_CALLOC((size_t)o->steps, float);
     spikes[a] = div[a] = 0;
     secs[a] = 0.0;
+    faults[a][0] = faults[a][1] = caught[a][0] = caught[a][1] = 0;
+    adm[a][0] = adm[a][1] = 0;
   }
   for (s = 0; s < o->seeds; s++) {
     int seed = o->seed + s;
@@ -1229,7 +1258,7 @@ static int ts_run_arms(const ts_opts *o, const ts_data *train,
     }
     for (a = 0; a < o->n_arms; a++) {
       int arm = o->arms[a];
-      ts_trace *tr = (s == 0 && arm == TS_ARM_GNMR) ? &trace : NULL;
+      ts_trace *tr = s == 0 && arm == trace_arm ? &trace : NULL;
       ts_result r = ts_train(o, arm, seed, train, test, ev, n_ev, tr);
       double ema = r.loss[0];
       for (i = 0; i < o->steps; i++) {
@@ -1243,10 +1272,18 @@ static int ts_run_arms(const ts_opts *o, const ts_data *train,
       spikes[a] += r.loss_spikes;
       div[a] += r.diverged;
       secs[a] += r.seconds;
-      fprintf(summary, "%s,%d,%s,%d,%.6f,%.6f,%.6f,%d,%d,%.4f\n",
+      fprintf(summary,
+              "%s,%d,%s,%d,%.6f,%.6f,%.6f,%d,%d,%.4f,%d,%d,%d,%d,%d,%d\n",
               TS_ARM_NAMES[arm], seed, o->fmt->name, o->stress, r.test_loss,
               r.test_acc, r.recovery_fraction, r.loss_spikes, r.diverged,
-              r.overhead_pct);
+              r.overhead_pct, r.faults[TS_BURST], r.caught[TS_BURST],
+              r.faults[TS_STALE], r.caught[TS_STALE], r.admissions, r.in_fault);
+      for (i = 0; i < 2; i++) {
+        faults[a][i] += r.faults[i];
+        caught[a][i] += r.caught[i];
+      }
+      adm[a][0] += r.admissions;
+      adm[a][1] += r.in_fault;
       fflush(summary);
       if (!o->quiet)
         fprintf(stderr, "  seed %d %-5s acc %.4f loss %.4f (%.1fs)\n", seed,
@@ -1264,14 +1301,20 @@ static int ts_run_arms(const ts_opts *o, const ts_data *train,
     printf("format %s, stress %d, %d steps, %d seed(s) from %d, data %s\n",
            o->fmt->name, o->stress, o->steps, o->seeds, o->seed,
            o->data_dir ? o->data_dir : "built-in");
-    printf("%-11s %17s %9s %9s %7s %8s %9s %8s\n", "arm", "test_acc(sd)",
-           "test_loss", "recovery", "spikes", "diverged", "overhead", "cpu_s");
-    for (a = 0; a < o->n_arms; a++)
-      printf("%-11s %8.2f%% (%4.2f) %9.4f %8.2f%% %7d %8d %8.2f%% %8.1f\n",
+    printf("%-11s %17s %9s %9s %7s %8s %9s %8s  %s\n", "arm", "test_acc(sd)",
+           "test_loss", "recovery", "spikes", "diverged", "overhead", "cpu_s",
+           "caught: bursts stales, admissions (in a fault)");
+    for (a = 0; a < o->n_arms; a++) {
+      printf("%-11s %8.2f%% (%4.2f) %9.4f %8.2f%% %7d %8d %8.2f%% %8.1f",
              TS_ARM_NAMES[o->arms[a]], 100.0 * ts_mean(acc[a], o->seeds),
              100.0 * ts_sd(acc[a], o->seeds), ts_mean(tl[a], o->seeds),
              100.0 * ts_mean(rf[a], o->seeds), spikes[a], div[a],
              ts_mean(ov[a], o->seeds), secs[a]);
+      if (o->arms[a] >= TS_ARM_GNMR)
+        printf("  %d/%d %d/%d, %d (%d)", caught[a][0], faults[a][0],
+               caught[a][1], faults[a][1], adm[a][0], adm[a][1]);
+      putchar('\n');
+    }
     printf("outputs in %s/: summary.csv trace.csv stress.csv loss.svg "
            "recovery.svg\n",
            o->out_dir);

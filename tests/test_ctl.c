@@ -927,6 +927,7 @@ static void ck_reseal(unsigned char *buf, size_t len) {
 }
 
 /* Where unit 0 starts in a checkpoint. */
+#define CK_V3_CRC 0x798B4918u /* pinned: the format must not move a byte */
 #define CK_UNIT0 (GNMR__CKPT_HEADER + GNMR__CKPT_CONFIG + GNMR__CKPT_TOTALS)
 
 static void put_f64(unsigned char *p, double v) { gnmr__put(p, &v, 8); }
@@ -945,7 +946,10 @@ TEST(checkpoint_errors_each_have_their_own_code) {
   copy[8] = 1;
   ck_reseal(copy, len);
   EXPECT_EQ_INT(gnmr_checkpoint_load(&target.ctl, copy, len), GNMR_EVERSION);
-  copy[8] = 3;
+  copy[8] = 2;
+  ck_reseal(copy, len);
+  EXPECT_EQ_INT(gnmr_checkpoint_load(&target.ctl, copy, len), GNMR_EVERSION);
+  copy[8] = 4;
   ck_reseal(copy, len);
   EXPECT_EQ_INT(gnmr_checkpoint_load(&target.ctl, copy, len), GNMR_EVERSION);
   /* Another unit count. */
@@ -994,16 +998,17 @@ TEST(checkpoint_format_is_little_endian_field_by_field) {
   const unsigned char *p = ck_buf;
   ck_saved(&src, &len);
   EXPECT(memcmp(ck_buf, "GNMRCKPT", 8) == 0);
-  EXPECT(ck_buf[8] == 2 && ck_buf[9] == 0 && ck_buf[10] == 0);
+  EXPECT(ck_buf[8] == 3 && ck_buf[9] == 0 && ck_buf[10] == 0);
   EXPECT(ck_buf[12] == CK_N && ck_buf[13] == 0);
   EXPECT(ck_buf[16] == GNMR_WINDOW_MAX);
   p += 24;
   gnmr__get(&p, &tau, 8);
   EXPECT_EQ_BITS(tau, src.ctl.cfg.ratio_threshold);
   /* config: 4 f64, 6 u32, 2 u32, 11 f64, 2 u32; totals: 9 u64, 2 u32;
-     global: 3 f64, 1 u64; a unit: 2 f64, 16 f32, u64, 3 f64, 7 u64, 2 u32 */
+     global: 3 f64, 1 u64; verdict: 5 f64, 5 u32; a unit: 2 f64, 16 f32,
+     u64, 3 f64, 7 u64, 2 u32 */
   EXPECT_EQ_INT(GNMR__CKPT_CONFIG, 32 + 24 + 8 + 88 + 8);
-  EXPECT_EQ_INT(GNMR__CKPT_TOTALS, 72 + 8 + 32);
+  EXPECT_EQ_INT(GNMR__CKPT_TOTALS, 72 + 8 + 32 + 40 + 20);
   EXPECT_EQ_INT(GNMR__CKPT_UNIT, 16 + 64 + 8 + 24 + 56 + 8);
   EXPECT_EQ_INT(len, 24 + GNMR__CKPT_CONFIG + GNMR__CKPT_TOTALS +
                          CK_N * GNMR__CKPT_UNIT + 4);
@@ -1458,7 +1463,18 @@ TEST(defaults_are_the_documented_ones) {
   EXPECT_EQ_INT(c.spike_policy, GNMR_SPIKE_CLIP);
 }
 
-/* Version 2 with the fields version 1 did not have taken out: 0.1's
+/* Version 3 without the step's verdict: version 2 (0.2.0) bytes. */
+static size_t ck_as_version_2(const unsigned char *v3, size_t len,
+                              unsigned char *v2) {
+  const size_t verdict = 40 + 20, at = CK_UNIT0 - verdict;
+  memcpy(v2, v3, at);
+  v2[8] = 2;
+  memcpy(v2 + at, v3 + CK_UNIT0, len - 4 - CK_UNIT0);
+  gnmr__put_u32(v2 + len - 4 - verdict, gnmr__crc32(v2, len - 4 - verdict));
+  return len - verdict;
+}
+
+/* Version 3 with the fields version 1 did not have taken out: 0.1's
    bytes for the same run, bit for bit (PAPER mode's state is 0.1's). */
 static size_t ck_as_version_1(const unsigned char *v2, size_t len,
                               unsigned char *v1, uint32_t n) {
@@ -1488,8 +1504,8 @@ static size_t ck_as_version_1(const unsigned char *v2, size_t len,
 /* The checkpoint bytes of this version, for a fixed run: the field lists
    must not move a byte (a change of format bumps the version instead);
    and without the fields 0.1 did not have, 0.1's bytes. */
-TEST(checkpoint_bytes_are_those_of_version_2_and_1) {
-  static unsigned char v1[1 << 14];
+TEST(checkpoint_bytes_are_those_of_versions_3_2_and_1) {
+  static unsigned char v1[1 << 14], v2[1 << 14];
   static fixture f;
   gnmr_config c = gnmr_config_paper();
   uint64_t x = 1;
@@ -1511,8 +1527,10 @@ TEST(checkpoint_bytes_are_those_of_version_2_and_1) {
   REQUIRE(gnmr_checkpoint_save(&f.ctl, ck_buf, sizeof ck_buf, &len) == 0);
   /* (A CRC over the trailer too is the residue 0x2144DF1C of any valid
      buffer: the content is pinned by the CRC of what precedes it.) */
-  EXPECT_EQ_INT(len, 1532);
-  EXPECT_EQ_INT(gnmr__crc32(ck_buf, len - 4), 0x7C3C5869u);
+  EXPECT_EQ_INT(len, 1592);
+  EXPECT_EQ_INT(gnmr__crc32(ck_buf, len - 4), CK_V3_CRC);
+  EXPECT_EQ_INT(ck_as_version_2(ck_buf, len, v2), 1532);
+  EXPECT_EQ_INT(gnmr__crc32(v2, 1532 - 4), 0x7C3C5869u /* 0.2.0's bytes */);
   len = ck_as_version_1(ck_buf, len, v1, 7);
   EXPECT_EQ_INT(len, 1156);
   EXPECT_EQ_INT(gnmr__crc32(v1, len - 4), 0x752E358Bu /* 0.1's bytes */);
@@ -1621,7 +1639,7 @@ int main(int argc, char **argv) {
       CHECK_CASE(unit_info_reads_the_state),
       CHECK_CASE(names_of_actions_and_flags),
       CHECK_CASE(defaults_are_the_documented_ones),
-      CHECK_CASE(checkpoint_bytes_are_those_of_version_2_and_1),
+      CHECK_CASE(checkpoint_bytes_are_those_of_versions_3_2_and_1),
       CHECK_CASE(strerror_names_every_code),
       CHECK_CASE(no_heap_in_the_controller_or_the_norms)};
   return check_main(cases, sizeof cases / sizeof cases[0], argc, argv);

@@ -235,8 +235,15 @@ static void summary_row(char **f) {
   for (i = 0; i < TS_MAX_ARMS; i++)
     arm_ok |= strcmp(f[0], TS_ARM_NAMES[i]) == 0;
   if (!arm_ok || strcmp(f[2], "e4m3") != 0) row_errors++;
-  for (i = 4; i < 10; i++)
+  for (i = 4; i < 16; i++)
     if (!is_number(f[i])) row_errors++;
+  /* caught within the faults, in-fault admissions within the admissions */
+  if (atoi(f[11]) > atoi(f[10]) || atoi(f[13]) > atoi(f[12]) ||
+      atoi(f[15]) > atoi(f[14]))
+    row_errors++;
+  if (strncmp(f[0], "gnmr", 4) != 0 &&
+      atoi(f[11]) + atoi(f[13]) + atoi(f[14]) != 0)
+    row_errors++;
   if (atof(f[5]) < 0 || atof(f[5]) > 1 || atof(f[6]) < 0 || atof(f[6]) > 1)
     row_errors++;
   /* recovery only in the GNMR arms (gnmr, gnmr-noise, gnmr-global) */
@@ -310,8 +317,9 @@ TEST(demo_runs_end_to_end) {
   EXPECT_EQ_INT(csv_check("build/test_demo_out/summary.csv",
                           "arm,seed,format,stress,test_loss,test_acc,"
                           "recovery_fraction,loss_spikes,diverged,"
-                          "overhead_pct\n",
-                          10, summary_row),
+                          "overhead_pct,bursts,bursts_caught,stales,"
+                          "stales_caught,admissions,admissions_in_fault\n",
+                          16, summary_row),
                 2 * TS_MAX_ARMS);
   EXPECT_EQ_INT(csv_check("build/test_demo_out/trace.csv",
                           "step,unit,norm,gnmr,delta,action\n", 6, trace_row),

@@ -476,14 +476,20 @@ static gnmr_config run_config(void) {
 TEST(checkpoint_resume_matches_the_uninterrupted_run) {
   static fixture a, b;
   static gnmr_decision want[RUN_T][RUN_N];
+  static gnmr_step_report verdict[RUN_T];
   static unsigned char buf[1 << 14];
   gnmr_config c = run_config(), other = gnmr_config_paper();
-  uint32_t t, trial;
+  gnmr_step_report r;
+  uint32_t t, trial, global = 0;
   size_t len;
   make_inputs();
   REQUIRE(setup(&a, &c, RUN_N) == GNMR_OK);
-  for (t = 0; t < RUN_T; t++)
+  for (t = 0; t < RUN_T; t++) {
     REQUIRE(gnmr_step(&a.ctl, run_in[t], want[t]) == GNMR_OK);
+    REQUIRE(gnmr_step_info(&a.ctl, &verdict[t]) == GNMR_OK);
+    global += verdict[t].global;
+  }
+  EXPECT(global > 0); /* the run has GLOBAL steps to resume after */
   for (trial = 0; trial < 6; trial++) {
     uint32_t at = 20 + (uint32_t)(check_rand() % (RUN_T - 40));
     REQUIRE(setup(&b, &c, RUN_N) == GNMR_OK);
@@ -492,6 +498,9 @@ TEST(checkpoint_resume_matches_the_uninterrupted_run) {
     REQUIRE(setup(&b, &other, RUN_N) == GNMR_OK); /* PAPER until loaded */
     REQUIRE(gnmr_checkpoint_load(&b.ctl, buf, len) == GNMR_OK);
     EXPECT_EQ_INT(b.ctl.cfg.rule, GNMR_RULE_NOISE);
+    /* the saved step's verdict reads back as it was */
+    REQUIRE(gnmr_step_info(&b.ctl, &r) == GNMR_OK);
+    EXPECT(memcmp(&r, &verdict[at - 1], sizeof r) == 0);
     for (t = at; t < RUN_T; t++) {
       REQUIRE(gnmr_step(&b.ctl, run_in[t], b.d) == GNMR_OK);
       if (memcmp(b.d, want[t], sizeof want[t]) != 0) {
@@ -531,6 +540,47 @@ TEST(checkpoint_refuses_noise_state_a_step_cannot_reach) {
     gnmr__put(buf + unit0 + 96, &neg, 8);
     gnmr__put_u32(buf + len - 4, gnmr__crc32(buf, len - 4));
     EXPECT_EQ_INT(gnmr_checkpoint_load(&a.ctl, buf, len), GNMR_ECORRUPT);
+  }
+}
+
+/* The saved verdict is checked like the state: one field at a time set
+   to a value no step writes (checksum forged) is refused, and a refused
+   load changes nothing. */
+TEST(checkpoint_refuses_a_verdict_a_step_cannot_write) {
+  static fixture a;
+  static unsigned char buf[1 << 14];
+  const size_t v0 = GNMR__CKPT_HEADER + GNMR__CKPT_CONFIG + GNMR__CKPT_TOTALS -
+                    60; /* the verdict's first byte */
+  static const struct {
+    unsigned off;
+    double f64; /* for off < 40 */
+    uint32_t u32;
+  } bad[] = {{0, NAN, 0},        {0, -1.0, 0},       {0, INFINITY, 0},
+             {8, INFINITY, 0},   {8, 5000.0, 0},     {16, 1.5, 0},
+             {16, NAN, 0},       {24, 9.0, 0},       {24, NAN, 0},
+             {32, 1.5, 0},       {32, -0.25, 0},     {32, 0.5, 0},
+             {40, 0, RUN_N + 1}, {44, 0, RUN_N + 1}, {48, 0, RUN_N},
+             {52, 0, RUN_N},     {56, 0, 2}};
+  gnmr_config c = run_config();
+  gnmr_step_report r, before;
+  size_t len, i;
+  uint32_t t;
+  make_inputs();
+  REQUIRE(setup(&a, &c, RUN_N) == GNMR_OK);
+  for (t = 0; t < 100; t++) REQUIRE(gnmr_step(&a.ctl, run_in[t], a.d) == 0);
+  REQUIRE(gnmr_checkpoint_save(&a.ctl, buf, sizeof buf, &len) == 0);
+  REQUIRE(gnmr_checkpoint_load(&a.ctl, buf, len) == GNMR_OK); /* as saved */
+  REQUIRE(gnmr_step_info(&a.ctl, &before) == GNMR_OK);
+  for (i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    REQUIRE(gnmr_checkpoint_save(&a.ctl, buf, sizeof buf, &len) == 0);
+    if (bad[i].off < 40)
+      gnmr__put(buf + v0 + bad[i].off, &bad[i].f64, 8);
+    else
+      gnmr__put_u32(buf + v0 + bad[i].off, bad[i].u32);
+    gnmr__put_u32(buf + len - 4, gnmr__crc32(buf, len - 4));
+    EXPECT_EQ_INT(gnmr_checkpoint_load(&a.ctl, buf, len), GNMR_ECORRUPT);
+    REQUIRE(gnmr_step_info(&a.ctl, &r) == GNMR_OK);
+    EXPECT(memcmp(&r, &before, sizeof r) == 0);
   }
 }
 
@@ -850,6 +900,7 @@ int main(int argc, char **argv) {
       CHECK_CASE(a_spike_cannot_inflate_the_fluctuation_or_the_mean),
       CHECK_CASE(checkpoint_resume_matches_the_uninterrupted_run),
       CHECK_CASE(checkpoint_refuses_noise_state_a_step_cannot_reach),
+      CHECK_CASE(checkpoint_refuses_a_verdict_a_step_cannot_write),
       CHECK_CASE(scalar_and_avx512_paths_agree_bit_for_bit),
       CHECK_CASE(noise_mode_scalar_and_avx512_paths_agree_bit_for_bit),
       CHECK_CASE(paper_mode_ignores_noise_fields),

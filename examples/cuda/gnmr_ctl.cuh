@@ -1,86 +1,198 @@
-/* gnmr_ctl.cuh - gnmr.h's controller on a CUDA device, one unit per thread.
+/* gnmr_ctl.cuh - gnmr.h's controller on a CUDA device, one unit per thread,
+   both rule sets (NOISE, the default, and PAPER).
 
-   Copy this file next to gnmr.h. Every .cu file that includes it needs the
-   implementation in the same translation unit (the kernels run gnmr.h's own
-   per-unit rules); with several such files, give each a private copy:
-       #define GNMR_STATIC
-       #define GNMR_IMPLEMENTATION
+   Copy this file next to gnmr.h (and gnmr_norms.cuh for the norms). Like
+   gnmr.h it is a single-file library: in exactly one .cu file write
+       #define GNMR_IMPLEMENTATION        // gnmr.h's (GNMR_STATIC is fine)
        #include "gnmr.h"
+       #define GNMR_CUDA_IMPLEMENTATION   // this file's kernels
        #include "gnmr_ctl.cuh"
-   Build with nvcc --fmad=false -Xcompiler -ffp-contract=off (sm_80 or newer)
-   so the device rounds as the CPU does: decisions and state are then
-   bit-identical to gnmr_step's for every input.
+   and every other .cu file just includes gnmr.h and gnmr_ctl.cuh: it sees
+   the types and the host functions below and gnmr_cuda_recovering, and
+   needs neither the implementation nor -rdc. Build with nvcc --fmad=false
+   -Xcompiler -ffp-contract=off (sm_80 or newer) and without
+   --use_fast_math, so the device rounds as the CPU does: decisions, state
+   and the step report are then bit-identical to gnmr_step's.
 
    Use:
        gnmr_ctl host;  gnmr_init(&host, &cfg, slots, N);  // as on the CPU
-       gnmr_cuda_ctl dev;
-       gnmr_cuda_ctl_create(&dev, &host);       // device copy of config+state
+       gnmr_cuda_ctl gc;
+       gnmr_cuda_ctl_create(&gc, &host);       // device copy of config+state
        each step, on a stream (no host sync; capturable in a CUDA graph):
-         gnmr_cuda_step(&dev, d_norms, d_decisions, stream);
-         gnmr_cuda_scale_grads(d_grads, n_grads, max_elems, d_decisions, s);
-         in any kernel: gnmr_cuda_recovering(dev.ctl, u)  // next step's path
-       gnmr_cuda_status(&dev, &last, &first);   // syncs: did the steps pass?
-       gnmr_cuda_ctl_download(&dev, &host);     // back, e.g. to checkpoint
-       gnmr_cuda_ctl_upload(&dev, &host);       // there, e.g. after a load
-       gnmr_cuda_ctl_destroy(&dev);
+         gnmr_cuda_step(&gc, d_norms, d_decisions, stream);
+         gnmr_cuda_scale_grads(&gc, d_grads, n_grads, max_elems,
+                               d_decisions, stream);
+         gnmr_cuda_report_async(&gc, pinned_report, stream);  // if wanted
+         in any kernel: gnmr_cuda_recovering(gc.lock, u)  // next step's path
+       gnmr_cuda_status(&gc, &last, &first);   // syncs: did the steps pass?
+       gnmr_cuda_ctl_download(&gc, &host);     // back, e.g. to checkpoint
+       gnmr_cuda_ctl_upload(&gc, &host);       // there, e.g. after a load
+       gnmr_cuda_ctl_destroy(&gc);
    While the device holds the state, leave the host controller alone: a
    download overwrites it. New settings: gnmr_reconfigure on the host after
-   a download, then an upload.
-   Every function that can fail returns a cudaError_t (cudaErrorInvalidValue
-   for a bad argument); the step's own result (GNMR_OK, or GNMR_ENORM for a
-   finite negative norm, GNMR_ESTATE for a bad controller: the step then changes
-   nothing) stays on the device until gnmr_cuda_status reads it.
+   a download, then an upload (a graph captured before stays valid: it
+   launches the same kernels in either rule set).
 
-   PAPER mode only (rules 1-8). NOISE mode's step-level phase (rule N3: the
-   common median and the global norm, a pass over every unit before the
-   per-unit rules) has no kernel yet: create and upload refuse a controller
-   in NOISE mode (cudaErrorInvalidValue), and a step that finds one anyway
-   changes nothing and reports GNMR_ECONFIG.
+   Errors, one convention with gnmr_norms.cuh: every host function returns
+   GNMR_OK, a gnmr.h code (GNMR_EINVAL: a NULL or bad argument; GNMR_ESTATE:
+   the host controller is not usable; GNMR_EMISMATCH: another number of
+   units) or GNMR_CUDA_ECUDA, a CUDA call failed: the cudaError_t is then in
+   gc->cuda_error (cudaGetErrorString names it). Nothing calls exit(). A
+   step's own result (GNMR_OK, or GNMR_ENORM for a finite negative norm,
+   GNMR_ESTATE for a controller edited or left behind: the step then
+   changes nothing, as gnmr_step) stays on the device until
+   gnmr_cuda_status reads it.
 
-   One step is three kernels (up to GNMR_CUDA_FUSED_MAX units, the same
-   phases in one block, one launch):
-     check   every thread one norm: a finite negative one refuses the step;
-             thread 0 checks the controller itself (gnmr_step's ESTATE).
-     units   every thread one unit: gnmr.h's gnmr__unit_step (rules 1-6 and
-             8), the totals summed per block (integers: any order gives the
-             same sums), each candidate for a slot listed (in any order).
-     admit   one block: rule 7 as a selection. The free slots are
-             max_recovering minus the units still locked; if the candidates
-             fit, all are admitted; else the k best by (score descending,
-             index ascending) are found by a radix select on the 96-bit key
-             (score bits, ~index), unique per unit, so the admitted set is
-             exactly gnmr_step's whatever order the list is in. Then the
-             controller's totals.
-   The bodies of the kernels are the GNMR_HOSTDEV functions below, functions
-   of (thread, shared state): tests/test_ctl_parallel.c runs them on the CPU
-   thread by thread and phase by phase against gnmr_step. This part is plain
-   C99 (a C compiler sees only it); the CUDA part is under __CUDACC__. */
+   One step is four kernels (up to GNMR_CUDA_FUSED_MAX units the same phases
+   in one block, one launch):
+     scan     every thread one unit, blocks of 256: a finite negative norm
+              refuses the step; thread 0 of each block checks the controller
+              (gnmr_step's ESTATE). NOISE mode, rule N3's pass: dev = L(g) -
+              mu of every finite unit, the settled units' bins of the grid
+              counted in a shared histogram, merged into the global one with
+              integer atomics (any order gives the same counts); the
+              block's eight lanes of G's sum of squares (unit u in lane u %
+              8, in order) folded ((0+1)+(2+3))+((4+5)+(6+7)): the block of
+              256 units of gnmr.h's fixed order is the CUDA block.
+     verdict  one block: the lower median from the counts (sums of 64 bins in
+              parallel, then the bins, as gnmr_step), the blocks' sums added
+              in order by one thread, then gnmr.h's own gnmr__step_verdict
+              (G's history, GLOBAL, the global scale, the report).
+     units    every thread one unit: gnmr.h's gnmr__unit_step (rules 1-6 and
+              8, N1-N9 with the verdict's c, GLOBAL and scale), the totals
+              summed per block (integers), each candidate for a slot listed
+              in any order (rule N8: on a GLOBAL step only NONFINITE ones).
+     admit    one block: rule 7 as a selection. The free slots are
+              max_recovering minus the units still locked; if the candidates
+              fit, all are admitted; else the k best by (score descending,
+              index ascending) are found by a radix select on the 96-bit key
+              (score bits, ~index), unique per unit, so the admitted set is
+              exactly gnmr_step's whatever order the list is in. Then the
+              controller's totals and its report (gnmr_step_info's).
+   The bodies of the kernels are the GNMR_HOSTDEV functions of the
+   implementation, functions of (thread, shared state): the test
+   tests/test_ctl_parallel.c runs them on the CPU thread by thread and phase
+   by phase against gnmr_step. That part is plain C99 (a C compiler sees
+   only it; build it with fast-math off, as the test does: its few
+   additions must keep their order); the CUDA part is under __CUDACC__. */
 #ifndef GNMR_CTL_CUH
 #define GNMR_CTL_CUH
 
-#ifndef GNMR__IMPLEMENTED
-#error "gnmr_ctl.cuh: include gnmr.h with GNMR_IMPLEMENTATION first"
-#endif
+#include "gnmr.h"
 
+#include <stddef.h>
+#include <stdint.h>
 #include <string.h>
 
+/* A CUDA call failed; the object's cuda_error says which (also
+   gnmr_norms.cuh's GNMR_NORMS_ECUDA). */
+#ifndef GNMR_CUDA_ECUDA
+#define GNMR_CUDA_ECUDA (-100)
+#endif
 /* Threads of the admit kernel (one block). */
 #define GNMR_CUDA_ADMIT_THREADS 1024
-/* Threads per block of the check and units kernels. */
+/* Threads per block of the scan and units kernels: one block is one block of
+   256 units of G's sum (rule N3), so this is fixed. */
 #define GNMR_CUDA_UNIT_THREADS 256
 /* Up to this many units a step is one launch of one block (untuned: no
-   GPU measured it yet). */
+   GPU measured it yet). At most 2048 (the fused kernel's shared lanes). */
 #define GNMR_CUDA_FUSED_MAX 2048
+/* Rule N3's grid. */
+#define GNMR_CUDA_BINS 4096
+
+#if defined(__CUDACC__)
+#include <cuda_runtime.h>
+
+struct gnmr_cuda_work; /* the step's scratch (the implementation's) */
+
+/* The controller in device memory. Fields are set by create and read by
+   the functions below; the device pointers may be handed to kernels. */
+typedef struct gnmr_cuda_ctl {
+  gnmr_ctl *ctl;                  /* device: its units pointer is device */
+  gnmr_slot *slots;               /* device: the state */
+  struct gnmr_cuda_work *work;    /* device: the step's scratch, status */
+  double *block_sumsq;            /* device: one per 256 units (NOISE) */
+  const uint32_t *lock;           /* device: steps of recovery left, per
+                                     unit (gnmr_cuda_recovering) */
+  const gnmr_step_report *report; /* device: the last step's report */
+  uint32_t n_units;
+  cudaError_t cuda_error; /* the failure behind GNMR_CUDA_ECUDA */
+} gnmr_cuda_ctl;
+
+/* One tensor whose gradient gnmr_cuda_scale_grads multiplies by its unit's
+   decision.scale (device array of these). */
+typedef struct gnmr_cuda_grad {
+  void *data; /* device, n elements of dtype */
+  uint64_t n;
+  uint32_t dtype; /* GNMR_DTYPE_F32, _F16, _BF16 */
+  uint32_t unit;
+} gnmr_cuda_grad;
+
+/* Is unit u on the high-fidelity path next step? For any kernel after the
+   step, in any file: lock is gc.lock (gnmr_recovering's answer, without
+   its checks). */
+static __device__ __forceinline__ int gnmr_cuda_recovering(const uint32_t *lock,
+                                                           uint32_t u) {
+  return lock[u] > 0;
+}
+
+/* Device copy of an initialised host controller (either rule set): config,
+   state, totals. Allocates and copies (syncs). On failure gc holds
+   nothing. */
+int gnmr_cuda_ctl_create(gnmr_cuda_ctl *gc, const gnmr_ctl *host);
+/* The host controller's config, state and totals into an existing device
+   controller over as many units (e.g. after gnmr_checkpoint_load). Syncs. */
+int gnmr_cuda_ctl_upload(gnmr_cuda_ctl *gc, const gnmr_ctl *host);
+/* The device state back into host (initialised over as many units): its
+   config, totals, G's history, report and slots; host keeps its own slots
+   pointer. Syncs. */
+int gnmr_cuda_ctl_download(gnmr_cuda_ctl *gc, gnmr_ctl *host);
+void gnmr_cuda_ctl_destroy(gnmr_cuda_ctl *gc);
+/* One step: norms (device, n_units floats) to decisions (device, or NULL).
+   Launches only (no sync): capturable in a CUDA graph. */
+int gnmr_cuda_step(gnmr_cuda_ctl *gc, const float *norms, gnmr_decision *out,
+                   cudaStream_t stream);
+/* Multiplies each tensor's gradient by its unit's decisions[unit].scale,
+   in double, rounded once to the tensor's type (units at scale 1 return at
+   once). max_elems: the largest tensor's n. n_grads <= 65535. */
+int gnmr_cuda_scale_grads(gnmr_cuda_ctl *gc, const gnmr_cuda_grad *grads,
+                          uint32_t n_grads, uint64_t max_elems,
+                          const gnmr_decision *decisions, cudaStream_t stream);
+/* Copies the last step's report (gnmr_step_info's: G, its deviation, c,
+   the settled, flagged, rises, falls, GLOBAL, the global scale) to dst,
+   asynchronously on stream (capturable): dst is device memory or pinned
+   host memory, read it after the stream gets there. */
+int gnmr_cuda_report_async(gnmr_cuda_ctl *gc, gnmr_step_report *dst,
+                           cudaStream_t stream);
+/* The last step's result and the first refused step's (GNMR_OK if none);
+   syncs with the device. Either pointer may be NULL. */
+int gnmr_cuda_status(gnmr_cuda_ctl *gc, int *last, int *first_error);
+#endif /* __CUDACC__ */
+#endif /* GNMR_CTL_CUH */
+
+/* ======================================================================== */
+#if defined(GNMR_CUDA_IMPLEMENTATION) && !defined(GNMR_CTL_CUH_IMPLEMENTED)
+#define GNMR_CTL_CUH_IMPLEMENTED
+
+#ifndef GNMR__IMPLEMENTED
+#error "gnmr_ctl.cuh: GNMR_CUDA_IMPLEMENTATION needs gnmr.h's implementation \
+in the same file (#define GNMR_IMPLEMENTATION before including gnmr.h)"
+#endif
 
 /* The step's scratch and result, in device memory. Between steps every
-   count is 0. */
+   count and bin is 0. */
 typedef struct gnmr_cuda_work {
-  uint64_t risky, nonfinite, held, renewed; /* this step's sums */
-  uint32_t locked, candidates;
-  uint32_t negative;   /* set by the check kernel */
-  int32_t status;      /* the last step: GNMR_OK or a GNMR_E* code */
-  int32_t first_error; /* the first refused step's code since creation */
-  uint32_t unusable;   /* set by the check: not a usable controller */
+  uint64_t risky, nonfinite, held, renewed; /* units: this step's sums */
+  uint32_t locked, candidates, rises, falls;
+  uint32_t negative, unusable;   /* scan: the step is refused */
+  uint32_t finite, settled, up;  /* scan: rule N3's counts */
+  int32_t global;                /* verdict: a GLOBAL step */
+  double common, global_scale;   /* verdict, for the units */
+  gnmr_step_report report;       /* verdict: the report but its counts */
+  int32_t status;                /* the last step: GNMR_OK or GNMR_E* */
+  int32_t first_error;           /* the first refused step's code since
+                                    create or upload */
+  uint32_t hist[GNMR_CUDA_BINS]; /* scan: the settled units per bin */
 } gnmr_cuda_work;
 
 /* The admit kernel's shared state: the radix select of the k best keys.
@@ -98,19 +210,126 @@ typedef struct gnmr_cuda_select {
   int32_t status;
 } gnmr_cuda_select;
 
+/* scan's codes for a unit that is not counted in the histogram */
+#define GNMR_CUDA__UNSETTLED GNMR_CUDA_BINS        /* finite, k < warmup */
+#define GNMR_CUDA__NOT_FINITE (GNMR_CUDA_BINS + 1) /* or past the last */
+
 /* ---- the arithmetic of every kernel, host and device ------------------- */
 
-/* check, thread u (thread 0 also checks the controller itself). */
-static inline GNMR_HOSTDEV void gnmr_cuda__check(const gnmr_ctl *ctl,
-                                                 const float *norms, uint32_t n,
+/* scan, unit u: a finite negative norm refuses the step (as gnmr_step's
+   check). */
+static inline GNMR_HOSTDEV void gnmr_cuda__check(const float *norms, uint32_t n,
                                                  uint32_t u,
                                                  gnmr_cuda_work *w) {
   uint32_t bits;
-  if (u == 0 && !gnmr__usable(ctl)) w->unusable = 1;
   if (u >= n) return;
   memcpy(&bits, &norms[u], 4);
-  /* finite and below -0, as gnmr_step's check */
   if (bits - 0x80000001u < 0x7F7FFFFFu) w->negative = 1;
+}
+
+/* scan, unit u of a usable NOISE-mode controller (rule N3, as gnmr.h's
+   phase 2): dev[u] = L(g) - mu for a finite g; returns the grid's bin of a
+   settled unit, GNMR_CUDA__UNSETTLED or GNMR_CUDA__NOT_FINITE; *up: a
+   settled unit's dev above L(global_ratio). */
+static inline GNMR_HOSTDEV uint32_t gnmr_cuda__scan(const gnmr__rules *r,
+                                                    const gnmr__soa *s,
+                                                    const float *norms,
+                                                    uint32_t u, int *up) {
+  double dr;
+  *up = 0;
+  if (u >= r->n || !gnmr__finite32(norms[u])) return GNMR_CUDA__NOT_FINITE;
+  dr = gnmr__log((double)norms[u], r->log_floor) - s->log_mean[u];
+  s->dev[u] = dr;
+  if (s->finite_steps[u] < r->warmup) return GNMR_CUDA__UNSETTLED;
+  *up = dr > r->l_global;
+  return gnmr__grid(dr);
+}
+
+/* Lane j (0-7) of G's sum of squares in block b of 256 units: the finite
+   g^2 of units 256 b + j, + 8, ... in order, from +0 (gnmr.h's order). */
+static inline GNMR_HOSTDEV double
+gnmr_cuda__lane(const float *norms, uint32_t n, uint32_t b, uint32_t j) {
+  const uint32_t end = n - 256 * b < 256 ? n : 256 * b + 256;
+  double lane = 0.0;
+  uint32_t u;
+  for (u = 256 * b + j; u < end; u += 8)
+    if (gnmr__finite32(norms[u])) {
+      const double g = (double)norms[u];
+      lane += gnmr__mul(g, g); /* exact: g is a float */
+    }
+  return lane;
+}
+
+/* A block's eight lanes, folded as gnmr.h folds them. */
+static inline GNMR_HOSTDEV double gnmr_cuda__fold(const double *lane) {
+  return ((lane[0] + lane[1]) + (lane[2] + lane[3])) +
+         ((lane[4] + lane[5]) + (lane[6] + lane[7]));
+}
+
+/* verdict, thread i < 64: the counts of bins 64 i ... 64 i + 63. */
+static inline GNMR_HOSTDEV uint32_t gnmr_cuda__bin_sum(const uint32_t *hist,
+                                                       uint32_t i) {
+  uint32_t b, sum = 0;
+  for (b = 0; b < 64; b++) sum += hist[64 * i + b];
+  return sum;
+}
+
+/* The lower median's bin centre from the counts (settled > 0 of them), by
+   gnmr.h's search: the block of 64 that holds rank (settled - 1) / 2 (the
+   last, if none before), then the bin in it. */
+static inline GNMR_HOSTDEV double gnmr_cuda__median(const uint32_t *hist,
+                                                    const uint32_t *bin_sums,
+                                                    uint32_t settled) {
+  const uint32_t rank = (settled - 1) / 2;
+  uint32_t block, at, below = 0;
+  for (block = 0; block < 63; block++) {
+    if (below + bin_sums[block] > rank) break;
+    below += bin_sums[block];
+  }
+  for (at = block * 64; at < 4095 && below + hist[at] <= rank; at++)
+    below += hist[at];
+  return ((double)at + 0.5) / 256.0 - 8.0;
+}
+
+/* verdict, thread 0, after the scan: rule N3's c, G's history and the
+   verdict (gnmr.h's own gnmr__step_verdict), kept in w for the units and
+   the admit; on a refused step or in PAPER mode, nothing but an empty
+   report. hist and bin_sums: the step's counts; block_sumsq: the scan's
+   sums of the ceil(n / 256) blocks. */
+static inline GNMR_HOSTDEV void
+gnmr_cuda__verdict(gnmr_ctl *ctl, gnmr_cuda_work *w, const uint32_t *hist,
+                   const uint32_t *bin_sums, const double *block_sumsq) {
+  gnmr__rules r;
+  gnmr_step_report rep;
+  memset(&rep, 0, sizeof rep);
+  rep.global_scale = 1.0;
+  w->common = 0.0;
+  w->global = 0;
+  w->global_scale = 1.0;
+  if (!w->negative && !w->unusable && ctl->cfg.rule == GNMR_RULE_NOISE) {
+    const uint32_t blocks = ctl->n_units / 256 + (ctl->n_units % 256 != 0);
+    double sumsq = 0.0;
+    uint32_t b;
+    gnmr__rules_of(ctl, &r);
+    if (w->settled >= ctl->cfg.common_min_units)
+      r.common = gnmr_cuda__median(hist, bin_sums, w->settled);
+    for (b = 0; b < blocks; b++) sumsq += block_sumsq[b];
+    gnmr__step_verdict(ctl, &r, &rep, sumsq, w->finite, w->settled, w->up);
+    w->common = r.common;
+    w->global = r.global;
+    w->global_scale = r.global_scale;
+  }
+  w->report = rep;
+}
+
+/* units, thread 0 of every block: the step's rules, with the verdict's c,
+   GLOBAL and global scale. */
+static inline GNMR_HOSTDEV void
+gnmr_cuda__rules(const gnmr_ctl *ctl, const gnmr_cuda_work *w, gnmr__rules *r) {
+  gnmr__rules_of(ctl, r);
+  r->common = w->common;
+  r->global = w->global;
+  r->global_scale = w->global_scale;
 }
 
 /* units, thread u: the unit's rules; returns gnmr.h's GNMR__EV_* bits (0
@@ -119,7 +338,7 @@ static inline GNMR_HOSTDEV unsigned
 gnmr_cuda__unit(const gnmr_ctl *ctl, const gnmr__rules *r, const float *norms,
                 gnmr_decision *out, const gnmr_cuda_work *w, uint32_t u) {
   gnmr__soa s;
-  if (u >= r->n || w->negative || w->unusable || r->noise) return 0;
+  if (u >= r->n || w->negative || w->unusable) return 0;
   s = gnmr__carve(ctl->units, r->n);
   return gnmr__unit_step(r, &s, norms, out, u);
 }
@@ -129,10 +348,9 @@ static inline GNMR_HOSTDEV void
 gnmr_cuda__admit_begin(gnmr_cuda_select *sel, const gnmr_ctl *ctl,
                        const gnmr_cuda_work *w) {
   uint32_t max_o = ctl->cfg.max_recovering, free_slots;
-  sel->status = !gnmr__usable(ctl)                 ? GNMR_ESTATE
-                : ctl->cfg.rule != GNMR_RULE_PAPER ? GNMR_ECONFIG
-                : w->negative                      ? GNMR_ENORM
-                                                   : GNMR_OK;
+  sel->status = w->unusable || !gnmr__usable(ctl) ? GNMR_ESTATE
+                : w->negative                     ? GNMR_ENORM
+                                                  : GNMR_OK;
   free_slots = w->locked < max_o ? max_o - w->locked : 0;
   sel->candidates = w->candidates;
   sel->k = w->candidates < free_slots ? w->candidates : free_slots;
@@ -246,8 +464,9 @@ gnmr_cuda__admit_units(const gnmr_cuda_select *sel, const gnmr__soa *s,
   }
 }
 
-/* admit, thread 0 last: the controller's totals (as gnmr_step's phase 6)
-   and the scratch cleared for the next step. */
+/* admit, thread 0 last: the controller's totals and report (as gnmr_step's
+   phase 7) and the scratch cleared for the next step (the bins are the
+   verdict's to clear). */
 static inline GNMR_HOSTDEV void
 gnmr_cuda__admit_end(const gnmr_cuda_select *sel, gnmr_ctl *ctl,
                      gnmr_cuda_work *w) {
@@ -262,85 +481,130 @@ gnmr_cuda__admit_end(const gnmr_cuda_select *sel, gnmr_ctl *ctl,
     ctl->recovering = recovering;
     if (recovering > ctl->peak_recovering) ctl->peak_recovering = recovering;
     ctl->steps++;
-    ctl->report.flagged = (uint32_t)w->risky; /* PAPER mode's report */
+    ctl->falls += w->falls;
+    ctl->global_steps += w->report.global;
+    ctl->report = w->report;
+    ctl->report.flagged = (uint32_t)w->risky;
+    ctl->report.rises = w->rises;
+    ctl->report.falls = w->falls;
     gnmr__commit(ctl);
   } else if (w->first_error == GNMR_OK) {
     w->first_error = sel->status;
   }
   w->status = sel->status;
   w->risky = w->nonfinite = w->held = w->renewed = 0;
-  w->locked = w->candidates = w->negative = w->unusable = 0;
+  w->locked = w->candidates = w->rises = w->falls = 0;
+  w->negative = w->unusable = 0;
+  w->finite = w->settled = w->up = 0;
 }
 
 /* ---- CUDA -------------------------------------------------------------- */
 #if defined(__CUDACC__)
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
-#include <cuda_runtime.h>
 
-/* The controller in device memory. */
-typedef struct gnmr_cuda_ctl {
-  gnmr_ctl *ctl;        /* device: its units pointer is device memory */
-  gnmr_slot *slots;     /* device: the state */
-  gnmr_cuda_work *work; /* device */
-  uint32_t n_units;
-} gnmr_cuda_ctl;
-
-/* One tensor whose gradient gnmr_cuda_scale_grads multiplies by its unit's
-   decision.scale (device array of these). */
-typedef struct gnmr_cuda_grad {
-  void *data; /* device, n elements of dtype */
-  uint64_t n;
-  uint32_t dtype; /* GNMR_DTYPE_F32, _F16, _BF16 */
-  uint32_t unit;
-} gnmr_cuda_grad;
-
-/* Is unit u on the high-fidelity path next step? For any kernel after the
-   step (gnmr_recovering's answer, without its checks). */
-static __device__ __forceinline__ int gnmr_cuda_recovering(const gnmr_ctl *ctl,
-                                                           uint32_t u) {
-  return gnmr__carve(ctl->units, ctl->n_units).lock[u] > 0;
+/* Block b: units 256 b ... 256 b + 255 (the refusal check, and NOISE
+   mode's rule N3 pass). */
+static __global__ void __launch_bounds__(GNMR_CUDA_UNIT_THREADS)
+    gnmr_cuda__scan_kernel(const gnmr_ctl *ctl, const float *norms, uint32_t n,
+                           gnmr_cuda_work *w, double *block_sumsq) {
+  __shared__ gnmr__rules r;
+  __shared__ uint32_t hist[GNMR_CUDA_BINS];
+  __shared__ double lanes[8];
+  __shared__ int usable;
+  const uint32_t t = threadIdx.x, b = blockIdx.x, u = 256 * b + t;
+  if (t == 0) {
+    usable = gnmr__usable(ctl);
+    if (!usable && b == 0) w->unusable = 1;
+    gnmr__rules_of(ctl, &r);
+  }
+  gnmr_cuda__check(norms, n, u, w);
+  __syncthreads();
+  if (!usable || !r.noise) return; /* the whole block */
+  for (uint32_t i = t; i < GNMR_CUDA_BINS; i += blockDim.x) hist[i] = 0;
+  __syncthreads();
+  {
+    const gnmr__soa s = gnmr__carve(ctl->units, n);
+    int up;
+    const uint32_t code = gnmr_cuda__scan(&r, &s, norms, u, &up);
+    if (code < GNMR_CUDA_BINS) atomicAdd(&hist[code], 1u);
+    if (t < 8) lanes[t] = gnmr_cuda__lane(norms, n, b, t);
+    const int finite = __syncthreads_count(code != GNMR_CUDA__NOT_FINITE);
+    const int settled = __syncthreads_count(code < GNMR_CUDA_BINS);
+    const int ups = __syncthreads_count(up);
+    if (t == 0) {
+      block_sumsq[b] = gnmr_cuda__fold(lanes);
+      if (finite) atomicAdd(&w->finite, (uint32_t)finite);
+      if (settled) atomicAdd(&w->settled, (uint32_t)settled);
+      if (ups) atomicAdd(&w->up, (uint32_t)ups);
+    }
+    for (uint32_t i = t; i < GNMR_CUDA_BINS; i += blockDim.x)
+      if (hist[i]) atomicAdd(&w->hist[i], hist[i]);
+  }
 }
 
-template <int Unused = 0>
-__global__ void __launch_bounds__(GNMR_CUDA_UNIT_THREADS)
-    gnmr_cuda__check_kernel(const gnmr_ctl *ctl, const float *norms, uint32_t n,
-                            gnmr_cuda_work *w) {
-  gnmr_cuda__check(ctl, norms, n, blockIdx.x * blockDim.x + threadIdx.x, w);
+/* One block: the verdict, then the bins cleared for the next step. */
+static __global__ void __launch_bounds__(GNMR_CUDA_UNIT_THREADS)
+    gnmr_cuda__verdict_kernel(gnmr_ctl *ctl, gnmr_cuda_work *w,
+                              const double *block_sumsq) {
+  __shared__ uint32_t bin_sums[64];
+  const uint32_t t = threadIdx.x;
+  for (uint32_t i = t; i < 64; i += blockDim.x)
+    bin_sums[i] = gnmr_cuda__bin_sum(w->hist, i);
+  __syncthreads();
+  if (t == 0) gnmr_cuda__verdict(ctl, w, w->hist, bin_sums, block_sumsq);
+  __syncthreads();
+  for (uint32_t i = t; i < GNMR_CUDA_BINS; i += blockDim.x) w->hist[i] = 0;
 }
 
-template <int Unused = 0>
-__global__ void __launch_bounds__(GNMR_CUDA_UNIT_THREADS)
+/* The totals of one pass of the units, summed over the block, then added
+   to w by thread 0. */
+static __device__ __forceinline__ void
+gnmr_cuda__count_units(unsigned ev, gnmr_cuda_work *w, int atomic) {
+  const int sums[7] = {__syncthreads_count(ev & GNMR__EV_RISKY),
+                       __syncthreads_count(ev & GNMR__EV_NONFINITE),
+                       __syncthreads_count(ev & GNMR__EV_HELD),
+                       __syncthreads_count(ev & GNMR__EV_RENEWED),
+                       __syncthreads_count(ev & GNMR__EV_LOCKED),
+                       __syncthreads_count(ev & GNMR__EV_RISE),
+                       __syncthreads_count(ev & GNMR__EV_FALL)};
+  if (threadIdx.x != 0) return;
+  if (atomic) {
+    unsigned long long *c64 = (unsigned long long *)(void *)&w->risky;
+    for (int i = 0; i < 4; i++)
+      if (sums[i]) atomicAdd(c64 + i, (unsigned long long)sums[i]);
+    if (sums[4]) atomicAdd(&w->locked, (uint32_t)sums[4]);
+    if (sums[5]) atomicAdd(&w->rises, (uint32_t)sums[5]);
+    if (sums[6]) atomicAdd(&w->falls, (uint32_t)sums[6]);
+  } else {
+    w->risky += (uint64_t)sums[0];
+    w->nonfinite += (uint64_t)sums[1];
+    w->held += (uint64_t)sums[2];
+    w->renewed += (uint64_t)sums[3];
+    w->locked += (uint32_t)sums[4];
+    w->rises += (uint32_t)sums[5];
+    w->falls += (uint32_t)sums[6];
+  }
+}
+
+static __global__ void __launch_bounds__(GNMR_CUDA_UNIT_THREADS)
     gnmr_cuda__units_kernel(const gnmr_ctl *ctl, const float *norms,
                             gnmr_decision *out, gnmr_cuda_work *w) {
   __shared__ gnmr__rules r;
   __shared__ uint32_t listed, base;
   const uint32_t u = blockIdx.x * blockDim.x + threadIdx.x;
   unsigned ev;
-  int sums[5], i;
   if (threadIdx.x == 0) {
-    gnmr__rules_of(ctl, &r);
+    gnmr_cuda__rules(ctl, w, &r);
     listed = 0;
   }
   __syncthreads();
   ev = gnmr_cuda__unit(ctl, &r, norms, out, w, u);
-  /* block sums of the totals, then one atomic each per block */
-  sums[0] = __syncthreads_count(ev & GNMR__EV_RISKY);
-  sums[1] = __syncthreads_count(ev & GNMR__EV_NONFINITE);
-  sums[2] = __syncthreads_count(ev & GNMR__EV_HELD);
-  sums[3] = __syncthreads_count(ev & GNMR__EV_RENEWED);
-  sums[4] = __syncthreads_count(ev & GNMR__EV_LOCKED);
   {
     /* the candidates: a place in the block's part of the list */
     const uint32_t at = ev & GNMR__EV_CANDIDATE ? atomicAdd(&listed, 1u) : 0;
-    __syncthreads();
-    if (threadIdx.x == 0) {
-      unsigned long long *c64 = (unsigned long long *)(void *)&w->risky;
-      for (i = 0; i < 4; i++)
-        if (sums[i]) atomicAdd(c64 + i, (unsigned long long)sums[i]);
-      if (sums[4]) atomicAdd(&w->locked, (uint32_t)sums[4]);
-      base = listed ? atomicAdd(&w->candidates, listed) : 0;
-    }
+    gnmr_cuda__count_units(ev, w, 1); /* its barriers order the atomics */
+    if (threadIdx.x == 0) base = listed ? atomicAdd(&w->candidates, listed) : 0;
     __syncthreads();
     if (ev & GNMR__EV_CANDIDATE)
       gnmr__carve(ctl->units, r.n).heap[base + at] = u;
@@ -371,52 +635,75 @@ gnmr_cuda__admit_block(gnmr_cuda_select *sel, gnmr_ctl *ctl, gnmr_decision *out,
   if (t == 0) gnmr_cuda__admit_end(sel, ctl, w);
 }
 
-template <int Unused = 0>
-__global__ void __launch_bounds__(GNMR_CUDA_ADMIT_THREADS)
+static __global__ void __launch_bounds__(GNMR_CUDA_ADMIT_THREADS)
     gnmr_cuda__admit_kernel(gnmr_ctl *ctl, gnmr_decision *out,
                             gnmr_cuda_work *w) {
   __shared__ gnmr_cuda_select sel;
   gnmr_cuda__admit_block(&sel, ctl, out, w);
 }
 
-/* Up to GNMR_CUDA_FUSED_MAX units: the three kernels' work in one block,
+/* Up to GNMR_CUDA_FUSED_MAX units: the four kernels' work in one block,
    barriers between the phases, one launch per step. */
-template <int Unused = 0>
-__global__ void __launch_bounds__(GNMR_CUDA_ADMIT_THREADS)
+static __global__ void __launch_bounds__(GNMR_CUDA_ADMIT_THREADS)
     gnmr_cuda__fused_kernel(gnmr_ctl *ctl, const float *norms, uint32_t n,
                             gnmr_decision *out, gnmr_cuda_work *w) {
   __shared__ gnmr__rules r;
   __shared__ gnmr_cuda_select sel;
-  const uint32_t t = threadIdx.x, T = blockDim.x;
+  __shared__ uint32_t hist[GNMR_CUDA_BINS], bin_sums[64];
+  __shared__ double lanes[GNMR_CUDA_FUSED_MAX / 32];
+  __shared__ double block_sumsq[GNMR_CUDA_FUSED_MAX / 256];
+  __shared__ int usable;
+  const uint32_t t = threadIdx.x, T = blockDim.x, blocks = (n + 255) / 256;
   uint32_t at;
-  if (t == 0) gnmr__rules_of(ctl, &r);
-  for (at = 0; at < n; at += T) gnmr_cuda__check(ctl, norms, n, at + t, w);
+  if (t == 0) {
+    usable = gnmr__usable(ctl);
+    if (!usable) w->unusable = 1;
+    gnmr__rules_of(ctl, &r);
+  }
+  for (at = t; at < GNMR_CUDA_BINS; at += T) hist[at] = 0;
+  for (at = 0; at < n; at += T) gnmr_cuda__check(norms, n, at + t, w);
+  __syncthreads();
+  if (usable && r.noise) { /* the whole block */
+    const gnmr__soa s = gnmr__carve(ctl->units, n);
+    for (at = 0; at < n; at += T) { /* the same trip count in every thread */
+      int up;
+      const uint32_t code = gnmr_cuda__scan(&r, &s, norms, at + t, &up);
+      if (code < GNMR_CUDA_BINS) atomicAdd(&hist[code], 1u);
+      const int finite = __syncthreads_count(code != GNMR_CUDA__NOT_FINITE);
+      const int settled = __syncthreads_count(code < GNMR_CUDA_BINS);
+      const int ups = __syncthreads_count(up);
+      if (t == 0) {
+        w->finite += (uint32_t)finite;
+        w->settled += (uint32_t)settled;
+        w->up += (uint32_t)ups;
+      }
+    }
+    for (at = t; at < 8 * blocks; at += T)
+      lanes[at] = gnmr_cuda__lane(norms, n, at / 8, at % 8);
+    for (at = t; at < 64; at += T) bin_sums[at] = gnmr_cuda__bin_sum(hist, at);
+    __syncthreads();
+    for (at = t; at < blocks; at += T)
+      block_sumsq[at] = gnmr_cuda__fold(lanes + 8 * at);
+  }
+  __syncthreads();
+  if (t == 0) {
+    gnmr_cuda__verdict(ctl, w, hist, bin_sums, block_sumsq);
+    gnmr_cuda__rules(ctl, w, &r);
+  }
   __syncthreads();
   for (at = 0; at < n; at += T) { /* the same trip count in every thread */
     const unsigned ev = gnmr_cuda__unit(ctl, &r, norms, out, w, at + t);
-    const int risky = __syncthreads_count(ev & GNMR__EV_RISKY);
-    const int nonfinite = __syncthreads_count(ev & GNMR__EV_NONFINITE);
-    const int held = __syncthreads_count(ev & GNMR__EV_HELD);
-    const int renewed = __syncthreads_count(ev & GNMR__EV_RENEWED);
-    const int locked = __syncthreads_count(ev & GNMR__EV_LOCKED);
     if (ev & GNMR__EV_CANDIDATE)
       gnmr__carve(ctl->units, n).heap[atomicAdd(&w->candidates, 1u)] = at + t;
-    if (t == 0) {
-      w->risky += (uint64_t)risky;
-      w->nonfinite += (uint64_t)nonfinite;
-      w->held += (uint64_t)held;
-      w->renewed += (uint64_t)renewed;
-      w->locked += (uint32_t)locked;
-    }
+    gnmr_cuda__count_units(ev, w, 0);
   }
   __syncthreads();
   gnmr_cuda__admit_block(&sel, ctl, out, w);
 }
 
 /* x * scale in double, rounded once to the tensor's type. */
-template <int Unused = 0>
-__global__ void gnmr_cuda__scale_kernel(const gnmr_cuda_grad *grads,
-                                        const gnmr_decision *decisions) {
+static __global__ void gnmr_cuda__scale_kernel(const gnmr_cuda_grad *grads,
+                                               const gnmr_decision *decisions) {
   const gnmr_cuda_grad g = grads[blockIdx.y];
   const double scale = decisions[g.unit].scale;
   uint64_t i;
@@ -436,142 +723,148 @@ __global__ void gnmr_cuda__scale_kernel(const gnmr_cuda_grad *grads,
   }
 }
 
-/* Device copy of an initialised host controller: config, state, totals. */
-static inline cudaError_t gnmr_cuda_ctl_create(gnmr_cuda_ctl *d,
-                                               const gnmr_ctl *host) {
-  gnmr_ctl image;
-  cudaError_t e;
-  if (!d || !host || !gnmr__usable(host) || host->cfg.rule != GNMR_RULE_PAPER)
-    return cudaErrorInvalidValue;
-  memset(d, 0, sizeof *d);
-  d->n_units = host->n_units;
-  e = cudaMalloc((void **)&d->ctl, sizeof *d->ctl);
+static int gnmr_cuda__fail(gnmr_cuda_ctl *gc, cudaError_t e) {
+  if (e == cudaSuccess) return GNMR_OK;
+  gc->cuda_error = e;
+  return GNMR_CUDA_ECUDA;
+}
+
+/* The host controller's image (its units pointer the device's) and slots
+   into gc's device memory; the work cleared. */
+static int gnmr_cuda__put(gnmr_cuda_ctl *gc, const gnmr_ctl *host) {
+  gnmr_ctl image = *host;
+  cudaError_t e = cudaMemset(gc->work, 0, sizeof(gnmr_cuda_work));
+  if (e == cudaSuccess && gc->n_units > 0)
+    e = cudaMemcpy(gc->slots, host->units, sizeof *gc->slots * gc->n_units,
+                   cudaMemcpyHostToDevice);
+  image.units = gc->slots;
   if (e == cudaSuccess)
-    e = cudaMalloc((void **)&d->slots,
-                   sizeof *d->slots * (d->n_units ? d->n_units : 1));
-  if (e == cudaSuccess) e = cudaMalloc((void **)&d->work, sizeof *d->work);
-  if (e == cudaSuccess) e = cudaMemset(d->work, 0, sizeof *d->work);
-  if (e == cudaSuccess && d->n_units > 0)
-    e = cudaMemcpy(d->slots, host->units, sizeof *d->slots * d->n_units,
-                   cudaMemcpyHostToDevice);
-  if (e == cudaSuccess) {
-    image = *host;
-    image.units = d->slots;
-    e = cudaMemcpy(d->ctl, &image, sizeof image, cudaMemcpyHostToDevice);
-  }
-  if (e != cudaSuccess) {
-    cudaFree(d->ctl);
-    cudaFree(d->slots);
-    cudaFree(d->work);
-    memset(d, 0, sizeof *d);
-  }
-  return e;
+    e = cudaMemcpy(gc->ctl, &image, sizeof image, cudaMemcpyHostToDevice);
+  return gnmr_cuda__fail(gc, e);
 }
 
-/* The host controller's config, state and totals into an existing device
-   controller over as many units (e.g. after gnmr_checkpoint_load). Syncs. */
-static inline cudaError_t gnmr_cuda_ctl_upload(gnmr_cuda_ctl *d,
-                                               const gnmr_ctl *host) {
-  gnmr_ctl image;
+int gnmr_cuda_ctl_create(gnmr_cuda_ctl *gc, const gnmr_ctl *host) {
+  const uint32_t n = host ? host->n_units : 0;
+  const size_t blocks = n / 256 + (n % 256 != 0);
   cudaError_t e;
-  if (!d || !d->ctl || !host || !gnmr__usable(host) ||
-      host->n_units != d->n_units || host->cfg.rule != GNMR_RULE_PAPER)
-    return cudaErrorInvalidValue;
-  e = cudaMemset(d->work, 0, sizeof *d->work);
-  if (e == cudaSuccess && d->n_units > 0)
-    e = cudaMemcpy(d->slots, host->units, sizeof *d->slots * d->n_units,
-                   cudaMemcpyHostToDevice);
-  if (e != cudaSuccess) return e;
-  image = *host;
-  image.units = d->slots;
-  return cudaMemcpy(d->ctl, &image, sizeof image, cudaMemcpyHostToDevice);
+  int rc;
+  if (!gc || !host) return GNMR_EINVAL;
+  memset(gc, 0, sizeof *gc);
+  if (!gnmr__usable(host)) return GNMR_ESTATE;
+  gc->n_units = n;
+  e = cudaMalloc((void **)&gc->ctl, sizeof *gc->ctl);
+  if (e == cudaSuccess)
+    e = cudaMalloc((void **)&gc->slots, sizeof *gc->slots * (n ? n : 1));
+  if (e == cudaSuccess)
+    e = cudaMalloc((void **)&gc->work, sizeof(gnmr_cuda_work));
+  if (e == cudaSuccess)
+    e = cudaMalloc((void **)&gc->block_sumsq,
+                   sizeof(double) * (blocks ? blocks : 1));
+  rc = gnmr_cuda__fail(gc, e);
+  if (rc == GNMR_OK) rc = gnmr_cuda__put(gc, host);
+  if (rc != GNMR_OK) {
+    e = gc->cuda_error;
+    gnmr_cuda_ctl_destroy(gc);
+    gc->cuda_error = e;
+    return rc;
+  }
+  /* device addresses, computed on the host (no access) */
+  gc->lock = gnmr__carve(gc->slots, n).lock;
+  gc->report =
+      (const gnmr_step_report *)(const void *)((const char *)gc->ctl +
+                                               offsetof(gnmr_ctl, report));
+  return GNMR_OK;
 }
 
-/* The device state back into host (initialised over as many units): its
-   config, totals and slots; host keeps its own slots pointer. Syncs. */
-static inline cudaError_t gnmr_cuda_ctl_download(const gnmr_cuda_ctl *d,
-                                                 gnmr_ctl *host) {
+int gnmr_cuda_ctl_upload(gnmr_cuda_ctl *gc, const gnmr_ctl *host) {
+  if (!gc || !gc->ctl || !host) return GNMR_EINVAL;
+  if (!gnmr__usable(host)) return GNMR_ESTATE;
+  if (host->n_units != gc->n_units) return GNMR_EMISMATCH;
+  return gnmr_cuda__put(gc, host);
+}
+
+int gnmr_cuda_ctl_download(gnmr_cuda_ctl *gc, gnmr_ctl *host) {
   gnmr_ctl image;
   cudaError_t e;
-  if (!d || !d->ctl || !host || !gnmr__usable(host) ||
-      host->n_units != d->n_units)
-    return cudaErrorInvalidValue;
-  e = cudaMemcpy(&image, d->ctl, sizeof image, cudaMemcpyDeviceToHost);
-  if (e == cudaSuccess && d->n_units > 0)
-    e = cudaMemcpy(host->units, d->slots, sizeof *d->slots * d->n_units,
+  if (!gc || !gc->ctl || !host) return GNMR_EINVAL;
+  if (!gnmr__usable(host)) return GNMR_ESTATE;
+  if (host->n_units != gc->n_units) return GNMR_EMISMATCH;
+  e = cudaMemcpy(&image, gc->ctl, sizeof image, cudaMemcpyDeviceToHost);
+  if (e == cudaSuccess && gc->n_units > 0)
+    e = cudaMemcpy(host->units, gc->slots, sizeof *gc->slots * gc->n_units,
                    cudaMemcpyDeviceToHost);
-  if (e != cudaSuccess) return e;
+  if (e != cudaSuccess) return gnmr_cuda__fail(gc, e);
   /* every field (gen and seal included: the slots' header came with the
      slots), the host's own slots pointer kept */
   image.units = host->units;
   *host = image;
-  return cudaSuccess;
+  return GNMR_OK;
 }
 
-static inline void gnmr_cuda_ctl_destroy(gnmr_cuda_ctl *d) {
-  if (!d) return;
-  cudaFree(d->ctl);
-  cudaFree(d->slots);
-  cudaFree(d->work);
-  memset(d, 0, sizeof *d);
+void gnmr_cuda_ctl_destroy(gnmr_cuda_ctl *gc) {
+  if (!gc) return;
+  cudaFree(gc->ctl); /* cudaFree(NULL) does nothing */
+  cudaFree(gc->slots);
+  cudaFree(gc->work);
+  cudaFree(gc->block_sumsq);
+  memset(gc, 0, sizeof *gc);
 }
 
-/* One step: norms (device, n_units floats) to decisions (device, or NULL).
-   Three launches on stream, no sync. */
-static inline cudaError_t gnmr_cuda_step(const gnmr_cuda_ctl *d,
-                                         const float *norms, gnmr_decision *out,
-                                         cudaStream_t stream) {
-  const uint32_t blocks = (d ? d->n_units : 0) / GNMR_CUDA_UNIT_THREADS +
-                          ((d ? d->n_units : 0) % GNMR_CUDA_UNIT_THREADS != 0);
-  if (!d || !d->ctl || (d->n_units > 0 && !norms)) return cudaErrorInvalidValue;
-  if (d->n_units <= GNMR_CUDA_FUSED_MAX) {
-    const uint32_t warps = (d->n_units + 31) / 32;
-    const uint32_t threads = d->n_units >= GNMR_CUDA_ADMIT_THREADS
+int gnmr_cuda_step(gnmr_cuda_ctl *gc, const float *norms, gnmr_decision *out,
+                   cudaStream_t stream) {
+  uint32_t n, blocks;
+  if (!gc || !gc->ctl || (gc->n_units > 0 && !norms)) return GNMR_EINVAL;
+  n = gc->n_units;
+  blocks = n / GNMR_CUDA_UNIT_THREADS + (n % GNMR_CUDA_UNIT_THREADS != 0);
+  if (n <= GNMR_CUDA_FUSED_MAX) {
+    const uint32_t warps = (n + 31) / 32;
+    const uint32_t threads = n >= GNMR_CUDA_ADMIT_THREADS
                                  ? GNMR_CUDA_ADMIT_THREADS
-                             : warps > 0 ? 32 * warps
-                                         : 32;
-    gnmr_cuda__fused_kernel<<<1, threads, 0, stream>>>(
-        d->ctl, norms, d->n_units, out, d->work);
-    return cudaGetLastError();
+                             : warps > 2 ? 32 * warps
+                                         : 64;
+    gnmr_cuda__fused_kernel<<<1, threads, 0, stream>>>(gc->ctl, norms, n, out,
+                                                       gc->work);
+    return gnmr_cuda__fail(gc, cudaGetLastError());
   }
-  if (blocks > 0) {
-    gnmr_cuda__check_kernel<<<blocks, GNMR_CUDA_UNIT_THREADS, 0, stream>>>(
-        d->ctl, norms, d->n_units, d->work);
-    gnmr_cuda__units_kernel<<<blocks, GNMR_CUDA_UNIT_THREADS, 0, stream>>>(
-        d->ctl, norms, out, d->work);
-  }
+  gnmr_cuda__scan_kernel<<<blocks, GNMR_CUDA_UNIT_THREADS, 0, stream>>>(
+      gc->ctl, norms, n, gc->work, gc->block_sumsq);
+  gnmr_cuda__verdict_kernel<<<1, GNMR_CUDA_UNIT_THREADS, 0, stream>>>(
+      gc->ctl, gc->work, gc->block_sumsq);
+  gnmr_cuda__units_kernel<<<blocks, GNMR_CUDA_UNIT_THREADS, 0, stream>>>(
+      gc->ctl, norms, out, gc->work);
   gnmr_cuda__admit_kernel<<<1, GNMR_CUDA_ADMIT_THREADS, 0, stream>>>(
-      d->ctl, out, d->work);
-  return cudaGetLastError();
+      gc->ctl, out, gc->work);
+  return gnmr_cuda__fail(gc, cudaGetLastError());
 }
 
-/* Multiplies each tensor's gradient by its unit's decisions[unit].scale
-   (units at scale 1 return at once). max_elems: the largest tensor's n. */
-static inline cudaError_t gnmr_cuda_scale_grads(const gnmr_cuda_grad *grads,
-                                                uint32_t n_grads,
-                                                uint64_t max_elems,
-                                                const gnmr_decision *decisions,
-                                                cudaStream_t stream) {
-  uint64_t per = (max_elems + 255) / 256;
-  dim3 grid((unsigned)(per < 1 ? 1 : per > 1024 ? 1024 : per), n_grads);
-  if (n_grads == 0) return cudaSuccess;
-  if (!grads || !decisions || n_grads > 65535) return cudaErrorInvalidValue;
+int gnmr_cuda_scale_grads(gnmr_cuda_ctl *gc, const gnmr_cuda_grad *grads,
+                          uint32_t n_grads, uint64_t max_elems,
+                          const gnmr_decision *decisions, cudaStream_t stream) {
+  const uint64_t per = (max_elems + 255) / 256;
+  const dim3 grid((unsigned)(per < 1 ? 1 : per > 1024 ? 1024 : per), n_grads);
+  if (!gc) return GNMR_EINVAL;
+  if (n_grads == 0) return GNMR_OK;
+  if (!grads || !decisions || n_grads > 65535) return GNMR_EINVAL;
   gnmr_cuda__scale_kernel<<<grid, 256, 0, stream>>>(grads, decisions);
-  return cudaGetLastError();
+  return gnmr_cuda__fail(gc, cudaGetLastError());
 }
 
-/* The last step's result and the first refused step's (GNMR_OK if none);
-   syncs with the device. Either pointer may be NULL. */
-static inline cudaError_t gnmr_cuda_status(const gnmr_cuda_ctl *d, int *last,
-                                           int *first_error) {
+int gnmr_cuda_report_async(gnmr_cuda_ctl *gc, gnmr_step_report *dst,
+                           cudaStream_t stream) {
+  if (!gc || !gc->report || !dst) return GNMR_EINVAL;
+  return gnmr_cuda__fail(gc, cudaMemcpyAsync(dst, gc->report, sizeof *dst,
+                                             cudaMemcpyDefault, stream));
+}
+
+int gnmr_cuda_status(gnmr_cuda_ctl *gc, int *last, int *first_error) {
   gnmr_cuda_work w;
   cudaError_t e;
-  if (!d || !d->work) return cudaErrorInvalidValue;
-  e = cudaMemcpy(&w, d->work, sizeof w, cudaMemcpyDeviceToHost);
-  if (e != cudaSuccess) return e;
+  if (!gc || !gc->work) return GNMR_EINVAL;
+  e = cudaMemcpy(&w, gc->work, sizeof w, cudaMemcpyDeviceToHost);
+  if (e != cudaSuccess) return gnmr_cuda__fail(gc, e);
   if (last) *last = w.status;
   if (first_error) *first_error = w.first_error;
-  return cudaSuccess;
+  return GNMR_OK;
 }
 #endif /* __CUDACC__ */
-#endif /* GNMR_CTL_CUH */
+#endif /* GNMR_CUDA_IMPLEMENTATION */

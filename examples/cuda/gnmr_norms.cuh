@@ -75,8 +75,12 @@
 #ifndef GNMR_NORMS_SHARED
 #define GNMR_NORMS_SHARED 2048
 #endif
-/* A CUDA call failed: plan->cuda_error says which. */
-#define GNMR_NORMS_ECUDA (-100)
+/* A CUDA call failed: plan->cuda_error says which. The one code of both
+   CUDA headers (gnmr_ctl.cuh keeps its failure in gc->cuda_error). */
+#ifndef GNMR_CUDA_ECUDA
+#define GNMR_CUDA_ECUDA (-100)
+#endif
+#define GNMR_NORMS_ECUDA GNMR_CUDA_ECUDA
 
 #ifdef __cplusplus
 extern "C" {

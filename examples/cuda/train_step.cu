@@ -1,22 +1,26 @@
 /* train_step.cu - one training step with GNMR on a CUDA device, the way a
    trainer wires it in: captured once as a CUDA graph, replayed every step,
-   no host sync inside it.
+   no host sync inside it, the library's default (noise-aware) rules.
 
-     backward        (here: synthetic gradients, with spikes and a NaN)
-     unit norms      one float per unit
-     gnmr_cuda_step  rules 1-8 on the device: decisions, admissions
-     scale grads     gradient of unit u times decision[u].scale
-     update          unit u takes the high-fidelity path next step iff
-                     gnmr_cuda_recovering(ctl, u) (here: f32 update instead
-                     of one rounded through bf16)
+     backward          (here: synthetic gradients: noise, spikes in one
+                       unit, a NaN, and one step where every unit's
+                       gradient grows at once)
+     gnmr_norms_enqueue  every unit's gradient norm, with the CPU's bits
+     gnmr_cuda_step    the controller: decisions, admissions, the verdict
+     gnmr_cuda_scale_grads  gradient of unit u times decision[u].scale
+     log_report        the step's report (GLOBAL, G, flagged) into a log
+     update            unit u takes the high-fidelity path next step iff
+                       gnmr_cuda_recovering(gc.lock, u) (here: an f32 update
+                       instead of one rounded through bf16)
 
-   The norms here are a plain per-unit reduction; for the CPU's bits use the
-   canonical norm kernels of examples/cuda. Build: make cuda. Runs where a
-   CUDA device is present, else says so and exits 0. */
-#define GNMR_STATIC
+   Build: make cuda. Runs where a CUDA device is present, else says so and
+   exits 0. In a trainer of several .cu files only one holds the two
+   implementation macros below; the others include the headers alone. */
 #define GNMR_IMPLEMENTATION
 #include "gnmr.h"
+#define GNMR_CUDA_IMPLEMENTATION
 #include "examples/cuda/gnmr_ctl.cuh"
+#include "examples/cuda/gnmr_norms.cuh"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,12 +29,23 @@
 #define STEPS 300
 #define THREADS 256
 
+/* A CUDA call, a GNMR call: print and leave main on failure. */
 #define CK(call)                                                               \
   do {                                                                         \
     cudaError_t e_ = (call);                                                   \
     if (e_ != cudaSuccess) {                                                   \
       fprintf(stderr, "%s:%d: %s\n", __FILE__, __LINE__,                       \
               cudaGetErrorString(e_));                                         \
+      return 1;                                                                \
+    }                                                                          \
+  } while (0)
+#define GK(call, cuda_error)                                                   \
+  do {                                                                         \
+    int rc_ = (call);                                                          \
+    if (rc_ != GNMR_OK) {                                                      \
+      fprintf(stderr, "%s:%d: %s\n", __FILE__, __LINE__,                       \
+              rc_ == GNMR_CUDA_ECUDA ? cudaGetErrorString(cuda_error)          \
+                                     : gnmr_strerror(rc_));                    \
       return 1;                                                                \
     }                                                                          \
   } while (0)
@@ -43,6 +58,7 @@ typedef struct model {
   float *norms;             /* device, UNITS */
   gnmr_decision *decisions; /* device, UNITS */
   gnmr_cuda_grad *grads;    /* device, UNITS */
+  gnmr_step_report *log;    /* device, STEPS: each step's report */
   uint32_t total, max_len;
 } model;
 
@@ -55,7 +71,8 @@ static __device__ float hash01(uint32_t a, uint32_t b) {
 }
 
 /* Stand-in for the backward pass: small noise around the parameter, a
-   40x spike on unit 7 every 50 steps, a NaN in unit 30 at step 120. */
+   40x spike on unit 7 every 50 steps, a NaN in unit 30 at step 120, every
+   unit 8x at step 200 (a shared rise: a GLOBAL step, not a local fault). */
 __global__ void backward(model m) {
   const uint32_t u = blockIdx.y, step = *m.step;
   for (uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < m.len[u];
@@ -63,33 +80,22 @@ __global__ void backward(model m) {
     const uint32_t at = m.first[u] + i;
     float g = 0.01f * m.param[at] + 0.02f * (hash01(step, at) - 0.5f);
     if (u == 7 && step % 50 == 49) g *= 40.0f;
+    if (step == 200) g *= 8.0f;
     if (u == 30 && step == 120 && i == 0) g = __int_as_float(0x7FC00000);
     m.grad[at] = g;
   }
 }
 
-/* One block per unit: the L2 norm of its gradient. */
-__global__ void unit_norms(model m) {
-  __shared__ double part[THREADS];
-  const uint32_t u = blockIdx.x;
-  double s = 0.0;
-  for (uint32_t i = threadIdx.x; i < m.len[u]; i += THREADS) {
-    const double g = m.grad[m.first[u] + i];
-    s += g * g;
-  }
-  part[threadIdx.x] = s;
-  __syncthreads();
-  for (uint32_t half = THREADS / 2; half > 0; half /= 2) {
-    if (threadIdx.x < half) part[threadIdx.x] += part[threadIdx.x + half];
-    __syncthreads();
-  }
-  if (threadIdx.x == 0) m.norms[u] = (float)sqrt(part[0]);
+/* The controller's report of this step, kept per step (a trainer would
+   log it, or skip the optimiser on a GLOBAL step under its own policy). */
+__global__ void log_report(model m, const gnmr_step_report *report) {
+  m.log[*m.step] = *report;
 }
 
 /* SGD; a unit on the cheap path rounds its new value through bf16. */
-__global__ void update(model m, const gnmr_ctl *ctl, float lr) {
+__global__ void update(model m, const uint32_t *lock, float lr) {
   const uint32_t u = blockIdx.y;
-  const int high_fidelity = gnmr_cuda_recovering(ctl, u);
+  const int high_fidelity = gnmr_cuda_recovering(lock, u);
   for (uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < m.len[u];
        i += gridDim.x * blockDim.x) {
     const uint32_t at = m.first[u] + i;
@@ -102,28 +108,34 @@ __global__ void update(model m, const gnmr_ctl *ctl, float lr) {
 __global__ void next_step(uint32_t *step) { ++*step; }
 
 /* The whole step, on one stream: what the graph captures. */
-static cudaError_t train_step(model *m, gnmr_cuda_ctl *gc, cudaStream_t s) {
+static int train_step(model *m, gnmr_norms_plan *plan, gnmr_cuda_ctl *gc,
+                      cudaStream_t s) {
   const dim3 per_unit(8, UNITS);
-  cudaError_t e;
+  int rc;
   backward<<<per_unit, THREADS, 0, s>>>(*m);
-  unit_norms<<<UNITS, THREADS, 0, s>>>(*m);
-  e = gnmr_cuda_step(gc, m->norms, m->decisions, s);
-  if (e == cudaSuccess)
-    e = gnmr_cuda_scale_grads(m->grads, UNITS, m->max_len, m->decisions, s);
-  if (e != cudaSuccess) return e;
-  update<<<per_unit, THREADS, 0, s>>>(*m, gc->ctl, 0.1f);
+  rc = gnmr_norms_enqueue(plan, NULL, m->norms, s);
+  if (rc == GNMR_OK) rc = gnmr_cuda_step(gc, m->norms, m->decisions, s);
+  if (rc == GNMR_OK)
+    rc =
+        gnmr_cuda_scale_grads(gc, m->grads, UNITS, m->max_len, m->decisions, s);
+  if (rc != GNMR_OK) return rc;
+  log_report<<<1, 1, 0, s>>>(*m, gc->report);
+  update<<<per_unit, THREADS, 0, s>>>(*m, gc->lock, 0.1f);
   next_step<<<1, 1, 0, s>>>(m->step);
-  return cudaGetLastError();
+  return cudaGetLastError() == cudaSuccess ? GNMR_OK : GNMR_CUDA_ECUDA;
 }
 
 int main(void) {
   uint32_t first[UNITS], len[UNITS], u;
   gnmr_cuda_grad grads[UNITS];
+  gnmr_tensor tensors[UNITS];
   gnmr_slot slots[UNITS];
-  gnmr_config cfg = gnmr_config_paper();
+  gnmr_config cfg = gnmr_config_default(); /* NOISE mode */
   gnmr_ctl host;
   gnmr_cuda_ctl gc;
+  gnmr_norms_plan plan;
   gnmr_counters tot = gnmr_counters(); /* read after a refusal too */
+  static gnmr_step_report log[STEPS];
   model m;
   cudaStream_t stream;
   cudaGraph_t graph;
@@ -144,8 +156,8 @@ int main(void) {
     if (len[u] > m.max_len) m.max_len = len[u];
   }
   cfg.max_recovering = 2;
-  if (gnmr_init(&host, &cfg, slots, UNITS) != GNMR_OK) return 1;
-  CK(gnmr_cuda_ctl_create(&gc, &host));
+  GK(gnmr_init(&host, &cfg, slots, UNITS), cudaSuccess);
+  GK(gnmr_cuda_ctl_create(&gc, &host), gc.cuda_error);
   CK(cudaMalloc((void **)&m.param, sizeof(float) * m.total));
   CK(cudaMalloc((void **)&m.grad, sizeof(float) * m.total));
   CK(cudaMalloc((void **)&m.first, sizeof first));
@@ -154,12 +166,18 @@ int main(void) {
   CK(cudaMalloc((void **)&m.norms, sizeof(float) * UNITS));
   CK(cudaMalloc((void **)&m.decisions, sizeof(gnmr_decision) * UNITS));
   CK(cudaMalloc((void **)&m.grads, sizeof grads));
+  CK(cudaMalloc((void **)&m.log, sizeof log));
   for (u = 0; u < UNITS; u++) {
     grads[u].data = m.grad + first[u];
     grads[u].n = len[u];
     grads[u].dtype = GNMR_DTYPE_F32;
     grads[u].unit = u;
+    tensors[u].data = m.grad + first[u]; /* the norms read the gradients */
+    tensors[u].n = len[u];
+    tensors[u].dtype = GNMR_DTYPE_F32;
+    tensors[u].unit = u;
   }
+  GK(gnmr_norms_plan_init(&plan, tensors, UNITS, UNITS), plan.cuda_error);
   init = (float *)malloc(sizeof(float) * m.total);
   if (!init) return 1;
   for (u = 0; u < m.total; u++) init[u] = (float)(u % 97) / 97.0f - 0.5f;
@@ -174,29 +192,38 @@ int main(void) {
   /* Capture one step, replay it. */
   CK(cudaStreamCreate(&stream));
   CK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
-  CK(train_step(&m, &gc, stream));
+  GK(train_step(&m, &plan, &gc, stream), cudaGetLastError());
   CK(cudaStreamEndCapture(stream, &graph));
   CK(cudaGraphInstantiateWithFlags(&exec, graph, 0));
   for (step = 0; step < STEPS; step++) CK(cudaGraphLaunch(exec, stream));
   CK(cudaStreamSynchronize(stream));
 
   /* After the run: did every step pass, and what did GNMR do? */
-  CK(gnmr_cuda_status(&gc, &last, &first_error));
+  GK(gnmr_cuda_status(&gc, &last, &first_error), gc.cuda_error);
   if (first_error != GNMR_OK) {
     printf("a step was refused: %s\n", gnmr_strerror(first_error));
     return 1;
   }
-  CK(gnmr_cuda_ctl_download(&gc, &host)); /* e.g. for a checkpoint */
+  GK(gnmr_cuda_ctl_download(&gc, &host), gc.cuda_error); /* a checkpoint */
   gnmr_counters_get(&host, GNMR_ALL_UNITS, &tot);
-  printf("train_step: %d graph-launched steps, %d units\n", STEPS, UNITS);
-  printf("  risky %llu (non-finite %llu), admissions %llu, renewals %llu, "
-         "over budget %llu, peak recovering %u\n",
+  CK(cudaMemcpy(log, m.log, sizeof log, cudaMemcpyDeviceToHost));
+  printf("train_step: %d graph-launched steps, %d units (noise-aware rules)\n",
+         STEPS, UNITS);
+  printf("  risky %llu (non-finite %llu, falls %llu), admissions %llu, "
+         "renewals %llu, over budget %llu, GLOBAL steps %llu\n",
          (unsigned long long)tot.risky, (unsigned long long)tot.nonfinite,
-         (unsigned long long)tot.admissions, (unsigned long long)tot.renewals,
-         (unsigned long long)tot.over_budget, tot.peak_recovering);
+         (unsigned long long)tot.falls, (unsigned long long)tot.admissions,
+         (unsigned long long)tot.renewals, (unsigned long long)tot.over_budget,
+         (unsigned long long)tot.global_steps);
+  for (step = 0; step < STEPS; step++)
+    if (log[step].global || log[step].flagged)
+      printf("  step %3d: G %.4g (x%.3g of its mean), flagged %u%s\n", step,
+             log[step].global_norm, log[step].global_ratio, log[step].flagged,
+             log[step].global ? ", GLOBAL" : "");
   cudaGraphExecDestroy(exec);
   cudaGraphDestroy(graph);
   cudaStreamDestroy(stream);
+  gnmr_norms_plan_free(&plan);
   gnmr_cuda_ctl_destroy(&gc);
   cudaFree(m.param);
   cudaFree(m.grad);
@@ -206,5 +233,6 @@ int main(void) {
   cudaFree(m.norms);
   cudaFree(m.decisions);
   cudaFree(m.grads);
+  cudaFree(m.log);
   return 0;
 }

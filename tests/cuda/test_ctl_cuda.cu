@@ -1,17 +1,30 @@
 /* The CUDA controller (examples/cuda/gnmr_ctl.cuh) on a GPU against gnmr_step
-   on the CPU: for 1 to 65,536 units and random configs, many steps of calm,
-   spiky, NaN/Inf, tied and refused norms run as one captured CUDA graph;
-   every decision, the state (checkpoint bytes), the totals, the step
-   results and the device-side recovering read must equal the CPU's bit for
-   bit. Also the gradient scaling kernel (f32 exactly). Skips, passing,
-   where no CUDA device is present. Build: make cuda; run: make cuda-test. */
+   on the CPU: for 1 to 65,536 units and random configs of both rule sets
+   (NOISE, the default, in two runs of three), many steps of calm, spiky,
+   NaN/Inf, tied, refused, shared-rise (GLOBAL) and falling norms run as
+   one captured CUDA graph; every decision, every step's report, the state
+   (checkpoint bytes), the totals, the step results and the device-side
+   recovering read must equal the CPU's bit for bit. Also the gradient
+   scaling kernel (f32 exactly). Skips, passing, where no CUDA device is
+   present. Build: make cuda; run: make cuda-test. */
 #define GNMR_STATIC
 #define GNMR_IMPLEMENTATION
 #include "gnmr.h"
 #include "tests/check.h"
+#define GNMR_CUDA_IMPLEMENTATION
 #include "examples/cuda/gnmr_ctl.cuh"
 
 #define STEPS 64
+
+#define GNMR_REQUIRE(call)                                                     \
+  do {                                                                         \
+    int rc_ = (call);                                                          \
+    if (rc_ != GNMR_OK) {                                                      \
+      printf("  %s:%d: %s: %d\n", __FILE__, __LINE__, #call, rc_);             \
+      check__failed_here = 1;                                                  \
+      return;                                                                  \
+    }                                                                          \
+  } while (0)
 
 #define CUDA_REQUIRE(call)                                                     \
   do {                                                                         \
@@ -26,7 +39,7 @@
 
 /* Norms of step `step` of a run: calm first, then a mix. */
 static void make_row(float *row, uint32_t n, uint32_t step) {
-  const int kind = step < 20 ? 0 : (int)(check_rand() % 8);
+  const int kind = step < 20 ? 0 : (int)(check_rand() % 11);
   uint32_t u;
   for (u = 0; u < n; u++) {
     const uint64_t r = check_rand();
@@ -36,14 +49,17 @@ static void make_row(float *row, uint32_t n, uint32_t step) {
     if (kind == 3 && r % 9 == 0) v = (r >> 8) & 1 ? (float)INFINITY : 3e38f;
     if (kind == 4) v = r % 3 == 0 ? 64.0f : 1.0f;
     if (kind == 5) v = (float)NAN;
-    if (kind == 6 && u == step % n) v = -1.0f; /* the step is refused */
+    if (kind == 6 && u == step % n) v = -1.0f;    /* the step is refused */
+    if (kind == 8) v *= 3.0f + (float)(step % 3); /* every unit rises */
+    if (kind == 9 && r % 4 == 0) v *= 8.0f;       /* G rises */
+    if (kind == 10 && r % 7 == 0) v *= 0.05f;     /* falls */
     row[u] = v;
   }
 }
 
-__global__ void read_recovering(const gnmr_ctl *ctl, uint32_t n, int *out) {
+__global__ void read_recovering(const uint32_t *lock, uint32_t n, int *out) {
   const uint32_t u = blockIdx.x * blockDim.x + threadIdx.x;
-  if (u < n) out[u] = gnmr_cuda_recovering(ctl, u);
+  if (u < n) out[u] = gnmr_cuda_recovering(lock, u);
 }
 
 static gnmr_config random_config(uint32_t n) {
@@ -58,6 +74,22 @@ static gnmr_config random_config(uint32_t n) {
   c.warmup_steps = (uint32_t)(check_rand() % 8);
   c.delta_window = 1 + (uint32_t)(check_rand() % GNMR_WINDOW_MAX);
   c.spike_policy = (int)(check_rand() % 3);
+  if (check_rand() % 3 == 0) return c;
+  c.rule = GNMR_RULE_NOISE; /* its fields over their ranges */
+  c.two_sided = check_rand() % 4 != 0;
+  c.z_rise = 1.0 + (double)(check_rand() % 40) / 8.0;
+  c.z_fall = 1.0 + (double)(check_rand() % 40) / 8.0;
+  c.min_rise = 1.05 + (double)(check_rand() % 30) / 10.0;
+  c.max_fall = 0.1 + (double)(check_rand() % 8) / 10.0;
+  c.ar = (double)(check_rand() % 10) / 10.0;
+  c.hold = 0.5 + (double)(check_rand() % 8);
+  c.fluct_decay = check_rand() % 3 ? 0.995 : 0.9;
+  c.winsor = 1.0 + (double)(check_rand() % 4);
+  c.fluct_floor = check_rand() % 3 ? 0.01 : 0.0;
+  c.global_ratio = 1.2 + (double)(check_rand() % 30) / 10.0;
+  c.global_frac = (double)(1 + check_rand() % 10) / 10.0;
+  c.common_min_units = 1 + (uint32_t)(check_rand() % 16);
+  c.global_policy = (int)(check_rand() % 3);
   return c;
 }
 
@@ -71,6 +103,7 @@ static void run(uint32_t n) {
   gnmr_decision *da = (gnmr_decision *)malloc(sizeof *da * (rows ? rows : 1));
   gnmr_decision *db = (gnmr_decision *)malloc(sizeof *db * (rows ? rows : 1));
   int *rec = (int *)malloc(sizeof *rec * (n ? n : 1));
+  gnmr_step_report ra[STEPS], rb[STEPS], *d_rep = NULL;
   int with_out[STEPS], rc_cpu = GNMR_OK, first_cpu = GNMR_OK, last_gpu,
                        first_gpu;
   float *d_x = NULL;
@@ -96,23 +129,27 @@ static void run(uint32_t n) {
   for (s = 0; s < STEPS; s++) {
     rc_cpu = gnmr_step(&a, x + (size_t)s * n,
                        with_out[s] ? da + (size_t)s * n : NULL);
+    gnmr_step_info(&a, &ra[s]); /* unchanged by a refused step */
     if (rc_cpu != GNMR_OK && first_cpu == GNMR_OK) first_cpu = rc_cpu;
   }
   /* the GPU: every step in one graph */
   CUDA_REQUIRE(cudaStreamCreate(&stream));
-  CUDA_REQUIRE(gnmr_cuda_ctl_create(&dev, &b));
+  GNMR_REQUIRE(gnmr_cuda_ctl_create(&dev, &b));
+  CUDA_REQUIRE(cudaMalloc((void **)&d_rep, sizeof rb));
   CUDA_REQUIRE(cudaMalloc((void **)&d_x, sizeof *d_x * (rows ? rows : 1)));
   CUDA_REQUIRE(cudaMalloc((void **)&d_out, sizeof *d_out * (rows ? rows : 1)));
   CUDA_REQUIRE(cudaMalloc((void **)&d_rec, sizeof *d_rec * (n ? n : 1)));
   CUDA_REQUIRE(cudaMemcpy(d_x, x, sizeof *d_x * rows, cudaMemcpyHostToDevice));
   CUDA_REQUIRE(cudaMemset(d_out, 0xA5, sizeof *d_out * rows));
   CUDA_REQUIRE(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
-  for (s = 0; s < STEPS; s++)
-    CUDA_REQUIRE(gnmr_cuda_step(&dev, d_x + (size_t)s * n,
+  for (s = 0; s < STEPS; s++) {
+    GNMR_REQUIRE(gnmr_cuda_step(&dev, d_x + (size_t)s * n,
                                 with_out[s] ? d_out + (size_t)s * n : NULL,
                                 stream));
+    GNMR_REQUIRE(gnmr_cuda_report_async(&dev, d_rep + s, stream));
+  }
   if (n > 0)
-    read_recovering<<<(n + 255) / 256, 256, 0, stream>>>(dev.ctl, n, d_rec);
+    read_recovering<<<(n + 255) / 256, 256, 0, stream>>>(dev.lock, n, d_rec);
   CUDA_REQUIRE(cudaStreamEndCapture(stream, &graph));
   CUDA_REQUIRE(cudaGraphInstantiateWithFlags(&exec, graph, 0));
   CUDA_REQUIRE(cudaGraphLaunch(exec, stream));
@@ -120,11 +157,19 @@ static void run(uint32_t n) {
   CUDA_REQUIRE(
       cudaMemcpy(db, d_out, sizeof *db * rows, cudaMemcpyDeviceToHost));
   CUDA_REQUIRE(cudaMemcpy(rec, d_rec, sizeof *rec * n, cudaMemcpyDeviceToHost));
-  CUDA_REQUIRE(gnmr_cuda_status(&dev, &last_gpu, &first_gpu));
-  CUDA_REQUIRE(gnmr_cuda_ctl_download(&dev, &b));
+  CUDA_REQUIRE(cudaMemcpy(rb, d_rep, sizeof rb, cudaMemcpyDeviceToHost));
+  GNMR_REQUIRE(gnmr_cuda_status(&dev, &last_gpu, &first_gpu));
+  GNMR_REQUIRE(gnmr_cuda_ctl_download(&dev, &b));
   /* compare */
   EXPECT_EQ_INT(last_gpu, rc_cpu);
   EXPECT_EQ_INT(first_gpu, first_cpu);
+  for (s = 0; s < STEPS; s++)
+    if (memcmp(&ra[s], &rb[s], sizeof ra[s]) != 0) {
+      printf("  n %u (%s): the report of step %u differs\n", n,
+             cfg.rule == GNMR_RULE_NOISE ? "noise" : "paper", s);
+      check__failed_here = 1;
+      break;
+    }
   for (s = 0; s < STEPS; s++)
     if (memcmp(da + (size_t)s * n, db + (size_t)s * n, sizeof *da * n) != 0) {
       printf("  n %u: decisions of step %u differ\n", n, s);
@@ -151,6 +196,7 @@ static void run(uint32_t n) {
   cudaFree(d_x);
   cudaFree(d_out);
   cudaFree(d_rec);
+  cudaFree(d_rep);
   cudaStreamDestroy(stream);
   free(ka);
   free(kb);
@@ -183,7 +229,7 @@ TEST(checkpoint_round_trip_through_the_host) {
   static gnmr_slot sa[N], sb[N], sc[N];
   static float x[N];
   static unsigned char ka[200 * N + 256], kb[200 * N + 256];
-  gnmr_config cfg = gnmr_config_paper();
+  gnmr_config cfg = gnmr_config_default(); /* NOISE: G's history too */
   gnmr_ctl a, b, c;
   gnmr_cuda_ctl dev;
   float *d_x = NULL;
@@ -194,22 +240,22 @@ TEST(checkpoint_round_trip_through_the_host) {
   REQUIRE(gnmr_init(&a, &cfg, sa, N) == GNMR_OK);
   REQUIRE(gnmr_init(&b, &cfg, sb, N) == GNMR_OK);
   REQUIRE(gnmr_init(&c, &cfg, sc, N) == GNMR_OK);
-  CUDA_REQUIRE(gnmr_cuda_ctl_create(&dev, &b));
+  GNMR_REQUIRE(gnmr_cuda_ctl_create(&dev, &b));
   CUDA_REQUIRE(cudaMalloc((void **)&d_x, sizeof x));
   for (s = 0; s < 2 * HALF; s++) {
     make_row(x, N, s);
     if (x[s % N] < 0.0f) x[s % N] = 1.0f;
     gnmr_step(&a, x, NULL);
     CUDA_REQUIRE(cudaMemcpy(d_x, x, sizeof x, cudaMemcpyHostToDevice));
-    CUDA_REQUIRE(gnmr_cuda_step(&dev, d_x, NULL, 0));
+    GNMR_REQUIRE(gnmr_cuda_step(&dev, d_x, NULL, 0));
     if (s + 1 == HALF) {
-      CUDA_REQUIRE(gnmr_cuda_ctl_download(&dev, &b));
+      GNMR_REQUIRE(gnmr_cuda_ctl_download(&dev, &b));
       REQUIRE(gnmr_checkpoint_save(&b, kb, sizeof kb, &nb) == GNMR_OK);
       REQUIRE(gnmr_checkpoint_load(&c, kb, nb) == GNMR_OK);
-      CUDA_REQUIRE(gnmr_cuda_ctl_upload(&dev, &c));
+      GNMR_REQUIRE(gnmr_cuda_ctl_upload(&dev, &c));
     }
   }
-  CUDA_REQUIRE(gnmr_cuda_ctl_download(&dev, &c));
+  GNMR_REQUIRE(gnmr_cuda_ctl_download(&dev, &c));
   REQUIRE(gnmr_checkpoint_save(&a, ka, sizeof ka, &na) == GNMR_OK);
   REQUIRE(gnmr_checkpoint_save(&c, kb, sizeof kb, &nb) == GNMR_OK);
   EXPECT(na == nb && memcmp(ka, kb, na) == 0);
@@ -225,8 +271,14 @@ TEST(scale_grads_f32) {
   gnmr_cuda_grad *d_g = NULL;
   gnmr_decision *d_dec = NULL;
   float *d_x = NULL;
+  gnmr_config cfg = gnmr_config_default();
+  gnmr_slot slot[1];
+  gnmr_ctl host;
+  gnmr_cuda_ctl gc;
   uint32_t i, t;
   REQUIRE(x);
+  REQUIRE(gnmr_init(&host, &cfg, slot, 1) == GNMR_OK);
+  GNMR_REQUIRE(gnmr_cuda_ctl_create(&gc, &host));
   y = (float *)malloc(sizeof *y * N * LEN);
   REQUIRE(y);
   for (i = 0; i < N * LEN; i++) x[i] = (float)check_uniform() * 3.0f - 1.5f;
@@ -246,7 +298,7 @@ TEST(scale_grads_f32) {
   CUDA_REQUIRE(cudaMalloc((void **)&d_dec, sizeof dec));
   CUDA_REQUIRE(cudaMemcpy(d_g, g, sizeof g, cudaMemcpyHostToDevice));
   CUDA_REQUIRE(cudaMemcpy(d_dec, dec, sizeof dec, cudaMemcpyHostToDevice));
-  CUDA_REQUIRE(gnmr_cuda_scale_grads(d_g, N, LEN, d_dec, 0));
+  GNMR_REQUIRE(gnmr_cuda_scale_grads(&gc, d_g, N, LEN, d_dec, 0));
   CUDA_REQUIRE(cudaMemcpy(y, d_x, sizeof *y * N * LEN, cudaMemcpyDeviceToHost));
   for (t = 0; t < N; t++)
     for (i = 0; i < LEN; i++) {
@@ -258,6 +310,7 @@ TEST(scale_grads_f32) {
         break;
       }
     }
+  gnmr_cuda_ctl_destroy(&gc);
   cudaFree(d_x);
   cudaFree(d_g);
   cudaFree(d_dec);
@@ -265,12 +318,38 @@ TEST(scale_grads_f32) {
   free(y);
 }
 
+/* Bad arguments are refused with gnmr.h's codes and change nothing. */
+TEST(bad_arguments_refused) {
+  gnmr_config cfg = gnmr_config_default();
+  gnmr_slot s4[4], s5[5];
+  gnmr_ctl four, five, edited;
+  gnmr_cuda_ctl gc;
+  int last = 1, first = 1;
+  REQUIRE(gnmr_init(&four, &cfg, s4, 4) == GNMR_OK);
+  REQUIRE(gnmr_init(&five, &cfg, s5, 5) == GNMR_OK);
+  EXPECT_EQ_INT(gnmr_cuda_ctl_create(NULL, &four), GNMR_EINVAL);
+  EXPECT_EQ_INT(gnmr_cuda_ctl_create(&gc, NULL), GNMR_EINVAL);
+  edited = four;
+  edited.cfg.lock_steps++;
+  EXPECT_EQ_INT(gnmr_cuda_ctl_create(&gc, &edited), GNMR_ESTATE);
+  GNMR_REQUIRE(gnmr_cuda_ctl_create(&gc, &four));
+  EXPECT_EQ_INT(gnmr_cuda_step(&gc, NULL, NULL, 0), GNMR_EINVAL);
+  EXPECT_EQ_INT(gnmr_cuda_ctl_upload(&gc, &five), GNMR_EMISMATCH);
+  EXPECT_EQ_INT(gnmr_cuda_ctl_download(&gc, &five), GNMR_EMISMATCH);
+  EXPECT_EQ_INT(gnmr_cuda_report_async(&gc, NULL, 0), GNMR_EINVAL);
+  EXPECT_EQ_INT(gnmr_cuda_scale_grads(&gc, NULL, 3, 10, NULL, 0), GNMR_EINVAL);
+  EXPECT_EQ_INT(gnmr_cuda_status(&gc, &last, &first), GNMR_OK);
+  EXPECT_EQ_INT(last, GNMR_OK); /* no step yet */
+  EXPECT_EQ_INT(first, GNMR_OK);
+  gnmr_cuda_ctl_destroy(&gc);
+}
+
 int main(int argc, char **argv) {
   static const check_case cases[] = {
       CHECK_CASE(graph_steps_match_the_cpu_for_1_to_65536_units),
       CHECK_CASE(zero_units),
       CHECK_CASE(checkpoint_round_trip_through_the_host),
-      CHECK_CASE(scale_grads_f32)};
+      CHECK_CASE(scale_grads_f32), CHECK_CASE(bad_arguments_refused)};
   int count = 0;
   if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) {
     printf("test_ctl_cuda: skipped: no CUDA device\n");

@@ -44,7 +44,7 @@ int main(void) {
   float conv[2 * N_HALVES], norms[N_UNITS], ref[N_UNITS];
   gnmr_slot units[N_UNITS];
   gnmr_ctl ctl, *d_ctl = NULL;
-  gnmr_config cfg = gnmr_config_paper(); /* the device runs PAPER mode */
+  gnmr_config cfg = gnmr_config_paper(); /* recoveries within 12 steps */
   gnmr_tensor t[3];
   gnmr_norms_plan plan;
   float values[5000];
