@@ -1693,6 +1693,7 @@ static GNMR__HOT GNMR_HOSTDEV void gnmr__unit_cpu_inline(gnmr__step_ctx *c,
   if (ev & GNMR__EV_CANDIDATE) c->s.heap[c->candidates++] = u;
 }
 
+#if GNMR__CTL_AVX512
 /* The same, out of line: the SIMD loops' lanes that are not calm. (Inlined
    there it would be compiled for their target, FMA included.) */
 #if (defined(__GNUC__) || defined(__clang__)) && !defined(__CUDACC__)
@@ -1702,6 +1703,7 @@ static GNMR_HOSTDEV void
 gnmr__unit_cpu(gnmr__step_ctx *c, uint32_t u) {
   gnmr__unit_cpu_inline(c, u);
 }
+#endif
 
 /* ---- the step, eight calm units at a time (AVX-512) -----------------------
    Most units on most steps are calm: finite, past the first W observations,
