@@ -1966,9 +1966,9 @@ GNMR__TARGET_AVX512 __inline__ __attribute__((always_inline)) static __m512d
 gnmr__log8(__m512d x, __m512d lo) {
   const __m512d one = _mm512_set1_pd(1.0);
   const __m512i b = _mm512_castpd_si512(_mm512_maskz_max_pd(0xFF, x, lo));
-  const __m512d e =
-      _mm512_maskz_cvtepi64_pd(0xFF, _mm512_sub_epi64(_mm512_srli_epi64(b, 52),
-                                                      _mm512_set1_epi64(1023)));
+  const __m512d e = _mm512_maskz_cvtepi64_pd(
+      0xFF, _mm512_sub_epi64(_mm512_maskz_srli_epi64(0xFF, b, 52),
+                             _mm512_set1_epi64(1023)));
   const __m512d f = _mm512_castsi512_pd(_mm512_or_si512(
       _mm512_and_si512(b, _mm512_set1_epi64(0x000FFFFFFFFFFFFFLL)),
       _mm512_set1_epi64(0x3FF0000000000000LL)));
@@ -2014,8 +2014,11 @@ static uint32_t gnmr__max8u(__m256i v) {
 /* The sum of 32 16-bit lanes (each at most 256 here: exact). */
 GNMR__TARGET_AVX512
 static uint32_t gnmr__sum32w(__m512i v) {
-  return (uint32_t)_mm512_reduce_add_epi32(
-      _mm512_madd_epi16(v, _mm512_set1_epi16(1)));
+  int32_t x[16]; /* stored: g++ 12's _mm512_reduce_add_epi32 warns */
+  uint32_t i, sum = 0;
+  _mm512_storeu_si512((void *)x, _mm512_madd_epi16(v, _mm512_set1_epi16(1)));
+  for (i = 0; i < 16; i++) sum += (uint32_t)x[i];
+  return sum;
 }
 
 /* The lower median's bin from the kept bins bin[0 .. end) (end a multiple
@@ -2124,7 +2127,7 @@ static void gnmr__common_avx512(const gnmr__step_ctx *c, uint32_t min_units,
     }
     if (kept) {
       _mm_storeu_si128((__m128i *)(void *)(w.bin + u),
-                       _mm256_cvtepi32_epi16(q));
+                       _mm256_maskz_cvtepi32_epi16(0xFF, q));
     } else if (set) {
       uint32_t at[8], l;
       _mm256_storeu_si256((__m256i *)(void *)at, q);
