@@ -104,6 +104,9 @@
               mu_G > L(global_ratio) with at least global_frac * n units'
               dr above L(global_ratio). A step where every unit rises a
               little (a hard batch) is neither a local fault nor GLOBAL.
+          With warmup_steps 0 a first observation (a unit's, or G's) is
+          settled and its dr is read against mu = 0: NOISE mode wants a
+          warm-up of at least one step.
      N4 d = dr - c (the unit's own part), e = d - ar * p (what the last
         deviation does not predict), S = max(s, fluct_floor). Once k >=
         warmup_steps (WARMUP before):

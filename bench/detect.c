@@ -19,9 +19,12 @@
    or the run stops. The ablations the library has no setting for (the
    prototype without its global gate) run the prototype alone.
 
-   usage: detect [--data DIR] [--md FILE] [--seeds N] [--quick]
+   usage: detect [--data DIR] [--md FILE] [--seeds N] [--seed-base B]
+                 [--many N] [--many-base B] [--quick] [--set NAME=VALUE]
    (DIR holds the unpacked trace CSVs; without it the real-trace tables are
-   left out with a message.) */
+   left out with a message. Synthetic seeds: 1000 i + B + j for noise level
+   i and j < N; the held-out table uses B + 500, the many-seeds table its
+   own base, 70001 and 32 seeds unless told.) */
 #define _POSIX_C_SOURCE 199309L
 #define GNMR_IMPLEMENTATION
 #include "gnmr.h"
@@ -118,6 +121,16 @@
      4.1 gives 0.930/0.819 at 0.098%/0.105% (and 3.7-4.3 admissions per
      1000 steps on the stable runs, against 2.3-3.7). The false-alarm
      targets are kept with margin; the recall targets are missed by 0.01.
+     On 32 seeds (the many-seeds table) the misses are 0.007 and 0.03:
+     seeds 1-4 sit above the mean at sigma 0.4. A second sweep (32 seeds
+     of other bases than the table's, 96 settings of z_rise 4.1-4.4,
+     winsor 2.5-3, fluct_decay 0.995-0.999, ar 0.5-0.55; then hold 3-5,
+     min_rise 1.7-2.2, history_decay 0.98-0.997 one at a time) found no
+     setting better than these defaults on both recall and false alarms
+     by more than 0.002: every one lies on the same frontier, and where
+     the false alarms stay under 0.1% the rise recall at sigma 0.4 stays
+     at or under 0.80. The defaults stay; the recall targets at sigma 0.25
+     and 0.4 are out of reach of this rule's settings.
    - min_rise 2.0: real gradient noise is heavy-tailed (on the stable runs
      P(e > 6 S) is 2e-4, Gaussian would give 1e-6): calm units jump 2x now
      and then. Requiring the unit's own part to have doubled cut the stable
@@ -164,7 +177,10 @@
    recall at equal false alarms; a per-unit AR weight estimated online
    (two more doubles per unit): +0.01 recall at sigma 0.4 for +0.015%
    false alarms, not worth the state; winsor 2 or 1.5 with a higher
-   z_rise: the same frontier. The oracle row (true noise state, 3.35
+   z_rise: the same frontier; p clamped to +-hold S and updated on every
+   unflagged step (in place of no update beyond hold S): lower recall at
+   equal false alarms (0.918/0.786 at 0.079%/0.092% with z_rise 4.1, 8
+   seeds). The oracle row (true noise state, 3.35
    sigma) shows what is left: at its false alarms (0.08%) it reaches
    0.966/0.878 at sigma 0.25/0.4, against 0.924/0.808 here.
 
@@ -1235,6 +1251,28 @@ static int trace_load(trace *tr, const char *path) {
   return tr->T > 0 ? 0 : -1;
 }
 
+/* Column names of a trace (the parameter tensors), for the tables. */
+#define NAMES_MAX 128
+static char trace_names[NAMES_MAX][64];
+static void trace_load_names(const char *path, unsigned n) {
+  static char line[1 << 16];
+  FILE *f = fopen(path, "r");
+  char *p, *q;
+  unsigned c = 0;
+  memset(trace_names, 0, sizeof trace_names);
+  if (!f) return;
+  if (fgets(line, sizeof line, f)) {
+    for (p = line; c < n + 2 && c < NAMES_MAX + 2; c++, p = q + 1) {
+      size_t len;
+      q = p + strcspn(p, ",\r\n");
+      len = (size_t)(q - p) < 63 ? (size_t)(q - p) : 63;
+      if (c >= 2) memcpy(trace_names[c - 2], p, len);
+      if (*q != ',') break;
+    }
+  }
+  fclose(f);
+}
+
 typedef struct real_res {
   double adm, flags, global; /* per 1000 steps (flags: per 1000 unit-steps) */
   double rise_n, rise_1, rise_any, fall_n, fall_1, fall_any;
@@ -1528,13 +1566,17 @@ static const double sigmas[] = {0.05, 0.12, 0.25, 0.4};
 /* What the targets table reads (noise-aware defaults). */
 static double tg_rec[4], tg_fa[4], tg_fall12, tg_fa12, tg_grec12, tg_gfalse12;
 static int tg_dominated[4]; /* a peer better on both recall and FA */
+/* The same on the many-seeds table (0: not run; its peer: rolling 6). */
+static double tm_rec[4], tm_fa[4], tm_fall12, tm_grec12, tm_gfalse12;
+static int tm_dominated[4], tm_run;
 static double tg_adm[2], tg_rise1[2], tg_glob[2];
 static int tg_real = 0;
 #define NSIG 4
 
 int main(int argc, char **argv) {
   const char *data = NULL, *mdpath = NULL;
-  unsigned seeds = 4, reps = 3;
+  unsigned seeds = 4, reps = 3, many = 32;
+  unsigned long long seed_base = 1, many_base = 70001;
   int i, si, k;
   char cpu[200], when[32];
   proto_over = proto_config_default();
@@ -1545,6 +1587,12 @@ int main(int argc, char **argv) {
       mdpath = argv[++i];
     else if (!strcmp(argv[i], "--seeds") && i + 1 < argc)
       seeds = (unsigned)atoi(argv[++i]);
+    else if (!strcmp(argv[i], "--seed-base") && i + 1 < argc)
+      seed_base = strtoull(argv[++i], NULL, 10);
+    else if (!strcmp(argv[i], "--many") && i + 1 < argc)
+      many = (unsigned)atoi(argv[++i]);
+    else if (!strcmp(argv[i], "--many-base") && i + 1 < argc)
+      many_base = strtoull(argv[++i], NULL, 10);
     else if (!strcmp(argv[i], "--set") && i + 1 < argc) {
       if (proto_set(&proto_over, argv[++i])) {
         fprintf(stderr, "detect: unknown --set %s\n", argv[i]);
@@ -1557,10 +1605,11 @@ int main(int argc, char **argv) {
     else if (!strcmp(argv[i], "--selftest"))
       return selftest();
     else if (!strcmp(argv[i], "--quick"))
-      seeds = 1, reps = 1;
+      seeds = 1, reps = 1, many = 0;
     else {
-      fprintf(stderr, "usage: detect [--data DIR] [--md FILE] [--seeds N]"
-                      " [--quick]\n");
+      fprintf(stderr, "usage: detect [--data DIR] [--md FILE] [--seeds N] "
+                      "[--seed-base B] [--many N] [--many-base B] [--quick] "
+                      "[--set NAME=VALUE]\n");
       return 2;
     }
   }
@@ -1589,7 +1638,8 @@ int main(int argc, char **argv) {
   if (seeds) {
     fprintf(md, "### Synthetic traces with ground truth\n\n");
     fprintf(md,
-            "64 units, 4000 steps, %u seeds per noise level. Each unit: a "
+            "64 units, 4000 steps, %u seeds per noise level (seeds 1000 i + "
+            "%llu + j). Each unit: a "
             "log-uniform base scale (1e-3 to 1), log-normal AR(1) noise "
             "(correlation 0.7, innovation std sigma; the log's own std is "
             "1.4 sigma), a slow drift (a sine of amplitude 0.3 in the log, "
@@ -1601,7 +1651,7 @@ int main(int argc, char **argv) {
             "NaN. Global events (about one per 200 steps after step 200): "
             "1-3 steps, 70-100%% of units x3-x20 each (x0.8-1.25 jitter per "
             "unit); no local event within 3 steps of one.\n\n",
-            seeds);
+            seeds, seed_base);
     fprintf(md,
             "Recall: share of event units flagged (rise: RISE or NONFINITE; "
             "fall: FALL or NONFINITE) on some step of the event. False "
@@ -1628,7 +1678,7 @@ int main(int argc, char **argv) {
         unsigned sd;
         for (sd = 0; sd < seeds; sd++) {
           synth s;
-          synth_make(&s, sigmas[si], 1000ull * (unsigned)si + sd + 1);
+          synth_make(&s, sigmas[si], 1000ull * (unsigned)si + sd + seed_base);
           for (k = 0; k < D_COUNT; k++) run_synth(&s, k, &ty[si][k], NULL);
           run_synth_global_peers(&s, &gc[si], &gr[si]);
           synth_free(&s);
@@ -1690,7 +1740,7 @@ int main(int argc, char **argv) {
     }
     {
       /* Held-out seeds: the defaults were chosen on seeds 1-4 (and quick
-         runs on seed 1); these traces were never looked at while tuning. */
+         runs on seed 1); these traces did not choose them. */
       static const int hk[] = {D_PAPER, D_ROLL6, D_PROTO, D_PROTO_Z41,
                                D_ORACLE};
       tally ht[NSIG][5];
@@ -1699,16 +1749,18 @@ int main(int argc, char **argv) {
       for (si = 1; si < NSIG; si++)
         for (sd = 0; sd < seeds; sd++) {
           synth s;
-          synth_make(&s, sigmas[si], 1000ull * (unsigned)si + sd + 501);
+          synth_make(&s, sigmas[si],
+                     1000ull * (unsigned)si + sd + seed_base + 500);
           for (k = 0; k < 5; k++) run_synth(&s, hk[k], &ht[si][k], NULL);
           synth_free(&s);
         }
       fprintf(md,
-              "**Held-out seeds** (%u other seeds per sigma, never run while "
-              "the defaults were chosen): rise recall / false alarms.\n\n"
+              "**Held-out seeds** (%u other seeds per sigma, 1000 i + %llu + "
+              "j; not used to choose the defaults): rise recall / false "
+              "alarms.\n\n"
               "| detector | sigma 0.12 | sigma 0.25 | sigma 0.40 |\n"
               "|---|---|---|---|\n",
-              seeds);
+              seeds, seed_base + 500);
       for (k = 0; k < 5; k++) {
         fprintf(md, "| %s |", det_name[hk[k]]);
         for (si = 1; si < NSIG; si++)
@@ -1718,6 +1770,57 @@ int main(int argc, char **argv) {
       }
       fprintf(md, "\n");
     }
+  }
+  if (many) {
+    /* Many seeds: what the defaults give on average. Four seeds are not
+       enough to read a target off to 0.01: a rise recall at sigma 0.4
+       counts about 1700 events (standard error about 0.01), and seeds 1-4
+       happen to sit above the mean there. */
+    static const int mk[] = {D_ROLL6, D_PROTO, D_PROTO_Z41, D_ORACLE};
+    enum { MK = sizeof mk / sizeof mk[0] };
+    tally mt[NSIG][MK];
+    unsigned sd;
+    memset(mt, 0, sizeof mt);
+    for (si = 1; si < NSIG; si++)
+      for (sd = 0; sd < many; sd++) {
+        synth s;
+        synth_make(&s, sigmas[si], 1000ull * (unsigned)si + sd + many_base);
+        for (k = 0; k < MK; k++) run_synth(&s, mk[k], &mt[si][k], NULL);
+        synth_free(&s);
+      }
+    fprintf(md,
+            "**Many seeds** (%u seeds per sigma, 1000 i + %llu + j; not used "
+            "to choose the defaults): rise recall / false alarms, and for the "
+            "noise-aware rule fall recall and global events.\n\n"
+            "| detector | sigma 0.12 | sigma 0.25 | sigma 0.40 |\n"
+            "|---|---|---|---|\n",
+            many, many_base);
+    for (k = 0; k < MK; k++) {
+      fprintf(md, "| %s |", det_name[mk[k]]);
+      for (si = 1; si < NSIG; si++)
+        fprintf(md, " %.3f / %.3f%% |", mt[si][k].rise_hit / mt[si][k].rise_n,
+                100.0 * mt[si][k].fa / mt[si][k].fa_n);
+      fprintf(md, "\n");
+    }
+    fprintf(md, "| noise-aware: fall recall |");
+    for (si = 1; si < NSIG; si++)
+      fprintf(md, " %.3f |", mt[si][1].fall_hit / mt[si][1].fall_n);
+    fprintf(md, "\n| noise-aware: global recall / false per 10k steps |");
+    for (si = 1; si < NSIG; si++)
+      fprintf(md, " %.3f / %.1f |", mt[si][1].g_hit / mt[si][1].g_n,
+              1e4 * mt[si][1].g_false / mt[si][1].g_free);
+    fprintf(md, "\n\n");
+    for (si = 1; si < NSIG; si++) {
+      tally *p = &mt[si][1], *q = &mt[si][0];
+      tm_rec[si] = p->rise_hit / p->rise_n;
+      tm_fa[si] = 100.0 * p->fa / p->fa_n;
+      tm_dominated[si] = q->rise_hit / q->rise_n > tm_rec[si] &&
+                         100.0 * q->fa / q->fa_n < tm_fa[si];
+    }
+    tm_fall12 = mt[1][1].fall_hit / mt[1][1].fall_n;
+    tm_grec12 = mt[1][1].g_hit / mt[1][1].g_n;
+    tm_gfalse12 = 1e4 * mt[1][1].g_false / mt[1][1].g_free;
+    tm_run = 1;
   }
 
   /* ---- real traces ---- */
@@ -1780,15 +1883,20 @@ int main(int argc, char **argv) {
       fprintf(md, "\n");
       free(tr.norms);
     }
+    char jump_what[2][256];
     fprintf(md, "**Unstable runs** (issue 15). Jump steps: the global norm "
                 "above 2x the median of its previous 32 steps (a reference "
                 "independent of every rule). Admissions per 1000 steps before "
                 "(paper rules; noise-aware rule with the step-level view off: "
                 "no common view, no gate) and after (noise-aware defaults: "
-                "common view on, no admissions on GLOBAL steps). A jump "
-                "step that is not GLOBAL is one where fewer than a quarter of "
-                "the units doubled: the global norm jumped because of a few "
-                "(large) units, which the per-unit rule flags instead.\n\n"
+                "common view on, no admissions on GLOBAL steps). The jump "
+                "steps that are not GLOBAL (second table) are rises of the "
+                "global norm carried by a few large units, with fewer than a "
+                "quarter of the units doubled, or jumps against a lull of the "
+                "previous 32 steps that leave G under twice its own mean. "
+                "The per-unit rule flags a unit on only some of them: in "
+                "these runs those units are noisy, so their own thresholds "
+                "are high.\n\n"
                 "| trace | jump steps | global steps | jump steps flagged "
                 "GLOBAL | other jump steps with a unit flagged RISE | "
                 "global steps off jumps | admissions: paper | admissions: "
@@ -1799,6 +1907,9 @@ int main(int argc, char **argv) {
       char *gf;
       unsigned char *ufl;
       unsigned t, nj = 0, njf = 0, nju = 0, ng = 0, ngoff = 0;
+      unsigned few_up = 0, carry4 = 0, top_of[NAMES_MAX], best = 0, g2 = 0;
+      double *gdev;
+      unsigned carry_n[NAMES_MAX + 1];
       double a0, a1, a2;
       proto_config off = proto_config_default();
       off.common_min_units = 0xFFFFFFFFu;
@@ -1810,6 +1921,29 @@ int main(int argc, char **argv) {
       }
       gf = xcalloc(tr.T, 1);
       ufl = xcalloc((size_t)tr.T * tr.N, 1);
+      if (tr.N > NAMES_MAX) {
+        fprintf(stderr, "detect: %s: more than %d units\n", path, NAMES_MAX);
+        return 1;
+      }
+      trace_load_names(path, tr.N);
+      gdev = xcalloc(tr.T, sizeof(double));
+      { /* L(G) - mu_G per step, as the defaults' verdict reads it */
+        proto_config pc = proto_config_default();
+        gnmr_config gc = lib_config(&pc, 8);
+        gnmr_slot *sl = xcalloc(tr.N, sizeof(gnmr_slot));
+        gnmr_ctl gctl;
+        gnmr_step_report rep;
+        if (gnmr_init(&gctl, &gc, sl, tr.N) != GNMR_OK) abort();
+        for (t = 0; t < tr.T; t++) {
+          if (gnmr_step(&gctl, tr.norms + (size_t)t * tr.N, NULL) != GNMR_OK ||
+              gnmr_step_info(&gctl, &rep) != GNMR_OK)
+            abort();
+          gdev[t] = rep.global_dev;
+        }
+        free(sl);
+      }
+      memset(top_of, 0, sizeof top_of);
+      memset(carry_n, 0, sizeof carry_n);
       run_real(&tr, tr.norms, D_PAPER, NULL, NULL, NULL, &a0, NULL, NULL);
       run_real(&tr, tr.norms, D_PROTO, &off, NULL, NULL, &a1, NULL, NULL);
       run_real(&tr, tr.norms, D_PROTO, NULL, ufl, gf, &a2, NULL, NULL);
@@ -1840,65 +1974,159 @@ int main(int argc, char **argv) {
         nj += (unsigned)jump;
         njf += (unsigned)(jump && gf[t]);
         if (jump && !gf[t]) {
-          unsigned u, any = 0;
-          for (u = 0; u < tr.N; u++)
+          /* What it is: units above 2x the median of their own previous
+             32 steps, and how few units carry 80% of the rise of G^2
+             (each unit's g^2 minus the median of its previous 32). */
+          unsigned u, any = 0, up = 0, m = 0, top = 0;
+          double inc[NAMES_MAX], itot = 0.0, acc = 0.0;
+          for (u = 0; u < tr.N; u++) {
+            double w[32], g = tr.norms[(size_t)t * tr.N + u], med;
+            unsigned j;
             any |= ufl[(size_t)t * tr.N + u] & (PF_RISE | PF_NONFINITE);
+            for (j = 0; j < 32; j++) {
+              double h = tr.norms[(size_t)(t - 32 + j) * tr.N + u];
+              w[j] = h * h;
+            }
+            med = proto_select(w, 32, 15);
+            up += g * g > 4.0 * med;
+            inc[u] = g * g > med ? g * g - med : 0.0;
+            itot += inc[u];
+            if (inc[u] > inc[top]) top = u;
+          }
+          while (acc < 0.8 * itot && m < tr.N) {
+            unsigned b = 0;
+            for (u = 1; u < tr.N; u++)
+              if (inc[u] > inc[b]) b = u;
+            acc += inc[b];
+            inc[b] = -1.0;
+            m++;
+          }
           nju += any != 0;
+          g2 += gdev[t] > log(2.0);
+          few_up += up * 4 < tr.N;
+          carry4 += m <= 4;
+          carry_n[m]++;
+          top_of[top]++;
         }
         ng += (unsigned)gf[t];
         ngoff += (unsigned)(gf[t] && !jump);
       }
       fprintf(md, "| %s | %u | %u | %u | %u | %u | %.1f | %.1f | %.1f |\n",
               unstable[i], nj, ng, njf, nju, ngoff, a0, a1, a2);
+      {
+        unsigned u, half = 0, med_m = 0;
+        for (u = 0; u < tr.N; u++)
+          if (top_of[u] > top_of[best]) best = u;
+        for (u = 0; u <= tr.N; u++) {
+          half += carry_n[u];
+          if (2 * half >= nj - njf) {
+            med_m = u;
+            break;
+          }
+        }
+        snprintf(jump_what[i], sizeof jump_what[i],
+                 "| %s | %u | %u | %u | %u | %u | %u | %s (%u) |\n",
+                 unstable[i], nj - njf, g2, few_up, med_m, carry4, nju,
+                 trace_names[best][0] ? trace_names[best] : "?", top_of[best]);
+      }
       free(gf);
+      free(gdev);
       free(ufl);
       free(tr.norms);
     }
+    fprintf(md,
+            "\nThe jump steps that are not GLOBAL, and what they are (a "
+            "unit doubled: above 2x the median of its own previous 32 "
+            "steps; the units that carry 80%% of the rise of G^2: each "
+            "unit's g^2 minus the median of its previous 32, largest "
+            "first):\n\n"
+            "| trace | jump steps not GLOBAL | G above 2x its own mean "
+            "(L(G) - mu_G > L(2)) | fewer than a quarter of the "
+            "units doubled | units carrying 80%% of the rise of G^2 (median) | "
+            "steps where at most 4 units carry it | a unit flagged RISE "
+            "or NaN | largest contributor (steps) |\n"
+            "|---|---:|---:|---:|---:|---:|---:|---|\n");
+    for (i = 0; i < 2; i++) fprintf(md, "%s", jump_what[i]);
     fprintf(md, "\n");
   }
   if (seeds) {
     static const double want_rec[4] = {0.0, 0.97, 0.93, 0.82};
-    fprintf(md, "### Targets (issues 12 and 15), noise-aware defaults\n\n"
-                "| target | measured | met |\n|---|---|---|\n");
-    for (si = 1; si < NSIG; si++)
+    fprintf(md,
+            "### Targets (issues 12 and 15), noise-aware defaults\n\n"
+            "Synthetic targets on the main seeds (%u per sigma) and on the "
+            "many-seeds table (%u per sigma; there the only peer checked is "
+            "the rolling 6-sigma z-score, the one nearest on false alarms); "
+            "met = met on both.\n\n"
+            "| target | main seeds | many seeds | met |\n|---|---|---|---|\n",
+            seeds, many);
+    for (si = 1; si < NSIG; si++) {
+      int a = tg_fa[si] <= 0.1 && tg_rec[si] >= want_rec[si];
+      int b = !tm_run || (tm_fa[si] <= 0.1 && tm_rec[si] >= want_rec[si]);
       fprintf(md,
               "| sigma %.2f: false alarms <= 0.1%%, rise recall >= %.2f | "
-              "%.3f%%, %.3f | %s |\n",
-              sigmas[si], want_rec[si], tg_fa[si], tg_rec[si],
-              tg_fa[si] <= 0.1 && tg_rec[si] >= want_rec[si] ? "yes"
-              : tg_fa[si] <= 0.1                             ? "**no** (recall)"
-                                                             : "**no**");
-    for (si = 0; si < NSIG; si++)
+              "%.3f%%, %.3f |",
+              sigmas[si], want_rec[si], tg_fa[si], tg_rec[si]);
+      if (tm_run)
+        fprintf(md, " %.3f%%, %.3f |", tm_fa[si], tm_rec[si]);
+      else
+        fprintf(md, " - |");
+      fprintf(md, " %s |\n",
+              a && b ? "yes"
+              : tg_fa[si] <= 0.1 && (!tm_run || tm_fa[si] <= 0.1)
+                  ? "**no** (recall)"
+                  : "**no**");
+    }
+    for (si = 0; si < NSIG; si++) {
+      int b = si > 0 && tm_run ? !tm_dominated[si] : 1;
       fprintf(md,
               "| sigma %.2f: no peer better on both recall and false alarms "
-              "| %s | %s |\n",
+              "| %s | %s | %s |\n",
               sigmas[si], tg_dominated[si] ? "a peer is" : "none is",
-              tg_dominated[si] ? "**no**" : "yes");
+              si > 0 && tm_run ? (tm_dominated[si] ? "a peer is" : "none is")
+                               : "-",
+              !tg_dominated[si] && b ? "yes" : "**no**");
+    }
     fprintf(md,
             "| sigma 0.12: fall recall >= 0.9, false alarms <= 0.1%% | "
-            "%.3f, %.3f%% | %s |\n",
-            tg_fall12, tg_fa12,
-            tg_fall12 >= 0.9 && tg_fa12 <= 0.1 ? "yes" : "**no**");
+            "%.3f, %.3f%% |",
+            tg_fall12, tg_fa12);
+    if (tm_run)
+      fprintf(md, " %.3f, %.3f%% |", tm_fall12, tm_fa[1]);
+    else
+      fprintf(md, " - |");
+    fprintf(md, " %s |\n",
+            tg_fall12 >= 0.9 && tg_fa12 <= 0.1 &&
+                    (!tm_run || (tm_fall12 >= 0.9 && tm_fa[1] <= 0.1))
+                ? "yes"
+                : "**no**");
     fprintf(md,
             "| sigma 0.12: global recall >= 0.97, <= 1 false global per "
-            "10,000 steps | %.3f, %.1f | %s |\n",
-            tg_grec12, tg_gfalse12,
-            tg_grec12 >= 0.97 && tg_gfalse12 <= 1.0 ? "yes" : "**no**");
+            "10,000 steps | %.3f, %.1f |",
+            tg_grec12, tg_gfalse12);
+    if (tm_run)
+      fprintf(md, " %.3f, %.1f |", tm_grec12, tm_gfalse12);
+    else
+      fprintf(md, " - |");
+    fprintf(md, " %s |\n",
+            tg_grec12 >= 0.97 && tg_gfalse12 <= 1.0 &&
+                    (!tm_run || (tm_grec12 >= 0.97 && tm_gfalse12 <= 1.0))
+                ? "yes"
+                : "**no**");
   }
   if (tg_real) {
     fprintf(md,
-            "| stable runs: <= 5 admissions / 1000 steps | %.1f, %.1f | %s "
-            "|\n",
+            "| stable runs: <= 5 admissions / 1000 steps | %.1f, %.1f | - | "
+            "%s |\n",
             tg_adm[0], tg_adm[1],
             tg_adm[0] <= 5 && tg_adm[1] <= 5 ? "yes" : "**no**");
     fprintf(md,
             "| stable runs: >= 0.97 of injected rises within 1 step | "
-            "%.3f, %.3f | %s |\n",
+            "%.3f, %.3f | - | %s |\n",
             tg_rise1[0], tg_rise1[1],
             tg_rise1[0] >= 0.97 && tg_rise1[1] >= 0.97 ? "yes" : "**no**");
     fprintf(md,
-            "| stable runs: <= 1 global step / 1000 steps | %.2f, %.2f | %s "
-            "|\n",
+            "| stable runs: <= 1 global step / 1000 steps | %.2f, %.2f | - | "
+            "%s |\n",
             tg_glob[0], tg_glob[1],
             tg_glob[0] <= 1 && tg_glob[1] <= 1 ? "yes" : "**no**");
   }

@@ -1,6 +1,9 @@
 /* ctl_model.h - what the controller harnesses share: configs and norms drawn
    from the input bytes, snapshots for "a refused call changes nothing", and
-   one step checked against the rules in the header's top comment (rules 1-8).
+   one step checked against the rules in the header's top comment: rules 1-8
+   (PAPER mode) in full, and in NOISE mode (rules N1-N9) what can be checked
+   without a model of its arithmetic (flags and their conditions, scales,
+   the step's report, admissions on a GLOBAL step, the state finite).
 
    Include after gnmr.h and fuzz.h. */
 #ifndef CTL_MODEL_H
@@ -47,6 +50,50 @@ FUZZ_UNUSED static gnmr_config fuzz_config(fuzz_reader *r, uint32_t n_units) {
   c.lock_steps = 1u + fuzz_pick_u32(r, 10);          /* may wrap to 0 */
   c.cooldown_steps = fuzz_pick_u32(r, 6);
   c.spike_policy = (int)fuzz_pick_u32(r, 4); /* 3 is not a policy */
+  return c;
+}
+
+/* fuzz_config, then one more byte: bit 0 picks NOISE mode, bit 1 draws
+   NOISE mode's fields too (from their own tables: defaults first, then the
+   edges of their valid ranges, then invalid values; PAPER mode checks them
+   but does not read them); 0 keeps a PAPER config with the defaults. */
+FUZZ_UNUSED static gnmr_config fuzz_config_any(fuzz_reader *r,
+                                               uint32_t n_units) {
+  static const double z[] = {4.25, 6.0,  0.5, 1.0,  1e-300, 1e300,
+                             20.0, 1e-6, 0.0, -1.0, NAN,    INFINITY};
+  static const double above1[] = {2.0, 1.5,  1.0000001, 10.0, 1e300,
+                                  1.0, 0.99, -2.0,      NAN,  INFINITY};
+  static const double frac[] = {0.5,  0.25, 1e-300, 0.9999999, 0.1,
+                                1e-9, 0.0,  1.0,    -0.5,      NAN};
+  static const double ar[] = {0.5, 0.0,     0.9, 0.9999999, 1e-300,
+                              1.0, -1e-300, 1.5, NAN};
+  static const double decay[] = {0.995,  1.0, 0.5,       0.9,  0.999999,
+                                 1e-300, 0.0, 1.0000001, -0.5, NAN};
+  static const double winsor[] = {3.0,  1.0, 1.5,  100.0, 1e300,
+                                  0.99, 0.0, -3.0, NAN,   INFINITY};
+  static const double floor_[] = {0.01,  0.0,   1e-300, 0.5,
+                                  1e300, -1e-9, NAN,    INFINITY};
+  static const double gfrac[] = {0.25, 1.0, 0.5,       1e-300, 0.9999999,
+                                 0.0,  1.5, 1.0000001, -0.25,  NAN};
+  gnmr_config c = fuzz_config(r, n_units);
+  uint8_t mode = fuzz_u8(r);
+  if (mode & 1) c.rule = GNMR_RULE_NOISE;
+  if (!(mode & 2)) return c;
+  if (mode & 4) c.rule = (int)fuzz_u32(r); /* mostly not a rule */
+  c.two_sided = fuzz_pick_u32(r, 3);       /* 2 is out of range */
+  c.z_rise = fuzz_pick(r, z, sizeof z / sizeof z[0]);
+  c.z_fall = fuzz_pick(r, z, sizeof z / sizeof z[0]);
+  c.min_rise = fuzz_pick(r, above1, sizeof above1 / sizeof above1[0]);
+  c.max_fall = fuzz_pick(r, frac, sizeof frac / sizeof frac[0]);
+  c.ar = fuzz_pick(r, ar, sizeof ar / sizeof ar[0]);
+  c.hold = fuzz_pick(r, z, sizeof z / sizeof z[0]);
+  c.fluct_decay = fuzz_pick(r, decay, sizeof decay / sizeof decay[0]);
+  c.winsor = fuzz_pick(r, winsor, sizeof winsor / sizeof winsor[0]);
+  c.fluct_floor = fuzz_pick(r, floor_, sizeof floor_ / sizeof floor_[0]);
+  c.global_ratio = fuzz_pick(r, above1, sizeof above1 / sizeof above1[0]);
+  c.global_frac = fuzz_pick(r, gfrac, sizeof gfrac / sizeof gfrac[0]);
+  c.common_min_units = 1u + fuzz_pick_u32(r, n_units + 2u); /* may wrap */
+  c.global_policy = (int)fuzz_pick_u32(r, 4); /* 3 is not a policy */
   return c;
 }
 
@@ -129,6 +176,15 @@ FUZZ_UNUSED static void fuzz_state_valid(const gnmr_ctl *ctl) {
     locked += s.lock > 0;
   }
   FUZZ_CHECK(locked == ctl->recovering);
+  /* NOISE mode's statistics (zero in PAPER mode): finite, s >= 0. */
+  for (u = 0; u < ctl->n_units; u++) {
+    gnmr_unit_state st;
+    FUZZ_CHECK(gnmr_unit_info(ctl, u, &st) == GNMR_OK);
+    FUZZ_CHECK(isfinite(st.log_mean) && isfinite(st.fluct) &&
+               isfinite(st.last_dev) && st.fluct >= 0.0);
+  }
+  FUZZ_CHECK(isfinite(ctl->global_log_mean) && isfinite(ctl->global_fluct) &&
+             isfinite(ctl->global_last_dev) && ctl->global_fluct >= 0.0);
   /* Above max_recovering only after gnmr_reconfigure lowered it. */
   FUZZ_CHECK(ctl->recovering <= ctl->peak_recovering &&
              ctl->peak_recovering <= ctl->n_units);
@@ -158,6 +214,105 @@ FUZZ_UNUSED static void fuzz_shadow_sync(fuzz_shadow *sh, const gnmr_ctl *ctl) {
   (FUZZ_RISK_FLAGS | GNMR_FLAG_OVER_BUDGET | GNMR_FLAG_COOLDOWN |              \
    GNMR_FLAG_WARMUP | GNMR_FLAG_RENEWED | GNMR_FLAG_GLOBAL)
 
+/* Within the error of the library's log (rule N0: < 2e-5) of fuzz_L. */
+#define FUZZ_LOG_TOL 1e-4
+
+/* Rule N0's L(x) in libm: the log of max(x, eps), eps at least DBL_MIN
+   (so a config's eps above max_fall makes L(max_fall) = L(eps)). */
+static double fuzz_L(double x, double eps) {
+  double lo = eps > DBL_MIN ? eps : DBL_MIN;
+  return log(x > lo ? x : lo);
+}
+
+/* NOISE mode, after a step that returned GNMR_OK: what rules N1-N9 say
+   that needs no model of the arithmetic. k0[u]: unit u's finite
+   observations before the step; kg0: the global norm's. */
+static void fuzz_noise_checked(const gnmr_ctl *ctl, const float *norms,
+                               const gnmr_decision *d, const uint64_t *k0,
+                               uint64_t kg0, const gnmr_counters *before,
+                               const gnmr_counters *after) {
+  const gnmr_config *cfg = &ctl->cfg;
+  gnmr_step_report rep;
+  uint32_t n = ctl->n_units, u, rises = 0, falls = 0, flagged = 0;
+  double lg = fuzz_L(cfg->global_ratio, cfg->eps);
+  FUZZ_CHECK(gnmr_step_info(ctl, &rep) == GNMR_OK);
+  FUZZ_CHECK(rep.global == 0 || rep.global == 1);
+  FUZZ_CHECK(rep.settled <= n);
+  FUZZ_CHECK(!isnan(rep.common) && rep.common >= -8.0 && rep.common <= 8.0);
+  FUZZ_CHECK(rep.global_scale >= 0.0 && rep.global_scale <= 1.0);
+  FUZZ_CHECK(!isnan(rep.global_norm) && rep.global_norm >= 0.0);
+  /* No common view below common_min_units settled units (rule N3). */
+  if (rep.settled < cfg->common_min_units) {
+    FUZZ_CHECK(rep.common == 0.0 && !rep.global);
+  }
+  /* GLOBAL: G settled, enough units, and the common or the global
+     deviation above L(global_ratio); a common deviation above it with G
+     settled is GLOBAL. With warmup_steps 0, G's first observation counts
+     as settled: its deviation is then L(G) - 0 (the report says 0). */
+  if (rep.global) {
+    double gdev = kg0 > 0 ? rep.global_dev : fuzz_L(rep.global_norm, cfg->eps);
+    FUZZ_CHECK(kg0 >= cfg->warmup_steps &&
+               rep.settled >= cfg->common_min_units);
+    FUZZ_CHECK(rep.common > lg - FUZZ_LOG_TOL || gdev > lg - FUZZ_LOG_TOL);
+  } else if (kg0 >= cfg->warmup_steps && rep.settled > 0 &&
+             rep.settled >= cfg->common_min_units) {
+    FUZZ_CHECK(!(rep.common > lg + FUZZ_LOG_TOL));
+  }
+  /* The global policy's scale (rule N9). */
+  if (!rep.global || cfg->global_policy == GNMR_GLOBAL_NONE)
+    FUZZ_CHECK(rep.global_scale == 1.0);
+  if (rep.global && cfg->global_policy == GNMR_GLOBAL_SKIP)
+    FUZZ_CHECK(rep.global_scale == 0.0);
+  for (u = 0; u < n; u++) {
+    const gnmr_decision *x = &d[u];
+    int rise = (x->flags & GNMR_FLAG_RATIO) != 0;
+    int fall = (x->flags & GNMR_FLAG_FALL) != 0;
+    int nonfinite = (x->flags & GNMR_FLAG_NONFINITE) != 0;
+    /* GLOBAL on every unit of a GLOBAL step, on none otherwise. */
+    FUZZ_CHECK(!(x->flags & GNMR_FLAG_GLOBAL) == !rep.global);
+    FUZZ_CHECK(!(x->flags & GNMR_FLAG_DELTA));
+    FUZZ_CHECK(!(rise && fall));
+    FUZZ_CHECK(!(nonfinite && (rise || fall)));
+    if (!cfg->two_sided) FUZZ_CHECK(!fall);
+    rises += (uint32_t)rise;
+    falls += (uint32_t)fall;
+    flagged += (uint32_t)(rise || fall || nonfinite);
+    if (nonfinite) continue;
+    /* A finite unit: d and e finite; the rule's conditions (N4). */
+    FUZZ_CHECK(isfinite(x->ratio) && isfinite(x->delta));
+    if (rise || fall) {
+      FUZZ_CHECK(k0[u] >= cfg->warmup_steps && k0[u] > 0);
+      FUZZ_CHECK(x->score >= 1.0);
+    } else {
+      FUZZ_CHECK(x->score == 0.0);
+    }
+    if (k0[u] < cfg->warmup_steps) FUZZ_CHECK(x->flags & GNMR_FLAG_WARMUP);
+    if (k0[u] >= cfg->warmup_steps) FUZZ_CHECK(!(x->flags & GNMR_FLAG_WARMUP));
+    if (rise)
+      FUZZ_CHECK(x->delta > 0.0 &&
+                 x->ratio > fuzz_L(cfg->min_rise, cfg->eps) - FUZZ_LOG_TOL);
+    if (fall)
+      FUZZ_CHECK(x->delta < 0.0 &&
+                 x->ratio < fuzz_L(cfg->max_fall, cfg->eps) + FUZZ_LOG_TOL);
+    if (k0[u] == 0) FUZZ_CHECK(x->ratio == 0.0 && x->delta == 0.0);
+    /* Scale (N9): the unit's own, times the global policy's. */
+    if (!rise && !fall) {
+      FUZZ_CHECK(x->scale == rep.global_scale);
+    } else if (cfg->spike_policy == GNMR_SPIKE_SKIP) {
+      FUZZ_CHECK(x->scale == 0.0);
+    } else if (cfg->spike_policy == GNMR_SPIKE_PASS || fall) {
+      FUZZ_CHECK(x->scale == rep.global_scale); /* never scaled up */
+    } else {
+      FUZZ_CHECK(x->scale <= rep.global_scale);
+    }
+    (void)norms;
+  }
+  FUZZ_CHECK(rep.rises == rises && rep.falls == falls);
+  FUZZ_CHECK(rep.flagged == flagged);
+  FUZZ_CHECK(after->falls == before->falls + falls);
+  FUZZ_CHECK(after->global_steps == before->global_steps + rep.global);
+}
+
 static int fuzz_has_negative(const float *norms, uint32_t n) {
   uint32_t u;
   for (u = 0; u < n; u++)
@@ -172,6 +327,7 @@ FUZZ_UNUSED static int fuzz_step_checked(gnmr_ctl *ctl, fuzz_shadow *sh,
   uint32_t n = ctl->n_units, u, rec_now = 0, over = 0, admitted = 0, risky = 0;
   uint32_t nonfinite = 0, held = 0;
   gnmr_counters before, after, unit_sum;
+  uint64_t k0[FUZZ_MAX_UNITS + 1], kg0 = ctl->global_k;
   int rc, over_at_start;
 
   FUZZ_CHECK(gnmr_counters_get(ctl, GNMR_ALL_UNITS, &before) == GNMR_OK);
@@ -183,8 +339,12 @@ FUZZ_UNUSED static int fuzz_step_checked(gnmr_ctl *ctl, fuzz_shadow *sh,
     FUZZ_CHECK(fuzz_same(&snap, ctl, ctl->units, n));
     return rc;
   }
-  for (u = 0; u < n; u++)
+  for (u = 0; u < n; u++) {
+    gnmr_counters c;
     FUZZ_CHECK(gnmr_recovering(ctl, u) == (sh->lock_left[u] > 0));
+    FUZZ_CHECK(gnmr_counters_get(ctl, u, &c) == GNMR_OK);
+    k0[u] = c.finite_steps;
+  }
   /* More units recovering than the budget (gnmr_reconfigure lowered it):
      locks that run out are not renewed. */
   over_at_start = before.recovering > cfg->max_recovering;
@@ -219,7 +379,8 @@ FUZZ_UNUSED static int fuzz_step_checked(gnmr_ctl *ctl, fuzz_shadow *sh,
       FUZZ_CHECK(!isnan(x->ratio) && !isnan(x->delta) && !isnan(x->score));
     }
     if (x->flags & GNMR_FLAG_WARMUP)
-      FUZZ_CHECK(!(x->flags & (GNMR_FLAG_RATIO | GNMR_FLAG_DELTA)));
+      FUZZ_CHECK(
+          !(x->flags & (GNMR_FLAG_RATIO | GNMR_FLAG_DELTA | GNMR_FLAG_FALL)));
     if ((x->flags & GNMR_FLAG_RATIO) && cfg->rule == GNMR_RULE_PAPER)
       FUZZ_CHECK(x->ratio > cfg->ratio_threshold);
     if (x->flags & GNMR_FLAG_DELTA) FUZZ_CHECK(x->delta > cfg->delta_threshold);
@@ -298,6 +459,12 @@ FUZZ_UNUSED static int fuzz_step_checked(gnmr_ctl *ctl, fuzz_shadow *sh,
     unit_sum.recovering += c.recovering;
   }
   FUZZ_CHECK(unit_sum.recovering == rec_now);
+  if (cfg->rule == GNMR_RULE_NOISE) {
+    fuzz_noise_checked(ctl, norms, d, k0, kg0, &before, &after);
+  } else {
+    FUZZ_CHECK(after.falls == before.falls &&
+               after.global_steps == before.global_steps);
+  }
   fuzz_state_valid(ctl);
   return rc;
 }

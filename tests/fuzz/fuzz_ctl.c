@@ -1,8 +1,9 @@
 /* fuzz_ctl.c - libFuzzer harness for the controller.
 
-   The input is a program: a unit count and a config (mostly valid, sometimes
-   not), then operations until the bytes run out: steps with arbitrary norms
-   (NaN, +-Inf, negative, subnormal, huge), runs of calm steps, checkpoint
+   The input is a program: a unit count and a config (PAPER or NOISE mode,
+   with NOISE mode's fields and global policies drawn too; mostly valid,
+   sometimes not), then operations until the bytes run out: steps with arbitrary
+   norms (NaN, +-Inf, negative, subnormal, huge), runs of calm steps, checkpoint
    round trips, reconfigures (op byte 0xFF) and calls that must be refused.
    Two controllers run it side
    by side: A never interrupted, B saved and loaded into a fresh controller
@@ -113,7 +114,7 @@ static void refused_calls(side *a, fuzz_reader *r) {
   REFUSED(gnmr_checkpoint_save(ctl, ckpt_bad, 3, &written), GNMR_ESIZE);
 
   /* Re-initialising with a broken config refuses and keeps the old state. */
-  switch (which % 9) {
+  switch (which % 20) {
   case 0: bad.ratio_threshold = 1.0; break;
   case 1: bad.delta_threshold = 0.0; break;
   case 2: bad.history_decay = 0.0; break;
@@ -122,6 +123,17 @@ static void refused_calls(side *a, fuzz_reader *r) {
   case 5: bad.lock_steps = 0; break;
   case 6: bad.spike_policy = 7; break;
   case 7: bad.max_recovering = n + 1u; break;
+  case 9: bad.rule = 2; break;
+  case 10: bad.two_sided = 2; break;
+  case 11: bad.z_rise = 0.0; break;
+  case 12: bad.z_fall = INFINITY; break;
+  case 13: bad.max_fall = 1.0; break;
+  case 14: bad.ar = 1.0; break;
+  case 15: bad.fluct_decay = 0.0; break;
+  case 16: bad.winsor = 0.5; break;
+  case 17: bad.global_frac = 0.0; break;
+  case 18: bad.common_min_units = 0; break;
+  case 19: bad.global_policy = 3; break;
   default: bad.delta_window = 0; break;
   }
   REFUSED(gnmr_init(ctl, &bad, units, n), GNMR_ECONFIG);
@@ -185,7 +197,7 @@ static void refused_calls(side *a, fuzz_reader *r) {
 static void reconfigure_both(side *a, side *b, fuzz_reader *r) {
   static fuzz_snapshot snap;
   uint32_t n = a->ctl.n_units;
-  gnmr_config c = fuzz_config(r, n);
+  gnmr_config c = fuzz_config_any(r, n);
   int ra, rb;
   fuzz_snap(&snap, &a->ctl, a->units[a->slot], n);
   ra = gnmr_reconfigure(&a->ctl, &c);
@@ -243,7 +255,7 @@ static uint64_t run(const uint8_t *data, size_t size, int fill) {
   r.p = data;
   r.left = size;
   n = fuzz_u8(&r) % (FUZZ_MAX_UNITS + 1u);
-  cfg = fuzz_config(&r, n);
+  cfg = fuzz_config_any(&r, n);
   memset(&a, fill, sizeof a);
   memset(&b, fill ^ 0xFF, sizeof b);
 
