@@ -344,8 +344,11 @@ bench: $(B)/bench_ctl bench-norm
 	$(B)/bench_ctl --rule paper --csv $(B)/bench_ctl.csv
 
 # The controller of this tree against that of git revision BASE, both in
-# one process, timed in alternating pairs (bench/ab_ctl.c).
+# one process, timed in alternating pairs (bench/ab_ctl.c). AB_RULES="paper
+# noise" runs the base with PAPER rules, this tree with NOISE (default: both
+# PAPER): with BASE=HEAD, NOISE mode's cost against PAPER mode's.
 BASE ?= HEAD
+AB_RULES ?=
 AB_FLAGS = $(BENCH_FLAGS) -D_POSIX_C_SOURCE=199309L
 # The base's directory before -I. (in AB_FLAGS): the first -I that holds a
 # gnmr.h is the one included.
@@ -358,10 +361,10 @@ ab-ctl: bench/ab_ctl.c gnmr.h
 	  -c -o $(B)/ab/this.o bench/ab_ctl.c
 	$(firstword $(CC_LIST)) $(AB_FLAGS) -DAB_MAIN -o $(B)/ab_ctl \
 	  bench/ab_ctl.c $(B)/ab/base.o $(B)/ab/this.o -lm
-	$(B)/ab_ctl 0 4 1
-	$(B)/ab_ctl 0 4 0
-	$(B)/ab_ctl 1 4 1
-	$(B)/ab_ctl 1 512 1
+	$(B)/ab_ctl 0 4 1 $(AB_RULES)
+	$(B)/ab_ctl 0 4 0 $(AB_RULES)
+	$(B)/ab_ctl 1 4 1 $(AB_RULES)
+	$(B)/ab_ctl 1 512 1 $(AB_RULES)
 
 # ---- examples --------------------------------------------------------------
 $(B)/quickstart: examples/quickstart.c gnmr.h

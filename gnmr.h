@@ -139,8 +139,10 @@
    gnmr_step_info reads the last step's verdict: G, L(G) - mu_G and its
    exp, c, the settled units, the units flagged, rises and falls, GLOBAL
    and the global scale. The step is one pass over the units more than
-   PAPER mode's, and its units take the scalar rules (PAPER mode's calm
-   units take an AVX-512 path): bench/RESULTS.md has the cost.
+   PAPER mode's; on the AVX-512 path both passes take eight units at a
+   time (the units not calm take the scalar rules, with the same bits), and
+   a calm step costs about 1.4x PAPER mode's (N = 4096): bench/RESULTS.md
+   has the cost.
 
    Actions (gnmr_decision.action; gnmr_action_name names them):
        KEEP     on the cheap path next step (calm, or risky and refused)
@@ -1316,6 +1318,15 @@ typedef struct gnmr__rules {
   int global;
 } gnmr__rules;
 
+/* The per-unit rules inlined into the step's loops on the host (a call
+   per unit, and the config re-read after it, cost about a third of the
+   scalar NOISE step); a device build keeps nvcc's own choice. */
+#if (defined(__GNUC__) || defined(__clang__)) && !defined(__CUDACC__)
+#define GNMR__HOT __inline__ __attribute__((always_inline))
+#else
+#define GNMR__HOT
+#endif
+
 /* ---- NOISE mode's arithmetic (rules N0-N9) --------------------------------
    Plain IEEE adds, multiplies and divides in a fixed order (every product
    that meets an add through gnmr__mul), so the host, every SIMD path and a
@@ -1327,7 +1338,7 @@ typedef struct gnmr__rules {
    double), = e ln2 + 2y (1 + y^2/3 + y^4/5 + y^6/7) with x = f 2^e, f in
    [1, 2) read off the bits and y = (f - 1) / (f + 1): |error| < 2e-5 and
    increasing in x. */
-static GNMR_HOSTDEV double gnmr__log(double x, double lo) {
+static GNMR__HOT GNMR_HOSTDEV double gnmr__log(double x, double lo) {
   uint64_t b;
   double f, y, y2, t;
   int e;
@@ -1370,13 +1381,41 @@ static GNMR_HOSTDEV double gnmr__exp_neg(double x) {
 }
 
 /* Rule N3's grid: q(x) = floor((x + 8) 256) clamped to [0, 4095]. */
-static GNMR_HOSTDEV uint32_t gnmr__grid(double x) {
+static GNMR__HOT GNMR_HOSTDEV uint32_t gnmr__grid(double x) {
   double y = (x + 8.0) * 256.0;
   return y <= 0.0 ? 0u : y >= 4095.0 ? 4095u : (uint32_t)y;
 }
 
-static GNMR_HOSTDEV double gnmr__clamp(double x, double lo, double hi) {
+static GNMR__HOT GNMR_HOSTDEV double gnmr__clamp(double x, double lo,
+                                                 double hi) {
   return x < lo ? lo : x > hi ? hi : x;
+}
+
+/* What phase 2's pass over the units gives (rule N3): G's sum of squares,
+   the counts, and the grid bin of the settled units' lower median (bin:
+   set only when settled >= common_min_units). */
+typedef struct gnmr__common_sums {
+  double sumsq;
+  uint32_t settled, up, finite, bin;
+} gnmr__common_sums;
+
+/* The lower median's bin from the bins' counts: the first bin whose count
+   with those below it exceeds rank = (settled - 1) / 2. The bins hold
+   `settled` > rank counts, so it lies in one of the 64 blocks of 64 (the
+   last, if none before) and the search stops inside the array. */
+static GNMR_HOSTDEV uint32_t gnmr__median_bin(const uint32_t *hist,
+                                              uint32_t settled) {
+  const uint32_t rank = (settled - 1) / 2;
+  uint32_t block, at, below = 0;
+  for (block = 0; block < 63; block++) {
+    uint32_t i, sum = 0;
+    for (i = 0; i < 64; i++) sum += hist[block * 64 + i];
+    if (below + sum > rank) break;
+    below += sum;
+  }
+  for (at = block * 64; at < 4095 && below + hist[at] <= rank; at++)
+    below += hist[at];
+  return at;
 }
 
 /* Rules N2 and N4-N7 for one history (a unit's, or the global norm's with
@@ -1384,12 +1423,10 @@ static GNMR_HOSTDEV double gnmr__clamp(double x, double lo, double hi) {
    GNMR_FLAG_FALL, GNMR_FLAG_WARMUP or 0; *d, *e and *score as the rules
    name them (0 on the first observation; score 0 unless flagged), *room
    = z_rise S - d (rule N9's clip, in log units). */
-static GNMR_HOSTDEV uint32_t gnmr__noise_history(const gnmr__rules *c,
-                                                 double *mu, double *s,
-                                                 double *p, uint64_t *k,
-                                                 double dr, double common,
-                                                 double *d_, double *e_,
-                                                 double *score, double *room) {
+static GNMR__HOT GNMR_HOSTDEV uint32_t
+gnmr__noise_history(const gnmr__rules *c, double *mu, double *s, double *p,
+                    uint64_t *k, double dr, double common, double *d_,
+                    double *e_, double *score, double *room) {
   const uint64_t k0 = *k, k1 = k0 + 1;
   double d, e, S, hi, lo, a, x;
   uint32_t flags = k0 < c->warmup ? (uint32_t)GNMR_FLAG_WARMUP : 0u;
@@ -1488,10 +1525,9 @@ enum {
 
 /* Rules N2, N4-N7 and N9's own scale for unit u, finite g; the step's
    phase 2 has left dev[u] = L(g) - mu. */
-static GNMR_HOSTDEV uint32_t gnmr__noise_unit(const gnmr__rules *c,
-                                              const gnmr__soa *s, uint32_t u,
-                                              double *ratio, double *delta,
-                                              double *score, double *scale) {
+static GNMR__HOT GNMR_HOSTDEV uint32_t
+gnmr__noise_unit(const gnmr__rules *c, const gnmr__soa *s, uint32_t u,
+                 double *ratio, double *delta, double *score, double *scale) {
   double room;
   uint32_t flags = gnmr__noise_history(
       c, &s->log_mean[u], &s->fluct[u], &s->last_dev[u], &s->finite_steps[u],
@@ -1512,10 +1548,9 @@ static GNMR_HOSTDEV uint32_t gnmr__noise_unit(const gnmr__rules *c,
    scores are >= 1 or +inf); whoever runs rule 7 clears every mark. Reads
    and writes unit u only, so units may be stepped in any order, or one
    CUDA thread each. */
-static GNMR_HOSTDEV unsigned gnmr__unit_step(const gnmr__rules *c,
-                                             const gnmr__soa *s,
-                                             const float *norms,
-                                             gnmr_decision *out, uint32_t u) {
+static GNMR__HOT GNMR_HOSTDEV unsigned
+gnmr__unit_step(const gnmr__rules *c, const gnmr__soa *s, const float *norms,
+                gnmr_decision *out, uint32_t u) {
   const double g = (double)norms[u];
   double ratio, delta, score, scale = 1.0;
   uint32_t flags;
@@ -1644,8 +1679,11 @@ typedef struct gnmr__step_ctx {
 } gnmr__step_ctx;
 
 /* Unit u on the CPU: its rules, its share of the totals, and, if it waits
-   for a slot, its index listed in the heap scratch for rule 7. */
-static GNMR_HOSTDEV void gnmr__unit_cpu(gnmr__step_ctx *c, uint32_t u) {
+   for a slot, its index listed in the heap scratch for rule 7. Inlined
+   into the scalar loop (a call per unit was about a tenth of the scalar
+   step's instructions). */
+static GNMR__HOT GNMR_HOSTDEV void gnmr__unit_cpu_inline(gnmr__step_ctx *c,
+                                                         uint32_t u) {
   unsigned ev = gnmr__unit_step(&c->r, &c->s, c->norms, c->out, u);
   if (ev == 0) return;
   c->n_risky += (ev & GNMR__EV_RISKY) != 0;
@@ -1657,6 +1695,18 @@ static GNMR_HOSTDEV void gnmr__unit_cpu(gnmr__step_ctx *c, uint32_t u) {
   c->n_fall += (ev & GNMR__EV_FALL) != 0;
   if (ev & GNMR__EV_CANDIDATE) c->s.heap[c->candidates++] = u;
 }
+
+#if GNMR__CTL_AVX512
+/* The same, out of line: the SIMD loops' lanes that are not calm. (Inlined
+   there it would be compiled for their target, FMA included.) */
+#if (defined(__GNUC__) || defined(__clang__)) && !defined(__CUDACC__)
+__attribute__((noinline))
+#endif
+static GNMR_HOSTDEV void
+gnmr__unit_cpu(gnmr__step_ctx *c, uint32_t u) {
+  gnmr__unit_cpu_inline(c, u);
+}
+#endif
 
 /* ---- the step, eight calm units at a time (AVX-512) -----------------------
    Most units on most steps are calm: finite, past the first W observations,
@@ -1704,18 +1754,16 @@ static __m512d gnmr__mul8(__m512d a, __m512d b) {
   return p;
 }
 
-GNMR__TARGET_AVX512 __inline__ __attribute__((always_inline)) static unsigned
-gnmr__calm8_avx512(gnmr__step_ctx *c, uint32_t u) {
-  /* Eight decisions are 40 doubles of memory, written as five vectors:
-     lane l of vector j holds field F = (8j + l) % 5 of unit U = (8j + l) / 5
-     (F: 0 ratio, 1 delta, 2 score, 3 scale, 4 flags and action as one
-     word). Each vector is three permutes: the first takes ratio (index U)
-     and delta (8 + U) into the F 0/1 lanes and leaves its own index bits in
-     the rest: 1.0 for the scale, 0 (flags 0, KEEP) elsewhere; the second
-     takes the score (8 + U) into the F 2 lanes; under warm-up a third puts
-     WARMUP into the F 4 lanes (index U, from the low bits). Plain stores of
-     the same 40 doubles made the calm step 10-30% slower at N = 4096
-     (bench/RESULTS.md). */
+/* Eight decisions are 40 doubles of memory, written as five vectors:
+   lane l of vector j holds field F = (8j + l) % 5 of unit U = (8j + l) / 5
+   (F: 0 ratio, 1 delta, 2 score, 3 scale, 4 flags and action as one
+   word). Each vector is three permutes: the first takes ratio (index U)
+   and delta (8 + U) into the F 0/1 lanes and leaves its own index bits in
+   the rest: 1.0 for the scale, 0 (flags 0, KEEP) elsewhere; the second
+   takes the score (8 + U) into the F 2 lanes; under warm-up a third puts
+   WARMUP into the F 4 lanes (index U, from the low bits). Plain stores of
+   the same 40 doubles made the calm step 10-30% slower at N = 4096
+   (bench/RESULTS.md). */
 #define GNMR__P(j, l) (8 * (j) + (l))
 #define GNMR__F(j, l) (GNMR__P(j, l) % 5)
 #define GNMR__U(j, l) (GNMR__P(j, l) / 5)
@@ -1730,23 +1778,26 @@ gnmr__calm8_avx512(gnmr__step_ctx *c, uint32_t u) {
                         : 0)
 #define GNMR__ROW(T, j)                                                        \
   { T(j, 0), T(j, 1), T(j, 2), T(j, 3), T(j, 4), T(j, 5), T(j, 6), T(j, 7) }
-  /* the lanes of vector j that hold field f, as a mask */
+/* the lanes of vector j that hold field f, as a mask */
 #define GNMR__LANE(j, l, f) ((GNMR__F(j, l) == (f)) << (l))
 #define GNMR__LANES(j, f)                                                      \
   (GNMR__LANE(j, 0, f) | GNMR__LANE(j, 1, f) | GNMR__LANE(j, 2, f) |           \
    GNMR__LANE(j, 3, f) | GNMR__LANE(j, 4, f) | GNMR__LANE(j, 5, f) |           \
    GNMR__LANE(j, 6, f) | GNMR__LANE(j, 7, f))
-  static const long long from_a[5][8] = {
-      GNMR__ROW(GNMR__FROM_A, 0), GNMR__ROW(GNMR__FROM_A, 1),
-      GNMR__ROW(GNMR__FROM_A, 2), GNMR__ROW(GNMR__FROM_A, 3),
-      GNMR__ROW(GNMR__FROM_A, 4)};
-  static const long long from_b[5][8] = {
-      GNMR__ROW(GNMR__FROM_B, 0), GNMR__ROW(GNMR__FROM_B, 1),
-      GNMR__ROW(GNMR__FROM_B, 2), GNMR__ROW(GNMR__FROM_B, 3),
-      GNMR__ROW(GNMR__FROM_B, 4)};
+static const long long gnmr__from_a[5][8] = {
+    GNMR__ROW(GNMR__FROM_A, 0), GNMR__ROW(GNMR__FROM_A, 1),
+    GNMR__ROW(GNMR__FROM_A, 2), GNMR__ROW(GNMR__FROM_A, 3),
+    GNMR__ROW(GNMR__FROM_A, 4)};
+static const long long gnmr__from_b[5][8] = {
+    GNMR__ROW(GNMR__FROM_B, 0), GNMR__ROW(GNMR__FROM_B, 1),
+    GNMR__ROW(GNMR__FROM_B, 2), GNMR__ROW(GNMR__FROM_B, 3),
+    GNMR__ROW(GNMR__FROM_B, 4)};
 #undef GNMR__ROW
 #undef GNMR__FROM_B
 #undef GNMR__FROM_A
+
+GNMR__TARGET_AVX512 __inline__ __attribute__((always_inline)) static unsigned
+gnmr__calm8_avx512(gnmr__step_ctx *c, uint32_t u) {
   const gnmr__soa *s = &c->s;
   const size_t n = c->r.n;
   __m512d g, m, wsum, mm, ratio, delta, a, b, score, w;
@@ -1866,9 +1917,9 @@ gnmr__calm8_avx512(gnmr__step_ctx *c, uint32_t u) {
       double *d = (double *)(void *)(c->out + u);
 #define GNMR__DECISIONS8(j)                                                    \
   do {                                                                         \
-    const __m512i b_ = _mm512_loadu_si512((const void *)from_b[j]);            \
+    const __m512i b_ = _mm512_loadu_si512((const void *)gnmr__from_b[j]);      \
     __m512d v_ = _mm512_mask2_permutex2var_pd(                                 \
-        ratio, _mm512_loadu_si512((const void *)from_a[j]),                    \
+        ratio, _mm512_loadu_si512((const void *)gnmr__from_a[j]),              \
         (__mmask8)(GNMR__LANES(j, 0) | GNMR__LANES(j, 1)), delta);             \
     v_ = _mm512_mask_permutex2var_pd(v_, (__mmask8)GNMR__LANES(j, 2), b_,      \
                                      score);                                   \
@@ -1883,15 +1934,339 @@ gnmr__calm8_avx512(gnmr__step_ctx *c, uint32_t u) {
       GNMR__DECISIONS8(3);
       GNMR__DECISIONS8(4);
 #undef GNMR__DECISIONS8
+    }
+  }
+  return (__mmask8)~calm;
+}
+
+/* ---- NOISE mode, eight units at a time (AVX-512) --------------------------
+   Phase 2 (gnmr__common_avx512) and phase 3's calm units
+   (gnmr__noise8_avx512) with gnmr__log's, gnmr__noise_history's and
+   gnmr__grid's operations in their order, so the bits are those of the
+   scalar rules; the lanes of a unit that is not finite, still warming up,
+   locked, cooling down or flagged are left to gnmr__unit_step. Every
+   arithmetic result passes through gnmr__keep8 (gnmr__add8 and the
+   others), so clang's fast-math flags cannot reorder any of it. */
+
+/* An add, subtract or divide exactly as written: under clang's fast-math
+   flags (which intrinsics keep) an unguarded a * (1 + b) became a + a * b,
+   one FMA, in this file's first NOISE-mode build with -Ofast. */
+GNMR__TARGET_AVX512
+static __m512d gnmr__add8(__m512d a, __m512d b) {
+  return gnmr__keep8(_mm512_add_pd(a, b));
+}
+GNMR__TARGET_AVX512
+static __m512d gnmr__sub8(__m512d a, __m512d b) {
+  return gnmr__keep8(_mm512_sub_pd(a, b));
+}
+GNMR__TARGET_AVX512
+static __m512d gnmr__div8(__m512d a, __m512d b) {
+  return gnmr__keep8(_mm512_div_pd(a, b));
+}
+
+/* Rule N0's L(max(x, lo)), gnmr__log eight lanes wide (x > 0 or lo). */
+GNMR__TARGET_AVX512 __inline__ __attribute__((always_inline)) static __m512d
+gnmr__log8(__m512d x, __m512d lo) {
+  const __m512d one = _mm512_set1_pd(1.0);
+  const __m512i b = _mm512_castpd_si512(_mm512_maskz_max_pd(0xFF, x, lo));
+  const __m512d e = _mm512_maskz_cvtepi64_pd(
+      0xFF, _mm512_sub_epi64(_mm512_maskz_srli_epi64(0xFF, b, 52),
+                             _mm512_set1_epi64(1023)));
+  const __m512d f = _mm512_castsi512_pd(_mm512_or_si512(
+      _mm512_and_si512(b, _mm512_set1_epi64(0x000FFFFFFFFFFFFFLL)),
+      _mm512_set1_epi64(0x3FF0000000000000LL)));
+  const __m512d y = gnmr__div8(gnmr__sub8(f, one), gnmr__add8(f, one));
+  const __m512d y2 = gnmr__mul8(y, y);
+  __m512d t = gnmr__add8(_mm512_set1_pd(1.0 / 5.0),
+                         gnmr__mul8(y2, _mm512_set1_pd(1.0 / 7.0)));
+  t = gnmr__add8(_mm512_set1_pd(1.0 / 3.0), gnmr__mul8(y2, t));
+  t = gnmr__add8(one, gnmr__mul8(y2, t));
+  return gnmr__add8(gnmr__mul8(e, _mm512_set1_pd(GNMR__LN2)),
+                    gnmr__mul8(gnmr__mul8(_mm512_set1_pd(2.0), y), t));
+}
+
+/* Phase 2's pass over the units, eight at a time (the last group masked):
+   dev, G's sum of squares in its order (lane u % 8 of a block of 256 is
+   lane u % 8 of the vector), the counts, and the median's bin. Up to
+   GNMR__BINS_KEPT units, the settled units' bins are kept (16 bits each,
+   4096 for the others) and the median is found by counting the kept bins
+   at or below a few pivots with vector compares (gnmr__median_kept: one
+   pass over at most 16 KiB on a calm step), much cheaper than counting
+   4096 integer bins one unit at a time (0.5 of this pass's 1.3 ns per
+   unit at N = 4096). Above it, the bins are counted as gnmr__common_scalar
+   does. Either way the same bin as gnmr__median_bin: the first value
+   whose count of bins at or below it exceeds the rank. */
+#define GNMR__BINS_KEPT 8192
+
+/* The least and the greatest of eight unsigned 32-bit lanes. */
+GNMR__TARGET_AVX512
+static uint32_t gnmr__min8u(__m256i v) {
+  uint32_t x[8], m, i;
+  _mm256_storeu_si256((__m256i *)(void *)x, v);
+  for (m = x[0], i = 1; i < 8; i++) m = x[i] < m ? x[i] : m;
+  return m;
+}
+GNMR__TARGET_AVX512
+static uint32_t gnmr__max8u(__m256i v) {
+  uint32_t x[8], m, i;
+  _mm256_storeu_si256((__m256i *)(void *)x, v);
+  for (m = x[0], i = 1; i < 8; i++) m = x[i] > m ? x[i] : m;
+  return m;
+}
+
+/* The sum of 32 16-bit lanes (each at most 256 here: exact). */
+GNMR__TARGET_AVX512
+static uint32_t gnmr__sum32w(__m512i v) {
+  int32_t x[16]; /* stored: g++ 12's _mm512_reduce_add_epi32 warns */
+  uint32_t i, sum = 0;
+  _mm512_storeu_si512((void *)x, _mm512_madd_epi16(v, _mm512_set1_epi16(1)));
+  for (i = 0; i < 16; i++) sum += (uint32_t)x[i];
+  return sum;
+}
+
+/* The lower median's bin from the kept bins bin[0 .. end) (end a multiple
+   of 32; 4096 where none): the smallest b in [lo, hi] (the settled bins'
+   least and greatest) with more than rank bins at or below it. Each pass
+   counts the bins at or below four pivots at once: the first pass's
+   around guess (the last step's median; most steps' is within a bin of
+   it), later ones spread over what is left (a fifth each). */
+GNMR__TARGET_AVX512
+static uint32_t gnmr__median_kept(const uint16_t *bin, uint32_t end,
+                                  uint32_t rank, uint32_t lo, uint32_t hi,
+                                  uint32_t guess) {
+  const __m512i one = _mm512_set1_epi16(1);
+  int first = 1;
+  while (lo < hi) {
+    uint32_t p[4], i, u, below;
+    __m512i c0 = _mm512_setzero_si512(), c1 = c0, c2 = c0, c3 = c0;
+    __m512i p0, p1, p2, p3;
+    for (i = 0; i < 4; i++)
+      p[i] = first && guess >= lo + 2 && guess + 1 < hi
+                 ? guess - 2 + i                 /* g - 2 ... g + 1 */
+                 : lo + (hi - lo) * (i + 1) / 5; /* in [lo, hi - 1] */
+    first = 0;
+    p0 = _mm512_set1_epi16((short)p[0]);
+    p1 = _mm512_set1_epi16((short)p[1]);
+    p2 = _mm512_set1_epi16((short)p[2]);
+    p3 = _mm512_set1_epi16((short)p[3]);
+    for (u = 0; u < end; u += 32) {
+      const __m512i b = _mm512_loadu_si512((const void *)(bin + u));
+      c0 = _mm512_mask_add_epi16(c0, _mm512_cmple_epu16_mask(b, p0), c0, one);
+      c1 = _mm512_mask_add_epi16(c1, _mm512_cmple_epu16_mask(b, p1), c1, one);
+      c2 = _mm512_mask_add_epi16(c2, _mm512_cmple_epu16_mask(b, p2), c2, one);
+      c3 = _mm512_mask_add_epi16(c3, _mm512_cmple_epu16_mask(b, p3), c3, one);
+    }
+    for (i = 0; i < 4; i++) {
+      below = gnmr__sum32w(i == 0 ? c0 : i == 1 ? c1 : i == 2 ? c2 : c3);
+      if (below > rank) {
+        if (p[i] < hi) hi = p[i];
+      } else if (p[i] + 1 > lo) {
+        lo = p[i] + 1;
+      }
+    }
+  }
+  return lo;
+}
+GNMR__TARGET_AVX512
+static void gnmr__common_avx512(const gnmr__step_ctx *c, uint32_t min_units,
+                                uint32_t guess, gnmr__common_sums *out) {
+  union { /* 16 KiB either way */
+    uint32_t hist[4096];
+    uint16_t bin[GNMR__BINS_KEPT];
+  } w;
+  const gnmr__soa *s = &c->s;
+  const uint32_t n = c->r.n;
+  const int kept = n <= GNMR__BINS_KEPT;
+  const __m512d lo = _mm512_set1_pd(c->r.log_floor);
+  const __m512d lg = _mm512_set1_pd(c->r.l_global);
+  const __m512i warm = _mm512_set1_epi64((long long)c->r.warmup);
+  const __m256i none = _mm256_set1_epi32(4096); /* above every bin */
+  __m512d lane = _mm512_setzero_pd();
+  __m256i qmin = none, qmax = _mm256_setzero_si256();
+  uint32_t u, settled = 0, up = 0, finite = 0;
+  double sumsq = 0.0;
+  if (!kept) memset(w.hist, 0, sizeof w.hist);
+  for (u = 0; u < n; u += 8) {
+    const __mmask8 in =
+        n - u >= 8 ? (__mmask8)0xFF : (__mmask8)((1u << (n - u)) - 1u);
+    const __m256i bits =
+        _mm256_maskz_loadu_epi32(in, (const void *)(c->norms + u));
+    const __mmask8 fin =
+        in & _mm256_cmplt_epu32_mask(
+                 _mm256_and_si256(bits, _mm256_set1_epi32(0x7FFFFFFF)),
+                 _mm256_set1_epi32(0x7F800000));
+    __mmask8 set = 0;
+    __m256i q = none;
+    if ((u & 255) == 0) lane = _mm512_setzero_pd();
+    if (fin) {
+      const __m512d g = _mm512_maskz_cvtps_pd(0xFF, _mm256_castsi256_ps(bits));
+      const __m512d dr = gnmr__sub8(
+          gnmr__log8(g, lo), _mm512_maskz_loadu_pd(fin, s->log_mean + u));
+      const __m512i k =
+          _mm512_maskz_loadu_epi64(fin, (const void *)(s->finite_steps + u));
+      set = _mm512_mask_cmp_epu64_mask(fin, k, warm, _MM_CMPINT_NLT);
+      lane = gnmr__keep8(_mm512_mask_add_pd(lane, fin, lane, gnmr__mul8(g, g)));
+      _mm512_mask_storeu_pd(s->dev + u, fin, dr);
+      finite += (uint32_t)__builtin_popcount(fin);
+      if (set) {
+        /* gnmr__grid: (dr + 8) 256, 0 at or below 0, 4095 from 4095 up
+           (MAXPD(y, 0) is y > 0 ? y : 0, MINPD(y, 4095) y < 4095 ? y :
+           4095), then truncated */
+        const __m512d y = gnmr__mul8(gnmr__add8(dr, _mm512_set1_pd(8.0)),
+                                     _mm512_set1_pd(256.0));
+        q = _mm256_mask_mov_epi32(
+            none, set,
+            _mm512_maskz_cvttpd_epu32(
+                0xFF,
+                _mm512_maskz_min_pd(
+                    0xFF, _mm512_maskz_max_pd(0xFF, y, _mm512_setzero_pd()),
+                    _mm512_set1_pd(4095.0))));
+        qmin = _mm256_min_epu32(qmin, q); /* 4096 where not settled */
+        qmax = _mm256_mask_max_epu32(qmax, set, qmax, q);
+        settled += (uint32_t)__builtin_popcount(set);
+        up += (uint32_t)__builtin_popcount(
+            _mm512_mask_cmp_pd_mask(set, dr, lg, _CMP_GT_OQ));
+      }
+    }
+    if (kept) {
+      _mm_storeu_si128((__m128i *)(void *)(w.bin + u),
+                       _mm256_maskz_cvtepi32_epi16(0xFF, q));
+    } else if (set) {
+      uint32_t at[8], l;
+      _mm256_storeu_si256((__m256i *)(void *)at, q);
+      for (l = 0; l < 8; l++)
+        if (set & (1u << l)) w.hist[at[l]]++;
+    }
+    if ((u & 255) == 248 || n - u <= 8) {
+      double l[8];
+      _mm512_storeu_pd(l, lane);
+      sumsq +=
+          ((l[0] + l[1]) + (l[2] + l[3])) + ((l[4] + l[5]) + (l[6] + l[7]));
+    }
+  }
+  out->sumsq = sumsq;
+  out->settled = settled;
+  out->up = up;
+  out->finite = finite;
+  out->bin = 0;
+  if (settled >= min_units && kept) {
+    const uint32_t end = (n + 31) & ~31u;
+    for (u = (n + 7) & ~7u; u < end; u += 8) /* the last vector's rest */
+      _mm_storeu_si128((__m128i *)(void *)(w.bin + u), _mm_set1_epi16(4096));
+    out->bin = gnmr__median_kept(w.bin, end, (settled - 1) / 2,
+                                 gnmr__min8u(qmin), gnmr__max8u(qmax), guess);
+  } else if (settled >= min_units) {
+    out->bin = gnmr__median_bin(w.hist, settled);
+  }
+  _mm256_zeroupper(); /* as gnmr__units_avx512 */
+}
+
+/* Phase 3 for eight units of a NOISE step that is not GLOBAL: the lanes
+   of calm units (finite, k >= max(warmup_steps, 1), no lock, no cooldown,
+   neither a RISE nor a FALL) get rules N4-N7 and their decisions (d, e,
+   score 0, scale 1, no flags, KEEP); returns the other lanes. */
+GNMR__TARGET_AVX512 __inline__ __attribute__((always_inline)) static unsigned
+gnmr__noise8_avx512(gnmr__step_ctx *c, uint32_t u) {
+  const gnmr__soa *s = &c->s;
+  const gnmr__rules *r = &c->r;
+  const __m512d sign = _mm512_set1_pd(-0.0);
+  const __m256i norm_bits =
+      _mm256_loadu_si256((const __m256i *)(const void *)(c->norms + u));
+  const __m512i k = _mm512_loadu_si512((const void *)(s->finite_steps + u));
+  const __m256i busy = _mm256_or_si256(
+      _mm256_loadu_si256((const __m256i *)(const void *)(s->lock + u)),
+      _mm256_loadu_si256((const __m256i *)(const void *)(s->cooldown + u)));
+  __m512d dr, p, sf, d, e, S, hi, lo, nlo, a, x, ws, hs;
+  __m512i k1;
+  __mmask8 calm, young;
+  calm =
+      (__mmask8)(_mm256_cmplt_epu32_mask(
+                     _mm256_and_si256(norm_bits, _mm256_set1_epi32(0x7FFFFFFF)),
+                     _mm256_set1_epi32(0x7F800000)) &
+                 _mm512_cmp_epu64_mask(
+                     k,
+                     _mm512_set1_epi64(
+                         (long long)(r->warmup > 0 ? r->warmup : 1)),
+                     _MM_CMPINT_NLT) &
+                 _mm256_cmpeq_epi32_mask(busy, _mm256_setzero_si256()));
+  if (!calm) return 0xFF;
+  dr = _mm512_loadu_pd(s->dev + u);
+  p = _mm512_loadu_pd(s->last_dev + u);
+  sf = _mm512_loadu_pd(s->fluct + u);
+  /* rule N4 */
+  d = gnmr__sub8(dr, _mm512_set1_pd(r->common));
+  e = gnmr__sub8(d, gnmr__mul8(_mm512_set1_pd(r->ar), p));
+  S = _mm512_maskz_max_pd(0xFF, sf, _mm512_set1_pd(r->fluct_floor));
+  hi = gnmr__mul8(_mm512_set1_pd(r->z_rise), S);
+  lo = gnmr__mul8(_mm512_set1_pd(r->z_fall), S);
+  nlo = _mm512_xor_pd(lo, sign);
+  calm &= (__mmask8) ~(
+      _mm512_cmp_pd_mask(e, hi, _CMP_GT_OQ) &
+      _mm512_cmp_pd_mask(d, _mm512_set1_pd(r->l_min_rise), _CMP_GT_OQ));
+  if (r->two_sided)
+    calm &= (__mmask8) ~(
+        _mm512_cmp_pd_mask(e, nlo, _CMP_LT_OQ) &
+        _mm512_cmp_pd_mask(d, _mm512_set1_pd(r->l_max_fall), _CMP_LT_OQ));
+  if (!calm) return 0xFF;
+  /* rule N5 (k + 1 > warmup_steps: the step's clamp), clamp(x, -lo, hi)
+     as MAXPD(-lo, MINPD(hi, x)): x < -lo ? -lo : x > hi ? hi : x */
+  k1 = _mm512_add_epi64(k, _mm512_set1_epi64(1));
+  young = _mm512_cmp_epu64_mask(
+      k1, _mm512_set1_epi64((long long)r->full_weight_from), _MM_CMPINT_LT);
+  a = _mm512_set1_pd(r->floor_w);
+  if (young)
+    a = gnmr__keep8(_mm512_mask_div_pd(a, young, _mm512_set1_pd(1.0),
+                                       _mm512_maskz_cvtepu64_pd(0xFF, k1)));
+  _mm512_mask_storeu_pd(
+      s->log_mean + u, calm,
+      gnmr__add8(
+          _mm512_loadu_pd(s->log_mean + u),
+          gnmr__mul8(a, _mm512_maskz_max_pd(
+                            0xFF, nlo, _mm512_maskz_min_pd(0xFF, hi, dr)))));
+  /* rule N6: |e| (e < 0 ? -e : e), capped at winsor S */
+  x = _mm512_mask_xor_pd(
+      e, _mm512_cmp_pd_mask(e, _mm512_setzero_pd(), _CMP_LT_OQ), e, sign);
+  ws = gnmr__mul8(_mm512_set1_pd(r->winsor), S);
+  x = _mm512_maskz_min_pd(0xFF, ws, x);
+  young = _mm512_cmp_epu64_mask(
+      k, _mm512_set1_epi64((long long)r->fluct_full_from), _MM_CMPINT_LT);
+  a = _mm512_set1_pd(r->fluct_w);
+  if (young)
+    a = gnmr__keep8(_mm512_mask_div_pd(a, young, _mm512_set1_pd(1.0),
+                                       _mm512_maskz_cvtepu64_pd(0xFF, k)));
+  _mm512_mask_storeu_pd(s->fluct + u, calm,
+                        gnmr__add8(sf, gnmr__mul8(a, gnmr__sub8(x, sf))));
+  /* rule N7: not flagged; -(hold S) <= e <= hold S */
+  hs = gnmr__mul8(_mm512_set1_pd(r->hold), S);
+  _mm512_mask_storeu_pd(
+      s->last_dev + u,
+      calm & _mm512_cmp_pd_mask(e, hs, _CMP_LE_OQ) &
+          _mm512_cmp_pd_mask(e, _mm512_xor_pd(hs, sign), _CMP_GE_OQ),
+      _mm512_maskz_max_pd(0xFF, nlo, _mm512_maskz_min_pd(0xFF, hi, d)));
+  _mm512_mask_storeu_epi64((void *)(s->finite_steps + u), calm, k1);
+  if (c->out) {
+    /* ratio d (index U), delta e (8 + U); the other fields from the
+       index bits: score 0, scale 1.0, flags 0 and KEEP */
+    double *o = (double *)(void *)(c->out + u);
+#define GNMR__NOISE8(j)                                                        \
+  _mm512_storeu_pd(o + (size_t)8 * (j),                                        \
+                   _mm512_mask2_permutex2var_pd(                               \
+                       d, _mm512_loadu_si512((const void *)gnmr__from_a[j]),   \
+                       (__mmask8)(GNMR__LANES(j, 0) | GNMR__LANES(j, 1)), e))
+    GNMR__NOISE8(0);
+    GNMR__NOISE8(1);
+    GNMR__NOISE8(2);
+    GNMR__NOISE8(3);
+    GNMR__NOISE8(4);
+#undef GNMR__NOISE8
+  }
+  return (__mmask8)~calm;
+}
 #undef GNMR__LANES
 #undef GNMR__LANE
 #undef GNMR__U
 #undef GNMR__F
 #undef GNMR__P
-    }
-  }
-  return (__mmask8)~calm;
-}
 #endif
 
 #if GNMR__CTL_AVX512
@@ -1924,6 +2299,21 @@ static void gnmr__units_avx512(gnmr__step_ctx *c) {
      2.4 s for 60 steps, the same bits). */
   _mm256_zeroupper();
 }
+
+/* NOISE mode's unit loop (a step that is not GLOBAL): eight at a time, the
+   lanes gnmr__noise8_avx512 leaves to the scalar rules. */
+GNMR__TARGET_AVX512
+static void gnmr__units_noise_avx512(gnmr__step_ctx *c) {
+  uint32_t u = 0, n = c->r.n, lane;
+  for (; n - u >= 8; u += 8) {
+    unsigned rest = gnmr__noise8_avx512(c, u);
+    for (lane = 0; rest; lane++, rest >>= 1)
+      if (rest & 1u) gnmr__unit_cpu(c, u + lane);
+  }
+  for (; u < n; u++) gnmr__unit_cpu(c, u);
+  _mm256_zeroupper(); /* as gnmr__units_avx512 */
+}
+
 #endif
 
 /* ---- the step, in seven phases ---------------------------------------------
@@ -1990,59 +2380,76 @@ static GNMR_HOSTDEV void gnmr__step_verdict(gnmr_ctl *ctl, gnmr__rules *r,
   }
 }
 
-/* Phase 2, NOISE mode only, rule N3: every finite unit's dev = L(g) - mu,
-   the common deviation c of the settled units (the lower median on the
-   grid, from integer counts of its 4096 bins: the same value in any order
-   of units, in one pass; 16 KiB of counts on the stack), the global
-   norm's history and the verdict; the rules of phase 3 read c, GLOBAL and
-   the global scale. G's sum of squares has one fixed order, so a SIMD or
-   device path can give the same bits: blocks of 256 units, eight partial
-   sums in a block (unit u into lane u % 8, in order) folded as
-   ((0+1)+(2+3))+((4+5)+(6+7)), the blocks' sums added in order. */
-static GNMR_HOSTDEV void gnmr__step_common(gnmr_ctl *ctl, gnmr__step_ctx *c) {
-  gnmr__rules *r = &c->r;
+/* Phase 2's pass on the scalar path (and a device's): the grid's 4096
+   bins counted, 16 KiB on the stack, the median's found by sums of 64
+   first. */
+static GNMR_HOSTDEV void gnmr__common_scalar(const gnmr__step_ctx *c,
+                                             uint32_t min_units,
+                                             gnmr__common_sums *out) {
+  const gnmr__rules *r = &c->r;
   const gnmr__soa *s = &c->s;
-  gnmr_step_report *rep = &c->report;
-  /* the grid's 4096 bins (the median's found by sums of 64 first) */
-  uint32_t hist[4096], u, settled = 0, up = 0, finite = 0;
+  uint32_t hist[4096], u, at, settled = 0, up = 0, finite = 0;
   double sumsq = 0.0, lane[8];
   memset(hist, 0, sizeof hist);
-  memset(rep, 0, sizeof *rep);
-  rep->global_scale = 1.0;
-  for (u = 0; u < r->n; u++) {
-    const double g = (double)c->norms[u];
-    if ((u & 255) == 0) memset(lane, 0, sizeof lane);
-    if (gnmr__finite32(c->norms[u])) {
-      const double dr = gnmr__log(g, r->log_floor) - s->log_mean[u];
-      finite++;
-      lane[u & 7] += gnmr__mul(g, g); /* g * g is exact: g is a float */
-      s->dev[u] = dr;
-      if (s->finite_steps[u] >= r->warmup) {
-        settled++;
-        up += dr > r->l_global;
-        hist[gnmr__grid(dr)]++;
+  for (at = 0; at < r->n; at += 256) { /* G's blocks of 256 */
+    const uint32_t end = r->n - at > 256 ? at + 256 : r->n;
+    memset(lane, 0, sizeof lane);
+    for (u = at; u < end; u++) {
+      const double g = (double)c->norms[u];
+      if (gnmr__finite32(c->norms[u])) {
+        const double dr = gnmr__log(g, r->log_floor) - s->log_mean[u];
+        finite++;
+        lane[u & 7] += gnmr__mul(g, g); /* g * g is exact: g is a float */
+        s->dev[u] = dr;
+        if (s->finite_steps[u] >= r->warmup) {
+          settled++;
+          up += dr > r->l_global;
+          hist[gnmr__grid(dr)]++;
+        }
       }
     }
-    if ((u & 255) == 255 || u + 1 == r->n)
-      sumsq += ((lane[0] + lane[1]) + (lane[2] + lane[3])) +
-               ((lane[4] + lane[5]) + (lane[6] + lane[7]));
+    sumsq += ((lane[0] + lane[1]) + (lane[2] + lane[3])) +
+             ((lane[4] + lane[5]) + (lane[6] + lane[7]));
   }
-  if (settled >= ctl->cfg.common_min_units) {
-    /* The bins hold `settled` > rank counts, so the rank-th value lies in
-       one of the 64 blocks of 64 (the last, if none before) and the
-       search stops inside the array. */
-    const uint32_t rank = (settled - 1) / 2;
-    uint32_t block, at, below = 0;
-    for (block = 0; block < 63; block++) {
-      uint32_t i, sum = 0;
-      for (i = 0; i < 64; i++) sum += hist[block * 64 + i];
-      if (below + sum > rank) break;
-      below += sum;
-    }
-    for (at = block * 64; at < 4095 && below + hist[at] <= rank; at++)
-      below += hist[at];
-    r->common = ((double)at + 0.5) / 256.0 - 8.0;
-  }
+  out->sumsq = sumsq;
+  out->settled = settled;
+  out->up = up;
+  out->finite = finite;
+  out->bin = settled >= min_units ? gnmr__median_bin(hist, settled) : 0;
+}
+
+/* Phase 2, NOISE mode only, rule N3: every finite unit's dev = L(g) - mu,
+   the common deviation c of the settled units (the lower median on the
+   grid: the same value in any order of units), the global norm's history
+   and the verdict; the rules of phase 3 read c, GLOBAL and the global
+   scale. G's sum of squares has one fixed order, so a SIMD or device path
+   can give the same bits: blocks of 256 units, eight partial sums in a
+   block (unit u into lane u % 8, in order) folded as
+   ((0+1)+(2+3))+((4+5)+(6+7)), the blocks' sums added in order. */
+static GNMR_HOSTDEV void gnmr__step_common(gnmr_ctl *ctl, gnmr__step_ctx *c,
+                                           int wide) {
+  gnmr__rules *r = &c->r;
+  gnmr_step_report *rep = &c->report;
+  gnmr__common_sums sums;
+  double sumsq;
+  uint32_t settled, up, finite;
+  memset(rep, 0, sizeof *rep);
+  rep->global_scale = 1.0;
+#if GNMR__CTL_AVX512
+  if (wide)
+    gnmr__common_avx512(c, ctl->cfg.common_min_units,
+                        gnmr__grid(ctl->report.common), &sums);
+  else
+#else
+  (void)wide;
+#endif
+    gnmr__common_scalar(c, ctl->cfg.common_min_units, &sums);
+  sumsq = sums.sumsq;
+  settled = sums.settled;
+  up = sums.up;
+  finite = sums.finite;
+  if (settled >= ctl->cfg.common_min_units)
+    r->common = ((double)sums.bin + 0.5) / 256.0 - 8.0;
   gnmr__step_verdict(ctl, r, rep, sumsq, finite, settled, up);
 }
 
@@ -2052,13 +2459,16 @@ static GNMR_HOSTDEV void gnmr__step_units(gnmr__step_ctx *c, int wide) {
   uint32_t u;
 #if GNMR__CTL_AVX512
   if (wide) {
-    gnmr__units_avx512(c);
+    if (c->r.noise)
+      gnmr__units_noise_avx512(c);
+    else
+      gnmr__units_avx512(c);
     return;
   }
 #else
   (void)wide;
 #endif
-  for (u = 0; u < c->r.n; u++) gnmr__unit_cpu(c, u);
+  for (u = 0; u < c->r.n; u++) gnmr__unit_cpu_inline(c, u);
 }
 
 /* Phase 4, rule 7: how many candidates fit the slots left free after
@@ -2139,8 +2549,8 @@ GNMR_DEF GNMR_HOSTDEV int gnmr_step(gnmr_ctl *ctl, const float *norms,
   c.locked = c.candidates = c.n_rise = c.n_fall = 0;
   memset(&c.report, 0, sizeof c.report);
   c.report.global_scale = 1.0;
-  if (c.r.noise) gnmr__step_common(ctl, &c);
-  gnmr__step_units(&c, wide && !c.r.noise);
+  if (c.r.noise) gnmr__step_common(ctl, &c, wide);
+  gnmr__step_units(&c, wide && !(c.r.noise && c.r.global));
   k = gnmr__step_select(&c, ctl->cfg.max_recovering);
   gnmr__step_admit(&c, k);
   gnmr__step_over_budget(&c, k);

@@ -11,11 +11,18 @@
    prints the minimum and median ns per unit per step of each build and in
    how many pairs this build was faster.
 
-   usage: ab_ctl [spiky 0|1] [maxO] [decisions 0|1] */
+   usage: ab_ctl [spiky 0|1] [maxO] [decisions 0|1] [base paper|noise]
+                 [this paper|noise] [scalar]
+   (the rules of each side: gnmr_config_paper() by default, or 0.2's NOISE
+   mode, gnmr_config_default() with rule NOISE; a 0.1 base has PAPER only.
+   `ab_ctl 0 4 1 paper noise` with BASE=HEAD: NOISE mode's cost against
+   PAPER mode's, one build, one process; `scalar`: both sides' controllers
+   forced to their scalar path, 0.2 on) */
 #define _POSIX_C_SOURCE 199309L
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #define AB_UNITS 4096u
 #define AB_PAIRS 41
@@ -45,8 +52,9 @@ static double ab_uniform(void) {
 #if GNMR_VERSION_MAJOR == 0 && GNMR_VERSION_MINOR < 2
 typedef gnmr_unit gnmr_slot; /* 0.1's name */
 #endif
-double AB_SIDE(int spiky, uint32_t max_o, int decisions);
-double AB_SIDE(int spiky, uint32_t max_o, int decisions) {
+double AB_SIDE(int spiky, uint32_t max_o, int decisions, int noise, int scalar);
+double AB_SIDE(int spiky, uint32_t max_o, int decisions, int noise,
+               int scalar) {
   static gnmr_slot slots[AB_UNITS];
   static float x[16 * AB_UNITS];
   static gnmr_decision d[AB_UNITS];
@@ -60,8 +68,11 @@ double AB_SIDE(int spiky, uint32_t max_o, int decisions) {
        gnmr_config_paper (0.2's default, NOISE mode, has no AVX-512 path). */
 #if GNMR_VERSION_MAJOR == 0 && GNMR_VERSION_MINOR < 2
     gnmr_config cfg = gnmr_config_default();
+    if (noise || scalar) exit(2); /* 0.1: no NOISE mode, one path */
 #else
-    gnmr_config cfg = gnmr_config_paper();
+    gnmr_config cfg = noise ? gnmr_config_default() : gnmr_config_paper();
+    if (noise) cfg.rule = GNMR_RULE_NOISE;
+    if (scalar && gnmr_ctl_isa_force(GNMR_ISA_SCALAR) != GNMR_OK) exit(1);
 #endif
     cfg.max_recovering = max_o;
     if (gnmr_init(&ctl, &cfg, slots, AB_UNITS) != GNMR_OK) exit(1);
@@ -83,8 +94,8 @@ double AB_SIDE(int spiky, uint32_t max_o, int decisions) {
 #endif
 
 #ifdef AB_MAIN
-double ab_base(int spiky, uint32_t max_o, int decisions);
-double ab_this(int spiky, uint32_t max_o, int decisions);
+double ab_base(int spiky, uint32_t max_o, int decisions, int noise, int scalar);
+double ab_this(int spiky, uint32_t max_o, int decisions, int noise, int scalar);
 
 static int ab_cmp(const void *a, const void *b) {
   double x = *(const double *)a, y = *(const double *)b;
@@ -95,25 +106,31 @@ int main(int argc, char **argv) {
   const int spiky = argc > 1 ? atoi(argv[1]) : 0;
   const uint32_t max_o = argc > 2 ? (uint32_t)strtoul(argv[2], NULL, 10) : 4;
   const int decisions = argc > 3 ? atoi(argv[3]) : 1;
+  const int noise_a = argc > 4 && strcmp(argv[4], "noise") == 0;
+  const int noise_b = argc > 5 && strcmp(argv[5], "noise") == 0;
+  const int scalar = argc > 6 && strcmp(argv[6], "scalar") == 0;
   double a[AB_PAIRS], b[AB_PAIRS];
   int i, wins = 0;
   for (i = 0; i < AB_PAIRS; i++) {
     if (i & 1) {
-      b[i] = ab_this(spiky, max_o, decisions);
-      a[i] = ab_base(spiky, max_o, decisions);
+      b[i] = ab_this(spiky, max_o, decisions, noise_b, scalar);
+      a[i] = ab_base(spiky, max_o, decisions, noise_a, scalar);
     } else {
-      a[i] = ab_base(spiky, max_o, decisions);
-      b[i] = ab_this(spiky, max_o, decisions);
+      a[i] = ab_base(spiky, max_o, decisions, noise_a, scalar);
+      b[i] = ab_this(spiky, max_o, decisions, noise_b, scalar);
     }
     wins += b[i] < a[i];
   }
   qsort(a, AB_PAIRS, sizeof a[0], ab_cmp);
   qsort(b, AB_PAIRS, sizeof b[0], ab_cmp);
-  printf("N %u, %s, maxO %u, %s: base min %.2f median %.2f | this min "
-         "%.2f median %.2f ns/unit/step | this faster in %d of %d pairs\n",
-         AB_UNITS, spiky ? "spiky" : "calm", max_o,
-         decisions ? "decisions" : "out = NULL", a[0], a[AB_PAIRS / 2], b[0],
-         b[AB_PAIRS / 2], wins, AB_PAIRS);
+  printf("N %u%s, %s, maxO %u, %s: base (%s) min %.2f median %.2f | this "
+         "(%s) min %.2f median %.2f ns/unit/step | this/base %.2fx | this "
+         "faster in %d of %d pairs\n",
+         AB_UNITS, scalar ? " (scalar paths)" : "", spiky ? "spiky" : "calm",
+         max_o, decisions ? "decisions" : "out = NULL",
+         noise_a ? "noise" : "paper", a[0], a[AB_PAIRS / 2],
+         noise_b ? "noise" : "paper", b[0], b[AB_PAIRS / 2],
+         b[AB_PAIRS / 2] / a[AB_PAIRS / 2], wins, AB_PAIRS);
   return 0;
 }
 #endif

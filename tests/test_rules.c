@@ -614,6 +614,142 @@ TEST(scalar_and_avx512_paths_agree_bit_for_bit) {
 
 /* NOISE mode's fields are not read in PAPER mode: any valid values give
    the same decisions and state. */
+/* NOISE mode's eight-wide path (phase 2's pass, phase 3's calm units)
+   against the scalar rules, step by step, bit for bit: decisions (or out =
+   NULL), every slot (state and scratch), the totals, the global history
+   and the report. Random configurations (warm-up 0 included, decays of 1,
+   a fluctuation floor of 0, one- and two-sided, every policy, budgets and
+   locks), unit counts that are not multiples of 8, inputs with NaN, +-Inf,
+   0, subnormals, FLT_MAX, spikes, drops, global events; runs at the edges
+   (below); one run above the eight-wide median's kept bins. */
+#define WIDE_N (GNMR__BINS_KEPT + 9)
+#define WIDE_RUNS 14
+/* The runs that are not just random: */
+#define WIDE_TIES_Z 1  /* e meets z_rise S, -z_fall S and hold S exactly */
+#define WIDE_TIES_L 5  /* d meets L(min_rise), L(max_fall) exactly */
+#define WIDE_POW2 9    /* powers of two: exact logs */
+#define WIDE_GRID 10   /* events of e^+-9: the median at the grid's ends */
+#define WIDE_TIES_G 11 /* dr meets L(global_ratio) exactly */
+#define WIDE_KEPT 13   /* more units than the median's kept bins */
+static gnmr_slot wide_a[WIDE_N], wide_b[WIDE_N];
+static gnmr_decision wide_da[WIDE_N], wide_db[WIDE_N];
+static float wide_in[WIDE_N];
+
+static float wide_norm(int run, uint32_t u, uint32_t t, float base) {
+  const double r = check_uniform();
+  double x;
+  if (run == WIDE_TIES_Z || run == WIDE_TIES_L) {
+    /* 1 (L = 0 exactly: mu stays 0, dr 0, s 0) until a unit's first
+       jump, to 2 or 1/2: dr = +-ln 2 = +-L(2), the edges set to it */
+    const uint32_t at = 30 + (u * 7 + (uint32_t)run) % 50;
+    return t == at ? (u % 2 ? 2.0f : 0.5f) : 1.0f;
+  }
+  if (run == WIDE_TIES_G) /* 3 in 10 up by 2 (ties), 1 in 10 by 100 */
+    return t != 40 || u % 10 > 3 ? 1.0f : u % 10 < 3 ? 2.0f : 100.0f;
+  if (run == WIDE_POW2) return ldexpf(1.0f, (int)(check_rand() % 5) - 2);
+  x = base * exp(0.2 * (check_uniform() - 0.5));
+  if (t % 41 == 30) x *= run == WIDE_GRID ? exp(9.0) : 4.0; /* global */
+  if (t % 53 == 20) x *= run == WIDE_GRID ? exp(-9.0) : 0.125;
+  if (r < 0.03)
+    x *= 5.0 + 40.0 * check_uniform();
+  else if (r < 0.05)
+    x *= 0.01;
+  else if (r < 0.053)
+    return NAN;
+  else if (r < 0.055)
+    return u % 2 ? INFINITY : -INFINITY;
+  else if (r < 0.057)
+    return 0.0f;
+  else if (r < 0.059)
+    return 1e-41f; /* subnormal */
+  else if (r < 0.060)
+    return FLT_MAX;
+  return (float)x;
+}
+
+static gnmr_config wide_config(int run, uint32_t n) {
+  gnmr_config c = gnmr_config_default();
+  c.rule = GNMR_RULE_NOISE;
+  c.warmup_steps = run == 0 ? 0 : (uint32_t)(check_rand() % 14);
+  c.history_decay = run == 2 ? 1.0 : 0.8 + 0.2 * check_uniform();
+  c.fluct_decay = run == 3 ? 1.0 : 0.8 + 0.2 * check_uniform();
+  c.z_rise = 0.5 + 6.0 * check_uniform();
+  c.z_fall = 0.5 + 6.0 * check_uniform();
+  c.min_rise = 1.01 + 2.0 * check_uniform();
+  c.max_fall = 0.2 + 0.79 * check_uniform();
+  c.ar = 0.99 * check_uniform();
+  c.hold = 0.5 + 4.0 * check_uniform();
+  c.winsor = 1.0 + 3.0 * check_uniform();
+  c.fluct_floor = run % 3 == 0 ? 0.0 : 0.05 * check_uniform();
+  c.two_sided = (uint32_t)(run % 2);
+  c.global_ratio = 1.5 + 2.0 * check_uniform();
+  c.global_frac = 0.05 + 0.95 * check_uniform();
+  c.common_min_units = 1 + (uint32_t)(check_rand() % (n < 12 ? n : 12));
+  c.max_recovering = (uint32_t)(check_rand() % (n < 5 ? n + 1 : 5));
+  c.lock_steps = 1 + (uint32_t)(check_rand() % 6);
+  c.cooldown_steps = (uint32_t)(check_rand() % 4);
+  c.spike_policy = run % 3;
+  c.global_policy = (run / 3) % 3;
+  if (run == WIDE_TIES_Z || run == WIDE_TIES_L) {
+    /* c = 0 (too few units for a common view), p = 0, S = fluct_floor */
+    c.common_min_units = 1000;
+    c.warmup_steps = 3;
+    c.ar = 0.0;
+    c.two_sided = 1;
+    c.fluct_floor = GNMR__LN2 / 2; /* 2 S = ln 2 exactly */
+    c.z_rise = c.z_fall = c.hold = run == WIDE_TIES_Z ? 2.0 : 1.0;
+    c.min_rise = run == WIDE_TIES_Z ? 1.5 : 2.0;
+    c.max_fall = run == WIDE_TIES_Z ? 0.6 : 0.5;
+  }
+  if (run == WIDE_TIES_G) { /* G up by far more than 2: GLOBAL iff the
+                              ties are counted (3 in 10 >= 1 in 4) */
+    c.common_min_units = 1;
+    c.warmup_steps = 3;
+    c.global_ratio = 2.0;
+    c.global_frac = 0.25;
+  }
+  if (run == WIDE_KEPT) c.warmup_steps = 25;
+  return c;
+}
+
+TEST(noise_mode_scalar_and_avx512_paths_agree_bit_for_bit) {
+  int run, best = gnmr_ctl_isa_active();
+  if (gnmr_ctl_isa_force(GNMR_ISA_AVX512) != GNMR_OK) {
+    printf("  (no AVX-512 here: nothing to compare)\n");
+    return;
+  }
+  for (run = 0; run < WIDE_RUNS; run++) {
+    const uint32_t n = run == WIDE_KEPT     ? WIDE_N
+                       : run == WIDE_TIES_G ? 40
+                                            : 1 + (uint32_t)(check_rand() % 70);
+    const uint32_t steps = run == WIDE_KEPT ? 60 : 400;
+    gnmr_config c = wide_config(run, n);
+    gnmr_ctl a, b;
+    float base[80];
+    uint32_t t, u;
+    for (u = 0; u < 80; u++) base[u] = (float)exp(4.0 * check_uniform() - 2);
+    REQUIRE(gnmr_init(&a, &c, wide_a, n) == GNMR_OK);
+    REQUIRE(gnmr_init(&b, &c, wide_b, n) == GNMR_OK);
+    for (t = 0; t < steps; t++) {
+      const int out = t % 7 != 3;
+      for (u = 0; u < n; u++) wide_in[u] = wide_norm(run, u, t, base[u % 80]);
+      REQUIRE(gnmr_ctl_isa_force(GNMR_ISA_SCALAR) == GNMR_OK);
+      REQUIRE(gnmr_step(&a, wide_in, wide_da) == GNMR_OK);
+      REQUIRE(gnmr_ctl_isa_force(GNMR_ISA_AVX512) == GNMR_OK);
+      REQUIRE(gnmr_step(&b, wide_in, out ? wide_db : NULL) == GNMR_OK);
+      if ((out && memcmp(wide_da, wide_db, sizeof wide_da[0] * n) != 0) ||
+          memcmp(wide_a, wide_b, sizeof wide_a[0] * n) != 0 ||
+          memcmp(&a.steps, &b.steps, sizeof a - offsetof(gnmr_ctl, steps)) !=
+              0) {
+        printf("  run %d (%u units): step %u differs\n", run, n, t);
+        check__failed_here = 1;
+        break;
+      }
+    }
+  }
+  gnmr_ctl_isa_force(best);
+}
+
 TEST(paper_mode_ignores_noise_fields) {
   static fixture a, b;
   gnmr_config c = gnmr_config_paper(), d;
@@ -766,6 +902,7 @@ int main(int argc, char **argv) {
       CHECK_CASE(checkpoint_refuses_noise_state_a_step_cannot_reach),
       CHECK_CASE(checkpoint_refuses_a_verdict_a_step_cannot_write),
       CHECK_CASE(scalar_and_avx512_paths_agree_bit_for_bit),
+      CHECK_CASE(noise_mode_scalar_and_avx512_paths_agree_bit_for_bit),
       CHECK_CASE(paper_mode_ignores_noise_fields),
       CHECK_CASE(reconfigure_between_modes_restarts_the_statistics),
       CHECK_CASE(defaults_are_the_documented_ones),
