@@ -2786,6 +2786,16 @@ static int gnmr__unit_valid(const gnmr__unit_state *s, const gnmr_config *c) {
       s->lock > c->lock_steps || s->cooldown > c->cooldown_steps ||
       (s->lock > 0 && s->cooldown > 0))
     return 0;
+  /* NOISE mode never writes the paper rules' mean and window (they start
+     at zero and stay there while k counts on): anything else there would
+     not match k on a later step. */
+  if (c->rule == GNMR_RULE_NOISE) {
+    uint64_t mb, wb;
+    memcpy(&mb, &s->mean, 8);
+    memcpy(&wb, &s->window_sum, 8);
+    if (mb != 0 || wb != 0) return 0;
+    filled = 0;
+  }
   for (i = 0; i < GNMR_WINDOW_MAX; i++) {
     float r = s->window[i];
     uint32_t bits;
@@ -2794,14 +2804,20 @@ static int gnmr__unit_valid(const gnmr__unit_state *s, const gnmr_config *c) {
                    : (bits & 0x7FFFFFFFu) != 0)
       return 0;
   }
-  /* The running sum strays from the exact sum of the last min(k, W) ratios
-     by at most ~32 roundings between re-adds; anything further off was not
-     written by gnmr_step. */
+  /* The running sum is the exact sum of the last min(k, W) ratios (added
+     oldest first) whenever k is a multiple of 16 (the step re-adds it once
+     per lap, gnmr_reconfigure whenever it runs); each step in between adds
+     at most two roundings of a value below (W + 2) cap. So after j = k mod
+     16 steps it is within j (W + 2) cap 2^-52: a bound a loaded state
+     keeps on every later step, so what was loaded can always be saved. */
   recent = s->finite_steps < c->delta_window ? (uint32_t)s->finite_steps
                                              : c->delta_window;
+  if (c->rule == GNMR_RULE_NOISE) recent = 0;
   for (i = recent; i > 0; i--)
     sum += (double)s->window[(s->finite_steps - i) & GNMR__RING];
-  if (!(fabs(s->window_sum - sum) <= 1e-12 * (double)recent * (double)cap))
+  if (!(fabs(s->window_sum - sum) <=
+        (double)(s->finite_steps & GNMR__RING) * (double)(c->delta_window + 2) *
+            (double)cap * 2.220446049250313e-16 /* 2^-52 */))
     return 0;
   return gnmr__noise_valid(s->log_mean, s->fluct, s->last_dev, s->finite_steps);
 }

@@ -541,6 +541,25 @@ TEST(checkpoint_refuses_noise_state_a_step_cannot_reach) {
     gnmr__put_u32(buf + len - 4, gnmr__crc32(buf, len - 4));
     EXPECT_EQ_INT(gnmr_checkpoint_load(&a.ctl, buf, len), GNMR_ECORRUPT);
   }
+  {
+    /* the paper rules' mean, or a window whose running sum matches it:
+       NOISE mode never writes them, so k would outrun them (fuzz_ckpt) */
+    const double one = 1.0;
+    const float onef = 1.0f;
+    const size_t k = unit0 + 80;
+    const unsigned char *at = buf + k;
+    uint64_t steps;
+    REQUIRE(gnmr_checkpoint_save(&a.ctl, buf, sizeof buf, &len) == 0);
+    gnmr__put(buf + unit0, &one, 8); /* mean */
+    gnmr__put_u32(buf + len - 4, gnmr__crc32(buf, len - 4));
+    EXPECT_EQ_INT(gnmr_checkpoint_load(&a.ctl, buf, len), GNMR_ECORRUPT);
+    REQUIRE(gnmr_checkpoint_save(&a.ctl, buf, sizeof buf, &len) == 0);
+    gnmr__get(&at, &steps, 8);
+    gnmr__put(buf + unit0 + 8, &one, 8); /* window_sum */
+    gnmr__put(buf + unit0 + 16 + 4 * ((steps - 1) % 16), &onef, 4);
+    gnmr__put_u32(buf + len - 4, gnmr__crc32(buf, len - 4));
+    EXPECT_EQ_INT(gnmr_checkpoint_load(&a.ctl, buf, len), GNMR_ECORRUPT);
+  }
 }
 
 /* The saved verdict is checked like the state: one field at a time set
