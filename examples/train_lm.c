@@ -366,7 +366,8 @@ static void lm_gemm_db_wt_cols(void *p, int o0, int o1) {
   int n, i, o;
   for (o = o0; o < o1; o++) {
     db[o] = 0;
-    for (n = 0; n < c->n; n++) db[o] += c->dy[(size_t)n * (size_t)c->out + o];
+    for (n = 0; n < c->n; n++)
+      db[o] += c->dy[(size_t)n * (size_t)c->out + (size_t)o];
     for (i = 0; i < c->in; i++)
       c->y[(size_t)o * (size_t)c->in + (size_t)i] =
           c->w[(size_t)i * (size_t)c->out + (size_t)o];
