@@ -855,6 +855,12 @@ static GNMR_HOSTDEV int gnmr__finite64(double x) {
   return (bits & UINT64_C(0x7FFFFFFFFFFFFFFF)) < UINT64_C(0x7FF0000000000000);
 }
 
+/* Rule N3: a block of 256 units' eight lane sums of g^2, folded in the
+   one order every path (scalar, AVX-512, device) uses. */
+static GNMR_HOSTDEV double gnmr__fold8(const double *l) {
+  return ((l[0] + l[1]) + (l[2] + l[3])) + ((l[4] + l[5]) + (l[6] + l[7]));
+}
+
 #define GNMR__MAGIC 0x524d4e47u /* "GNMR" */
 
 /* The controller's AVX-512 path: x86-64 builds with the AVX-512 kernels,
@@ -2140,8 +2146,7 @@ static void gnmr__common_avx512(const gnmr__step_ctx *c, uint32_t min_units,
     if ((u & 255) == 248 || n - u <= 8) {
       double l[8];
       _mm512_storeu_pd(l, lane);
-      sumsq +=
-          ((l[0] + l[1]) + (l[2] + l[3])) + ((l[4] + l[5]) + (l[6] + l[7]));
+      sumsq += gnmr__fold8(l);
     }
   }
   out->sumsq = sumsq;
@@ -2408,8 +2413,7 @@ static GNMR_HOSTDEV void gnmr__common_scalar(const gnmr__step_ctx *c,
         }
       }
     }
-    sumsq += ((lane[0] + lane[1]) + (lane[2] + lane[3])) +
-             ((lane[4] + lane[5]) + (lane[6] + lane[7]));
+    sumsq += gnmr__fold8(lane);
   }
   out->sumsq = sumsq;
   out->settled = settled;
@@ -2790,11 +2794,8 @@ static int gnmr__unit_valid(const gnmr__unit_state *s, const gnmr_config *c) {
      at zero and stay there while k counts on): anything else there would
      not match k on a later step. */
   if (c->rule == GNMR_RULE_NOISE) {
-    uint64_t mb, wb;
-    memcpy(&mb, &s->mean, 8);
-    memcpy(&wb, &s->window_sum, 8);
-    if (mb != 0 || wb != 0) return 0;
-    filled = 0;
+    if (s->mean != 0.0 || s->window_sum != 0.0) return 0;
+    filled = 0; /* every window entry must be 0 */
   }
   for (i = 0; i < GNMR_WINDOW_MAX; i++) {
     float r = s->window[i];
@@ -2812,7 +2813,6 @@ static int gnmr__unit_valid(const gnmr__unit_state *s, const gnmr_config *c) {
      keeps on every later step, so what was loaded can always be saved. */
   recent = s->finite_steps < c->delta_window ? (uint32_t)s->finite_steps
                                              : c->delta_window;
-  if (c->rule == GNMR_RULE_NOISE) recent = 0;
   for (i = recent; i > 0; i--)
     sum += (double)s->window[(s->finite_steps - i) & GNMR__RING];
   if (!(fabs(s->window_sum - sum) <=

@@ -52,7 +52,7 @@ static double block_sum(const float *x, uint32_t n, uint32_t b) {
   double lanes[8], seq = 0.0;
   uint32_t j;
   for (j = 0; j < 8; j++) lanes[j] = gnmr_cuda__lane(x, n, b, j);
-  if (perturb != 1) return gnmr_cuda__fold(lanes);
+  if (perturb != 1) return gnmr__fold8(lanes);
   for (j = 0; j < 8; j++) seq += lanes[j];
   return seq;
 }

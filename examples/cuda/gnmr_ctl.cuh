@@ -260,12 +260,6 @@ gnmr_cuda__lane(const float *norms, uint32_t n, uint32_t b, uint32_t j) {
   return lane;
 }
 
-/* A block's eight lanes, folded as gnmr.h folds them. */
-static inline GNMR_HOSTDEV double gnmr_cuda__fold(const double *lane) {
-  return ((lane[0] + lane[1]) + (lane[2] + lane[3])) +
-         ((lane[4] + lane[5]) + (lane[6] + lane[7]));
-}
-
 /* verdict, thread i < 64: the counts of bins 64 i ... 64 i + 63. */
 static inline GNMR_HOSTDEV uint32_t gnmr_cuda__bin_sum(const uint32_t *hist,
                                                        uint32_t i) {
@@ -533,7 +527,7 @@ static __global__ void __launch_bounds__(GNMR_CUDA_UNIT_THREADS)
     const int settled = __syncthreads_count(code < GNMR_CUDA_BINS);
     const int ups = __syncthreads_count(up);
     if (t == 0) {
-      block_sumsq[b] = gnmr_cuda__fold(lanes);
+      block_sumsq[b] = gnmr__fold8(lanes);
       if (finite) atomicAdd(&w->finite, (uint32_t)finite);
       if (settled) atomicAdd(&w->settled, (uint32_t)settled);
       if (ups) atomicAdd(&w->up, (uint32_t)ups);
@@ -683,7 +677,7 @@ static __global__ void __launch_bounds__(GNMR_CUDA_ADMIT_THREADS)
     for (at = t; at < 64; at += T) bin_sums[at] = gnmr_cuda__bin_sum(hist, at);
     __syncthreads();
     for (at = t; at < blocks; at += T)
-      block_sumsq[at] = gnmr_cuda__fold(lanes + 8 * at);
+      block_sumsq[at] = gnmr__fold8(lanes + 8 * at);
   }
   __syncthreads();
   if (t == 0) {
