@@ -558,6 +558,11 @@ typedef struct ts_event {
   int start, steps, unit, kind, channel;
 } ts_event;
 
+/* 1 while fault e is active at layer l on this step. */
+static int ts_in_fault(const ts_event *e, int l, int step) {
+  return e->unit == l && step >= e->start && step < e->start + e->steps;
+}
+
 /* `per_k` events per 1000 steps, none in the first 10%, at most one at a
    time, at random layers, kinds alternating; deterministic in the seed. */
 static int ts_make_events(int per_k, int steps, int n_layers, int dim_hint,
@@ -723,14 +728,12 @@ static ts_result ts_train(const ts_opts *o, int arm, int seed,
         if (trace && trace->recovering)
           trace->recovering[(size_t)step * TS_LAYERS + (size_t)l] = 1;
         for (e = 0; e < n_ev; e++) /* the fault does not reach it */
-          caught[e] |= ev[e].unit == l && step >= ev[e].start &&
-                       step < ev[e].start + ev[e].steps;
+          caught[e] |= (uint8_t)ts_in_fault(&ev[e], l, step);
         continue;
       }
       paths[l].fmt = o->fmt;
       for (e = 0; e < n_ev; e++)
-        if (ev[e].unit == l && step >= ev[e].start &&
-            step < ev[e].start + ev[e].steps) {
+        if (ts_in_fault(&ev[e], l, step)) {
           if (ev[e].kind == TS_BURST) {
             paths[l].burst = 1;
             paths[l].burst_c0 = ev[e].channel;
@@ -805,9 +808,7 @@ static ts_result ts_train(const ts_opts *o, int arm, int seed,
           memset(&m.layer[l].sx, 0, sizeof m.layer[l].sx);
           memset(&m.layer[l].sw, 0, sizeof m.layer[l].sw);
           for (e = 0; e < n_ev; e++)
-            if (ev[e].unit == l && step >= ev[e].start &&
-                step < ev[e].start + ev[e].steps)
-              caught[e] = 1, hit = 1;
+            if (ts_in_fault(&ev[e], l, step)) caught[e] = 1, hit = 1;
           res.admissions++;
           res.in_fault += hit;
         }
