@@ -89,7 +89,8 @@
      N2 dr = L(g) - mu. The first finite observation sets mu = L(g), s =
         p = 0, k = 1 and flags nothing.
      N3 the step-level view, before any unit's decision, over the settled
-        units (finite g, k >= warmup_steps), n of them:
+        units (finite g, k >= max(warmup_steps, 1): a first observation
+        has no mean to be read against), n of them:
           c = the lower median of their dr on a grid of 1/256 (its bin's
               centre; +-8 at most); 0 when n < common_min_units. Counted
               with integer histograms: the same c in any order of units.
@@ -98,15 +99,12 @@
               u % 8 in a block, folded pairwise; blocks in order) so every
               path gives its bits; it keeps its own mu, s, p, k by rules
               N2, N4-N7 with c = 0 (not on a step with no finite unit).
-          GLOBAL when G has warmup_steps observations, n >=
+          GLOBAL when G has max(warmup_steps, 1) observations, n >=
               common_min_units, and either c > L(global_ratio) (at least
               half the settled units rose that much together), or L(G) -
               mu_G > L(global_ratio) with at least global_frac * n units'
               dr above L(global_ratio). A step where every unit rises a
               little (a hard batch) is neither a local fault nor GLOBAL.
-          With warmup_steps 0 a first observation (a unit's, or G's) is
-          settled and its dr is read against mu = 0: NOISE mode wants a
-          warm-up of at least one step.
      N4 d = dr - c (the unit's own part), e = d - ar * p (what the last
         deviation does not predict), S = max(s, fluct_floor). Once k >=
         warmup_steps (WARMUP before):
@@ -446,7 +444,8 @@ typedef struct gnmr_step_report {
                           own exp */
   double common;       /* c: the settled units' common deviation (rule N3) */
   double global_scale; /* what the global policy multiplied every scale by */
-  uint32_t settled;    /* units in the common view: finite, k >= warmup */
+  uint32_t settled;    /* units in the common view: finite, k >= max(warmup,
+                          1) */
   uint32_t flagged;    /* units risky this step, non-finite included */
   uint32_t rises;      /* units flagged RATIO (NOISE: a rise) */
   uint32_t falls;      /* units flagged FALL */
@@ -1312,6 +1311,7 @@ static GNMR_HOSTDEV double gnmr__mul(double a, double b) {
 typedef struct gnmr__rules {
   double tau_r, tau_d, eps, inv_tau_r, inv_tau_d, inv_window, floor_w;
   uint64_t warmup, full_weight_from;
+  uint64_t settle; /* N3: max(warmup, 1) observations make a unit settled */
   uint32_t n, window, lock_steps, cooldown_steps;
   int policy;
   int renew; /* 0 while more units recover than max_recovering allows */
@@ -1488,6 +1488,7 @@ static GNMR_HOSTDEV void gnmr__rules_of(const gnmr_ctl *ctl, gnmr__rules *r) {
   r->window = ctl->cfg.delta_window;
   r->inv_window = 1.0 / (double)r->window;
   r->warmup = ctl->cfg.warmup_steps;
+  r->settle = r->warmup > 0 ? r->warmup : 1;
   r->full_weight_from = ctl->full_weight_from;
   r->n = ctl->n_units;
   r->lock_steps = ctl->cfg.lock_steps;
@@ -2085,7 +2086,7 @@ static void gnmr__common_avx512(const gnmr__step_ctx *c, uint32_t min_units,
   const int kept = n <= GNMR__BINS_KEPT;
   const __m512d lo = _mm512_set1_pd(c->r.log_floor);
   const __m512d lg = _mm512_set1_pd(c->r.l_global);
-  const __m512i warm = _mm512_set1_epi64((long long)c->r.warmup);
+  const __m512i settle = _mm512_set1_epi64((long long)c->r.settle);
   const __m256i none = _mm256_set1_epi32(4096); /* above every bin */
   __m512d lane = _mm512_setzero_pd();
   __m256i qmin = none, qmax = _mm256_setzero_si256();
@@ -2110,7 +2111,7 @@ static void gnmr__common_avx512(const gnmr__step_ctx *c, uint32_t min_units,
           gnmr__log8(g, lo), _mm512_maskz_loadu_pd(fin, s->log_mean + u));
       const __m512i k =
           _mm512_maskz_loadu_epi64(fin, (const void *)(s->finite_steps + u));
-      set = _mm512_mask_cmp_epu64_mask(fin, k, warm, _MM_CMPINT_NLT);
+      set = _mm512_mask_cmp_epu64_mask(fin, k, settle, _MM_CMPINT_NLT);
       lane = gnmr__keep8(_mm512_mask_add_pd(lane, fin, lane, gnmr__mul8(g, g)));
       _mm512_mask_storeu_pd(s->dev + u, fin, dr);
       finite += (uint32_t)__builtin_popcount(fin);
@@ -2359,7 +2360,7 @@ static GNMR_HOSTDEV void gnmr__step_verdict(gnmr_ctl *ctl, gnmr__rules *r,
   rep->common = r->common;
   if (finite > 0) { /* G keeps its history as one more unit, c = 0 */
     const double gn = sqrt(sumsq);
-    const int was_settled = ctl->global_k >= r->warmup;
+    const int was_settled = ctl->global_k >= r->settle;
     const double gdr = gnmr__log(gn, r->log_floor) - ctl->global_log_mean;
     double d, e, score, room;
     rep->global_norm = gn;
@@ -2406,7 +2407,7 @@ static GNMR_HOSTDEV void gnmr__common_scalar(const gnmr__step_ctx *c,
         finite++;
         lane[u & 7] += gnmr__mul(g, g); /* g * g is exact: g is a float */
         s->dev[u] = dr;
-        if (s->finite_steps[u] >= r->warmup) {
+        if (s->finite_steps[u] >= r->settle) {
           settled++;
           up += dr > r->l_global;
           hist[gnmr__grid(dr)]++;

@@ -164,6 +164,41 @@ TEST(warmup_flags_nothing_until_k_observations) {
   }
 }
 
+/* Rule N3 with warmup_steps 0: a first observation has no mean yet, so it
+   is not settled (k >= max(warmup, 1)): the first step has no common view
+   and no verdict, however far the norms are from 1; the second has both.
+   On every path the library has here. */
+TEST(warmup_zero_settles_a_unit_after_its_first_observation) {
+  static fixture f;
+  gnmr_config c = noise_config();
+  gnmr_step_report r;
+  int best = gnmr_ctl_isa_active(), isa;
+  uint32_t u;
+  c.warmup_steps = 0;
+  for (isa = 0; isa < 2; isa++) {
+    if (gnmr_ctl_isa_force(isa ? GNMR_ISA_AVX512 : GNMR_ISA_SCALAR) != GNMR_OK)
+      continue;
+    REQUIRE(setup(&f, &c, 12) == GNMR_OK);
+    for (u = 0; u < 12; u++) f.norms[u] = u < 7 ? 1e3f : 1.0f;
+    REQUIRE(gnmr_step(&f.ctl, f.norms, f.d) == GNMR_OK);
+    REQUIRE(gnmr_step_info(&f.ctl, &r) == GNMR_OK);
+    EXPECT_EQ_INT(r.settled, 0);
+    EXPECT_EQ_BITS(r.common, 0.0);
+    EXPECT_EQ_INT(r.global, 0);
+    EXPECT_EQ_INT(r.flagged, 0);
+    REQUIRE(gnmr_step(&f.ctl, f.norms, f.d) == GNMR_OK); /* the same norms */
+    REQUIRE(gnmr_step_info(&f.ctl, &r) == GNMR_OK);
+    EXPECT_EQ_INT(r.settled, 12);
+    EXPECT(fabs(r.common) < 1.0 / 256.0);
+    EXPECT_EQ_INT(r.global, 0);
+    for (u = 0; u < 12; u++) f.norms[u] *= 4.0f; /* all of them, together */
+    REQUIRE(gnmr_step(&f.ctl, f.norms, f.d) == GNMR_OK);
+    REQUIRE(gnmr_step_info(&f.ctl, &r) == GNMR_OK);
+    EXPECT_EQ_INT(r.global, 1);
+  }
+  gnmr_ctl_isa_force(best);
+}
+
 /* The common part c of a step is not a unit's own fault: every unit at 1.5x
    (a hard batch) flags nothing, one unit at 3x among them does. */
 TEST(common_deviation_is_taken_out_of_every_unit) {
@@ -909,6 +944,7 @@ int main(int argc, char **argv) {
       CHECK_CASE(fall_at_and_around_max_fall),
       CHECK_CASE(fall_at_and_around_z_fall),
       CHECK_CASE(warmup_flags_nothing_until_k_observations),
+      CHECK_CASE(warmup_zero_settles_a_unit_after_its_first_observation),
       CHECK_CASE(common_deviation_is_taken_out_of_every_unit),
       CHECK_CASE(common_deviation_does_not_depend_on_unit_order),
       CHECK_CASE(global_norm_is_summed_in_the_documented_order),

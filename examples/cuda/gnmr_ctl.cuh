@@ -211,7 +211,7 @@ typedef struct gnmr_cuda_select {
 } gnmr_cuda_select;
 
 /* scan's codes for a unit that is not counted in the histogram */
-#define GNMR_CUDA__UNSETTLED GNMR_CUDA_BINS        /* finite, k < warmup */
+#define GNMR_CUDA__UNSETTLED GNMR_CUDA_BINS /* finite, k < max(warmup, 1) */
 #define GNMR_CUDA__NOT_FINITE (GNMR_CUDA_BINS + 1) /* or past the last */
 
 /* ---- the arithmetic of every kernel, host and device ------------------- */
@@ -240,7 +240,7 @@ static inline GNMR_HOSTDEV uint32_t gnmr_cuda__scan(const gnmr__rules *r,
   if (u >= r->n || !gnmr__finite32(norms[u])) return GNMR_CUDA__NOT_FINITE;
   dr = gnmr__log((double)norms[u], r->log_floor) - s->log_mean[u];
   s->dev[u] = dr;
-  if (s->finite_steps[u] < r->warmup) return GNMR_CUDA__UNSETTLED;
+  if (s->finite_steps[u] < r->settle) return GNMR_CUDA__UNSETTLED;
   *up = dr > r->l_global;
   return gnmr__grid(dr);
 }
