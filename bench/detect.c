@@ -21,6 +21,7 @@
 
    usage: detect [--data DIR] [--md FILE] [--seeds N] [--seed-base B]
                  [--many N] [--many-base B] [--quick] [--set NAME=VALUE]
+                 [--frontier N]
    (DIR holds the unpacked trace CSVs; without it the real-trace tables are
    left out with a message. Synthetic seeds: 1000 i + B + j for noise level
    i and j < N; the held-out table uses B + 500, the many-seeds table its
@@ -1759,7 +1760,7 @@ int main(int argc, char **argv) {
     else {
       fprintf(stderr, "usage: detect [--data DIR] [--md FILE] [--seeds N] "
                       "[--seed-base B] [--many N] [--many-base B] [--quick] "
-                      "[--set NAME=VALUE]\n");
+                      "[--set NAME=VALUE] [--frontier N]\n");
       return 2;
     }
   }

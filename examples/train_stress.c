@@ -15,6 +15,10 @@
             their bits.
      stale  the layer's activation scale is TS_STALE_GAIN times too large for
             2-6 steps (a stale amax history): most of the tensor saturates.
+            With `--stale under` it is TS_STALE_GAIN times too small instead
+            (an amax history still holding an old outlier): values fall
+            below the format's smallest and flush to zero, which only FP4
+            E2M1's narrow range feels.
 
    A unit on the f32 path does not see its faults. The arms, with the same
    seeds, initial weights, data order and faults:
@@ -359,7 +363,7 @@ typedef struct ts_path {
   const lp_format *fmt; /* NULL: the f32 path */
   int burst;            /* outlier burst: channels [c0, c0+4) x gain */
   int burst_c0;
-  int stale; /* stale activation scale (x TS_STALE_GAIN) */
+  int stale; /* stale activation scale: 1 x TS_STALE_GAIN, -1 / it */
   int track; /* f32 path that keeps the amax histories fresh */
 } ts_path;
 
@@ -426,7 +430,7 @@ static void ts_layer_forward(ts_layer *L, const float *x, int batch,
     }
     amax = lp_amax(L->xq, nx);
     sx = lp_scaler_scale(&L->sx, p->fmt, amax);
-    if (p->stale) sx *= TS_STALE_GAIN;
+    if (p->stale) sx = p->stale > 0 ? sx * TS_STALE_GAIN : sx / TS_STALE_GAIN;
     lp_quantize_tensor(L->xq, nx, p->fmt, sx, L->xq);
     lp_scaler_push(&L->sx, amax);
     amax = lp_amax(L->w, nw);
@@ -605,6 +609,7 @@ static const char *TS_ARM_NAMES[TS_MAX_ARMS] = {
 
 typedef struct ts_opts {
   int steps, batch, seed, seeds, stress, sweep, quiet;
+  int stale_under; /* --stale under: stale scales too small, not too large */
   int hidden[TS_LAYERS - 1];
   int arms[TS_MAX_ARMS], n_arms;
   const lp_format *fmt;
@@ -738,7 +743,7 @@ static ts_result ts_train(const ts_opts *o, int arm, int seed,
             paths[l].burst = 1;
             paths[l].burst_c0 = ev[e].channel;
           } else {
-            paths[l].stale = 1;
+            paths[l].stale = o->stale_under ? -1 : 1;
           }
         }
     }
@@ -1038,6 +1043,8 @@ static void ts_usage(FILE *f) {
           "  --format F     e4m3, e5m2 or e2m1 (default e4m3)\n"
           "  --stress N     faults per 1000 steps on the low-precision path "
           "(default 0)\n"
+          "  --stale over|under  stale scales too large (saturate; default) or "
+          "too small (underflow)\n"
           "  --tau-r X --tau-d X --window N --lock N --max-rec N\n"
           "                 GNMR settings of the gnmr arm (default: "
           "gnmr_config_paper());\n"
@@ -1146,7 +1153,11 @@ static void ts_parse(ts_opts *o, int argc, char **argv) {
       o->gnmr.lock_steps = (uint32_t)ts_parse_int(v, 1, 1 << 20, f);
     else if (strcmp(f, "--max-rec") == 0)
       o->gnmr.max_recovering = (uint32_t)ts_parse_int(v, 0, TS_LAYERS, f);
-    else if (strcmp(f, "--format") == 0) {
+    else if (strcmp(f, "--stale") == 0) {
+      if (strcmp(v, "over") && strcmp(v, "under"))
+        TS_DIE("--stale: expected over or under, got '%s'", v);
+      o->stale_under = strcmp(v, "under") == 0;
+    } else if (strcmp(f, "--format") == 0) {
       o->fmt = lp_format_find(v);
       if (!o->fmt) TS_DIE("--format: expected e4m3, e5m2 or e2m1, got '%s'", v);
     } else if (strcmp(f, "--hidden") == 0) {

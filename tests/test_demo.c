@@ -136,6 +136,43 @@ TEST(delayed_scaling_saturates_a_burst) {
   EXPECT(lp_scaler_scale(&s, f, 1.0f) == 448.0f / 100.0f);
 }
 
+TEST(stale_scale_saturates_over_and_flushes_under) {
+  /* A stale scale 64x too large (the default) clips the layer's quantized
+     input at its amax / 64; 64x too small (--stale under) puts every FP4
+     E2M1 value below half its smallest step: all of them flush to zero. */
+  static const int dims[TS_LAYERS + 1] = {8, 4, 4, 4, 2};
+  enum { B = 4, NX = B * 8 };
+  ts_model m;
+  ts_path p;
+  ts_rng r = {7};
+  float x[NX], y[B * 4], amax = 0.0f;
+  int i, dir, zeros, above;
+  for (i = 0; i < NX; i++) {
+    x[i] = 0.5f + (float)i / NX;
+    if (x[i] > amax) amax = x[i];
+  }
+  for (dir = -1; dir <= 1; dir += 2) {
+    ts_model_init(&m, dims, B, &r);
+    memset(&p, 0, sizeof p);
+    p.fmt = lp_format_find("e2m1");
+    ts_layer_forward(&m.layer[0], x, B, &p, y); /* the amax history */
+    p.stale = dir;
+    ts_layer_forward(&m.layer[0], x, B, &p, y);
+    for (i = zeros = above = 0; i < NX; i++) {
+      zeros += m.layer[0].xq[i] == 0.0f;
+      above += m.layer[0].xq[i] > amax / 64.0f * 1.0001f;
+    }
+    if (dir < 0)
+      EXPECT_EQ_INT(zeros, NX);
+    else {
+      EXPECT_EQ_INT(zeros, 0);
+      EXPECT_EQ_INT(above, 0);
+      EXPECT(m.layer[0].xq[NX - 1] > amax / 64.0f * 0.99f); /* saturated */
+    }
+    ts_model_free(&m);
+  }
+}
+
 /* ---- gradients vs finite differences --------------------------------------
  */
 
@@ -344,6 +381,7 @@ int main(int argc, char **argv) {
       CHECK_CASE(e4m3_known_values),
       CHECK_CASE(e5m2_known_values),
       CHECK_CASE(e2m1_known_values),
+      CHECK_CASE(stale_scale_saturates_over_and_flushes_under),
       CHECK_CASE(quantizers_match_value_tables),
       CHECK_CASE(delayed_scaling_saturates_a_burst),
       CHECK_CASE(mlp_gradients_match_finite_differences),
