@@ -521,8 +521,9 @@ static void proto_step(proto_ctl *c, const float *norms, unsigned char *flags,
       score[u] = HUGE_VAL;
       continue;
     }
-    /* genie_level: d = L(g) - (true level) - c, in place of L(g) - mu - c */
-    c->d_shift = cf->genie_level ? c->u[u].mu - (double)c->genie_lvl[u] -
+    /* genie_level: d = L(g) - (true level) - (true common factor), in place
+       of L(g) - mu - c */
+    c->d_shift = cf->genie_level ? c->u[u].mu - (double)c->genie_lvl[u] +
                                        (common - c->genie_c)
                                  : 0.0;
     fl = proto_unit_step(c, &c->u[u], dr[u], common, &score[u], NULL);
