@@ -1674,14 +1674,20 @@ gnmr__unit_step(const gnmr__rules *c, const gnmr__soa *s, const float *norms,
   return ev;
 }
 
+/* What phase 3 adds up over one step's units, on the CPU or a device:
+   the GNMR__EV_* bits counted (candidates also index the heap scratch). */
+typedef struct gnmr__tally {
+  uint64_t risky, nonfinite, held, renewed;
+  uint32_t locked, candidates, rises, falls;
+} gnmr__tally;
+
 /* One step on the CPU: the rules, the arrays, and the totals so far. */
 typedef struct gnmr__step_ctx {
   gnmr__rules r;
   gnmr__soa s;
   const float *norms;
   gnmr_decision *out;
-  uint64_t n_risky, n_nonfinite, n_held, n_renewed;
-  uint32_t locked, candidates, n_rise, n_fall;
+  gnmr__tally t;
   gnmr_step_report report; /* NOISE mode: rule N3's verdict */
 } gnmr__step_ctx;
 
@@ -1693,14 +1699,14 @@ static GNMR__HOT GNMR_HOSTDEV void gnmr__unit_cpu_inline(gnmr__step_ctx *c,
                                                          uint32_t u) {
   unsigned ev = gnmr__unit_step(&c->r, &c->s, c->norms, c->out, u);
   if (ev == 0) return;
-  c->n_risky += (ev & GNMR__EV_RISKY) != 0;
-  c->n_nonfinite += (ev & GNMR__EV_NONFINITE) != 0;
-  c->n_held += (ev & GNMR__EV_HELD) != 0;
-  c->n_renewed += (ev & GNMR__EV_RENEWED) != 0;
-  c->locked += (ev & GNMR__EV_LOCKED) != 0;
-  c->n_rise += (ev & GNMR__EV_RISE) != 0;
-  c->n_fall += (ev & GNMR__EV_FALL) != 0;
-  if (ev & GNMR__EV_CANDIDATE) c->s.heap[c->candidates++] = u;
+  c->t.risky += (ev & GNMR__EV_RISKY) != 0;
+  c->t.nonfinite += (ev & GNMR__EV_NONFINITE) != 0;
+  c->t.held += (ev & GNMR__EV_HELD) != 0;
+  c->t.renewed += (ev & GNMR__EV_RENEWED) != 0;
+  c->t.locked += (ev & GNMR__EV_LOCKED) != 0;
+  c->t.rises += (ev & GNMR__EV_RISE) != 0;
+  c->t.falls += (ev & GNMR__EV_FALL) != 0;
+  if (ev & GNMR__EV_CANDIDATE) c->s.heap[c->t.candidates++] = u;
 }
 
 #if GNMR__CTL_AVX512
@@ -2483,10 +2489,10 @@ static GNMR_HOSTDEV uint32_t gnmr__step_select(gnmr__step_ctx *c,
   /* None are free while gnmr_reconfigure left more units recovering than
      max_recovering allows. */
   const uint32_t free_slots =
-      c->locked < max_recovering ? max_recovering - c->locked : 0;
+      c->t.locked < max_recovering ? max_recovering - c->t.locked : 0;
   uint32_t k;
-  k = c->candidates < free_slots ? c->candidates : free_slots;
-  gnmr__best_first(&c->s, c->s.heap, c->candidates, k);
+  k = c->t.candidates < free_slots ? c->t.candidates : free_slots;
+  gnmr__best_first(&c->s, c->s.heap, c->t.candidates, k);
   return k;
 }
 
@@ -2506,7 +2512,7 @@ static GNMR_HOSTDEV void gnmr__step_admit(gnmr__step_ctx *c, uint32_t k) {
 /* Phase 6, rule 7: the rest stay KEEP, flagged OVER_BUDGET. */
 static GNMR_HOSTDEV void gnmr__step_over_budget(gnmr__step_ctx *c, uint32_t k) {
   uint32_t i;
-  for (i = k; i < c->candidates; i++) {
+  for (i = k; i < c->t.candidates; i++) {
     uint32_t u = c->s.heap[i];
     c->s.score[u] = 0.0;
     c->s.over_budget[u]++;
@@ -2514,25 +2520,27 @@ static GNMR_HOSTDEV void gnmr__step_over_budget(gnmr__step_ctx *c, uint32_t k) {
   }
 }
 
-/* Phase 7: the controller's totals and the step's report. */
-static GNMR_HOSTDEV void
-gnmr__step_totals(gnmr_ctl *ctl, const gnmr__step_ctx *c, uint32_t k) {
-  const uint32_t recovering = c->locked + k;
-  ctl->risky += c->n_risky;
-  ctl->nonfinite += c->n_nonfinite;
-  ctl->recovery_steps += c->n_held;
-  ctl->renewals += c->n_renewed;
+/* Phase 7: the controller's totals and the step's report, from the units'
+   tally, the verdict and the k admitted (a device's step ends here too). */
+static GNMR_HOSTDEV void gnmr__step_totals(gnmr_ctl *ctl, const gnmr__tally *t,
+                                           const gnmr_step_report *rep,
+                                           uint32_t k) {
+  const uint32_t recovering = t->locked + k;
+  ctl->risky += t->risky;
+  ctl->nonfinite += t->nonfinite;
+  ctl->recovery_steps += t->held;
+  ctl->renewals += t->renewed;
   ctl->admissions += k;
-  ctl->over_budget += c->candidates - k;
+  ctl->over_budget += t->candidates - k;
   ctl->recovering = recovering;
   if (recovering > ctl->peak_recovering) ctl->peak_recovering = recovering;
   ctl->steps++;
-  ctl->falls += c->n_fall;
-  ctl->global_steps += c->report.global;
-  ctl->report = c->report;
-  ctl->report.flagged = (uint32_t)c->n_risky;
-  ctl->report.rises = c->n_rise;
-  ctl->report.falls = c->n_fall;
+  ctl->falls += t->falls;
+  ctl->global_steps += rep->global;
+  ctl->report = *rep;
+  ctl->report.flagged = (uint32_t)t->risky;
+  ctl->report.rises = t->rises;
+  ctl->report.falls = t->falls;
 }
 
 GNMR_DEF GNMR_HOSTDEV int gnmr_step(gnmr_ctl *ctl, const float *norms,
@@ -2550,8 +2558,7 @@ GNMR_DEF GNMR_HOSTDEV int gnmr_step(gnmr_ctl *ctl, const float *norms,
   c.s = gnmr__carve(ctl->units, ctl->n_units);
   c.norms = norms;
   c.out = out;
-  c.n_risky = c.n_nonfinite = c.n_held = c.n_renewed = 0;
-  c.locked = c.candidates = c.n_rise = c.n_fall = 0;
+  memset(&c.t, 0, sizeof c.t);
   memset(&c.report, 0, sizeof c.report);
   c.report.global_scale = 1.0;
   if (c.r.noise) gnmr__step_common(ctl, &c, wide);
@@ -2559,7 +2566,7 @@ GNMR_DEF GNMR_HOSTDEV int gnmr_step(gnmr_ctl *ctl, const float *norms,
   k = gnmr__step_select(&c, ctl->cfg.max_recovering);
   gnmr__step_admit(&c, k);
   gnmr__step_over_budget(&c, k);
-  gnmr__step_totals(ctl, &c, k);
+  gnmr__step_totals(ctl, &c.t, &c.report, k);
   gnmr__commit(ctl);
   return GNMR_OK;
 }

@@ -174,16 +174,16 @@ static int emulated_step(gnmr_ctl *ctl, gnmr_cuda_work *w, const float *x,
   heap = gnmr__carve(ctl->units, n).heap;
   for (u = 0; u < blocks * B; u++) {
     unsigned ev = gnmr_cuda__unit(ctl, &r, x, out, w, u);
-    w->risky += (ev & GNMR__EV_RISKY) != 0;
-    w->nonfinite += (ev & GNMR__EV_NONFINITE) != 0;
-    w->held += (ev & GNMR__EV_HELD) != 0;
-    w->renewed += (ev & GNMR__EV_RENEWED) != 0;
-    w->locked += (ev & GNMR__EV_LOCKED) != 0;
-    w->rises += (ev & GNMR__EV_RISE) != 0;
-    w->falls += (ev & GNMR__EV_FALL) != 0;
-    if (ev & GNMR__EV_CANDIDATE) heap[w->candidates++] = u;
+    w->t.risky += (ev & GNMR__EV_RISKY) != 0;
+    w->t.nonfinite += (ev & GNMR__EV_NONFINITE) != 0;
+    w->t.held += (ev & GNMR__EV_HELD) != 0;
+    w->t.renewed += (ev & GNMR__EV_RENEWED) != 0;
+    w->t.locked += (ev & GNMR__EV_LOCKED) != 0;
+    w->t.rises += (ev & GNMR__EV_RISE) != 0;
+    w->t.falls += (ev & GNMR__EV_FALL) != 0;
+    if (ev & GNMR__EV_CANDIDATE) heap[w->t.candidates++] = u;
   }
-  if (w->candidates > 1) shuffle(heap, w->candidates);
+  if (w->t.candidates > 1) shuffle(heap, w->t.candidates);
   /* admit */
   gnmr_cuda__admit_begin(&sel, ctl, w);
   if (sel.status == GNMR_OK) {
@@ -555,7 +555,7 @@ TEST(select_matches_a_full_ranking) {
       }
     shuffle(list, c);
     memset(&w, 0, sizeof w);
-    w.candidates = c;
+    w.t.candidates = c;
     gnmr_cuda__admit_begin(&sel, &ctl, &w);
     admit_threads = 1 + (uint32_t)(check_rand() % 1024);
     {

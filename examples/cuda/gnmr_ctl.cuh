@@ -182,8 +182,7 @@ in the same file (#define GNMR_IMPLEMENTATION before including gnmr.h)"
 /* The step's scratch and result, in device memory. Between steps every
    count and bin is 0. */
 typedef struct gnmr_cuda_work {
-  uint64_t risky, nonfinite, held, renewed; /* units: this step's sums */
-  uint32_t locked, candidates, rises, falls;
+  gnmr__tally t;                 /* units: this step's sums */
   uint32_t negative, unusable;   /* scan: the step is refused */
   uint32_t finite, settled, up;  /* scan: rule N3's counts */
   int32_t global;                /* verdict: a GLOBAL step */
@@ -345,14 +344,14 @@ gnmr_cuda__admit_begin(gnmr_cuda_select *sel, const gnmr_ctl *ctl,
   sel->status = w->unusable || !gnmr__usable(ctl) ? GNMR_ESTATE
                 : w->negative                     ? GNMR_ENORM
                                                   : GNMR_OK;
-  free_slots = w->locked < max_o ? max_o - w->locked : 0;
-  sel->candidates = w->candidates;
-  sel->k = w->candidates < free_slots ? w->candidates : free_slots;
+  free_slots = w->t.locked < max_o ? max_o - w->t.locked : 0;
+  sel->candidates = w->t.candidates;
+  sel->k = w->t.candidates < free_slots ? w->t.candidates : free_slots;
   sel->hi = 0;
   sel->lo = 0;
   sel->depth = 0;
   sel->need = sel->k;
-  sel->left = w->candidates;
+  sel->left = w->t.candidates;
 }
 
 /* 1 while the select has a digit to fix (read by every thread). */
@@ -465,29 +464,13 @@ static inline GNMR_HOSTDEV void
 gnmr_cuda__admit_end(const gnmr_cuda_select *sel, gnmr_ctl *ctl,
                      gnmr_cuda_work *w) {
   if (sel->status == GNMR_OK) {
-    const uint32_t recovering = w->locked + sel->k;
-    ctl->risky += w->risky;
-    ctl->nonfinite += w->nonfinite;
-    ctl->recovery_steps += w->held;
-    ctl->renewals += w->renewed;
-    ctl->admissions += sel->k;
-    ctl->over_budget += sel->candidates - sel->k;
-    ctl->recovering = recovering;
-    if (recovering > ctl->peak_recovering) ctl->peak_recovering = recovering;
-    ctl->steps++;
-    ctl->falls += w->falls;
-    ctl->global_steps += w->report.global;
-    ctl->report = w->report;
-    ctl->report.flagged = (uint32_t)w->risky;
-    ctl->report.rises = w->rises;
-    ctl->report.falls = w->falls;
+    gnmr__step_totals(ctl, &w->t, &w->report, sel->k);
     gnmr__commit(ctl);
   } else if (w->first_error == GNMR_OK) {
     w->first_error = sel->status;
   }
   w->status = sel->status;
-  w->risky = w->nonfinite = w->held = w->renewed = 0;
-  w->locked = w->candidates = w->rises = w->falls = 0;
+  memset(&w->t, 0, sizeof w->t);
   w->negative = w->unusable = 0;
   w->finite = w->settled = w->up = 0;
 }
@@ -564,20 +547,20 @@ gnmr_cuda__count_units(unsigned ev, gnmr_cuda_work *w, int atomic) {
                        __syncthreads_count(ev & GNMR__EV_FALL)};
   if (threadIdx.x != 0) return;
   if (atomic) {
-    unsigned long long *c64 = (unsigned long long *)(void *)&w->risky;
+    unsigned long long *c64 = (unsigned long long *)(void *)&w->t.risky;
     for (int i = 0; i < 4; i++)
       if (sums[i]) atomicAdd(c64 + i, (unsigned long long)sums[i]);
-    if (sums[4]) atomicAdd(&w->locked, (uint32_t)sums[4]);
-    if (sums[5]) atomicAdd(&w->rises, (uint32_t)sums[5]);
-    if (sums[6]) atomicAdd(&w->falls, (uint32_t)sums[6]);
+    if (sums[4]) atomicAdd(&w->t.locked, (uint32_t)sums[4]);
+    if (sums[5]) atomicAdd(&w->t.rises, (uint32_t)sums[5]);
+    if (sums[6]) atomicAdd(&w->t.falls, (uint32_t)sums[6]);
   } else {
-    w->risky += (uint64_t)sums[0];
-    w->nonfinite += (uint64_t)sums[1];
-    w->held += (uint64_t)sums[2];
-    w->renewed += (uint64_t)sums[3];
-    w->locked += (uint32_t)sums[4];
-    w->rises += (uint32_t)sums[5];
-    w->falls += (uint32_t)sums[6];
+    w->t.risky += (uint64_t)sums[0];
+    w->t.nonfinite += (uint64_t)sums[1];
+    w->t.held += (uint64_t)sums[2];
+    w->t.renewed += (uint64_t)sums[3];
+    w->t.locked += (uint32_t)sums[4];
+    w->t.rises += (uint32_t)sums[5];
+    w->t.falls += (uint32_t)sums[6];
   }
 }
 
@@ -598,7 +581,8 @@ static __global__ void __launch_bounds__(GNMR_CUDA_UNIT_THREADS)
     /* the candidates: a place in the block's part of the list */
     const uint32_t at = ev & GNMR__EV_CANDIDATE ? atomicAdd(&listed, 1u) : 0;
     gnmr_cuda__count_units(ev, w, 1); /* its barriers order the atomics */
-    if (threadIdx.x == 0) base = listed ? atomicAdd(&w->candidates, listed) : 0;
+    if (threadIdx.x == 0)
+      base = listed ? atomicAdd(&w->t.candidates, listed) : 0;
     __syncthreads();
     if (ev & GNMR__EV_CANDIDATE)
       gnmr__carve(ctl->units, r.n).heap[base + at] = u;
@@ -688,7 +672,7 @@ static __global__ void __launch_bounds__(GNMR_CUDA_ADMIT_THREADS)
   for (at = 0; at < n; at += T) { /* the same trip count in every thread */
     const unsigned ev = gnmr_cuda__unit(ctl, &r, norms, out, w, at + t);
     if (ev & GNMR__EV_CANDIDATE)
-      gnmr__carve(ctl->units, n).heap[atomicAdd(&w->candidates, 1u)] = at + t;
+      gnmr__carve(ctl->units, n).heap[atomicAdd(&w->t.candidates, 1u)] = at + t;
     gnmr_cuda__count_units(ev, w, 0);
   }
   __syncthreads();
