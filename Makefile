@@ -60,6 +60,9 @@ TEST_BINS = $(foreach cc,$(CC_LIST),$(foreach t,$(TESTS),$(B)/$(cc)/$(t))) \
             $(foreach cc,$(CC_LIST),$(foreach t,$(FUZZ_TARGETS),$(B)/$(cc)/replay_$(t))) \
             $(if $(FASTMATH_LANE),$(FASTMATH_BINS))
 
+# The device controller's tests draw their configs from one header.
+$(B)/gcc/test_ctl_parallel $(B)/clang/test_ctl_parallel: tests/random_config.h
+
 # The demo's test includes the demo itself.
 $(B)/gcc/test_demo $(B)/clang/test_demo: examples/train_stress.c examples/lowp.h
 
@@ -486,7 +489,8 @@ $(B)/train_step: examples/cuda/train_step.cu $(CUDA_CTL_DEPS) \
                  examples/cuda/gnmr_norms.cuh
 	@mkdir -p $(@D)
 	$(NVCC) $(NVCC_FLAGS) -o $@ $<
-$(B)/test_ctl_cuda: tests/cuda/test_ctl_cuda.cu tests/check.h $(CUDA_CTL_DEPS)
+$(B)/test_ctl_cuda: tests/cuda/test_ctl_cuda.cu tests/check.h \
+                   tests/random_config.h $(CUDA_CTL_DEPS)
 	@mkdir -p $(@D)
 	$(NVCC) $(NVCC_FLAGS) -o $@ $<
 $(B)/bench_ctl_cuda: bench/bench_ctl_cuda.cu $(CUDA_CTL_DEPS)

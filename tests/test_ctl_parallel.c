@@ -12,6 +12,7 @@
 #define GNMR_IMPLEMENTATION
 #include "gnmr.h"
 #include "tests/check.h"
+#include "tests/random_config.h"
 #define GNMR_CUDA_IMPLEMENTATION
 #include "examples/cuda/gnmr_ctl.cuh"
 
@@ -323,49 +324,6 @@ static int run_pair(const gnmr_config *cfg, uint32_t n, uint32_t steps,
   }
   global_seen += a.global_steps;
   return 1;
-}
-
-static gnmr_config paper_config(uint32_t n) {
-  gnmr_config c = gnmr_config_paper();
-  const uint64_t r = check_rand();
-  switch (r % 4) {
-  case 0: c.max_recovering = 0; break; /* detect only */
-  case 1: c.max_recovering = n; break; /* every unit may recover */
-  case 2: c.max_recovering = n < 4 ? n : 1 + (uint32_t)(r >> 8) % 4; break;
-  default: c.max_recovering = (uint32_t)((r >> 8) % (uint64_t)(n + 1));
-  }
-  c.lock_steps = 1 + (uint32_t)(check_rand() % 5);
-  c.cooldown_steps = (uint32_t)(check_rand() % 4);
-  c.warmup_steps = (uint32_t)(check_rand() % 8);
-  c.delta_window = 1 + (uint32_t)(check_rand() % GNMR_WINDOW_MAX);
-  c.spike_policy = (int)(check_rand() % 3);
-  c.ratio_threshold = 1.1 + (double)(check_rand() % 100) / 40.0;
-  c.delta_threshold = 0.05 + (double)(check_rand() % 100) / 40.0;
-  c.history_decay = check_rand() % 3 ? 0.99 : 1.0;
-  return c;
-}
-
-/* NOISE mode (two runs in three), its fields drawn over their ranges, or
-   the paper rules. */
-static gnmr_config random_config(uint32_t n) {
-  gnmr_config c = paper_config(n);
-  if (check_rand() % 3 == 0) return c;
-  c.rule = GNMR_RULE_NOISE;
-  c.two_sided = check_rand() % 4 != 0;
-  c.z_rise = 1.0 + (double)(check_rand() % 40) / 8.0;
-  c.z_fall = 1.0 + (double)(check_rand() % 40) / 8.0;
-  c.min_rise = 1.05 + (double)(check_rand() % 30) / 10.0;
-  c.max_fall = 0.1 + (double)(check_rand() % 8) / 10.0;
-  c.ar = (double)(check_rand() % 10) / 10.0;
-  c.hold = 0.5 + (double)(check_rand() % 8);
-  c.fluct_decay = check_rand() % 3 ? 0.995 : check_rand() % 2 ? 1.0 : 0.9;
-  c.winsor = 1.0 + (double)(check_rand() % 4);
-  c.fluct_floor = check_rand() % 3 ? 0.01 : check_rand() % 2 ? 0.0 : 0.2;
-  c.global_ratio = 1.2 + (double)(check_rand() % 30) / 10.0;
-  c.global_frac = (double)(1 + check_rand() % 10) / 10.0;
-  c.common_min_units = 1 + (uint32_t)(check_rand() % (n < 16 ? n + 1 : 16));
-  c.global_policy = (int)(check_rand() % 3);
-  return c;
 }
 
 /* ---- tests ------------------------------------------------------------- */

@@ -11,6 +11,7 @@
 #define GNMR_IMPLEMENTATION
 #include "gnmr.h"
 #include "tests/check.h"
+#include "tests/random_config.h"
 #define GNMR_CUDA_IMPLEMENTATION
 #include "examples/cuda/gnmr_ctl.cuh"
 
@@ -60,37 +61,6 @@ static void make_row(float *row, uint32_t n, uint32_t step) {
 __global__ void read_recovering(const uint32_t *lock, uint32_t n, int *out) {
   const uint32_t u = blockIdx.x * blockDim.x + threadIdx.x;
   if (u < n) out[u] = gnmr_cuda_recovering(lock, u);
-}
-
-static gnmr_config random_config(uint32_t n) {
-  gnmr_config c = gnmr_config_paper();
-  const uint64_t r = check_rand();
-  c.max_recovering = r % 4 == 0 ? 0
-                     : r % 4 == 1
-                         ? n
-                         : (uint32_t)((r >> 8) % (uint64_t)(n < 8 ? n + 1 : 8));
-  c.lock_steps = 1 + (uint32_t)(check_rand() % 5);
-  c.cooldown_steps = (uint32_t)(check_rand() % 4);
-  c.warmup_steps = (uint32_t)(check_rand() % 8);
-  c.delta_window = 1 + (uint32_t)(check_rand() % GNMR_WINDOW_MAX);
-  c.spike_policy = (int)(check_rand() % 3);
-  if (check_rand() % 3 == 0) return c;
-  c.rule = GNMR_RULE_NOISE; /* its fields over their ranges */
-  c.two_sided = check_rand() % 4 != 0;
-  c.z_rise = 1.0 + (double)(check_rand() % 40) / 8.0;
-  c.z_fall = 1.0 + (double)(check_rand() % 40) / 8.0;
-  c.min_rise = 1.05 + (double)(check_rand() % 30) / 10.0;
-  c.max_fall = 0.1 + (double)(check_rand() % 8) / 10.0;
-  c.ar = (double)(check_rand() % 10) / 10.0;
-  c.hold = 0.5 + (double)(check_rand() % 8);
-  c.fluct_decay = check_rand() % 3 ? 0.995 : 0.9;
-  c.winsor = 1.0 + (double)(check_rand() % 4);
-  c.fluct_floor = check_rand() % 3 ? 0.01 : 0.0;
-  c.global_ratio = 1.2 + (double)(check_rand() % 30) / 10.0;
-  c.global_frac = (double)(1 + check_rand() % 10) / 10.0;
-  c.common_min_units = 1 + (uint32_t)(check_rand() % 16);
-  c.global_policy = (int)(check_rand() % 3);
-  return c;
 }
 
 /* One run: STEPS graph-launched steps for n units; 1 if all equal. */
