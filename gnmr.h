@@ -2174,7 +2174,7 @@ static void gnmr__common_avx512(const gnmr__step_ctx *c, uint32_t min_units,
 }
 
 /* Phase 3 for eight units of a NOISE step that is not GLOBAL: the lanes
-   of calm units (finite, k >= max(warmup_steps, 1), no lock, no cooldown,
+   of calm units (finite, settled as rule N3 says, no lock, no cooldown,
    neither a RISE nor a FALL) get rules N4-N7 and their decisions (d, e,
    score 0, scale 1, no flags, KEEP); returns the other lanes. */
 GNMR__TARGET_AVX512 __inline__ __attribute__((always_inline)) static unsigned
@@ -2195,11 +2195,9 @@ gnmr__noise8_avx512(gnmr__step_ctx *c, uint32_t u) {
       (__mmask8)(_mm256_cmplt_epu32_mask(
                      _mm256_and_si256(norm_bits, _mm256_set1_epi32(0x7FFFFFFF)),
                      _mm256_set1_epi32(0x7F800000)) &
-                 _mm512_cmp_epu64_mask(
-                     k,
-                     _mm512_set1_epi64(
-                         (long long)(r->warmup > 0 ? r->warmup : 1)),
-                     _MM_CMPINT_NLT) &
+                 _mm512_cmp_epu64_mask(k,
+                                       _mm512_set1_epi64((long long)r->settle),
+                                       _MM_CMPINT_NLT) &
                  _mm256_cmpeq_epi32_mask(busy, _mm256_setzero_si256()));
   if (!calm) return 0xFF;
   dr = _mm512_loadu_pd(s->dev + u);
