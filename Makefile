@@ -64,13 +64,13 @@ TEST_BINS = $(foreach cc,$(CC_LIST),$(foreach t,$(TESTS),$(B)/$(cc)/$(t))) \
 $(B)/gcc/test_ctl_parallel $(B)/clang/test_ctl_parallel: tests/random_config.h
 
 # The demo's test includes the demo itself.
-$(B)/gcc/test_demo $(B)/clang/test_demo: examples/train_stress.c examples/lowp.h
+$(B)/gcc/test_demo $(B)/clang/test_demo: examples/train_stress.c examples/lowp.h examples/arms.h
 
 # The language-model demo's test includes the demo; it runs threads. Built
 # again with the model in double for the gradient check.
-$(B)/gcc/test_lm $(B)/clang/test_lm: examples/train_lm.c examples/lowp.h
+$(B)/gcc/test_lm $(B)/clang/test_lm: examples/train_lm.c examples/lowp.h examples/arms.h
 LDFLAGS_test_lm = -pthread
-$(B)/%/test_lm_double: tests/test_lm.c examples/train_lm.c examples/lowp.h \
+$(B)/%/test_lm_double: tests/test_lm.c examples/train_lm.c examples/lowp.h examples/arms.h \
                        gnmr.h tests/check.h
 	@mkdir -p $(@D)
 	$* $(CFLAGS_ALL) -DLM_DOUBLE -o $@ $< -pthread -lm
@@ -507,7 +507,7 @@ $(B)/ctl_two_files: tests/cuda/ctl_two_a.cu tests/cuda/ctl_two_b.cu \
 # settings sweep on the built-in task. Outputs under demo-out/.
 FASHION ?= /usr/share/datasets/fashion-mnist
 DEMO_STRESS = --stress 8
-$(B)/train_stress: examples/train_stress.c examples/lowp.h gnmr.h
+$(B)/train_stress: examples/train_stress.c examples/lowp.h examples/arms.h gnmr.h
 	@mkdir -p $(@D)
 	gcc $(CFLAGS_ALL) -o $@ $< -lm
 
@@ -542,7 +542,7 @@ LM_RUN = $(B)/train_lm --data $(FORTUNES) --threads $(LM_THREADS)
 LM_NATURAL = --format e2m1 --lr 2e-3
 LM_INJECTED = --format e4m3 --lr 2e-3 --stress 24
 LM_ARMS7 = f32,lowp,clip,adagc,gnmr,gnmr-noise,gnmr-global
-$(B)/train_lm: examples/train_lm.c examples/lowp.h gnmr.h
+$(B)/train_lm: examples/train_lm.c examples/lowp.h examples/arms.h gnmr.h
 	@mkdir -p $(@D)
 	gcc $(CFLAGS_ALL) -o $@ $< -pthread -lm
 
@@ -583,6 +583,80 @@ demo-lm-sweep: $(B)/train_lm fortunes-check
 	  --stress 12 --steps 1000 --seeds 3 --out $(B)/demo-lm/sweep-stress12
 	$(LM_RUN) --sweep --sweep-lrs 2e-3 --sweep-formats e4m3 \
 	  --stress 24 --steps 1000 --seeds 3 --out $(B)/demo-lm/sweep-stress24
+
+# The closed-loop efficacy benchmark (README "Efficacy"): every arm of
+# examples/arms.h on the same seeds, in five settings, then bench/efficacy.c
+# reads every summary.csv and writes build/efficacy/{summary.csv,report.md,
+# efficacy.svg}. A setting is a folder; its runs may come in parts.
+#   lm-injected       LM demo, FP8 E4M3, 24 injected faults per 1000 steps
+#   lm-injected-clip  the same, every arm on top of the global clip 1.0
+#   lm-natural-clip   LM demo, FP4 E2M1 at lr 4e-3, no injection, on top of
+#                     the global clip (lowp+clip 2.4-3.7% behind f32+clip)
+#   mlp, mlp-clip     the MLP stress demo (built-in task, 8 faults per 1000)
+#   mlp-fashion       the MLP on Fashion-MNIST, core arms (when installed)
+# efficacy-quick is CI's lane: the LM injected setting at 300 steps, one
+# seed, and the MLP settings at 2 seeds, about 3 minutes on 2 cores.
+EFF = $(B)/efficacy
+EFF_LM = $(B)/train_lm --data $(FORTUNES) --threads 1 --quiet --eval $(EFF_EVAL)
+EFF_LM_INJ = $(EFF_LM) --format e4m3 --lr 2e-3 --stress 24
+EFF_LM_NAT = $(EFF_LM) --format e2m1 --lr 4e-3 --global-clip 1.0
+EFF_CORE = f32,lowp,clip,adagc,zclip,gnmr,gnmr-noise,gnmr-global,f32-gnmr
+EFF_ABL = paper-pass,paper-clip-only,paper-tau3,paper-lock4,noise-pass,$\
+  noise-clip-only,noise-nofall,noise-nofreeze,noise-z3,noise-warm16,noise-maxo4
+EFF_CLIPPED = f32,lowp,adagc,zclip,gnmr,gnmr-noise,paper-pass,$\
+  paper-clip-only,f32-gnmr
+EFF_MLP = $(B)/train_stress --quiet --stress 8 --hidden 128,64,32
+EFF_SEEDS ?= 3
+EFF_STEPS ?= 1000
+EFF_MLP_SEEDS ?= 5
+EFF_EVAL ?= 512
+EFF_PARTS = eff-lm-inj-core eff-lm-inj-abl eff-lm-inj-clip eff-lm-nat-clip \
+            eff-mlp eff-mlp-fashion
+
+$(B)/efficacy_report: bench/efficacy.c
+	@mkdir -p $(@D)
+	gcc $(CFLAGS_ALL) -o $@ $< -lm
+
+efficacy: $(B)/train_lm $(B)/train_stress $(B)/efficacy_report fortunes-check
+	rm -rf $(EFF)
+	$(MAKE) --no-print-directory -j2 $(EFF_PARTS)
+	$(B)/efficacy_report $(EFF)
+
+efficacy-quick: $(B)/train_lm $(B)/train_stress $(B)/efficacy_report \
+                fortunes-check
+	rm -rf $(EFF)
+	$(MAKE) --no-print-directory -j2 EFF_SEEDS=1 EFF_STEPS=300 \
+	  EFF_MLP_SEEDS=2 EFF_EVAL=128 eff-lm-inj-core eff-mlp
+	$(B)/efficacy_report $(EFF)
+
+eff-lm-inj-core:
+	$(EFF_LM_INJ) --setting lm-injected --steps $(EFF_STEPS) \
+	  --seeds $(EFF_SEEDS) \
+	  --arms $(EFF_CORE) --out $(EFF)/lm-injected/core
+eff-lm-inj-abl:
+	$(EFF_LM_INJ) --setting lm-injected --steps $(EFF_STEPS) \
+	  --seeds $(EFF_SEEDS) --arms $(EFF_ABL) --out $(EFF)/lm-injected/abl
+eff-lm-inj-clip:
+	$(EFF_LM_INJ) --global-clip 1.0 --setting lm-injected-clip \
+	  --steps $(EFF_STEPS) --seeds $(EFF_SEEDS) --arms $(EFF_CLIPPED) \
+	  --out $(EFF)/lm-injected-clip/all
+eff-lm-nat-clip:
+	$(EFF_LM_NAT) --setting lm-natural-clip --steps $(EFF_STEPS) \
+	  --seeds $(EFF_SEEDS) --arms $(EFF_CLIPPED) --out $(EFF)/lm-natural-clip/all
+eff-mlp:
+	$(EFF_MLP) --steps 1000 --seeds $(EFF_MLP_SEEDS) \
+	  --arms $(EFF_CORE),$(EFF_ABL) --out $(EFF)/mlp/all
+	$(EFF_MLP) --steps 1000 --seeds $(EFF_MLP_SEEDS) --global-clip 1.0 \
+	  --arms $(EFF_CLIPPED) --out $(EFF)/mlp-clip/all
+eff-mlp-fashion:
+	@if [ -f $(FASHION)/train-images-idx3-ubyte.gz ] || \
+	    [ -f $(FASHION)/train-images-idx3-ubyte ]; then \
+	  $(B)/train_stress --quiet --data $(FASHION) --steps 2000 --stress 8 \
+	    --seeds $(EFF_SEEDS) --arms $(EFF_CORE) \
+	    --out $(EFF)/mlp-fashion/all; \
+	else echo "efficacy: no Fashion-MNIST in $(FASHION): mlp-fashion skipped"; fi
+
+.PHONY: efficacy efficacy-quick $(EFF_PARTS)
 
 # ---- formatting -------------------------------------------------------------
 format:

@@ -358,6 +358,9 @@ GNMR_DEF gnmr_config gnmr_config_default(void);
 /* 0.1's defaults exactly, with rule = GNMR_RULE_PAPER (NOISE fields at
    their defaults). */
 GNMR_DEF gnmr_config gnmr_config_paper(void);
+/* The noise-aware rules (rule = GNMR_RULE_NOISE, warmup 50), the other
+   fields as gnmr_config_paper(). */
+GNMR_DEF gnmr_config gnmr_config_noise(void);
 /* GNMR_OK, or GNMR_ECONFIG with *field naming the first field out of range
    (max_recovering also when above n_units); *field is NULL when valid.
    field may be NULL. GNMR_EINVAL for a NULL cfg (*field untouched). */
@@ -924,12 +927,14 @@ GNMR_DEF gnmr_config gnmr_config_paper(void) {
   return c;
 }
 
-GNMR_DEF gnmr_config gnmr_config_default(void) {
+GNMR_DEF gnmr_config gnmr_config_noise(void) {
   gnmr_config c = gnmr_config_paper();
   c.rule = GNMR_RULE_NOISE;
   c.warmup_steps = 50; /* norms fall fast in the first steps (bench/detect) */
   return c;
 }
+
+GNMR_DEF gnmr_config gnmr_config_default(void) { return gnmr_config_noise(); }
 
 static int gnmr__finite_above(double x, double floor_) {
   return gnmr__finite64(x) && x > floor_;

@@ -81,6 +81,7 @@
 #include <time.h>
 
 #include "lowp.h"
+#include "arms.h"
 
 #ifdef LM_DOUBLE
 typedef double lm_real;
@@ -105,9 +106,6 @@ typedef float lm_real;
 #define LM_LOGIT_GROWTH 1.25     /* logit growth: x this per step */
 #define LM_STALE_GAIN 64.0f      /* stale scale: factor the scale is off by */
 #define LM_SPIKE_FACTOR 1.5      /* a loss spike: loss > 1.5 x running EMA */
-#define LM_GLOBAL_CLIP 1.0       /* clip arm: max global norm */
-#define LM_ADAGC_LAMBDA 1.05     /* adagc arm: clip to 1.05 x EMA of norm */
-#define LM_ADAGC_BETA 0.98       /* adagc arm: EMA decay */
 #define LM_MAX_EVENTS 256
 
 /* ---- checked helpers ------------------------------------------------------
@@ -1246,42 +1244,9 @@ static int lm_make_events(int per_k, int steps, const lm_shape *s,
 /* ---- arms ------------------------------------------------------------------
  */
 
-enum { LM_KIND_F32, LM_KIND_LOWP, LM_KIND_CLIP, LM_KIND_ADAGC, LM_KIND_GNMR };
-
-/* The paper's rules (gnmr_config_paper), the library's defaults (the
-   noise-aware rules), and the defaults with the step-level verdict's
-   global clip on. */
-static gnmr_config lm_config_paper(void) { return gnmr_config_paper(); }
-static gnmr_config lm_config_global(void) {
-  gnmr_config c = gnmr_config_default();
-  c.global_policy = GNMR_GLOBAL_CLIP;
-  return c;
-}
-
-typedef struct lm_arm {
-  const char *name;
-  int kind;
-  gnmr_config (*config)(void); /* gnmr arms only */
-  int f32;                     /* every unit on the f32 path, no faults */
-  int extra;                   /* not in the default --arms list */
-} lm_arm;
-
-/* The extra arms run a control on the f32 model: what the control does to
-   training that is not about precision. */
-static const lm_arm LM_ARMS[] = {
-    {"f32", LM_KIND_F32, NULL, 1, 0},
-    {"lowp", LM_KIND_LOWP, NULL, 0, 0},
-    {"clip", LM_KIND_CLIP, NULL, 0, 0},
-    {"adagc", LM_KIND_ADAGC, NULL, 0, 0},
-    {"gnmr", LM_KIND_GNMR, lm_config_paper, 0, 0},
-    {"gnmr-noise", LM_KIND_GNMR, gnmr_config_default, 0, 0},
-    {"gnmr-global", LM_KIND_GNMR, lm_config_global, 0, 0},
-    {"f32-clip", LM_KIND_CLIP, NULL, 1, 1},
-    {"f32-adagc", LM_KIND_ADAGC, NULL, 1, 1},
-    {"f32-gnmr", LM_KIND_GNMR, lm_config_paper, 1, 1},
-    {"f32-gnmr-noise", LM_KIND_GNMR, gnmr_config_default, 1, 1},
-};
-#define LM_N_ARMS ((int)(sizeof LM_ARMS / sizeof LM_ARMS[0]))
+/* The arms: examples/arms.h, shared with the MLP demo. */
+#define LM_ARMS ARMS
+#define LM_N_ARMS ARM_COUNT
 
 /* ---- one training run ------------------------------------------------------
  */
@@ -1300,6 +1265,9 @@ typedef struct lm_opts {
   /* GNMR overrides (command line); a field < 0 keeps the arm's config */
   double tau_r, tau_d;
   int lock, max_rec;
+  /* > 0: every arm's gradient, after its own control, is clipped to this
+     global norm (what production trainers run anyway) */
+  double global_clip;
 } lm_opts;
 
 typedef struct lm_result {
@@ -1347,7 +1315,22 @@ static uint64_t lm_hash(const void *p, size_t n) {
   return h;
 }
 
-static gnmr_config lm_arm_config(const lm_opts *o, const lm_arm *arm,
+/* Every parameter's gradient times s (0: zeroed, the step skipped). */
+static void lm_scale_all(lm_model *m, double s) {
+  size_t i;
+  if (s == 1.0) return;
+  for (i = 0; i < m->n_params; i++)
+    m->grads[i] = s == 0.0 ? 0 : (lm_real)(m->grads[i] * s);
+}
+
+static double lm_global_norm(const lm_model *m) {
+  double total = 0;
+  size_t i;
+  for (i = 0; i < m->n_params; i++) total += (double)m->grads[i] * m->grads[i];
+  return sqrt(total);
+}
+
+static gnmr_config lm_arm_config(const lm_opts *o, const demo_arm *arm,
                                  int n_units) {
   gnmr_config c = arm->config();
   if (o->tau_r > 0) c.ratio_threshold = o->tau_r;
@@ -1361,7 +1344,7 @@ static gnmr_config lm_arm_config(const lm_opts *o, const lm_arm *arm,
 
 /* Trains one arm for o->steps steps, then evaluates it in f32. Same seed:
    same initial weights, same batches, same faults. */
-static lm_result lm_train(const lm_opts *o, const lm_arm *arm, int seed,
+static lm_result lm_train(const lm_opts *o, const demo_arm *arm, int seed,
                           const lm_text *train, const lm_text *val,
                           const lm_event *ev, int n_ev, lm_trace *trace) {
   lm_model m;
@@ -1374,6 +1357,7 @@ static lm_result lm_train(const lm_opts *o, const lm_arm *arm, int seed,
   int T = o->shape.T, B = o->shape.B, N = B * T, U, step, u, b, e;
   int warm = o->steps / 20 > 0 ? o->steps / 20 : 1;
   double ema_loss = 0, ctl_time = 0, t0, adagc_ema[LM_MAX_UNITS];
+  arm_zclip zc = {0, 0, 0};
   uint8_t *tok = LM_CALLOC((size_t)N, uint8_t),
           *tgt = LM_CALLOC((size_t)N, uint8_t);
   float norms[LM_MAX_UNITS];
@@ -1381,7 +1365,7 @@ static lm_result lm_train(const lm_opts *o, const lm_arm *arm, int seed,
   memset(norms, 0, sizeof norms);
   lm_model_init(&m, o->shape, &init);
   U = m.n_units;
-  if (arm->kind == LM_KIND_GNMR) {
+  if (arm->kind == ARM_GNMR) {
     int rc;
     cfg = lm_arm_config(o, arm, U);
     rc = gnmr_init(&ctl, &cfg, slots, (uint32_t)U);
@@ -1408,8 +1392,7 @@ static lm_result lm_train(const lm_opts *o, const lm_arm *arm, int seed,
     memset(paths, 0, sizeof paths);
     for (u = 0; u < U; u++) {
       if (arm->f32) continue;
-      if (arm->kind == LM_KIND_GNMR &&
-          gnmr_recovering(&ctl, (uint32_t)u) == 1) {
+      if (arm->kind == ARM_GNMR && gnmr_recovering(&ctl, (uint32_t)u) == 1) {
         paths[u].track = 1;
         if (trace && trace->recovering)
           trace->recovering[(size_t)step * (size_t)U + (size_t)u] = 1;
@@ -1444,35 +1427,17 @@ static lm_result lm_train(const lm_opts *o, const lm_arm *arm, int seed,
 
     /* Control: the arms' extra work, timed as their overhead. */
     tc = lm_now();
-    if (arm->kind == LM_KIND_CLIP) {
-      double total = 0;
-      size_t i;
-      for (i = 0; i < m.n_params; i++) total += (double)m.grads[i] * m.grads[i];
-      total = sqrt(total);
-      if (!isfinite(total) || total > LM_GLOBAL_CLIP) {
-        double s = isfinite(total) ? LM_GLOBAL_CLIP / total : 0.0;
-        for (i = 0; i < m.n_params; i++)
-          m.grads[i] = s == 0.0 ? 0 : (lm_real)(m.grads[i] * s);
-      }
-    } else if (arm->kind == LM_KIND_ADAGC) {
+    if (arm->kind == ARM_CLIP) {
+      lm_scale_all(&m, arm_clip_scale(lm_global_norm(&m), ARM_GLOBAL_CLIP));
+    } else if (arm->kind == ARM_ZCLIP) {
+      lm_scale_all(&m, arm_zclip_scale(&zc, lm_global_norm(&m)));
+    } else if (arm->kind == ARM_ADAGC) {
       lm_unit_norms(&m, norms);
       for (u = 0; u < U; u++) {
-        double g = norms[u], limit = LM_ADAGC_LAMBDA * adagc_ema[u];
-        if (!isfinite(g)) {
-          lm_scale_unit(&m, u, 0.0);
-          continue;
-        }
-        if (step == 0) {
-          adagc_ema[u] = g;
-          continue;
-        }
-        if (g > limit) {
-          lm_scale_unit(&m, u, limit / g);
-          g = limit;
-        }
-        adagc_ema[u] = LM_ADAGC_BETA * adagc_ema[u] + (1 - LM_ADAGC_BETA) * g;
+        double s = arm_adagc_scale(&adagc_ema[u], norms[u], step == 0);
+        if (s != 1.0) lm_scale_unit(&m, u, s);
       }
-    } else if (arm->kind == LM_KIND_GNMR) {
+    } else if (arm->kind == ARM_GNMR) {
       int rc;
       lm_unit_norms(&m, norms);
       rc = gnmr_step(&ctl, norms, d);
@@ -1487,8 +1452,10 @@ static lm_result lm_train(const lm_opts *o, const lm_arm *arm, int seed,
         }
       }
     }
+    if (o->global_clip > 0)
+      lm_scale_all(&m, arm_clip_scale(lm_global_norm(&m), o->global_clip));
     ctl_time += lm_now() - tc;
-    if (arm->kind == LM_KIND_GNMR && trace && trace->f) /* not timed: I/O */
+    if (arm->kind == ARM_GNMR && trace && trace->f) /* not timed: I/O */
       for (u = 0; u < U; u++) {
         char name[32];
         lm_unit_name(u, o->shape.L, name, sizeof name);
@@ -1507,7 +1474,7 @@ static lm_result lm_train(const lm_opts *o, const lm_arm *arm, int seed,
   }
   res.seconds = lm_now() - t0;
   res.overhead_pct = res.seconds > 0 ? 100.0 * ctl_time / res.seconds : 0.0;
-  if (arm->kind == LM_KIND_GNMR) {
+  if (arm->kind == ARM_GNMR) {
     gnmr_counters c;
     gnmr_counters_get(&ctl, GNMR_ALL_UNITS, &c);
     res.recovery_fraction = (double)c.recovery_steps / ((double)o->steps * U);
@@ -1752,9 +1719,9 @@ static int lm_run_arms(const lm_opts *o, const lm_text *train,
       n_ev0 = n_ev;
     }
     for (a = 0; a < o->n_arms; a++) {
-      const lm_arm *arm = &LM_ARMS[o->arms[a]];
+      const demo_arm *arm = &LM_ARMS[o->arms[a]];
       /* The trace: the first gnmr arm of the first seed. */
-      lm_trace *tr = (!traced && arm->kind == LM_KIND_GNMR) ? &trace : NULL;
+      lm_trace *tr = (!traced && arm->kind == ARM_GNMR) ? &trace : NULL;
       lm_result r = lm_train(o, arm, seed, train, val, ev, n_ev, tr);
       double ema = r.loss[0];
       traced |= tr != NULL;
@@ -1872,32 +1839,34 @@ static int lm_run_sweep(const lm_opts *o, const lm_text *train,
  */
 
 static void lm_usage(FILE *f) {
-  fprintf(
-      f, "usage: train_lm [options]\n"
-         "  --data DIR     fortune files (default /usr/share/games/fortunes)\n"
-         "  --arms LIST    comma list of f32,lowp,clip,adagc,gnmr,gnmr-noise,\n"
-         "                 gnmr-global (default "
-         "all)\n"
-         "  --setting S    a name for the run in the outputs (default run)\n"
-         "  --seed S --seeds N   seeds S, S+1, ... (default 1, 1)\n"
-         "  --steps N      training steps (default 1500)\n"
-         "  --dim C --layers L --heads H --ctx T --batch B\n"
-         "                 model and batch (default 64, 2, 4, 64, 8)\n"
-         "  --lr X         peak AdamW learning rate (default 2e-3)\n"
-         "  --format F     e4m3, e5m2 or e2m1 (default e4m3)\n"
-         "  --stress N     injected faults per 1000 steps (default 0)\n"
-         "  --eval N       validation windows (default 512)\n"
-         "  --threads N    GEMM threads (default 2; any count, same bits)\n"
-         "  --isa NAME     gnmr.h's norm path: scalar, sse2, avx2, avx512, "
-         "neon\n"
-         "  --ctl-isa NAME gnmr.h's controller path: scalar, avx512\n"
-         "                 (default: the best this CPU runs; same bits)\n"
-         "  --tau-r X --tau-d X --lock N --max-rec N   GNMR overrides\n"
-         "  --sweep        f32 vs lowp (every seed, with --stress faults)\n"
-         "  --sweep-lrs LIST      learning rates (default 2e-3,3e-3)\n"
-         "  --sweep-formats LIST  formats (default e4m3,e5m2,e2m1)\n"
-         "  --out DIR      output directory (default build/demo-lm)\n"
-         "  --quiet        no table on stdout\n");
+  fprintf(f,
+          "usage: train_lm [options]\n"
+          "  --data DIR     fortune files (default /usr/share/games/fortunes)\n"
+          "  --arms LIST    comma list (default f32,lowp,clip,adagc,gnmr,\n"
+          "                 gnmr-paper,gnmr-noise,gnmr-global); --arms list\n"
+          "                 prints every arm\n"
+          "  --setting S    a name for the run in the outputs (default run)\n"
+          "  --seed S --seeds N   seeds S, S+1, ... (default 1, 1)\n"
+          "  --steps N      training steps (default 1500)\n"
+          "  --dim C --layers L --heads H --ctx T --batch B\n"
+          "                 model and batch (default 64, 2, 4, 64, 8)\n"
+          "  --lr X         peak AdamW learning rate (default 2e-3)\n"
+          "  --format F     e4m3, e5m2 or e2m1 (default e4m3)\n"
+          "  --stress N     injected faults per 1000 steps (default 0)\n"
+          "  --eval N       validation windows (default 512)\n"
+          "  --threads N    GEMM threads (default 2; any count, same bits)\n"
+          "  --isa NAME     gnmr.h's norm path: scalar, sse2, avx2, avx512, "
+          "neon\n"
+          "  --ctl-isa NAME gnmr.h's controller path: scalar, avx512\n"
+          "                 (default: the best this CPU runs; same bits)\n"
+          "  --tau-r X --tau-d X --lock N --max-rec N   GNMR overrides\n"
+          "  --global-clip X   every arm: clip the global gradient norm to X\n"
+          "                 after the arm's own control (default off)\n"
+          "  --sweep        f32 vs lowp (every seed, with --stress faults)\n"
+          "  --sweep-lrs LIST      learning rates (default 2e-3,3e-3)\n"
+          "  --sweep-formats LIST  formats (default e4m3,e5m2,e2m1)\n"
+          "  --out DIR      output directory (default build/demo-lm)\n"
+          "  --quiet        no table on stdout\n");
 }
 
 static int lm_parse_int(const char *s, int lo, int hi, const char *flag) {
@@ -1919,14 +1888,17 @@ static double lm_parse_double(const char *s, const char *flag) {
 }
 
 static void lm_parse_arms(lm_opts *o, const char *list) {
-  char buf[256], *tok;
+  char buf[512], *tok;
   int a;
+  if (strcmp(list, "list") == 0) {
+    for (a = 0; a < LM_N_ARMS; a++) printf("%s\n", LM_ARMS[a].name);
+    exit(0);
+  }
   snprintf(buf, sizeof buf, "%s", list);
   o->n_arms = 0;
   for (tok = strtok(buf, ","); tok; tok = strtok(NULL, ",")) {
-    for (a = 0; a < LM_N_ARMS; a++)
-      if (strcmp(tok, LM_ARMS[a].name) == 0) break;
-    if (a == LM_N_ARMS) LM_DIE("--arms: unknown arm '%s'", tok);
+    a = arm_find(tok);
+    if (a < 0) LM_DIE("--arms: unknown arm '%s' (--arms list names them)", tok);
     if (o->n_arms == LM_N_ARMS) LM_DIE("--arms: too many arms");
     o->arms[o->n_arms++] = a;
   }
@@ -2054,6 +2026,8 @@ static void lm_parse(lm_opts *o, int argc, char **argv) {
       o->tau_d = lm_parse_double(v, f);
     else if (strcmp(f, "--lock") == 0)
       o->lock = lm_parse_int(v, 1, 1 << 20, f);
+    else if (strcmp(f, "--global-clip") == 0)
+      o->global_clip = lm_parse_double(v, f);
     else if (strcmp(f, "--max-rec") == 0)
       o->max_rec = lm_parse_int(v, 0, LM_MAX_UNITS, f);
     else if (strcmp(f, "--format") == 0) {

@@ -59,19 +59,16 @@
 #include <time.h>
 
 #include "lowp.h"
+#include "arms.h"
 
 /* ---- constants ----------------------------------------------------------- */
 
-#define TS_LAYERS 4 /* 3 hidden layers + the output layer */
-#define TS_MAX_ARMS                                                            \
-  7 /* f32, lowp, clip, adagc, gnmr, gnmr-noise, gnmr-global */
-#define TS_BURST_GAIN 256.0f /* outlier burst: channel gain */
-#define TS_BURST_CHANNELS 4  /* outlier burst: channels hit */
-#define TS_STALE_GAIN 64.0f  /* stale scale: factor the scale is off by */
-#define TS_SPIKE_FACTOR 2.0  /* a loss spike: loss > 2 x its running EMA */
-#define TS_GLOBAL_CLIP 1.0   /* clip arm: max global norm */
-#define TS_ADAGC_LAMBDA 1.05 /* adagc arm: clip to 1.05 x EMA of unit norm */
-#define TS_ADAGC_BETA 0.98   /* adagc arm: EMA decay */
+#define TS_LAYERS 4           /* 3 hidden layers + the output layer */
+#define TS_MAX_ARMS ARM_COUNT /* arms in one run: examples/arms.h's table */
+#define TS_BURST_GAIN 256.0f  /* outlier burst: channel gain */
+#define TS_BURST_CHANNELS 4   /* outlier burst: channels hit */
+#define TS_STALE_GAIN 64.0f   /* stale scale: factor the scale is off by */
+#define TS_SPIKE_FACTOR 2.0   /* a loss spike: loss > 2 x its running EMA */
 
 /* ---- checked helpers (llm.c style: say file and line) ------------------- */
 
@@ -555,6 +552,37 @@ static void ts_scale_grads(ts_layer *L, double s) {
     L->db[i] = s == 0.0 ? 0.0f : (float)(L->db[i] * s);
 }
 
+static void ts_scale_all(ts_model *m, double s) {
+  int l;
+  if (s != 1.0)
+    for (l = 0; l < TS_LAYERS; l++) ts_scale_grads(&m->layer[l], s);
+}
+
+/* Each layer's gradient norm (weights and bias: one unit), gnmr.h's. */
+static void ts_layer_norms(const ts_model *m, float *norms) {
+  gnmr_tensor t[2 * TS_LAYERS];
+  int l;
+  for (l = 0; l < TS_LAYERS; l++) {
+    t[2 * l].data = m->layer[l].dw;
+    t[2 * l].n = (size_t)m->layer[l].in * (size_t)m->layer[l].out;
+    t[2 * l].dtype = GNMR_DTYPE_F32;
+    t[2 * l].unit = (uint32_t)l;
+    t[2 * l + 1].data = m->layer[l].db;
+    t[2 * l + 1].n = (size_t)m->layer[l].out;
+    t[2 * l + 1].dtype = GNMR_DTYPE_F32;
+    t[2 * l + 1].unit = (uint32_t)l;
+  }
+  if (gnmr_unit_norms(t, 2 * TS_LAYERS, norms, TS_LAYERS) != GNMR_OK)
+    TS_DIE("gnmr_unit_norms failed");
+}
+
+static double ts_global_norm(const float *norms) {
+  double total = 0.0;
+  int l;
+  for (l = 0; l < TS_LAYERS; l++) total += (double)norms[l] * norms[l];
+  return sqrt(total);
+}
+
 /* ---- the stress schedule (ground truth) --------------------------------- */
 
 enum { TS_BURST = 0, TS_STALE = 1 };
@@ -589,23 +617,14 @@ static int ts_make_events(int per_k, int steps, int n_layers, int dim_hint,
 
 /* ---- one training run ---------------------------------------------------- */
 
-/* gnmr: the paper's rules (gnmr_config_paper() and the --tau-r ... flags);
-   gnmr-noise: the library's defaults (NOISE mode); gnmr-global: the same
-   with global_policy CLIP and common_min_units cut to the layer count (the
-   default 8 is more units than this MLP has: the step-level verdict would
-   never be reached). Each GNMR arm's max_recovering and lock_steps are
-   --max-rec and --lock's. */
-enum {
-  TS_ARM_F32,
-  TS_ARM_LOWP,
-  TS_ARM_CLIP,
-  TS_ARM_ADAGC,
-  TS_ARM_GNMR,
-  TS_ARM_GNMR_NOISE,
-  TS_ARM_GNMR_GLOBAL
-};
-static const char *TS_ARM_NAMES[TS_MAX_ARMS] = {
-    "f32", "lowp", "clip", "adagc", "gnmr", "gnmr-noise", "gnmr-global"};
+/* The arms are examples/arms.h's table (ARMS), shared with the LM demo.
+   The gnmr arm's config is ts_opts.gnmr: gnmr_config_default() with the
+   --tau-r ... flags (the sweep varies it); every GNMR arm takes --max-rec
+   and --lock. */
+#define TS_ARM_F32 0 /* ARMS[0], [1] and [4]: ts_parse checks the names */
+#define TS_ARM_LOWP 1
+#define TS_ARM_GNMR 4
+#define TS_N_DEFAULT_ARMS 7 /* the arms a run without --arms trains */
 
 typedef struct ts_opts {
   int steps, batch, seed, seeds, stress, sweep, quiet;
@@ -614,7 +633,7 @@ typedef struct ts_opts {
   int arms[TS_MAX_ARMS], n_arms;
   const lp_format *fmt;
   const char *data_dir, *out_dir;
-  double lr;
+  double lr, global_clip; /* global_clip > 0: --global-clip */
   gnmr_config gnmr;
 } ts_opts;
 
@@ -661,6 +680,8 @@ static ts_result ts_train(const ts_opts *o, int arm, int seed,
   gnmr_slot units[TS_LAYERS];
   gnmr_ctl ctl;
   double ema_loss = 0.0, ctl_time = 0.0, t0, adagc_ema[TS_LAYERS];
+  const demo_arm *A = &ARMS[arm];
+  arm_zclip zc = {0, 0, 0};
   float *xb, norms[TS_LAYERS];
   uint8_t *yb, caught[256];
   ts_result res;
@@ -676,19 +697,19 @@ static ts_result ts_train(const ts_opts *o, int arm, int seed,
   opt.beta2 = 0.999;
   opt.eps = 1e-8;
   opt.wd = 1e-4;
-  if (arm >= TS_ARM_GNMR) {
+  if (A->kind == ARM_GNMR) {
     const char *field = NULL;
     gnmr_config cfg = o->gnmr;
     int rc;
     if (arm != TS_ARM_GNMR) {
-      cfg = gnmr_config_default();
-      cfg.max_recovering = o->gnmr.max_recovering;
+      cfg = A->config();
+      cfg.max_recovering =
+          A->config().max_recovering == 0 ? 0 : o->gnmr.max_recovering;
       cfg.lock_steps = o->gnmr.lock_steps;
-      if (arm == TS_ARM_GNMR_GLOBAL) {
-        cfg.global_policy = GNMR_GLOBAL_CLIP;
-        if (cfg.common_min_units > TS_LAYERS) cfg.common_min_units = TS_LAYERS;
-      }
     }
+    /* The default 8 is more units than this MLP has: the step-level verdict
+       would never be reached. */
+    if (cfg.common_min_units > TS_LAYERS) cfg.common_min_units = TS_LAYERS;
     rc = gnmr_init(&ctl, &cfg, units, TS_LAYERS);
     gnmr_config_check(&cfg, TS_LAYERS, &field);
     if (rc != GNMR_OK)
@@ -727,8 +748,8 @@ static ts_result ts_train(const ts_opts *o, int arm, int seed,
        GNMR holds in recovery; otherwise low precision, with its faults. */
     for (l = 0; l < TS_LAYERS; l++) {
       memset(&paths[l], 0, sizeof paths[l]);
-      if (arm == TS_ARM_F32) continue;
-      if (arm >= TS_ARM_GNMR && gnmr_recovering(&ctl, (uint32_t)l) == 1) {
+      if (A->f32) continue;
+      if (A->kind == ARM_GNMR && gnmr_recovering(&ctl, (uint32_t)l) == 1) {
         paths[l].track = 1;
         if (trace && trace->recovering)
           trace->recovering[(size_t)step * TS_LAYERS + (size_t)l] = 1;
@@ -758,49 +779,17 @@ static ts_result ts_train(const ts_opts *o, int arm, int seed,
 
     /* Control: the arms' extra work, timed as their overhead. */
     tc = ts_seconds();
-    if (arm != TS_ARM_F32 && arm != TS_ARM_LOWP) {
-      gnmr_tensor t[2 * TS_LAYERS];
+    if (A->kind != ARM_F32 && A->kind != ARM_LOWP) ts_layer_norms(&m, norms);
+    if (A->kind == ARM_CLIP) {
+      ts_scale_all(&m, arm_clip_scale(ts_global_norm(norms), ARM_GLOBAL_CLIP));
+    } else if (A->kind == ARM_ZCLIP) {
+      ts_scale_all(&m, arm_zclip_scale(&zc, ts_global_norm(norms)));
+    } else if (A->kind == ARM_ADAGC) {
       for (l = 0; l < TS_LAYERS; l++) {
-        t[2 * l].data = m.layer[l].dw;
-        t[2 * l].n = (size_t)m.layer[l].in * (size_t)m.layer[l].out;
-        t[2 * l].dtype = GNMR_DTYPE_F32;
-        t[2 * l].unit = (uint32_t)l;
-        t[2 * l + 1].data = m.layer[l].db;
-        t[2 * l + 1].n = (size_t)m.layer[l].out;
-        t[2 * l + 1].dtype = GNMR_DTYPE_F32;
-        t[2 * l + 1].unit = (uint32_t)l;
+        double sc = arm_adagc_scale(&adagc_ema[l], norms[l], step == 0);
+        if (sc != 1.0) ts_scale_grads(&m.layer[l], sc);
       }
-      if (gnmr_unit_norms(t, 2 * TS_LAYERS, norms, TS_LAYERS) != GNMR_OK)
-        TS_DIE("gnmr_unit_norms failed");
-    }
-    if (arm == TS_ARM_CLIP) {
-      double total = 0.0;
-      for (l = 0; l < TS_LAYERS; l++) total += (double)norms[l] * norms[l];
-      total = sqrt(total);
-      if (!isfinite(total)) {
-        for (l = 0; l < TS_LAYERS; l++) ts_scale_grads(&m.layer[l], 0.0);
-      } else if (total > TS_GLOBAL_CLIP) {
-        for (l = 0; l < TS_LAYERS; l++)
-          ts_scale_grads(&m.layer[l], TS_GLOBAL_CLIP / total);
-      }
-    } else if (arm == TS_ARM_ADAGC) {
-      for (l = 0; l < TS_LAYERS; l++) {
-        double g = norms[l], limit = TS_ADAGC_LAMBDA * adagc_ema[l];
-        if (!isfinite(g)) {
-          ts_scale_grads(&m.layer[l], 0.0);
-          continue;
-        }
-        if (step == 0) {
-          adagc_ema[l] = g;
-          continue;
-        }
-        if (g > limit) {
-          ts_scale_grads(&m.layer[l], limit / g);
-          g = limit;
-        }
-        adagc_ema[l] = TS_ADAGC_BETA * adagc_ema[l] + (1.0 - TS_ADAGC_BETA) * g;
-      }
-    } else if (arm >= TS_ARM_GNMR) {
+    } else if (A->kind == ARM_GNMR) {
       int rc = gnmr_step(&ctl, norms, d);
       if (rc != GNMR_OK) TS_DIE("gnmr_step: %s", gnmr_strerror(rc));
       for (l = 0; l < TS_LAYERS; l++) {
@@ -818,6 +807,11 @@ static ts_result ts_train(const ts_opts *o, int arm, int seed,
           res.in_fault += hit;
         }
       }
+    }
+    if (o->global_clip > 0) {
+      float after[TS_LAYERS];
+      ts_layer_norms(&m, after);
+      ts_scale_all(&m, arm_clip_scale(ts_global_norm(after), o->global_clip));
     }
     ctl_time += ts_seconds() - tc;
     if (trace && trace->f) /* not timed: I/O */
@@ -843,7 +837,7 @@ static ts_result ts_train(const ts_opts *o, int arm, int seed,
     res.faults[ev[e].kind]++;
     res.caught[ev[e].kind] += caught[e];
   }
-  if (arm >= TS_ARM_GNMR) {
+  if (A->kind == ARM_GNMR) {
     gnmr_counters c;
     gnmr_counters_get(&ctl, GNMR_ALL_UNITS, &c);
     res.recovery_fraction =
@@ -861,9 +855,10 @@ static ts_result ts_train(const ts_opts *o, int arm, int seed,
 
 /* ---- pictures (SVG, drawn here, no plotting library) --------------------- */
 
-static const char *TS_COLORS[TS_MAX_ARMS] = {"#000000", "#d62728", "#ff7f0e",
-                                             "#9467bd", "#2ca02c", "#17becf",
-                                             "#8c564b"};
+static const char *TS_COLORS[] = {"#000000", "#d62728", "#ff7f0e",
+                                  "#9467bd", "#2ca02c", "#17becf",
+                                  "#8c564b", "#e377c2", "#7f7f7f"};
+#define TS_COLOR(a) TS_COLORS[(a) % (int)(sizeof TS_COLORS / sizeof *TS_COLORS)]
 
 /* Axis ticks: a spacing of 1, 2 or 5 x 10^k giving about n ticks over span,
    and the decimals its labels need. */
@@ -958,7 +953,7 @@ static void ts_svg_loss(const char *path, const ts_opts *o, float **curves,
         fprintf(f,
                 "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"1.2\" "
                 "points=\"",
-                TS_COLORS[arms[a]]);
+                TS_COLOR(arms[a]));
       open = 1;
       fprintf(f, "%.1f,%.1f ", x0 + pw * s / last, y);
     }
@@ -967,7 +962,7 @@ static void ts_svg_loss(const char *path, const ts_opts *o, float **curves,
   fprintf(f, "</g>\n");
   for (a = 0; a < n_arms; a++)
     fprintf(f, "<text x=\"%g\" y=\"%g\" fill=\"%s\">%s</text>\n", x0 + pw - 60,
-            y0 + 20 + 16 * a, TS_COLORS[arms[a]], TS_ARM_NAMES[arms[a]]);
+            y0 + 20 + 16 * a, TS_COLOR(arms[a]), ARMS[arms[a]].name);
   fprintf(f, "</svg>\n");
   if (fclose(f) != 0) TS_DIE("writing %s failed", path);
 }
@@ -1032,8 +1027,12 @@ static void ts_usage(FILE *f) {
           "usage: train_stress [options]\n"
           "  --data DIR     Fashion-MNIST IDX files (default: built-in "
           "synthetic task)\n"
-          "  --arms LIST    comma list of f32,lowp,clip,adagc,gnmr,gnmr-noise,"
-          "gnmr-global (default all)\n"
+          "  --arms LIST    comma list of arms (examples/arms.h; default "
+          "f32,lowp,clip,\n"
+          "                 adagc,gnmr,gnmr-paper,gnmr-noise); --arms list "
+          "names them all\n"
+          "  --global-clip X   every arm: clip the global gradient norm to X "
+          "after its own control\n"
           "  --seed S       first seed (default 1)\n"
           "  --seeds N      number of seeds S, S+1, ... (default 1)\n"
           "  --steps N      training steps (default 1000)\n"
@@ -1047,9 +1046,8 @@ static void ts_usage(FILE *f) {
           "too small (underflow)\n"
           "  --tau-r X --tau-d X --window N --lock N --max-rec N\n"
           "                 GNMR settings of the gnmr arm (default: "
-          "gnmr_config_paper());\n"
-          "                 gnmr-noise and gnmr-global: gnmr_config_default()"
-          " with --max-rec, --lock\n"
+          "gnmr_config_default());\n"
+          "                 the other GNMR arms take --max-rec and --lock\n"
           "  --sweep        sweep the GNMR settings (gnmr arm) instead\n"
           "  --out DIR      output directory (default demo-out)\n"
           "  --quiet        no table on stdout\n");
@@ -1074,14 +1072,17 @@ static double ts_parse_double(const char *s, const char *flag) {
 }
 
 static void ts_parse_arms(ts_opts *o, const char *list) {
-  char buf[256], *tok;
+  char buf[512], *tok;
   int a;
+  if (strcmp(list, "list") == 0) {
+    for (a = 0; a < ARM_COUNT; a++) printf("%s\n", ARMS[a].name);
+    exit(0);
+  }
   snprintf(buf, sizeof buf, "%s", list);
   o->n_arms = 0;
   for (tok = strtok(buf, ","); tok; tok = strtok(NULL, ",")) {
-    for (a = 0; a < TS_MAX_ARMS; a++)
-      if (strcmp(tok, TS_ARM_NAMES[a]) == 0) break;
-    if (a == TS_MAX_ARMS) TS_DIE("--arms: unknown arm '%s'", tok);
+    a = arm_find(tok);
+    if (a < 0) TS_DIE("--arms: unknown arm '%s' (--arms list names them)", tok);
     if (o->n_arms == TS_MAX_ARMS) TS_DIE("--arms: too many arms");
     o->arms[o->n_arms++] = a;
   }
@@ -1101,11 +1102,15 @@ static void ts_parse(ts_opts *o, int argc, char **argv) {
   o->lr = 1e-3;
   o->fmt = &LP_FORMATS[0];
   o->out_dir = "demo-out";
-  o->gnmr = gnmr_config_paper();
+  o->gnmr = gnmr_config_default();
   o->gnmr.max_recovering =
       o->gnmr.max_recovering > TS_LAYERS ? TS_LAYERS : o->gnmr.max_recovering;
-  for (a = 0; a < TS_MAX_ARMS; a++) o->arms[a] = a;
-  o->n_arms = TS_MAX_ARMS;
+  if (strcmp(ARMS[TS_ARM_F32].name, "f32") ||
+      strcmp(ARMS[TS_ARM_LOWP].name, "lowp") ||
+      strcmp(ARMS[TS_ARM_GNMR].name, "gnmr"))
+    TS_DIE("examples/arms.h: f32, lowp, gnmr are not ARMS[0], [1], [4]");
+  for (a = 0; a < TS_N_DEFAULT_ARMS; a++) o->arms[a] = a;
+  o->n_arms = TS_N_DEFAULT_ARMS;
   for (i = 1; i < argc; i++) {
     const char *f = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
     if (strcmp(f, "--help") == 0 || strcmp(f, "-h") == 0) {
@@ -1151,7 +1156,10 @@ static void ts_parse(ts_opts *o, int argc, char **argv) {
       o->gnmr.delta_window = (uint32_t)ts_parse_int(v, 1, GNMR_WINDOW_MAX, f);
     else if (strcmp(f, "--lock") == 0)
       o->gnmr.lock_steps = (uint32_t)ts_parse_int(v, 1, 1 << 20, f);
-    else if (strcmp(f, "--max-rec") == 0)
+    else if (strcmp(f, "--global-clip") == 0) {
+      o->global_clip = ts_parse_double(v, f);
+      if (!(o->global_clip > 0)) TS_DIE("--global-clip: expected > 0");
+    } else if (strcmp(f, "--max-rec") == 0)
       o->gnmr.max_recovering = (uint32_t)ts_parse_int(v, 0, TS_LAYERS, f);
     else if (strcmp(f, "--stale") == 0) {
       if (strcmp(v, "over") && strcmp(v, "under"))
@@ -1243,7 +1251,7 @@ static int ts_run_arms(const ts_opts *o, const ts_data *train,
   stress_f = TS_FOPEN(path, "w");
   fprintf(stress_f, "seed,start,steps,unit,kind,channel\n");
   for (a = o->n_arms - 1; a >= 0; a--)
-    if (o->arms[a] >= TS_ARM_GNMR) trace_arm = o->arms[a];
+    if (ARMS[o->arms[a]].kind == ARM_GNMR) trace_arm = o->arms[a];
   for (a = 0; a < o->n_arms; a++) {
     curves[a] = TS_CALLOC((size_t)o->steps, float);
     spikes[a] = div[a] = 0;
@@ -1286,7 +1294,7 @@ static int ts_run_arms(const ts_opts *o, const ts_data *train,
       secs[a] += r.seconds;
       fprintf(summary,
               "%s,%d,%s,%d,%.6f,%.6f,%.6f,%d,%d,%.4f,%d,%d,%d,%d,%d,%d\n",
-              TS_ARM_NAMES[arm], seed, o->fmt->name, o->stress, r.test_loss,
+              ARMS[arm].name, seed, o->fmt->name, o->stress, r.test_loss,
               r.test_acc, r.recovery_fraction, r.loss_spikes, r.diverged,
               r.overhead_pct, r.faults[TS_BURST], r.caught[TS_BURST],
               r.faults[TS_STALE], r.caught[TS_STALE], r.admissions, r.in_fault);
@@ -1299,7 +1307,7 @@ static int ts_run_arms(const ts_opts *o, const ts_data *train,
       fflush(summary);
       if (!o->quiet)
         fprintf(stderr, "  seed %d %-5s acc %.4f loss %.4f (%.1fs)\n", seed,
-                TS_ARM_NAMES[arm], r.test_acc, r.test_loss, r.seconds);
+                ARMS[arm].name, r.test_acc, r.test_loss, r.seconds);
       free(r.loss);
     }
   }
@@ -1318,11 +1326,11 @@ static int ts_run_arms(const ts_opts *o, const ts_data *train,
            "caught: bursts stales, admissions (in a fault)");
     for (a = 0; a < o->n_arms; a++) {
       printf("%-11s %8.2f%% (%4.2f) %9.4f %8.2f%% %7d %8d %8.2f%% %8.1f",
-             TS_ARM_NAMES[o->arms[a]], 100.0 * ts_mean(acc[a], o->seeds),
+             ARMS[o->arms[a]].name, 100.0 * ts_mean(acc[a], o->seeds),
              100.0 * ts_sd(acc[a], o->seeds), ts_mean(tl[a], o->seeds),
              100.0 * ts_mean(rf[a], o->seeds), spikes[a], div[a],
              ts_mean(ov[a], o->seeds), secs[a]);
-      if (o->arms[a] >= TS_ARM_GNMR)
+      if (ARMS[o->arms[a]].kind == ARM_GNMR)
         printf("  %d/%d %d/%d, %d (%d)", caught[a][0], faults[a][0],
                caught[a][1], faults[a][1], adm[a][0], adm[a][1]);
       putchar('\n');

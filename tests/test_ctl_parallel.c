@@ -404,7 +404,7 @@ TEST(noise_defaults_through_the_warmup) {
   static const uint32_t sizes[] = {1, 8, 77, 1000, 5000};
   size_t i;
   for (i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
-    gnmr_config cfg = gnmr_config_default();
+    gnmr_config cfg = gnmr_config_noise();
     cfg.max_recovering = (uint32_t)(check_rand() % (sizes[i] + 1));
     REQUIRE(run_pair(&cfg, sizes[i], sizes[i] > 1000 ? 70 : 100, 52, KINDS));
   }

@@ -722,7 +722,7 @@ static float wide_norm(int run, uint32_t u, uint32_t t, float base) {
 }
 
 static gnmr_config wide_config(int run, uint32_t n) {
-  gnmr_config c = gnmr_config_default();
+  gnmr_config c = gnmr_config_noise();
   c.rule = GNMR_RULE_NOISE;
   c.warmup_steps = run == 0 ? 0 : (uint32_t)(check_rand() % 14);
   c.history_decay = run == 2 ? 1.0 : 0.8 + 0.2 * check_uniform();
@@ -882,7 +882,7 @@ TEST(reconfigure_between_modes_restarts_the_statistics) {
 }
 
 TEST(defaults_are_the_documented_ones) {
-  gnmr_config p = gnmr_config_paper(), d = gnmr_config_default();
+  gnmr_config p = gnmr_config_paper(), d = gnmr_config_noise();
   /* 0.1's */
   EXPECT_EQ_BITS(p.ratio_threshold, 2.0);
   EXPECT_EQ_BITS(p.delta_threshold, 1.5);
@@ -916,7 +916,7 @@ TEST(defaults_are_the_documented_ones) {
   d.rule = p.rule;
   d.warmup_steps = p.warmup_steps;
   EXPECT(memcmp(&d, &p, sizeof d) == 0);
-  d = gnmr_config_default();
+  d = gnmr_config_noise();
   EXPECT_EQ_INT(gnmr_config_validate(&p), GNMR_OK);
   EXPECT_EQ_INT(gnmr_config_validate(&d), GNMR_OK);
 }

@@ -53,7 +53,7 @@ static uint64_t run_controller(int isa) {
   int cfg_i, step;
   for (cfg_i = 0; cfg_i < 6; cfg_i++) {
     /* 0-4: PAPER mode (its AVX-512 path); 5: NOISE mode, global CLIP */
-    gnmr_config c = cfg_i == 5 ? gnmr_config_default() : gnmr_config_paper();
+    gnmr_config c = cfg_i == 5 ? gnmr_config_noise() : gnmr_config_paper();
     gnmr_ctl ctl;
     float norms[N_UNITS];
     gnmr_decision d[N_UNITS];

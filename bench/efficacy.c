@@ -1,0 +1,453 @@
+/* efficacy.c - the closed-loop efficacy report (make efficacy).
+
+   Reads every DIR/<setting>/<part>/summary.csv the training demos wrote
+   (examples/train_lm.c: val_bpb; examples/train_stress.c: test_loss) and
+   writes, in DIR:
+     summary.csv  one row per setting, arm and seed: setting, arm, seed,
+                  val_loss, gap_recovered, hf_unit_steps, loss_spikes,
+                  diverged, vs_f32_pct
+     report.md    per setting: each arm's final validation loss, mean (sd)
+                  and per seed, against f32, the share of the lowp gap it
+                  recovers, its unit-steps on the high-fidelity path, loss
+                  spikes; then every arm against every other, paired by seed
+     efficacy.svg gap recovered against high-fidelity unit-steps, one point
+                  per arm and seed, a panel per setting
+   and prints report.md. In a setting, "f32" and "lowp" are that setting's
+   own runs (with --global-clip: f32+clip and lowp+clip), and the gap
+   recovered by arm a on seed s is (lowp - a) / (lowp - f32), same seed.
+   Arms that run every unit in f32 (f32, f32-*) have no gap and no place on
+   the plot. */
+#define _POSIX_C_SOURCE 200809L
+#include <dirent.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define EF_MAX_SETTINGS 16
+#define EF_MAX_ARMS 32
+#define EF_MAX_SEEDS 16
+#define EF_NAME 48
+
+typedef struct ef_arm {
+  char name[EF_NAME];
+  int seed[EF_MAX_SEEDS], n;
+  double loss[EF_MAX_SEEDS], hf[EF_MAX_SEEDS];
+  int spikes[EF_MAX_SEEDS], diverged[EF_MAX_SEEDS];
+} ef_arm;
+
+typedef struct ef_setting {
+  char name[EF_NAME];
+  ef_arm arm[EF_MAX_ARMS];
+  int n_arms;
+} ef_setting;
+
+static ef_setting ef_set[EF_MAX_SETTINGS];
+static int ef_n_set;
+
+static void ef_die(const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  fprintf(stderr, "efficacy: ");
+  vfprintf(stderr, fmt, ap);
+  fprintf(stderr, "\n");
+  va_end(ap);
+  exit(1);
+}
+
+static FILE *ef_open(const char *path, const char *mode) {
+  FILE *f = fopen(path, mode);
+  if (!f) ef_die("cannot open %s", path);
+  return f;
+}
+
+static ef_setting *ef_setting_get(const char *name) {
+  int i;
+  for (i = 0; i < ef_n_set; i++)
+    if (strcmp(ef_set[i].name, name) == 0) return &ef_set[i];
+  if (ef_n_set == EF_MAX_SETTINGS) ef_die("more than %d settings", i);
+  snprintf(ef_set[ef_n_set].name, EF_NAME, "%.47s", name);
+  return &ef_set[ef_n_set++];
+}
+
+static ef_arm *ef_arm_get(ef_setting *s, const char *name) {
+  int i;
+  for (i = 0; i < s->n_arms; i++)
+    if (strcmp(s->arm[i].name, name) == 0) return &s->arm[i];
+  if (s->n_arms == EF_MAX_ARMS) ef_die("%s: more than %d arms", s->name, i);
+  snprintf(s->arm[s->n_arms].name, EF_NAME, "%.47s", name);
+  return &s->arm[s->n_arms++];
+}
+
+/* Splits a CSV line in place (no quoting in the demos' files). */
+static int ef_split(char *line, char **field, int cap) {
+  int n = 0;
+  char *p = line;
+  line[strcspn(line, "\r\n")] = 0;
+  while (n < cap) {
+    field[n++] = p;
+    p = strchr(p, ',');
+    if (!p) break;
+    *p++ = 0;
+  }
+  return n;
+}
+
+static int ef_column(char **head, int n, const char *a, const char *b) {
+  int i;
+  for (i = 0; i < n; i++)
+    if (strcmp(head[i], a) == 0 || (b && strcmp(head[i], b) == 0)) return i;
+  return -1;
+}
+
+static void ef_read(const char *path, const char *setting) {
+  FILE *f = ef_open(path, "r");
+  char line[1024], hline[1024], *head[64], *v[64];
+  int nh, c_arm, c_seed, c_loss, c_hf, c_sp, c_div;
+  ef_setting *s = ef_setting_get(setting);
+  if (!fgets(hline, sizeof hline, f)) ef_die("%s: empty", path);
+  nh = ef_split(hline, head, 64);
+  c_arm = ef_column(head, nh, "arm", NULL);
+  c_seed = ef_column(head, nh, "seed", NULL);
+  c_loss = ef_column(head, nh, "val_bpb", "test_loss");
+  c_hf = ef_column(head, nh, "recovery_fraction", NULL);
+  c_sp = ef_column(head, nh, "loss_spikes", NULL);
+  c_div = ef_column(head, nh, "diverged", NULL);
+  if (c_arm < 0 || c_seed < 0 || c_loss < 0 || c_hf < 0 || c_sp < 0 ||
+      c_div < 0)
+    ef_die("%s: not a demo's summary.csv", path);
+  while (fgets(line, sizeof line, f)) {
+    int n = ef_split(line, v, 64), k;
+    ef_arm *a;
+    if (n < nh) continue;
+    a = ef_arm_get(s, v[c_arm]);
+    if (a->n == EF_MAX_SEEDS) ef_die("%s: more than %d seeds", path, a->n);
+    k = a->n++;
+    a->seed[k] = atoi(v[c_seed]);
+    a->loss[k] = atof(v[c_loss]);
+    a->hf[k] = atof(v[c_hf]);
+    a->spikes[k] = atoi(v[c_sp]);
+    a->diverged[k] = atoi(v[c_div]);
+  }
+  fclose(f);
+}
+
+static int ef_cmp_name(const void *a, const void *b) {
+  return strcmp((const char *)a, (const char *)b);
+}
+
+/* DIR/<setting>/<part>/summary.csv, settings and parts in name order. */
+static void ef_scan(const char *root) {
+  static char names[64][EF_NAME], parts[64][EF_NAME];
+  DIR *d = opendir(root), *dp;
+  struct dirent *e;
+  int n = 0, i, j, np;
+  char path[1024];
+  if (!d) ef_die("no folder %s (run the efficacy runs first)", root);
+  while ((e = readdir(d)) != NULL && n < 64)
+    if (e->d_name[0] != '.' && strlen(e->d_name) < EF_NAME)
+      snprintf(names[n++], EF_NAME, "%.47s", e->d_name);
+  closedir(d);
+  qsort(names, (size_t)n, EF_NAME, ef_cmp_name);
+  for (i = 0; i < n; i++) {
+    snprintf(path, sizeof path, "%.900s/%.47s", root, names[i]);
+    if (!(dp = opendir(path))) continue;
+    np = 0;
+    while ((e = readdir(dp)) != NULL && np < 64)
+      if (e->d_name[0] != '.' && strlen(e->d_name) < EF_NAME)
+        snprintf(parts[np++], EF_NAME, "%.47s", e->d_name);
+    closedir(dp);
+    qsort(parts, (size_t)np, EF_NAME, ef_cmp_name);
+    for (j = 0; j < np; j++) {
+      FILE *probe;
+      snprintf(path, sizeof path, "%.900s/%.47s/%.47s/summary.csv", root,
+               names[i], parts[j]);
+      if ((probe = fopen(path, "r")) != NULL) {
+        fclose(probe);
+        ef_read(path, names[i]);
+      }
+    }
+  }
+  if (ef_n_set == 0) ef_die("no DIR/<setting>/<part>/summary.csv in %s", root);
+}
+
+static const ef_arm *ef_find(const ef_setting *s, const char *name) {
+  int i;
+  for (i = 0; i < s->n_arms; i++)
+    if (strcmp(s->arm[i].name, name) == 0) return &s->arm[i];
+  return NULL;
+}
+
+/* arm a's value on seed `seed`, or NAN */
+static double ef_at(const ef_arm *a, int seed) {
+  int k;
+  if (!a) return NAN;
+  for (k = 0; k < a->n; k++)
+    if (a->seed[k] == seed) return a->loss[k];
+  return NAN;
+}
+
+static int ef_all_f32(const ef_arm *a) {
+  return strcmp(a->name, "f32") == 0 || strncmp(a->name, "f32-", 4) == 0;
+}
+
+static double ef_gap(const ef_setting *s, const ef_arm *a, int k) {
+  double lo = ef_at(ef_find(s, "lowp"), a->seed[k]),
+         hi = ef_at(ef_find(s, "f32"), a->seed[k]);
+  if (ef_all_f32(a) || !(lo - hi != 0)) return NAN;
+  return (lo - a->loss[k]) / (lo - hi);
+}
+
+static double ef_mean(const double *x, int n) {
+  double s = 0;
+  int i, m = 0;
+  for (i = 0; i < n; i++)
+    if (!isnan(x[i])) s += x[i], m++;
+  return m ? s / m : NAN;
+}
+
+static double ef_sd(const double *x, int n) {
+  double m = ef_mean(x, n), s = 0;
+  int i, c = 0;
+  for (i = 0; i < n; i++)
+    if (!isnan(x[i])) s += (x[i] - m) * (x[i] - m), c++;
+  return c > 1 ? sqrt(s / (c - 1)) : 0.0;
+}
+
+static void ef_csv(const char *root) {
+  char path[1024];
+  FILE *f;
+  int i, j, k;
+  snprintf(path, sizeof path, "%.900s/summary.csv", root);
+  f = ef_open(path, "w");
+  fprintf(f, "setting,arm,seed,val_loss,gap_recovered,hf_unit_steps,"
+             "loss_spikes,diverged,vs_f32_pct\n");
+  for (i = 0; i < ef_n_set; i++)
+    for (j = 0; j < ef_set[i].n_arms; j++) {
+      const ef_arm *a = &ef_set[i].arm[j];
+      for (k = 0; k < a->n; k++) {
+        double g = ef_gap(&ef_set[i], a, k),
+               f32 = ef_at(ef_find(&ef_set[i], "f32"), a->seed[k]);
+        fprintf(f, "%s,%s,%d,%.6f,", ef_set[i].name, a->name, a->seed[k],
+                a->loss[k]);
+        if (isnan(g))
+          fprintf(f, ",");
+        else
+          fprintf(f, "%.4f,", g);
+        fprintf(f, "%.5f,%d,%d,", a->hf[k], a->spikes[k], a->diverged[k]);
+        if (isnan(f32))
+          fprintf(f, "\n");
+        else
+          fprintf(f, "%.3f\n", 100.0 * (a->loss[k] - f32) / f32);
+      }
+    }
+  if (fclose(f) != 0) ef_die("writing %s failed", path);
+}
+
+static void ef_report_setting(FILE *f, const ef_setting *s) {
+  int j, k, c;
+  const ef_arm *f32 = ef_find(s, "f32");
+  fprintf(f, "\n### %s\n\n", s->name);
+  fprintf(f, "| arm | val loss, mean (sd) | per seed | vs f32 | gap "
+             "recovered (per seed) | hf unit-steps | loss spikes | diverged "
+             "|\n|---|---|---|---|---|---|---|---|\n");
+  for (j = 0; j < s->n_arms; j++) {
+    const ef_arm *a = &s->arm[j];
+    double gap[EF_MAX_SEEDS], vs[EF_MAX_SEEDS];
+    int sp = 0, dv = 0;
+    fprintf(f, "| `%s` | %.4f (%.4f) | ", a->name, ef_mean(a->loss, a->n),
+            ef_sd(a->loss, a->n));
+    for (k = 0; k < a->n; k++) {
+      fprintf(f, "%s%.4f", k ? " / " : "", a->loss[k]);
+      gap[k] = ef_gap(s, a, k);
+      vs[k] = f32 ? 100.0 * (a->loss[k] - ef_at(f32, a->seed[k])) /
+                        ef_at(f32, a->seed[k])
+                  : NAN;
+      sp += a->spikes[k];
+      dv += a->diverged[k];
+    }
+    if (a == f32 || isnan(ef_mean(vs, a->n)))
+      fprintf(f, " | | ");
+    else
+      fprintf(f, " | %+.2f%% (%.2f) | ", ef_mean(vs, a->n), ef_sd(vs, a->n));
+    if (isnan(ef_mean(gap, a->n)))
+      fprintf(f, "|");
+    else {
+      fprintf(f, "%.0f%% (", 100.0 * ef_mean(gap, a->n));
+      for (k = 0; k < a->n; k++)
+        fprintf(f, "%s%.0f", k ? " / " : "", 100.0 * gap[k]);
+      fprintf(f, ") |");
+    }
+    fprintf(f, " %.2f%% | %d | %d |\n", 100.0 * ef_mean(a->hf, a->n), sp, dv);
+  }
+  /* Paired: row against column, mean of the per-seed relative differences
+     (negative: the row ends lower, better) and the seeds the row wins. */
+  fprintf(f, "\nPaired by seed, row against column: mean of (row - column) "
+             "/ column in %%, and the seeds where the row ends lower.\n\n|  |");
+  for (c = 0; c < s->n_arms; c++) fprintf(f, " `%s` |", s->arm[c].name);
+  fprintf(f, "\n|---|");
+  for (c = 0; c < s->n_arms; c++) fprintf(f, "---|");
+  fprintf(f, "\n");
+  for (j = 0; j < s->n_arms; j++) {
+    const ef_arm *a = &s->arm[j];
+    fprintf(f, "| `%s` |", a->name);
+    for (c = 0; c < s->n_arms; c++) {
+      const ef_arm *b = &s->arm[c];
+      double d[EF_MAX_SEEDS];
+      int wins = 0, n = 0;
+      if (b == a) {
+        fprintf(f, " |");
+        continue;
+      }
+      for (k = 0; k < a->n; k++) {
+        double y = ef_at(b, a->seed[k]);
+        if (isnan(y)) continue;
+        d[n++] = 100.0 * (a->loss[k] - y) / y;
+        wins += a->loss[k] < y;
+      }
+      if (n == 0)
+        fprintf(f, " |");
+      else
+        fprintf(f, " %+.2f (%d/%d) |", ef_mean(d, n), wins, n);
+    }
+    fprintf(f, "\n");
+  }
+}
+
+static void ef_report(const char *root) {
+  char path[1024];
+  FILE *f;
+  int i;
+  snprintf(path, sizeof path, "%.900s/report.md", root);
+  f = ef_open(path, "w");
+  fprintf(f, "## Closed-loop efficacy\n\nFinal validation loss (LM: bits "
+             "per byte; MLP: test cross-entropy), lower is better. gap "
+             "recovered = (lowp - arm) / (lowp - f32), per seed, in the "
+             "same setting; hf unit-steps: the share of unit-steps on the "
+             "high-fidelity path.\n");
+  for (i = 0; i < ef_n_set; i++) ef_report_setting(f, &ef_set[i]);
+  if (fclose(f) != 0) ef_die("writing %s failed", path);
+}
+
+static const char *EF_COLORS[] = {
+    "#d62728", "#ff7f0e", "#9467bd", "#2ca02c", "#1f77b4", "#8c564b",
+    "#e377c2", "#7f7f7f", "#bcbd22", "#17becf", "#393b79", "#637939",
+    "#8c6d31", "#843c39", "#7b4173", "#3182bd", "#e6550d", "#31a354",
+    "#756bb1", "#636363", "#000000"};
+#define EF_N_COLORS (int)(sizeof EF_COLORS / sizeof *EF_COLORS)
+
+/* One panel per setting; x: hf unit-steps (%), y: gap recovered (%), held
+   to [-100, 150] (a point beyond sits on the edge, drawn hollow). Colours
+   follow the arm's name across panels; the legend stands right of them. */
+static void ef_svg(const char *root) {
+  char path[1024], names[EF_MAX_ARMS * 2][EF_NAME];
+  int n_names = 0, i, j, k, t;
+  const double pw = 300, ph = 240, ml = 50, mt = 30, gapx = 40;
+  double W, H, ylo = -100, yhi = 150, xmax = 1;
+  FILE *f;
+  for (i = 0; i < ef_n_set; i++)
+    for (j = 0; j < ef_set[i].n_arms; j++) {
+      const ef_arm *a = &ef_set[i].arm[j];
+      if (ef_all_f32(a)) continue;
+      for (k = 0; k < a->n; k++)
+        if (100 * a->hf[k] > xmax) xmax = 100 * a->hf[k];
+      for (t = 0; t < n_names; t++)
+        if (strcmp(names[t], a->name) == 0) break;
+      if (t == n_names && n_names < EF_MAX_ARMS * 2)
+        snprintf(names[n_names++], EF_NAME, "%.47s", a->name);
+    }
+  xmax = ceil(xmax / 2) * 2;
+  W = ml + ef_n_set * (pw + gapx) + 150;
+  H = mt + ph + 50;
+  if (H < mt + 16.0 * n_names + 20) H = mt + 16.0 * n_names + 20;
+  snprintf(path, sizeof path, "%.900s/efficacy.svg", root);
+  f = ef_open(path, "w");
+  fprintf(f,
+          "<svg xmlns='http://www.w3.org/2000/svg' width='%.0f' "
+          "height='%.0f' font-family='sans-serif' font-size='11'>\n"
+          "<rect width='100%%' height='100%%' fill='white'/>\n",
+          W, H);
+  for (i = 0; i < ef_n_set; i++) {
+    double x0 = ml + i * (pw + gapx), y0 = mt;
+    fprintf(f,
+            "<text x='%.0f' y='%.0f' text-anchor='middle' "
+            "font-size='13'>%s</text>\n",
+            x0 + pw / 2, y0 - 10, ef_set[i].name);
+    fprintf(f,
+            "<rect x='%.0f' y='%.0f' width='%.0f' height='%.0f' "
+            "fill='none' stroke='#444'/>\n",
+            x0, y0, pw, ph);
+    for (t = -100; t <= 150; t += 50) { /* y ticks */
+      double y = y0 + ph * (yhi - t) / (yhi - ylo);
+      fprintf(f,
+              "<line x1='%.0f' x2='%.0f' y1='%.1f' y2='%.1f' "
+              "stroke='%s'/>\n<text x='%.0f' y='%.1f' "
+              "text-anchor='end'>%d%%</text>\n",
+              x0, x0 + pw, y, y, t == 100 || t == 0 ? "#bbb" : "#eee", x0 - 4,
+              y + 4, t);
+    }
+    for (t = 0; t <= 4; t++) { /* x ticks */
+      double xv = xmax * t / 4, x = x0 + pw * t / 4;
+      fprintf(f, "<text x='%.1f' y='%.0f' text-anchor='middle'>%.1f%%</text>\n",
+              x, y0 + ph + 14, xv);
+    }
+    fprintf(f,
+            "<text x='%.0f' y='%.0f' text-anchor='middle'>unit-steps on "
+            "the high-fidelity path</text>\n",
+            x0 + pw / 2, y0 + ph + 32);
+    if (i == 0)
+      fprintf(f,
+              "<text transform='translate(12,%.0f) rotate(-90)' "
+              "text-anchor='middle'>lowp gap recovered</text>\n",
+              y0 + ph / 2);
+    for (j = 0; j < ef_set[i].n_arms; j++) {
+      const ef_arm *a = &ef_set[i].arm[j];
+      if (ef_all_f32(a)) continue;
+      for (t = 0; t < n_names; t++)
+        if (strcmp(names[t], a->name) == 0) break;
+      for (k = 0; k < a->n; k++) {
+        double g = 100 * ef_gap(&ef_set[i], a, k), gy = g;
+        int out;
+        if (isnan(g)) continue;
+        out = g < ylo || g > yhi;
+        gy = g < ylo ? ylo : g > yhi ? yhi : g;
+        fprintf(f,
+                "<circle cx='%.1f' cy='%.1f' r='3.5' fill='%s' "
+                "stroke='%s'/>\n",
+                x0 + pw * 100 * a->hf[k] / xmax,
+                y0 + ph * (yhi - gy) / (yhi - ylo),
+                out ? "none" : EF_COLORS[t % EF_N_COLORS],
+                EF_COLORS[t % EF_N_COLORS]);
+      }
+    }
+  }
+  for (t = 0; t < n_names; t++) {
+    double x = ml + ef_n_set * (pw + gapx), y = mt + 16.0 * t;
+    fprintf(f,
+            "<circle cx='%.0f' cy='%.0f' r='4' fill='%s'/>\n<text x='%.0f' "
+            "y='%.0f'>%s</text>\n",
+            x, y, EF_COLORS[t % EF_N_COLORS], x + 8, y + 4, names[t]);
+  }
+  fprintf(f, "</svg>\n");
+  if (fclose(f) != 0) ef_die("writing %s failed", path);
+}
+
+int main(int argc, char **argv) {
+  char path[1024], line[4096];
+  FILE *f;
+  if (argc != 2 || strlen(argv[1]) > 900) {
+    fprintf(stderr, "usage: efficacy_report DIR (make efficacy writes it)\n");
+    return 2;
+  }
+  ef_scan(argv[1]);
+  ef_csv(argv[1]);
+  ef_report(argv[1]);
+  ef_svg(argv[1]);
+  snprintf(path, sizeof path, "%.900s/report.md", argv[1]);
+  f = ef_open(path, "r");
+  while (fgets(line, sizeof line, f)) fputs(line, stdout);
+  fclose(f);
+  printf("\noutputs in %s/: summary.csv report.md efficacy.svg\n", argv[1]);
+  return 0;
+}

@@ -1,0 +1,209 @@
+/* arms.h - the control arms the training demos share (train_stress.c,
+   train_lm.c): one table, so an arm means the same in every demo and in the
+   efficacy benchmark (bench/efficacy.c).
+
+   An arm is a way to train the same model on the same seeds, batches and
+   faults:
+     f32        every unit on the high-fidelity path, no faults
+     lowp       low precision, no control
+     clip       global gradient-norm clipping to 1.0 (clip_grad_norm_)
+     adagc      per-unit adaptive clipping (AdaGC style): a unit's gradient
+                is clipped to 1.05 x the EMA (beta 0.98) of its norm
+     zclip      adaptive global clipping (ZClip style): EMAs (alpha 0.97) of
+                the global norm's mean and variance; a norm whose z-score
+                exceeds 2.5 is brought to mean + (2.5^2 / z) sd, and the
+                EMAs take the clipped norm; the first 25 steps only observe
+     gnmr       gnmr.h with gnmr_config_default()
+     gnmr-paper gnmr_config_paper(); gnmr-noise gnmr_config_noise();
+                gnmr-global the noise rules with global_policy CLIP
+   Ablations (each changes one thing of its base):
+     paper-pass, noise-pass            spike_policy PASS: promotion only
+     paper-clip-only, noise-clip-only  max_recovering 0: the clip only
+     paper-tau3                        ratio_threshold 3
+     paper-lock4                       lock_steps 4
+     noise-nofall                      two_sided 0
+     noise-nofreeze                    no GLOBAL verdict (global_ratio 1e9),
+                                       so no admission freeze; c stays
+     noise-z3                          z_rise 3, min_rise 1.5
+     noise-warm16                      warmup_steps 16
+     noise-maxo4                       max_recovering 4
+   f32-clip, f32-adagc, f32-gnmr, f32-gnmr-noise: the control on the f32
+   model (no faults): what it does to training apart from precision.
+   Every demo also takes --global-clip X: each arm's gradient is clipped to
+   global norm X after the arm's own control (what production trainers run
+   anyway), so "lowp" becomes lowp+clip, "gnmr" lowp+clip+gnmr.
+
+   Include after gnmr.h. */
+#ifndef ARMS_H
+#define ARMS_H
+
+#include <math.h>
+
+enum { ARM_F32, ARM_LOWP, ARM_CLIP, ARM_ADAGC, ARM_ZCLIP, ARM_GNMR };
+
+#define ARM_GLOBAL_CLIP 1.0   /* clip arm: max global norm */
+#define ARM_ADAGC_LAMBDA 1.05 /* adagc arm: clip to 1.05 x EMA of unit norm */
+#define ARM_ADAGC_BETA 0.98   /* adagc arm: EMA decay */
+#define ARM_ZCLIP_ALPHA 0.97  /* zclip arm: EMA weight of the history */
+#define ARM_ZCLIP_Z 2.5       /* zclip arm: z-score that triggers a clip */
+#define ARM_ZCLIP_WARMUP 25   /* zclip arm: steps that only observe */
+
+static gnmr_config arm_paper_pass(void) {
+  gnmr_config c = gnmr_config_paper();
+  c.spike_policy = GNMR_SPIKE_PASS;
+  return c;
+}
+static gnmr_config arm_paper_clip_only(void) {
+  gnmr_config c = gnmr_config_paper();
+  c.max_recovering = 0;
+  return c;
+}
+static gnmr_config arm_paper_tau3(void) {
+  gnmr_config c = gnmr_config_paper();
+  c.ratio_threshold = 3.0;
+  return c;
+}
+static gnmr_config arm_paper_lock4(void) {
+  gnmr_config c = gnmr_config_paper();
+  c.lock_steps = 4;
+  return c;
+}
+static gnmr_config arm_noise_global(void) {
+  gnmr_config c = gnmr_config_noise();
+  c.global_policy = GNMR_GLOBAL_CLIP;
+  return c;
+}
+static gnmr_config arm_noise_pass(void) {
+  gnmr_config c = gnmr_config_noise();
+  c.spike_policy = GNMR_SPIKE_PASS;
+  return c;
+}
+static gnmr_config arm_noise_clip_only(void) {
+  gnmr_config c = gnmr_config_noise();
+  c.max_recovering = 0;
+  return c;
+}
+static gnmr_config arm_noise_nofall(void) {
+  gnmr_config c = gnmr_config_noise();
+  c.two_sided = 0;
+  return c;
+}
+static gnmr_config arm_noise_nofreeze(void) {
+  gnmr_config c = gnmr_config_noise();
+  c.global_ratio = 1e9;
+  return c;
+}
+static gnmr_config arm_noise_z3(void) {
+  gnmr_config c = gnmr_config_noise();
+  c.z_rise = 3.0;
+  c.min_rise = 1.5;
+  return c;
+}
+static gnmr_config arm_noise_warm16(void) {
+  gnmr_config c = gnmr_config_noise();
+  c.warmup_steps = 16;
+  return c;
+}
+static gnmr_config arm_noise_maxo4(void) {
+  gnmr_config c = gnmr_config_noise();
+  c.max_recovering = 4;
+  return c;
+}
+
+typedef struct demo_arm {
+  const char *name;
+  int kind;                    /* ARM_* */
+  gnmr_config (*config)(void); /* gnmr arms only */
+  int f32;                     /* every unit on the f32 path, no faults */
+  int extra;                   /* not in a demo's default --arms list */
+} demo_arm;
+
+static const demo_arm ARMS[] = {
+    {"f32", ARM_F32, NULL, 1, 0},
+    {"lowp", ARM_LOWP, NULL, 0, 0},
+    {"clip", ARM_CLIP, NULL, 0, 0},
+    {"adagc", ARM_ADAGC, NULL, 0, 0},
+    {"gnmr", ARM_GNMR, gnmr_config_default, 0, 0},
+    {"gnmr-paper", ARM_GNMR, gnmr_config_paper, 0, 0},
+    {"gnmr-noise", ARM_GNMR, gnmr_config_noise, 0, 0},
+    {"gnmr-global", ARM_GNMR, arm_noise_global, 0, 0},
+    {"zclip", ARM_ZCLIP, NULL, 0, 1},
+    {"paper-pass", ARM_GNMR, arm_paper_pass, 0, 1},
+    {"paper-clip-only", ARM_GNMR, arm_paper_clip_only, 0, 1},
+    {"paper-tau3", ARM_GNMR, arm_paper_tau3, 0, 1},
+    {"paper-lock4", ARM_GNMR, arm_paper_lock4, 0, 1},
+    {"noise-pass", ARM_GNMR, arm_noise_pass, 0, 1},
+    {"noise-clip-only", ARM_GNMR, arm_noise_clip_only, 0, 1},
+    {"noise-nofall", ARM_GNMR, arm_noise_nofall, 0, 1},
+    {"noise-nofreeze", ARM_GNMR, arm_noise_nofreeze, 0, 1},
+    {"noise-z3", ARM_GNMR, arm_noise_z3, 0, 1},
+    {"noise-warm16", ARM_GNMR, arm_noise_warm16, 0, 1},
+    {"noise-maxo4", ARM_GNMR, arm_noise_maxo4, 0, 1},
+    {"f32-clip", ARM_CLIP, NULL, 1, 1},
+    {"f32-adagc", ARM_ADAGC, NULL, 1, 1},
+    {"f32-gnmr", ARM_GNMR, gnmr_config_default, 1, 1},
+    {"f32-gnmr-noise", ARM_GNMR, gnmr_config_noise, 1, 1},
+};
+#define ARM_COUNT ((int)(sizeof ARMS / sizeof ARMS[0]))
+
+/* The arm's index in ARMS, or -1. */
+static int arm_find(const char *name) {
+  int a;
+  for (a = 0; a < ARM_COUNT; a++)
+    if (strcmp(ARMS[a].name, name) == 0) return a;
+  return -1;
+}
+
+/* The scale that brings global norm g to at most limit; 0 when g is not
+   finite (the step is skipped). */
+static double arm_clip_scale(double g, double limit) {
+  if (!isfinite(g)) return 0.0;
+  return g > limit ? limit / g : 1.0;
+}
+
+/* The zclip arm's state and its scale for global norm g this step. */
+typedef struct arm_zclip {
+  double mean, var;
+  int n;
+} arm_zclip;
+
+static double arm_zclip_scale(arm_zclip *z, double g) {
+  double d, scale = 1.0, sd;
+  if (!isfinite(g)) return 0.0;
+  if (z->n < ARM_ZCLIP_WARMUP) { /* a plain mean and variance */
+    d = g - z->mean;
+    z->n++;
+    z->mean += d / z->n;
+    z->var += (d * (g - z->mean) - z->var) / z->n;
+    return 1.0;
+  }
+  sd = sqrt(z->var);
+  if (sd > 0 && (g - z->mean) / sd > ARM_ZCLIP_Z) {
+    double zs = (g - z->mean) / sd,
+           target = z->mean + ARM_ZCLIP_Z * ARM_ZCLIP_Z / zs * sd;
+    scale = target / g;
+    g = target;
+  }
+  d = g - z->mean;
+  z->mean += (1 - ARM_ZCLIP_ALPHA) * d;
+  z->var = ARM_ZCLIP_ALPHA * (z->var + (1 - ARM_ZCLIP_ALPHA) * d * d);
+  return scale;
+}
+
+/* The adagc arm for one unit: the scale for norm g, updating its EMA. */
+static double arm_adagc_scale(double *ema, double g, int first_step) {
+  double limit = ARM_ADAGC_LAMBDA * *ema, scale = 1.0;
+  if (!isfinite(g)) return 0.0;
+  if (first_step) {
+    *ema = g;
+    return 1.0;
+  }
+  if (g > limit) {
+    scale = limit / g;
+    g = limit;
+  }
+  *ema = ARM_ADAGC_BETA * *ema + (1 - ARM_ADAGC_BETA) * g;
+  return scale;
+}
+
+#endif
