@@ -27,6 +27,14 @@
      noise-z3                          z_rise 3, min_rise 1.5
      noise-warm16                      warmup_steps 16
      noise-maxo4                       max_recovering 4
+   Forward signals (gnmr-fwd, paper-tau3-fwd): besides its gradient norm,
+   each unit's forward signal goes to the same controller as a unit of its
+   own (units U .. 2U-1, one budget): the relative quantization error of
+   the unit's GEMM input, ||Q(x) - x|| / ||x|| (on the f32 path, the error
+   the cheap path would give at the current scale). A stale or saturating
+   scale shows there at its own layer, on its first step; a gradient norm
+   shows it at every layer after. The unit runs high fidelity when either
+   of its two controller units recovers.
    f32-clip, f32-adagc, f32-gnmr, f32-gnmr-noise: the control on the f32
    model (no faults): what it does to training apart from precision.
    Every demo also takes --global-clip X: each arm's gradient is clipped to
@@ -116,33 +124,36 @@ typedef struct demo_arm {
   gnmr_config (*config)(void); /* gnmr arms only */
   int f32;                     /* every unit on the f32 path, no faults */
   int extra;                   /* not in a demo's default --arms list */
+  int forward; /* gnmr arms: forward signals too (units U .. 2U-1) */
 } demo_arm;
 
 static const demo_arm ARMS[] = {
-    {"f32", ARM_F32, NULL, 1, 0},
-    {"lowp", ARM_LOWP, NULL, 0, 0},
-    {"clip", ARM_CLIP, NULL, 0, 0},
-    {"adagc", ARM_ADAGC, NULL, 0, 0},
-    {"gnmr", ARM_GNMR, gnmr_config_default, 0, 0},
-    {"gnmr-paper", ARM_GNMR, gnmr_config_paper, 0, 0},
-    {"gnmr-noise", ARM_GNMR, gnmr_config_noise, 0, 0},
-    {"gnmr-global", ARM_GNMR, arm_noise_global, 0, 0},
-    {"zclip", ARM_ZCLIP, NULL, 0, 1},
-    {"paper-pass", ARM_GNMR, arm_paper_pass, 0, 1},
-    {"paper-clip-only", ARM_GNMR, arm_paper_clip_only, 0, 1},
-    {"paper-tau3", ARM_GNMR, arm_paper_tau3, 0, 1},
-    {"paper-lock4", ARM_GNMR, arm_paper_lock4, 0, 1},
-    {"noise-pass", ARM_GNMR, arm_noise_pass, 0, 1},
-    {"noise-clip-only", ARM_GNMR, arm_noise_clip_only, 0, 1},
-    {"noise-nofall", ARM_GNMR, arm_noise_nofall, 0, 1},
-    {"noise-nofreeze", ARM_GNMR, arm_noise_nofreeze, 0, 1},
-    {"noise-z3", ARM_GNMR, arm_noise_z3, 0, 1},
-    {"noise-warm16", ARM_GNMR, arm_noise_warm16, 0, 1},
-    {"noise-maxo4", ARM_GNMR, arm_noise_maxo4, 0, 1},
-    {"f32-clip", ARM_CLIP, NULL, 1, 1},
-    {"f32-adagc", ARM_ADAGC, NULL, 1, 1},
-    {"f32-gnmr", ARM_GNMR, gnmr_config_default, 1, 1},
-    {"f32-gnmr-noise", ARM_GNMR, gnmr_config_noise, 1, 1},
+    {"f32", ARM_F32, NULL, 1, 0, 0},
+    {"lowp", ARM_LOWP, NULL, 0, 0, 0},
+    {"clip", ARM_CLIP, NULL, 0, 0, 0},
+    {"adagc", ARM_ADAGC, NULL, 0, 0, 0},
+    {"gnmr", ARM_GNMR, gnmr_config_default, 0, 0, 0},
+    {"gnmr-paper", ARM_GNMR, gnmr_config_paper, 0, 0, 0},
+    {"gnmr-noise", ARM_GNMR, gnmr_config_noise, 0, 0, 0},
+    {"gnmr-global", ARM_GNMR, arm_noise_global, 0, 0, 0},
+    {"zclip", ARM_ZCLIP, NULL, 0, 1, 0},
+    {"paper-pass", ARM_GNMR, arm_paper_pass, 0, 1, 0},
+    {"paper-clip-only", ARM_GNMR, arm_paper_clip_only, 0, 1, 0},
+    {"paper-tau3", ARM_GNMR, arm_paper_tau3, 0, 1, 0},
+    {"paper-lock4", ARM_GNMR, arm_paper_lock4, 0, 1, 0},
+    {"noise-pass", ARM_GNMR, arm_noise_pass, 0, 1, 0},
+    {"noise-clip-only", ARM_GNMR, arm_noise_clip_only, 0, 1, 0},
+    {"noise-nofall", ARM_GNMR, arm_noise_nofall, 0, 1, 0},
+    {"noise-nofreeze", ARM_GNMR, arm_noise_nofreeze, 0, 1, 0},
+    {"noise-z3", ARM_GNMR, arm_noise_z3, 0, 1, 0},
+    {"noise-warm16", ARM_GNMR, arm_noise_warm16, 0, 1, 0},
+    {"noise-maxo4", ARM_GNMR, arm_noise_maxo4, 0, 1, 0},
+    {"gnmr-fwd", ARM_GNMR, gnmr_config_default, 0, 1, 1},
+    {"paper-tau3-fwd", ARM_GNMR, arm_paper_tau3, 0, 1, 1},
+    {"f32-clip", ARM_CLIP, NULL, 1, 1, 0},
+    {"f32-adagc", ARM_ADAGC, NULL, 1, 1, 0},
+    {"f32-gnmr", ARM_GNMR, gnmr_config_default, 1, 1, 0},
+    {"f32-gnmr-noise", ARM_GNMR, gnmr_config_noise, 1, 1, 0},
 };
 #define ARM_COUNT ((int)(sizeof ARMS / sizeof ARMS[0]))
 

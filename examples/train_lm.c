@@ -294,6 +294,7 @@ typedef struct lm_linear {
   lm_real *xq, *wq; /* the GEMM inputs used this step (quantized or not) */
   lm_real *wt;      /* scratch: wq transposed, for the input gradient */
   lp_scaler sx, sw; /* delayed scaling of the activation and the weight */
+  float qerr;       /* forward signal: ||Q(x) - x|| / ||x|| this step */
 } lm_linear;
 
 /* What a unit's path does this step. */
@@ -305,6 +306,10 @@ typedef struct lm_path {
   double logit_gain; /* > 0: head logit_head's q and k x gain (qkv unit) */
   int logit_head, n_head;
   int stale; /* activation scale x LM_STALE_GAIN */
+  /* The forward signal's format (arms with forward signals only): the
+     GEMM input's relative quantization error goes to lm_linear.qerr; on
+     the f32 path, the error this format would give at the current scale. */
+  const lp_format *probe;
 } lm_path;
 
 typedef struct lm_gemm_ctx {
@@ -412,6 +417,24 @@ static void lm_quantize(const lm_real *x, int rows, int cols,
   lp_scaler_push(s, amax);
 }
 
+/* The forward signal: ||xq - x|| / ||x|| over n values, xq the GEMM input
+   the cheap path used (its faults included) or, with xq NULL, x quantized
+   at `scale` in format f (a unit on the f32 path: what the cheap path would
+   do now). Non-finite when x is. */
+static float lm_quant_error(const lm_real *x, const lm_real *xq, size_t n,
+                            const lp_format *f, float scale) {
+  double err = 0, ref = 0;
+  size_t i;
+  for (i = 0; i < n; i++) {
+    double q = xq ? (double)xq[i]
+                  : (double)(lp_quantize((float)x[i] * scale, f) / scale),
+           d = q - (double)x[i];
+    err += d * d;
+    ref += (double)x[i] * (double)x[i];
+  }
+  return ref > 0 ? (float)sqrt(err / ref) : 0.0f;
+}
+
 /* y (n x out) = x (n x in) . w + b on the unit's path; saves the GEMM
    inputs for the backward pass. */
 static void lm_linear_forward(lm_linear *L, const lm_real *x, int n,
@@ -422,7 +445,11 @@ static void lm_linear_forward(lm_linear *L, const lm_real *x, int n,
   if (!p->fmt) {
     memcpy(L->wq, L->w, nw * sizeof *x);
     if (p->track) {
-      lp_scaler_push(&L->sx, lm_amax(x, nx));
+      float amax = lm_amax(x, nx);
+      if (p->probe)
+        L->qerr = lm_quant_error(x, NULL, nx, p->probe,
+                                 lp_scaler_scale(&L->sx, p->probe, amax));
+      lp_scaler_push(&L->sx, amax);
       lp_scaler_push(&L->sw, lm_amax(L->w, nw));
     }
   } else {
@@ -437,6 +464,7 @@ static void lm_linear_forward(lm_linear *L, const lm_real *x, int n,
     lm_quantize(L->xq, n, L->in, p->fmt, &L->sx,
                 p->stale ? LM_STALE_GAIN : 1.0f, L->xq);
     lm_quantize(L->w, L->in, L->out, p->fmt, &L->sw, 1.0f, L->wq);
+    if (p->probe) L->qerr = lm_quant_error(x, L->xq, nx, NULL, 1.0f);
   }
   c.x = L->xq;
   c.w = L->wq;
@@ -1350,25 +1378,28 @@ static lm_result lm_train(const lm_opts *o, const demo_arm *arm, int seed,
   lm_model m;
   lm_rng init = {(uint64_t)seed * 1000003u + 1}, order = {(uint64_t)seed + 99};
   lm_adamw opt = {0.9, 0.95, 1e-8, 0.1};
-  gnmr_slot slots[LM_MAX_UNITS];
+  gnmr_slot slots[2 * LM_MAX_UNITS];
   gnmr_ctl ctl;
   gnmr_config cfg;
   lm_result res;
   int T = o->shape.T, B = o->shape.B, N = B * T, U, step, u, b, e;
+  int CU;            /* controller units: U, or 2U with forward signals */
+  long hf_steps = 0; /* unit-steps on the f32 path (forward arms) */
   int warm = o->steps / 20 > 0 ? o->steps / 20 : 1;
   double ema_loss = 0, ctl_time = 0, t0, adagc_ema[LM_MAX_UNITS];
   arm_zclip zc = {0, 0, 0};
   uint8_t *tok = LM_CALLOC((size_t)N, uint8_t),
           *tgt = LM_CALLOC((size_t)N, uint8_t);
-  float norms[LM_MAX_UNITS];
+  float norms[2 * LM_MAX_UNITS];
   memset(&res, 0, sizeof res);
   memset(norms, 0, sizeof norms);
   lm_model_init(&m, o->shape, &init);
   U = m.n_units;
+  CU = arm->forward ? 2 * U : U;
   if (arm->kind == ARM_GNMR) {
     int rc;
-    cfg = lm_arm_config(o, arm, U);
-    rc = gnmr_init(&ctl, &cfg, slots, (uint32_t)U);
+    cfg = lm_arm_config(o, arm, CU);
+    rc = gnmr_init(&ctl, &cfg, slots, (uint32_t)CU);
     if (rc != GNMR_OK) LM_DIE("gnmr_init: %s", gnmr_strerror(rc));
   }
   for (u = 0; u < U; u++) adagc_ema[u] = 0;
@@ -1378,7 +1409,7 @@ static lm_result lm_train(const lm_opts *o, const demo_arm *arm, int seed,
 
   for (step = 0; step < o->steps; step++) {
     lm_path paths[LM_MAX_UNITS];
-    gnmr_decision d[LM_MAX_UNITS];
+    gnmr_decision d[2 * LM_MAX_UNITS];
     double loss, lr, tc;
     memset(d, 0, sizeof d);
     /* The batch: B random windows of the training text. */
@@ -1392,8 +1423,12 @@ static lm_result lm_train(const lm_opts *o, const demo_arm *arm, int seed,
     memset(paths, 0, sizeof paths);
     for (u = 0; u < U; u++) {
       if (arm->f32) continue;
-      if (arm->kind == ARM_GNMR && gnmr_recovering(&ctl, (uint32_t)u) == 1) {
+      if (arm->forward) paths[u].probe = o->fmt;
+      if (arm->kind == ARM_GNMR &&
+          (gnmr_recovering(&ctl, (uint32_t)u) == 1 ||
+           (arm->forward && gnmr_recovering(&ctl, (uint32_t)(U + u)) == 1))) {
         paths[u].track = 1;
+        hf_steps++;
         if (trace && trace->recovering)
           trace->recovering[(size_t)step * (size_t)U + (size_t)u] = 1;
         continue;
@@ -1440,13 +1475,15 @@ static lm_result lm_train(const lm_opts *o, const demo_arm *arm, int seed,
     } else if (arm->kind == ARM_GNMR) {
       int rc;
       lm_unit_norms(&m, norms);
+      for (u = 0; u < CU - U; u++) norms[U + u] = m.unit[u].qerr;
       rc = gnmr_step(&ctl, norms, d);
       if (rc != GNMR_OK) LM_DIE("gnmr_step: %s", gnmr_strerror(rc));
       for (u = 0; u < U; u++) {
         if (d[u].scale != 1.0) lm_scale_unit(&m, u, d[u].scale);
         /* Admitted: its scaling state is suspect; the f32 steps refill the
            amax histories from the true tensors. */
-        if (d[u].action == GNMR_ACTION_RECOVER) {
+        if (d[u].action == GNMR_ACTION_RECOVER ||
+            (CU > U && d[U + u].action == GNMR_ACTION_RECOVER)) {
           memset(&m.unit[u].sx, 0, sizeof m.unit[u].sx);
           memset(&m.unit[u].sw, 0, sizeof m.unit[u].sw);
         }
@@ -1477,7 +1514,9 @@ static lm_result lm_train(const lm_opts *o, const demo_arm *arm, int seed,
   if (arm->kind == ARM_GNMR) {
     gnmr_counters c;
     gnmr_counters_get(&ctl, GNMR_ALL_UNITS, &c);
-    res.recovery_fraction = (double)c.recovery_steps / ((double)o->steps * U);
+    res.recovery_fraction =
+        (double)(CU > U ? hf_steps : (long)c.recovery_steps) /
+        ((double)o->steps * U);
   }
   res.val_bpb = lm_evaluate(&m, val, o->eval_seqs);
   lm_pool_stop();
