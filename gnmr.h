@@ -934,7 +934,7 @@ GNMR_DEF gnmr_config gnmr_config_noise(void) {
   return c;
 }
 
-GNMR_DEF gnmr_config gnmr_config_default(void) { return gnmr_config_noise(); }
+GNMR_DEF gnmr_config gnmr_config_default(void) { return gnmr_config_paper(); }
 
 static int gnmr__finite_above(double x, double floor_) {
   return gnmr__finite64(x) && x > floor_;

@@ -14,7 +14,8 @@
    usage: ab_ctl [spiky 0|1] [maxO] [decisions 0|1] [base paper|noise]
                  [this paper|noise] [scalar]
    (the rules of each side: gnmr_config_paper() by default, or 0.2's NOISE
-   mode, gnmr_config_default() with rule NOISE; a 0.1 base has PAPER only.
+   mode, gnmr_config_paper() with rule NOISE and warmup 50 (0.2's default,
+   0.3's gnmr_config_noise()); a 0.1 base has PAPER only.
    `ab_ctl 0 4 1 paper noise` with BASE=HEAD: NOISE mode's cost against
    PAPER mode's, one build, one process; `scalar`: both sides' controllers
    forced to their scalar path, 0.2 on) */
@@ -70,8 +71,9 @@ double AB_SIDE(int spiky, uint32_t max_o, int decisions, int noise,
     gnmr_config cfg = gnmr_config_default();
     if (noise || scalar) exit(2); /* 0.1: no NOISE mode, one path */
 #else
-    gnmr_config cfg = noise ? gnmr_config_default() : gnmr_config_paper();
-    if (noise) cfg.rule = GNMR_RULE_NOISE;
+    /* NOISE written out: a 0.2 base has no gnmr_config_noise() */
+    gnmr_config cfg = gnmr_config_paper();
+    if (noise) cfg.rule = GNMR_RULE_NOISE, cfg.warmup_steps = 50;
     if (scalar && gnmr_ctl_isa_force(GNMR_ISA_SCALAR) != GNMR_OK) exit(1);
 #endif
     cfg.max_recovering = max_o;

@@ -66,7 +66,9 @@ static int rule = -1; /* --rule; -1: the default config's */
 
 static result measure(uint32_t n, int spiky, uint32_t max_recovering,
                       int with_out, double batch_ms) {
-  gnmr_config cfg = rule < 0 ? gnmr_config_default() : gnmr_config_paper();
+  gnmr_config cfg = rule < 0                  ? gnmr_config_default()
+                    : rule == GNMR_RULE_NOISE ? gnmr_config_noise()
+                                              : gnmr_config_paper();
   gnmr_slot *units = (gnmr_slot *)malloc(sizeof *units * n);
   gnmr_decision *d = (gnmr_decision *)malloc(sizeof *d * n);
   gnmr_decision *out = with_out ? d : NULL;
@@ -89,7 +91,6 @@ static result measure(uint32_t n, int spiky, uint32_t max_recovering,
       pool[(size_t)p * n + u] = (float)v;
     }
   cfg.max_recovering = max_recovering;
-  if (rule >= 0) cfg.rule = rule;
   if (gnmr_init(&ctl, &cfg, units, n) != GNMR_OK) {
     fprintf(stderr, "bench_ctl: gnmr_init failed\n");
     exit(1);

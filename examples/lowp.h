@@ -118,4 +118,23 @@ LP_FN void lp_quantize_tensor(const float *x, size_t n, const lp_format *f,
   for (i = 0; i < n; i++) out[i] = lp_quantize(x[i] * scale, f) / scale;
 }
 
+/* The forward signal of a unit (the demos' forward arms): the relative
+   quantization error ||xq - x|| / ||x|| of its GEMM input over n values;
+   xq is what the cheap path used (its faults included) or, when NULL, x
+   quantized at `scale` in format f: on the f32 path, what the cheap path
+   would do now. */
+LP_FN float lp_quant_error(const float *x, const float *xq, size_t n,
+                           const lp_format *f, float scale) {
+  double err = 0, ref = 0;
+  size_t i;
+  for (i = 0; i < n; i++) {
+    double q = xq ? (double)xq[i]
+                  : (double)(lp_quantize(x[i] * scale, f) / scale),
+           d = q - (double)x[i];
+    err += d * d;
+    ref += (double)x[i] * (double)x[i];
+  }
+  return ref > 0 ? (float)sqrt(err / ref) : 0.0f;
+}
+
 #endif /* LOWP_H */

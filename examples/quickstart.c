@@ -1,6 +1,6 @@
 /* quickstart.c - the smallest complete use of gnmr.h: feed each step's
    per-unit gradient norms, read the decisions. Unit 2 spikes at step 60,
-   after the default warm-up of 50 observations. */
+   after the default warm-up of 16 observations. */
 #define GNMR_IMPLEMENTATION
 #include "gnmr.h"
 #include <stdio.h>
@@ -44,9 +44,9 @@ int main(void) {
   {
     gnmr_unit_state st;
     gnmr_unit_info(&ctl, 2, &st);
-    printf("unit 2: log-mean %.3f, fluctuation %.4f over %llu norms, %llu "
-           "admission(s), cooldown left %u\n",
-           st.log_mean, st.fluct, (unsigned long long)st.counters.finite_steps,
+    printf("unit 2: mean %.3f over %llu norms, %llu admission(s), cooldown "
+           "left %u\n",
+           st.mean, (unsigned long long)st.counters.finite_steps,
            (unsigned long long)st.counters.admissions, st.cooldown_left);
   }
   return 0;

@@ -298,6 +298,7 @@ typedef struct ts_layer {
   float *xq, *wq;   /* the GEMM inputs used this step (quantized or not) */
   float *wt;        /* scratch: wq transposed, for the input gradient */
   lp_scaler sx, sw; /* delayed scaling of the activation and the weight */
+  float qerr;       /* forward signal (forward arms): lowp.h lp_quant_error */
 } ts_layer;
 
 typedef struct ts_model {
@@ -362,6 +363,7 @@ typedef struct ts_path {
   int burst_c0;
   int stale; /* stale activation scale: 1 x TS_STALE_GAIN, -1 / it */
   int track; /* f32 path that keeps the amax histories fresh */
+  const lp_format *probe; /* forward arms: the format of the signal */
 } ts_path;
 
 /* y += a * x, the inner loop of every GEMM here. Eight statements a step:
@@ -410,7 +412,11 @@ static void ts_layer_forward(ts_layer *L, const float *x, int batch,
     memcpy(L->xq, x, nx * sizeof *x);
     memcpy(L->wq, L->w, nw * sizeof *x);
     if (p->track) {
-      lp_scaler_push(&L->sx, lp_amax(x, nx));
+      float amax = lp_amax(x, nx);
+      if (p->probe)
+        L->qerr = lp_quant_error(x, NULL, nx, p->probe,
+                                 lp_scaler_scale(&L->sx, p->probe, amax));
+      lp_scaler_push(&L->sx, amax);
       lp_scaler_push(&L->sw, lp_amax(L->w, nw));
     }
   } else {
@@ -430,6 +436,7 @@ static void ts_layer_forward(ts_layer *L, const float *x, int batch,
     if (p->stale) sx = p->stale > 0 ? sx * TS_STALE_GAIN : sx / TS_STALE_GAIN;
     lp_quantize_tensor(L->xq, nx, p->fmt, sx, L->xq);
     lp_scaler_push(&L->sx, amax);
+    if (p->probe) L->qerr = lp_quant_error(x, L->xq, nx, NULL, 1.0f);
     amax = lp_amax(L->w, nw);
     sw = lp_scaler_scale(&L->sw, p->fmt, amax);
     lp_quantize_tensor(L->w, nw, p->fmt, sw, L->wq);
@@ -633,7 +640,8 @@ typedef struct ts_opts {
   int arms[TS_MAX_ARMS], n_arms;
   const lp_format *fmt;
   const char *data_dir, *out_dir;
-  double lr, global_clip; /* global_clip > 0: --global-clip */
+  double lr, global_clip;    /* global_clip > 0: --global-clip */
+  int set_max_rec, set_lock; /* given: every GNMR arm takes them */
   gnmr_config gnmr;
 } ts_opts;
 
@@ -677,12 +685,15 @@ static ts_result ts_train(const ts_opts *o, int arm, int seed,
   ts_rng init = {(uint64_t)seed * 1000003u + 1}, order = {(uint64_t)seed + 99};
   int dims[TS_LAYERS + 1], l, step, i, e, *perm, pos;
   ts_adamw opt;
-  gnmr_slot units[TS_LAYERS];
+  gnmr_slot units[2 * TS_LAYERS];
   gnmr_ctl ctl;
   double ema_loss = 0.0, ctl_time = 0.0, t0, adagc_ema[TS_LAYERS];
   const demo_arm *A = &ARMS[arm];
+  /* controller units: the layers, then with forward signals one more each */
+  int CU = A->forward ? 2 * TS_LAYERS : TS_LAYERS;
+  long hf_steps = 0; /* unit-steps on the f32 path (forward arms) */
   arm_zclip zc = {0, 0, 0};
-  float *xb, norms[TS_LAYERS];
+  float *xb, norms[2 * TS_LAYERS];
   uint8_t *yb, caught[256];
   ts_result res;
   memset(&res, 0, sizeof res);
@@ -703,15 +714,15 @@ static ts_result ts_train(const ts_opts *o, int arm, int seed,
     int rc;
     if (arm != TS_ARM_GNMR) {
       cfg = A->config();
-      cfg.max_recovering =
-          A->config().max_recovering == 0 ? 0 : o->gnmr.max_recovering;
-      cfg.lock_steps = o->gnmr.lock_steps;
+      if (o->set_max_rec) cfg.max_recovering = o->gnmr.max_recovering;
+      if (o->set_lock) cfg.lock_steps = o->gnmr.lock_steps;
+      if (cfg.max_recovering > (uint32_t)CU) cfg.max_recovering = (uint32_t)CU;
     }
     /* The default 8 is more units than this MLP has: the step-level verdict
        would never be reached. */
     if (cfg.common_min_units > TS_LAYERS) cfg.common_min_units = TS_LAYERS;
-    rc = gnmr_init(&ctl, &cfg, units, TS_LAYERS);
-    gnmr_config_check(&cfg, TS_LAYERS, &field);
+    rc = gnmr_init(&ctl, &cfg, units, (uint32_t)CU);
+    gnmr_config_check(&cfg, (uint32_t)CU, &field);
     if (rc != GNMR_OK)
       TS_DIE("gnmr_init: %s (%s)", gnmr_strerror(rc), field ? field : "-");
   }
@@ -726,7 +737,7 @@ static ts_result ts_train(const ts_opts *o, int arm, int seed,
 
   for (step = 0; step < o->steps; step++) {
     ts_path paths[TS_LAYERS];
-    gnmr_decision d[TS_LAYERS];
+    gnmr_decision d[2 * TS_LAYERS];
     double loss, lr, tc;
     int b;
     /* The next batch; reshuffle (Fisher-Yates) at each epoch. */
@@ -749,8 +760,13 @@ static ts_result ts_train(const ts_opts *o, int arm, int seed,
     for (l = 0; l < TS_LAYERS; l++) {
       memset(&paths[l], 0, sizeof paths[l]);
       if (A->f32) continue;
-      if (A->kind == ARM_GNMR && gnmr_recovering(&ctl, (uint32_t)l) == 1) {
+      if (A->forward) paths[l].probe = o->fmt;
+      if (A->kind == ARM_GNMR &&
+          (gnmr_recovering(&ctl, (uint32_t)l) == 1 ||
+           (A->forward &&
+            gnmr_recovering(&ctl, (uint32_t)(TS_LAYERS + l)) == 1))) {
         paths[l].track = 1;
+        hf_steps++;
         if (trace && trace->recovering)
           trace->recovering[(size_t)step * TS_LAYERS + (size_t)l] = 1;
         for (e = 0; e < n_ev; e++) /* the fault does not reach it */
@@ -790,14 +806,19 @@ static ts_result ts_train(const ts_opts *o, int arm, int seed,
         if (sc != 1.0) ts_scale_grads(&m.layer[l], sc);
       }
     } else if (A->kind == ARM_GNMR) {
-      int rc = gnmr_step(&ctl, norms, d);
+      int rc;
+      for (l = 0; l < CU - TS_LAYERS; l++)
+        norms[TS_LAYERS + l] = m.layer[l].qerr;
+      rc = gnmr_step(&ctl, norms, d);
       if (rc != GNMR_OK) TS_DIE("gnmr_step: %s", gnmr_strerror(rc));
       for (l = 0; l < TS_LAYERS; l++) {
         if (d[l].scale != 1.0) ts_scale_grads(&m.layer[l], d[l].scale);
         /* Admitted: the unit's scaling state is suspect (a burst in the amax
            history is a stale scale waiting to happen). Start its histories
            afresh; the f32 steps refill them from the true tensors. */
-        if (d[l].action == GNMR_ACTION_RECOVER) {
+        if (d[l].action == GNMR_ACTION_RECOVER ||
+            (CU > TS_LAYERS &&
+             d[TS_LAYERS + l].action == GNMR_ACTION_RECOVER)) {
           int hit = 0;
           memset(&m.layer[l].sx, 0, sizeof m.layer[l].sx);
           memset(&m.layer[l].sw, 0, sizeof m.layer[l].sw);
@@ -841,7 +862,8 @@ static ts_result ts_train(const ts_opts *o, int arm, int seed,
     gnmr_counters c;
     gnmr_counters_get(&ctl, GNMR_ALL_UNITS, &c);
     res.recovery_fraction =
-        (double)c.recovery_steps / ((double)o->steps * TS_LAYERS);
+        (double)(CU > TS_LAYERS ? hf_steps : (long)c.recovery_steps) /
+        ((double)o->steps * TS_LAYERS);
   }
   res.test_loss = ts_evaluate(&m, test, &res.test_acc);
   if (!isfinite(res.test_loss) || res.test_loss > log((double)test->classes))
@@ -1154,14 +1176,16 @@ static void ts_parse(ts_opts *o, int argc, char **argv) {
       o->gnmr.delta_threshold = ts_parse_double(v, f);
     else if (strcmp(f, "--window") == 0)
       o->gnmr.delta_window = (uint32_t)ts_parse_int(v, 1, GNMR_WINDOW_MAX, f);
-    else if (strcmp(f, "--lock") == 0)
+    else if (strcmp(f, "--lock") == 0) {
       o->gnmr.lock_steps = (uint32_t)ts_parse_int(v, 1, 1 << 20, f);
-    else if (strcmp(f, "--global-clip") == 0) {
+      o->set_lock = 1;
+    } else if (strcmp(f, "--global-clip") == 0) {
       o->global_clip = ts_parse_double(v, f);
       if (!(o->global_clip > 0)) TS_DIE("--global-clip: expected > 0");
-    } else if (strcmp(f, "--max-rec") == 0)
+    } else if (strcmp(f, "--max-rec") == 0) {
       o->gnmr.max_recovering = (uint32_t)ts_parse_int(v, 0, TS_LAYERS, f);
-    else if (strcmp(f, "--stale") == 0) {
+      o->set_max_rec = 1;
+    } else if (strcmp(f, "--stale") == 0) {
       if (strcmp(v, "over") && strcmp(v, "under"))
         TS_DIE("--stale: expected over or under, got '%s'", v);
       o->stale_under = strcmp(v, "under") == 0;

@@ -910,13 +910,18 @@ TEST(defaults_are_the_documented_ones) {
   EXPECT_EQ_BITS(d.global_frac, 0.25);
   EXPECT_EQ_INT(d.common_min_units, 8);
   EXPECT_EQ_INT(d.global_policy, GNMR_GLOBAL_NONE);
-  /* the library's defaults: NOISE mode, warm-up 50, the rest as above */
+  /* the noise-aware rules: NOISE mode, warm-up 50, the rest as above */
   EXPECT_EQ_INT(d.rule, GNMR_RULE_NOISE);
   EXPECT_EQ_INT(d.warmup_steps, 50);
   d.rule = p.rule;
   d.warmup_steps = p.warmup_steps;
   EXPECT(memcmp(&d, &p, sizeof d) == 0);
   d = gnmr_config_noise();
+  /* the library's defaults: the paper rules (closed-loop efficacy) */
+  {
+    gnmr_config def = gnmr_config_default();
+    EXPECT(memcmp(&def, &p, sizeof def) == 0);
+  }
   EXPECT_EQ_INT(gnmr_config_validate(&p), GNMR_OK);
   EXPECT_EQ_INT(gnmr_config_validate(&d), GNMR_OK);
 }
