@@ -46,7 +46,7 @@ B = build
 RUNNER =
 
 TESTS = test_ctl test_rules test_refuse test_cuda_host test_norm test_demo \
-        test_ctl_parallel test_lm
+        test_ctl_parallel test_lm test_efficacy
 TEST_BINS = $(foreach cc,$(CC_LIST),$(foreach t,$(TESTS),$(B)/$(cc)/$(t))) \
             $(foreach cc,$(CC_LIST),$(B)/$(cc)/test_lm_double) \
             $(foreach cc,$(CC_LIST),$(B)/$(cc)/test_norm_nosimd \
@@ -62,6 +62,9 @@ TEST_BINS = $(foreach cc,$(CC_LIST),$(foreach t,$(TESTS),$(B)/$(cc)/$(t))) \
 
 # The device controller's tests draw their configs from one header.
 $(B)/gcc/test_ctl_parallel $(B)/clang/test_ctl_parallel: tests/random_config.h
+
+# The efficacy report's test includes the report program.
+$(B)/gcc/test_efficacy $(B)/clang/test_efficacy: bench/efficacy.c
 
 # The demo's test includes the demo itself.
 $(B)/gcc/test_demo $(B)/clang/test_demo: examples/train_stress.c examples/lowp.h examples/arms.h
@@ -605,13 +608,15 @@ EFF_ABL = paper-pass,paper-clip-only,paper-tau3,paper-lock4,noise-pass,$\
   noise-clip-only,noise-nofall,noise-nofreeze,noise-z3,noise-warm16,noise-maxo4
 EFF_CLIPPED = f32,lowp,adagc,zclip,gnmr,gnmr-noise,paper-pass,$\
   paper-clip-only,f32-gnmr
+EFF_FWD = gnmr-fwd,paper-tau3-fwd
 EFF_MLP = $(B)/train_stress --quiet --stress 8 --hidden 128,64,32
 EFF_SEEDS ?= 3
 EFF_STEPS ?= 1000
 EFF_MLP_SEEDS ?= 5
 EFF_EVAL ?= 512
 EFF_PARTS = eff-lm-inj-core eff-lm-inj-abl eff-lm-inj-clip eff-lm-nat-clip \
-            eff-mlp eff-mlp-fashion
+            eff-lm-inj-fwd eff-lm-inj-clip2 eff-lm-nat-clip2 eff-mlp \
+            eff-mlp-fashion
 
 $(B)/efficacy_report: bench/efficacy.c
 	@mkdir -p $(@D)
@@ -627,7 +632,14 @@ efficacy-quick: $(B)/train_lm $(B)/train_stress $(B)/efficacy_report \
 	rm -rf $(EFF)
 	$(MAKE) --no-print-directory -j2 EFF_SEEDS=1 EFF_STEPS=300 \
 	  EFF_MLP_SEEDS=2 EFF_EVAL=128 eff-lm-inj-core eff-mlp
-	$(B)/efficacy_report $(EFF)
+	$(B)/efficacy_report $(EFF) > $(EFF)/report.txt
+	@head -1 $(EFF)/summary.csv | grep -qx 'setting,arm,seed,val_loss,$\
+	gap_recovered,hf_unit_steps,loss_spikes,diverged,vs_f32_pct' && \
+	  for s in lm-injected mlp mlp-clip; do \
+	    grep -q "^$$s,gnmr,1," $(EFF)/summary.csv || exit 1; done && \
+	  grep -q '<circle' $(EFF)/efficacy.svg || \
+	  { echo "efficacy-quick: summary.csv or efficacy.svg incomplete"; exit 1; }
+	@grep -A12 '^### lm-injected$$' $(EFF)/report.md
 
 eff-lm-inj-core:
 	$(EFF_LM_INJ) --setting lm-injected --steps $(EFF_STEPS) \
@@ -643,16 +655,29 @@ eff-lm-inj-clip:
 eff-lm-nat-clip:
 	$(EFF_LM_NAT) --setting lm-natural-clip --steps $(EFF_STEPS) \
 	  --seeds $(EFF_SEEDS) --arms $(EFF_CLIPPED) --out $(EFF)/lm-natural-clip/all
+eff-lm-inj-fwd:
+	$(EFF_LM_INJ) --setting lm-injected --steps $(EFF_STEPS) \
+	  --seeds $(EFF_SEEDS) --arms $(EFF_FWD) --out $(EFF)/lm-injected/fwd
+eff-lm-inj-clip2:
+	$(EFF_LM_INJ) --global-clip 1.0 --setting lm-injected-clip \
+	  --steps $(EFF_STEPS) --seeds $(EFF_SEEDS) --arms paper-tau3,$(EFF_FWD) \
+	  --out $(EFF)/lm-injected-clip/fwd
+eff-lm-nat-clip2:
+	$(EFF_LM_NAT) --setting lm-natural-clip --steps $(EFF_STEPS) \
+	  --seeds $(EFF_SEEDS) --arms paper-tau3,$(EFF_FWD) \
+	  --out $(EFF)/lm-natural-clip/fwd
 eff-mlp:
 	$(EFF_MLP) --steps 1000 --seeds $(EFF_MLP_SEEDS) \
-	  --arms $(EFF_CORE),$(EFF_ABL) --out $(EFF)/mlp/all
+	  --arms $(EFF_CORE),$(EFF_FWD) --out $(EFF)/mlp/core
+	$(EFF_MLP) --steps 1000 --seeds $(EFF_MLP_SEEDS) \
+	  --arms $(EFF_ABL) --out $(EFF)/mlp/abl
 	$(EFF_MLP) --steps 1000 --seeds $(EFF_MLP_SEEDS) --global-clip 1.0 \
-	  --arms $(EFF_CLIPPED) --out $(EFF)/mlp-clip/all
+	  --arms $(EFF_CLIPPED),paper-tau3,$(EFF_FWD) --out $(EFF)/mlp-clip/all
 eff-mlp-fashion:
 	@if [ -f $(FASHION)/train-images-idx3-ubyte.gz ] || \
 	    [ -f $(FASHION)/train-images-idx3-ubyte ]; then \
 	  $(B)/train_stress --quiet --data $(FASHION) --steps 2000 --stress 8 \
-	    --seeds $(EFF_SEEDS) --arms $(EFF_CORE) \
+	    --seeds $(EFF_SEEDS) --arms $(EFF_CORE),$(EFF_FWD) \
 	    --out $(EFF)/mlp-fashion/all; \
 	else echo "efficacy: no Fashion-MNIST in $(FASHION): mlp-fashion skipped"; fi
 

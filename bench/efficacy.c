@@ -67,6 +67,7 @@ static ef_setting *ef_setting_get(const char *name) {
   for (i = 0; i < ef_n_set; i++)
     if (strcmp(ef_set[i].name, name) == 0) return &ef_set[i];
   if (ef_n_set == EF_MAX_SETTINGS) ef_die("more than %d settings", i);
+  memset(&ef_set[ef_n_set], 0, sizeof ef_set[ef_n_set]);
   snprintf(ef_set[ef_n_set].name, EF_NAME, "%.47s", name);
   return &ef_set[ef_n_set++];
 }
@@ -105,8 +106,13 @@ static void ef_read(const char *path, const char *setting) {
   FILE *f = ef_open(path, "r");
   char line[1024], hline[1024], *head[64], *v[64];
   int nh, c_arm, c_seed, c_loss, c_hf, c_sp, c_div;
-  ef_setting *s = ef_setting_get(setting);
-  if (!fgets(hline, sizeof hline, f)) ef_die("%s: empty", path);
+  ef_setting *s;
+  if (!fgets(hline, sizeof hline, f)) { /* a run that never started */
+    fprintf(stderr, "efficacy: %s is empty: skipped\n", path);
+    fclose(f);
+    return;
+  }
+  s = ef_setting_get(setting);
   nh = ef_split(hline, head, 64);
   c_arm = ef_column(head, nh, "arm", NULL);
   c_seed = ef_column(head, nh, "seed", NULL);

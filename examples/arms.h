@@ -16,9 +16,11 @@
      gnmr       gnmr.h with gnmr_config_default()
      gnmr-paper gnmr_config_paper(); gnmr-noise gnmr_config_noise();
                 gnmr-global the noise rules with global_policy CLIP
-   Ablations (each changes one thing of its base):
-     paper-pass, noise-pass            spike_policy PASS: promotion only
-     paper-clip-only, noise-clip-only  max_recovering 0: the clip only
+   Ablations (each changes one thing of its base: gnmr-* the defaults,
+   paper-* gnmr_config_paper(), noise-* gnmr_config_noise()):
+     gnmr-pass, paper-pass, noise-pass     spike_policy PASS: promotion only
+     gnmr-clip-only, paper-clip-only,      max_recovering 0: the clip only
+     noise-clip-only
      paper-tau3                        ratio_threshold 3
      paper-lock4                       lock_steps 4
      noise-nofall                      two_sided 0
@@ -56,6 +58,16 @@ enum { ARM_F32, ARM_LOWP, ARM_CLIP, ARM_ADAGC, ARM_ZCLIP, ARM_GNMR };
 #define ARM_ZCLIP_Z 2.5       /* zclip arm: z-score that triggers a clip */
 #define ARM_ZCLIP_WARMUP 25   /* zclip arm: steps that only observe */
 
+static gnmr_config arm_default_pass(void) {
+  gnmr_config c = gnmr_config_default();
+  c.spike_policy = GNMR_SPIKE_PASS;
+  return c;
+}
+static gnmr_config arm_default_clip_only(void) {
+  gnmr_config c = gnmr_config_default();
+  c.max_recovering = 0;
+  return c;
+}
 static gnmr_config arm_paper_pass(void) {
   gnmr_config c = gnmr_config_paper();
   c.spike_policy = GNMR_SPIKE_PASS;
@@ -133,10 +145,12 @@ static const demo_arm ARMS[] = {
     {"clip", ARM_CLIP, NULL, 0, 0, 0},
     {"adagc", ARM_ADAGC, NULL, 0, 0, 0},
     {"gnmr", ARM_GNMR, gnmr_config_default, 0, 0, 0},
-    {"gnmr-paper", ARM_GNMR, gnmr_config_paper, 0, 0, 0},
     {"gnmr-noise", ARM_GNMR, gnmr_config_noise, 0, 0, 0},
     {"gnmr-global", ARM_GNMR, arm_noise_global, 0, 0, 0},
+    {"gnmr-paper", ARM_GNMR, gnmr_config_paper, 0, 1, 0},
     {"zclip", ARM_ZCLIP, NULL, 0, 1, 0},
+    {"gnmr-pass", ARM_GNMR, arm_default_pass, 0, 1, 0},
+    {"gnmr-clip-only", ARM_GNMR, arm_default_clip_only, 0, 1, 0},
     {"paper-pass", ARM_GNMR, arm_paper_pass, 0, 1, 0},
     {"paper-clip-only", ARM_GNMR, arm_paper_clip_only, 0, 1, 0},
     {"paper-tau3", ARM_GNMR, arm_paper_tau3, 0, 1, 0},

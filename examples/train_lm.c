@@ -1876,7 +1876,7 @@ static void lm_usage(FILE *f) {
           "usage: train_lm [options]\n"
           "  --data DIR     fortune files (default /usr/share/games/fortunes)\n"
           "  --arms LIST    comma list (default f32,lowp,clip,adagc,gnmr,\n"
-          "                 gnmr-paper,gnmr-noise,gnmr-global); --arms list\n"
+          "                 gnmr-noise,gnmr-global); --arms list\n"
           "                 prints every arm\n"
           "  --setting S    a name for the run in the outputs (default run)\n"
           "  --seed S --seeds N   seeds S, S+1, ... (default 1, 1)\n"

@@ -1051,7 +1051,7 @@ static void ts_usage(FILE *f) {
           "synthetic task)\n"
           "  --arms LIST    comma list of arms (examples/arms.h; default "
           "f32,lowp,clip,\n"
-          "                 adagc,gnmr,gnmr-paper,gnmr-noise); --arms list "
+          "                 adagc,gnmr,gnmr-noise,gnmr-global); --arms list "
           "names them all\n"
           "  --global-clip X   every arm: clip the global gradient norm to X "
           "after its own control\n"
