@@ -609,6 +609,8 @@ EFF_ABL = paper-pass,paper-clip-only,paper-tau3,paper-lock4,noise-pass,$\
 EFF_CLIPPED = f32,lowp,adagc,zclip,gnmr,gnmr-noise,paper-pass,$\
   paper-clip-only,f32-gnmr
 EFF_FWD = gnmr-fwd,paper-tau3-fwd
+EFF_CSV_HEADER = setting,arm,seed,val_loss,gap_recovered,hf_unit_steps,$\
+  loss_spikes,diverged,vs_f32_pct
 EFF_MLP = $(B)/train_stress --quiet --stress 8 --hidden 128,64,32
 EFF_SEEDS ?= 3
 EFF_STEPS ?= 1000
@@ -633,8 +635,7 @@ efficacy-quick: $(B)/train_lm $(B)/train_stress $(B)/efficacy_report \
 	$(MAKE) --no-print-directory -j2 EFF_SEEDS=1 EFF_STEPS=300 \
 	  EFF_MLP_SEEDS=2 EFF_EVAL=128 eff-lm-inj-core eff-mlp
 	$(B)/efficacy_report $(EFF) > $(EFF)/report.txt
-	@head -1 $(EFF)/summary.csv | grep -qx 'setting,arm,seed,val_loss,$\
-	gap_recovered,hf_unit_steps,loss_spikes,diverged,vs_f32_pct' && \
+	@head -1 $(EFF)/summary.csv | grep -qx '$(EFF_CSV_HEADER)' && \
 	  for s in lm-injected mlp mlp-clip; do \
 	    grep -q "^$$s,gnmr,1," $(EFF)/summary.csv || exit 1; done && \
 	  grep -q '<circle' $(EFF)/efficacy.svg || \

@@ -59,7 +59,7 @@ static int cmp_float(const void *a, const void *b) {
 static void measure(uint32_t n, int rule, int spiky, uint32_t max_o,
                     int with_out, float res[3]) {
   gnmr_config cfg =
-      rule == GNMR_RULE_NOISE ? gnmr_config_default() : gnmr_config_paper();
+      rule == GNMR_RULE_NOISE ? gnmr_config_noise() : gnmr_config_paper();
   gnmr_slot *slots = (gnmr_slot *)calloc(n, sizeof *slots);
   float *x = (float *)malloc(sizeof *x * POOL * n), *d_x;
   gnmr_decision *d_out = NULL;

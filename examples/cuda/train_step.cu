@@ -1,6 +1,6 @@
 /* train_step.cu - one training step with GNMR on a CUDA device, the way a
    trainer wires it in: captured once as a CUDA graph, replayed every step,
-   no host sync inside it, the library's default (noise-aware) rules.
+   no host sync inside it, the library's default (paper) rules.
 
      backward          (here: synthetic gradients: noise, spikes in one
                        unit, a NaN, and one step where every unit's
@@ -130,7 +130,7 @@ int main(void) {
   gnmr_cuda_grad grads[UNITS];
   gnmr_tensor tensors[UNITS];
   gnmr_slot slots[UNITS];
-  gnmr_config cfg = gnmr_config_default(); /* NOISE mode */
+  gnmr_config cfg = gnmr_config_default(); /* the paper rules */
   gnmr_ctl host;
   gnmr_cuda_ctl gc;
   gnmr_norms_plan plan;
@@ -207,7 +207,7 @@ int main(void) {
   GK(gnmr_cuda_ctl_download(&gc, &host), gc.cuda_error); /* a checkpoint */
   gnmr_counters_get(&host, GNMR_ALL_UNITS, &tot);
   CK(cudaMemcpy(log, m.log, sizeof log, cudaMemcpyDeviceToHost));
-  printf("train_step: %d graph-launched steps, %d units (noise-aware rules)\n",
+  printf("train_step: %d graph-launched steps, %d units (paper rules)\n",
          STEPS, UNITS);
   printf("  risky %llu (non-finite %llu, falls %llu), admissions %llu, "
          "renewals %llu, over budget %llu, GLOBAL steps %llu\n",

@@ -56,7 +56,7 @@ static void run(uint32_t n) {
   gnmr_slot *sa = (gnmr_slot *)calloc(n, sizeof *sa);
   gnmr_slot *sb = (gnmr_slot *)calloc(n, sizeof *sb);
   gnmr_step_report ra, rb, *d_report = NULL;
-  gnmr_config cfg = gnmr_config_default(); /* NOISE mode */
+  gnmr_config cfg = gnmr_config_noise(); /* NOISE mode */
   gnmr_ctl a, b;
   gnmr_cuda_ctl gc;
   gnmr_norms_plan plan;

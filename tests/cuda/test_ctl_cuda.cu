@@ -199,7 +199,7 @@ TEST(checkpoint_round_trip_through_the_host) {
   static gnmr_slot sa[N], sb[N], sc[N];
   static float x[N];
   static unsigned char ka[200 * N + 256], kb[200 * N + 256];
-  gnmr_config cfg = gnmr_config_default(); /* NOISE: G's history too */
+  gnmr_config cfg = gnmr_config_noise(); /* NOISE: G's history too */
   gnmr_ctl a, b, c;
   gnmr_cuda_ctl dev;
   float *d_x = NULL;
