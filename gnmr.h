@@ -669,19 +669,22 @@ GNMR_DEF int gnmr_unit_norms(const gnmr_tensor *t, size_t nt, float *norms,
    gnmr_step and gnmr_recovering, are defined once, in the implementation's
    file: device code in another .cu file calls them with relocatable device
    code, nvcc -rdc=true, or defines GNMR_STATIC and GNMR_IMPLEMENTATION
-   itself for a private copy.) */
+   itself for a private copy.) No casts in these two: what every C++ file
+   sees stays clean under -Wold-style-cast (an initialisation widens). */
 static inline GNMR_HOSTDEV float gnmr_bf16_to_f32(uint16_t h) {
-  uint32_t bits = (uint32_t)h << 16;
+  uint32_t bits = h;
   float f;
+  bits <<= 16;
   memcpy(&f, &bits, 4);
   return f;
 }
 
 /* IEEE binary16 bits; subnormals, Inf and NaN payloads kept. */
 static inline GNMR_HOSTDEV float gnmr_f16_to_f32(uint16_t h) {
-  uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
+  uint32_t sign = h & 0x8000u;
   uint32_t exp = (h >> 10) & 0x1Fu, mant = h & 0x3FFu, bits;
   float f;
+  sign <<= 16;
   if (exp == 0x1F) {
     bits = sign | 0x7F800000u | (mant << 13);
   } else if (exp != 0) {
