@@ -58,6 +58,7 @@ TEST_BINS = $(foreach cc,$(CC_LIST),$(foreach t,$(TESTS),$(B)/$(cc)/$(t))) \
             $(foreach cxx,$(CXX_FOUND),$(B)/$(cxx)/all_modes_cxx \
               $(B)/$(cxx)/compile_link_cxx $(B)/$(cxx)/compile_link_mixed) \
             $(foreach cc,$(CC_LIST),$(foreach t,$(FUZZ_TARGETS),$(B)/$(cc)/replay_$(t))) \
+            $(B)/vendor \
             $(if $(FASTMATH_LANE),$(FASTMATH_BINS))
 
 # The device controller's tests draw their configs from one header.
@@ -207,6 +208,15 @@ $(B)/%/all_modes_static: tests/compile/all_modes.c gnmr.h tests/check.h
 $(B)/%/all_modes_cxx: tests/compile/all_modes.c gnmr.h tests/check.h
 	@mkdir -p $(@D)
 	$* -x c++ -std=c++11 $(CXXFLAGS_ALL) -o $@ $< -x none -lm
+
+# A new user's vendoring: only gnmr.h copied into an empty directory and
+# built as C99, C++17 and two C++17 files, the interface also under clang++
+# -Wold-style-cast (tests/compile/vendor.sh). It builds when the runner runs
+# it, and names a missing gcc, clang, g++ or clang++ and skips its builds.
+$(B)/vendor: tests/compile/vendor.sh gnmr.h
+	@mkdir -p $(@D)
+	cp tests/compile/vendor.sh $@
+	chmod +x $@
 
 # Each fuzz harness without libFuzzer, over its committed corpus (seeds and
 # every regression input): part of make test.
