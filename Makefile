@@ -102,7 +102,7 @@ FASTMATH_BINS = $(foreach cc,$(CC_LIST),\
                   $(foreach t,$(FUZZ_TARGETS),$(B)/$(cc)-ofast/replay_$(t)) \
                   $(B)/$(cc)-ofast/cross)
 
-.PHONY: all test bench bench-norm demo demo-full demo-sweep demo-lm \
+.PHONY: all help ab-norm test bench bench-norm demo demo-full demo-sweep demo-lm \
         demo-lm-quick demo-lm-sweep demo-lm-natural demo-lm-injected \
         fortunes-check mpi mpi-run cuda \
         cuda-test cuda-bench detect detect-frontier ab-ctl \
@@ -380,6 +380,25 @@ ab-ctl: bench/ab_ctl.c gnmr.h
 	$(B)/ab_ctl 0 4 0 $(AB_RULES)
 	$(B)/ab_ctl 1 4 1 $(AB_RULES)
 	$(B)/ab_ctl 1 512 1 $(AB_RULES)
+
+# The norm helpers of this tree against those of git revision BASE out of
+# cache: two bench_norm builds (-O2, no -march), run as alternating whole
+# processes, AB_NORM_RUNS of each; each run prints the 256 MiB f32 ratios
+# to the read probes (bench_norm --targets=out-of-cache).
+AB_NORM_RUNS ?= 5
+ab-norm: bench/bench_norm.c gnmr.h
+	@mkdir -p $(B)/ab/norm-base
+	git show $(BASE):gnmr.h > $(B)/ab/norm-base/gnmr.h
+	$(firstword $(CC_LIST)) -I$(B)/ab/norm-base $(BENCH_FLAGS) \
+	  -o $(B)/ab/bench_norm_base bench/bench_norm.c -lm
+	$(firstword $(CC_LIST)) $(BENCH_FLAGS) -o $(B)/ab/bench_norm_this \
+	  bench/bench_norm.c -lm
+	@i=1; while [ $$i -le $(AB_NORM_RUNS) ]; do \
+	  for side in base this; do \
+	    $(B)/ab/bench_norm_$$side --targets=out-of-cache | \
+	      sed -n "s/^| f32/$$side run $$i | f32/p"; \
+	  done; i=$$((i + 1)); \
+	done
 
 # ---- examples --------------------------------------------------------------
 $(B)/quickstart: examples/quickstart.c gnmr.h

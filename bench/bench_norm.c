@@ -11,7 +11,9 @@
    usage: bench_norm [--paths=all|best] [--max-bytes=N] [--csv FILE]
           bench_norm --targets  the issue's speed targets, as ratios measured
                                 alternately (both sides see the same load),
-                                the -O2 / -march=native builds among them */
+                                the -O2 / -march=native builds among them
+          bench_norm --targets=out-of-cache  only the three 256 MiB f32
+                                ratios to the read probes (make ab-norm) */
 #define _POSIX_C_SOURCE 200112L
 #define GNMR_IMPLEMENTATION
 #include "gnmr.h"
@@ -300,7 +302,7 @@ static job make_job(int kind, int dtype, const void *x, size_t bytes) {
 
 /* The issue's speed targets, each an interleaved ratio. The f32, f16 and
    bf16 data sit side by side in buf (three regions of `big` bytes). */
-static void targets(unsigned char *buf, size_t big) {
+static void targets(unsigned char *buf, size_t big, int out_of_cache_only) {
   const size_t small = 64 * 1024;
   unsigned char *f32 = buf, *f16 = buf + big, *bf16 = buf + 2 * big;
   job a, b;
@@ -319,6 +321,7 @@ static void targets(unsigned char *buf, size_t big) {
   b.kind = K_PROBE;
   sprintf(what, "f32 stats / read probe, %lu MiB", (unsigned long)(big >> 20));
   target(what, &a, &b, 0, 0.90);
+  if (out_of_cache_only) return;
   a = make_job(K_LIB_SUMSQ, GNMR_DTYPE_F32, f32, small);
 #ifdef HAVE_CBLAS
   b = make_job(K_SNRM2, GNMR_DTYPE_F32, f32, small);
@@ -365,6 +368,7 @@ int main(int argc, char **argv) {
   for (i = 1; i < argc; i++) {
     if (strcmp(argv[i], "--paths=best") == 0) all_paths = 0;
     if (strcmp(argv[i], "--targets") == 0) mode = 1;
+    if (strcmp(argv[i], "--targets=out-of-cache") == 0) mode = 2;
     if (strncmp(argv[i], "--max-bytes=", 12) == 0)
       max_bytes = (size_t)strtoull(argv[i] + 12, NULL, 10);
     if (strcmp(argv[i], "--csv") == 0 && i + 1 < argc) {
@@ -391,7 +395,7 @@ int main(int argc, char **argv) {
     for (dtype = GNMR_DTYPE_F32; dtype <= GNMR_DTYPE_BF16; dtype++)
       fill(buf + (size_t)dtype * big, big, dtype);
     printf("gnmr %s, default path %s\n", gnmr_version(), gnmr_isa_name(best));
-    targets(buf, big);
+    targets(buf, big, mode == 2);
     free(buf);
     return 0;
   }
