@@ -650,3 +650,42 @@ detect-frontier: $(B)/detect
 	@sh bench/splice_section.sh bench/RESULTS.md "## Detection frontier" \
 	  $(B)/frontier.md
 	@echo "detect-frontier: bench/RESULTS.md, section Detection frontier, updated"
+
+# ---- help -----------------------------------------------------------------
+# One line per target (details in the comments above each rule).
+help:
+	@printf '%s\n' \
+	  'all               same as test' \
+	  'test              every test, gcc and clang, C++/STATIC/multi-file, vendoring, -Ofast lane' \
+	  'test-asan         the whole suite under ASan+UBSan' \
+	  'test-valgrind     the whole suite under valgrind memcheck' \
+	  'test-warn         the whole suite with -Wconversion -Wshadow and more' \
+	  'neon              the norm test cross-built for aarch64, run under qemu' \
+	  'fuzz              libFuzzer targets, FUZZ_SECONDS each' \
+	  'fuzz-build        build the libFuzzer targets only' \
+	  'tidy              clang-tidy on gnmr.h' \
+	  'cppcheck          cppcheck on gnmr.h' \
+	  'format            clang-format in place' \
+	  'format-check      fail on a clang-format diff' \
+	  'bench             norm-helper and controller benchmarks' \
+	  'bench-norm        norm-helper benchmark and its targets' \
+	  'ab-norm BASE=rev  out-of-cache norms, this tree against rev, interleaved' \
+	  'ab-ctl BASE=rev   controller cost, this tree against rev, interleaved' \
+	  'detect            detection benchmark tables (bench/RESULTS.md)' \
+	  'detect-frontier   recall at 0.1% false alarms (bench/RESULTS.md)' \
+	  'demo              training stress demo on built-in data' \
+	  'demo-full         the demo on Fashion-MNIST, all arms, 3 seeds' \
+	  'demo-sweep        GNMR settings sweep on the stress setting' \
+	  'demo-lm           byte-level GPT on fortunes, both stress settings' \
+	  'demo-lm-natural   demo-lm, natural-stress setting only' \
+	  'demo-lm-injected  demo-lm, injected-fault setting only' \
+	  'demo-lm-quick     a short demo-lm run, one seed' \
+	  'demo-lm-sweep     f32 against lowp, learning rates and formats' \
+	  'fortunes-check    fail with a message when the fortune files are missing' \
+	  'mpi               build the data-parallel MPI example' \
+	  'mpi-run           run it on 2 and 4 ranks' \
+	  'cuda              compile every CUDA program (sm_80, sm_90)' \
+	  'cuda-test         CUDA device tests (skip without a GPU)' \
+	  'cuda-bench        CUDA benchmarks (skip without a GPU)' \
+	  'clean             remove $(B)' \
+	  'help              this list'
