@@ -3,7 +3,8 @@
      plain     a plain scalar loop: double s += (double)x[i] * x[i]
      probe     the fastest streaming read we can write (AVX-512 or AVX2
                loads OR-reduced, unrolled; once more with software prefetch
-               1 KiB ahead, as the library's kernels do), the bus ceiling
+               one page ahead into L2, as the library's kernels do), the
+               bus ceiling
      snrm2     cblas_snrm2 (OpenBLAS), when built with -DHAVE_CBLAS
    Repetitions are chosen by time; each figure is the median of several
    samples, with the spread (max - min) / median. A sink keeps the work.
@@ -63,10 +64,10 @@ probe_avx512(const void *x, size_t bytes, int pf) {
   size_t i;
   for (i = 0; i + 256 <= bytes; i += 256) {
     if (pf) {
-      __builtin_prefetch(p + i + 1024);
-      __builtin_prefetch(p + i + 1024 + 64);
-      __builtin_prefetch(p + i + 1024 + 128);
-      __builtin_prefetch(p + i + 1024 + 192);
+      __builtin_prefetch(p + i + 4096, 0, 2);
+      __builtin_prefetch(p + i + 4096 + 64, 0, 2);
+      __builtin_prefetch(p + i + 4096 + 128, 0, 2);
+      __builtin_prefetch(p + i + 4096 + 192, 0, 2);
     }
     a = _mm512_or_si512(a, _mm512_loadu_si512(p + i));
     b = _mm512_or_si512(b, _mm512_loadu_si512(p + i + 64));
@@ -84,8 +85,8 @@ __attribute__((target("avx2"))) static double probe_avx2(const void *x,
   size_t i;
   for (i = 0; i + 128 <= bytes; i += 128) {
     if (pf) {
-      __builtin_prefetch(p + i + 1024);
-      __builtin_prefetch(p + i + 1024 + 64);
+      __builtin_prefetch(p + i + 4096, 0, 2);
+      __builtin_prefetch(p + i + 4096 + 64, 0, 2);
     }
     a = _mm256_or_si256(a, _mm256_loadu_si256((const __m256i *)(p + i)));
     b = _mm256_or_si256(b, _mm256_loadu_si256((const __m256i *)(p + i + 32)));
