@@ -58,6 +58,7 @@ TEST_BINS = $(foreach cc,$(CC_LIST),$(foreach t,$(TESTS),$(B)/$(cc)/$(t))) \
             $(foreach cxx,$(CXX_FOUND),$(B)/$(cxx)/all_modes_cxx \
               $(B)/$(cxx)/compile_link_cxx $(B)/$(cxx)/compile_link_mixed) \
             $(foreach cc,$(CC_LIST),$(foreach t,$(FUZZ_TARGETS),$(B)/$(cc)/replay_$(t))) \
+            $(B)/vendor \
             $(if $(FASTMATH_LANE),$(FASTMATH_BINS))
 
 # The device controller's tests draw their configs from one header.
@@ -104,7 +105,7 @@ FASTMATH_BINS = $(foreach cc,$(CC_LIST),\
                   $(foreach t,$(FUZZ_TARGETS),$(B)/$(cc)-ofast/replay_$(t)) \
                   $(B)/$(cc)-ofast/cross)
 
-.PHONY: all test bench bench-norm demo demo-full demo-sweep demo-lm \
+.PHONY: all help ab-norm test bench bench-norm demo demo-full demo-sweep demo-lm \
         demo-lm-quick demo-lm-sweep demo-lm-natural demo-lm-injected \
         fortunes-check mpi mpi-run cuda \
         cuda-test cuda-bench detect detect-frontier ab-ctl \
@@ -210,6 +211,15 @@ $(B)/%/all_modes_static: tests/compile/all_modes.c gnmr.h tests/check.h
 $(B)/%/all_modes_cxx: tests/compile/all_modes.c gnmr.h tests/check.h
 	@mkdir -p $(@D)
 	$* -x c++ -std=c++11 $(CXXFLAGS_ALL) -o $@ $< -x none -lm
+
+# A new user's vendoring: only gnmr.h copied into an empty directory and
+# built as C99, C++17 and two C++17 files, the interface also under clang++
+# -Wold-style-cast (tests/compile/vendor.sh). It builds when the runner runs
+# it, and names a missing gcc, clang, g++ or clang++ and skips its builds.
+$(B)/vendor: tests/compile/vendor.sh gnmr.h
+	@mkdir -p $(@D)
+	cp tests/compile/vendor.sh $@
+	chmod +x $@
 
 # Each fuzz harness without libFuzzer, over its committed corpus (seeds and
 # every regression input): part of make test.
@@ -373,6 +383,25 @@ ab-ctl: bench/ab_ctl.c gnmr.h
 	$(B)/ab_ctl 0 4 0 $(AB_RULES)
 	$(B)/ab_ctl 1 4 1 $(AB_RULES)
 	$(B)/ab_ctl 1 512 1 $(AB_RULES)
+
+# The norm helpers of this tree against those of git revision BASE out of
+# cache: two bench_norm builds (-O2, no -march), run as alternating whole
+# processes, AB_NORM_RUNS of each; each run prints the 256 MiB f32 ratios
+# to the read probes (bench_norm --targets=out-of-cache).
+AB_NORM_RUNS ?= 5
+ab-norm: bench/bench_norm.c gnmr.h
+	@mkdir -p $(B)/ab/norm-base
+	git show $(BASE):gnmr.h > $(B)/ab/norm-base/gnmr.h
+	$(firstword $(CC_LIST)) -I$(B)/ab/norm-base $(BENCH_FLAGS) \
+	  -o $(B)/ab/bench_norm_base bench/bench_norm.c -lm
+	$(firstword $(CC_LIST)) $(BENCH_FLAGS) -o $(B)/ab/bench_norm_this \
+	  bench/bench_norm.c -lm
+	@i=1; while [ $$i -le $(AB_NORM_RUNS) ]; do \
+	  for side in base this; do \
+	    $(B)/ab/bench_norm_$$side --targets=out-of-cache | \
+	      sed -n "s/^| f32/$$side run $$i | f32/p"; \
+	  done; i=$$((i + 1)); \
+	done
 
 # ---- examples --------------------------------------------------------------
 $(B)/quickstart: examples/quickstart.c gnmr.h
@@ -721,3 +750,42 @@ detect-frontier: $(B)/detect
 	@sh bench/splice_section.sh bench/RESULTS.md "## Detection frontier" \
 	  $(B)/frontier.md
 	@echo "detect-frontier: bench/RESULTS.md, section Detection frontier, updated"
+
+# ---- help -----------------------------------------------------------------
+# One line per target (details in the comments above each rule).
+help:
+	@printf '%s\n' \
+	  'all               same as test' \
+	  'test              every test, gcc and clang, C++/STATIC/multi-file, vendoring, -Ofast lane' \
+	  'test-asan         the whole suite under ASan+UBSan' \
+	  'test-valgrind     the whole suite under valgrind memcheck' \
+	  'test-warn         the whole suite with -Wconversion -Wshadow and more' \
+	  'neon              the norm test cross-built for aarch64, run under qemu' \
+	  'fuzz              libFuzzer targets, FUZZ_SECONDS each' \
+	  'fuzz-build        build the libFuzzer targets only' \
+	  'tidy              clang-tidy on gnmr.h' \
+	  'cppcheck          cppcheck on gnmr.h' \
+	  'format            clang-format in place' \
+	  'format-check      fail on a clang-format diff' \
+	  'bench             norm-helper and controller benchmarks' \
+	  'bench-norm        norm-helper benchmark and its targets' \
+	  'ab-norm BASE=rev  out-of-cache norms, this tree against rev, interleaved' \
+	  'ab-ctl BASE=rev   controller cost, this tree against rev, interleaved' \
+	  'detect            detection benchmark tables (bench/RESULTS.md)' \
+	  'detect-frontier   recall at 0.1% false alarms (bench/RESULTS.md)' \
+	  'demo              training stress demo on built-in data' \
+	  'demo-full         the demo on Fashion-MNIST, all arms, 3 seeds' \
+	  'demo-sweep        GNMR settings sweep on the stress setting' \
+	  'demo-lm           byte-level GPT on fortunes, both stress settings' \
+	  'demo-lm-natural   demo-lm, natural-stress setting only' \
+	  'demo-lm-injected  demo-lm, injected-fault setting only' \
+	  'demo-lm-quick     a short demo-lm run, one seed' \
+	  'demo-lm-sweep     f32 against lowp, learning rates and formats' \
+	  'fortunes-check    fail with a message when the fortune files are missing' \
+	  'mpi               build the data-parallel MPI example' \
+	  'mpi-run           run it on 2 and 4 ranks' \
+	  'cuda              compile every CUDA program (sm_80, sm_90)' \
+	  'cuda-test         CUDA device tests (skip without a GPU)' \
+	  'cuda-bench        CUDA benchmarks (skip without a GPU)' \
+	  'clean             remove $(B)' \
+	  'help              this list'

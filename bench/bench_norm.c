@@ -3,7 +3,8 @@
      plain     a plain scalar loop: double s += (double)x[i] * x[i]
      probe     the fastest streaming read we can write (AVX-512 or AVX2
                loads OR-reduced, unrolled; once more with software prefetch
-               1 KiB ahead, as the library's kernels do), the bus ceiling
+               one page ahead into L2, as the library's kernels do), the
+               bus ceiling
      snrm2     cblas_snrm2 (OpenBLAS), when built with -DHAVE_CBLAS
    Repetitions are chosen by time; each figure is the median of several
    samples, with the spread (max - min) / median. A sink keeps the work.
@@ -11,7 +12,9 @@
    usage: bench_norm [--paths=all|best] [--max-bytes=N] [--csv FILE]
           bench_norm --targets  the issue's speed targets, as ratios measured
                                 alternately (both sides see the same load),
-                                the -O2 / -march=native builds among them */
+                                the -O2 / -march=native builds among them
+          bench_norm --targets=out-of-cache  only the three 256 MiB f32
+                                ratios to the read probes (make ab-norm) */
 #define _POSIX_C_SOURCE 200112L
 #define GNMR_IMPLEMENTATION
 #include "gnmr.h"
@@ -61,10 +64,10 @@ probe_avx512(const void *x, size_t bytes, int pf) {
   size_t i;
   for (i = 0; i + 256 <= bytes; i += 256) {
     if (pf) {
-      __builtin_prefetch(p + i + 1024);
-      __builtin_prefetch(p + i + 1024 + 64);
-      __builtin_prefetch(p + i + 1024 + 128);
-      __builtin_prefetch(p + i + 1024 + 192);
+      __builtin_prefetch(p + i + 4096, 0, 2);
+      __builtin_prefetch(p + i + 4096 + 64, 0, 2);
+      __builtin_prefetch(p + i + 4096 + 128, 0, 2);
+      __builtin_prefetch(p + i + 4096 + 192, 0, 2);
     }
     a = _mm512_or_si512(a, _mm512_loadu_si512(p + i));
     b = _mm512_or_si512(b, _mm512_loadu_si512(p + i + 64));
@@ -82,8 +85,8 @@ __attribute__((target("avx2"))) static double probe_avx2(const void *x,
   size_t i;
   for (i = 0; i + 128 <= bytes; i += 128) {
     if (pf) {
-      __builtin_prefetch(p + i + 1024);
-      __builtin_prefetch(p + i + 1024 + 64);
+      __builtin_prefetch(p + i + 4096, 0, 2);
+      __builtin_prefetch(p + i + 4096 + 64, 0, 2);
     }
     a = _mm256_or_si256(a, _mm256_loadu_si256((const __m256i *)(p + i)));
     b = _mm256_or_si256(b, _mm256_loadu_si256((const __m256i *)(p + i + 32)));
@@ -300,7 +303,7 @@ static job make_job(int kind, int dtype, const void *x, size_t bytes) {
 
 /* The issue's speed targets, each an interleaved ratio. The f32, f16 and
    bf16 data sit side by side in buf (three regions of `big` bytes). */
-static void targets(unsigned char *buf, size_t big) {
+static void targets(unsigned char *buf, size_t big, int out_of_cache_only) {
   const size_t small = 64 * 1024;
   unsigned char *f32 = buf, *f16 = buf + big, *bf16 = buf + 2 * big;
   job a, b;
@@ -319,6 +322,7 @@ static void targets(unsigned char *buf, size_t big) {
   b.kind = K_PROBE;
   sprintf(what, "f32 stats / read probe, %lu MiB", (unsigned long)(big >> 20));
   target(what, &a, &b, 0, 0.90);
+  if (out_of_cache_only) return;
   a = make_job(K_LIB_SUMSQ, GNMR_DTYPE_F32, f32, small);
 #ifdef HAVE_CBLAS
   b = make_job(K_SNRM2, GNMR_DTYPE_F32, f32, small);
@@ -365,6 +369,7 @@ int main(int argc, char **argv) {
   for (i = 1; i < argc; i++) {
     if (strcmp(argv[i], "--paths=best") == 0) all_paths = 0;
     if (strcmp(argv[i], "--targets") == 0) mode = 1;
+    if (strcmp(argv[i], "--targets=out-of-cache") == 0) mode = 2;
     if (strncmp(argv[i], "--max-bytes=", 12) == 0)
       max_bytes = (size_t)strtoull(argv[i] + 12, NULL, 10);
     if (strcmp(argv[i], "--csv") == 0 && i + 1 < argc) {
@@ -391,7 +396,7 @@ int main(int argc, char **argv) {
     for (dtype = GNMR_DTYPE_F32; dtype <= GNMR_DTYPE_BF16; dtype++)
       fill(buf + (size_t)dtype * big, big, dtype);
     printf("gnmr %s, default path %s\n", gnmr_version(), gnmr_isa_name(best));
-    targets(buf, big);
+    targets(buf, big, mode == 2);
     free(buf);
     return 0;
   }
