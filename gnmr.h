@@ -25,8 +25,10 @@
            float norms[N];                         // unit u's gradient L2 norm
            gnmr_decision d[N];                     // or NULL: counters only
            rc = gnmr_step(&ctl, norms, d);
+           if (rc != GNMR_OK) break;               // refused: d is unset
            // multiply unit u's gradient by d[u].scale (1 when calm);
            // next step, unit u runs high-fidelity iff gnmr_recovering(&ctl, u)
+           // (0 or 1 only; gnmr_recovering_check says why a 0 is a refusal)
        }
 
    Units, slots and the controller. The caller owns all memory: a gnmr_ctl
@@ -562,10 +564,16 @@ typedef struct gnmr_decision {
 GNMR_DEF GNMR_HOSTDEV int gnmr_step(gnmr_ctl *ctl, const float *norms,
                                     gnmr_decision *out);
 
-/* 1 if unit u runs the high-fidelity path next step, 0 if not, <0 on error.
-   Made to be called per unit: it refuses a controller not initialised or
-   left behind by a copy, but reads its slots without the seal's check. */
+/* 1 if unit u runs the high-fidelity path next step, else 0: never
+   anything else, so `if (gnmr_recovering(&ctl, u))` is safe to copy. A
+   call gnmr_recovering_check refuses answers 0 (the cheap path). Made to be
+   called per unit: it reads the slots without the seal's check. */
 GNMR_DEF GNMR_HOSTDEV int gnmr_recovering(const gnmr_ctl *ctl, uint32_t u);
+/* Why gnmr_recovering(ctl, u) would answer 0 for lack of an answer:
+   GNMR_OK, GNMR_EINVAL (ctl NULL, u >= n_units) or GNMR_ESTATE (ctl not
+   initialised, or a copy left behind). Once per step is enough. */
+GNMR_DEF GNMR_HOSTDEV int gnmr_recovering_check(const gnmr_ctl *ctl,
+                                                uint32_t u);
 
 /* "KEEP", "RECOVER", "HOLD", "RELEASE"; "?" for any other value. */
 GNMR_DEF const char *gnmr_action_name(int action);
@@ -666,10 +674,10 @@ GNMR_DEF int gnmr_unit_norms(const gnmr_tensor *t, size_t nt, float *norms,
 /* One element's exact value as float. Inline and GNMR_HOSTDEV: callable from
    host and CUDA device code in any translation unit, with no
    GNMR_IMPLEMENTATION there and no -rdc. (The other GNMR_HOSTDEV functions,
-   gnmr_step and gnmr_recovering, are defined once, in the implementation's
-   file: device code in another .cu file calls them with relocatable device
-   code, nvcc -rdc=true, or defines GNMR_STATIC and GNMR_IMPLEMENTATION
-   itself for a private copy.) */
+   gnmr_step, gnmr_recovering and gnmr_recovering_check, are defined once, in
+   the implementation's file: device code in another .cu file calls them with
+   relocatable device code, nvcc -rdc=true, or defines GNMR_STATIC and
+   GNMR_IMPLEMENTATION itself for a private copy.) */
 static inline GNMR_HOSTDEV float gnmr_bf16_to_f32(uint16_t h) {
   uint32_t bits = (uint32_t)h << 16;
   float f;
@@ -2569,10 +2577,15 @@ GNMR_DEF GNMR_HOSTDEV int gnmr_step(gnmr_ctl *ctl, const float *norms,
   return GNMR_OK;
 }
 
-GNMR_DEF GNMR_HOSTDEV int gnmr_recovering(const gnmr_ctl *ctl, uint32_t u) {
+GNMR_DEF GNMR_HOSTDEV int gnmr_recovering_check(const gnmr_ctl *ctl,
+                                                uint32_t u) {
   if (!ctl) return GNMR_EINVAL;
   if (!gnmr__current(ctl)) return GNMR_ESTATE;
-  if (u >= ctl->n_units) return GNMR_EINVAL;
+  return u < ctl->n_units ? GNMR_OK : GNMR_EINVAL;
+}
+
+GNMR_DEF GNMR_HOSTDEV int gnmr_recovering(const gnmr_ctl *ctl, uint32_t u) {
+  if (gnmr_recovering_check(ctl, u) != GNMR_OK) return 0; /* the cheap path */
   return gnmr__carve(ctl->units, ctl->n_units).lock[u] > 0;
 }
 
