@@ -361,8 +361,11 @@ GNMR_DEF gnmr_config gnmr_config_default(void);
    their defaults). */
 GNMR_DEF gnmr_config gnmr_config_paper(void);
 /* GNMR_OK, or GNMR_ECONFIG with *field naming the first field out of range
-   (max_recovering also when above n_units); *field is NULL when valid.
-   field may be NULL. GNMR_EINVAL for a NULL cfg (*field untouched). */
+   (max_recovering also when above n_units; "n_units" when n_units is 0 and
+   max_recovering is not: a controller over no units can only watch);
+   *field is NULL when valid. field may be NULL. GNMR_EINVAL for a NULL cfg
+   (*field untouched). gnmr_init and gnmr_reconfigure refuse what this
+   refuses: call it with their arguments to learn which field. */
 GNMR_DEF int gnmr_config_check(const gnmr_config *cfg, uint32_t n_units,
                                const char **field);
 /* gnmr_config_check(cfg, UINT32_MAX, NULL): every field but the count. */
@@ -496,7 +499,10 @@ typedef struct gnmr_ctl {
   gnmr_step_report report;    /* the last step's verdict */
 } gnmr_ctl;
 
-/* Checks cfg (gnmr_config_check), zeroes the slots. */
+/* Checks cfg (gnmr_config_check), zeroes the slots. GNMR_ECONFIG: the
+   field is named by gnmr_config_check(cfg, n_units, &field), the same
+   check on the same arguments. n_units 0 is valid only with
+   max_recovering 0 (otherwise the field named is "n_units"). */
 GNMR_DEF int gnmr_init(gnmr_ctl *ctl, const gnmr_config *cfg, gnmr_slot *units,
                        uint32_t n_units);
 
@@ -985,6 +991,9 @@ GNMR_DEF int gnmr_config_check(const gnmr_config *c, uint32_t n,
   if (!bad && !(valid)) bad = #name;
   GNMR__CONFIG(GNMR__CHECK)
 #undef GNMR__CHECK
+  /* max_recovering is within range of any count but 0: a count of 0 where
+     units are asked for is the count's mistake, named as such. */
+  if (bad && n == 0 && strcmp(bad, "max_recovering") == 0) bad = "n_units";
   if (field) *field = bad;
   return bad ? GNMR_ECONFIG : GNMR_OK;
 }

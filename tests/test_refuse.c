@@ -202,6 +202,17 @@ TEST(config_check_names_the_field) {
   good.max_recovering = 4;
   EXPECT_EQ_INT(gnmr_config_check(&good, 3, &field), GNMR_ECONFIG);
   EXPECT(field && strcmp(field, "max_recovering") == 0);
+  /* No units at all: the count is named, not the budget it cannot hold. */
+  EXPECT_EQ_INT(gnmr_config_check(&good, 0, &field), GNMR_ECONFIG);
+  EXPECT(field && strcmp(field, "n_units") == 0);
+  good.max_recovering = 0; /* watching nothing is valid */
+  EXPECT_EQ_INT(gnmr_config_check(&good, 0, &field), GNMR_OK);
+  EXPECT(field == NULL);
+  /* The first field out of range keeps its name with a count of 0. */
+  good.eps = 0.0;
+  good.max_recovering = 1;
+  EXPECT_EQ_INT(gnmr_config_check(&good, 0, &field), GNMR_ECONFIG);
+  EXPECT(field && strcmp(field, "eps") == 0);
 }
 
 TEST(init_refuses_and_changes_nothing) {
