@@ -198,7 +198,12 @@
    Checkpoints: gnmr_checkpoint_save / _load, a portable little-endian
    format with a CRC-32; a load validates everything before it writes, and
    a run continued from it decides exactly as one never interrupted, in
-   either mode, and gnmr_step_info reads the saved step's verdict. Format
+   either mode, and gnmr_step_info reads the saved step's verdict. A load
+   replaces the config the controller was initialised with by the saved
+   one (the run resumes under the rules it was saved with; a
+   gnmr_reconfigure after the load changes them);
+   gnmr_checkpoint_config reads the saved config and names the first field
+   that differs from the controller's, without loading. Format
    version 3; other versions (0.1's 1, 0.2.0's 2 without the verdict) are
    refused (GNMR_EVERSION): start afresh with gnmr_config_paper().
 
@@ -632,8 +637,18 @@ GNMR_DEF size_t gnmr_checkpoint_size(const gnmr_ctl *ctl);
 GNMR_DEF int gnmr_checkpoint_save(const gnmr_ctl *ctl, void *buf, size_t cap,
                                   size_t *written);
 /* Into a controller initialised over the same number of units; restores its
-   config and state, or changes nothing. */
+   config and state, or changes nothing. The config is the checkpoint's: the
+   one ctl was initialised with is replaced (gnmr_checkpoint_config first,
+   to see what would change). */
 GNMR_DEF int gnmr_checkpoint_load(gnmr_ctl *ctl, const void *buf, size_t len);
+/* What gnmr_checkpoint_load(ctl, buf, len) would do to ctl's config, without
+   loading: the same checks and codes; on GNMR_OK *out (out may be NULL) is
+   the checkpoint's config and *differs (may be NULL) the first field of it
+   whose bits differ from ctl->cfg's, NULL when none does. Refused, it
+   writes nothing. ctl is never changed. */
+GNMR_DEF int gnmr_checkpoint_config(const gnmr_ctl *ctl, const void *buf,
+                                    size_t len, gnmr_config *out,
+                                    const char **differs);
 
 /* ---- norm helpers ------------------------------------------------------ */
 
@@ -3009,6 +3024,26 @@ GNMR_DEF int gnmr_checkpoint_load(gnmr_ctl *ctl, const void *buf, size_t len) {
 #undef GNMR__SET_TOTAL
   ctl->report = t.report;
   gnmr__commit(ctl);
+  return GNMR_OK;
+}
+
+GNMR_DEF int gnmr_checkpoint_config(const gnmr_ctl *ctl, const void *buf,
+                                    size_t len, gnmr_config *out,
+                                    const char **differs) {
+  gnmr_ctl t;
+  const char *first = NULL;
+  int rc;
+  if (!ctl || !buf) return GNMR_EINVAL;
+  if (!gnmr__usable(ctl)) return GNMR_ESTATE;
+  rc = gnmr__ckpt_read(ctl, &t, (const unsigned char *)buf, len, 0);
+  if (rc != GNMR_OK) return rc;
+#define GNMR__DIFFERS(name, valid)                                             \
+  if (!first && memcmp(&t.cfg.name, &ctl->cfg.name, sizeof t.cfg.name) != 0)   \
+    first = #name;
+  GNMR__CONFIG(GNMR__DIFFERS)
+#undef GNMR__DIFFERS
+  if (out) *out = t.cfg;
+  if (differs) *differs = first;
   return GNMR_OK;
 }
 

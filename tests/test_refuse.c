@@ -25,6 +25,7 @@ typedef struct world {
   float norms_out[N];
   size_t written;
   const char *field;
+  gnmr_config cfg;
 } world;
 
 static world w, before;
@@ -66,6 +67,7 @@ static int setup(void) {
   memset(w.sumsq, 0xA5, sizeof w.sumsq);
   memset(w.norms_out, 0xA5, sizeof w.norms_out);
   memset(&w.raw, 0xA5, sizeof w.raw); /* never initialised */
+  memset(&w.cfg, 0xA5, sizeof w.cfg);
   w.field = "untouched";
   for (u = 0; u < N; u++) norms[u] = 1.0f;
   return 1;
@@ -287,6 +289,7 @@ static void all_refuse_but(gnmr_ctl *ctl, int code, int recovering_answers) {
   REFUSED(gnmr_checkpoint_save(ctl, w.ck, CK_MAX, &w.written), code);
   REFUSED(gnmr_checkpoint_save(ctl, NULL, 0, &w.written), code);
   REFUSED(gnmr_checkpoint_load(ctl, w.ck, ck_len), code);
+  REFUSED(gnmr_checkpoint_config(ctl, w.ck, ck_len, &w.cfg, &w.field), code);
   REFUSED(gnmr_reconfigure(ctl, &good), code);
   for (u = 0; u < N; u += 9) {
     if (recovering_answers) {
@@ -433,6 +436,65 @@ TEST(checkpoint_save_refuses_and_changes_nothing) {
   }
 }
 
+/* gnmr_checkpoint_config: the load's checks and codes, the saved config
+   and the first field a load would change, and nothing loaded. */
+TEST(checkpoint_config_reads_what_a_load_would_set) {
+  static gnmr_slot own[N];
+  static gnmr_ctl other, other_before;
+  gnmr_config c = base_config();
+  size_t cut, at;
+  REQUIRE(setup());
+  SNAP();
+  EXPECT_EQ_INT(gnmr_checkpoint_config(&w.ctl, w.ck, ck_len, NULL, NULL),
+                GNMR_OK);
+  EXPECT(SAME());
+  EXPECT_EQ_INT(gnmr_checkpoint_config(&w.ctl, w.ck, ck_len, &w.cfg, &w.field),
+                GNMR_OK);
+  EXPECT(w.field == NULL); /* its own checkpoint: the same config */
+  EXPECT(memcmp(&w.cfg.history_decay, &c.history_decay, 8) == 0);
+  EXPECT_EQ_INT(w.cfg.max_recovering, c.max_recovering);
+  EXPECT_EQ_INT(w.cfg.rule, GNMR_RULE_PAPER);
+  /* A controller initialised with the defaults: a load would replace its
+     warmup first (the fields in their order), then its rule. */
+  c = gnmr_config_default();
+  c.max_recovering = 3;
+  c.lock_steps = 4;
+  c.cooldown_steps = 5;
+  REQUIRE(gnmr_init(&other, &c, own, N) == GNMR_OK);
+  other_before = other;
+  w.field = NULL;
+  EXPECT_EQ_INT(gnmr_checkpoint_config(&other, w.ck, ck_len, &w.cfg, &w.field),
+                GNMR_OK);
+  EXPECT(w.field != NULL && strcmp(w.field, "warmup_steps") == 0);
+  EXPECT_EQ_INT(w.cfg.rule, GNMR_RULE_PAPER);
+  EXPECT_EQ_INT(w.cfg.warmup_steps, 2);
+  EXPECT(memcmp(&other, &other_before, sizeof other) == 0);
+  c.warmup_steps = 2;
+  REQUIRE(gnmr_reconfigure(&other, &c) == GNMR_OK);
+  EXPECT_EQ_INT(gnmr_checkpoint_config(&other, w.ck, ck_len, NULL, &w.field),
+                GNMR_OK);
+  EXPECT(w.field != NULL && strcmp(w.field, "rule") == 0);
+  /* Refused as the load would be, writing nothing. */
+  memset(&w.cfg, 0xA5, sizeof w.cfg);
+  w.field = "untouched";
+  REFUSED(gnmr_checkpoint_config(NULL, w.ck, ck_len, &w.cfg, &w.field),
+          GNMR_EINVAL);
+  REFUSED(gnmr_checkpoint_config(&w.ctl, NULL, ck_len, &w.cfg, &w.field),
+          GNMR_EINVAL);
+  for (cut = 0; cut < ck_len; cut += 7)
+    REFUSED(gnmr_checkpoint_config(&w.ctl, w.ck, cut, &w.cfg, &w.field),
+            GNMR_ESIZE);
+  for (at = 0; at < ck_len; at += 5) {
+    int rc;
+    memcpy(bad, w.ck, ck_len);
+    bad[at] ^= 0x5A;
+    rc = gnmr_checkpoint_load(&w.ctl, bad, ck_len); /* refused: unchanged */
+    REFUSED(gnmr_checkpoint_config(&w.ctl, bad, ck_len, &w.cfg, &w.field), rc);
+  }
+  REFUSED(gnmr_checkpoint_config(&w.raw, w.ck, ck_len, &w.cfg, &w.field),
+          GNMR_ESTATE);
+}
+
 TEST(checkpoint_load_refuses_every_bad_buffer_and_changes_nothing) {
   static gnmr_slot few[N - 1];
   static unsigned char other[CK_MAX];
@@ -558,6 +620,7 @@ int main(int argc, char **argv) {
       CHECK_CASE(readers_refuse_bad_arguments_and_change_nothing),
       CHECK_CASE(names_refuse_and_change_nothing),
       CHECK_CASE(checkpoint_save_refuses_and_changes_nothing),
+      CHECK_CASE(checkpoint_config_reads_what_a_load_would_set),
       CHECK_CASE(checkpoint_load_refuses_every_bad_buffer_and_changes_nothing),
       CHECK_CASE(norm_helpers_refuse_and_change_nothing),
       CHECK_CASE(refusals_leave_a_controller_that_still_works)};
