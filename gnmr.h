@@ -149,6 +149,15 @@
        RECOVER  admitted this step: high-fidelity from the next step
        HOLD     in recovery (every step of a lock, renewals included)
        RELEASE  the lock ran out: back on the cheap path next step
+   Using the decisions. Multiply this step's gradient of unit u by
+   d[u].scale. Run unit u on its high-fidelity path next step exactly when
+   gnmr_recovering(&ctl, u) is 1 (RECOVER, then HOLD through the lock).
+   With delayed scaling (FP8: a scale from a history of amax values), start
+   a unit's amax history afresh when it is admitted (RECOVER): the history
+   holds the fault's values, and a unit that came back after its lock
+   would meet a scale the fault left stale; the high-fidelity steps refill
+   it (the demos do this: examples/train_stress.c, examples/train_lm.c).
+
    Flags (bits of gnmr_decision.flags; gnmr_flag_name names them): RATIO
    (NOISE: a rise), DELTA, NONFINITE, OVER_BUDGET, COOLDOWN, WARMUP,
    RENEWED, FALL (NOISE), GLOBAL (NOISE: on every unit of a GLOBAL step).
