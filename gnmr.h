@@ -114,7 +114,7 @@
           FALL (flag FALL)  when e < -z_fall * S and d < L(max_fall), if
                             two_sided;
         score = e / (z_rise S) for a rise, -e / (z_fall S) for a fall,
-        else 0. decision.ratio = d, decision.delta = e.
+        else 0. decision.delta = e (decision fields: below).
      N5 mean (finite g only): k += 1; a = max(1/k, 1 - history_decay);
         mu += a * dr while k <= warmup_steps, then a * dr clamped to
         [-z_fall S, z_rise S]: a spike moves mu by at most a z_rise S.
@@ -143,6 +143,26 @@
    time (the units not calm take the scalar rules, with the same bits), and
    a calm step costs about 1.4x PAPER mode's (N = 4096): bench/RESULTS.md
    has the cost.
+
+   Decision fields (gnmr_decision), one meaning in both modes unless a
+   mode is named:
+       ratio   g over the unit's mean level before this step: PAPER g /
+               max(m, eps) (rule 2); NOISE exp(L(g) - mu), i.e. g / exp(mu),
+               exp(mu) being the level NOISE tracks (a geometric mean of the
+               unit's norms, each step's move capped by rule N5), to L's
+               2e-5. 1 at a unit's first observation; the norm itself when
+               non-finite. A 10x spike over a steady level reads about 10.
+       delta   mode-specific: PAPER delta-GNMR (rule 3); NOISE e, the
+               residual rule N4 thresholds (d less ar times the last
+               deviation; d itself is log(ratio) minus gnmr_step_info's
+               common); the norm itself when non-finite.
+       score   how far past its threshold, >= 1 when flagged, the order of
+               rule 7: PAPER max(ratio / tau_r, delta / tau_d), every step;
+               NOISE e / (z_rise S) for a rise, -e / (z_fall S) for a fall,
+               0 when not flagged; +inf when non-finite.
+       scale   multiply this step's gradient of the unit by it (rules 8,
+               N9): 1 when calm, never above 1, 0 when non-finite.
+       flags, action  below.
 
    Actions (gnmr_decision.action; gnmr_action_name names them):
        KEEP     on the cheap path next step (calm, or risky and refused)
@@ -304,7 +324,9 @@ GNMR_DEF const char *gnmr_version(void);
 /* ---- configuration ----------------------------------------------------- */
 
 /* spike_policy: what happens to this step's gradient of a risky unit
-   (PASS: unchanged, CLIP: scaled down to tau_r times the mean, SKIP: 0). */
+   (PASS: unchanged; CLIP: scaled down, PAPER to tau_r times the mean, NOISE
+   a rise to z_rise fluctuations above its level, a fall left alone (rules
+   8, N9); SKIP: 0). */
 enum { GNMR_SPIKE_PASS = 0, GNMR_SPIKE_CLIP = 1, GNMR_SPIKE_SKIP = 2 };
 
 /* rule: PAPER runs rules 1-8, NOISE rules N1-N9 (top of this file). */
@@ -316,15 +338,15 @@ enum { GNMR_RULE_PAPER = 0, GNMR_RULE_NOISE = 1 };
 enum { GNMR_GLOBAL_NONE = 0, GNMR_GLOBAL_CLIP = 1, GNMR_GLOBAL_SKIP = 2 };
 
 typedef struct gnmr_config {
-  /* tau_r: GNMR above this is risky; finite, > 1 */
+  /* PAPER: tau_r, a ratio above this is risky; finite, > 1 */
   double ratio_threshold;
-  /* tau_d: delta-GNMR above this is risky; finite, > 0 */
+  /* PAPER: tau_d, delta-GNMR above this is risky; finite, > 0 */
   double delta_threshold;
   /* beta in (0, 1]: weight of the history; 1 = plain mean of all of it */
   double history_decay;
   /* floor of the mean in the ratio; finite, > 0 */
   double eps;
-  /* W: the short window of delta-GNMR, 1 ... GNMR_WINDOW_MAX */
+  /* PAPER: W, the short window of delta-GNMR, 1 ... GNMR_WINDOW_MAX */
   uint32_t delta_window;
   /* finite observations a unit needs before it can be flagged */
   uint32_t warmup_steps;
@@ -553,8 +575,8 @@ enum {
 };
 
 enum {
-  GNMR_FLAG_RATIO = 1u << 0,       /* GNMR above ratio_threshold */
-  GNMR_FLAG_DELTA = 1u << 1,       /* delta-GNMR above delta_threshold */
+  GNMR_FLAG_RATIO = 1u << 0,       /* PAPER: ratio > tau_r; NOISE: a rise */
+  GNMR_FLAG_DELTA = 1u << 1,       /* PAPER: delta-GNMR above tau_d */
   GNMR_FLAG_NONFINITE = 1u << 2,   /* norm was NaN or +-Inf */
   GNMR_FLAG_OVER_BUDGET = 1u << 3, /* risky, eligible, no free slot */
   GNMR_FLAG_COOLDOWN = 1u << 4,    /* risky but still cooling down */
@@ -564,12 +586,13 @@ enum {
   GNMR_FLAG_GLOBAL = 1u << 8       /* NOISE: on every unit of a GLOBAL step */
 };
 
+/* The manual's "Decision fields" defines each field once, per mode. */
 typedef struct gnmr_decision {
-  /* GNMR: the norm over the historical mean (the norm itself if non-finite) */
+  /* g over the unit's mean level before this step, in both modes */
   double ratio;
-  /* delta-GNMR: ratio minus the window's mean (the norm if non-finite) */
+  /* PAPER: delta-GNMR; NOISE: e, the residual rule N4 thresholds */
   double delta;
-  /* max(ratio / tau_r, delta / tau_d); +inf if non-finite */
+  /* how far past its threshold (>= 1 when flagged); +inf if non-finite */
   double score;
   /* multiply this step's gradient of the unit by it */
   double scale;
@@ -1405,17 +1428,21 @@ static GNMR__HOT GNMR_HOSTDEV double gnmr__log(double x, double lo) {
 /* exp(x) for x <= 0 (scales only): x = n ln2 + r, |r| < ln2, exp(r) by
    its series to r^13 (relative error < 2e-12), times 2^n from the bits;
    0 below 2^-1000. */
+/* 1/i for the series: multiplies, not divides (gnmr__exp_neg8 too) */
+#define GNMR__EXP_INV                                                          \
+  {                                                                            \
+    0.0, 1.0, 1.0 / 2.0, 1.0 / 3.0, 1.0 / 4.0, 1.0 / 5.0, 1.0 / 6.0,           \
+        1.0 / 7.0, 1.0 / 8.0, 1.0 / 9.0, 1.0 / 10.0, 1.0 / 11.0, 1.0 / 12.0,   \
+        1.0 / 13.0                                                             \
+  }
+#define GNMR__EXP_MIN (-693.0) /* below: 0 */
 static GNMR_HOSTDEV double gnmr__exp_neg(double x) {
-  /* 1/i for the series: multiplies, not divides */
-  static const double inv[14] = {0.0,        1.0,       1.0 / 2.0,  1.0 / 3.0,
-                                 1.0 / 4.0,  1.0 / 5.0, 1.0 / 6.0,  1.0 / 7.0,
-                                 1.0 / 8.0,  1.0 / 9.0, 1.0 / 10.0, 1.0 / 11.0,
-                                 1.0 / 12.0, 1.0 / 13.0};
+  static const double inv[14] = GNMR__EXP_INV;
   double r, t, p;
   uint64_t b;
   int n, i;
   if (!(x < 0.0)) return 1.0;
-  if (x < -693.0) return 0.0;
+  if (x < GNMR__EXP_MIN) return 0.0;
   n = (int)(x * (1.0 / GNMR__LN2)); /* toward 0: n in [-1000, 0] */
   r = x - gnmr__mul((double)n, 0.693145751953125);
   r = r - gnmr__mul((double)n, 1.42860682030941723212e-06);
@@ -1425,6 +1452,12 @@ static GNMR_HOSTDEV double gnmr__exp_neg(double x) {
   b = (uint64_t)(n + 1023) << 52;
   memcpy(&t, &b, 8);
   return p * t;
+}
+
+/* exp(x) for any x: exp_neg(-|x|), inverted above 0 (+inf past 693). The
+   global norm's ratio, and a NOISE-mode decision's ratio (rule N4). */
+static GNMR_HOSTDEV double gnmr__exp(double x) {
+  return x > 0.0 ? 1.0 / gnmr__exp_neg(-x) : gnmr__exp_neg(x);
 }
 
 /* Rule N3's grid: q(x) = floor((x + 8) 256) clamped to [0, 4095]. */
@@ -1572,14 +1605,14 @@ enum {
 };
 
 /* Rules N2, N4-N7 and N9's own scale for unit u, finite g; the step's
-   phase 2 has left dev[u] = L(g) - mu. */
+   phase 2 has left dev[u] = L(g) - mu. *own is d, *delta e. */
 static GNMR__HOT GNMR_HOSTDEV uint32_t
 gnmr__noise_unit(const gnmr__rules *c, const gnmr__soa *s, uint32_t u,
-                 double *ratio, double *delta, double *score, double *scale) {
+                 double *own, double *delta, double *score, double *scale) {
   double room;
   uint32_t flags = gnmr__noise_history(
       c, &s->log_mean[u], &s->fluct[u], &s->last_dev[u], &s->finite_steps[u],
-      s->dev[u], c->common, ratio, delta, score, &room);
+      s->dev[u], c->common, own, delta, score, &room);
   *scale = 1.0;
   if (flags & (GNMR_FLAG_RATIO | GNMR_FLAG_FALL)) {
     if (c->policy == GNMR_SPIKE_SKIP)
@@ -1607,8 +1640,10 @@ gnmr__unit_step(const gnmr__rules *c, const gnmr__soa *s, const float *norms,
   int risky;
 
   if (c->noise && gnmr__finite32(norms[u])) {
-    /* rules N2, N4-N7, N9 */
-    flags = gnmr__noise_unit(c, s, u, &ratio, &delta, &score, &scale);
+    /* rules N2, N4-N7, N9; ratio g / exp(mu) = exp(dr), 1 at first */
+    double own;
+    flags = gnmr__noise_unit(c, s, u, &own, &delta, &score, &scale);
+    ratio = out && s->finite_steps[u] > 1 ? gnmr__exp(s->dev[u]) : 1.0;
     risky = (flags & (GNMR_FLAG_RATIO | GNMR_FLAG_FALL)) != 0;
     if (flags & GNMR_FLAG_FALL) {
       s->falls[u]++;
@@ -2039,6 +2074,32 @@ gnmr__log8(__m512d x, __m512d lo) {
                     gnmr__mul8(gnmr__mul8(_mm512_set1_pd(2.0), y), t));
 }
 
+/* gnmr__exp_neg eight lanes wide (x <= 0; 1 at -0 and 0, 0 below
+   GNMR__EXP_MIN), its operations in its order. */
+GNMR__TARGET_AVX512 __inline__ __attribute__((always_inline)) static __m512d
+gnmr__exp_neg8(__m512d x) {
+  static const double inv[14] = GNMR__EXP_INV;
+  const __m512d one = _mm512_set1_pd(1.0);
+  const __mmask8 neg = _mm512_cmp_pd_mask(x, _mm512_setzero_pd(), _CMP_LT_OQ);
+  const __mmask8 tiny =
+      _mm512_cmp_pd_mask(x, _mm512_set1_pd(GNMR__EXP_MIN), _CMP_LT_OQ);
+  const __m512d xs =
+      _mm512_maskz_max_pd(0xFF, x, _mm512_set1_pd(GNMR__EXP_MIN));
+  const __m512i n = _mm512_maskz_cvttpd_epi64(
+      0xFF, gnmr__mul8(xs, _mm512_set1_pd(1.0 / GNMR__LN2)));
+  const __m512d nd = _mm512_maskz_cvtepi64_pd(0xFF, n);
+  __m512d r, p = one;
+  int i;
+  r = gnmr__sub8(xs, gnmr__mul8(nd, _mm512_set1_pd(0.693145751953125)));
+  r = gnmr__sub8(r, gnmr__mul8(nd, _mm512_set1_pd(1.42860682030941723212e-06)));
+  for (i = 13; i >= 1; i--)
+    p = gnmr__add8(one, gnmr__mul8(gnmr__mul8(p, r), _mm512_set1_pd(inv[i])));
+  p = gnmr__mul8(p, _mm512_castsi512_pd(_mm512_slli_epi64(
+                        _mm512_add_epi64(n, _mm512_set1_epi64(1023)), 52)));
+  p = _mm512_mask_mov_pd(one, neg, p);
+  return _mm512_mask_mov_pd(p, tiny, _mm512_setzero_pd());
+}
+
 /* Phase 2's pass over the units, eight at a time (the last group masked):
    dev, G's sum of squares in its order (lane u % 8 of a block of 256 is
    lane u % 8 of the vector), the counts, and the median's bin. Up to
@@ -2296,13 +2357,19 @@ gnmr__noise8_avx512(gnmr__step_ctx *c, uint32_t u) {
       _mm512_maskz_max_pd(0xFF, nlo, _mm512_maskz_min_pd(0xFF, hi, d)));
   _mm512_mask_storeu_epi64((void *)(s->finite_steps + u), calm, k1);
   if (c->out) {
-    /* ratio d (index U), delta e (8 + U); the other fields from the
-       index bits: score 0, scale 1.0, flags 0 and KEEP */
+    /* ratio exp(dr) (index U: gnmr__exp, exp_neg(-|dr|) inverted above
+       0; calm units are settled, k > 0), delta e (8 + U); the other
+       fields from the index bits: score 0, scale 1.0, flags 0 and KEEP */
     double *o = (double *)(void *)(c->out + u);
+    const __m512d en = gnmr__exp_neg8(_mm512_or_pd(dr, sign));
+    const __m512d ratio = gnmr__keep8(_mm512_mask_div_pd(
+        en, _mm512_cmp_pd_mask(dr, _mm512_setzero_pd(), _CMP_GT_OQ),
+        _mm512_set1_pd(1.0), en));
 #define GNMR__NOISE8(j)                                                        \
   _mm512_storeu_pd(o + (size_t)8 * (j),                                        \
                    _mm512_mask2_permutex2var_pd(                               \
-                       d, _mm512_loadu_si512((const void *)gnmr__from_a[j]),   \
+                       ratio,                                                  \
+                       _mm512_loadu_si512((const void *)gnmr__from_a[j]),      \
                        (__mmask8)(GNMR__LANES(j, 0) | GNMR__LANES(j, 1)), e))
     GNMR__NOISE8(0);
     GNMR__NOISE8(1);
@@ -2410,9 +2477,7 @@ static GNMR_HOSTDEV void gnmr__step_verdict(gnmr_ctl *ctl, gnmr__rules *r,
     double d, e, score, room;
     rep->global_norm = gn;
     rep->global_dev = ctl->global_k ? gdr : 0.0;
-    rep->global_ratio = rep->global_dev > 0.0 /* exp(x) = 1 / exp(-x) */
-                            ? 1.0 / gnmr__exp_neg(-rep->global_dev)
-                            : gnmr__exp_neg(rep->global_dev);
+    rep->global_ratio = gnmr__exp(rep->global_dev);
     (void)gnmr__noise_history(r, &ctl->global_log_mean, &ctl->global_fluct,
                               &ctl->global_last_dev, &ctl->global_k, gdr, 0.0,
                               &d, &e, &score, &room);
@@ -2882,8 +2947,7 @@ static int gnmr__report_valid(const gnmr_step_report *r, uint32_t n) {
   double ratio = 0.0;
   if (!gnmr__finite64(r->global_dev) || fabs(r->global_dev) > 4096.0) return 0;
   if (r->global_norm != 0.0 || r->global_dev != 0.0 || r->global_ratio != 0.0)
-    ratio = r->global_dev > 0.0 ? 1.0 / gnmr__exp_neg(-r->global_dev)
-                                : gnmr__exp_neg(r->global_dev);
+    ratio = gnmr__exp(r->global_dev);
   return gnmr__finite64(r->global_norm) && r->global_norm >= 0.0 &&
          r->global_ratio == ratio && gnmr__finite64(r->common) &&
          fabs(r->common) <= 8.0 && r->global_scale >= 0.0 &&
