@@ -217,12 +217,72 @@
    Monitor-only use: max_recovering = 0 and spike_policy =
    GNMR_SPIKE_PASS.
 
+   API at a glance (every public function; declarations below):
+       gnmr_version              GNMR_VERSION_STRING, from the library
+       gnmr_strerror             a GNMR_E* code's meaning
+       gnmr_config_default       the library's defaults (table below)
+       gnmr_config_paper         0.1's defaults exactly, rule PAPER
+       gnmr_config_check         a config valid for n units? names the field
+       gnmr_config_validate      gnmr_config_check(cfg, UINT32_MAX, NULL)
+       gnmr_init                 a controller over the caller's slots
+       gnmr_reconfigure          new settings for a running controller
+       gnmr_step                 one step: norms in, decisions out
+       gnmr_recovering           1 if unit u runs high-fidelity next step
+       gnmr_recovering_check     why gnmr_recovering would answer 0 unasked
+       gnmr_action_name          "KEEP", "RECOVER", "HOLD", "RELEASE"
+       gnmr_flag_name            one GNMR_FLAG_* bit's name
+       gnmr_flags_string         a flags word as names joined by '|'
+       gnmr_counters_get         a unit's or the controller's counters
+       gnmr_unit_info            a unit's state after the last step
+       gnmr_step_info            the last step's verdict (gnmr_step_report)
+       gnmr_checkpoint_size      bytes a checkpoint takes
+       gnmr_checkpoint_save      the controller into a buffer
+       gnmr_checkpoint_load      a buffer into a controller, config included
+       gnmr_checkpoint_config    a checkpoint's config, without loading
+       gnmr_sumsq_f32, gnmr_sumsq_f16, gnmr_sumsq_bf16
+                                 canonical sum of squares of one tensor
+       gnmr_stats_f32, gnmr_stats_f16, gnmr_stats_bf16
+                                 the same, with amax and the NaN/Inf count
+       gnmr_unit_sumsq           per-unit sums of squares over tensors
+       gnmr_unit_norms           per-unit norms over tensors
+       gnmr_f16_to_f32, gnmr_bf16_to_f32  one element's value (inline)
+       gnmr_isa_active, gnmr_isa_supported, gnmr_isa_force, gnmr_isa_name
+                                 the norm helpers' SIMD path
+       gnmr_ctl_isa_active, gnmr_ctl_isa_force  the controller's path
+
    Errors: every function that can fail returns GNMR_OK (0) or a negative
    GNMR_E* code (gnmr_strerror names it), and a refused call changes nothing:
    not the controller, not the slots, not the output (one exception:
    gnmr_checkpoint_save into too small a buffer still reports the size
    needed in *written). NaN and Inf norms are signals (rule 1), never
    errors; a finite negative norm is GNMR_ENORM.
+       code            meaning                        returned by
+       GNMR_EINVAL     a NULL pointer, or an argument every call that takes
+                       out of range (a unit >= n; a   a pointer, a unit or
+                       tensor of an unknown dtype,    tensors
+                       NULL data or a unit >= n)
+       GNMR_ESIZE      buffer too small; checkpoint   checkpoint_save,
+                       truncated or too long          _load, _config,
+                                                      flags_string
+       GNMR_ECORRUPT   checkpoint fails its CRC or    checkpoint_load,
+                       holds what no step can reach   _config
+       GNMR_EVERSION   checkpoint of another format   checkpoint_load,
+                       version (0.1's 1, 0.2.0's 2)   _config
+       GNMR_EMISMATCH  checkpoint of another number   checkpoint_load,
+                       of units                       _config
+       GNMR_ECONFIG    a config field out of range    config_check, init,
+                       (gnmr_config_check names it)   reconfigure
+       GNMR_ENORM      a finite negative norm         step
+       GNMR_ESTATE     controller not from gnmr_init, step, reconfigure,
+                       edited by hand, a stale copy;  recovering_check,
+                       (save) a state it could not    counters_get,
+                       load back                      unit_info, step_info,
+                                                      checkpoint_save,
+                                                      _load, _config
+       GNMR_EISA       instruction set not available  isa_force,
+                                                      ctl_isa_force
+   gnmr_recovering never returns a code (0 where gnmr_recovering_check
+   refuses); gnmr_checkpoint_size answers 0 where a save would be refused.
 
    Checkpoints: gnmr_checkpoint_save / _load, a portable little-endian
    format with a CRC-32; a load validates everything before it writes, and

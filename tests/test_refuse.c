@@ -373,6 +373,81 @@ TEST(a_controller_edited_by_hand_is_refused) {
 
 /* ---- readers ------------------------------------------------------------ */
 
+/* ---- the manual -------------------------------------------------------- */
+
+/* The header's manual lists every public function in its API block and
+   every error code in its error table: a function or a code added without
+   its line there fails here. Run from the repository's root. */
+static char manual_text[1 << 20];
+
+TEST(manual_lists_every_function_and_error) {
+  FILE *f = fopen("gnmr.h", "rb");
+  size_t len;
+  char *manual_end, *api, *errors, *iface, *end, *p;
+  int names = 0, codes = 0;
+  REQUIRE(f != NULL);
+  len = fread(manual_text, 1, sizeof manual_text - 1, f);
+  fclose(f);
+  manual_text[len] = '\0';
+  manual_end = strstr(manual_text, "*/");
+  api = strstr(manual_text, "API at a glance");
+  errors = strstr(manual_text, "   Errors:");
+  iface = strstr(manual_text, "#ifndef GNMR_H");
+  end = strstr(manual_text, "#endif /* GNMR_H */");
+  REQUIRE(manual_end && api && errors && iface && end);
+  REQUIRE(api < errors && errors < manual_end && manual_end < iface);
+  /* Functions: each name called or declared in the interface (a name
+     followed by '('), in the API block. */
+  for (p = iface; (p = strstr(p, "gnmr_")) != NULL && p < end; p++) {
+    char name[64];
+    size_t n = 0;
+    const char *q = p;
+    if (p[-1] == '_' || (p[-1] >= 'a' && p[-1] <= 'z')) continue;
+    while (n < sizeof name - 1 &&
+           ((*q >= 'a' && *q <= 'z') || (*q >= '0' && *q <= '9') || *q == '_'))
+      name[n++] = *q++;
+    name[n] = '\0';
+    if (*q != '(') continue; /* a type, not a function */
+    {
+      const char saved = *errors;
+      char *hit;
+      *errors = '\0';
+      hit = strstr(api, name);
+      while (hit && (hit[n] == '_' || (hit[n] >= 'a' && hit[n] <= 'z') ||
+                     (hit[n] >= '0' && hit[n] <= '9')))
+        hit = strstr(hit + 1, name);
+      *errors = saved;
+      if (!hit) {
+        printf("  %s is not in the manual's API block\n", name);
+        check__failed_here = 1;
+      }
+    }
+    names++;
+  }
+  EXPECT(names >= 30);
+  /* Error codes: each GNMR_E* of the enum, in the error table. */
+  for (p = iface; (p = strstr(p, "GNMR_E")) != NULL && p < end; p++) {
+    char code[32];
+    size_t n = 0;
+    const char *q = p;
+    while (n < sizeof code - 1 && ((*q >= 'A' && *q <= 'Z') || *q == '_'))
+      code[n++] = *q++;
+    code[n] = '\0';
+    if (strncmp(q, " = -", 4) != 0) continue; /* not its definition */
+    {
+      const char saved = *manual_end;
+      *manual_end = '\0';
+      if (!strstr(errors, code)) {
+        printf("  %s is not in the manual's error table\n", code);
+        check__failed_here = 1;
+      }
+      *manual_end = saved;
+    }
+    codes++;
+  }
+  EXPECT_EQ_INT(codes, 9);
+}
+
 TEST(readers_refuse_bad_arguments_and_change_nothing) {
   REQUIRE(setup());
   REFUSED(gnmr_recovering_check(NULL, 0), GNMR_EINVAL);
@@ -617,6 +692,7 @@ int main(int argc, char **argv) {
       CHECK_CASE(uninitialised_and_zeroed_controllers_are_refused),
       CHECK_CASE(a_struct_copy_is_refused_once_either_moves_on),
       CHECK_CASE(a_controller_edited_by_hand_is_refused),
+      CHECK_CASE(manual_lists_every_function_and_error),
       CHECK_CASE(readers_refuse_bad_arguments_and_change_nothing),
       CHECK_CASE(names_refuse_and_change_nothing),
       CHECK_CASE(checkpoint_save_refuses_and_changes_nothing),
