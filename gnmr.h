@@ -2154,8 +2154,9 @@ gnmr__exp_neg8(__m512d x) {
   r = gnmr__sub8(r, gnmr__mul8(nd, _mm512_set1_pd(1.42860682030941723212e-06)));
   for (i = 13; i >= 1; i--)
     p = gnmr__add8(one, gnmr__mul8(gnmr__mul8(p, r), _mm512_set1_pd(inv[i])));
-  p = gnmr__mul8(p, _mm512_castsi512_pd(_mm512_slli_epi64(
-                        _mm512_add_epi64(n, _mm512_set1_epi64(1023)), 52)));
+  p = gnmr__mul8(p,
+                 _mm512_castsi512_pd(_mm512_maskz_slli_epi64(
+                     0xFF, _mm512_add_epi64(n, _mm512_set1_epi64(1023)), 52)));
   p = _mm512_mask_mov_pd(one, neg, p);
   return _mm512_mask_mov_pd(p, tiny, _mm512_setzero_pd());
 }
