@@ -223,7 +223,6 @@
        gnmr_config_default       the library's defaults (table below)
        gnmr_config_paper         0.1's defaults exactly, rule PAPER
        gnmr_config_check         a config valid for n units? names the field
-       gnmr_config_validate      gnmr_config_check(cfg, UINT32_MAX, NULL)
        gnmr_init                 a controller over the caller's slots
        gnmr_reconfigure          new settings for a running controller
        gnmr_step                 one step: norms in, decisions out
@@ -464,8 +463,6 @@ GNMR_DEF gnmr_config gnmr_config_paper(void);
    refuses: call it with their arguments to learn which field. */
 GNMR_DEF int gnmr_config_check(const gnmr_config *cfg, uint32_t n_units,
                                const char **field);
-/* gnmr_config_check(cfg, UINT32_MAX, NULL): every field but the count. */
-GNMR_DEF int gnmr_config_validate(const gnmr_config *cfg);
 
 /* ---- controller state (caller-owned, allocation-free) ------------------ */
 
@@ -1103,10 +1100,6 @@ GNMR_DEF int gnmr_config_check(const gnmr_config *c, uint32_t n,
   if (bad && n == 0 && strcmp(bad, "max_recovering") == 0) bad = "n_units";
   if (field) *field = bad;
   return bad ? GNMR_ECONFIG : GNMR_OK;
-}
-
-GNMR_DEF int gnmr_config_validate(const gnmr_config *cfg) {
-  return gnmr_config_check(cfg, UINT32_MAX, NULL);
 }
 
 /* w = max(1/k, 1 - beta) without a division per step: 1/k falls with k, so

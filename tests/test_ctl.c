@@ -125,8 +125,8 @@ static float random_norm(double p_spike, double p_nan) {
 
 TEST(default_config_is_valid) {
   gnmr_config c = gnmr_config_paper();
-  EXPECT_EQ_INT(gnmr_config_validate(&c), GNMR_OK);
-  EXPECT_EQ_INT(gnmr_config_validate(NULL), GNMR_EINVAL);
+  EXPECT_EQ_INT(gnmr_config_check(&c, UINT32_MAX, NULL), GNMR_OK);
+  EXPECT_EQ_INT(gnmr_config_check(NULL, UINT32_MAX, NULL), GNMR_EINVAL);
 }
 
 TEST(every_invalid_config_field_is_refused_and_changes_nothing) {
@@ -147,7 +147,7 @@ TEST(every_invalid_config_field_is_refused_and_changes_nothing) {
   for (i = 0; i < sizeof values / sizeof values[0]; i++) {                     \
     c = good;                                                                  \
     c.field = values[i];                                                       \
-    EXPECT_EQ_INT(gnmr_config_validate(&c), GNMR_ECONFIG);                     \
+    EXPECT_EQ_INT(gnmr_config_check(&c, UINT32_MAX, NULL), GNMR_ECONFIG);      \
     rc = gnmr_init(&f.ctl, &c, f.units, 8);                                    \
     EXPECT_EQ_INT(rc, GNMR_ECONFIG);                                           \
     EXPECT(memcmp(&f, &before, sizeof f) == 0);                                \
@@ -163,7 +163,7 @@ TEST(every_invalid_config_field_is_refused_and_changes_nothing) {
   EXPECT_EQ_INT(gnmr_init(&f.ctl, &c, f.units, 8), GNMR_ECONFIG);
   c = good;
   c.max_recovering = 9; /* more than the 8 units */
-  EXPECT_EQ_INT(gnmr_config_validate(&c), GNMR_OK);
+  EXPECT_EQ_INT(gnmr_config_check(&c, UINT32_MAX, NULL), GNMR_OK);
   EXPECT_EQ_INT(gnmr_init(&f.ctl, &c, f.units, 8), GNMR_ECONFIG);
   EXPECT_EQ_INT(gnmr_init(NULL, &good, f.units, 8), GNMR_EINVAL);
   EXPECT_EQ_INT(gnmr_init(&f.ctl, NULL, f.units, 8), GNMR_EINVAL);

@@ -193,13 +193,13 @@ TEST(config_check_names_the_field) {
     EXPECT(field && strcmp(field, b[i].field) == 0);
     EXPECT_EQ_INT(gnmr_config_check(&b[i].c, N, NULL), GNMR_ECONFIG);
     if (strcmp(b[i].field, "max_recovering") != 0)
-      EXPECT_EQ_INT(gnmr_config_validate(&b[i].c), GNMR_ECONFIG);
+      EXPECT_EQ_INT(gnmr_config_check(&b[i].c, UINT32_MAX, NULL), GNMR_ECONFIG);
   }
   EXPECT_EQ_INT(gnmr_config_check(&good, N, &field), GNMR_OK);
   EXPECT(field == NULL);
   /* A NULL config: EINVAL, *field untouched. */
   REFUSED(gnmr_config_check(NULL, N, &w.field), GNMR_EINVAL);
-  EXPECT_EQ_INT(gnmr_config_validate(NULL), GNMR_EINVAL);
+  EXPECT_EQ_INT(gnmr_config_check(NULL, UINT32_MAX, NULL), GNMR_EINVAL);
   /* The header's own snippet for fewer units than it asks for. */
   good.max_recovering = 4;
   EXPECT_EQ_INT(gnmr_config_check(&good, 3, &field), GNMR_ECONFIG);
@@ -425,6 +425,23 @@ TEST(manual_lists_every_function_and_error) {
     names++;
   }
   EXPECT(names >= 30);
+  /* ... and the block names nothing the interface lacks (a function
+     removed, its line left behind). */
+  for (p = api; (p = strstr(p, "gnmr_")) != NULL && p < errors; p++) {
+    char name[64], call[66];
+    size_t n = 0;
+    const char *q = p;
+    if (p[-1] != ' ') continue; /* "(gnmr_step_report)": a type */
+    while (n < sizeof name - 1 &&
+           ((*q >= 'a' && *q <= 'z') || (*q >= '0' && *q <= '9') || *q == '_'))
+      name[n++] = *q++;
+    name[n] = '\0';
+    sprintf(call, "%s(", name);
+    if (!strstr(iface, call) || strstr(iface, call) > end) {
+      printf("  the API block lists %s, which the interface lacks\n", name);
+      check__failed_here = 1;
+    }
+  }
   /* Error codes: each GNMR_E* of the enum, in the error table. */
   for (p = iface; (p = strstr(p, "GNMR_E")) != NULL && p < end; p++) {
     char code[32];

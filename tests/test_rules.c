@@ -995,8 +995,8 @@ TEST(defaults_are_the_documented_ones) {
   d.warmup_steps = p.warmup_steps;
   EXPECT(memcmp(&d, &p, sizeof d) == 0);
   d = gnmr_config_default();
-  EXPECT_EQ_INT(gnmr_config_validate(&p), GNMR_OK);
-  EXPECT_EQ_INT(gnmr_config_validate(&d), GNMR_OK);
+  EXPECT_EQ_INT(gnmr_config_check(&p, UINT32_MAX, NULL), GNMR_OK);
+  EXPECT_EQ_INT(gnmr_config_check(&d, UINT32_MAX, NULL), GNMR_OK);
 }
 
 TEST(step_info_refuses_bad_arguments) {

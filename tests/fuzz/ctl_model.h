@@ -143,7 +143,7 @@ FUZZ_UNUSED static void fuzz_state_valid(const gnmr_ctl *ctl) {
   float cap = c->ratio_threshold < (double)FLT_MAX ? (float)c->ratio_threshold
                                                    : FLT_MAX;
   uint32_t u, i, locked = 0;
-  FUZZ_CHECK(gnmr_config_validate(c) == GNMR_OK);
+  FUZZ_CHECK(gnmr_config_check(c, UINT32_MAX, NULL) == GNMR_OK);
   FUZZ_CHECK(c->max_recovering <= ctl->n_units);
   for (u = 0; u < ctl->n_units; u++) {
     gnmr__unit_state s;

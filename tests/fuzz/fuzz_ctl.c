@@ -267,7 +267,7 @@ static uint64_t run(const uint8_t *data, size_t size, int fill) {
     static fuzz_snapshot snap;
     fuzz_snap(&snap, &a.ctl, a.units[0], n);
     rc = gnmr_init(&a.ctl, &cfg, a.units[0], n);
-    FUZZ_CHECK(rc == gnmr_config_validate(&cfg) ||
+    FUZZ_CHECK(rc == gnmr_config_check(&cfg, UINT32_MAX, NULL) ||
                (rc == GNMR_ECONFIG && cfg.max_recovering > n));
     if (rc != GNMR_OK) {
       FUZZ_CHECK(rc == GNMR_ECONFIG);
