@@ -1454,21 +1454,6 @@ TEST(names_of_actions_and_flags) {
                      "RENEWED|FALL|GLOBAL|0xfffffe00") == 0);
 }
 
-/* The defaults the header's configuration table states. */
-TEST(defaults_are_the_documented_ones) {
-  gnmr_config c = gnmr_config_paper();
-  EXPECT_EQ_BITS(c.ratio_threshold, 2.0);
-  EXPECT_EQ_BITS(c.delta_threshold, 1.5);
-  EXPECT_EQ_BITS(c.history_decay, 0.99);
-  EXPECT_EQ_BITS(c.eps, 1e-12);
-  EXPECT_EQ_INT(c.delta_window, 8);
-  EXPECT_EQ_INT(c.warmup_steps, 16);
-  EXPECT_EQ_INT(c.max_recovering, 1);
-  EXPECT_EQ_INT(c.lock_steps, 8);
-  EXPECT_EQ_INT(c.cooldown_steps, 4);
-  EXPECT_EQ_INT(c.spike_policy, GNMR_SPIKE_CLIP);
-}
-
 /* Version 3 without the step's verdict: version 2 (0.2.0) bytes. */
 static size_t ck_as_version_2(const unsigned char *v3, size_t len,
                               unsigned char *v2) {
@@ -1644,7 +1629,6 @@ int main(int argc, char **argv) {
       CHECK_CASE(reinit_with_its_own_config_keeps_it),
       CHECK_CASE(unit_info_reads_the_state),
       CHECK_CASE(names_of_actions_and_flags),
-      CHECK_CASE(defaults_are_the_documented_ones),
       CHECK_CASE(checkpoint_bytes_are_those_of_versions_3_2_and_1),
       CHECK_CASE(strerror_names_every_code),
       CHECK_CASE(no_heap_in_the_controller_or_the_norms)};
