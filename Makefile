@@ -14,7 +14,7 @@
 #                 recorded results in bench/)
 #   make ab-ctl BASE=rev  this tree's controller against rev's, interleaved
 #   make detect   detection benchmark: synthetic ground truth and real traces
-#                 (bench/detect.c; tables into bench/RESULTS.md)
+#                 (bench/detect/; tables into bench/RESULTS.md)
 #   make detect-frontier  recall at 0.1% false alarms, the rule's variants
 #                 and bounds (bench/RESULTS.md)
 #   make mpi-run  the data-parallel MPI example on 2 and 4 ranks
@@ -85,7 +85,7 @@ LDFLAGS_test_ctl = -Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc,--wrap=free
 FORMAT_FILES = $(wildcard *.h tests/*.c tests/*.h tests/*/*.c tests/*/*.h \
                  tests/*/*.cc examples/*.c examples/*.h examples/*/*.cu \
                  examples/*/*.h \
-                 bench/*.c)
+                 bench/*.c bench/*/*.c bench/*/*.h)
 # The CUDA headers, device tests, two-file builds and benchmarks.
 FORMAT_FILES += $(wildcard examples/*/*.cuh tests/*/*.cu bench/*.cu)
 
@@ -616,9 +616,9 @@ demo-lm-sweep: $(B)/train_lm fortunes-check
 	$(LM_RUN) --sweep --sweep-lrs 2e-3 --sweep-formats e4m3 \
 	  --stress 24 --steps 1000 --seeds 3 --out $(B)/demo-lm/sweep-stress24
 
-# The closed-loop efficacy benchmark (README "Efficacy"): every arm of
-# examples/arms.h on the same seeds, in five settings, then bench/efficacy.c
-# reads every summary.csv and writes build/efficacy/{summary.csv,report.md,
+# The closed-loop efficacy benchmark (README "Does it help training?"):
+# every arm of examples/arms.h on the same seeds, in five settings, then
+# bench/efficacy.c reads every summary.csv and writes build/efficacy/{summary.csv,report.md,
 # efficacy.svg}. A setting is a folder; its runs may come in parts.
 #   lm-injected       LM demo, FP8 E4M3, 24 injected faults per 1000 steps
 #   lm-injected-clip  the same, every arm on top of the global clip 1.0
@@ -732,7 +732,7 @@ DETECT_DATA = $(patsubst bench/data/%.csv.gz,$(B)/data/%.csv,\
 $(B)/data/%.csv: bench/data/%.csv.gz
 	@mkdir -p $(@D)
 	gunzip -c $< > $@
-$(B)/detect: bench/detect.c gnmr.h
+$(B)/detect: bench/detect/detect.c $(wildcard bench/detect/*.h) gnmr.h
 	@mkdir -p $(@D)
 	$(firstword $(CC_LIST)) $(BENCH_FLAGS) -o $@ $< -lm
 

@@ -25,8 +25,10 @@
            float norms[N];                         // unit u's gradient L2 norm
            gnmr_decision d[N];                     // or NULL: counters only
            rc = gnmr_step(&ctl, norms, d);
+           if (rc != GNMR_OK) break;               // refused: d is unset
            // multiply unit u's gradient by d[u].scale (1 when calm);
            // next step, unit u runs high-fidelity iff gnmr_recovering(&ctl, u)
+           // (0 or 1 only; gnmr_recovering_check says why a 0 is a refusal)
        }
 
    Units, slots and the controller. The caller owns all memory: a gnmr_ctl
@@ -48,8 +50,10 @@
    thresholds in units of each unit's own fluctuation, falls as well as
    rises, and a step-level verdict; gnmr_config_noise()). The default was
    chosen by what training ends at, not by detection figures: in closed
-   loop (README "Efficacy") the paper rules recover more of the
-   low-precision gap than the noise-aware ones in every setting measured.
+   loop (README "Does it help training?") the paper rules recover more of
+   the low-precision gap than the noise-aware ones in every setting with
+   sporadic faults (LM demo, injected FP8: 80% against 29%). A systematic
+   loss (FP4 on a small model, every step a little worse) neither fixes.
 
    What to feed it. A unit's gradient norm is the signal the rules below
    are written for, but any non-negative per-unit quantity with a stable
@@ -61,8 +65,10 @@
    runs high-fidelity when either of its two is recovering. A stale or
    saturating scale shows in it at its own layer on its first step, where
    the gradient norm shows it late and in every layer after. In closed
-   loop (README "Efficacy") it takes the paper rules from 80% to 96% of
-   the low-precision gap recovered on the LM demo's injected faults.
+   loop (README "Does it help training?") it takes the paper rules from
+   80% to 96% of the low-precision gap recovered on the LM demo's injected
+   faults (over a global clip 71%, where gradient norms alone give 77%:
+   so they stay the signal the manual assumes).
    examples/train_lm.c and train_stress.c (their forward arms) do this.
 
    Rules of one step, PAPER mode. For every unit u, with g its norm this
@@ -130,7 +136,7 @@
           FALL (flag FALL)  when e < -z_fall * S and d < L(max_fall), if
                             two_sided;
         score = e / (z_rise S) for a rise, -e / (z_fall S) for a fall,
-        else 0. decision.ratio = d, decision.delta = e.
+        else 0. decision.delta = e (decision fields: below).
      N5 mean (finite g only): k += 1; a = max(1/k, 1 - history_decay);
         mu += a * dr while k <= warmup_steps, then a * dr clamped to
         [-z_fall S, z_rise S]: a spike moves mu by at most a z_rise S.
@@ -160,11 +166,40 @@
    a calm step costs about 1.4x PAPER mode's (N = 4096): bench/RESULTS.md
    has the cost.
 
+   Decision fields (gnmr_decision), one meaning in both modes unless a
+   mode is named:
+       ratio   g over the unit's mean level before this step: PAPER g /
+               max(m, eps) (rule 2); NOISE exp(L(g) - mu), i.e. g / exp(mu),
+               exp(mu) being the level NOISE tracks (a geometric mean of the
+               unit's norms, each step's move capped by rule N5), to L's
+               2e-5. 1 at a unit's first observation; the norm itself when
+               non-finite. A 10x spike over a steady level reads about 10.
+       delta   mode-specific: PAPER delta-GNMR (rule 3); NOISE e, the
+               residual rule N4 thresholds (d less ar times the last
+               deviation; d itself is log(ratio) minus gnmr_step_info's
+               common); the norm itself when non-finite.
+       score   how far past its threshold, >= 1 when flagged, the order of
+               rule 7: PAPER max(ratio / tau_r, delta / tau_d), every step;
+               NOISE e / (z_rise S) for a rise, -e / (z_fall S) for a fall,
+               0 when not flagged; +inf when non-finite.
+       scale   multiply this step's gradient of the unit by it (rules 8,
+               N9): 1 when calm, never above 1, 0 when non-finite.
+       flags, action  below.
+
    Actions (gnmr_decision.action; gnmr_action_name names them):
        KEEP     on the cheap path next step (calm, or risky and refused)
        RECOVER  admitted this step: high-fidelity from the next step
        HOLD     in recovery (every step of a lock, renewals included)
        RELEASE  the lock ran out: back on the cheap path next step
+   Using the decisions. Multiply this step's gradient of unit u by
+   d[u].scale. Run unit u on its high-fidelity path next step exactly when
+   gnmr_recovering(&ctl, u) is 1 (RECOVER, then HOLD through the lock).
+   With delayed scaling (FP8: a scale from a history of amax values), start
+   a unit's amax history afresh when it is admitted (RECOVER): the history
+   holds the fault's values, and a unit that came back after its lock
+   would meet a scale the fault left stale; the high-fidelity steps refill
+   it (the demos do this: examples/train_stress.c, examples/train_lm.c).
+
    Flags (bits of gnmr_decision.flags; gnmr_flag_name names them): RATIO
    (NOISE: a rise), DELTA, NONFINITE, OVER_BUDGET, COOLDOWN, WARMUP,
    RENEWED, FALL (NOISE), GLOBAL (NOISE: on every unit of a GLOBAL step).
@@ -205,17 +240,82 @@
    Monitor-only use: max_recovering = 0 and spike_policy =
    GNMR_SPIKE_PASS.
 
+   API at a glance (every public function; declarations below):
+       gnmr_version              GNMR_VERSION_STRING, from the library
+       gnmr_strerror             a GNMR_E* code's meaning
+       gnmr_config_default       the library's defaults: the paper rules
+       gnmr_config_paper         0.1's defaults exactly, rule PAPER
+       gnmr_config_noise         the noise-aware rules, rule NOISE
+       gnmr_config_check         a config valid for n units? names the field
+       gnmr_init                 a controller over the caller's slots
+       gnmr_reconfigure          new settings for a running controller
+       gnmr_step                 one step: norms in, decisions out
+       gnmr_recovering           1 if unit u runs high-fidelity next step
+       gnmr_recovering_check     why gnmr_recovering would answer 0 unasked
+       gnmr_action_name          "KEEP", "RECOVER", "HOLD", "RELEASE"
+       gnmr_flag_name            one GNMR_FLAG_* bit's name
+       gnmr_flags_string         a flags word as names joined by '|'
+       gnmr_counters_get         a unit's or the controller's counters
+       gnmr_unit_info            a unit's state after the last step
+       gnmr_step_info            the last step's verdict (gnmr_step_report)
+       gnmr_checkpoint_size      bytes a checkpoint takes
+       gnmr_checkpoint_save      the controller into a buffer
+       gnmr_checkpoint_load      a buffer into a controller, config included
+       gnmr_checkpoint_config    a checkpoint's config, without loading
+       gnmr_sumsq_f32, gnmr_sumsq_f16, gnmr_sumsq_bf16
+                                 canonical sum of squares of one tensor
+       gnmr_stats_f32, gnmr_stats_f16, gnmr_stats_bf16
+                                 the same, with amax and the NaN/Inf count
+       gnmr_unit_sumsq           per-unit sums of squares over tensors
+       gnmr_unit_norms           per-unit norms over tensors
+       gnmr_f16_to_f32, gnmr_bf16_to_f32  one element's value (inline)
+       gnmr_isa_active, gnmr_isa_supported, gnmr_isa_force, gnmr_isa_name
+                                 the norm helpers' SIMD path
+       gnmr_ctl_isa_active, gnmr_ctl_isa_force  the controller's path
+
    Errors: every function that can fail returns GNMR_OK (0) or a negative
    GNMR_E* code (gnmr_strerror names it), and a refused call changes nothing:
    not the controller, not the slots, not the output (one exception:
    gnmr_checkpoint_save into too small a buffer still reports the size
    needed in *written). NaN and Inf norms are signals (rule 1), never
    errors; a finite negative norm is GNMR_ENORM.
+       code            meaning                        returned by
+       GNMR_EINVAL     a NULL pointer, or an argument every call that takes
+                       out of range (a unit >= n; a   a pointer, a unit or
+                       tensor of an unknown dtype,    tensors
+                       NULL data or a unit >= n)
+       GNMR_ESIZE      buffer too small; checkpoint   checkpoint_save,
+                       truncated or too long          _load, _config,
+                                                      flags_string
+       GNMR_ECORRUPT   checkpoint fails its CRC or    checkpoint_load,
+                       holds what no step can reach   _config
+       GNMR_EVERSION   checkpoint of another format   checkpoint_load,
+                       version (0.1's 1, 0.2.0's 2)   _config
+       GNMR_EMISMATCH  checkpoint of another number   checkpoint_load,
+                       of units                       _config
+       GNMR_ECONFIG    a config field out of range    config_check, init,
+                       (gnmr_config_check names it)   reconfigure
+       GNMR_ENORM      a finite negative norm         step
+       GNMR_ESTATE     controller not from gnmr_init, step, reconfigure,
+                       edited by hand, a stale copy;  recovering_check,
+                       (save) a state it could not    counters_get,
+                       load back                      unit_info, step_info,
+                                                      checkpoint_save,
+                                                      _load, _config
+       GNMR_EISA       instruction set not available  isa_force,
+                                                      ctl_isa_force
+   gnmr_recovering never returns a code (0 where gnmr_recovering_check
+   refuses); gnmr_checkpoint_size answers 0 where a save would be refused.
 
    Checkpoints: gnmr_checkpoint_save / _load, a portable little-endian
    format with a CRC-32; a load validates everything before it writes, and
    a run continued from it decides exactly as one never interrupted, in
-   either mode, and gnmr_step_info reads the saved step's verdict. Format
+   either mode, and gnmr_step_info reads the saved step's verdict. A load
+   replaces the config the controller was initialised with by the saved
+   one (the run resumes under the rules it was saved with; a
+   gnmr_reconfigure after the load changes them);
+   gnmr_checkpoint_config reads the saved config and names the first field
+   that differs from the controller's, without loading. Format
    version 3; other versions (0.1's 1, 0.2.0's 2 without the verdict) are
    refused (GNMR_EVERSION): start afresh with gnmr_config_paper().
 
@@ -307,7 +407,9 @@ GNMR_DEF const char *gnmr_version(void);
 /* ---- configuration ----------------------------------------------------- */
 
 /* spike_policy: what happens to this step's gradient of a risky unit
-   (PASS: unchanged, CLIP: scaled down to tau_r times the mean, SKIP: 0). */
+   (PASS: unchanged; CLIP: scaled down, PAPER to tau_r times the mean, NOISE
+   a rise to z_rise fluctuations above its level, a fall left alone (rules
+   8, N9); SKIP: 0). */
 enum { GNMR_SPIKE_PASS = 0, GNMR_SPIKE_CLIP = 1, GNMR_SPIKE_SKIP = 2 };
 
 /* rule: PAPER runs rules 1-8, NOISE rules N1-N9 (top of this file). */
@@ -319,15 +421,15 @@ enum { GNMR_RULE_PAPER = 0, GNMR_RULE_NOISE = 1 };
 enum { GNMR_GLOBAL_NONE = 0, GNMR_GLOBAL_CLIP = 1, GNMR_GLOBAL_SKIP = 2 };
 
 typedef struct gnmr_config {
-  /* tau_r: GNMR above this is risky; finite, > 1 */
+  /* PAPER: tau_r, a ratio above this is risky; finite, > 1 */
   double ratio_threshold;
-  /* tau_d: delta-GNMR above this is risky; finite, > 0 */
+  /* PAPER: tau_d, delta-GNMR above this is risky; finite, > 0 */
   double delta_threshold;
   /* beta in (0, 1]: weight of the history; 1 = plain mean of all of it */
   double history_decay;
   /* floor of the mean in the ratio; finite, > 0 */
   double eps;
-  /* W: the short window of delta-GNMR, 1 ... GNMR_WINDOW_MAX */
+  /* PAPER: W, the short window of delta-GNMR, 1 ... GNMR_WINDOW_MAX */
   uint32_t delta_window;
   /* finite observations a unit needs before it can be flagged */
   uint32_t warmup_steps;
@@ -381,12 +483,13 @@ GNMR_DEF gnmr_config gnmr_config_paper(void);
    fields as gnmr_config_paper(). */
 GNMR_DEF gnmr_config gnmr_config_noise(void);
 /* GNMR_OK, or GNMR_ECONFIG with *field naming the first field out of range
-   (max_recovering also when above n_units); *field is NULL when valid.
-   field may be NULL. GNMR_EINVAL for a NULL cfg (*field untouched). */
+   (max_recovering also when above n_units; "n_units" when n_units is 0 and
+   max_recovering is not: a controller over no units can only watch);
+   *field is NULL when valid. field may be NULL. GNMR_EINVAL for a NULL cfg
+   (*field untouched). gnmr_init and gnmr_reconfigure refuse what this
+   refuses: call it with their arguments to learn which field. */
 GNMR_DEF int gnmr_config_check(const gnmr_config *cfg, uint32_t n_units,
                                const char **field);
-/* gnmr_config_check(cfg, UINT32_MAX, NULL): every field but the count. */
-GNMR_DEF int gnmr_config_validate(const gnmr_config *cfg);
 
 /* ---- controller state (caller-owned, allocation-free) ------------------ */
 
@@ -516,7 +619,10 @@ typedef struct gnmr_ctl {
   gnmr_step_report report;    /* the last step's verdict */
 } gnmr_ctl;
 
-/* Checks cfg (gnmr_config_check), zeroes the slots. */
+/* Checks cfg (gnmr_config_check), zeroes the slots. GNMR_ECONFIG: the
+   field is named by gnmr_config_check(cfg, n_units, &field), the same
+   check on the same arguments. n_units 0 is valid only with
+   max_recovering 0 (otherwise the field named is "n_units"). */
 GNMR_DEF int gnmr_init(gnmr_ctl *ctl, const gnmr_config *cfg, gnmr_slot *units,
                        uint32_t n_units);
 
@@ -553,8 +659,8 @@ enum {
 };
 
 enum {
-  GNMR_FLAG_RATIO = 1u << 0,       /* GNMR above ratio_threshold */
-  GNMR_FLAG_DELTA = 1u << 1,       /* delta-GNMR above delta_threshold */
+  GNMR_FLAG_RATIO = 1u << 0,       /* PAPER: ratio > tau_r; NOISE: a rise */
+  GNMR_FLAG_DELTA = 1u << 1,       /* PAPER: delta-GNMR above tau_d */
   GNMR_FLAG_NONFINITE = 1u << 2,   /* norm was NaN or +-Inf */
   GNMR_FLAG_OVER_BUDGET = 1u << 3, /* risky, eligible, no free slot */
   GNMR_FLAG_COOLDOWN = 1u << 4,    /* risky but still cooling down */
@@ -564,12 +670,13 @@ enum {
   GNMR_FLAG_GLOBAL = 1u << 8       /* NOISE: on every unit of a GLOBAL step */
 };
 
+/* The manual's "Decision fields" defines each field once, per mode. */
 typedef struct gnmr_decision {
-  /* GNMR: the norm over the historical mean (the norm itself if non-finite) */
+  /* g over the unit's mean level before this step, in both modes */
   double ratio;
-  /* delta-GNMR: ratio minus the window's mean (the norm if non-finite) */
+  /* PAPER: delta-GNMR; NOISE: e, the residual rule N4 thresholds */
   double delta;
-  /* max(ratio / tau_r, delta / tau_d); +inf if non-finite */
+  /* how far past its threshold (>= 1 when flagged); +inf if non-finite */
   double score;
   /* multiply this step's gradient of the unit by it */
   double scale;
@@ -584,10 +691,16 @@ typedef struct gnmr_decision {
 GNMR_DEF GNMR_HOSTDEV int gnmr_step(gnmr_ctl *ctl, const float *norms,
                                     gnmr_decision *out);
 
-/* 1 if unit u runs the high-fidelity path next step, 0 if not, <0 on error.
-   Made to be called per unit: it refuses a controller not initialised or
-   left behind by a copy, but reads its slots without the seal's check. */
+/* 1 if unit u runs the high-fidelity path next step, else 0: never
+   anything else, so `if (gnmr_recovering(&ctl, u))` is safe to copy. A
+   call gnmr_recovering_check refuses answers 0 (the cheap path). Made to be
+   called per unit: it reads the slots without the seal's check. */
 GNMR_DEF GNMR_HOSTDEV int gnmr_recovering(const gnmr_ctl *ctl, uint32_t u);
+/* Why gnmr_recovering(ctl, u) would answer 0 for lack of an answer:
+   GNMR_OK, GNMR_EINVAL (ctl NULL, u >= n_units) or GNMR_ESTATE (ctl not
+   initialised, or a copy left behind). Once per step is enough. */
+GNMR_DEF GNMR_HOSTDEV int gnmr_recovering_check(const gnmr_ctl *ctl,
+                                                uint32_t u);
 
 /* "KEEP", "RECOVER", "HOLD", "RELEASE"; "?" for any other value. */
 GNMR_DEF const char *gnmr_action_name(int action);
@@ -640,8 +753,18 @@ GNMR_DEF size_t gnmr_checkpoint_size(const gnmr_ctl *ctl);
 GNMR_DEF int gnmr_checkpoint_save(const gnmr_ctl *ctl, void *buf, size_t cap,
                                   size_t *written);
 /* Into a controller initialised over the same number of units; restores its
-   config and state, or changes nothing. */
+   config and state, or changes nothing. The config is the checkpoint's: the
+   one ctl was initialised with is replaced (gnmr_checkpoint_config first,
+   to see what would change). */
 GNMR_DEF int gnmr_checkpoint_load(gnmr_ctl *ctl, const void *buf, size_t len);
+/* What gnmr_checkpoint_load(ctl, buf, len) would do to ctl's config, without
+   loading: the same checks and codes; on GNMR_OK *out (out may be NULL) is
+   the checkpoint's config and *differs (may be NULL) the first field of it
+   whose bits differ from ctl->cfg's, NULL when none does. Refused, it
+   writes nothing. ctl is never changed. */
+GNMR_DEF int gnmr_checkpoint_config(const gnmr_ctl *ctl, const void *buf,
+                                    size_t len, gnmr_config *out,
+                                    const char **differs);
 
 /* ---- norm helpers ------------------------------------------------------ */
 
@@ -688,11 +811,12 @@ GNMR_DEF int gnmr_unit_norms(const gnmr_tensor *t, size_t nt, float *norms,
 /* One element's exact value as float. Inline and GNMR_HOSTDEV: callable from
    host and CUDA device code in any translation unit, with no
    GNMR_IMPLEMENTATION there and no -rdc. (The other GNMR_HOSTDEV functions,
-   gnmr_step and gnmr_recovering, are defined once, in the implementation's
-   file: device code in another .cu file calls them with relocatable device
-   code, nvcc -rdc=true, or defines GNMR_STATIC and GNMR_IMPLEMENTATION
-   itself for a private copy.) No casts in these two: what every C++ file
-   sees stays clean under -Wold-style-cast (an initialisation widens). */
+   gnmr_step, gnmr_recovering and gnmr_recovering_check, are defined once, in
+   the implementation's file: device code in another .cu file calls them with
+   relocatable device code, nvcc -rdc=true, or defines GNMR_STATIC and
+   GNMR_IMPLEMENTATION itself for a private copy.) No casts in these two:
+   what every C++ file sees stays clean under -Wold-style-cast (an
+   initialisation widens). */
 static inline GNMR_HOSTDEV float gnmr_bf16_to_f32(uint16_t h) {
   uint32_t bits = h;
   float f;
@@ -1004,12 +1128,11 @@ GNMR_DEF int gnmr_config_check(const gnmr_config *c, uint32_t n,
   if (!bad && !(valid)) bad = #name;
   GNMR__CONFIG(GNMR__CHECK)
 #undef GNMR__CHECK
+  /* max_recovering is within range of any count but 0: a count of 0 where
+     units are asked for is the count's mistake, named as such. */
+  if (bad && n == 0 && strcmp(bad, "max_recovering") == 0) bad = "n_units";
   if (field) *field = bad;
   return bad ? GNMR_ECONFIG : GNMR_OK;
-}
-
-GNMR_DEF int gnmr_config_validate(const gnmr_config *cfg) {
-  return gnmr_config_check(cfg, UINT32_MAX, NULL);
 }
 
 /* w = max(1/k, 1 - beta) without a division per step: 1/k falls with k, so
@@ -1391,17 +1514,21 @@ static GNMR__HOT GNMR_HOSTDEV double gnmr__log(double x, double lo) {
 /* exp(x) for x <= 0 (scales only): x = n ln2 + r, |r| < ln2, exp(r) by
    its series to r^13 (relative error < 2e-12), times 2^n from the bits;
    0 below 2^-1000. */
+/* 1/i for the series: multiplies, not divides (gnmr__exp_neg8 too) */
+#define GNMR__EXP_INV                                                          \
+  {                                                                            \
+    0.0, 1.0, 1.0 / 2.0, 1.0 / 3.0, 1.0 / 4.0, 1.0 / 5.0, 1.0 / 6.0,           \
+        1.0 / 7.0, 1.0 / 8.0, 1.0 / 9.0, 1.0 / 10.0, 1.0 / 11.0, 1.0 / 12.0,   \
+        1.0 / 13.0                                                             \
+  }
+#define GNMR__EXP_MIN (-693.0) /* below: 0 */
 static GNMR_HOSTDEV double gnmr__exp_neg(double x) {
-  /* 1/i for the series: multiplies, not divides */
-  static const double inv[14] = {0.0,        1.0,       1.0 / 2.0,  1.0 / 3.0,
-                                 1.0 / 4.0,  1.0 / 5.0, 1.0 / 6.0,  1.0 / 7.0,
-                                 1.0 / 8.0,  1.0 / 9.0, 1.0 / 10.0, 1.0 / 11.0,
-                                 1.0 / 12.0, 1.0 / 13.0};
+  static const double inv[14] = GNMR__EXP_INV;
   double r, t, p;
   uint64_t b;
   int n, i;
   if (!(x < 0.0)) return 1.0;
-  if (x < -693.0) return 0.0;
+  if (x < GNMR__EXP_MIN) return 0.0;
   n = (int)(x * (1.0 / GNMR__LN2)); /* toward 0: n in [-1000, 0] */
   r = x - gnmr__mul((double)n, 0.693145751953125);
   r = r - gnmr__mul((double)n, 1.42860682030941723212e-06);
@@ -1411,6 +1538,12 @@ static GNMR_HOSTDEV double gnmr__exp_neg(double x) {
   b = (uint64_t)(n + 1023) << 52;
   memcpy(&t, &b, 8);
   return p * t;
+}
+
+/* exp(x) for any x: exp_neg(-|x|), inverted above 0 (+inf past 693). The
+   global norm's ratio, and a NOISE-mode decision's ratio (rule N4). */
+static GNMR_HOSTDEV double gnmr__exp(double x) {
+  return x > 0.0 ? 1.0 / gnmr__exp_neg(-x) : gnmr__exp_neg(x);
 }
 
 /* Rule N3's grid: q(x) = floor((x + 8) 256) clamped to [0, 4095]. */
@@ -1558,14 +1691,14 @@ enum {
 };
 
 /* Rules N2, N4-N7 and N9's own scale for unit u, finite g; the step's
-   phase 2 has left dev[u] = L(g) - mu. */
+   phase 2 has left dev[u] = L(g) - mu. *own is d, *delta e. */
 static GNMR__HOT GNMR_HOSTDEV uint32_t
 gnmr__noise_unit(const gnmr__rules *c, const gnmr__soa *s, uint32_t u,
-                 double *ratio, double *delta, double *score, double *scale) {
+                 double *own, double *delta, double *score, double *scale) {
   double room;
   uint32_t flags = gnmr__noise_history(
       c, &s->log_mean[u], &s->fluct[u], &s->last_dev[u], &s->finite_steps[u],
-      s->dev[u], c->common, ratio, delta, score, &room);
+      s->dev[u], c->common, own, delta, score, &room);
   *scale = 1.0;
   if (flags & (GNMR_FLAG_RATIO | GNMR_FLAG_FALL)) {
     if (c->policy == GNMR_SPIKE_SKIP)
@@ -1593,8 +1726,10 @@ gnmr__unit_step(const gnmr__rules *c, const gnmr__soa *s, const float *norms,
   int risky;
 
   if (c->noise && gnmr__finite32(norms[u])) {
-    /* rules N2, N4-N7, N9 */
-    flags = gnmr__noise_unit(c, s, u, &ratio, &delta, &score, &scale);
+    /* rules N2, N4-N7, N9; ratio g / exp(mu) = exp(dr), 1 at first */
+    double own;
+    flags = gnmr__noise_unit(c, s, u, &own, &delta, &score, &scale);
+    ratio = out && s->finite_steps[u] > 1 ? gnmr__exp(s->dev[u]) : 1.0;
     risky = (flags & (GNMR_FLAG_RATIO | GNMR_FLAG_FALL)) != 0;
     if (flags & GNMR_FLAG_FALL) {
       s->falls[u]++;
@@ -2025,6 +2160,33 @@ gnmr__log8(__m512d x, __m512d lo) {
                     gnmr__mul8(gnmr__mul8(_mm512_set1_pd(2.0), y), t));
 }
 
+/* gnmr__exp_neg eight lanes wide (x <= 0; 1 at -0 and 0, 0 below
+   GNMR__EXP_MIN), its operations in its order. */
+GNMR__TARGET_AVX512 __inline__ __attribute__((always_inline)) static __m512d
+gnmr__exp_neg8(__m512d x) {
+  static const double inv[14] = GNMR__EXP_INV;
+  const __m512d one = _mm512_set1_pd(1.0);
+  const __mmask8 neg = _mm512_cmp_pd_mask(x, _mm512_setzero_pd(), _CMP_LT_OQ);
+  const __mmask8 tiny =
+      _mm512_cmp_pd_mask(x, _mm512_set1_pd(GNMR__EXP_MIN), _CMP_LT_OQ);
+  const __m512d xs =
+      _mm512_maskz_max_pd(0xFF, x, _mm512_set1_pd(GNMR__EXP_MIN));
+  const __m512i n = _mm512_maskz_cvttpd_epi64(
+      0xFF, gnmr__mul8(xs, _mm512_set1_pd(1.0 / GNMR__LN2)));
+  const __m512d nd = _mm512_maskz_cvtepi64_pd(0xFF, n);
+  __m512d r, p = one;
+  int i;
+  r = gnmr__sub8(xs, gnmr__mul8(nd, _mm512_set1_pd(0.693145751953125)));
+  r = gnmr__sub8(r, gnmr__mul8(nd, _mm512_set1_pd(1.42860682030941723212e-06)));
+  for (i = 13; i >= 1; i--)
+    p = gnmr__add8(one, gnmr__mul8(gnmr__mul8(p, r), _mm512_set1_pd(inv[i])));
+  p = gnmr__mul8(p,
+                 _mm512_castsi512_pd(_mm512_maskz_slli_epi64(
+                     0xFF, _mm512_add_epi64(n, _mm512_set1_epi64(1023)), 52)));
+  p = _mm512_mask_mov_pd(one, neg, p);
+  return _mm512_mask_mov_pd(p, tiny, _mm512_setzero_pd());
+}
+
 /* Phase 2's pass over the units, eight at a time (the last group masked):
    dev, G's sum of squares in its order (lane u % 8 of a block of 256 is
    lane u % 8 of the vector), the counts, and the median's bin. Up to
@@ -2282,13 +2444,19 @@ gnmr__noise8_avx512(gnmr__step_ctx *c, uint32_t u) {
       _mm512_maskz_max_pd(0xFF, nlo, _mm512_maskz_min_pd(0xFF, hi, d)));
   _mm512_mask_storeu_epi64((void *)(s->finite_steps + u), calm, k1);
   if (c->out) {
-    /* ratio d (index U), delta e (8 + U); the other fields from the
-       index bits: score 0, scale 1.0, flags 0 and KEEP */
+    /* ratio exp(dr) (index U: gnmr__exp, exp_neg(-|dr|) inverted above
+       0; calm units are settled, k > 0), delta e (8 + U); the other
+       fields from the index bits: score 0, scale 1.0, flags 0 and KEEP */
     double *o = (double *)(void *)(c->out + u);
+    const __m512d en = gnmr__exp_neg8(_mm512_or_pd(dr, sign));
+    const __m512d ratio = gnmr__keep8(_mm512_mask_div_pd(
+        en, _mm512_cmp_pd_mask(dr, _mm512_setzero_pd(), _CMP_GT_OQ),
+        _mm512_set1_pd(1.0), en));
 #define GNMR__NOISE8(j)                                                        \
   _mm512_storeu_pd(o + (size_t)8 * (j),                                        \
                    _mm512_mask2_permutex2var_pd(                               \
-                       d, _mm512_loadu_si512((const void *)gnmr__from_a[j]),   \
+                       ratio,                                                  \
+                       _mm512_loadu_si512((const void *)gnmr__from_a[j]),      \
                        (__mmask8)(GNMR__LANES(j, 0) | GNMR__LANES(j, 1)), e))
     GNMR__NOISE8(0);
     GNMR__NOISE8(1);
@@ -2396,9 +2564,7 @@ static GNMR_HOSTDEV void gnmr__step_verdict(gnmr_ctl *ctl, gnmr__rules *r,
     double d, e, score, room;
     rep->global_norm = gn;
     rep->global_dev = ctl->global_k ? gdr : 0.0;
-    rep->global_ratio = rep->global_dev > 0.0 /* exp(x) = 1 / exp(-x) */
-                            ? 1.0 / gnmr__exp_neg(-rep->global_dev)
-                            : gnmr__exp_neg(rep->global_dev);
+    rep->global_ratio = gnmr__exp(rep->global_dev);
     (void)gnmr__noise_history(r, &ctl->global_log_mean, &ctl->global_fluct,
                               &ctl->global_last_dev, &ctl->global_k, gdr, 0.0,
                               &d, &e, &score, &room);
@@ -2596,10 +2762,15 @@ GNMR_DEF GNMR_HOSTDEV int gnmr_step(gnmr_ctl *ctl, const float *norms,
   return GNMR_OK;
 }
 
-GNMR_DEF GNMR_HOSTDEV int gnmr_recovering(const gnmr_ctl *ctl, uint32_t u) {
+GNMR_DEF GNMR_HOSTDEV int gnmr_recovering_check(const gnmr_ctl *ctl,
+                                                uint32_t u) {
   if (!ctl) return GNMR_EINVAL;
   if (!gnmr__current(ctl)) return GNMR_ESTATE;
-  if (u >= ctl->n_units) return GNMR_EINVAL;
+  return u < ctl->n_units ? GNMR_OK : GNMR_EINVAL;
+}
+
+GNMR_DEF GNMR_HOSTDEV int gnmr_recovering(const gnmr_ctl *ctl, uint32_t u) {
+  if (gnmr_recovering_check(ctl, u) != GNMR_OK) return 0; /* the cheap path */
   return gnmr__carve(ctl->units, ctl->n_units).lock[u] > 0;
 }
 
@@ -2863,8 +3034,7 @@ static int gnmr__report_valid(const gnmr_step_report *r, uint32_t n) {
   double ratio = 0.0;
   if (!gnmr__finite64(r->global_dev) || fabs(r->global_dev) > 4096.0) return 0;
   if (r->global_norm != 0.0 || r->global_dev != 0.0 || r->global_ratio != 0.0)
-    ratio = r->global_dev > 0.0 ? 1.0 / gnmr__exp_neg(-r->global_dev)
-                                : gnmr__exp_neg(r->global_dev);
+    ratio = gnmr__exp(r->global_dev);
   return gnmr__finite64(r->global_norm) && r->global_norm >= 0.0 &&
          r->global_ratio == ratio && gnmr__finite64(r->common) &&
          fabs(r->common) <= 8.0 && r->global_scale >= 0.0 &&
@@ -3014,6 +3184,26 @@ GNMR_DEF int gnmr_checkpoint_load(gnmr_ctl *ctl, const void *buf, size_t len) {
 #undef GNMR__SET_TOTAL
   ctl->report = t.report;
   gnmr__commit(ctl);
+  return GNMR_OK;
+}
+
+GNMR_DEF int gnmr_checkpoint_config(const gnmr_ctl *ctl, const void *buf,
+                                    size_t len, gnmr_config *out,
+                                    const char **differs) {
+  gnmr_ctl t;
+  const char *first = NULL;
+  int rc;
+  if (!ctl || !buf) return GNMR_EINVAL;
+  if (!gnmr__usable(ctl)) return GNMR_ESTATE;
+  rc = gnmr__ckpt_read(ctl, &t, (const unsigned char *)buf, len, 0);
+  if (rc != GNMR_OK) return rc;
+#define GNMR__DIFFERS(name, valid)                                             \
+  if (!first && memcmp(&t.cfg.name, &ctl->cfg.name, sizeof t.cfg.name) != 0)   \
+    first = #name;
+  GNMR__CONFIG(GNMR__DIFFERS)
+#undef GNMR__DIFFERS
+  if (out) *out = t.cfg;
+  if (differs) *differs = first;
   return GNMR_OK;
 }
 

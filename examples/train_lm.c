@@ -2077,7 +2077,7 @@ static void lm_parse(lm_opts *o, int argc, char **argv) {
     if (LM_ARMS[o->arms[a]].config) {
       gnmr_config c =
           lm_arm_config(o, &LM_ARMS[o->arms[a]], 4 * o->shape.L + 1);
-      if (gnmr_config_validate(&c) != GNMR_OK)
+      if (gnmr_config_check(&c, UINT32_MAX, NULL) != GNMR_OK)
         LM_DIE("the GNMR settings of arm %s are out of range",
                LM_ARMS[o->arms[a]].name);
     }

@@ -1202,7 +1202,7 @@ static void ts_parse(ts_opts *o, int argc, char **argv) {
       TS_DIE("unknown option '%s'", f);
     }
   }
-  if (gnmr_config_validate(&o->gnmr) != GNMR_OK)
+  if (gnmr_config_check(&o->gnmr, UINT32_MAX, NULL) != GNMR_OK)
     TS_DIE("the GNMR settings are out of range");
 }
 

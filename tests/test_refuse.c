@@ -25,6 +25,7 @@ typedef struct world {
   float norms_out[N];
   size_t written;
   const char *field;
+  gnmr_config cfg;
 } world;
 
 static world w, before;
@@ -66,6 +67,7 @@ static int setup(void) {
   memset(w.sumsq, 0xA5, sizeof w.sumsq);
   memset(w.norms_out, 0xA5, sizeof w.norms_out);
   memset(&w.raw, 0xA5, sizeof w.raw); /* never initialised */
+  memset(&w.cfg, 0xA5, sizeof w.cfg);
   w.field = "untouched";
   for (u = 0; u < N; u++) norms[u] = 1.0f;
   return 1;
@@ -191,17 +193,28 @@ TEST(config_check_names_the_field) {
     EXPECT(field && strcmp(field, b[i].field) == 0);
     EXPECT_EQ_INT(gnmr_config_check(&b[i].c, N, NULL), GNMR_ECONFIG);
     if (strcmp(b[i].field, "max_recovering") != 0)
-      EXPECT_EQ_INT(gnmr_config_validate(&b[i].c), GNMR_ECONFIG);
+      EXPECT_EQ_INT(gnmr_config_check(&b[i].c, UINT32_MAX, NULL), GNMR_ECONFIG);
   }
   EXPECT_EQ_INT(gnmr_config_check(&good, N, &field), GNMR_OK);
   EXPECT(field == NULL);
   /* A NULL config: EINVAL, *field untouched. */
   REFUSED(gnmr_config_check(NULL, N, &w.field), GNMR_EINVAL);
-  EXPECT_EQ_INT(gnmr_config_validate(NULL), GNMR_EINVAL);
+  EXPECT_EQ_INT(gnmr_config_check(NULL, UINT32_MAX, NULL), GNMR_EINVAL);
   /* The header's own snippet for fewer units than it asks for. */
   good.max_recovering = 4;
   EXPECT_EQ_INT(gnmr_config_check(&good, 3, &field), GNMR_ECONFIG);
   EXPECT(field && strcmp(field, "max_recovering") == 0);
+  /* No units at all: the count is named, not the budget it cannot hold. */
+  EXPECT_EQ_INT(gnmr_config_check(&good, 0, &field), GNMR_ECONFIG);
+  EXPECT(field && strcmp(field, "n_units") == 0);
+  good.max_recovering = 0; /* watching nothing is valid */
+  EXPECT_EQ_INT(gnmr_config_check(&good, 0, &field), GNMR_OK);
+  EXPECT(field == NULL);
+  /* The first field out of range keeps its name with a count of 0. */
+  good.eps = 0.0;
+  good.max_recovering = 1;
+  EXPECT_EQ_INT(gnmr_config_check(&good, 0, &field), GNMR_ECONFIG);
+  EXPECT(field && strcmp(field, "eps") == 0);
 }
 
 TEST(init_refuses_and_changes_nothing) {
@@ -276,6 +289,7 @@ static void all_refuse_but(gnmr_ctl *ctl, int code, int recovering_answers) {
   REFUSED(gnmr_checkpoint_save(ctl, w.ck, CK_MAX, &w.written), code);
   REFUSED(gnmr_checkpoint_save(ctl, NULL, 0, &w.written), code);
   REFUSED(gnmr_checkpoint_load(ctl, w.ck, ck_len), code);
+  REFUSED(gnmr_checkpoint_config(ctl, w.ck, ck_len, &w.cfg, &w.field), code);
   REFUSED(gnmr_reconfigure(ctl, &good), code);
   for (u = 0; u < N; u += 9) {
     if (recovering_answers) {
@@ -284,7 +298,8 @@ static void all_refuse_but(gnmr_ctl *ctl, int code, int recovering_answers) {
              (int)(w.units != NULL && gnmr__carve(w.units, N).lock[u]));
       EXPECT(SAME());
     } else {
-      REFUSED(gnmr_recovering(ctl, u), code);
+      REFUSED(gnmr_recovering_check(ctl, u), code);
+      REFUSED(gnmr_recovering(ctl, u), 0); /* the cheap path */
     }
   }
   EXPECT_EQ_INT(gnmr_checkpoint_size(ctl), 0);
@@ -358,11 +373,106 @@ TEST(a_controller_edited_by_hand_is_refused) {
 
 /* ---- readers ------------------------------------------------------------ */
 
+/* ---- the manual -------------------------------------------------------- */
+
+/* The header's manual lists every public function in its API block and
+   every error code in its error table: a function or a code added without
+   its line there fails here. Run from the repository's root. */
+static char manual_text[1 << 20];
+
+TEST(manual_lists_every_function_and_error) {
+  FILE *f = fopen("gnmr.h", "rb");
+  size_t len;
+  char *manual_end, *api, *errors, *iface, *end, *p;
+  int names = 0, codes = 0;
+  REQUIRE(f != NULL);
+  len = fread(manual_text, 1, sizeof manual_text - 1, f);
+  fclose(f);
+  manual_text[len] = '\0';
+  manual_end = strstr(manual_text, "*/");
+  api = strstr(manual_text, "API at a glance");
+  errors = strstr(manual_text, "   Errors:");
+  iface = strstr(manual_text, "#ifndef GNMR_H");
+  end = strstr(manual_text, "#endif /* GNMR_H */");
+  REQUIRE(manual_end && api && errors && iface && end);
+  REQUIRE(api < errors && errors < manual_end && manual_end < iface);
+  /* Functions: each name called or declared in the interface (a name
+     followed by '('), in the API block. */
+  for (p = iface; (p = strstr(p, "gnmr_")) != NULL && p < end; p++) {
+    char name[64];
+    size_t n = 0;
+    const char *q = p;
+    if (p[-1] == '_' || (p[-1] >= 'a' && p[-1] <= 'z')) continue;
+    while (n < sizeof name - 1 &&
+           ((*q >= 'a' && *q <= 'z') || (*q >= '0' && *q <= '9') || *q == '_'))
+      name[n++] = *q++;
+    name[n] = '\0';
+    if (*q != '(') continue; /* a type, not a function */
+    {
+      const char saved = *errors;
+      char *hit;
+      *errors = '\0';
+      hit = strstr(api, name);
+      while (hit && (hit[n] == '_' || (hit[n] >= 'a' && hit[n] <= 'z') ||
+                     (hit[n] >= '0' && hit[n] <= '9')))
+        hit = strstr(hit + 1, name);
+      *errors = saved;
+      if (!hit) {
+        printf("  %s is not in the manual's API block\n", name);
+        check__failed_here = 1;
+      }
+    }
+    names++;
+  }
+  EXPECT(names >= 30);
+  /* ... and the block names nothing the interface lacks (a function
+     removed, its line left behind). */
+  for (p = api; (p = strstr(p, "gnmr_")) != NULL && p < errors; p++) {
+    char name[64], call[66];
+    size_t n = 0;
+    const char *q = p;
+    if (p[-1] != ' ') continue; /* "(gnmr_step_report)": a type */
+    while (n < sizeof name - 1 &&
+           ((*q >= 'a' && *q <= 'z') || (*q >= '0' && *q <= '9') || *q == '_'))
+      name[n++] = *q++;
+    name[n] = '\0';
+    sprintf(call, "%s(", name);
+    if (!strstr(iface, call) || strstr(iface, call) > end) {
+      printf("  the API block lists %s, which the interface lacks\n", name);
+      check__failed_here = 1;
+    }
+  }
+  /* Error codes: each GNMR_E* of the enum, in the error table. */
+  for (p = iface; (p = strstr(p, "GNMR_E")) != NULL && p < end; p++) {
+    char code[32];
+    size_t n = 0;
+    const char *q = p;
+    while (n < sizeof code - 1 && ((*q >= 'A' && *q <= 'Z') || *q == '_'))
+      code[n++] = *q++;
+    code[n] = '\0';
+    if (strncmp(q, " = -", 4) != 0) continue; /* not its definition */
+    {
+      const char saved = *manual_end;
+      *manual_end = '\0';
+      if (!strstr(errors, code)) {
+        printf("  %s is not in the manual's error table\n", code);
+        check__failed_here = 1;
+      }
+      *manual_end = saved;
+    }
+    codes++;
+  }
+  EXPECT_EQ_INT(codes, 9);
+}
+
 TEST(readers_refuse_bad_arguments_and_change_nothing) {
   REQUIRE(setup());
-  REFUSED(gnmr_recovering(NULL, 0), GNMR_EINVAL);
-  REFUSED(gnmr_recovering(&w.ctl, N), GNMR_EINVAL);
-  REFUSED(gnmr_recovering(&w.ctl, GNMR_ALL_UNITS), GNMR_EINVAL);
+  REFUSED(gnmr_recovering_check(NULL, 0), GNMR_EINVAL);
+  REFUSED(gnmr_recovering_check(&w.ctl, N), GNMR_EINVAL);
+  REFUSED(gnmr_recovering_check(&w.ctl, GNMR_ALL_UNITS), GNMR_EINVAL);
+  REFUSED(gnmr_recovering(NULL, 0), 0);
+  REFUSED(gnmr_recovering(&w.ctl, N), 0);
+  REFUSED(gnmr_recovering(&w.ctl, GNMR_ALL_UNITS), 0);
   /* The 0.1 bug: out->steps was written before the unit was checked. */
   REFUSED(gnmr_counters_get(&w.ctl, N, &w.cnt), GNMR_EINVAL);
   REFUSED(gnmr_counters_get(&w.ctl, GNMR_ALL_UNITS - 1, &w.cnt), GNMR_EINVAL);
@@ -416,6 +526,65 @@ TEST(checkpoint_save_refuses_and_changes_nothing) {
     EXPECT_EQ_INT(w.written, ck_len);
     EXPECT(SAME());
   }
+}
+
+/* gnmr_checkpoint_config: the load's checks and codes, the saved config
+   and the first field a load would change, and nothing loaded. */
+TEST(checkpoint_config_reads_what_a_load_would_set) {
+  static gnmr_slot own[N];
+  static gnmr_ctl other, other_before;
+  gnmr_config c = base_config();
+  size_t cut, at;
+  REQUIRE(setup());
+  SNAP();
+  EXPECT_EQ_INT(gnmr_checkpoint_config(&w.ctl, w.ck, ck_len, NULL, NULL),
+                GNMR_OK);
+  EXPECT(SAME());
+  EXPECT_EQ_INT(gnmr_checkpoint_config(&w.ctl, w.ck, ck_len, &w.cfg, &w.field),
+                GNMR_OK);
+  EXPECT(w.field == NULL); /* its own checkpoint: the same config */
+  EXPECT(memcmp(&w.cfg.history_decay, &c.history_decay, 8) == 0);
+  EXPECT_EQ_INT(w.cfg.max_recovering, c.max_recovering);
+  EXPECT_EQ_INT(w.cfg.rule, GNMR_RULE_PAPER);
+  /* A controller initialised with the noise-aware rules: a load would
+     replace its warmup first (the fields in their order), then its rule. */
+  c = gnmr_config_noise();
+  c.max_recovering = 3;
+  c.lock_steps = 4;
+  c.cooldown_steps = 5;
+  REQUIRE(gnmr_init(&other, &c, own, N) == GNMR_OK);
+  other_before = other;
+  w.field = NULL;
+  EXPECT_EQ_INT(gnmr_checkpoint_config(&other, w.ck, ck_len, &w.cfg, &w.field),
+                GNMR_OK);
+  EXPECT(w.field != NULL && strcmp(w.field, "warmup_steps") == 0);
+  EXPECT_EQ_INT(w.cfg.rule, GNMR_RULE_PAPER);
+  EXPECT_EQ_INT(w.cfg.warmup_steps, 2);
+  EXPECT(memcmp(&other, &other_before, sizeof other) == 0);
+  c.warmup_steps = 2;
+  REQUIRE(gnmr_reconfigure(&other, &c) == GNMR_OK);
+  EXPECT_EQ_INT(gnmr_checkpoint_config(&other, w.ck, ck_len, NULL, &w.field),
+                GNMR_OK);
+  EXPECT(w.field != NULL && strcmp(w.field, "rule") == 0);
+  /* Refused as the load would be, writing nothing. */
+  memset(&w.cfg, 0xA5, sizeof w.cfg);
+  w.field = "untouched";
+  REFUSED(gnmr_checkpoint_config(NULL, w.ck, ck_len, &w.cfg, &w.field),
+          GNMR_EINVAL);
+  REFUSED(gnmr_checkpoint_config(&w.ctl, NULL, ck_len, &w.cfg, &w.field),
+          GNMR_EINVAL);
+  for (cut = 0; cut < ck_len; cut += 7)
+    REFUSED(gnmr_checkpoint_config(&w.ctl, w.ck, cut, &w.cfg, &w.field),
+            GNMR_ESIZE);
+  for (at = 0; at < ck_len; at += 5) {
+    int rc;
+    memcpy(bad, w.ck, ck_len);
+    bad[at] ^= 0x5A;
+    rc = gnmr_checkpoint_load(&w.ctl, bad, ck_len); /* refused: unchanged */
+    REFUSED(gnmr_checkpoint_config(&w.ctl, bad, ck_len, &w.cfg, &w.field), rc);
+  }
+  REFUSED(gnmr_checkpoint_config(&w.raw, w.ck, ck_len, &w.cfg, &w.field),
+          GNMR_ESTATE);
 }
 
 TEST(checkpoint_load_refuses_every_bad_buffer_and_changes_nothing) {
@@ -540,9 +709,11 @@ int main(int argc, char **argv) {
       CHECK_CASE(uninitialised_and_zeroed_controllers_are_refused),
       CHECK_CASE(a_struct_copy_is_refused_once_either_moves_on),
       CHECK_CASE(a_controller_edited_by_hand_is_refused),
+      CHECK_CASE(manual_lists_every_function_and_error),
       CHECK_CASE(readers_refuse_bad_arguments_and_change_nothing),
       CHECK_CASE(names_refuse_and_change_nothing),
       CHECK_CASE(checkpoint_save_refuses_and_changes_nothing),
+      CHECK_CASE(checkpoint_config_reads_what_a_load_would_set),
       CHECK_CASE(checkpoint_load_refuses_every_bad_buffer_and_changes_nothing),
       CHECK_CASE(norm_helpers_refuse_and_change_nothing),
       CHECK_CASE(refusals_leave_a_controller_that_still_works)};

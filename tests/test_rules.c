@@ -85,6 +85,84 @@ TEST(exp_of_negative_values_is_accurate) {
   EXPECT_EQ_BITS(gnmr__exp_neg(-800.0), 0.0);
 }
 
+#if GNMR__CTL_AVX512
+/* gnmr__exp_neg8's lanes against gnmr__exp_neg, bit for bit. */
+GNMR__TARGET_AVX512 static int exp8_matches(const double *x) {
+  double got[8];
+  int i, same = 1;
+  _mm512_storeu_pd(got, gnmr__exp_neg8(_mm512_loadu_pd(x)));
+  for (i = 0; i < 8; i++) {
+    const double want = gnmr__exp_neg(x[i]);
+    same &= memcmp(&got[i], &want, 8) == 0;
+  }
+  _mm256_zeroupper();
+  return same;
+}
+#endif
+
+TEST(exp_eight_wide_is_the_scalar_exp) {
+#if GNMR__CTL_AVX512
+  static const double edge[8] = {
+      -0.0, 0.0, -1e-300, -693.0, -693.0000000001, -800.0, -1e300, -0.5};
+  double x[8];
+  int i, j;
+  if (!gnmr_isa_supported(GNMR_ISA_AVX512)) {
+    printf("  (no AVX-512 here: nothing to compare)\n");
+    return;
+  }
+  EXPECT(exp8_matches(edge));
+  for (i = 0; i < 4000; i++) {
+    for (j = 0; j < 8; j++) x[j] = -700.0 * check_uniform();
+    if (!exp8_matches(x)) {
+      printf("  draw %d differs\n", i);
+      check__failed_here = 1;
+      break;
+    }
+  }
+#else
+  printf("  (no AVX-512 path in this build)\n");
+#endif
+}
+
+/* decision.ratio is g over the unit's level exp(mu) before the step, as in
+   PAPER mode g over its mean (1 at the first observation), on either
+   path: a 10x spike reads as about 10 (0.2 printed its log deviation). */
+TEST(noise_ratio_is_the_norm_over_the_level) {
+  static fixture f;
+  gnmr_config c = noise_config();
+  const int best = gnmr_ctl_isa_active();
+  int path;
+  for (path = 0; path < 2; path++) {
+    uint32_t t, u;
+    double worst = 0.0;
+    if (path == 1 && gnmr_ctl_isa_force(GNMR_ISA_AVX512) != GNMR_OK) break;
+    if (path == 0) REQUIRE(gnmr_ctl_isa_force(GNMR_ISA_SCALAR) == GNMR_OK);
+    REQUIRE(setup(&f, &c, MAXN) == GNMR_OK);
+    for (t = 0; t < 80; t++) {
+      double mu[MAXN];
+      uint64_t k[MAXN];
+      for (u = 0; u < MAXN; u++) {
+        gnmr_unit_state st;
+        REQUIRE(gnmr_unit_info(&f.ctl, u, &st) == GNMR_OK);
+        mu[u] = st.log_mean;
+        k[u] = st.counters.finite_steps;
+        f.norms[u] = (float)((1.0 + 0.1 * u) * (1.0 + 0.05 * sin(0.7 * t + u)) *
+                             (t == 60 && u == 3 ? 10.0 : 1.0));
+      }
+      REQUIRE(gnmr_step(&f.ctl, f.norms, f.d) == GNMR_OK);
+      for (u = 0; u < MAXN; u++) {
+        const double want = k[u] == 0 ? 1.0 : f.norms[u] / exp(mu[u]);
+        const double err = fabs(f.d[u].ratio / want - 1.0);
+        if (err > worst) worst = err;
+      }
+      if (t == 60) EXPECT(f.d[3].ratio > 9.0 && f.d[3].ratio < 11.0);
+      if (t == 0) EXPECT_EQ_BITS(f.d[5].ratio, 1.0);
+    }
+    EXPECT(worst < 5e-5); /* rule N0's L: |error| < 2e-5 */
+  }
+  gnmr_ctl_isa_force(best);
+}
+
 /* ---- rule N4: the thresholds at their edges ----------------------------- */
 
 /* The flags of unit 0 for norm g, one step after warm-up (one unit: no
@@ -922,8 +1000,8 @@ TEST(defaults_are_the_documented_ones) {
     gnmr_config def = gnmr_config_default();
     EXPECT(memcmp(&def, &p, sizeof def) == 0);
   }
-  EXPECT_EQ_INT(gnmr_config_validate(&p), GNMR_OK);
-  EXPECT_EQ_INT(gnmr_config_validate(&d), GNMR_OK);
+  EXPECT_EQ_INT(gnmr_config_check(&p, UINT32_MAX, NULL), GNMR_OK);
+  EXPECT_EQ_INT(gnmr_config_check(&d, UINT32_MAX, NULL), GNMR_OK);
 }
 
 TEST(step_info_refuses_bad_arguments) {
@@ -944,6 +1022,8 @@ int main(int argc, char **argv) {
   static const check_case cases[] = {
       CHECK_CASE(log_is_accurate_and_increasing),
       CHECK_CASE(exp_of_negative_values_is_accurate),
+      CHECK_CASE(exp_eight_wide_is_the_scalar_exp),
+      CHECK_CASE(noise_ratio_is_the_norm_over_the_level),
       CHECK_CASE(rise_at_and_around_min_rise),
       CHECK_CASE(rise_at_and_around_z_rise),
       CHECK_CASE(fall_at_and_around_max_fall),

@@ -7,5 +7,5 @@
 int static_a(void);
 int static_a(void) {
   gnmr_config cfg = gnmr_config_default();
-  return gnmr_config_validate(&cfg);
+  return gnmr_config_check(&cfg, UINT32_MAX, NULL);
 }

@@ -143,7 +143,7 @@ FUZZ_UNUSED static void fuzz_state_valid(const gnmr_ctl *ctl) {
   float cap = c->ratio_threshold < (double)FLT_MAX ? (float)c->ratio_threshold
                                                    : FLT_MAX;
   uint32_t u, i, locked = 0;
-  FUZZ_CHECK(gnmr_config_validate(c) == GNMR_OK);
+  FUZZ_CHECK(gnmr_config_check(c, UINT32_MAX, NULL) == GNMR_OK);
   FUZZ_CHECK(c->max_recovering <= ctl->n_units);
   for (u = 0; u < ctl->n_units; u++) {
     gnmr__unit_state s;
@@ -278,8 +278,10 @@ static void fuzz_noise_checked(const gnmr_ctl *ctl, const float *norms,
     falls += (uint32_t)fall;
     flagged += (uint32_t)(rise || fall || nonfinite);
     if (nonfinite) continue;
-    /* A finite unit: d and e finite; the rule's conditions (N4). */
-    FUZZ_CHECK(isfinite(x->ratio) && isfinite(x->delta));
+    /* A finite unit: e finite, ratio exp(dr) >= 0 (+inf where g over
+       exp(mu) is past the double range); the rule's conditions (N4) on
+       d = dr - c, dr read back as log(ratio). */
+    FUZZ_CHECK(!isnan(x->ratio) && x->ratio >= 0.0 && isfinite(x->delta));
     if (rise || fall) {
       FUZZ_CHECK(k0[u] >= cfg->warmup_steps && k0[u] > 0);
       FUZZ_CHECK(x->score >= 1.0);
@@ -290,11 +292,13 @@ static void fuzz_noise_checked(const gnmr_ctl *ctl, const float *norms,
     if (k0[u] >= cfg->warmup_steps) FUZZ_CHECK(!(x->flags & GNMR_FLAG_WARMUP));
     if (rise)
       FUZZ_CHECK(x->delta > 0.0 &&
-                 x->ratio > fuzz_L(cfg->min_rise, cfg->eps) - FUZZ_LOG_TOL);
+                 log(x->ratio) - rep.common >
+                     fuzz_L(cfg->min_rise, cfg->eps) - FUZZ_LOG_TOL);
     if (fall)
       FUZZ_CHECK(x->delta < 0.0 &&
-                 x->ratio < fuzz_L(cfg->max_fall, cfg->eps) + FUZZ_LOG_TOL);
-    if (k0[u] == 0) FUZZ_CHECK(x->ratio == 0.0 && x->delta == 0.0);
+                 log(x->ratio) - rep.common <
+                     fuzz_L(cfg->max_fall, cfg->eps) + FUZZ_LOG_TOL);
+    if (k0[u] == 0) FUZZ_CHECK(x->ratio == 1.0 && x->delta == 0.0);
     /* Scale (N9): the unit's own, times the global policy's. */
     if (!rise && !fall) {
       FUZZ_CHECK(x->scale == rep.global_scale);

@@ -59,7 +59,7 @@ static void check_accepted(gnmr_ctl *ctl, const unsigned char *buf, size_t len,
   uint32_t n = ctl->n_units, u, s;
   size_t written = 0;
 
-  FUZZ_CHECK(gnmr_config_validate(&ctl->cfg) == GNMR_OK);
+  FUZZ_CHECK(gnmr_config_check(&ctl->cfg, UINT32_MAX, NULL) == GNMR_OK);
   FUZZ_CHECK(ctl->cfg.max_recovering <= n);
   FUZZ_CHECK(gnmr_checkpoint_save(ctl, resaved, sizeof resaved, &written) ==
              GNMR_OK);

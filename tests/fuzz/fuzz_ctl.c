@@ -106,8 +106,10 @@ static void refused_calls(side *a, fuzz_reader *r) {
     REFUSED(gnmr_step(ctl, NULL, d), GNMR_EINVAL);
   }
   REFUSED(gnmr_step(NULL, norms, d), GNMR_EINVAL);
-  REFUSED(gnmr_recovering(ctl, n), GNMR_EINVAL);
-  REFUSED(gnmr_recovering(ctl, UINT32_MAX - 1u), GNMR_EINVAL);
+  REFUSED(gnmr_recovering_check(ctl, n), GNMR_EINVAL);
+  REFUSED(gnmr_recovering_check(ctl, UINT32_MAX - 1u), GNMR_EINVAL);
+  REFUSED(gnmr_recovering(ctl, n), 0); /* refused: the cheap path */
+  REFUSED(gnmr_recovering(ctl, UINT32_MAX - 1u), 0);
   REFUSED(gnmr_counters_get(ctl, n, &cnt), GNMR_EINVAL);
   REFUSED(gnmr_counters_get(ctl, 0, NULL), GNMR_EINVAL);
   REFUSED(gnmr_checkpoint_save(ctl, NULL, 0, NULL), GNMR_EINVAL);
@@ -182,7 +184,8 @@ static void refused_calls(side *a, fuzz_reader *r) {
     raw_copy = raw;
     for (i = 0; i < FUZZ_MAX_UNITS; i++) norms[i] = 1.0f;
     FUZZ_CHECK(gnmr_step(&raw, norms, d) == GNMR_ESTATE);
-    FUZZ_CHECK(gnmr_recovering(&raw, 0) == GNMR_ESTATE);
+    FUZZ_CHECK(gnmr_recovering_check(&raw, 0) == GNMR_ESTATE);
+    FUZZ_CHECK(gnmr_recovering(&raw, 0) == 0);
     FUZZ_CHECK(gnmr_counters_get(&raw, 0, &cnt) == GNMR_ESTATE);
     FUZZ_CHECK(gnmr_checkpoint_size(&raw) == 0);
     FUZZ_CHECK(gnmr_checkpoint_save(&raw, ckpt_bad, sizeof ckpt_bad,
@@ -264,7 +267,7 @@ static uint64_t run(const uint8_t *data, size_t size, int fill) {
     static fuzz_snapshot snap;
     fuzz_snap(&snap, &a.ctl, a.units[0], n);
     rc = gnmr_init(&a.ctl, &cfg, a.units[0], n);
-    FUZZ_CHECK(rc == gnmr_config_validate(&cfg) ||
+    FUZZ_CHECK(rc == gnmr_config_check(&cfg, UINT32_MAX, NULL) ||
                (rc == GNMR_ECONFIG && cfg.max_recovering > n));
     if (rc != GNMR_OK) {
       FUZZ_CHECK(rc == GNMR_ECONFIG);
