@@ -655,13 +655,21 @@ else
 libgnmr: $(B)/libgnmr.so $(B)/libgnmr_cuda.so
 endif
 
-test-torch: libgnmr
+# The C controller the tests compare the Python bridge with, built from
+# gnmr.h on its own (not through the shared library).
+$(B)/torch_replay: tests/torch/replay.c gnmr.h
+	@mkdir -p $(@D)
+	gcc $(CFLAGS_ALL) -o $@ $< -lm
+
+test-torch: libgnmr $(B)/torch_replay
 	@py=$$($(TORCH_PY)); \
 	if [ -z "$$py" ]; then echo "test-torch: no Python of" \
 	  "'$(TORCH_PYTHON_LIST)' imports torch (Debian: apt-get install" \
 	  "python3-torch python3-pytest)"; exit 1; fi; \
 	echo "test-torch: $$py, torch $$($$py -c 'import torch; print(torch.__version__)')"; \
-	$$py -m pytest -q -p no:cacheprovider tests/torch
+	$$py -m pytest -q -p no:cacheprovider tests/torch; rc=$$?; \
+	if [ $$rc = 5 ]; then echo "test-torch: pytest collected no tests"; fi; \
+	exit $$rc
 
 # The char-level GPT of examples/torch, every arm, a short run (README
 # "PyTorch" has the measured figures). TORCH_STEPS=N for another length.
