@@ -587,9 +587,12 @@ class Controller:
         return buf.raw[:size.value]
 
     def state_dict(self):
-        """{"units": names, "checkpoint": bytes}: rides along torch.save.
-        The config is inside the checkpoint."""
-        return {"units": list(self.names), "checkpoint": self.checkpoint()}
+        """{"units": names, "checkpoint": the checkpoint bytes as a uint8
+        tensor}: rides along torch.save, and torch.load(weights_only=True)
+        reads it back. The config is inside the checkpoint."""
+        data = bytearray(self.checkpoint())
+        return {"units": list(self.names),
+                "checkpoint": torch.frombuffer(data, dtype=torch.uint8)}
 
     def load_state_dict(self, state):
         """Restores config and state from state_dict()'s output; raises
@@ -602,7 +605,9 @@ class Controller:
                              % (state.get("units"), self.names))
         data = state["checkpoint"]
         if isinstance(data, torch.Tensor):
-            data = bytes(data.cpu().numpy().tobytes())
+            if data.dtype != torch.uint8 or data.dim() != 1:
+                raise TypeError("checkpoint: a 1-D uint8 tensor expected")
+            data = bytes(data.cpu().tolist())
         if not isinstance(data, (bytes, bytearray)):
             raise TypeError("checkpoint: bytes expected")
         buf = ctypes.create_string_buffer(bytes(data), len(data))
