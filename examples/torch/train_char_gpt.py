@@ -78,6 +78,7 @@ class Block(nn.Module):
             self.proj_lin, fp8)
         self.fc, self.out = switched(self.fc_lin, fp8), switched(
             self.out_lin, fp8)
+        self.fault = None  # (channel, factor): an injected outlier
 
     def forward(self, x, mask):
         b, t, d = x.shape
@@ -88,7 +89,12 @@ class Block(nn.Module):
         att = att.masked_fill(mask[:t, :t], float("-inf")).softmax(-1)
         y = (att @ v).transpose(1, 2).reshape(b, t, d)
         x = x + self.proj(y)
-        return x + self.out(F.gelu(self.fc(self.ln2(x))))
+        h = self.ln2(x)
+        if self.fault is not None:  # one channel of the MLP's input blown up
+            c, factor = self.fault
+            h = torch.cat([h[..., :c], h[..., c:c + 1] * factor,
+                           h[..., c + 1:]], dim=-1)
+        return x + self.out(F.gelu(self.fc(h)))
 
 
 class GPT(nn.Module):
@@ -112,10 +118,11 @@ class GPT(nn.Module):
 
     def units(self):
         """The recoverable units: each block's attention and MLP (their
-        LayerNorm with them), the embeddings, the head. Each maps to the
-        parameters whose gradient norm it watches and the switches it
-        flips."""
-        u = {"embed": ([self.tok.weight, self.pos.weight], [])}
+        LayerNorm with them) and the head, each to the parameters whose
+        gradient norm it watches and the switches it flips. The embeddings
+        have no cheap path (a lookup), so they are no unit: watched, they
+        would win admissions they cannot use."""
+        u = {}
         for i, b in enumerate(self.blocks):
             u["blocks.%d.attn" % i] = (
                 list(b.ln1.parameters()) + list(b.qkv_lin.parameters())
@@ -176,6 +183,28 @@ def bar(arm, step, total, loss, t0, extra=""):
     sys.stderr.flush()
 
 
+def stress_schedule(a):
+    """--stress K: K outlier faults, FAULT_STEPS steps each, none in the
+    first 20% of the run, one at a time: a random block's MLP input gets one
+    channel multiplied by --stress-factor (the same schedule in every
+    arm). Returns {step: (block, channel, factor) or None}."""
+    gen = torch.Generator().manual_seed(a.seed + 7)
+    first = a.steps // 5
+    span = (a.steps - first) // max(1, a.stress)
+    events = {}
+    for k in range(a.stress):
+        start = first + k * span + int(torch.randint(
+            max(1, span - FAULT_STEPS), (1,), generator=gen))
+        block = int(torch.randint(a.layers, (1,), generator=gen))
+        chan = int(torch.randint(a.d, (1,), generator=gen))
+        for t in range(start, min(start + FAULT_STEPS, a.steps)):
+            events[t] = (block, chan, a.stress_factor)
+    return events
+
+
+FAULT_STEPS = 8
+
+
 def run_arm(arm, train, val, a, rows):
     torch.manual_seed(a.seed)
     model = GPT(a.layers, a.d, a.heads, a.ctx, fp8=(arm != "f32")).to(
@@ -194,7 +223,11 @@ def run_arm(arm, train, val, a, rows):
     t0 = time.time()
     val_loss = float("nan")
     admissions = 0
+    faults = stress_schedule(a)
     for step in range(a.steps):
+        for i, b in enumerate(model.blocks):
+            f = faults.get(step)
+            b.fault = (f[1], f[2]) if f and f[0] == i else None
         for g in opt.param_groups:
             g["lr"] = lr_at(step, a)
         x, y = batch(train, gen, a.batch, a.ctx, a.device)
@@ -302,6 +335,10 @@ def parse_args(argv=None):
     p.add_argument("--eval-every", type=int, default=0,
                    help="validation every N steps (0: at the end only)")
     p.add_argument("--eval-batches", type=int, default=8)
+    p.add_argument("--stress", type=int, default=0, metavar="K",
+                   help="K injected outlier faults (8 steps each) at a "
+                   "block's MLP input")
+    p.add_argument("--stress-factor", type=float, default=1000.0)
     p.add_argument("--gnmr", action="append", default=[],
                    metavar="FIELD=VALUE",
                    help="a gnmr_config field over gnmr_config_default()")
