@@ -361,3 +361,29 @@ def test_cuda_step_scales_in_place():
     res = ctl.step()
     assert res.decisions["last"].scale == 0.0
     assert all(bool((p.grad == 0).all()) for p in m[2].parameters())
+
+
+@pytest.mark.skipif(not os.path.exists(
+    os.path.join(ROOT, "build", "libgnmr_cuda.so")),
+    reason="build/libgnmr_cuda.so not built (no nvcc)")
+def test_cuda_library_loads_and_reports_errors():
+    """Runs without a GPU too: the library loads, its functions resolve,
+    and a plan over no GPU fails with the CUDA error's text, not a crash."""
+    lib = G._load_cuda()
+    t = (G.Tensor * 1)(G.Tensor(None, 0, G.DTYPE_F32, 0))
+    handle = ctypes.c_void_p()
+    rc = lib.gnmr_cuda_plan_new(t, 1, 1, ctypes.byref(handle))
+    try:
+        if torch.cuda.is_available():
+            assert rc == 0
+        else:
+            assert rc == G.GNMR_CUDA_ECUDA
+            assert lib.gnmr_cuda_error_string(handle).decode()
+        bad = (G.Tensor * 1)(G.Tensor(None, 0, 7, 0))  # unknown dtype
+        h2 = ctypes.c_void_p()
+        assert lib.gnmr_cuda_plan_new(bad, 1, 1, ctypes.byref(h2)) == \
+            G.GNMR_EINVAL
+        lib.gnmr_cuda_plan_free(h2)
+    finally:
+        lib.gnmr_cuda_plan_free(handle)
+    assert lib.gnmr_cuda_norms(None, None, None) == G.GNMR_EINVAL
