@@ -751,6 +751,64 @@ detect-frontier: $(B)/detect
 	  $(B)/frontier.md
 	@echo "detect-frontier: bench/RESULTS.md, section Detection frontier, updated"
 
+# ---- PyTorch bridge (README "PyTorch") -----------------------------------
+# make libgnmr: build/libgnmr.so (gnmr.h, for examples/torch/gnmr_torch.py)
+# and, where nvcc is installed, build/libgnmr_cuda.so (the device norms of
+# examples/cuda/gnmr_norms.cuh). make test-torch: tests/torch with pytest,
+# under the first Python of TORCH_PYTHON_LIST that imports torch (Debian's
+# python3-torch lives in /usr/bin/python3, which a pyenv python3 on PATH
+# does not see); CUDA cases skip without a GPU.
+.PHONY: libgnmr test-torch demo-torch
+FORMAT_FILES += $(wildcard examples/torch/*.c)
+TORCH_PYTHON_LIST ?= python3 /usr/bin/python3
+TORCH_ARCHS ?= $(CUDA_ARCHS)
+LIBGNMR_CUDA_FLAGS = $(filter-out -gencode arch=%,$(NVCC_FLAGS)) \
+  -Xcompiler -fPIC -shared \
+  $(foreach a,$(TORCH_ARCHS),-gencode arch=compute_$(a),code=sm_$(a))
+TORCH_PY = for p in $(TORCH_PYTHON_LIST); do \
+    if $$p -c 'import torch' >/dev/null 2>&1; then echo $$p; break; fi; done
+
+$(B)/libgnmr.so: examples/torch/gnmr_lib.c gnmr.h
+	@mkdir -p $(@D)
+	gcc $(CFLAGS_ALL) -fPIC -shared -o $@ $<
+
+$(B)/libgnmr_cuda.so: examples/torch/gnmr_lib_cuda.cu $(CUDA_HDRS)
+	@mkdir -p $(@D)
+	$(NVCC) $(LIBGNMR_CUDA_FLAGS) -o $@ $<
+
+ifeq ($(NVCC),)
+libgnmr: $(B)/libgnmr.so
+	@echo "libgnmr: nvcc not found (PATH, /usr/local/cuda/bin/nvcc):" \
+	  "$(B)/libgnmr_cuda.so skipped (the CPU norms only)"
+else
+libgnmr: $(B)/libgnmr.so $(B)/libgnmr_cuda.so
+endif
+
+# The C controller the tests compare the Python bridge with, built from
+# gnmr.h on its own (not through the shared library).
+$(B)/torch_replay: tests/torch/replay.c gnmr.h
+	@mkdir -p $(@D)
+	gcc $(CFLAGS_ALL) -o $@ $< -lm
+
+test-torch: libgnmr $(B)/torch_replay
+	@py=$$($(TORCH_PY)); \
+	if [ -z "$$py" ]; then echo "test-torch: no Python of" \
+	  "'$(TORCH_PYTHON_LIST)' imports torch (Debian: apt-get install" \
+	  "python3-torch python3-pytest)"; exit 1; fi; \
+	echo "test-torch: $$py, torch $$($$py -c 'import torch; print(torch.__version__)')"; \
+	$$py -m pytest -q -p no:cacheprovider tests/torch; rc=$$?; \
+	if [ $$rc = 5 ]; then echo "test-torch: pytest collected no tests"; fi; \
+	exit $$rc
+
+# The char-level GPT of examples/torch, every arm, a short run (README
+# "PyTorch" has the measured figures). TORCH_STEPS=N for another length.
+TORCH_STEPS ?= 50
+demo-torch: libgnmr
+	@py=$$($(TORCH_PY)); test -n "$$py" || \
+	  { echo "demo-torch: no Python imports torch"; exit 1; }; \
+	$$py examples/torch/train_char_gpt.py --steps $(TORCH_STEPS) \
+	  --out $(B)/demo-torch
+
 # ---- help -----------------------------------------------------------------
 # One line per target (details in the comments above each rule).
 help:
@@ -787,5 +845,10 @@ help:
 	  'cuda              compile every CUDA program (sm_80, sm_90)' \
 	  'cuda-test         CUDA device tests (skip without a GPU)' \
 	  'cuda-bench        CUDA benchmarks (skip without a GPU)' \
+	  'efficacy          closed-loop efficacy, every arm and setting (~1 h)' \
+	  'efficacy-quick    its CI lane (~3 min)' \
+	  'libgnmr           shared libraries for the PyTorch bridge' \
+	  'test-torch        the PyTorch bridge tests (pytest)' \
+	  'demo-torch        the PyTorch char-GPT demo, TORCH_STEPS steps' \
 	  'clean             remove $(B)' \
 	  'help              this list'

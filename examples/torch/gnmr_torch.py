@@ -1,0 +1,748 @@
+"""gnmr_torch - gnmr.h from a PyTorch training loop (standard library, ctypes
+and torch only; `make libgnmr` builds the shared libraries it loads).
+
+    import gnmr_torch
+    ctl = gnmr_torch.Controller({"attn": attn.parameters(),
+                                 "mlp": mlp.parameters()},
+                                config={"max_recovering": 1})
+    for batch in data:
+        loss = model(batch); loss.backward()
+        out = ctl.step()          # norms, gnmr_step, scales applied in place
+        opt.step(); opt.zero_grad()
+        # out.recovering: the units to run high-fidelity next step
+        # (PrecisionSwitch modules attached with ctl.attach follow it)
+
+One unit per named group (an iterable of parameters), or a mapping
+{parameter name: unit name} with `named_parameters`. Per-unit norms come from
+gnmr.h's CPU helpers (gnmr_unit_norms, on the tensors' own memory) or, for
+CUDA tensors, from examples/cuda/gnmr_norms.cuh's kernels (build/
+libgnmr_cuda.so): the gradients never leave the device, only one float per
+unit does. Both give the same bits. f32, f16 and bf16 gradients are read as
+they are; other dtypes are converted to f32 first, non-contiguous ones are
+made contiguous (a copy on their own device).
+
+Everything the controller decides is gnmr.h's: the configuration starts from
+gnmr_config_default() of the library loaded (Controller(config={...})
+overrides fields by name), errors are gnmr.h's codes raised as GnmrError
+with gnmr_strerror's text, and a refused step changes nothing. A NaN or Inf
+norm is a signal, never an error (gnmr.h rule 1): that unit's scale is 0 and
+its gradient is zeroed (multiplying NaN by 0 would leave NaN).
+"""
+
+import ctypes
+import math
+import os
+
+import torch
+
+__all__ = ["Controller", "GnmrError", "LayoutError", "StepResult",
+           "Decision", "StepReport", "PrecisionSwitch", "FP8Delayed",
+           "round_e4m3", "load_library", "config_default", "c_step"]
+
+# ---- the C structs, mirrored (gnmr.h); checked against the library ------
+
+_u32, _i32, _u64, _d = (ctypes.c_uint32, ctypes.c_int32, ctypes.c_uint64,
+                        ctypes.c_double)
+
+
+class Config(ctypes.Structure):
+    _fields_ = [("ratio_threshold", _d), ("delta_threshold", _d),
+                ("history_decay", _d), ("eps", _d),
+                ("delta_window", _u32), ("warmup_steps", _u32),
+                ("max_recovering", _u32), ("lock_steps", _u32),
+                ("cooldown_steps", _u32), ("spike_policy", ctypes.c_int),
+                ("rule", ctypes.c_int), ("two_sided", _u32),
+                ("z_rise", _d), ("z_fall", _d), ("min_rise", _d),
+                ("max_fall", _d), ("ar", _d), ("hold", _d),
+                ("fluct_decay", _d), ("winsor", _d), ("fluct_floor", _d),
+                ("global_ratio", _d), ("global_frac", _d),
+                ("common_min_units", _u32), ("global_policy", ctypes.c_int)]
+
+
+class Slot(ctypes.Structure):
+    # Opaque: GNMR__UNIT_BYTES (196 today) + 8, in uint64s. The library lays
+    # a block of slots out as one array per field; Python never reads them.
+    _fields_ = [("opaque", _u64 * 26)]
+
+
+class StepReportC(ctypes.Structure):
+    _fields_ = [("global_norm", _d), ("global_dev", _d),
+                ("global_ratio", _d), ("common", _d), ("global_scale", _d),
+                ("settled", _u32), ("flagged", _u32), ("rises", _u32),
+                ("falls", _u32), ("global", _u32), ("reserved_", _u32)]
+
+
+_COUNTERS = ["risky", "nonfinite", "admissions", "renewals",
+             "recovery_steps", "over_budget", "falls"]
+
+
+class Ctl(ctypes.Structure):
+    _fields_ = ([("cfg", Config), ("units", ctypes.POINTER(Slot)),
+                 ("n_units", _u32), ("recovering", _u32),
+                 ("peak_recovering", _u32), ("magic", _u32),
+                 ("full_weight_from", _u64), ("fluct_full_from", _u64),
+                 ("gen", _u64), ("seal", _u64), ("steps", _u64),
+                 ("global_steps", _u64)]
+                + [(c, _u64) for c in _COUNTERS]
+                + [("global_log_mean", _d), ("global_fluct", _d),
+                   ("global_last_dev", _d), ("global_k", _u64),
+                   ("report", StepReportC)])
+
+
+class DecisionC(ctypes.Structure):
+    _fields_ = [("ratio", _d), ("delta", _d), ("score", _d), ("scale", _d),
+                ("flags", _u32), ("action", _i32)]
+
+
+class Counters(ctypes.Structure):
+    _fields_ = ([("steps", _u64), ("global_steps", _u64),
+                 ("finite_steps", _u64)]
+                + [(c, _u64) for c in _COUNTERS]
+                + [("recovering", _u32), ("peak_recovering", _u32)])
+
+
+class Tensor(ctypes.Structure):
+    _fields_ = [("data", ctypes.c_void_p), ("n", ctypes.c_size_t),
+                ("dtype", ctypes.c_int), ("unit", _u32)]
+
+
+_MIRRORS = {"gnmr_config": Config, "gnmr_slot": Slot,
+            "gnmr_step_report": StepReportC, "gnmr_ctl": Ctl,
+            "gnmr_decision": DecisionC, "gnmr_counters": Counters,
+            "gnmr_tensor": Tensor}
+
+GNMR_OK, GNMR_EINVAL, GNMR_ESIZE = 0, -1, -2
+GNMR_CUDA_ECUDA = -100
+DTYPE_F32, DTYPE_F16, DTYPE_BF16 = 0, 1, 2
+_ENUMS = {"spike_policy": {"PASS": 0, "CLIP": 1, "SKIP": 2},
+          "rule": {"PAPER": 0, "NOISE": 1},
+          "global_policy": {"NONE": 0, "CLIP": 1, "SKIP": 2}}
+ACTIONS = ("KEEP", "RECOVER", "HOLD", "RELEASE")
+FLAGS = ("RATIO", "DELTA", "NONFINITE", "OVER_BUDGET", "COOLDOWN", "WARMUP",
+         "RENEWED", "FALL", "GLOBAL")
+
+
+class GnmrError(RuntimeError):
+    """A gnmr.h error code (.code, negative) with gnmr_strerror's text."""
+
+    def __init__(self, code, text, where=""):
+        self.code = code
+        super().__init__("%s%s (%d)" % (where + ": " if where else "", text,
+                                        code))
+
+
+class LayoutError(RuntimeError):
+    """The ctypes mirror disagrees with the library's struct layout."""
+
+
+# ---- loading ------------------------------------------------------------
+
+_HERE = os.path.dirname(os.path.abspath(__file__))
+_BUILD = os.path.join(os.path.dirname(os.path.dirname(_HERE)), "build")
+_lib = None
+_cuda_lib = None
+
+
+def _find(name, env):
+    path = os.environ.get(env) or os.path.join(_BUILD, name)
+    if not os.path.exists(path):
+        raise OSError("%s not found at %s: run `make libgnmr` at the "
+                      "repository root (or set %s)" % (name, path, env))
+    return path
+
+
+def _check_layout(lib):
+    """Every mirrored struct's size and every field's offset must equal the
+    library's (gnmr_py_layout in gnmr_lib.c): else raise, before any call
+    writes into memory laid out by a stale guess."""
+    lib.gnmr_py_layout.restype = ctypes.c_size_t
+    lib.gnmr_py_layout.argtypes = [ctypes.c_char_p, ctypes.c_char_p]
+    unknown = ctypes.c_size_t(-1).value
+    for cname, py in _MIRRORS.items():
+        size = lib.gnmr_py_layout(cname.encode(), None)
+        if size != ctypes.sizeof(py):
+            raise LayoutError("%s: the library says %d bytes, the ctypes "
+                              "mirror %d: gnmr.h changed; update "
+                              "gnmr_torch.py" % (cname, size,
+                                                 ctypes.sizeof(py)))
+        for field, _ in py._fields_:
+            off = lib.gnmr_py_layout(cname.encode(), field.encode())
+            if off == unknown:
+                continue  # not listed in gnmr_lib.c (the size still checks)
+            if off != getattr(py, field).offset:
+                raise LayoutError("%s.%s: offset %d in the library, %d in "
+                                  "the ctypes mirror" % (
+                                      cname, field, off,
+                                      getattr(py, field).offset))
+
+
+def load_library(path=None):
+    """Loads build/libgnmr.so (or path, or $GNMR_LIB) once, checks the
+    layouts and declares the functions used here."""
+    global _lib
+    if _lib is not None and path is None:
+        return _lib
+    lib = ctypes.CDLL(path or _find("libgnmr.so", "GNMR_LIB"))
+    _check_layout(lib)
+    P, vp = ctypes.POINTER, ctypes.c_void_p
+    sig = {
+        "gnmr_strerror": (ctypes.c_char_p, [ctypes.c_int]),
+        "gnmr_version": (ctypes.c_char_p, []),
+        "gnmr_config_default": (Config, []),
+        "gnmr_config_paper": (Config, []),
+        "gnmr_config_check": (ctypes.c_int, [P(Config), _u32,
+                                             P(ctypes.c_char_p)]),
+        "gnmr_init": (ctypes.c_int, [P(Ctl), P(Config), P(Slot), _u32]),
+        "gnmr_reconfigure": (ctypes.c_int, [P(Ctl), P(Config)]),
+        "gnmr_step": (ctypes.c_int, [P(Ctl), P(ctypes.c_float),
+                                     P(DecisionC)]),
+        "gnmr_recovering": (ctypes.c_int, [P(Ctl), _u32]),
+        "gnmr_step_info": (ctypes.c_int, [P(Ctl), P(StepReportC)]),
+        "gnmr_counters_get": (ctypes.c_int, [P(Ctl), _u32, P(Counters)]),
+        "gnmr_checkpoint_size": (ctypes.c_size_t, [P(Ctl)]),
+        "gnmr_checkpoint_save": (ctypes.c_int, [P(Ctl), vp, ctypes.c_size_t,
+                                                P(ctypes.c_size_t)]),
+        "gnmr_checkpoint_load": (ctypes.c_int, [P(Ctl), vp,
+                                                ctypes.c_size_t]),
+        "gnmr_unit_norms": (ctypes.c_int, [P(Tensor), ctypes.c_size_t,
+                                           P(ctypes.c_float), _u32]),
+        "gnmr_action_name": (ctypes.c_char_p, [ctypes.c_int]),
+        "gnmr_flag_name": (ctypes.c_char_p, [_u32]),
+    }
+    for name, (res, args) in sig.items():
+        f = getattr(lib, name)
+        f.restype, f.argtypes = res, args
+    if path is None:
+        _lib = lib
+    return lib
+
+
+def _load_cuda():
+    global _cuda_lib
+    if _cuda_lib is None:
+        lib = ctypes.CDLL(_find("libgnmr_cuda.so", "GNMR_CUDA_LIB"))
+        vp = ctypes.c_void_p
+        lib.gnmr_cuda_plan_new.restype = ctypes.c_int
+        lib.gnmr_cuda_plan_new.argtypes = [ctypes.POINTER(Tensor),
+                                           ctypes.c_size_t, _u32,
+                                           ctypes.POINTER(vp)]
+        lib.gnmr_cuda_plan_free.restype = None
+        lib.gnmr_cuda_plan_free.argtypes = [vp]
+        lib.gnmr_cuda_norms.restype = ctypes.c_int
+        lib.gnmr_cuda_norms.argtypes = [vp, vp, vp]
+        lib.gnmr_cuda_error_string.restype = ctypes.c_char_p
+        lib.gnmr_cuda_error_string.argtypes = [vp]
+        _cuda_lib = lib
+    return _cuda_lib
+
+
+def _raise(rc, where, lib=None):
+    if rc != GNMR_OK:
+        lib = lib or load_library()
+        raise GnmrError(rc, lib.gnmr_strerror(rc).decode(), where)
+
+
+def config_default(**overrides):
+    """gnmr_config_default() of the library, with fields overridden by name
+    (spike_policy, rule, global_policy also by their names: "CLIP")."""
+    cfg = load_library().gnmr_config_default()
+    _apply_config(cfg, overrides)
+    return cfg
+
+
+def _apply_config(cfg, overrides):
+    names = {f for f, _ in Config._fields_}
+    for key, value in dict(overrides or {}).items():
+        if key not in names:
+            raise KeyError("gnmr_config has no field %r" % key)
+        if isinstance(value, str):
+            try:
+                value = _ENUMS[key][value.upper()]
+            except KeyError:
+                raise ValueError("%s: %r is not one of %s" % (
+                    key, value, sorted(_ENUMS.get(key, {})))) from None
+        setattr(cfg, key, value)
+
+
+def config_dict(cfg):
+    return {f: getattr(cfg, f) for f, _ in Config._fields_}
+
+
+# ---- results ------------------------------------------------------------
+
+class Decision:
+    """One unit's gnmr_decision, with its action and flags by name."""
+    __slots__ = ("unit", "ratio", "delta", "score", "scale", "flags",
+                 "action")
+
+    def __init__(self, unit, d):
+        self.unit = unit
+        self.ratio, self.delta, self.score = d.ratio, d.delta, d.score
+        self.scale = d.scale
+        self.flags = d.flags
+        self.action = ACTIONS[d.action] if 0 <= d.action < 4 else "?"
+
+    @property
+    def flag_names(self):
+        return [n for i, n in enumerate(FLAGS) if self.flags & (1 << i)]
+
+    def __repr__(self):
+        return "Decision(%s %s%s scale=%g)" % (
+            self.unit, self.action,
+            " " + "|".join(self.flag_names) if self.flags else "", self.scale)
+
+
+class StepReport:
+    """gnmr_step_info: the step-level verdict (NOISE mode fills it all)."""
+
+    def __init__(self, r):
+        for f, _ in StepReportC._fields_:
+            if f != "reserved_":
+                setattr(self, f, getattr(r, f))
+        self.global_ = bool(r.__getattribute__("global"))
+
+    def __repr__(self):
+        return ("StepReport(flagged=%d, rises=%d, falls=%d, global=%s, "
+                "global_scale=%g)" % (self.flagged, self.rises, self.falls,
+                                      self.global_, self.global_scale))
+
+
+class StepResult:
+    """What step() returns: the norms read, a Decision per unit (by unit
+    name, in unit order), the units on the high-fidelity path next step,
+    and the step's verdict."""
+
+    def __init__(self, names, norms, decisions, recovering, report):
+        self.norms = dict(zip(names, norms))
+        self.decisions = {n: Decision(n, d) for n, d in zip(names,
+                                                            decisions)}
+        self.recovering = [n for n, r in zip(names, recovering) if r]
+        self.report = report
+
+    @property
+    def flagged(self):
+        return [n for n, d in self.decisions.items()
+                if d.flags & ~(1 << 5)]  # WARMUP alone is no flag
+
+    @property
+    def admitted(self):
+        return [n for n, d in self.decisions.items() if d.action == "RECOVER"]
+
+    def __repr__(self):
+        return "StepResult(recovering=%s, flagged=%s, %r)" % (
+            self.recovering, self.flagged, self.report)
+
+
+# ---- the controller -----------------------------------------------------
+
+_DTYPES = {torch.float32: DTYPE_F32, torch.float16: DTYPE_F16,
+           torch.bfloat16: DTYPE_BF16}
+
+
+def _as_gnmr(t):
+    """t itself when gnmr.h reads it as is, else a contiguous f32/f16/bf16
+    copy on t's device (kept alive by the caller until the norms are in)."""
+    if t.dtype not in _DTYPES:
+        t = t.float()
+    if not t.is_contiguous():
+        t = t.contiguous()
+    return t
+
+
+class Controller:
+    """A gnmr.h controller over units of parameters.
+
+    units: {unit name: iterable of parameters}, or, with named_parameters
+    (an iterable of (name, parameter) pairs, e.g. model.named_parameters()),
+    {parameter name: unit name} or a function name -> unit name (None:
+    not watched). config: overrides of gnmr_config_default() by field name.
+    """
+
+    def __init__(self, units, config=None, named_parameters=None, lib=None):
+        self._lib = lib or load_library()
+        self.names, self.params = self._group(units, named_parameters)
+        n = len(self.names)
+        if n == 0:
+            raise ValueError("no units")
+        self.config = self._lib.gnmr_config_default()
+        _apply_config(self.config, config)
+        self._ctl = Ctl()
+        self._slots = (Slot * n)()
+        self._decisions = (DecisionC * n)()
+        self._norms = (ctypes.c_float * n)()
+        _raise(self._lib.gnmr_init(ctypes.byref(self._ctl),
+                                   ctypes.byref(self.config), self._slots, n),
+               "gnmr_init", self._lib)
+        self._switches = {}
+        self._cuda_plans = {}
+
+    @staticmethod
+    def _group(units, named_parameters):
+        if named_parameters is None:
+            names = [str(k) for k in units]
+            params = [list(v) for v in units.values()]
+            return names, params
+        names, params = [], []
+        lookup = units if callable(units) else units.get
+        for pname, p in named_parameters:
+            u = lookup(pname)
+            if u is None:
+                continue
+            if u not in names:
+                names.append(u)
+                params.append([])
+            params[names.index(u)].append(p)
+        return names, params
+
+    @property
+    def n_units(self):
+        return len(self.names)
+
+    # -- norms --
+
+    def unit_norms(self):
+        """The per-unit L2 norms of the gradients (a list of floats), as
+        gnmr_unit_norms gives them; a parameter without .grad adds 0."""
+        cpu, cuda, keep = [], {}, []
+        for u, ps in enumerate(self.params):
+            for p in ps:
+                g = p.grad
+                if g is None or g.numel() == 0:
+                    continue
+                if g.is_sparse:
+                    raise TypeError("unit %s: sparse gradients are not "
+                                    "supported" % self.names[u])
+                g = _as_gnmr(g)
+                keep.append(g)
+                if g.device.type == "cpu":
+                    cpu.append((g, u))
+                elif g.device.type == "cuda":
+                    cuda.setdefault(g.device, []).append((g, u))
+                else:
+                    raise TypeError("unit %s: gradients on %s are not "
+                                    "supported" % (self.names[u], g.device))
+        n = self.n_units
+        out = [0.0] * n
+        seen = {}
+        for key, lst in [("cpu", cpu)] + list(cuda.items()):
+            for _, u in lst:
+                if seen.setdefault(u, key) != key:
+                    raise ValueError("unit %s has gradients on two devices; "
+                                     "one unit's tensors must share one"
+                                     % self.names[u])
+        if cpu:
+            arr = (Tensor * len(cpu))()
+            for i, (g, u) in enumerate(cpu):
+                arr[i] = Tensor(g.data_ptr(), g.numel(), _DTYPES[g.dtype], u)
+            norms = (ctypes.c_float * n)()
+            _raise(self._lib.gnmr_unit_norms(arr, len(cpu), norms, n),
+                   "gnmr_unit_norms", self._lib)
+            for u in set(u for _, u in cpu):
+                out[u] = norms[u]
+        for dev, lst in cuda.items():
+            d = self._cuda_norms(dev, lst)
+            for u in set(u for _, u in lst):
+                out[u] = d[u]
+        del keep
+        return out
+
+    def _cuda_norms(self, dev, lst):
+        lib = _load_cuda()
+        key = tuple((g.data_ptr(), g.numel(), _DTYPES[g.dtype], u)
+                    for g, u in lst)
+        plan = self._cuda_plans.get(dev)
+        if plan is None or plan[0] != key:
+            if plan is not None:
+                lib.gnmr_cuda_plan_free(plan[1])
+                del self._cuda_plans[dev]
+            arr = (Tensor * len(key))(*[Tensor(*k) for k in key])
+            handle = ctypes.c_void_p()
+            with torch.cuda.device(dev):
+                rc = lib.gnmr_cuda_plan_new(arr, len(key), self.n_units,
+                                            ctypes.byref(handle))
+            if rc != GNMR_OK:
+                text = (lib.gnmr_cuda_error_string(handle).decode()
+                        if rc == GNMR_CUDA_ECUDA else None)
+                lib.gnmr_cuda_plan_free(handle)
+                if text:
+                    raise GnmrError(rc, "CUDA: " + text, "gnmr_norms_plan")
+                _raise(rc, "gnmr_norms_plan_init", self._lib)
+            plan = self._cuda_plans[dev] = (key, handle)
+        norms = torch.empty(self.n_units, dtype=torch.float32, device=dev)
+        stream = torch.cuda.current_stream(dev).cuda_stream
+        with torch.cuda.device(dev):
+            rc = lib.gnmr_cuda_norms(plan[1], norms.data_ptr(), stream)
+        if rc == GNMR_CUDA_ECUDA:
+            raise GnmrError(rc, "CUDA: " + lib.gnmr_cuda_error_string(
+                plan[1]).decode(), "gnmr_norms_enqueue")
+        _raise(rc, "gnmr_norms_enqueue", self._lib)
+        return norms.cpu().tolist()  # n_units floats; waits for the kernels
+
+    def __del__(self):
+        plans = getattr(self, "_cuda_plans", None)
+        if plans and _cuda_lib is not None:
+            for _, handle in plans.values():
+                _cuda_lib.gnmr_cuda_plan_free(handle)
+            plans.clear()
+
+    # -- the step --
+
+    def step(self, norms=None, apply=True):
+        """One gnmr_step. norms: the per-unit norms (a sequence of n_units
+        floats; None: computed from the gradients). apply: multiply each
+        unit's gradients by its scale (zero them where the scale is 0).
+        Returns a StepResult; raises GnmrError (nothing changed) on a
+        refused step, ValueError/TypeError on malformed norms."""
+        if norms is None:
+            norms = self.unit_norms()
+        elif isinstance(norms, torch.Tensor):
+            norms = norms.detach().to("cpu", torch.float32).tolist()
+        norms = list(norms)
+        if len(norms) != self.n_units:
+            raise ValueError("%d norms for %d units" % (len(norms),
+                                                        self.n_units))
+        buf = (ctypes.c_float * self.n_units)(*[float(x) for x in norms])
+        _raise(self._lib.gnmr_step(ctypes.byref(self._ctl), buf,
+                                   self._decisions), "gnmr_step", self._lib)
+        rec = [self._lib.gnmr_recovering(ctypes.byref(self._ctl), u) > 0
+               for u in range(self.n_units)]
+        res = StepResult(self.names, list(buf), self._decisions, rec,
+                         self.report())
+        if apply:
+            self._apply_scales()
+        for name, switches in self._switches.items():
+            for s in switches:
+                s.high_fidelity = name in res.recovering
+        return res
+
+    def _apply_scales(self):
+        with torch.no_grad():
+            for u, ps in enumerate(self.params):
+                scale = self._decisions[u].scale
+                if scale == 1.0:
+                    continue
+                for p in ps:
+                    if p.grad is None:
+                        continue
+                    if scale == 0.0:
+                        p.grad.zero_()  # NaN * 0 would stay NaN
+                    else:
+                        p.grad.mul_(scale)
+
+    def recovering(self, unit):
+        """True if unit (a name or index) runs high-fidelity next step."""
+        u = self.names.index(unit) if isinstance(unit, str) else unit
+        rc = self._lib.gnmr_recovering(ctypes.byref(self._ctl), u)
+        if rc < 0:
+            _raise(rc, "gnmr_recovering", self._lib)
+        return bool(rc)
+
+    def attach(self, unit, *switches):
+        """PrecisionSwitch modules (anything with .high_fidelity) that
+        follow unit: high fidelity exactly on the steps it recovers."""
+        if unit not in self.names:
+            raise KeyError("no unit %r" % unit)
+        for s in switches:
+            s.high_fidelity = self.recovering(unit)
+        self._switches.setdefault(unit, []).extend(switches)
+
+    def report(self):
+        r = StepReportC()
+        _raise(self._lib.gnmr_step_info(ctypes.byref(self._ctl),
+                                        ctypes.byref(r)), "gnmr_step_info",
+               self._lib)
+        return StepReport(r)
+
+    def counters(self, unit=None):
+        """gnmr_counters_get as a dict (unit None: the totals)."""
+        u = 0xFFFFFFFF if unit is None else (
+            self.names.index(unit) if isinstance(unit, str) else unit)
+        c = Counters()
+        _raise(self._lib.gnmr_counters_get(ctypes.byref(self._ctl), u,
+                                           ctypes.byref(c)),
+               "gnmr_counters_get", self._lib)
+        return {f: getattr(c, f) for f, _ in Counters._fields_}
+
+    def reconfigure(self, **overrides):
+        cfg = Config.from_buffer_copy(self._ctl.cfg)
+        _apply_config(cfg, overrides)
+        _raise(self._lib.gnmr_reconfigure(ctypes.byref(self._ctl),
+                                          ctypes.byref(cfg)),
+               "gnmr_reconfigure", self._lib)
+        self.config = cfg
+
+    # -- checkpoint --
+
+    def checkpoint(self):
+        """The controller's gnmr_checkpoint_save bytes."""
+        size = ctypes.c_size_t()
+        _raise(self._lib.gnmr_checkpoint_save(ctypes.byref(self._ctl), None,
+                                              0, ctypes.byref(size)),
+               "gnmr_checkpoint_save", self._lib)
+        buf = ctypes.create_string_buffer(size.value)
+        _raise(self._lib.gnmr_checkpoint_save(ctypes.byref(self._ctl), buf,
+                                              size.value,
+                                              ctypes.byref(size)),
+               "gnmr_checkpoint_save", self._lib)
+        return buf.raw[:size.value]
+
+    def state_dict(self):
+        """{"units": names, "checkpoint": the checkpoint bytes as a uint8
+        tensor}: rides along torch.save, and torch.load(weights_only=True)
+        reads it back. The config is inside the checkpoint."""
+        data = bytearray(self.checkpoint())
+        return {"units": list(self.names),
+                "checkpoint": torch.frombuffer(data, dtype=torch.uint8)}
+
+    def load_state_dict(self, state):
+        """Restores config and state from state_dict()'s output; raises
+        (and changes nothing) on other units or a checkpoint gnmr.h
+        refuses (corrupt, truncated, another version or unit count)."""
+        if not isinstance(state, dict) or "checkpoint" not in state:
+            raise TypeError("expected a Controller.state_dict()")
+        if list(state.get("units", [])) != self.names:
+            raise ValueError("the state holds units %s, this controller %s"
+                             % (state.get("units"), self.names))
+        data = state["checkpoint"]
+        if isinstance(data, torch.Tensor):
+            if data.dtype != torch.uint8 or data.dim() != 1:
+                raise TypeError("checkpoint: a 1-D uint8 tensor expected")
+            data = bytes(data.cpu().tolist())
+        if not isinstance(data, (bytes, bytearray)):
+            raise TypeError("checkpoint: bytes expected")
+        buf = ctypes.create_string_buffer(bytes(data), len(data))
+        _raise(self._lib.gnmr_checkpoint_load(ctypes.byref(self._ctl), buf,
+                                              len(data)),
+               "gnmr_checkpoint_load", self._lib)
+        self.config = Config.from_buffer_copy(self._ctl.cfg)
+        for name, switches in self._switches.items():
+            for s in switches:
+                s.high_fidelity = self.recovering(name)
+
+
+def c_step(ctl, norms, lib=None):
+    """gnmr_step on a bare Ctl (for tests that drive the C controller
+    directly): returns the DecisionC array."""
+    lib = lib or load_library()
+    n = ctl.n_units
+    out = (DecisionC * n)()
+    buf = (ctypes.c_float * n)(*norms)
+    _raise(lib.gnmr_step(ctypes.byref(ctl), buf, out), "gnmr_step", lib)
+    return out
+
+
+# ---- the precision switch -----------------------------------------------
+
+class PrecisionSwitch(torch.nn.Module):
+    """Runs `cheap` normally and `high` while its unit recovers. The two
+    should share their parameters (e.g. cheap = FP8Delayed(linear), high =
+    linear): the unit's gradients are the same tensors on both paths.
+    Controller.attach(unit, switch) sets .high_fidelity after each step;
+    `with switch.forced(True):` overrides it for a block (evaluation in
+    high fidelity, say)."""
+
+    def __init__(self, cheap, high):
+        super().__init__()
+        self.cheap, self.high = cheap, high
+        self.high_fidelity = False
+        self._forced = None
+
+    def forward(self, *args, **kwargs):
+        hi = self.high_fidelity if self._forced is None else self._forced
+        return (self.high if hi else self.cheap)(*args, **kwargs)
+
+    def forced(self, high_fidelity):
+        switch = self
+
+        class _Forced:
+            def __enter__(self):
+                self.prev = switch._forced
+                switch._forced = bool(high_fidelity)
+                return switch
+
+            def __exit__(self, *exc):
+                switch._forced = self.prev
+                return False
+
+        return _Forced()
+
+
+E4M3_MAX = 448.0
+
+
+def _round_e4m3_emulated(x):
+    """x (float32, already in E4M3's range) rounded to the nearest E4M3
+    value, ties to even, in float32 arithmetic: 3 mantissa bits, normal
+    exponents down to 2^-6, subnormals in steps of 2^-9. Exact: frexp gives
+    the binade without a log, the step is a power of two, and torch.round
+    rounds half to even."""
+    a = x.abs()
+    _, e = torch.frexp(a)  # a = m * 2^e, m in [0.5, 1)
+    e = torch.clamp(e - 1, min=-6)  # the binade's exponent; subnormals: -6
+    step = torch.pow(2.0, (e - 3).to(torch.float32))
+    q = torch.round(a / step) * step
+    return torch.copysign(torch.clamp(q, max=E4M3_MAX), x)
+
+
+_F8 = getattr(torch, "float8_e4m3fn", None)
+
+
+def round_e4m3(x, native=None):
+    """x rounded to FP8 E4M3 (OCP, saturating to +-448), in x's dtype:
+    torch's float8_e4m3fn where this torch has it (2.1 and later), else the
+    float32 emulation (torch 1.13). NaN stays NaN."""
+    use_native = (_F8 is not None) if native is None else native
+    y = x.float().clamp(-E4M3_MAX, E4M3_MAX)
+    y = y.to(_F8).float() if use_native else _round_e4m3_emulated(y)
+    return y.to(x.dtype)
+
+
+class _FakeQuant(torch.autograd.Function):
+    """Forward: x * scale rounded to E4M3, divided back. Backward: the
+    straight-through estimator (the gradient passes unchanged)."""
+
+    @staticmethod
+    def forward(ctx, x, scale):
+        return round_e4m3(x * scale) / scale
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad, None
+
+
+class FP8Delayed(torch.nn.Module):
+    """The cheap path of a Linear: its input and weight fake-quantised to
+    FP8 E4M3 with per-tensor delayed scaling. Each tensor's scale is
+    E4M3_MAX / (max of its last `history` amaxes * margin), from steps
+    before this one (the amax of this step enters the history after it is
+    used, as Transformer Engine's delayed scaling does), so an outlier that
+    arrives overflows (saturates) this step and is scaled for later."""
+
+    def __init__(self, linear, history=16, margin=1.0):
+        super().__init__()
+        self.linear = linear
+        self.margin = margin
+        self.register_buffer("amax_x", torch.zeros(history))
+        self.register_buffer("amax_w", torch.zeros(history))
+
+    def _scale(self, hist):
+        m = float(hist.max()) * self.margin
+        return E4M3_MAX / m if m > 0 and math.isfinite(m) else 1.0
+
+    def _push(self, hist, t):
+        with torch.no_grad():
+            a = t.detach().abs().max().float()
+            if not bool(torch.isfinite(a)):
+                return  # a NaN/Inf batch does not poison the scale
+            hist.copy_(torch.roll(hist, 1))
+            hist[0] = a
+
+    def forward(self, x):
+        w = self.linear.weight
+        sx, sw = self._scale(self.amax_x), self._scale(self.amax_w)
+        if self.training:
+            self._push(self.amax_x, x)
+            self._push(self.amax_w, w)
+        xq = _FakeQuant.apply(x, sx)
+        wq = _FakeQuant.apply(w, sw)
+        return torch.nn.functional.linear(xq, wq, self.linear.bias)
