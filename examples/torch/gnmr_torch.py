@@ -197,6 +197,7 @@ def load_library(path=None):
         "gnmr_step": (ctypes.c_int, [P(Ctl), P(ctypes.c_float),
                                      P(DecisionC)]),
         "gnmr_recovering": (ctypes.c_int, [P(Ctl), _u32]),
+        "gnmr_recovering_check": (ctypes.c_int, [P(Ctl), _u32]),
         "gnmr_step_info": (ctypes.c_int, [P(Ctl), P(StepReportC)]),
         "gnmr_counters_get": (ctypes.c_int, [P(Ctl), _u32, P(Counters)]),
         "gnmr_checkpoint_size": (ctypes.c_size_t, [P(Ctl)]),
@@ -504,7 +505,7 @@ class Controller:
         buf = (ctypes.c_float * self.n_units)(*[float(x) for x in norms])
         _raise(self._lib.gnmr_step(ctypes.byref(self._ctl), buf,
                                    self._decisions), "gnmr_step", self._lib)
-        rec = [self._lib.gnmr_recovering(ctypes.byref(self._ctl), u) > 0
+        rec = [self._lib.gnmr_recovering(ctypes.byref(self._ctl), u) == 1
                for u in range(self.n_units)]
         res = StepResult(self.names, list(buf), self._decisions, rec,
                          self.report())
@@ -532,10 +533,9 @@ class Controller:
     def recovering(self, unit):
         """True if unit (a name or index) runs high-fidelity next step."""
         u = self.names.index(unit) if isinstance(unit, str) else unit
-        rc = self._lib.gnmr_recovering(ctypes.byref(self._ctl), u)
-        if rc < 0:
-            _raise(rc, "gnmr_recovering", self._lib)
-        return bool(rc)
+        _raise(self._lib.gnmr_recovering_check(ctypes.byref(self._ctl), u),
+               "gnmr_recovering", self._lib)
+        return self._lib.gnmr_recovering(ctypes.byref(self._ctl), u) == 1
 
     def attach(self, unit, *switches):
         """PrecisionSwitch modules (anything with .high_fidelity) that
