@@ -1009,6 +1009,18 @@ static GNMR_HOSTDEV double gnmr__fold8(const double *l) {
   return ((l[0] + l[1]) + (l[2] + l[3])) + ((l[4] + l[5]) + (l[6] + l[7]));
 }
 
+/* A layout promise checked at compile time: C11's and C++11's own form
+   where there is one, else an array of negative size (C99, C++98, CUDA's
+   older hosts), which is an error in every language alike. */
+#if defined(__cplusplus) && __cplusplus >= 201103L
+#define GNMR__STATIC_ASSERT(name, cond) static_assert(cond, #name)
+#elif !defined(__cplusplus) && defined(__STDC_VERSION__) &&                    \
+    __STDC_VERSION__ >= 201112L
+#define GNMR__STATIC_ASSERT(name, cond) _Static_assert(cond, #name)
+#else
+#define GNMR__STATIC_ASSERT(name, cond) typedef char name[(cond) ? 1 : -1]
+#endif
+
 #define GNMR__MAGIC 0x524d4e47u /* "GNMR" */
 
 /* The controller's AVX-512 path: x86-64 builds with the AVX-512 kernels,
@@ -1250,14 +1262,11 @@ GNMR_DEF int gnmr_init(gnmr_ctl *ctl, const gnmr_config *cfg, gnmr_slot *units,
    flags, action. */
 #define GNMR__SIZE_OK(name, type, shape)                                       \
   &&(sizeof(type) == 8 || sizeof(type) == 4)
-typedef char gnmr__fields_align[(1 GNMR__UNIT_STATE(GNMR__SIZE_OK)
-                                     GNMR__UNIT_SCRATCH(GNMR__SIZE_OK))
-                                    ? 1
-                                    : -1];
-typedef char gnmr__decision_layout[sizeof(gnmr_decision) == 40 &&
-                                           offsetof(gnmr_decision, flags) == 32
-                                       ? 1
-                                       : -1];
+GNMR__STATIC_ASSERT(gnmr__fields_align, 1 GNMR__UNIT_STATE(GNMR__SIZE_OK)
+                                            GNMR__UNIT_SCRATCH(GNMR__SIZE_OK));
+GNMR__STATIC_ASSERT(gnmr__decision_layout,
+                    sizeof(gnmr_decision) == 40 &&
+                        offsetof(gnmr_decision, flags) == 32);
 
 #define GNMR__POINTER(name, type, shape) type *name;
 typedef struct gnmr__soa {
@@ -1837,11 +1846,65 @@ gnmr__unit_step(const gnmr__rules *c, const gnmr__soa *s, const float *norms,
 }
 
 /* What phase 3 adds up over one step's units, on the CPU or a device:
-   the GNMR__EV_* bits counted (candidates also index the heap scratch). */
+   X(field, type, bit), each the number of units whose gnmr__unit_step
+   returned that GNMR__EV_* bit, the 64-bit ones first. The device sums
+   them as one array in this order (gnmr__tally_layout holds it to that);
+   candidates, counted apart, also index the heap scratch. */
+#define GNMR__TALLY(X)                                                         \
+  X(risky, uint64_t, GNMR__EV_RISKY)                                           \
+  X(nonfinite, uint64_t, GNMR__EV_NONFINITE)                                   \
+  X(held, uint64_t, GNMR__EV_HELD)                                             \
+  X(renewed, uint64_t, GNMR__EV_RENEWED)                                       \
+  X(locked, uint32_t, GNMR__EV_LOCKED)                                         \
+  X(rises, uint32_t, GNMR__EV_RISE)                                            \
+  X(falls, uint32_t, GNMR__EV_FALL)
+#define GNMR__TALLY_FIELD(name, type, bit) type name;
 typedef struct gnmr__tally {
-  uint64_t risky, nonfinite, held, renewed;
-  uint32_t locked, candidates, rises, falls;
+  GNMR__TALLY(GNMR__TALLY_FIELD)
+  uint32_t candidates;
 } gnmr__tally;
+#undef GNMR__TALLY_FIELD
+
+/* Field i of the tally, and how many there are (GNMR__TALLY_N) and of 64
+   bits (GNMR__TALLY_WIDE): field i lies at 8 i while i < WIDE, at 8 WIDE +
+   4 (i - WIDE) after, with no padding, as the device's array reads it. */
+#define GNMR__TALLY_INDEX(name, type, bit) GNMR__TALLY_AT_##name,
+#define GNMR__TALLY_IS_WIDE(name, type, bit) +(sizeof(type) == 8)
+enum {
+  GNMR__TALLY(GNMR__TALLY_INDEX) GNMR__TALLY_N,
+  GNMR__TALLY_WIDE = 0 GNMR__TALLY(GNMR__TALLY_IS_WIDE)
+};
+#undef GNMR__TALLY_IS_WIDE
+#undef GNMR__TALLY_INDEX
+#define GNMR__TALLY_PLACED(name, type, bit)                                    \
+  &&offsetof(gnmr__tally, name) ==                                             \
+      (GNMR__TALLY_AT_##name < GNMR__TALLY_WIDE                                \
+           ? 8 * (size_t)GNMR__TALLY_AT_##name                                 \
+           : 8 * (size_t)GNMR__TALLY_WIDE +                                    \
+                 4 * (size_t)(GNMR__TALLY_AT_##name - GNMR__TALLY_WIDE))
+GNMR__STATIC_ASSERT(gnmr__tally_layout, 1 GNMR__TALLY(GNMR__TALLY_PLACED));
+#undef GNMR__TALLY_PLACED
+
+/* Unit u's bits ev added to the tally; a candidate is listed in heap. The
+   host's loops and the device's emulation in the tests count with it. */
+static GNMR__HOT GNMR_HOSTDEV void
+gnmr__tally_add(gnmr__tally *t, uint32_t *heap, unsigned ev, uint32_t u) {
+  if (ev == 0) return;
+#define GNMR__TALLY_COUNT(name, type, bit) t->name += (ev & (bit)) != 0;
+  GNMR__TALLY(GNMR__TALLY_COUNT)
+#undef GNMR__TALLY_COUNT
+  if (ev & GNMR__EV_CANDIDATE) heap[t->candidates++] = u;
+}
+
+/* Rule 7's free slots: max_recovering less the units still locked after
+   phase 3 (none while gnmr_reconfigure left more units recovering than it
+   allows); returns how many candidates take one. */
+static GNMR_HOSTDEV uint32_t gnmr__admit_count(const gnmr__tally *t,
+                                               uint32_t max_recovering) {
+  const uint32_t free_slots =
+      t->locked < max_recovering ? max_recovering - t->locked : 0;
+  return t->candidates < free_slots ? t->candidates : free_slots;
+}
 
 /* One step on the CPU: the rules, the arrays, and the totals so far. */
 typedef struct gnmr__step_ctx {
@@ -1859,16 +1922,8 @@ typedef struct gnmr__step_ctx {
    step's instructions). */
 static GNMR__HOT GNMR_HOSTDEV void gnmr__unit_cpu_inline(gnmr__step_ctx *c,
                                                          uint32_t u) {
-  unsigned ev = gnmr__unit_step(&c->r, &c->s, c->norms, c->out, u);
-  if (ev == 0) return;
-  c->t.risky += (ev & GNMR__EV_RISKY) != 0;
-  c->t.nonfinite += (ev & GNMR__EV_NONFINITE) != 0;
-  c->t.held += (ev & GNMR__EV_HELD) != 0;
-  c->t.renewed += (ev & GNMR__EV_RENEWED) != 0;
-  c->t.locked += (ev & GNMR__EV_LOCKED) != 0;
-  c->t.rises += (ev & GNMR__EV_RISE) != 0;
-  c->t.falls += (ev & GNMR__EV_FALL) != 0;
-  if (ev & GNMR__EV_CANDIDATE) c->s.heap[c->t.candidates++] = u;
+  gnmr__tally_add(&c->t, c->s.heap,
+                  gnmr__unit_step(&c->r, &c->s, c->norms, c->out, u), u);
 }
 
 #if GNMR__CTL_AVX512
@@ -2677,12 +2732,7 @@ static GNMR_HOSTDEV void gnmr__step_units(gnmr__step_ctx *c, int wide) {
    releases and renewals, and those best first in the list. */
 static GNMR_HOSTDEV uint32_t gnmr__step_select(gnmr__step_ctx *c,
                                                uint32_t max_recovering) {
-  /* None are free while gnmr_reconfigure left more units recovering than
-     max_recovering allows. */
-  const uint32_t free_slots =
-      c->t.locked < max_recovering ? max_recovering - c->t.locked : 0;
-  uint32_t k;
-  k = c->t.candidates < free_slots ? c->t.candidates : free_slots;
+  const uint32_t k = gnmr__admit_count(&c->t, max_recovering);
   gnmr__best_first(&c->s, c->s.heap, c->t.candidates, k);
   return k;
 }
