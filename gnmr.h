@@ -1054,34 +1054,57 @@ GNMR_DEF const char *gnmr_version(void) { return GNMR_VERSION_STRING; }
 
 /* ---- configuration ----------------------------------------------------- */
 
+static int gnmr__finite_above(double x, double floor_) {
+  return gnmr__finite64(x) && x > floor_;
+}
+
+/* Every field of gnmr_config with its default and its valid range (c the
+   config, n the unit count), listed once: gnmr_config_paper() is the
+   defaults; checked, sealed, saved and loaded in this order. The ratio
+   threshold is the demo sweep's best of 2, 3, 5 (README); the NOISE fields
+   (two_sided on) come from bench/detect (bench/RESULTS.md, "Detection");
+   the manual's table lists the same (tests/test_rules.c holds them to it). */
+#define GNMR__CONFIG(X)                                                        \
+  X(ratio_threshold, 2.0, gnmr__finite_above(c->ratio_threshold, 1.0))         \
+  X(delta_threshold, 1.5, gnmr__finite_above(c->delta_threshold, 0.0))         \
+  X(history_decay, 0.99,                                                       \
+    gnmr__finite_above(c->history_decay, 0.0) && c->history_decay <= 1.0)      \
+  X(eps, 1e-12, gnmr__finite_above(c->eps, 0.0))                               \
+  X(delta_window, 8,                                                           \
+    c->delta_window >= 1 && c->delta_window <= GNMR_WINDOW_MAX)                \
+  X(warmup_steps, 16, 1)                                                       \
+  X(max_recovering, 1, c->max_recovering <= n)                                 \
+  X(lock_steps, 8, c->lock_steps >= 1)                                         \
+  X(cooldown_steps, 4, 1)                                                      \
+  X(spike_policy, GNMR_SPIKE_CLIP,                                             \
+    c->spike_policy >= GNMR_SPIKE_PASS && c->spike_policy <= GNMR_SPIKE_SKIP)  \
+  X(rule, GNMR_RULE_PAPER,                                                     \
+    c->rule == GNMR_RULE_PAPER || c->rule == GNMR_RULE_NOISE)                  \
+  X(two_sided, 1, c->two_sided <= 1)                                           \
+  X(z_rise, 4.25, gnmr__finite_above(c->z_rise, 0.0))                          \
+  X(z_fall, 6.0, gnmr__finite_above(c->z_fall, 0.0))                           \
+  X(min_rise, 2.0, gnmr__finite_above(c->min_rise, 1.0))                       \
+  X(max_fall, 0.5, gnmr__finite_above(c->max_fall, 0.0) && c->max_fall < 1.0)  \
+  X(ar, 0.5, gnmr__finite64(c->ar) && c->ar >= 0.0 && c->ar < 1.0)             \
+  X(hold, 3.5, gnmr__finite_above(c->hold, 0.0))                               \
+  X(fluct_decay, 0.995,                                                        \
+    gnmr__finite_above(c->fluct_decay, 0.0) && c->fluct_decay <= 1.0)          \
+  X(winsor, 3.0, gnmr__finite64(c->winsor) && c->winsor >= 1.0)                \
+  X(fluct_floor, 0.01,                                                         \
+    gnmr__finite64(c->fluct_floor) && c->fluct_floor >= 0.0)                   \
+  X(global_ratio, 2.0, gnmr__finite_above(c->global_ratio, 1.0))               \
+  X(global_frac, 0.25,                                                         \
+    gnmr__finite_above(c->global_frac, 0.0) && c->global_frac <= 1.0)          \
+  X(common_min_units, 8, c->common_min_units >= 1)                             \
+  X(global_policy, GNMR_GLOBAL_NONE,                                           \
+    c->global_policy >= GNMR_GLOBAL_NONE &&                                    \
+        c->global_policy <= GNMR_GLOBAL_SKIP)
+
 GNMR_DEF gnmr_config gnmr_config_paper(void) {
   gnmr_config c;
-  c.ratio_threshold = 2.0; /* demo sweep: best of 2, 3, 5 (README) */
-  c.delta_threshold = 1.5;
-  c.history_decay = 0.99;
-  c.eps = 1e-12;
-  c.delta_window = 8;
-  c.warmup_steps = 16;
-  c.max_recovering = 1;
-  c.lock_steps = 8;
-  c.cooldown_steps = 4;
-  c.spike_policy = GNMR_SPIKE_CLIP;
-  c.rule = GNMR_RULE_PAPER;
-  /* NOISE mode's, from bench/detect (bench/RESULTS.md, "Detection") */
-  c.two_sided = 1;
-  c.z_rise = 4.25;
-  c.z_fall = 6.0;
-  c.min_rise = 2.0;
-  c.max_fall = 0.5;
-  c.ar = 0.5;
-  c.hold = 3.5;
-  c.fluct_decay = 0.995;
-  c.winsor = 3.0;
-  c.fluct_floor = 0.01;
-  c.global_ratio = 2.0;
-  c.global_frac = 0.25;
-  c.common_min_units = 8;
-  c.global_policy = GNMR_GLOBAL_NONE;
+#define GNMR__DEFAULT(name, value, valid) c.name = value;
+  GNMR__CONFIG(GNMR__DEFAULT)
+#undef GNMR__DEFAULT
   return c;
 }
 
@@ -1094,49 +1117,11 @@ GNMR_DEF gnmr_config gnmr_config_noise(void) {
 
 GNMR_DEF gnmr_config gnmr_config_default(void) { return gnmr_config_paper(); }
 
-static int gnmr__finite_above(double x, double floor_) {
-  return gnmr__finite64(x) && x > floor_;
-}
-
-/* Every field of gnmr_config with its valid range (c the config, n the
-   unit count), listed once: checked, sealed, saved and loaded in order. */
-#define GNMR__CONFIG(X)                                                        \
-  X(ratio_threshold, gnmr__finite_above(c->ratio_threshold, 1.0))              \
-  X(delta_threshold, gnmr__finite_above(c->delta_threshold, 0.0))              \
-  X(history_decay,                                                             \
-    gnmr__finite_above(c->history_decay, 0.0) && c->history_decay <= 1.0)      \
-  X(eps, gnmr__finite_above(c->eps, 0.0))                                      \
-  X(delta_window, c->delta_window >= 1 && c->delta_window <= GNMR_WINDOW_MAX)  \
-  X(warmup_steps, 1)                                                           \
-  X(max_recovering, c->max_recovering <= n)                                    \
-  X(lock_steps, c->lock_steps >= 1)                                            \
-  X(cooldown_steps, 1)                                                         \
-  X(spike_policy,                                                              \
-    c->spike_policy >= GNMR_SPIKE_PASS && c->spike_policy <= GNMR_SPIKE_SKIP)  \
-  X(rule, c->rule == GNMR_RULE_PAPER || c->rule == GNMR_RULE_NOISE)            \
-  X(two_sided, c->two_sided <= 1)                                              \
-  X(z_rise, gnmr__finite_above(c->z_rise, 0.0))                                \
-  X(z_fall, gnmr__finite_above(c->z_fall, 0.0))                                \
-  X(min_rise, gnmr__finite_above(c->min_rise, 1.0))                            \
-  X(max_fall, gnmr__finite_above(c->max_fall, 0.0) && c->max_fall < 1.0)       \
-  X(ar, gnmr__finite64(c->ar) && c->ar >= 0.0 && c->ar < 1.0)                  \
-  X(hold, gnmr__finite_above(c->hold, 0.0))                                    \
-  X(fluct_decay,                                                               \
-    gnmr__finite_above(c->fluct_decay, 0.0) && c->fluct_decay <= 1.0)          \
-  X(winsor, gnmr__finite64(c->winsor) && c->winsor >= 1.0)                     \
-  X(fluct_floor, gnmr__finite64(c->fluct_floor) && c->fluct_floor >= 0.0)      \
-  X(global_ratio, gnmr__finite_above(c->global_ratio, 1.0))                    \
-  X(global_frac,                                                               \
-    gnmr__finite_above(c->global_frac, 0.0) && c->global_frac <= 1.0)          \
-  X(common_min_units, c->common_min_units >= 1)                                \
-  X(global_policy, c->global_policy >= GNMR_GLOBAL_NONE &&                     \
-                       c->global_policy <= GNMR_GLOBAL_SKIP)
-
 GNMR_DEF int gnmr_config_check(const gnmr_config *c, uint32_t n,
                                const char **field) {
   const char *bad = NULL;
   if (!c) return GNMR_EINVAL;
-#define GNMR__CHECK(name, valid)                                               \
+#define GNMR__CHECK(name, value, valid)                                        \
   if (!bad && !(valid)) bad = #name;
   GNMR__CONFIG(GNMR__CHECK)
 #undef GNMR__CHECK
@@ -1187,7 +1172,8 @@ static GNMR_HOSTDEV void gnmr__mix(uint64_t *h, uint64_t *k, const void *v,
 static GNMR_HOSTDEV uint64_t gnmr__seal(const gnmr_ctl *ctl) {
   const gnmr_config *c = &ctl->cfg;
   uint64_t h = GNMR__MAGIC, k = UINT64_C(0xD6E8FEB86659FD93);
-#define GNMR__MIX(name, valid) gnmr__mix(&h, &k, &c->name, sizeof c->name);
+#define GNMR__MIX(name, value, valid)                                          \
+  gnmr__mix(&h, &k, &c->name, sizeof c->name);
   GNMR__CONFIG(GNMR__MIX)
 #undef GNMR__MIX
   gnmr__mix(&h, &k, &ctl->n_units, 4);
@@ -2959,8 +2945,8 @@ GNMR_DEF int gnmr_flags_string(uint32_t flags, char *buf, size_t cap) {
 
 #define GNMR__CKPT_VERSION 3u
 #define GNMR__CKPT_HEADER 24u
-#define GNMR__CFG_BYTES(name, valid) /* a term of a sum */                     \
-  +sizeof(((gnmr_config *)0)->name)  /* NOLINT(bugprone-macro-parentheses) */
+#define GNMR__CFG_BYTES(name, value, valid) /* a term of a sum */              \
+  +sizeof(((gnmr_config *)0)->name) /* NOLINT(bugprone-macro-parentheses) */
 #define GNMR__CKPT_CONFIG (0 GNMR__CONFIG(GNMR__CFG_BYTES))
 #define GNMR__CKPT_TOTALS                                                      \
   (0 GNMR__TOTALS(GNMR__BYTES) GNMR__GLOBAL(GNMR__BYTES)                       \
@@ -3137,7 +3123,8 @@ GNMR_DEF int gnmr_checkpoint_save(const gnmr_ctl *ctl, void *buf, size_t cap,
   p = gnmr__put_u32(p, ctl->n_units);
   p = gnmr__put_u32(p, GNMR_WINDOW_MAX);
   p = gnmr__put_u32(p, 0);
-#define GNMR__PUT_CFG(name, valid) p = gnmr__put(p, &c->name, sizeof c->name);
+#define GNMR__PUT_CFG(name, value, valid)                                      \
+  p = gnmr__put(p, &c->name, sizeof c->name);
   GNMR__CONFIG(GNMR__PUT_CFG)
 #undef GNMR__PUT_CFG
 #define GNMR__PUT_TOTAL(name, type, shape)                                     \
@@ -3188,7 +3175,8 @@ static int gnmr__ckpt_read(const gnmr_ctl *ctl, gnmr_ctl *t,
   if (n != ctl->n_units) return GNMR_EMISMATCH;
   memset(t, 0, sizeof *t);
   t->n_units = n;
-#define GNMR__GET_CFG(name, valid) gnmr__get(&p, &c->name, sizeof c->name);
+#define GNMR__GET_CFG(name, value, valid)                                      \
+  gnmr__get(&p, &c->name, sizeof c->name);
   GNMR__CONFIG(GNMR__GET_CFG)
 #undef GNMR__GET_CFG
   if (gnmr_config_check(c, n, NULL) != GNMR_OK) return GNMR_ECORRUPT;
@@ -3247,7 +3235,7 @@ GNMR_DEF int gnmr_checkpoint_config(const gnmr_ctl *ctl, const void *buf,
   if (!gnmr__usable(ctl)) return GNMR_ESTATE;
   rc = gnmr__ckpt_read(ctl, &t, (const unsigned char *)buf, len, 0);
   if (rc != GNMR_OK) return rc;
-#define GNMR__DIFFERS(name, valid)                                             \
+#define GNMR__DIFFERS(name, value, valid)                                      \
   if (!first && memcmp(&t.cfg.name, &ctl->cfg.name, sizeof t.cfg.name) != 0)   \
     first = #name;
   GNMR__CONFIG(GNMR__DIFFERS)
