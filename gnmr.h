@@ -1704,12 +1704,106 @@ gnmr__noise_unit(const gnmr__rules *c, const gnmr__soa *s, uint32_t u,
   return flags;
 }
 
-/* Rules 1-6 and 8 for unit u: its decision (KEEP, HOLD or RELEASE), its
-   statistics, its lock and cooldown. A unit that waits for a slot (rule 7,
-   decided after every unit) is marked by score[u] = its score, > 0 (risky
-   scores are >= 1 or +inf); whoever runs rule 7 clears every mark. Reads
-   and writes unit u only, so units may be stepped in any order, or one
-   CUDA thread each. */
+/* Rules 2-5 and 8 for unit u, finite g: ratio, delta, score and the own
+   scale, the mean and the window. Returns GNMR_FLAG_RATIO and
+   GNMR_FLAG_DELTA (risky), GNMR_FLAG_WARMUP or 0. */
+static GNMR__HOT GNMR_HOSTDEV uint32_t gnmr__paper_unit(
+    const gnmr__rules *c, const gnmr__soa *s, uint32_t u, double g,
+    double *ratio_, double *delta_, double *score_, double *scale_) {
+  const double m = s->mean[u];
+  const uint64_t k = s->finite_steps[u];
+  double ratio, delta, score, scale = 1.0, x = g, w, evicted = 0.0;
+  float stored;
+  uint32_t flags;
+  int risky;
+  /* rules 2, 3 */
+  if (k >= c->window) {
+    ratio = g / (m > c->eps ? m : c->eps);
+    delta = ratio - gnmr__mul(s->window_sum[u], c->inv_window);
+    evicted =
+        (double)s->window[(size_t)((k - c->window) & GNMR__RING) * c->n + u];
+  } else if (k > 0) {
+    ratio = g / (m > c->eps ? m : c->eps);
+    delta = ratio - s->window_sum[u] / (double)(uint32_t)k;
+  } else {
+    ratio = 1.0;
+    delta = 0.0;
+  }
+  /* rule 4 */
+  if (k < c->warmup)
+    flags = GNMR_FLAG_WARMUP;
+  else
+    flags = (ratio > c->tau_r ? (uint32_t)GNMR_FLAG_RATIO : 0u) |
+            (delta > c->tau_d ? (uint32_t)GNMR_FLAG_DELTA : 0u);
+  risky = (flags & (GNMR_FLAG_RATIO | GNMR_FLAG_DELTA)) != 0;
+  score = ratio * c->inv_tau_r;
+  if (delta * c->inv_tau_d > score) score = delta * c->inv_tau_d;
+  /* rules 5, 8: a spike cannot inflate its own history */
+  if (risky && g > c->tau_r * m) {
+    x = c->tau_r * m;
+    if (c->policy == GNMR_SPIKE_CLIP) scale = x / g;
+  }
+  if (risky && c->policy == GNMR_SPIKE_SKIP) scale = 0.0;
+  w = k + 1 < c->full_weight_from ? 1.0 / (double)(k + 1) : c->floor_w;
+  s->finite_steps[u] = k + 1;
+  s->mean[u] = m + gnmr__mul(w, x - m);
+  stored = gnmr__window_value(ratio < c->tau_r ? ratio : c->tau_r);
+  s->window[(size_t)(k & GNMR__RING) * c->n + u] = stored;
+  s->window_sum[u] += (double)stored - evicted;
+  if (((k + 1) & GNMR__RING) == 0)
+    s->window_sum[u] = gnmr__window_sum(s, c->n, u, k + 1, c->window);
+  *ratio_ = ratio;
+  *delta_ = delta;
+  *score_ = score;
+  *scale_ = scale;
+  return flags;
+}
+
+/* Rule 6, and rule 7 up to the mark, for unit u after its rule set's rules
+   (risky, score, flags so far): a lock counts down (HOLD), and at zero is
+   renewed while risky (RENEWED) or released (RELEASE, cooldown starts); a
+   unit out of recovery cools down (COOLDOWN while risky but NONFINITE), or,
+   risky and eligible, waits for a slot: score[u] = its score. Returns the
+   unit's GNMR__EV_* bits of rules 6 and 7. */
+static GNMR__HOT GNMR_HOSTDEV unsigned
+gnmr__unit_locks(const gnmr__rules *c, const gnmr__soa *s, uint32_t u,
+                 int risky, double score, uint32_t *flags, int32_t *action) {
+  unsigned ev = 0;
+  if (s->lock[u] > 0) {
+    s->recovery_steps[u]++;
+    ev |= GNMR__EV_HELD;
+    *action = GNMR_ACTION_HOLD;
+    if (--s->lock[u] == 0) {
+      if (risky && c->renew) {
+        s->lock[u] = c->lock_steps;
+        s->renewals[u]++;
+        ev |= GNMR__EV_RENEWED;
+        *flags |= GNMR_FLAG_RENEWED;
+      } else {
+        *action = GNMR_ACTION_RELEASE;
+        s->cooldown[u] = c->cooldown_steps;
+      }
+    }
+    if (s->lock[u] > 0) ev |= GNMR__EV_LOCKED;
+  } else if (s->cooldown[u] > 0 || risky) {
+    int cooling = s->cooldown[u] > 0;
+    if (cooling) s->cooldown[u]--;
+    if (cooling && risky && !(*flags & GNMR_FLAG_NONFINITE)) {
+      *flags |= GNMR_FLAG_COOLDOWN;
+    } else if (risky && (!c->global || (*flags & GNMR_FLAG_NONFINITE))) {
+      s->score[u] = score;
+      ev |= GNMR__EV_CANDIDATE;
+    }
+  }
+  return ev;
+}
+
+/* Rules 1-6 and 8 for unit u (N1-N9 in NOISE mode): its decision (KEEP,
+   HOLD or RELEASE), its statistics, its lock and cooldown. A unit that
+   waits for a slot (rule 7, decided after every unit) is marked by
+   score[u] = its score, > 0 (risky scores are >= 1 or +inf); whoever runs
+   rule 7 clears every mark. Reads and writes unit u only, so units may be
+   stepped in any order, or one CUDA thread each. */
 static GNMR__HOT GNMR_HOSTDEV unsigned
 gnmr__unit_step(const gnmr__rules *c, const gnmr__soa *s, const float *norms,
                 gnmr_decision *out, uint32_t u) {
@@ -1733,46 +1827,8 @@ gnmr__unit_step(const gnmr__rules *c, const gnmr__soa *s, const float *norms,
       ev = GNMR__EV_RISE;
     }
   } else if (gnmr__finite32(norms[u])) {
-    const double m = s->mean[u];
-    const uint64_t k = s->finite_steps[u];
-    double x = g, w, evicted = 0.0;
-    float stored;
-    /* rules 2, 3 */
-    if (k >= c->window) {
-      ratio = g / (m > c->eps ? m : c->eps);
-      delta = ratio - gnmr__mul(s->window_sum[u], c->inv_window);
-      evicted =
-          (double)s->window[(size_t)((k - c->window) & GNMR__RING) * c->n + u];
-    } else if (k > 0) {
-      ratio = g / (m > c->eps ? m : c->eps);
-      delta = ratio - s->window_sum[u] / (double)(uint32_t)k;
-    } else {
-      ratio = 1.0;
-      delta = 0.0;
-    }
-    /* rule 4 */
-    if (k < c->warmup)
-      flags = GNMR_FLAG_WARMUP;
-    else
-      flags = (ratio > c->tau_r ? (uint32_t)GNMR_FLAG_RATIO : 0u) |
-              (delta > c->tau_d ? (uint32_t)GNMR_FLAG_DELTA : 0u);
+    flags = gnmr__paper_unit(c, s, u, g, &ratio, &delta, &score, &scale);
     risky = (flags & (GNMR_FLAG_RATIO | GNMR_FLAG_DELTA)) != 0;
-    score = ratio * c->inv_tau_r;
-    if (delta * c->inv_tau_d > score) score = delta * c->inv_tau_d;
-    /* rules 5, 8: a spike cannot inflate its own history */
-    if (risky && g > c->tau_r * m) {
-      x = c->tau_r * m;
-      if (c->policy == GNMR_SPIKE_CLIP) scale = x / g;
-    }
-    if (risky && c->policy == GNMR_SPIKE_SKIP) scale = 0.0;
-    w = k + 1 < c->full_weight_from ? 1.0 / (double)(k + 1) : c->floor_w;
-    s->finite_steps[u] = k + 1;
-    s->mean[u] = m + gnmr__mul(w, x - m);
-    stored = gnmr__window_value(ratio < c->tau_r ? ratio : c->tau_r);
-    s->window[(size_t)(k & GNMR__RING) * c->n + u] = stored;
-    s->window_sum[u] += (double)stored - evicted;
-    if (((k + 1) & GNMR__RING) == 0)
-      s->window_sum[u] = gnmr__window_sum(s, c->n, u, k + 1, c->window);
   } else {
     /* rule 1: a NaN/Inf never enters the mean or the window */
     ratio = delta = g;
@@ -1791,34 +1847,7 @@ gnmr__unit_step(const gnmr__rules *c, const gnmr__soa *s, const float *norms,
     flags |= GNMR_FLAG_GLOBAL;
     scale = gnmr__mul(scale, c->global_scale);
   }
-
-  /* rule 6, and rule 7 up to the mark */
-  if (s->lock[u] > 0) {
-    s->recovery_steps[u]++;
-    ev |= GNMR__EV_HELD;
-    action = GNMR_ACTION_HOLD;
-    if (--s->lock[u] == 0) {
-      if (risky && c->renew) {
-        s->lock[u] = c->lock_steps;
-        s->renewals[u]++;
-        ev |= GNMR__EV_RENEWED;
-        flags |= GNMR_FLAG_RENEWED;
-      } else {
-        action = GNMR_ACTION_RELEASE;
-        s->cooldown[u] = c->cooldown_steps;
-      }
-    }
-    if (s->lock[u] > 0) ev |= GNMR__EV_LOCKED;
-  } else if (s->cooldown[u] > 0 || risky) {
-    int cooling = s->cooldown[u] > 0;
-    if (cooling) s->cooldown[u]--;
-    if (cooling && risky && !(flags & GNMR_FLAG_NONFINITE)) {
-      flags |= GNMR_FLAG_COOLDOWN;
-    } else if (risky && (!c->global || (flags & GNMR_FLAG_NONFINITE))) {
-      s->score[u] = score;
-      ev |= GNMR__EV_CANDIDATE;
-    }
-  }
+  ev |= gnmr__unit_locks(c, s, u, risky, score, &flags, &action);
   if (out) {
     gnmr_decision *d = &out[u];
     d->ratio = ratio;
