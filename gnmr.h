@@ -236,7 +236,9 @@
        global_policy            NONE, CLIP, SKIP      NONE
    gnmr_config_paper() is 0.1's defaults exactly (rule PAPER, warmup 16);
    gnmr_config_noise() the same with rule NOISE and warmup 50. The NOISE
-   values come from bench/detect (bench/RESULTS.md, "Detection").
+   values come from bench/detect (bench/RESULTS.md, "Detection"). The
+   code reads defaults and ranges from one list (GNMR__CONFIG, in the
+   implementation); tests/test_rules.c holds this table to it.
    Monitor-only use: max_recovering = 0 and spike_policy =
    GNMR_SPIKE_PASS.
 
