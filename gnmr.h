@@ -236,7 +236,9 @@
        global_policy            NONE, CLIP, SKIP      NONE
    gnmr_config_paper() is 0.1's defaults exactly (rule PAPER, warmup 16);
    gnmr_config_noise() the same with rule NOISE and warmup 50. The NOISE
-   values come from bench/detect (bench/RESULTS.md, "Detection").
+   values come from bench/detect (bench/RESULTS.md, "Detection"). The
+   code reads defaults and ranges from one list (GNMR__CONFIG, in the
+   implementation); tests/test_rules.c holds this table to it.
    Monitor-only use: max_recovering = 0 and spike_policy =
    GNMR_SPIKE_PASS.
 
@@ -1009,6 +1011,18 @@ static GNMR_HOSTDEV double gnmr__fold8(const double *l) {
   return ((l[0] + l[1]) + (l[2] + l[3])) + ((l[4] + l[5]) + (l[6] + l[7]));
 }
 
+/* A layout promise checked at compile time: C11's and C++11's own form
+   where there is one, else an array of negative size (C99, C++98, CUDA's
+   older hosts), which is an error in every language alike. */
+#if defined(__cplusplus) && __cplusplus >= 201103L
+#define GNMR__STATIC_ASSERT(name, cond) static_assert(cond, #name)
+#elif !defined(__cplusplus) && defined(__STDC_VERSION__) &&                    \
+    __STDC_VERSION__ >= 201112L
+#define GNMR__STATIC_ASSERT(name, cond) _Static_assert(cond, #name)
+#else
+#define GNMR__STATIC_ASSERT(name, cond) typedef char name[(cond) ? 1 : -1]
+#endif
+
 #define GNMR__MAGIC 0x524d4e47u /* "GNMR" */
 
 /* The controller's AVX-512 path: x86-64 builds with the AVX-512 kernels,
@@ -1042,34 +1056,57 @@ GNMR_DEF const char *gnmr_version(void) { return GNMR_VERSION_STRING; }
 
 /* ---- configuration ----------------------------------------------------- */
 
+static int gnmr__finite_above(double x, double floor_) {
+  return gnmr__finite64(x) && x > floor_;
+}
+
+/* Every field of gnmr_config with its default and its valid range (c the
+   config, n the unit count), listed once: gnmr_config_paper() is the
+   defaults; checked, sealed, saved and loaded in this order. The ratio
+   threshold is the demo sweep's best of 2, 3, 5 (README); the NOISE fields
+   (two_sided on) come from bench/detect (bench/RESULTS.md, "Detection");
+   the manual's table lists the same (tests/test_rules.c holds them to it). */
+#define GNMR__CONFIG(X)                                                        \
+  X(ratio_threshold, 2.0, gnmr__finite_above(c->ratio_threshold, 1.0))         \
+  X(delta_threshold, 1.5, gnmr__finite_above(c->delta_threshold, 0.0))         \
+  X(history_decay, 0.99,                                                       \
+    gnmr__finite_above(c->history_decay, 0.0) && c->history_decay <= 1.0)      \
+  X(eps, 1e-12, gnmr__finite_above(c->eps, 0.0))                               \
+  X(delta_window, 8,                                                           \
+    c->delta_window >= 1 && c->delta_window <= GNMR_WINDOW_MAX)                \
+  X(warmup_steps, 16, 1)                                                       \
+  X(max_recovering, 1, c->max_recovering <= n)                                 \
+  X(lock_steps, 8, c->lock_steps >= 1)                                         \
+  X(cooldown_steps, 4, 1)                                                      \
+  X(spike_policy, GNMR_SPIKE_CLIP,                                             \
+    c->spike_policy >= GNMR_SPIKE_PASS && c->spike_policy <= GNMR_SPIKE_SKIP)  \
+  X(rule, GNMR_RULE_PAPER,                                                     \
+    c->rule == GNMR_RULE_PAPER || c->rule == GNMR_RULE_NOISE)                  \
+  X(two_sided, 1, c->two_sided <= 1)                                           \
+  X(z_rise, 4.25, gnmr__finite_above(c->z_rise, 0.0))                          \
+  X(z_fall, 6.0, gnmr__finite_above(c->z_fall, 0.0))                           \
+  X(min_rise, 2.0, gnmr__finite_above(c->min_rise, 1.0))                       \
+  X(max_fall, 0.5, gnmr__finite_above(c->max_fall, 0.0) && c->max_fall < 1.0)  \
+  X(ar, 0.5, gnmr__finite64(c->ar) && c->ar >= 0.0 && c->ar < 1.0)             \
+  X(hold, 3.5, gnmr__finite_above(c->hold, 0.0))                               \
+  X(fluct_decay, 0.995,                                                        \
+    gnmr__finite_above(c->fluct_decay, 0.0) && c->fluct_decay <= 1.0)          \
+  X(winsor, 3.0, gnmr__finite64(c->winsor) && c->winsor >= 1.0)                \
+  X(fluct_floor, 0.01,                                                         \
+    gnmr__finite64(c->fluct_floor) && c->fluct_floor >= 0.0)                   \
+  X(global_ratio, 2.0, gnmr__finite_above(c->global_ratio, 1.0))               \
+  X(global_frac, 0.25,                                                         \
+    gnmr__finite_above(c->global_frac, 0.0) && c->global_frac <= 1.0)          \
+  X(common_min_units, 8, c->common_min_units >= 1)                             \
+  X(global_policy, GNMR_GLOBAL_NONE,                                           \
+    c->global_policy >= GNMR_GLOBAL_NONE &&                                    \
+        c->global_policy <= GNMR_GLOBAL_SKIP)
+
 GNMR_DEF gnmr_config gnmr_config_paper(void) {
   gnmr_config c;
-  c.ratio_threshold = 2.0; /* demo sweep: best of 2, 3, 5 (README) */
-  c.delta_threshold = 1.5;
-  c.history_decay = 0.99;
-  c.eps = 1e-12;
-  c.delta_window = 8;
-  c.warmup_steps = 16;
-  c.max_recovering = 1;
-  c.lock_steps = 8;
-  c.cooldown_steps = 4;
-  c.spike_policy = GNMR_SPIKE_CLIP;
-  c.rule = GNMR_RULE_PAPER;
-  /* NOISE mode's, from bench/detect (bench/RESULTS.md, "Detection") */
-  c.two_sided = 1;
-  c.z_rise = 4.25;
-  c.z_fall = 6.0;
-  c.min_rise = 2.0;
-  c.max_fall = 0.5;
-  c.ar = 0.5;
-  c.hold = 3.5;
-  c.fluct_decay = 0.995;
-  c.winsor = 3.0;
-  c.fluct_floor = 0.01;
-  c.global_ratio = 2.0;
-  c.global_frac = 0.25;
-  c.common_min_units = 8;
-  c.global_policy = GNMR_GLOBAL_NONE;
+#define GNMR__DEFAULT(name, value, valid) c.name = value;
+  GNMR__CONFIG(GNMR__DEFAULT)
+#undef GNMR__DEFAULT
   return c;
 }
 
@@ -1082,49 +1119,11 @@ GNMR_DEF gnmr_config gnmr_config_noise(void) {
 
 GNMR_DEF gnmr_config gnmr_config_default(void) { return gnmr_config_paper(); }
 
-static int gnmr__finite_above(double x, double floor_) {
-  return gnmr__finite64(x) && x > floor_;
-}
-
-/* Every field of gnmr_config with its valid range (c the config, n the
-   unit count), listed once: checked, sealed, saved and loaded in order. */
-#define GNMR__CONFIG(X)                                                        \
-  X(ratio_threshold, gnmr__finite_above(c->ratio_threshold, 1.0))              \
-  X(delta_threshold, gnmr__finite_above(c->delta_threshold, 0.0))              \
-  X(history_decay,                                                             \
-    gnmr__finite_above(c->history_decay, 0.0) && c->history_decay <= 1.0)      \
-  X(eps, gnmr__finite_above(c->eps, 0.0))                                      \
-  X(delta_window, c->delta_window >= 1 && c->delta_window <= GNMR_WINDOW_MAX)  \
-  X(warmup_steps, 1)                                                           \
-  X(max_recovering, c->max_recovering <= n)                                    \
-  X(lock_steps, c->lock_steps >= 1)                                            \
-  X(cooldown_steps, 1)                                                         \
-  X(spike_policy,                                                              \
-    c->spike_policy >= GNMR_SPIKE_PASS && c->spike_policy <= GNMR_SPIKE_SKIP)  \
-  X(rule, c->rule == GNMR_RULE_PAPER || c->rule == GNMR_RULE_NOISE)            \
-  X(two_sided, c->two_sided <= 1)                                              \
-  X(z_rise, gnmr__finite_above(c->z_rise, 0.0))                                \
-  X(z_fall, gnmr__finite_above(c->z_fall, 0.0))                                \
-  X(min_rise, gnmr__finite_above(c->min_rise, 1.0))                            \
-  X(max_fall, gnmr__finite_above(c->max_fall, 0.0) && c->max_fall < 1.0)       \
-  X(ar, gnmr__finite64(c->ar) && c->ar >= 0.0 && c->ar < 1.0)                  \
-  X(hold, gnmr__finite_above(c->hold, 0.0))                                    \
-  X(fluct_decay,                                                               \
-    gnmr__finite_above(c->fluct_decay, 0.0) && c->fluct_decay <= 1.0)          \
-  X(winsor, gnmr__finite64(c->winsor) && c->winsor >= 1.0)                     \
-  X(fluct_floor, gnmr__finite64(c->fluct_floor) && c->fluct_floor >= 0.0)      \
-  X(global_ratio, gnmr__finite_above(c->global_ratio, 1.0))                    \
-  X(global_frac,                                                               \
-    gnmr__finite_above(c->global_frac, 0.0) && c->global_frac <= 1.0)          \
-  X(common_min_units, c->common_min_units >= 1)                                \
-  X(global_policy, c->global_policy >= GNMR_GLOBAL_NONE &&                     \
-                       c->global_policy <= GNMR_GLOBAL_SKIP)
-
 GNMR_DEF int gnmr_config_check(const gnmr_config *c, uint32_t n,
                                const char **field) {
   const char *bad = NULL;
   if (!c) return GNMR_EINVAL;
-#define GNMR__CHECK(name, valid)                                               \
+#define GNMR__CHECK(name, value, valid)                                        \
   if (!bad && !(valid)) bad = #name;
   GNMR__CONFIG(GNMR__CHECK)
 #undef GNMR__CHECK
@@ -1151,7 +1150,7 @@ static uint64_t gnmr__full_weight_from(double beta) {
   return k;
 }
 
-/* ---- the controller's own checks ------------------------------------------
+/* ---- the controller's own checks, and gnmr_init ----------------------------
    gen advances with every change of state and is also kept, with n_units,
    in the header of the slots: a struct copy whose twin has moved on finds
    another value there. seal hashes what a step trusts without re-checking
@@ -1175,7 +1174,8 @@ static GNMR_HOSTDEV void gnmr__mix(uint64_t *h, uint64_t *k, const void *v,
 static GNMR_HOSTDEV uint64_t gnmr__seal(const gnmr_ctl *ctl) {
   const gnmr_config *c = &ctl->cfg;
   uint64_t h = GNMR__MAGIC, k = UINT64_C(0xD6E8FEB86659FD93);
-#define GNMR__MIX(name, valid) gnmr__mix(&h, &k, &c->name, sizeof c->name);
+#define GNMR__MIX(name, value, valid)                                          \
+  gnmr__mix(&h, &k, &c->name, sizeof c->name);
   GNMR__CONFIG(GNMR__MIX)
 #undef GNMR__MIX
   gnmr__mix(&h, &k, &ctl->n_units, 4);
@@ -1250,14 +1250,11 @@ GNMR_DEF int gnmr_init(gnmr_ctl *ctl, const gnmr_config *cfg, gnmr_slot *units,
    flags, action. */
 #define GNMR__SIZE_OK(name, type, shape)                                       \
   &&(sizeof(type) == 8 || sizeof(type) == 4)
-typedef char gnmr__fields_align[(1 GNMR__UNIT_STATE(GNMR__SIZE_OK)
-                                     GNMR__UNIT_SCRATCH(GNMR__SIZE_OK))
-                                    ? 1
-                                    : -1];
-typedef char gnmr__decision_layout[sizeof(gnmr_decision) == 40 &&
-                                           offsetof(gnmr_decision, flags) == 32
-                                       ? 1
-                                       : -1];
+GNMR__STATIC_ASSERT(gnmr__fields_align, 1 GNMR__UNIT_STATE(GNMR__SIZE_OK)
+                                            GNMR__UNIT_SCRATCH(GNMR__SIZE_OK));
+GNMR__STATIC_ASSERT(gnmr__decision_layout,
+                    sizeof(gnmr_decision) == 40 &&
+                        offsetof(gnmr_decision, flags) == 32);
 
 #define GNMR__POINTER(name, type, shape) type *name;
 typedef struct gnmr__soa {
@@ -1341,6 +1338,8 @@ static GNMR_HOSTDEV double gnmr__window_sum(const gnmr__soa *s, uint32_t n,
   return sum;
 }
 
+/* ---- gnmr_reconfigure: new settings for a running controller ------------- */
+
 GNMR_DEF int gnmr_reconfigure(gnmr_ctl *ctl, const gnmr_config *cfg) {
   gnmr_config c;
   gnmr__soa s;
@@ -1393,50 +1392,13 @@ GNMR_DEF int gnmr_reconfigure(gnmr_ctl *ctl, const gnmr_config *cfg) {
   return GNMR_OK;
 }
 
-/* ---- admission order (rule 7) ----------------------------------------------
-   Worse = lower score, then higher index: a strict total order, so the
-   admitted set never depends on the order units were listed in. */
-
-static GNMR_HOSTDEV int gnmr__worse(const gnmr__soa *s, uint32_t a,
-                                    uint32_t b) {
-  if (s->score[a] != s->score[b]) return s->score[a] < s->score[b];
-  return a > b;
-}
-
-/* heap[0 .. size) as a min-heap, worst on top: moves heap[at] down. */
-static GNMR_HOSTDEV void gnmr__sift_down(const gnmr__soa *s, uint32_t *heap,
-                                         uint32_t size, uint32_t at) {
-  uint32_t item = heap[at];
-  for (;;) {
-    uint32_t child = 2 * at + 1;
-    if (child >= size) break;
-    if (child + 1 < size && gnmr__worse(s, heap[child + 1], heap[child]))
-      child++;
-    if (!gnmr__worse(s, heap[child], item)) break;
-    heap[at] = heap[child];
-    at = child;
-  }
-  heap[at] = item;
-}
-
-/* Moves the best k of the n units in list[] to list[0 .. k), in place and
-   in O(n log k): list[0 .. k) is made a min-heap (worst on top), and each
-   later unit better than the top takes its place. */
-static GNMR_HOSTDEV void gnmr__best_first(const gnmr__soa *s, uint32_t *list,
-                                          uint32_t n, uint32_t k) {
-  uint32_t i;
-  if (k == 0 || k >= n) return;
-  for (i = k / 2; i-- > 0;) gnmr__sift_down(s, list, k, i);
-  for (i = k; i < n; i++)
-    if (gnmr__worse(s, list[0], list[i])) {
-      uint32_t t = list[0];
-      list[0] = list[i];
-      list[i] = t;
-      gnmr__sift_down(s, list, k, 0);
-    }
-}
-
-/* ---- one unit ------------------------------------------------------------ */
+/* ---- the step's machinery, shared by both rule sets ------------------------
+   What every rule and path of a step uses: products rounded on their own,
+   the rules' constants, what a unit's step reports and the step's tally,
+   the step's working state; then the AVX-512 copies' primitives. Plain IEEE
+   operations in a fixed order (every product that meets an add through
+   gnmr__mul), so the host, every SIMD path and a device give the same
+   bits; no libm function runs per unit. */
 
 /* a * b rounded on its own, never fused with the add or subtract that
    follows: compilers contract a * b + c into an FMA under
@@ -1483,10 +1445,389 @@ typedef struct gnmr__rules {
 #define GNMR__HOT
 #endif
 
-/* ---- NOISE mode's arithmetic (rules N0-N9) --------------------------------
-   Plain IEEE adds, multiplies and divides in a fixed order (every product
-   that meets an add through gnmr__mul), so the host, every SIMD path and a
-   device give the same bits; no libm function. */
+/* What one unit's step adds to the controller's totals: bits returned by
+   gnmr__unit_step, summed by the caller. */
+enum {
+  GNMR__EV_RISKY = 1u << 0,     /* rules 1, 4 */
+  GNMR__EV_NONFINITE = 1u << 1, /* rule 1 */
+  GNMR__EV_HELD = 1u << 2,      /* rule 6: a step on the high-fidelity path */
+  GNMR__EV_RENEWED = 1u << 3,   /* rule 6 */
+  GNMR__EV_LOCKED = 1u << 4,    /* rule 6: still locked after this step */
+  GNMR__EV_CANDIDATE = 1u << 5, /* rule 7: waits for a slot */
+  GNMR__EV_RISE = 1u << 6,      /* rule N4 */
+  GNMR__EV_FALL = 1u << 7       /* rule N4 */
+};
+
+/* What phase 3 adds up over one step's units, on the CPU or a device:
+   X(field, type, bit), each the number of units whose gnmr__unit_step
+   returned that GNMR__EV_* bit, the 64-bit ones first. The device sums
+   them as one array in this order (gnmr__tally_layout holds it to that);
+   candidates, counted apart, also index the heap scratch. */
+#define GNMR__TALLY(X)                                                         \
+  X(risky, uint64_t, GNMR__EV_RISKY)                                           \
+  X(nonfinite, uint64_t, GNMR__EV_NONFINITE)                                   \
+  X(held, uint64_t, GNMR__EV_HELD)                                             \
+  X(renewed, uint64_t, GNMR__EV_RENEWED)                                       \
+  X(locked, uint32_t, GNMR__EV_LOCKED)                                         \
+  X(rises, uint32_t, GNMR__EV_RISE)                                            \
+  X(falls, uint32_t, GNMR__EV_FALL)
+#define GNMR__TALLY_FIELD(name, type, bit) type name;
+typedef struct gnmr__tally {
+  GNMR__TALLY(GNMR__TALLY_FIELD)
+  uint32_t candidates;
+} gnmr__tally;
+#undef GNMR__TALLY_FIELD
+
+/* Field i of the tally, and how many there are (GNMR__TALLY_N) and of 64
+   bits (GNMR__TALLY_WIDE): field i lies at 8 i while i < WIDE, at 8 WIDE +
+   4 (i - WIDE) after, with no padding, as the device's array reads it. */
+#define GNMR__TALLY_INDEX(name, type, bit) GNMR__TALLY_AT_##name,
+#define GNMR__TALLY_IS_WIDE(name, type, bit) +(sizeof(type) == 8)
+enum {
+  GNMR__TALLY(GNMR__TALLY_INDEX) GNMR__TALLY_N,
+  GNMR__TALLY_WIDE = 0 GNMR__TALLY(GNMR__TALLY_IS_WIDE)
+};
+#undef GNMR__TALLY_IS_WIDE
+#undef GNMR__TALLY_INDEX
+#define GNMR__TALLY_PLACED(name, type, bit)                                    \
+  &&offsetof(gnmr__tally, name) ==                                             \
+      (GNMR__TALLY_AT_##name < GNMR__TALLY_WIDE                                \
+           ? 8 * (size_t)GNMR__TALLY_AT_##name                                 \
+           : 8 * (size_t)GNMR__TALLY_WIDE +                                    \
+                 4 * (size_t)(GNMR__TALLY_AT_##name - GNMR__TALLY_WIDE))
+GNMR__STATIC_ASSERT(gnmr__tally_layout, 1 GNMR__TALLY(GNMR__TALLY_PLACED));
+#undef GNMR__TALLY_PLACED
+
+/* Unit u's bits ev added to the tally; a candidate is listed in heap. The
+   host's loops and the device's emulation in the tests count with it. */
+static GNMR__HOT GNMR_HOSTDEV void
+gnmr__tally_add(gnmr__tally *t, uint32_t *heap, unsigned ev, uint32_t u) {
+  if (ev == 0) return;
+#define GNMR__TALLY_COUNT(name, type, bit) t->name += (ev & (bit)) != 0;
+  GNMR__TALLY(GNMR__TALLY_COUNT)
+#undef GNMR__TALLY_COUNT
+  if (ev & GNMR__EV_CANDIDATE) heap[t->candidates++] = u;
+}
+
+/* One step on the CPU: the rules, the arrays, and the totals so far. */
+typedef struct gnmr__step_ctx {
+  gnmr__rules r;
+  gnmr__soa s;
+  const float *norms;
+  gnmr_decision *out;
+  gnmr__tally t;
+  gnmr_step_report report; /* NOISE mode: rule N3's verdict */
+} gnmr__step_ctx;
+
+#if GNMR__CTL_AVX512
+/* v exactly as computed: clang gives intrinsics the caller's fast-math
+   flags, which let it turn wsum + (stored - evicted) into (wsum + stored) -
+   evicted (it does in a small case), away from the scalar path's bits. */
+GNMR__TARGET_AVX512
+static __m512d gnmr__keep8(__m512d v) {
+  __asm__("" : "+v"(v));
+  return v;
+}
+
+/* gnmr__mul, eight lanes wide. */
+GNMR__TARGET_AVX512
+static __m512d gnmr__mul8(__m512d a, __m512d b) {
+  __m512d p = _mm512_mul_pd(a, b);
+  __asm__("" : "+v"(p));
+  return p;
+}
+
+/* An add, subtract or divide exactly as written: under clang's fast-math
+   flags (which intrinsics keep) an unguarded a * (1 + b) became a + a * b,
+   one FMA, in this file's first NOISE-mode build with -Ofast. */
+GNMR__TARGET_AVX512
+static __m512d gnmr__add8(__m512d a, __m512d b) {
+  return gnmr__keep8(_mm512_add_pd(a, b));
+}
+GNMR__TARGET_AVX512
+static __m512d gnmr__sub8(__m512d a, __m512d b) {
+  return gnmr__keep8(_mm512_sub_pd(a, b));
+}
+GNMR__TARGET_AVX512
+static __m512d gnmr__div8(__m512d a, __m512d b) {
+  return gnmr__keep8(_mm512_div_pd(a, b));
+}
+
+/* Eight decisions are 40 doubles of memory, written as five vectors:
+   lane l of vector j holds field F = (8j + l) % 5 of unit U = (8j + l) / 5
+   (F: 0 ratio, 1 delta, 2 score, 3 scale, 4 flags and action as one
+   word). Each vector is three permutes: the first takes ratio (index U)
+   and delta (8 + U) into the F 0/1 lanes and leaves its own index bits in
+   the rest: 1.0 for the scale, 0 (flags 0, KEEP) elsewhere; the second
+   takes the score (8 + U) into the F 2 lanes; under warm-up a third puts
+   WARMUP into the F 4 lanes (index U, from the low bits). Plain stores of
+   the same 40 doubles made the calm step 10-30% slower at N = 4096
+   (bench/RESULTS.md). */
+#define GNMR__P(j, l) (8 * (j) + (l))
+#define GNMR__F(j, l) (GNMR__P(j, l) % 5)
+#define GNMR__U(j, l) (GNMR__P(j, l) / 5)
+#define GNMR__FROM_A(j, l)                                                     \
+  (GNMR__F(j, l) == 0   ? GNMR__U(j, l)                                        \
+   : GNMR__F(j, l) == 1 ? 8 + GNMR__U(j, l)                                    \
+   : GNMR__F(j, l) == 3 ? 0x3FF0000000000000 /* 1.0 */                         \
+                        : 0)
+#define GNMR__FROM_B(j, l)                                                     \
+  (GNMR__F(j, l) == 2   ? 8 + GNMR__U(j, l)                                    \
+   : GNMR__F(j, l) == 4 ? GNMR__U(j, l)                                        \
+                        : 0)
+#define GNMR__ROW(T, j)                                                        \
+  { T(j, 0), T(j, 1), T(j, 2), T(j, 3), T(j, 4), T(j, 5), T(j, 6), T(j, 7) }
+/* the lanes of vector j that hold field f, as a mask */
+#define GNMR__LANE(j, l, f) ((GNMR__F(j, l) == (f)) << (l))
+#define GNMR__LANES(j, f)                                                      \
+  (GNMR__LANE(j, 0, f) | GNMR__LANE(j, 1, f) | GNMR__LANE(j, 2, f) |           \
+   GNMR__LANE(j, 3, f) | GNMR__LANE(j, 4, f) | GNMR__LANE(j, 5, f) |           \
+   GNMR__LANE(j, 6, f) | GNMR__LANE(j, 7, f))
+static const long long gnmr__from_a[5][8] = {
+    GNMR__ROW(GNMR__FROM_A, 0), GNMR__ROW(GNMR__FROM_A, 1),
+    GNMR__ROW(GNMR__FROM_A, 2), GNMR__ROW(GNMR__FROM_A, 3),
+    GNMR__ROW(GNMR__FROM_A, 4)};
+static const long long gnmr__from_b[5][8] = {
+    GNMR__ROW(GNMR__FROM_B, 0), GNMR__ROW(GNMR__FROM_B, 1),
+    GNMR__ROW(GNMR__FROM_B, 2), GNMR__ROW(GNMR__FROM_B, 3),
+    GNMR__ROW(GNMR__FROM_B, 4)};
+#undef GNMR__ROW
+#undef GNMR__FROM_B
+#undef GNMR__FROM_A
+#endif
+
+/* ---- PAPER rules (1-5, 8): the scalar reference, its AVX-512 copy ------ */
+
+/* Rules 2-5 and 8 for unit u, finite g: ratio, delta, score and the own
+   scale, the mean and the window. Returns GNMR_FLAG_RATIO and
+   GNMR_FLAG_DELTA (risky), GNMR_FLAG_WARMUP or 0. */
+static GNMR__HOT GNMR_HOSTDEV uint32_t gnmr__paper_unit(
+    const gnmr__rules *c, const gnmr__soa *s, uint32_t u, double g,
+    double *ratio_, double *delta_, double *score_, double *scale_) {
+  const double m = s->mean[u];
+  const uint64_t k = s->finite_steps[u];
+  double ratio, delta, score, scale = 1.0, x = g, w, evicted = 0.0;
+  float stored;
+  uint32_t flags;
+  int risky;
+  /* rules 2, 3 */
+  if (k >= c->window) {
+    ratio = g / (m > c->eps ? m : c->eps);
+    delta = ratio - gnmr__mul(s->window_sum[u], c->inv_window);
+    evicted =
+        (double)s->window[(size_t)((k - c->window) & GNMR__RING) * c->n + u];
+  } else if (k > 0) {
+    ratio = g / (m > c->eps ? m : c->eps);
+    delta = ratio - s->window_sum[u] / (double)(uint32_t)k;
+  } else {
+    ratio = 1.0;
+    delta = 0.0;
+  }
+  /* rule 4 */
+  if (k < c->warmup)
+    flags = GNMR_FLAG_WARMUP;
+  else
+    flags = (ratio > c->tau_r ? (uint32_t)GNMR_FLAG_RATIO : 0u) |
+            (delta > c->tau_d ? (uint32_t)GNMR_FLAG_DELTA : 0u);
+  risky = (flags & (GNMR_FLAG_RATIO | GNMR_FLAG_DELTA)) != 0;
+  score = ratio * c->inv_tau_r;
+  if (delta * c->inv_tau_d > score) score = delta * c->inv_tau_d;
+  /* rules 5, 8: a spike cannot inflate its own history */
+  if (risky && g > c->tau_r * m) {
+    x = c->tau_r * m;
+    if (c->policy == GNMR_SPIKE_CLIP) scale = x / g;
+  }
+  if (risky && c->policy == GNMR_SPIKE_SKIP) scale = 0.0;
+  w = k + 1 < c->full_weight_from ? 1.0 / (double)(k + 1) : c->floor_w;
+  s->finite_steps[u] = k + 1;
+  s->mean[u] = m + gnmr__mul(w, x - m);
+  stored = gnmr__window_value(ratio < c->tau_r ? ratio : c->tau_r);
+  s->window[(size_t)(k & GNMR__RING) * c->n + u] = stored;
+  s->window_sum[u] += (double)stored - evicted;
+  if (((k + 1) & GNMR__RING) == 0)
+    s->window_sum[u] = gnmr__window_sum(s, c->n, u, k + 1, c->window);
+  *ratio_ = ratio;
+  *delta_ = delta;
+  *score_ = score;
+  *scale_ = scale;
+  return flags;
+}
+
+#if GNMR__CTL_AVX512
+/* Most units on most steps are calm: finite, past the first W observations,
+   not locked, not cooling down, not risky. For such units rules 2-6 and 8
+   reduce to straight arithmetic, done here eight lanes wide with the same
+   IEEE operations in the same order as gnmr__paper_unit, so the bits are
+   the same (with -ffp-contract=off, as everywhere). Other lanes are left
+   untouched and returned as a mask for gnmr__unit_step. No gathers: they
+   are slow where the Downfall microcode mitigation is in place. The maskz_
+   forms of the conversions avoid g++'s uninitialised-variable warnings
+   inside its own headers. */
+/* Rule 5's window for the calm lanes of gnmr__paper8_avx512 (k their
+   counts before this step): the ratio stored, the one W back evicted from
+   the running sum, and once per lap the sum replaced by gnmr__window_sum.
+   One ring row for all eight while their counts agree (they differ only
+   after a non-finite step), else lane by lane. */
+GNMR__TARGET_AVX512 __inline__ __attribute__((always_inline)) static void
+gnmr__paper8_window(gnmr__step_ctx *c, uint32_t u, __mmask8 calm, __m512i k,
+                    __m512i k1, __m512d ratio, __m512d wsum) {
+  const gnmr__soa *s = &c->s;
+  const size_t n = c->r.n;
+  __m256 stored, evicted;
+  __mmask8 resync;
+  uint64_t ks[8];
+  int lane, same;
+  stored = _mm512_maskz_cvtpd_ps(
+      0xFF,
+      _mm512_maskz_min_pd(
+          0xFF, _mm512_maskz_min_pd(0xFF, ratio, _mm512_set1_pd(c->r.tau_r)),
+          _mm512_set1_pd((double)FLT_MAX)));
+  _mm512_storeu_si512((void *)ks, k);
+  same =
+      _mm512_cmpeq_epi64_mask(k, _mm512_set1_epi64((long long)ks[0])) == 0xFF;
+  if (same) {
+    evicted = _mm256_loadu_ps(s->window +
+                              ((ks[0] - c->r.window) & GNMR__RING) * n + u);
+    _mm256_mask_storeu_ps(s->window + (ks[0] & GNMR__RING) * n + u, calm,
+                          stored);
+  } else {
+    float e[8], f[8];
+    _mm256_storeu_ps(f, stored);
+    for (lane = 0; lane < 8; lane++) {
+      size_t at = u + (size_t)lane;
+      e[lane] = 0.0f;
+      if (!(calm & (1u << lane))) continue;
+      e[lane] = s->window[((ks[lane] - c->r.window) & GNMR__RING) * n + at];
+      s->window[(ks[lane] & GNMR__RING) * n + at] = f[lane];
+    }
+    evicted = _mm256_setr_ps(e[0], e[1], e[2], e[3], e[4], e[5], e[6], e[7]);
+  }
+  wsum = _mm512_add_pd(
+      wsum, gnmr__keep8(_mm512_sub_pd(_mm512_maskz_cvtps_pd(0xFF, stored),
+                                      _mm512_maskz_cvtps_pd(0xFF, evicted))));
+  /* once per lap: row by row, oldest first, while the counts agree, else
+     lane by lane */
+  resync = calm & _mm512_testn_epi64_mask(k1, _mm512_set1_epi64(GNMR__RING));
+  if (resync && same) {
+    __m512d sum = _mm512_setzero_pd();
+    uint32_t i;
+    for (i = c->r.window; i > 0; i--)
+      sum = gnmr__keep8(_mm512_add_pd(
+          sum,
+          _mm512_maskz_cvtps_pd(
+              0xFF, _mm256_loadu_ps(s->window +
+                                    ((ks[0] + 1 - i) & GNMR__RING) * n + u))));
+    wsum = _mm512_mask_mov_pd(wsum, resync, sum);
+  }
+  _mm512_mask_storeu_pd(s->window_sum + u, calm, wsum);
+  for (lane = 0; resync && !same && lane < 8; lane++)
+    if (resync & (1u << lane))
+      s->window_sum[u + (uint32_t)lane] = gnmr__window_sum(
+          s, c->r.n, u + (uint32_t)lane, ks[lane] + 1, c->r.window);
+}
+
+/* Eight calm units' decisions: scale 1 (rule 8), flags WARMUP (lanes not
+   in warm) or 0, KEEP. The caller's scalar steps overwrite the lanes that
+   were not calm. */
+GNMR__TARGET_AVX512 __inline__ __attribute__((always_inline)) static void
+gnmr__paper8_decisions(gnmr__step_ctx *c, uint32_t u, __m512d ratio,
+                       __m512d delta, __mmask8 warm) {
+  const __m512d a = _mm512_mul_pd(ratio, _mm512_set1_pd(c->r.inv_tau_r));
+  const __m512d b = _mm512_mul_pd(delta, _mm512_set1_pd(c->r.inv_tau_d));
+  const __m512d score = _mm512_maskz_max_pd(0xFF, b, a);
+  const __m512d tails = _mm512_castsi512_pd(
+      _mm512_maskz_set1_epi64((__mmask8)~warm, GNMR_FLAG_WARMUP));
+  double *d = (double *)(void *)(c->out + u);
+#define GNMR__DECISIONS8(j)                                                    \
+  do {                                                                         \
+    const __m512i b_ = _mm512_loadu_si512((const void *)gnmr__from_b[j]);      \
+    __m512d v_ = _mm512_mask2_permutex2var_pd(                                 \
+        ratio, _mm512_loadu_si512((const void *)gnmr__from_a[j]),              \
+        (__mmask8)(GNMR__LANES(j, 0) | GNMR__LANES(j, 1)), delta);             \
+    v_ = _mm512_mask_permutex2var_pd(v_, (__mmask8)GNMR__LANES(j, 2), b_,      \
+                                     score);                                   \
+    if (warm != 0xFF)                                                          \
+      v_ = _mm512_mask_permutexvar_pd(v_, (__mmask8)GNMR__LANES(j, 4), b_,     \
+                                      tails);                                  \
+    _mm512_storeu_pd(d + (size_t)8 * (j), v_);                                 \
+  } while (0)
+  GNMR__DECISIONS8(0);
+  GNMR__DECISIONS8(1);
+  GNMR__DECISIONS8(2);
+  GNMR__DECISIONS8(3);
+  GNMR__DECISIONS8(4);
+#undef GNMR__DECISIONS8
+}
+
+GNMR__TARGET_AVX512 __inline__ __attribute__((always_inline)) static unsigned
+gnmr__paper8_avx512(gnmr__step_ctx *c, uint32_t u) {
+  const gnmr__soa *s = &c->s;
+  __m512d g, m, wsum, mm, ratio, delta, w;
+  __m512i k, k1;
+  __m256i busy, norm_bits;
+  __mmask8 calm, warm, young;
+
+  norm_bits = _mm256_loadu_si256((const __m256i *)(const void *)(c->norms + u));
+  g = _mm512_maskz_cvtps_pd(0xFF, _mm256_castsi256_ps(norm_bits));
+  k = _mm512_loadu_si512((const void *)(s->finite_steps + u));
+  busy = _mm256_or_si256(
+      _mm256_loadu_si256((const __m256i *)(const void *)(s->lock + u)),
+      _mm256_loadu_si256((const __m256i *)(const void *)(s->cooldown + u)));
+  /* Finite by the norms' bits, as in gnmr__unit_step: clang gives an FP
+     compare intrinsic the caller's fast-math flags (no NaN, no Inf). */
+  calm =
+      (__mmask8)(_mm256_cmplt_epu32_mask(
+                     _mm256_and_si256(norm_bits, _mm256_set1_epi32(0x7FFFFFFF)),
+                     _mm256_set1_epi32(0x7F800000)) &
+                 _mm512_cmp_epu64_mask(
+                     k, _mm512_set1_epi64((long long)c->r.window),
+                     _MM_CMPINT_NLT) &
+                 _mm256_cmpeq_epi32_mask(busy, _mm256_setzero_si256()));
+  if (!calm) return 0xFF;
+
+  /* rules 2-4 */
+  m = _mm512_loadu_pd(s->mean + u);
+  wsum = _mm512_loadu_pd(s->window_sum + u);
+  /* MAXPD(a, b) is a > b ? a : b and MINPD(a, b) a < b ? a : b, exactly
+     the scalar rules' selects, ties and NaNs included. */
+  mm = _mm512_maskz_max_pd(0xFF, m, _mm512_set1_pd(c->r.eps));
+  ratio = _mm512_div_pd(g, mm);
+  delta =
+      _mm512_sub_pd(ratio, gnmr__mul8(wsum, _mm512_set1_pd(c->r.inv_window)));
+  warm = _mm512_cmp_epu64_mask(k, _mm512_set1_epi64((long long)c->r.warmup),
+                               _MM_CMPINT_NLT);
+  calm &=
+      (__mmask8) ~(_mm512_mask_cmp_pd_mask(
+                       warm, ratio, _mm512_set1_pd(c->r.tau_r), _CMP_GT_OQ) |
+                   _mm512_mask_cmp_pd_mask(
+                       warm, delta, _mm512_set1_pd(c->r.tau_d), _CMP_GT_OQ));
+  if (!calm) return 0xFF;
+
+  /* rule 5 for the calm lanes; the caller steps the others one by one */
+  k1 = _mm512_add_epi64(k, _mm512_set1_epi64(1));
+  young = _mm512_cmp_epu64_mask(
+      k1, _mm512_set1_epi64((long long)c->r.full_weight_from), _MM_CMPINT_LT);
+  w = _mm512_set1_pd(c->r.floor_w);
+  if (young) /* a division only while some unit is still young */
+    w = _mm512_mask_div_pd(w, young, _mm512_set1_pd(1.0),
+                           _mm512_maskz_cvtepu64_pd(0xFF, k1));
+  _mm512_mask_storeu_pd(s->mean + u, calm,
+                        _mm512_add_pd(m, gnmr__mul8(w, _mm512_sub_pd(g, m))));
+  _mm512_mask_storeu_epi64((void *)(s->finite_steps + u), calm, k1);
+  gnmr__paper8_window(c, u, calm, k, k1, ratio, wsum);
+  if (c->out) gnmr__paper8_decisions(c, u, ratio, delta, warm);
+  return (__mmask8)~calm;
+}
+#endif
+
+/* ---- NOISE rules (N0-N9): each scalar reference, then its AVX-512 copy ----
+   The AVX-512 copies (eight units at a time) take gnmr__log's,
+   gnmr__noise_history's and gnmr__grid's operations in their order, so the
+   bits are those of the scalar rules; the lanes of a unit that is not
+   finite, still warming up, locked, cooling down or flagged are left to
+   gnmr__unit_step. Every arithmetic result passes through gnmr__keep8
+   (gnmr__add8 and the others), so clang's fast-math flags cannot reorder
+   any of it. */
 
 #define GNMR__LN2 0.69314718055994530942
 
@@ -1510,6 +1851,29 @@ static GNMR__HOT GNMR_HOSTDEV double gnmr__log(double x, double lo) {
   t = 1.0 + gnmr__mul(y2, t);
   return gnmr__mul((double)e, GNMR__LN2) + gnmr__mul(2.0 * y, t);
 }
+
+#if GNMR__CTL_AVX512
+/* Rule N0's L(max(x, lo)), gnmr__log eight lanes wide (x > 0 or lo). */
+GNMR__TARGET_AVX512 __inline__ __attribute__((always_inline)) static __m512d
+gnmr__log8(__m512d x, __m512d lo) {
+  const __m512d one = _mm512_set1_pd(1.0);
+  const __m512i b = _mm512_castpd_si512(_mm512_maskz_max_pd(0xFF, x, lo));
+  const __m512d e = _mm512_maskz_cvtepi64_pd(
+      0xFF, _mm512_sub_epi64(_mm512_maskz_srli_epi64(0xFF, b, 52),
+                             _mm512_set1_epi64(1023)));
+  const __m512d f = _mm512_castsi512_pd(_mm512_or_si512(
+      _mm512_and_si512(b, _mm512_set1_epi64(0x000FFFFFFFFFFFFFLL)),
+      _mm512_set1_epi64(0x3FF0000000000000LL)));
+  const __m512d y = gnmr__div8(gnmr__sub8(f, one), gnmr__add8(f, one));
+  const __m512d y2 = gnmr__mul8(y, y);
+  __m512d t = gnmr__add8(_mm512_set1_pd(1.0 / 5.0),
+                         gnmr__mul8(y2, _mm512_set1_pd(1.0 / 7.0)));
+  t = gnmr__add8(_mm512_set1_pd(1.0 / 3.0), gnmr__mul8(y2, t));
+  t = gnmr__add8(one, gnmr__mul8(y2, t));
+  return gnmr__add8(gnmr__mul8(e, _mm512_set1_pd(GNMR__LN2)),
+                    gnmr__mul8(gnmr__mul8(_mm512_set1_pd(2.0), y), t));
+}
+#endif
 
 /* exp(x) for x <= 0 (scales only): x = n ln2 + r, |r| < ln2, exp(r) by
    its series to r^13 (relative error < 2e-12), times 2^n from the bits;
@@ -1540,6 +1904,35 @@ static GNMR_HOSTDEV double gnmr__exp_neg(double x) {
   return p * t;
 }
 
+#if GNMR__CTL_AVX512
+/* gnmr__exp_neg eight lanes wide (x <= 0; 1 at -0 and 0, 0 below
+   GNMR__EXP_MIN), its operations in its order. */
+GNMR__TARGET_AVX512 __inline__ __attribute__((always_inline)) static __m512d
+gnmr__exp_neg8(__m512d x) {
+  static const double inv[14] = GNMR__EXP_INV;
+  const __m512d one = _mm512_set1_pd(1.0);
+  const __mmask8 neg = _mm512_cmp_pd_mask(x, _mm512_setzero_pd(), _CMP_LT_OQ);
+  const __mmask8 tiny =
+      _mm512_cmp_pd_mask(x, _mm512_set1_pd(GNMR__EXP_MIN), _CMP_LT_OQ);
+  const __m512d xs =
+      _mm512_maskz_max_pd(0xFF, x, _mm512_set1_pd(GNMR__EXP_MIN));
+  const __m512i n = _mm512_maskz_cvttpd_epi64(
+      0xFF, gnmr__mul8(xs, _mm512_set1_pd(1.0 / GNMR__LN2)));
+  const __m512d nd = _mm512_maskz_cvtepi64_pd(0xFF, n);
+  __m512d r, p = one;
+  int i;
+  r = gnmr__sub8(xs, gnmr__mul8(nd, _mm512_set1_pd(0.693145751953125)));
+  r = gnmr__sub8(r, gnmr__mul8(nd, _mm512_set1_pd(1.42860682030941723212e-06)));
+  for (i = 13; i >= 1; i--)
+    p = gnmr__add8(one, gnmr__mul8(gnmr__mul8(p, r), _mm512_set1_pd(inv[i])));
+  p = gnmr__mul8(p,
+                 _mm512_castsi512_pd(_mm512_maskz_slli_epi64(
+                     0xFF, _mm512_add_epi64(n, _mm512_set1_epi64(1023)), 52)));
+  p = _mm512_mask_mov_pd(one, neg, p);
+  return _mm512_mask_mov_pd(p, tiny, _mm512_setzero_pd());
+}
+#endif
+
 /* exp(x) for any x: exp_neg(-|x|), inverted above 0 (+inf past 693). The
    global norm's ratio, and a NOISE-mode decision's ratio (rule N4). */
 static GNMR_HOSTDEV double gnmr__exp(double x) {
@@ -1555,33 +1948,6 @@ static GNMR__HOT GNMR_HOSTDEV uint32_t gnmr__grid(double x) {
 static GNMR__HOT GNMR_HOSTDEV double gnmr__clamp(double x, double lo,
                                                  double hi) {
   return x < lo ? lo : x > hi ? hi : x;
-}
-
-/* What phase 2's pass over the units gives (rule N3): G's sum of squares,
-   the counts, and the grid bin of the settled units' lower median (bin:
-   set only when settled >= common_min_units). */
-typedef struct gnmr__common_sums {
-  double sumsq;
-  uint32_t settled, up, finite, bin;
-} gnmr__common_sums;
-
-/* The lower median's bin from the bins' counts: the first bin whose count
-   with those below it exceeds rank = (settled - 1) / 2. The bins hold
-   `settled` > rank counts, so it lies in one of the 64 blocks of 64 (the
-   last, if none before) and the search stops inside the array. */
-static GNMR_HOSTDEV uint32_t gnmr__median_bin(const uint32_t *hist,
-                                              uint32_t settled) {
-  const uint32_t rank = (settled - 1) / 2;
-  uint32_t block, at, below = 0;
-  for (block = 0; block < 63; block++) {
-    uint32_t i, sum = 0;
-    for (i = 0; i < 64; i++) sum += hist[block * 64 + i];
-    if (below + sum > rank) break;
-    below += sum;
-  }
-  for (at = block * 64; at < 4095 && below + hist[at] <= rank; at++)
-    below += hist[at];
-  return at;
 }
 
 /* Rules N2 and N4-N7 for one history (a unit's, or the global norm's with
@@ -1638,58 +2004,6 @@ gnmr__noise_history(const gnmr__rules *c, double *mu, double *s, double *p,
   return flags;
 }
 
-static GNMR_HOSTDEV void gnmr__rules_of(const gnmr_ctl *ctl, gnmr__rules *r) {
-  r->tau_r = ctl->cfg.ratio_threshold;
-  r->tau_d = ctl->cfg.delta_threshold;
-  r->eps = ctl->cfg.eps;
-  r->inv_tau_r = 1.0 / r->tau_r;
-  r->inv_tau_d = 1.0 / r->tau_d;
-  r->floor_w = 1.0 - ctl->cfg.history_decay;
-  r->window = ctl->cfg.delta_window;
-  r->inv_window = 1.0 / (double)r->window;
-  r->warmup = ctl->cfg.warmup_steps;
-  r->settle = r->warmup > 0 ? r->warmup : 1;
-  r->full_weight_from = ctl->full_weight_from;
-  r->n = ctl->n_units;
-  r->lock_steps = ctl->cfg.lock_steps;
-  r->cooldown_steps = ctl->cfg.cooldown_steps;
-  r->policy = ctl->cfg.spike_policy;
-  r->renew = ctl->recovering <= ctl->cfg.max_recovering;
-  r->noise = ctl->cfg.rule == GNMR_RULE_NOISE;
-  r->two_sided = ctl->cfg.two_sided != 0;
-  r->z_rise = ctl->cfg.z_rise;
-  r->z_fall = ctl->cfg.z_fall;
-  r->ar = ctl->cfg.ar;
-  r->hold = ctl->cfg.hold;
-  r->winsor = ctl->cfg.winsor;
-  r->fluct_floor = ctl->cfg.fluct_floor;
-  r->fluct_w = 1.0 - ctl->cfg.fluct_decay;
-  r->fluct_full_from = ctl->fluct_full_from;
-  r->log_floor = r->eps > DBL_MIN ? r->eps : DBL_MIN;
-  r->l_min_rise = r->l_max_fall = r->l_global = 0.0;
-  if (r->noise) { /* three library logs a step: only where they are read */
-    r->l_min_rise = gnmr__log(ctl->cfg.min_rise, r->log_floor);
-    r->l_max_fall = gnmr__log(ctl->cfg.max_fall, r->log_floor);
-    r->l_global = gnmr__log(ctl->cfg.global_ratio, r->log_floor);
-  }
-  r->common = 0.0;
-  r->global_scale = 1.0;
-  r->global = 0;
-}
-
-/* What one unit's step adds to the controller's totals: bits returned by
-   gnmr__unit_step, summed by the caller. */
-enum {
-  GNMR__EV_RISKY = 1u << 0,     /* rules 1, 4 */
-  GNMR__EV_NONFINITE = 1u << 1, /* rule 1 */
-  GNMR__EV_HELD = 1u << 2,      /* rule 6: a step on the high-fidelity path */
-  GNMR__EV_RENEWED = 1u << 3,   /* rule 6 */
-  GNMR__EV_LOCKED = 1u << 4,    /* rule 6: still locked after this step */
-  GNMR__EV_CANDIDATE = 1u << 5, /* rule 7: waits for a slot */
-  GNMR__EV_RISE = 1u << 6,      /* rule N4 */
-  GNMR__EV_FALL = 1u << 7       /* rule N4 */
-};
-
 /* Rules N2, N4-N7 and N9's own scale for unit u, finite g; the step's
    phase 2 has left dev[u] = L(g) - mu. *own is d, *delta e. */
 static GNMR__HOT GNMR_HOSTDEV uint32_t
@@ -1709,484 +2023,191 @@ gnmr__noise_unit(const gnmr__rules *c, const gnmr__soa *s, uint32_t u,
   return flags;
 }
 
-/* Rules 1-6 and 8 for unit u: its decision (KEEP, HOLD or RELEASE), its
-   statistics, its lock and cooldown. A unit that waits for a slot (rule 7,
-   decided after every unit) is marked by score[u] = its score, > 0 (risky
-   scores are >= 1 or +inf); whoever runs rule 7 clears every mark. Reads
-   and writes unit u only, so units may be stepped in any order, or one
-   CUDA thread each. */
-static GNMR__HOT GNMR_HOSTDEV unsigned
-gnmr__unit_step(const gnmr__rules *c, const gnmr__soa *s, const float *norms,
-                gnmr_decision *out, uint32_t u) {
-  const double g = (double)norms[u];
-  double ratio, delta, score, scale = 1.0;
-  uint32_t flags;
-  int32_t action = GNMR_ACTION_KEEP;
-  unsigned ev = 0;
-  int risky;
-
-  if (c->noise && gnmr__finite32(norms[u])) {
-    /* rules N2, N4-N7, N9; ratio g / exp(mu) = exp(dr), 1 at first */
-    double own;
-    flags = gnmr__noise_unit(c, s, u, &own, &delta, &score, &scale);
-    ratio = out && s->finite_steps[u] > 1 ? gnmr__exp(s->dev[u]) : 1.0;
-    risky = (flags & (GNMR_FLAG_RATIO | GNMR_FLAG_FALL)) != 0;
-    if (flags & GNMR_FLAG_FALL) {
-      s->falls[u]++;
-      ev = GNMR__EV_FALL;
-    } else if (flags & GNMR_FLAG_RATIO) {
-      ev = GNMR__EV_RISE;
-    }
-  } else if (gnmr__finite32(norms[u])) {
-    const double m = s->mean[u];
-    const uint64_t k = s->finite_steps[u];
-    double x = g, w, evicted = 0.0;
-    float stored;
-    /* rules 2, 3 */
-    if (k >= c->window) {
-      ratio = g / (m > c->eps ? m : c->eps);
-      delta = ratio - gnmr__mul(s->window_sum[u], c->inv_window);
-      evicted =
-          (double)s->window[(size_t)((k - c->window) & GNMR__RING) * c->n + u];
-    } else if (k > 0) {
-      ratio = g / (m > c->eps ? m : c->eps);
-      delta = ratio - s->window_sum[u] / (double)(uint32_t)k;
-    } else {
-      ratio = 1.0;
-      delta = 0.0;
-    }
-    /* rule 4 */
-    if (k < c->warmup)
-      flags = GNMR_FLAG_WARMUP;
-    else
-      flags = (ratio > c->tau_r ? (uint32_t)GNMR_FLAG_RATIO : 0u) |
-              (delta > c->tau_d ? (uint32_t)GNMR_FLAG_DELTA : 0u);
-    risky = (flags & (GNMR_FLAG_RATIO | GNMR_FLAG_DELTA)) != 0;
-    score = ratio * c->inv_tau_r;
-    if (delta * c->inv_tau_d > score) score = delta * c->inv_tau_d;
-    /* rules 5, 8: a spike cannot inflate its own history */
-    if (risky && g > c->tau_r * m) {
-      x = c->tau_r * m;
-      if (c->policy == GNMR_SPIKE_CLIP) scale = x / g;
-    }
-    if (risky && c->policy == GNMR_SPIKE_SKIP) scale = 0.0;
-    w = k + 1 < c->full_weight_from ? 1.0 / (double)(k + 1) : c->floor_w;
-    s->finite_steps[u] = k + 1;
-    s->mean[u] = m + gnmr__mul(w, x - m);
-    stored = gnmr__window_value(ratio < c->tau_r ? ratio : c->tau_r);
-    s->window[(size_t)(k & GNMR__RING) * c->n + u] = stored;
-    s->window_sum[u] += (double)stored - evicted;
-    if (((k + 1) & GNMR__RING) == 0)
-      s->window_sum[u] = gnmr__window_sum(s, c->n, u, k + 1, c->window);
-  } else {
-    /* rule 1: a NaN/Inf never enters the mean or the window */
-    ratio = delta = g;
-    score = (double)INFINITY;
-    flags = GNMR_FLAG_NONFINITE;
-    risky = 1;
-    scale = 0.0;
-    s->nonfinite[u]++;
-    ev = GNMR__EV_NONFINITE;
-  }
-  if (risky) {
-    s->risky[u]++;
-    ev |= GNMR__EV_RISKY;
-  }
-  if (c->global) { /* rule N9 */
-    flags |= GNMR_FLAG_GLOBAL;
-    scale = gnmr__mul(scale, c->global_scale);
-  }
-
-  /* rule 6, and rule 7 up to the mark */
-  if (s->lock[u] > 0) {
-    s->recovery_steps[u]++;
-    ev |= GNMR__EV_HELD;
-    action = GNMR_ACTION_HOLD;
-    if (--s->lock[u] == 0) {
-      if (risky && c->renew) {
-        s->lock[u] = c->lock_steps;
-        s->renewals[u]++;
-        ev |= GNMR__EV_RENEWED;
-        flags |= GNMR_FLAG_RENEWED;
-      } else {
-        action = GNMR_ACTION_RELEASE;
-        s->cooldown[u] = c->cooldown_steps;
-      }
-    }
-    if (s->lock[u] > 0) ev |= GNMR__EV_LOCKED;
-  } else if (s->cooldown[u] > 0 || risky) {
-    int cooling = s->cooldown[u] > 0;
-    if (cooling) s->cooldown[u]--;
-    if (cooling && risky && !(flags & GNMR_FLAG_NONFINITE)) {
-      flags |= GNMR_FLAG_COOLDOWN;
-    } else if (risky && (!c->global || (flags & GNMR_FLAG_NONFINITE))) {
-      s->score[u] = score;
-      ev |= GNMR__EV_CANDIDATE;
-    }
-  }
-  if (out) {
-    gnmr_decision *d = &out[u];
-    d->ratio = ratio;
-    d->delta = delta;
-    d->score = score;
-    d->scale = scale;
-    d->flags = flags;
-    d->action = action;
-  }
-  return ev;
-}
-
-/* What phase 3 adds up over one step's units, on the CPU or a device:
-   the GNMR__EV_* bits counted (candidates also index the heap scratch). */
-typedef struct gnmr__tally {
-  uint64_t risky, nonfinite, held, renewed;
-  uint32_t locked, candidates, rises, falls;
-} gnmr__tally;
-
-/* One step on the CPU: the rules, the arrays, and the totals so far. */
-typedef struct gnmr__step_ctx {
-  gnmr__rules r;
-  gnmr__soa s;
-  const float *norms;
-  gnmr_decision *out;
-  gnmr__tally t;
-  gnmr_step_report report; /* NOISE mode: rule N3's verdict */
-} gnmr__step_ctx;
-
-/* Unit u on the CPU: its rules, its share of the totals, and, if it waits
-   for a slot, its index listed in the heap scratch for rule 7. Inlined
-   into the scalar loop (a call per unit was about a tenth of the scalar
-   step's instructions). */
-static GNMR__HOT GNMR_HOSTDEV void gnmr__unit_cpu_inline(gnmr__step_ctx *c,
-                                                         uint32_t u) {
-  unsigned ev = gnmr__unit_step(&c->r, &c->s, c->norms, c->out, u);
-  if (ev == 0) return;
-  c->t.risky += (ev & GNMR__EV_RISKY) != 0;
-  c->t.nonfinite += (ev & GNMR__EV_NONFINITE) != 0;
-  c->t.held += (ev & GNMR__EV_HELD) != 0;
-  c->t.renewed += (ev & GNMR__EV_RENEWED) != 0;
-  c->t.locked += (ev & GNMR__EV_LOCKED) != 0;
-  c->t.rises += (ev & GNMR__EV_RISE) != 0;
-  c->t.falls += (ev & GNMR__EV_FALL) != 0;
-  if (ev & GNMR__EV_CANDIDATE) c->s.heap[c->t.candidates++] = u;
-}
-
 #if GNMR__CTL_AVX512
-/* The same, out of line: the SIMD loops' lanes that are not calm. (Inlined
-   there it would be compiled for their target, FMA included.) */
-#if (defined(__GNUC__) || defined(__clang__)) && !defined(__CUDACC__)
-__attribute__((noinline))
-#endif
-static GNMR_HOSTDEV void
-gnmr__unit_cpu(gnmr__step_ctx *c, uint32_t u) {
-  gnmr__unit_cpu_inline(c, u);
-}
-#endif
-
-/* ---- the step, eight calm units at a time (AVX-512) -----------------------
-   Most units on most steps are calm: finite, past the first W observations,
-   not locked, not cooling down, not risky. For such units the rules reduce
-   to straight arithmetic, done here eight lanes wide with the same IEEE
-   operations in the same order as gnmr__unit_step, so the bits are the same
-   (with -ffp-contract=off, as everywhere). Other lanes are left untouched
-   and returned as a mask for gnmr__unit_step. No gathers:
-   they are slow where the Downfall microcode mitigation is in place. The
-   maskz_ forms of the conversions avoid g++'s uninitialised-variable
-   warnings inside its own headers. */
-#if GNMR__CTL_AVX512
-/* The refusal check of rule 0 sixteen norms at a time; returns how many it
-   looked at (the rest go to the scalar loop). */
-GNMR__TARGET_AVX512
-static uint32_t gnmr__negative16_avx512(const float *norms, uint32_t n,
-                                        int *negative) {
-  __m512i any = _mm512_setzero_si512();
-  uint32_t u;
-  for (u = 0; n - u >= 16; u += 16) {
-    __m512i bits = _mm512_loadu_si512((const void *)(norms + u));
-    __mmask16 bad = _mm512_cmplt_epu32_mask(
-        _mm512_sub_epi32(bits, _mm512_set1_epi32((int)0x80000001u)),
-        _mm512_set1_epi32(0x7F7FFFFF));
-    any = _mm512_mask_set1_epi32(any, bad, 1);
-  }
-  *negative |= _mm512_test_epi32_mask(any, any) != 0;
-  return u;
+/* Eight calm NOISE units' decisions: ratio exp(dr) (index U: gnmr__exp,
+   exp_neg(-|dr|) inverted above 0; calm units are settled, k > 0), delta e
+   (8 + U); the other fields from the index bits: score 0, scale 1.0, flags
+   0 and KEEP. The caller's scalar steps overwrite the other lanes. */
+GNMR__TARGET_AVX512 __inline__ __attribute__((always_inline)) static void
+gnmr__noise8_decisions(gnmr__step_ctx *c, uint32_t u, __m512d dr, __m512d e) {
+  double *o = (double *)(void *)(c->out + u);
+  const __m512d en = gnmr__exp_neg8(_mm512_or_pd(dr, _mm512_set1_pd(-0.0)));
+  const __m512d ratio = gnmr__keep8(_mm512_mask_div_pd(
+      en, _mm512_cmp_pd_mask(dr, _mm512_setzero_pd(), _CMP_GT_OQ),
+      _mm512_set1_pd(1.0), en));
+#define GNMR__NOISE8(j)                                                        \
+  _mm512_storeu_pd(o + (size_t)8 * (j),                                        \
+                   _mm512_mask2_permutex2var_pd(                               \
+                       ratio,                                                  \
+                       _mm512_loadu_si512((const void *)gnmr__from_a[j]),      \
+                       (__mmask8)(GNMR__LANES(j, 0) | GNMR__LANES(j, 1)), e))
+  GNMR__NOISE8(0);
+  GNMR__NOISE8(1);
+  GNMR__NOISE8(2);
+  GNMR__NOISE8(3);
+  GNMR__NOISE8(4);
+#undef GNMR__NOISE8
 }
 
-/* v exactly as computed: clang gives intrinsics the caller's fast-math
-   flags, which let it turn wsum + (stored - evicted) into (wsum + stored) -
-   evicted (it does in a small case), away from the scalar path's bits. */
-GNMR__TARGET_AVX512
-static __m512d gnmr__keep8(__m512d v) {
-  __asm__("" : "+v"(v));
-  return v;
-}
-
-/* gnmr__mul, eight lanes wide. */
-GNMR__TARGET_AVX512
-static __m512d gnmr__mul8(__m512d a, __m512d b) {
-  __m512d p = _mm512_mul_pd(a, b);
-  __asm__("" : "+v"(p));
-  return p;
-}
-
-/* Eight decisions are 40 doubles of memory, written as five vectors:
-   lane l of vector j holds field F = (8j + l) % 5 of unit U = (8j + l) / 5
-   (F: 0 ratio, 1 delta, 2 score, 3 scale, 4 flags and action as one
-   word). Each vector is three permutes: the first takes ratio (index U)
-   and delta (8 + U) into the F 0/1 lanes and leaves its own index bits in
-   the rest: 1.0 for the scale, 0 (flags 0, KEEP) elsewhere; the second
-   takes the score (8 + U) into the F 2 lanes; under warm-up a third puts
-   WARMUP into the F 4 lanes (index U, from the low bits). Plain stores of
-   the same 40 doubles made the calm step 10-30% slower at N = 4096
-   (bench/RESULTS.md). */
-#define GNMR__P(j, l) (8 * (j) + (l))
-#define GNMR__F(j, l) (GNMR__P(j, l) % 5)
-#define GNMR__U(j, l) (GNMR__P(j, l) / 5)
-#define GNMR__FROM_A(j, l)                                                     \
-  (GNMR__F(j, l) == 0   ? GNMR__U(j, l)                                        \
-   : GNMR__F(j, l) == 1 ? 8 + GNMR__U(j, l)                                    \
-   : GNMR__F(j, l) == 3 ? 0x3FF0000000000000 /* 1.0 */                         \
-                        : 0)
-#define GNMR__FROM_B(j, l)                                                     \
-  (GNMR__F(j, l) == 2   ? 8 + GNMR__U(j, l)                                    \
-   : GNMR__F(j, l) == 4 ? GNMR__U(j, l)                                        \
-                        : 0)
-#define GNMR__ROW(T, j)                                                        \
-  { T(j, 0), T(j, 1), T(j, 2), T(j, 3), T(j, 4), T(j, 5), T(j, 6), T(j, 7) }
-/* the lanes of vector j that hold field f, as a mask */
-#define GNMR__LANE(j, l, f) ((GNMR__F(j, l) == (f)) << (l))
-#define GNMR__LANES(j, f)                                                      \
-  (GNMR__LANE(j, 0, f) | GNMR__LANE(j, 1, f) | GNMR__LANE(j, 2, f) |           \
-   GNMR__LANE(j, 3, f) | GNMR__LANE(j, 4, f) | GNMR__LANE(j, 5, f) |           \
-   GNMR__LANE(j, 6, f) | GNMR__LANE(j, 7, f))
-static const long long gnmr__from_a[5][8] = {
-    GNMR__ROW(GNMR__FROM_A, 0), GNMR__ROW(GNMR__FROM_A, 1),
-    GNMR__ROW(GNMR__FROM_A, 2), GNMR__ROW(GNMR__FROM_A, 3),
-    GNMR__ROW(GNMR__FROM_A, 4)};
-static const long long gnmr__from_b[5][8] = {
-    GNMR__ROW(GNMR__FROM_B, 0), GNMR__ROW(GNMR__FROM_B, 1),
-    GNMR__ROW(GNMR__FROM_B, 2), GNMR__ROW(GNMR__FROM_B, 3),
-    GNMR__ROW(GNMR__FROM_B, 4)};
-#undef GNMR__ROW
-#undef GNMR__FROM_B
-#undef GNMR__FROM_A
-
+/* Phase 3 for eight units of a NOISE step that is not GLOBAL: the lanes
+   of calm units (finite, settled as rule N3 says, no lock, no cooldown,
+   neither a RISE nor a FALL) get rules N4-N7 and their decisions (d, e,
+   score 0, scale 1, no flags, KEEP); returns the other lanes. */
 GNMR__TARGET_AVX512 __inline__ __attribute__((always_inline)) static unsigned
-gnmr__calm8_avx512(gnmr__step_ctx *c, uint32_t u) {
+gnmr__noise8_avx512(gnmr__step_ctx *c, uint32_t u) {
   const gnmr__soa *s = &c->s;
-  const size_t n = c->r.n;
-  __m512d g, m, wsum, mm, ratio, delta, a, b, score, w;
-  __m512i k, k1;
-  __m256i busy, norm_bits;
-  __m256 stored, evicted;
-  __mmask8 calm, warm, young, resync;
-  uint64_t ks[8];
-  int lane, same;
-
-  norm_bits = _mm256_loadu_si256((const __m256i *)(const void *)(c->norms + u));
-  g = _mm512_maskz_cvtps_pd(0xFF, _mm256_castsi256_ps(norm_bits));
-  k = _mm512_loadu_si512((const void *)(s->finite_steps + u));
-  busy = _mm256_or_si256(
+  const gnmr__rules *r = &c->r;
+  const __m512d sign = _mm512_set1_pd(-0.0);
+  const __m256i norm_bits =
+      _mm256_loadu_si256((const __m256i *)(const void *)(c->norms + u));
+  const __m512i k = _mm512_loadu_si512((const void *)(s->finite_steps + u));
+  const __m256i busy = _mm256_or_si256(
       _mm256_loadu_si256((const __m256i *)(const void *)(s->lock + u)),
       _mm256_loadu_si256((const __m256i *)(const void *)(s->cooldown + u)));
-  /* Finite by the norms' bits, as in gnmr__unit_step: clang gives an FP
-     compare intrinsic the caller's fast-math flags (no NaN, no Inf). */
+  __m512d dr, p, sf, d, e, S, hi, lo, nlo, a, x, ws, hs;
+  __m512i k1;
+  __mmask8 calm, young;
   calm =
       (__mmask8)(_mm256_cmplt_epu32_mask(
                      _mm256_and_si256(norm_bits, _mm256_set1_epi32(0x7FFFFFFF)),
                      _mm256_set1_epi32(0x7F800000)) &
-                 _mm512_cmp_epu64_mask(
-                     k, _mm512_set1_epi64((long long)c->r.window),
-                     _MM_CMPINT_NLT) &
+                 _mm512_cmp_epu64_mask(k,
+                                       _mm512_set1_epi64((long long)r->settle),
+                                       _MM_CMPINT_NLT) &
                  _mm256_cmpeq_epi32_mask(busy, _mm256_setzero_si256()));
   if (!calm) return 0xFF;
-
-  m = _mm512_loadu_pd(s->mean + u);
-  wsum = _mm512_loadu_pd(s->window_sum + u);
-  /* MAXPD(a, b) is a > b ? a : b and MINPD(a, b) a < b ? a : b, exactly
-     the scalar rules' selects, ties and NaNs included. */
-  mm = _mm512_maskz_max_pd(0xFF, m, _mm512_set1_pd(c->r.eps));
-  ratio = _mm512_div_pd(g, mm);
-  delta =
-      _mm512_sub_pd(ratio, gnmr__mul8(wsum, _mm512_set1_pd(c->r.inv_window)));
-  warm = _mm512_cmp_epu64_mask(k, _mm512_set1_epi64((long long)c->r.warmup),
-                               _MM_CMPINT_NLT);
-  calm &=
-      (__mmask8) ~(_mm512_mask_cmp_pd_mask(
-                       warm, ratio, _mm512_set1_pd(c->r.tau_r), _CMP_GT_OQ) |
-                   _mm512_mask_cmp_pd_mask(
-                       warm, delta, _mm512_set1_pd(c->r.tau_d), _CMP_GT_OQ));
+  dr = _mm512_loadu_pd(s->dev + u);
+  p = _mm512_loadu_pd(s->last_dev + u);
+  sf = _mm512_loadu_pd(s->fluct + u);
+  /* rule N4 */
+  d = gnmr__sub8(dr, _mm512_set1_pd(r->common));
+  e = gnmr__sub8(d, gnmr__mul8(_mm512_set1_pd(r->ar), p));
+  S = _mm512_maskz_max_pd(0xFF, sf, _mm512_set1_pd(r->fluct_floor));
+  hi = gnmr__mul8(_mm512_set1_pd(r->z_rise), S);
+  lo = gnmr__mul8(_mm512_set1_pd(r->z_fall), S);
+  nlo = _mm512_xor_pd(lo, sign);
+  calm &= (__mmask8) ~(
+      _mm512_cmp_pd_mask(e, hi, _CMP_GT_OQ) &
+      _mm512_cmp_pd_mask(d, _mm512_set1_pd(r->l_min_rise), _CMP_GT_OQ));
+  if (r->two_sided)
+    calm &= (__mmask8) ~(
+        _mm512_cmp_pd_mask(e, nlo, _CMP_LT_OQ) &
+        _mm512_cmp_pd_mask(d, _mm512_set1_pd(r->l_max_fall), _CMP_LT_OQ));
   if (!calm) return 0xFF;
-
-  /* Commit the calm lanes; the caller steps the others one by one. */
+  /* rule N5 (k + 1 > warmup_steps: the step's clamp), clamp(x, -lo, hi)
+     as MAXPD(-lo, MINPD(hi, x)): x < -lo ? -lo : x > hi ? hi : x */
   k1 = _mm512_add_epi64(k, _mm512_set1_epi64(1));
   young = _mm512_cmp_epu64_mask(
-      k1, _mm512_set1_epi64((long long)c->r.full_weight_from), _MM_CMPINT_LT);
-  w = _mm512_set1_pd(c->r.floor_w);
-  if (young) /* a division only while some unit is still young */
-    w = _mm512_mask_div_pd(w, young, _mm512_set1_pd(1.0),
-                           _mm512_maskz_cvtepu64_pd(0xFF, k1));
-  _mm512_mask_storeu_pd(s->mean + u, calm,
-                        _mm512_add_pd(m, gnmr__mul8(w, _mm512_sub_pd(g, m))));
+      k1, _mm512_set1_epi64((long long)r->full_weight_from), _MM_CMPINT_LT);
+  a = _mm512_set1_pd(r->floor_w);
+  if (young)
+    a = gnmr__keep8(_mm512_mask_div_pd(a, young, _mm512_set1_pd(1.0),
+                                       _mm512_maskz_cvtepu64_pd(0xFF, k1)));
+  _mm512_mask_storeu_pd(
+      s->log_mean + u, calm,
+      gnmr__add8(
+          _mm512_loadu_pd(s->log_mean + u),
+          gnmr__mul8(a, _mm512_maskz_max_pd(
+                            0xFF, nlo, _mm512_maskz_min_pd(0xFF, hi, dr)))));
+  /* rule N6: |e| (e < 0 ? -e : e), capped at winsor S */
+  x = _mm512_mask_xor_pd(
+      e, _mm512_cmp_pd_mask(e, _mm512_setzero_pd(), _CMP_LT_OQ), e, sign);
+  ws = gnmr__mul8(_mm512_set1_pd(r->winsor), S);
+  x = _mm512_maskz_min_pd(0xFF, ws, x);
+  young = _mm512_cmp_epu64_mask(
+      k, _mm512_set1_epi64((long long)r->fluct_full_from), _MM_CMPINT_LT);
+  a = _mm512_set1_pd(r->fluct_w);
+  if (young)
+    a = gnmr__keep8(_mm512_mask_div_pd(a, young, _mm512_set1_pd(1.0),
+                                       _mm512_maskz_cvtepu64_pd(0xFF, k)));
+  _mm512_mask_storeu_pd(s->fluct + u, calm,
+                        gnmr__add8(sf, gnmr__mul8(a, gnmr__sub8(x, sf))));
+  /* rule N7: not flagged; -(hold S) <= e <= hold S */
+  hs = gnmr__mul8(_mm512_set1_pd(r->hold), S);
+  _mm512_mask_storeu_pd(
+      s->last_dev + u,
+      calm & _mm512_cmp_pd_mask(e, hs, _CMP_LE_OQ) &
+          _mm512_cmp_pd_mask(e, _mm512_xor_pd(hs, sign), _CMP_GE_OQ),
+      _mm512_maskz_max_pd(0xFF, nlo, _mm512_maskz_min_pd(0xFF, hi, d)));
   _mm512_mask_storeu_epi64((void *)(s->finite_steps + u), calm, k1);
-  stored = _mm512_maskz_cvtpd_ps(
-      0xFF,
-      _mm512_maskz_min_pd(
-          0xFF, _mm512_maskz_min_pd(0xFF, ratio, _mm512_set1_pd(c->r.tau_r)),
-          _mm512_set1_pd((double)FLT_MAX)));
-
-  /* The ring slots: one row for all eight while their counts agree (they
-     differ only after a non-finite step), else lane by lane. */
-  _mm512_storeu_si512((void *)ks, k);
-  same =
-      _mm512_cmpeq_epi64_mask(k, _mm512_set1_epi64((long long)ks[0])) == 0xFF;
-  if (same) {
-    evicted = _mm256_loadu_ps(s->window +
-                              ((ks[0] - c->r.window) & GNMR__RING) * n + u);
-    _mm256_mask_storeu_ps(s->window + (ks[0] & GNMR__RING) * n + u, calm,
-                          stored);
-  } else {
-    float e[8], f[8];
-    _mm256_storeu_ps(f, stored);
-    for (lane = 0; lane < 8; lane++) {
-      size_t at = u + (size_t)lane;
-      e[lane] = 0.0f;
-      if (!(calm & (1u << lane))) continue;
-      e[lane] = s->window[((ks[lane] - c->r.window) & GNMR__RING) * n + at];
-      s->window[(ks[lane] & GNMR__RING) * n + at] = f[lane];
-    }
-    evicted = _mm256_setr_ps(e[0], e[1], e[2], e[3], e[4], e[5], e[6], e[7]);
-  }
-  wsum = _mm512_add_pd(
-      wsum, gnmr__keep8(_mm512_sub_pd(_mm512_maskz_cvtps_pd(0xFF, stored),
-                                      _mm512_maskz_cvtps_pd(0xFF, evicted))));
-  /* Once per lap the running sum is replaced by gnmr__window_sum: row by
-     row, oldest first, while the counts agree, else lane by lane. */
-  resync = calm & _mm512_testn_epi64_mask(k1, _mm512_set1_epi64(GNMR__RING));
-  if (resync && same) {
-    __m512d sum = _mm512_setzero_pd();
-    uint32_t i;
-    for (i = c->r.window; i > 0; i--)
-      sum = gnmr__keep8(_mm512_add_pd(
-          sum,
-          _mm512_maskz_cvtps_pd(
-              0xFF, _mm256_loadu_ps(s->window +
-                                    ((ks[0] + 1 - i) & GNMR__RING) * n + u))));
-    wsum = _mm512_mask_mov_pd(wsum, resync, sum);
-  }
-  _mm512_mask_storeu_pd(s->window_sum + u, calm, wsum);
-  for (lane = 0; resync && !same && lane < 8; lane++)
-    if (resync & (1u << lane))
-      s->window_sum[u + (uint32_t)lane] = gnmr__window_sum(
-          s, c->r.n, u + (uint32_t)lane, ks[lane] + 1, c->r.window);
-
-  if (c->out) {
-    /* A calm unit's decision: scale 1 (rule 8), flags WARMUP or 0, KEEP.
-       The caller's scalar steps overwrite the lanes that were not calm. */
-    a = _mm512_mul_pd(ratio, _mm512_set1_pd(c->r.inv_tau_r));
-    b = _mm512_mul_pd(delta, _mm512_set1_pd(c->r.inv_tau_d));
-    score = _mm512_maskz_max_pd(0xFF, b, a);
-    {
-      const __m512d tails = _mm512_castsi512_pd(
-          _mm512_maskz_set1_epi64((__mmask8)~warm, GNMR_FLAG_WARMUP));
-      double *d = (double *)(void *)(c->out + u);
-#define GNMR__DECISIONS8(j)                                                    \
-  do {                                                                         \
-    const __m512i b_ = _mm512_loadu_si512((const void *)gnmr__from_b[j]);      \
-    __m512d v_ = _mm512_mask2_permutex2var_pd(                                 \
-        ratio, _mm512_loadu_si512((const void *)gnmr__from_a[j]),              \
-        (__mmask8)(GNMR__LANES(j, 0) | GNMR__LANES(j, 1)), delta);             \
-    v_ = _mm512_mask_permutex2var_pd(v_, (__mmask8)GNMR__LANES(j, 2), b_,      \
-                                     score);                                   \
-    if (warm != 0xFF)                                                          \
-      v_ = _mm512_mask_permutexvar_pd(v_, (__mmask8)GNMR__LANES(j, 4), b_,     \
-                                      tails);                                  \
-    _mm512_storeu_pd(d + (size_t)8 * (j), v_);                                 \
-  } while (0)
-      GNMR__DECISIONS8(0);
-      GNMR__DECISIONS8(1);
-      GNMR__DECISIONS8(2);
-      GNMR__DECISIONS8(3);
-      GNMR__DECISIONS8(4);
-#undef GNMR__DECISIONS8
-    }
-  }
+  if (c->out) gnmr__noise8_decisions(c, u, dr, e);
   return (__mmask8)~calm;
 }
 
-/* ---- NOISE mode, eight units at a time (AVX-512) --------------------------
-   Phase 2 (gnmr__common_avx512) and phase 3's calm units
-   (gnmr__noise8_avx512) with gnmr__log's, gnmr__noise_history's and
-   gnmr__grid's operations in their order, so the bits are those of the
-   scalar rules; the lanes of a unit that is not finite, still warming up,
-   locked, cooling down or flagged are left to gnmr__unit_step. Every
-   arithmetic result passes through gnmr__keep8 (gnmr__add8 and the
-   others), so clang's fast-math flags cannot reorder any of it. */
+#undef GNMR__LANES
+#undef GNMR__LANE
+#undef GNMR__U
+#undef GNMR__F
+#undef GNMR__P
+#endif
 
-/* An add, subtract or divide exactly as written: under clang's fast-math
-   flags (which intrinsics keep) an unguarded a * (1 + b) became a + a * b,
-   one FMA, in this file's first NOISE-mode build with -Ofast. */
-GNMR__TARGET_AVX512
-static __m512d gnmr__add8(__m512d a, __m512d b) {
-  return gnmr__keep8(_mm512_add_pd(a, b));
-}
-GNMR__TARGET_AVX512
-static __m512d gnmr__sub8(__m512d a, __m512d b) {
-  return gnmr__keep8(_mm512_sub_pd(a, b));
-}
-GNMR__TARGET_AVX512
-static __m512d gnmr__div8(__m512d a, __m512d b) {
-  return gnmr__keep8(_mm512_div_pd(a, b));
-}
+/* Rule N3, the step-level view (phase 2). */
 
-/* Rule N0's L(max(x, lo)), gnmr__log eight lanes wide (x > 0 or lo). */
-GNMR__TARGET_AVX512 __inline__ __attribute__((always_inline)) static __m512d
-gnmr__log8(__m512d x, __m512d lo) {
-  const __m512d one = _mm512_set1_pd(1.0);
-  const __m512i b = _mm512_castpd_si512(_mm512_maskz_max_pd(0xFF, x, lo));
-  const __m512d e = _mm512_maskz_cvtepi64_pd(
-      0xFF, _mm512_sub_epi64(_mm512_maskz_srli_epi64(0xFF, b, 52),
-                             _mm512_set1_epi64(1023)));
-  const __m512d f = _mm512_castsi512_pd(_mm512_or_si512(
-      _mm512_and_si512(b, _mm512_set1_epi64(0x000FFFFFFFFFFFFFLL)),
-      _mm512_set1_epi64(0x3FF0000000000000LL)));
-  const __m512d y = gnmr__div8(gnmr__sub8(f, one), gnmr__add8(f, one));
-  const __m512d y2 = gnmr__mul8(y, y);
-  __m512d t = gnmr__add8(_mm512_set1_pd(1.0 / 5.0),
-                         gnmr__mul8(y2, _mm512_set1_pd(1.0 / 7.0)));
-  t = gnmr__add8(_mm512_set1_pd(1.0 / 3.0), gnmr__mul8(y2, t));
-  t = gnmr__add8(one, gnmr__mul8(y2, t));
-  return gnmr__add8(gnmr__mul8(e, _mm512_set1_pd(GNMR__LN2)),
-                    gnmr__mul8(gnmr__mul8(_mm512_set1_pd(2.0), y), t));
+/* What phase 2's pass over the units gives (rule N3): G's sum of squares,
+   the counts, and the grid bin of the settled units' lower median (bin:
+   set only when settled >= common_min_units). */
+typedef struct gnmr__common_sums {
+  double sumsq;
+  uint32_t settled, up, finite, bin;
+} gnmr__common_sums;
+
+/* The lower median's bin from the bins' counts: the first bin whose count
+   with those below it exceeds rank = (settled - 1) / 2. The bins hold
+   `settled` > rank counts, so it lies in one of the 64 blocks of 64 (the
+   last, if none before) and the search stops inside the array. */
+static GNMR_HOSTDEV uint32_t gnmr__median_bin(const uint32_t *hist,
+                                              uint32_t settled) {
+  const uint32_t rank = (settled - 1) / 2;
+  uint32_t block, at, below = 0;
+  for (block = 0; block < 63; block++) {
+    uint32_t i, sum = 0;
+    for (i = 0; i < 64; i++) sum += hist[block * 64 + i];
+    if (below + sum > rank) break;
+    below += sum;
+  }
+  for (at = block * 64; at < 4095 && below + hist[at] <= rank; at++)
+    below += hist[at];
+  return at;
 }
 
-/* gnmr__exp_neg eight lanes wide (x <= 0; 1 at -0 and 0, 0 below
-   GNMR__EXP_MIN), its operations in its order. */
-GNMR__TARGET_AVX512 __inline__ __attribute__((always_inline)) static __m512d
-gnmr__exp_neg8(__m512d x) {
-  static const double inv[14] = GNMR__EXP_INV;
-  const __m512d one = _mm512_set1_pd(1.0);
-  const __mmask8 neg = _mm512_cmp_pd_mask(x, _mm512_setzero_pd(), _CMP_LT_OQ);
-  const __mmask8 tiny =
-      _mm512_cmp_pd_mask(x, _mm512_set1_pd(GNMR__EXP_MIN), _CMP_LT_OQ);
-  const __m512d xs =
-      _mm512_maskz_max_pd(0xFF, x, _mm512_set1_pd(GNMR__EXP_MIN));
-  const __m512i n = _mm512_maskz_cvttpd_epi64(
-      0xFF, gnmr__mul8(xs, _mm512_set1_pd(1.0 / GNMR__LN2)));
-  const __m512d nd = _mm512_maskz_cvtepi64_pd(0xFF, n);
-  __m512d r, p = one;
-  int i;
-  r = gnmr__sub8(xs, gnmr__mul8(nd, _mm512_set1_pd(0.693145751953125)));
-  r = gnmr__sub8(r, gnmr__mul8(nd, _mm512_set1_pd(1.42860682030941723212e-06)));
-  for (i = 13; i >= 1; i--)
-    p = gnmr__add8(one, gnmr__mul8(gnmr__mul8(p, r), _mm512_set1_pd(inv[i])));
-  p = gnmr__mul8(p,
-                 _mm512_castsi512_pd(_mm512_maskz_slli_epi64(
-                     0xFF, _mm512_add_epi64(n, _mm512_set1_epi64(1023)), 52)));
-  p = _mm512_mask_mov_pd(one, neg, p);
-  return _mm512_mask_mov_pd(p, tiny, _mm512_setzero_pd());
+/* Phase 2's pass on the scalar path (and a device's): the grid's 4096
+   bins counted, 16 KiB on the stack, the median's found by sums of 64
+   first. */
+static GNMR_HOSTDEV void gnmr__common_scalar(const gnmr__step_ctx *c,
+                                             uint32_t min_units,
+                                             gnmr__common_sums *out) {
+  const gnmr__rules *r = &c->r;
+  const gnmr__soa *s = &c->s;
+  uint32_t hist[4096], u, at, settled = 0, up = 0, finite = 0;
+  double sumsq = 0.0, lane[8];
+  memset(hist, 0, sizeof hist);
+  for (at = 0; at < r->n; at += 256) { /* G's blocks of 256 */
+    const uint32_t end = r->n - at > 256 ? at + 256 : r->n;
+    memset(lane, 0, sizeof lane);
+    for (u = at; u < end; u++) {
+      const double g = (double)c->norms[u];
+      if (gnmr__finite32(c->norms[u])) {
+        const double dr = gnmr__log(g, r->log_floor) - s->log_mean[u];
+        finite++;
+        lane[u & 7] += gnmr__mul(g, g); /* g * g is exact: g is a float */
+        s->dev[u] = dr;
+        if (s->finite_steps[u] >= r->settle) {
+          settled++;
+          up += dr > r->l_global;
+          hist[gnmr__grid(dr)]++;
+        }
+      }
+    }
+    sumsq += gnmr__fold8(lane);
+  }
+  out->sumsq = sumsq;
+  out->settled = settled;
+  out->up = up;
+  out->finite = finite;
+  out->bin = settled >= min_units ? gnmr__median_bin(hist, settled) : 0;
 }
 
+#if GNMR__CTL_AVX512
 /* Phase 2's pass over the units, eight at a time (the last group masked):
    dev, G's sum of squares in its order (lane u % 8 of a block of 256 is
    lane u % 8 of the vector), the counts, and the median's bin. Up to
@@ -2359,194 +2380,9 @@ static void gnmr__common_avx512(const gnmr__step_ctx *c, uint32_t min_units,
   } else if (settled >= min_units) {
     out->bin = gnmr__median_bin(w.hist, settled);
   }
-  _mm256_zeroupper(); /* as gnmr__units_avx512 */
+  _mm256_zeroupper(); /* as gnmr__units_paper_avx512 */
 }
-
-/* Phase 3 for eight units of a NOISE step that is not GLOBAL: the lanes
-   of calm units (finite, settled as rule N3 says, no lock, no cooldown,
-   neither a RISE nor a FALL) get rules N4-N7 and their decisions (d, e,
-   score 0, scale 1, no flags, KEEP); returns the other lanes. */
-GNMR__TARGET_AVX512 __inline__ __attribute__((always_inline)) static unsigned
-gnmr__noise8_avx512(gnmr__step_ctx *c, uint32_t u) {
-  const gnmr__soa *s = &c->s;
-  const gnmr__rules *r = &c->r;
-  const __m512d sign = _mm512_set1_pd(-0.0);
-  const __m256i norm_bits =
-      _mm256_loadu_si256((const __m256i *)(const void *)(c->norms + u));
-  const __m512i k = _mm512_loadu_si512((const void *)(s->finite_steps + u));
-  const __m256i busy = _mm256_or_si256(
-      _mm256_loadu_si256((const __m256i *)(const void *)(s->lock + u)),
-      _mm256_loadu_si256((const __m256i *)(const void *)(s->cooldown + u)));
-  __m512d dr, p, sf, d, e, S, hi, lo, nlo, a, x, ws, hs;
-  __m512i k1;
-  __mmask8 calm, young;
-  calm =
-      (__mmask8)(_mm256_cmplt_epu32_mask(
-                     _mm256_and_si256(norm_bits, _mm256_set1_epi32(0x7FFFFFFF)),
-                     _mm256_set1_epi32(0x7F800000)) &
-                 _mm512_cmp_epu64_mask(k,
-                                       _mm512_set1_epi64((long long)r->settle),
-                                       _MM_CMPINT_NLT) &
-                 _mm256_cmpeq_epi32_mask(busy, _mm256_setzero_si256()));
-  if (!calm) return 0xFF;
-  dr = _mm512_loadu_pd(s->dev + u);
-  p = _mm512_loadu_pd(s->last_dev + u);
-  sf = _mm512_loadu_pd(s->fluct + u);
-  /* rule N4 */
-  d = gnmr__sub8(dr, _mm512_set1_pd(r->common));
-  e = gnmr__sub8(d, gnmr__mul8(_mm512_set1_pd(r->ar), p));
-  S = _mm512_maskz_max_pd(0xFF, sf, _mm512_set1_pd(r->fluct_floor));
-  hi = gnmr__mul8(_mm512_set1_pd(r->z_rise), S);
-  lo = gnmr__mul8(_mm512_set1_pd(r->z_fall), S);
-  nlo = _mm512_xor_pd(lo, sign);
-  calm &= (__mmask8) ~(
-      _mm512_cmp_pd_mask(e, hi, _CMP_GT_OQ) &
-      _mm512_cmp_pd_mask(d, _mm512_set1_pd(r->l_min_rise), _CMP_GT_OQ));
-  if (r->two_sided)
-    calm &= (__mmask8) ~(
-        _mm512_cmp_pd_mask(e, nlo, _CMP_LT_OQ) &
-        _mm512_cmp_pd_mask(d, _mm512_set1_pd(r->l_max_fall), _CMP_LT_OQ));
-  if (!calm) return 0xFF;
-  /* rule N5 (k + 1 > warmup_steps: the step's clamp), clamp(x, -lo, hi)
-     as MAXPD(-lo, MINPD(hi, x)): x < -lo ? -lo : x > hi ? hi : x */
-  k1 = _mm512_add_epi64(k, _mm512_set1_epi64(1));
-  young = _mm512_cmp_epu64_mask(
-      k1, _mm512_set1_epi64((long long)r->full_weight_from), _MM_CMPINT_LT);
-  a = _mm512_set1_pd(r->floor_w);
-  if (young)
-    a = gnmr__keep8(_mm512_mask_div_pd(a, young, _mm512_set1_pd(1.0),
-                                       _mm512_maskz_cvtepu64_pd(0xFF, k1)));
-  _mm512_mask_storeu_pd(
-      s->log_mean + u, calm,
-      gnmr__add8(
-          _mm512_loadu_pd(s->log_mean + u),
-          gnmr__mul8(a, _mm512_maskz_max_pd(
-                            0xFF, nlo, _mm512_maskz_min_pd(0xFF, hi, dr)))));
-  /* rule N6: |e| (e < 0 ? -e : e), capped at winsor S */
-  x = _mm512_mask_xor_pd(
-      e, _mm512_cmp_pd_mask(e, _mm512_setzero_pd(), _CMP_LT_OQ), e, sign);
-  ws = gnmr__mul8(_mm512_set1_pd(r->winsor), S);
-  x = _mm512_maskz_min_pd(0xFF, ws, x);
-  young = _mm512_cmp_epu64_mask(
-      k, _mm512_set1_epi64((long long)r->fluct_full_from), _MM_CMPINT_LT);
-  a = _mm512_set1_pd(r->fluct_w);
-  if (young)
-    a = gnmr__keep8(_mm512_mask_div_pd(a, young, _mm512_set1_pd(1.0),
-                                       _mm512_maskz_cvtepu64_pd(0xFF, k)));
-  _mm512_mask_storeu_pd(s->fluct + u, calm,
-                        gnmr__add8(sf, gnmr__mul8(a, gnmr__sub8(x, sf))));
-  /* rule N7: not flagged; -(hold S) <= e <= hold S */
-  hs = gnmr__mul8(_mm512_set1_pd(r->hold), S);
-  _mm512_mask_storeu_pd(
-      s->last_dev + u,
-      calm & _mm512_cmp_pd_mask(e, hs, _CMP_LE_OQ) &
-          _mm512_cmp_pd_mask(e, _mm512_xor_pd(hs, sign), _CMP_GE_OQ),
-      _mm512_maskz_max_pd(0xFF, nlo, _mm512_maskz_min_pd(0xFF, hi, d)));
-  _mm512_mask_storeu_epi64((void *)(s->finite_steps + u), calm, k1);
-  if (c->out) {
-    /* ratio exp(dr) (index U: gnmr__exp, exp_neg(-|dr|) inverted above
-       0; calm units are settled, k > 0), delta e (8 + U); the other
-       fields from the index bits: score 0, scale 1.0, flags 0 and KEEP */
-    double *o = (double *)(void *)(c->out + u);
-    const __m512d en = gnmr__exp_neg8(_mm512_or_pd(dr, sign));
-    const __m512d ratio = gnmr__keep8(_mm512_mask_div_pd(
-        en, _mm512_cmp_pd_mask(dr, _mm512_setzero_pd(), _CMP_GT_OQ),
-        _mm512_set1_pd(1.0), en));
-#define GNMR__NOISE8(j)                                                        \
-  _mm512_storeu_pd(o + (size_t)8 * (j),                                        \
-                   _mm512_mask2_permutex2var_pd(                               \
-                       ratio,                                                  \
-                       _mm512_loadu_si512((const void *)gnmr__from_a[j]),      \
-                       (__mmask8)(GNMR__LANES(j, 0) | GNMR__LANES(j, 1)), e))
-    GNMR__NOISE8(0);
-    GNMR__NOISE8(1);
-    GNMR__NOISE8(2);
-    GNMR__NOISE8(3);
-    GNMR__NOISE8(4);
-#undef GNMR__NOISE8
-  }
-  return (__mmask8)~calm;
-}
-#undef GNMR__LANES
-#undef GNMR__LANE
-#undef GNMR__U
-#undef GNMR__F
-#undef GNMR__P
 #endif
-
-#if GNMR__CTL_AVX512
-#define GNMR__AHEAD 64 /* units prefetched ahead */
-/* The unit loop with the eight-wide path inlined, so the loop keeps its
-   constants in registers; the lanes it leaves take the scalar rules. */
-GNMR__TARGET_AVX512
-static void gnmr__units_avx512(gnmr__step_ctx *c) {
-  uint32_t u = 0, n = c->r.n, lane;
-  for (; n - u >= 8; u += 8) {
-    unsigned rest;
-    /* Eight groups ahead, the three 8-byte fields: one line per group
-       each. Without this the division waits on their loads (about 13%
-       of the step at N = 4096; see bench/RESULTS.md). */
-    if (n - u > GNMR__AHEAD) {
-      _mm_prefetch((const char *)(c->s.mean + u + GNMR__AHEAD), _MM_HINT_T0);
-      _mm_prefetch((const char *)(c->s.window_sum + u + GNMR__AHEAD),
-                   _MM_HINT_T0);
-      _mm_prefetch((const char *)(c->s.finite_steps + u + GNMR__AHEAD),
-                   _MM_HINT_T0);
-    }
-    rest = gnmr__calm8_avx512(c, u);
-    for (lane = 0; rest; lane++, rest >>= 1)
-      if (rest & 1u) gnmr__unit_cpu(c, u + lane);
-  }
-  for (; u < n; u++) gnmr__unit_cpu(c, u);
-  /* gcc 12 puts no vzeroupper at this function's return: without this
-     one, a caller built without AVX (plain -O2: SSE code) ran at a third
-     of its speed after every step (the LM demo's gnmr arm: 7.1 s against
-     2.4 s for 60 steps, the same bits). */
-  _mm256_zeroupper();
-}
-
-/* NOISE mode's unit loop (a step that is not GLOBAL): eight at a time, the
-   lanes gnmr__noise8_avx512 leaves to the scalar rules. */
-GNMR__TARGET_AVX512
-static void gnmr__units_noise_avx512(gnmr__step_ctx *c) {
-  uint32_t u = 0, n = c->r.n, lane;
-  for (; n - u >= 8; u += 8) {
-    unsigned rest = gnmr__noise8_avx512(c, u);
-    for (lane = 0; rest; lane++, rest >>= 1)
-      if (rest & 1u) gnmr__unit_cpu(c, u + lane);
-  }
-  for (; u < n; u++) gnmr__unit_cpu(c, u);
-  _mm256_zeroupper(); /* as gnmr__units_avx512 */
-}
-
-#endif
-
-/* ---- the step, in seven phases ---------------------------------------------
- */
-
-/* Phase 1, before any rule: NULLs, an uninitialised controller and a finite
-   negative norm refuse the whole step, which then changes nothing. */
-static GNMR_HOSTDEV int gnmr__step_check(const gnmr_ctl *ctl,
-                                         const float *norms, int wide) {
-  uint32_t n, u = 0;
-  int negative = 0;
-  if (!ctl) return GNMR_EINVAL;
-  if (!gnmr__usable(ctl)) return GNMR_ESTATE;
-  n = ctl->n_units;
-  if (n > 0 && !norms) return GNMR_EINVAL;
-#if GNMR__CTL_AVX512
-  if (wide) u = gnmr__negative16_avx512(norms, n, &negative);
-#else
-  (void)wide;
-#endif
-  for (; u < n; u++) {
-    /* Finite and below -0: the bits lie in (0x80000000, 0xFF800000). */
-    uint32_t bits;
-    memcpy(&bits, &norms[u], 4);
-    negative |= bits - 0x80000001u < 0x7F7FFFFFu;
-  }
-  return negative ? GNMR_ENORM : GNMR_OK;
-}
 
 /* Phase 2's end, rule N3 (the device's step runs it too): with r->common
    set (the median, or 0 below common_min_units) and G's sum of squares
@@ -2583,41 +2419,341 @@ static GNMR_HOSTDEV void gnmr__step_verdict(gnmr_ctl *ctl, gnmr__rules *r,
   }
 }
 
-/* Phase 2's pass on the scalar path (and a device's): the grid's 4096
-   bins counted, 16 KiB on the stack, the median's found by sums of 64
-   first. */
-static GNMR_HOSTDEV void gnmr__common_scalar(const gnmr__step_ctx *c,
-                                             uint32_t min_units,
-                                             gnmr__common_sums *out) {
-  const gnmr__rules *r = &c->r;
-  const gnmr__soa *s = &c->s;
-  uint32_t hist[4096], u, at, settled = 0, up = 0, finite = 0;
-  double sumsq = 0.0, lane[8];
-  memset(hist, 0, sizeof hist);
-  for (at = 0; at < r->n; at += 256) { /* G's blocks of 256 */
-    const uint32_t end = r->n - at > 256 ? at + 256 : r->n;
-    memset(lane, 0, sizeof lane);
-    for (u = at; u < end; u++) {
-      const double g = (double)c->norms[u];
-      if (gnmr__finite32(c->norms[u])) {
-        const double dr = gnmr__log(g, r->log_floor) - s->log_mean[u];
-        finite++;
-        lane[u & 7] += gnmr__mul(g, g); /* g * g is exact: g is a float */
-        s->dev[u] = dr;
-        if (s->finite_steps[u] >= r->settle) {
-          settled++;
-          up += dr > r->l_global;
-          hist[gnmr__grid(dr)]++;
-        }
+/* ---- locks and admission (rules 6, 7), shared by both rule sets ---------- */
+
+/* Rule 6, and rule 7 up to the mark, for unit u after its rule set's rules
+   (risky, score, flags so far): a lock counts down (HOLD), and at zero is
+   renewed while risky (RENEWED) or released (RELEASE, cooldown starts); a
+   unit out of recovery cools down (COOLDOWN while risky but NONFINITE), or,
+   risky and eligible, waits for a slot: score[u] = its score. Returns the
+   unit's GNMR__EV_* bits of rules 6 and 7. */
+static GNMR__HOT GNMR_HOSTDEV unsigned
+gnmr__unit_locks(const gnmr__rules *c, const gnmr__soa *s, uint32_t u,
+                 int risky, double score, uint32_t *flags, int32_t *action) {
+  unsigned ev = 0;
+  if (s->lock[u] > 0) {
+    s->recovery_steps[u]++;
+    ev |= GNMR__EV_HELD;
+    *action = GNMR_ACTION_HOLD;
+    if (--s->lock[u] == 0) {
+      if (risky && c->renew) {
+        s->lock[u] = c->lock_steps;
+        s->renewals[u]++;
+        ev |= GNMR__EV_RENEWED;
+        *flags |= GNMR_FLAG_RENEWED;
+      } else {
+        *action = GNMR_ACTION_RELEASE;
+        s->cooldown[u] = c->cooldown_steps;
       }
     }
-    sumsq += gnmr__fold8(lane);
+    if (s->lock[u] > 0) ev |= GNMR__EV_LOCKED;
+  } else if (s->cooldown[u] > 0 || risky) {
+    int cooling = s->cooldown[u] > 0;
+    if (cooling) s->cooldown[u]--;
+    if (cooling && risky && !(*flags & GNMR_FLAG_NONFINITE)) {
+      *flags |= GNMR_FLAG_COOLDOWN;
+    } else if (risky && (!c->global || (*flags & GNMR_FLAG_NONFINITE))) {
+      s->score[u] = score;
+      ev |= GNMR__EV_CANDIDATE;
+    }
   }
-  out->sumsq = sumsq;
-  out->settled = settled;
-  out->up = up;
-  out->finite = finite;
-  out->bin = settled >= min_units ? gnmr__median_bin(hist, settled) : 0;
+  return ev;
+}
+
+/* Rule 7's order: worse = lower score, then higher index, a strict total
+   order, so the admitted set never depends on the order units were listed
+   in. */
+
+static GNMR_HOSTDEV int gnmr__worse(const gnmr__soa *s, uint32_t a,
+                                    uint32_t b) {
+  if (s->score[a] != s->score[b]) return s->score[a] < s->score[b];
+  return a > b;
+}
+
+/* heap[0 .. size) as a min-heap, worst on top: moves heap[at] down. */
+static GNMR_HOSTDEV void gnmr__sift_down(const gnmr__soa *s, uint32_t *heap,
+                                         uint32_t size, uint32_t at) {
+  uint32_t item = heap[at];
+  for (;;) {
+    uint32_t child = 2 * at + 1;
+    if (child >= size) break;
+    if (child + 1 < size && gnmr__worse(s, heap[child + 1], heap[child]))
+      child++;
+    if (!gnmr__worse(s, heap[child], item)) break;
+    heap[at] = heap[child];
+    at = child;
+  }
+  heap[at] = item;
+}
+
+/* Moves the best k of the n units in list[] to list[0 .. k), in place and
+   in O(n log k): list[0 .. k) is made a min-heap (worst on top), and each
+   later unit better than the top takes its place. */
+static GNMR_HOSTDEV void gnmr__best_first(const gnmr__soa *s, uint32_t *list,
+                                          uint32_t n, uint32_t k) {
+  uint32_t i;
+  if (k == 0 || k >= n) return;
+  for (i = k / 2; i-- > 0;) gnmr__sift_down(s, list, k, i);
+  for (i = k; i < n; i++)
+    if (gnmr__worse(s, list[0], list[i])) {
+      uint32_t t = list[0];
+      list[0] = list[i];
+      list[i] = t;
+      gnmr__sift_down(s, list, k, 0);
+    }
+}
+
+/* Rule 7's free slots: max_recovering less the units still locked after
+   phase 3 (none while gnmr_reconfigure left more units recovering than it
+   allows); returns how many candidates take one. */
+static GNMR_HOSTDEV uint32_t gnmr__admit_count(const gnmr__tally *t,
+                                               uint32_t max_recovering) {
+  const uint32_t free_slots =
+      t->locked < max_recovering ? max_recovering - t->locked : 0;
+  return t->candidates < free_slots ? t->candidates : free_slots;
+}
+
+/* ---- one unit, and phase 3's loops -----------------------------------------
+ */
+
+/* Rules 1-6 and 8 for unit u (N1-N9 in NOISE mode): its decision (KEEP,
+   HOLD or RELEASE), its statistics, its lock and cooldown. A unit that
+   waits for a slot (rule 7, decided after every unit) is marked by
+   score[u] = its score, > 0 (risky scores are >= 1 or +inf); whoever runs
+   rule 7 clears every mark. Reads and writes unit u only, so units may be
+   stepped in any order, or one CUDA thread each. */
+static GNMR__HOT GNMR_HOSTDEV unsigned
+gnmr__unit_step(const gnmr__rules *c, const gnmr__soa *s, const float *norms,
+                gnmr_decision *out, uint32_t u) {
+  const double g = (double)norms[u];
+  double ratio, delta, score, scale = 1.0;
+  uint32_t flags;
+  int32_t action = GNMR_ACTION_KEEP;
+  unsigned ev = 0;
+  int risky;
+
+  if (c->noise && gnmr__finite32(norms[u])) {
+    /* rules N2, N4-N7, N9; ratio g / exp(mu) = exp(dr), 1 at first */
+    double own;
+    flags = gnmr__noise_unit(c, s, u, &own, &delta, &score, &scale);
+    ratio = out && s->finite_steps[u] > 1 ? gnmr__exp(s->dev[u]) : 1.0;
+    risky = (flags & (GNMR_FLAG_RATIO | GNMR_FLAG_FALL)) != 0;
+    if (flags & GNMR_FLAG_FALL) {
+      s->falls[u]++;
+      ev = GNMR__EV_FALL;
+    } else if (flags & GNMR_FLAG_RATIO) {
+      ev = GNMR__EV_RISE;
+    }
+  } else if (gnmr__finite32(norms[u])) {
+    flags = gnmr__paper_unit(c, s, u, g, &ratio, &delta, &score, &scale);
+    risky = (flags & (GNMR_FLAG_RATIO | GNMR_FLAG_DELTA)) != 0;
+  } else {
+    /* rule 1: a NaN/Inf never enters the mean or the window */
+    ratio = delta = g;
+    score = (double)INFINITY;
+    flags = GNMR_FLAG_NONFINITE;
+    risky = 1;
+    scale = 0.0;
+    s->nonfinite[u]++;
+    ev = GNMR__EV_NONFINITE;
+  }
+  if (risky) {
+    s->risky[u]++;
+    ev |= GNMR__EV_RISKY;
+  }
+  if (c->global) { /* rule N9 */
+    flags |= GNMR_FLAG_GLOBAL;
+    scale = gnmr__mul(scale, c->global_scale);
+  }
+  ev |= gnmr__unit_locks(c, s, u, risky, score, &flags, &action);
+  if (out) {
+    gnmr_decision *d = &out[u];
+    d->ratio = ratio;
+    d->delta = delta;
+    d->score = score;
+    d->scale = scale;
+    d->flags = flags;
+    d->action = action;
+  }
+  return ev;
+}
+
+/* Unit u on the CPU: its rules, its share of the totals, and, if it waits
+   for a slot, its index listed in the heap scratch for rule 7. Inlined
+   into the scalar loop (a call per unit was about a tenth of the scalar
+   step's instructions). */
+static GNMR__HOT GNMR_HOSTDEV void gnmr__unit_cpu_inline(gnmr__step_ctx *c,
+                                                         uint32_t u) {
+  gnmr__tally_add(&c->t, c->s.heap,
+                  gnmr__unit_step(&c->r, &c->s, c->norms, c->out, u), u);
+}
+
+#if GNMR__CTL_AVX512
+/* The same, out of line: the SIMD loops' lanes that are not calm. (Inlined
+   there it would be compiled for their target, FMA included.) */
+#if (defined(__GNUC__) || defined(__clang__)) && !defined(__CUDACC__)
+__attribute__((noinline))
+#endif
+static GNMR_HOSTDEV void
+gnmr__unit_cpu(gnmr__step_ctx *c, uint32_t u) {
+  gnmr__unit_cpu_inline(c, u);
+}
+#endif
+
+#if GNMR__CTL_AVX512
+#define GNMR__AHEAD 64 /* units prefetched ahead */
+/* The unit loop with the eight-wide path inlined, so the loop keeps its
+   constants in registers; the lanes it leaves take the scalar rules. */
+GNMR__TARGET_AVX512
+static void gnmr__units_paper_avx512(gnmr__step_ctx *c) {
+  uint32_t u = 0, n = c->r.n, lane;
+  for (; n - u >= 8; u += 8) {
+    unsigned rest;
+    /* Eight groups ahead, the three 8-byte fields: one line per group
+       each. Without this the division waits on their loads (about 13%
+       of the step at N = 4096; see bench/RESULTS.md). */
+    if (n - u > GNMR__AHEAD) {
+      _mm_prefetch((const char *)(c->s.mean + u + GNMR__AHEAD), _MM_HINT_T0);
+      _mm_prefetch((const char *)(c->s.window_sum + u + GNMR__AHEAD),
+                   _MM_HINT_T0);
+      _mm_prefetch((const char *)(c->s.finite_steps + u + GNMR__AHEAD),
+                   _MM_HINT_T0);
+    }
+    rest = gnmr__paper8_avx512(c, u);
+    for (lane = 0; rest; lane++, rest >>= 1)
+      if (rest & 1u) gnmr__unit_cpu(c, u + lane);
+  }
+  for (; u < n; u++) gnmr__unit_cpu(c, u);
+  /* gcc 12 puts no vzeroupper at this function's return: without this
+     one, a caller built without AVX (plain -O2: SSE code) ran at a third
+     of its speed after every step (the LM demo's gnmr arm: 7.1 s against
+     2.4 s for 60 steps, the same bits). */
+  _mm256_zeroupper();
+}
+
+/* NOISE mode's unit loop (a step that is not GLOBAL): eight at a time, the
+   lanes gnmr__noise8_avx512 leaves to the scalar rules. */
+GNMR__TARGET_AVX512
+static void gnmr__units_noise_avx512(gnmr__step_ctx *c) {
+  uint32_t u = 0, n = c->r.n, lane;
+  for (; n - u >= 8; u += 8) {
+    unsigned rest = gnmr__noise8_avx512(c, u);
+    for (lane = 0; rest; lane++, rest >>= 1)
+      if (rest & 1u) gnmr__unit_cpu(c, u + lane);
+  }
+  for (; u < n; u++) gnmr__unit_cpu(c, u);
+  _mm256_zeroupper(); /* as gnmr__units_paper_avx512 */
+}
+#endif
+
+/* ---- the step, in seven phases ---------------------------------------------
+   gnmr_step reads the rules' constants once (gnmr__rules_of), then runs
+   the phases in order, each a function below. The CUDA controller
+   (examples/cuda/gnmr_ctl.cuh) runs the same phases as kernels and calls
+   the functions marked *.
+     phase     rules     function                 what it calls
+     1 check   refusals  gnmr__step_check         gnmr__negative16_avx512
+     2 common  N3        gnmr__step_common        gnmr__common_scalar or
+               (NOISE)                            gnmr__common_avx512, then
+                                                  gnmr__step_verdict*
+     3 units   1-6, 8;   gnmr__step_units         gnmr__unit_step* per unit
+               N1-N9                              (gnmr__paper_unit or
+                                                  gnmr__noise_unit, then
+                                                  gnmr__unit_locks), or the
+                                                  rule set's eight-wide
+                                                  loop; gnmr__tally_add
+     4 select  7         gnmr__step_select        gnmr__admit_count,
+                                                  gnmr__best_first
+     5 admit   7         gnmr__step_admit         (RECOVER, lock L)
+     6 refuse  7         gnmr__step_over_budget   (KEEP, OVER_BUDGET)
+     7 totals  -         gnmr__step_totals*       (counters, the report)
+   The rules themselves: "PAPER rules", "NOISE rules" (each scalar function
+   with its AVX-512 copy beside it), rule 1 in gnmr__unit_step, rules 6-7
+   in "locks and admission". */
+
+/* The rules' constants of this step, from the controller (the device's
+   kernels read them the same way). */
+static GNMR_HOSTDEV void gnmr__rules_of(const gnmr_ctl *ctl, gnmr__rules *r) {
+  r->tau_r = ctl->cfg.ratio_threshold;
+  r->tau_d = ctl->cfg.delta_threshold;
+  r->eps = ctl->cfg.eps;
+  r->inv_tau_r = 1.0 / r->tau_r;
+  r->inv_tau_d = 1.0 / r->tau_d;
+  r->floor_w = 1.0 - ctl->cfg.history_decay;
+  r->window = ctl->cfg.delta_window;
+  r->inv_window = 1.0 / (double)r->window;
+  r->warmup = ctl->cfg.warmup_steps;
+  r->settle = r->warmup > 0 ? r->warmup : 1;
+  r->full_weight_from = ctl->full_weight_from;
+  r->n = ctl->n_units;
+  r->lock_steps = ctl->cfg.lock_steps;
+  r->cooldown_steps = ctl->cfg.cooldown_steps;
+  r->policy = ctl->cfg.spike_policy;
+  r->renew = ctl->recovering <= ctl->cfg.max_recovering;
+  r->noise = ctl->cfg.rule == GNMR_RULE_NOISE;
+  r->two_sided = ctl->cfg.two_sided != 0;
+  r->z_rise = ctl->cfg.z_rise;
+  r->z_fall = ctl->cfg.z_fall;
+  r->ar = ctl->cfg.ar;
+  r->hold = ctl->cfg.hold;
+  r->winsor = ctl->cfg.winsor;
+  r->fluct_floor = ctl->cfg.fluct_floor;
+  r->fluct_w = 1.0 - ctl->cfg.fluct_decay;
+  r->fluct_full_from = ctl->fluct_full_from;
+  r->log_floor = r->eps > DBL_MIN ? r->eps : DBL_MIN;
+  r->l_min_rise = r->l_max_fall = r->l_global = 0.0;
+  if (r->noise) { /* three library logs a step: only where they are read */
+    r->l_min_rise = gnmr__log(ctl->cfg.min_rise, r->log_floor);
+    r->l_max_fall = gnmr__log(ctl->cfg.max_fall, r->log_floor);
+    r->l_global = gnmr__log(ctl->cfg.global_ratio, r->log_floor);
+  }
+  r->common = 0.0;
+  r->global_scale = 1.0;
+  r->global = 0;
+}
+
+#if GNMR__CTL_AVX512
+/* The refusal check of rule 0 sixteen norms at a time; returns how many it
+   looked at (the rest go to the scalar loop). */
+GNMR__TARGET_AVX512
+static uint32_t gnmr__negative16_avx512(const float *norms, uint32_t n,
+                                        int *negative) {
+  __m512i any = _mm512_setzero_si512();
+  uint32_t u;
+  for (u = 0; n - u >= 16; u += 16) {
+    __m512i bits = _mm512_loadu_si512((const void *)(norms + u));
+    __mmask16 bad = _mm512_cmplt_epu32_mask(
+        _mm512_sub_epi32(bits, _mm512_set1_epi32((int)0x80000001u)),
+        _mm512_set1_epi32(0x7F7FFFFF));
+    any = _mm512_mask_set1_epi32(any, bad, 1);
+  }
+  *negative |= _mm512_test_epi32_mask(any, any) != 0;
+  return u;
+}
+#endif
+
+/* Phase 1, before any rule: NULLs, an uninitialised controller and a finite
+   negative norm refuse the whole step, which then changes nothing. */
+static GNMR_HOSTDEV int gnmr__step_check(const gnmr_ctl *ctl,
+                                         const float *norms, int wide) {
+  uint32_t n, u = 0;
+  int negative = 0;
+  if (!ctl) return GNMR_EINVAL;
+  if (!gnmr__usable(ctl)) return GNMR_ESTATE;
+  n = ctl->n_units;
+  if (n > 0 && !norms) return GNMR_EINVAL;
+#if GNMR__CTL_AVX512
+  if (wide) u = gnmr__negative16_avx512(norms, n, &negative);
+#else
+  (void)wide;
+#endif
+  for (; u < n; u++) {
+    /* Finite and below -0: the bits lie in (0x80000000, 0xFF800000). */
+    uint32_t bits;
+    memcpy(&bits, &norms[u], 4);
+    negative |= bits - 0x80000001u < 0x7F7FFFFFu;
+  }
+  return negative ? GNMR_ENORM : GNMR_OK;
 }
 
 /* Phase 2, NOISE mode only, rule N3: every finite unit's dev = L(g) - mu,
@@ -2664,7 +2800,7 @@ static GNMR_HOSTDEV void gnmr__step_units(gnmr__step_ctx *c, int wide) {
     if (c->r.noise)
       gnmr__units_noise_avx512(c);
     else
-      gnmr__units_avx512(c);
+      gnmr__units_paper_avx512(c);
     return;
   }
 #else
@@ -2677,12 +2813,7 @@ static GNMR_HOSTDEV void gnmr__step_units(gnmr__step_ctx *c, int wide) {
    releases and renewals, and those best first in the list. */
 static GNMR_HOSTDEV uint32_t gnmr__step_select(gnmr__step_ctx *c,
                                                uint32_t max_recovering) {
-  /* None are free while gnmr_reconfigure left more units recovering than
-     max_recovering allows. */
-  const uint32_t free_slots =
-      c->t.locked < max_recovering ? max_recovering - c->t.locked : 0;
-  uint32_t k;
-  k = c->t.candidates < free_slots ? c->t.candidates : free_slots;
+  const uint32_t k = gnmr__admit_count(&c->t, max_recovering);
   gnmr__best_first(&c->s, c->s.heap, c->t.candidates, k);
   return k;
 }
@@ -2761,6 +2892,8 @@ GNMR_DEF GNMR_HOSTDEV int gnmr_step(gnmr_ctl *ctl, const float *norms,
   gnmr__commit(ctl);
   return GNMR_OK;
 }
+
+/* ---- reading the state: recovering, counters, unit and step info, names - */
 
 GNMR_DEF GNMR_HOSTDEV int gnmr_recovering_check(const gnmr_ctl *ctl,
                                                 uint32_t u) {
@@ -2909,8 +3042,8 @@ GNMR_DEF int gnmr_flags_string(uint32_t flags, char *buf, size_t cap) {
 
 #define GNMR__CKPT_VERSION 3u
 #define GNMR__CKPT_HEADER 24u
-#define GNMR__CFG_BYTES(name, valid) /* a term of a sum */                     \
-  +sizeof(((gnmr_config *)0)->name)  /* NOLINT(bugprone-macro-parentheses) */
+#define GNMR__CFG_BYTES(name, value, valid) /* a term of a sum */              \
+  +sizeof(((gnmr_config *)0)->name) /* NOLINT(bugprone-macro-parentheses) */
 #define GNMR__CKPT_CONFIG (0 GNMR__CONFIG(GNMR__CFG_BYTES))
 #define GNMR__CKPT_TOTALS                                                      \
   (0 GNMR__TOTALS(GNMR__BYTES) GNMR__GLOBAL(GNMR__BYTES)                       \
@@ -3087,7 +3220,8 @@ GNMR_DEF int gnmr_checkpoint_save(const gnmr_ctl *ctl, void *buf, size_t cap,
   p = gnmr__put_u32(p, ctl->n_units);
   p = gnmr__put_u32(p, GNMR_WINDOW_MAX);
   p = gnmr__put_u32(p, 0);
-#define GNMR__PUT_CFG(name, valid) p = gnmr__put(p, &c->name, sizeof c->name);
+#define GNMR__PUT_CFG(name, value, valid)                                      \
+  p = gnmr__put(p, &c->name, sizeof c->name);
   GNMR__CONFIG(GNMR__PUT_CFG)
 #undef GNMR__PUT_CFG
 #define GNMR__PUT_TOTAL(name, type, shape)                                     \
@@ -3138,7 +3272,8 @@ static int gnmr__ckpt_read(const gnmr_ctl *ctl, gnmr_ctl *t,
   if (n != ctl->n_units) return GNMR_EMISMATCH;
   memset(t, 0, sizeof *t);
   t->n_units = n;
-#define GNMR__GET_CFG(name, valid) gnmr__get(&p, &c->name, sizeof c->name);
+#define GNMR__GET_CFG(name, value, valid)                                      \
+  gnmr__get(&p, &c->name, sizeof c->name);
   GNMR__CONFIG(GNMR__GET_CFG)
 #undef GNMR__GET_CFG
   if (gnmr_config_check(c, n, NULL) != GNMR_OK) return GNMR_ECORRUPT;
@@ -3197,7 +3332,7 @@ GNMR_DEF int gnmr_checkpoint_config(const gnmr_ctl *ctl, const void *buf,
   if (!gnmr__usable(ctl)) return GNMR_ESTATE;
   rc = gnmr__ckpt_read(ctl, &t, (const unsigned char *)buf, len, 0);
   if (rc != GNMR_OK) return rc;
-#define GNMR__DIFFERS(name, valid)                                             \
+#define GNMR__DIFFERS(name, value, valid)                                      \
   if (!first && memcmp(&t.cfg.name, &ctl->cfg.name, sizeof t.cfg.name) != 0)   \
     first = #name;
   GNMR__CONFIG(GNMR__DIFFERS)

@@ -174,15 +174,7 @@ static int emulated_step(gnmr_ctl *ctl, gnmr_cuda_work *w, const float *x,
   gnmr_cuda__rules(ctl, w, &r);
   heap = gnmr__carve(ctl->units, n).heap;
   for (u = 0; u < blocks * B; u++) {
-    unsigned ev = gnmr_cuda__unit(ctl, &r, x, out, w, u);
-    w->t.risky += (ev & GNMR__EV_RISKY) != 0;
-    w->t.nonfinite += (ev & GNMR__EV_NONFINITE) != 0;
-    w->t.held += (ev & GNMR__EV_HELD) != 0;
-    w->t.renewed += (ev & GNMR__EV_RENEWED) != 0;
-    w->t.locked += (ev & GNMR__EV_LOCKED) != 0;
-    w->t.rises += (ev & GNMR__EV_RISE) != 0;
-    w->t.falls += (ev & GNMR__EV_FALL) != 0;
-    if (ev & GNMR__EV_CANDIDATE) heap[w->t.candidates++] = u;
+    gnmr__tally_add(&w->t, heap, gnmr_cuda__unit(ctl, &r, x, out, w, u), u);
   }
   if (w->t.candidates > 1) shuffle(heap, w->t.candidates);
   /* admit */
