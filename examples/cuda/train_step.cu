@@ -207,8 +207,8 @@ int main(void) {
   GK(gnmr_cuda_ctl_download(&gc, &host), gc.cuda_error); /* a checkpoint */
   gnmr_counters_get(&host, GNMR_ALL_UNITS, &tot);
   CK(cudaMemcpy(log, m.log, sizeof log, cudaMemcpyDeviceToHost));
-  printf("train_step: %d graph-launched steps, %d units (paper rules)\n",
-         STEPS, UNITS);
+  printf("train_step: %d graph-launched steps, %d units (paper rules)\n", STEPS,
+         UNITS);
   printf("  risky %llu (non-finite %llu, falls %llu), admissions %llu, "
          "renewals %llu, over budget %llu, GLOBAL steps %llu\n",
          (unsigned long long)tot.risky, (unsigned long long)tot.nonfinite,
