@@ -128,7 +128,8 @@ $(B)/clang/%: tests/%.c gnmr.h tests/check.h
 	clang $(CFLAGS_ALL) -o $@ $< $(LDFLAGS_$(*F)) -lm
 
 # The CUDA example's kernel arithmetic, run on the CPU.
-$(foreach cc,$(CC_LIST),$(B)/$(cc)/test_cuda_host): examples/cuda/gnmr_norms.cuh
+$(foreach cc,$(CC_LIST),$(B)/$(cc)/test_cuda_host): examples/cuda/gnmr_norms.cuh \
+  tests/cuda/regions.h
 # The CUDA controller's kernels, run on the CPU thread by thread.
 $(foreach cc,$(CC_LIST),$(B)/$(cc)/test_ctl_parallel \
   $(B)/$(cc)-ofast/test_ctl_parallel): examples/cuda/gnmr_ctl.cuh
@@ -441,7 +442,7 @@ NVCC_FLAGS = -O3 -std=c++17 --fmad=false -Xcompiler -ffp-contract=off \
 #     its device test and benchmark, and the two-file build: ctl_two_b.cu
 #     uses the norm plan and the controller without holding either
 #     implementation (no -rdc; CI compiles and links it)
-CUDA_HDRS = gnmr.h examples/cuda/gnmr_norms.cuh
+CUDA_HDRS = gnmr.h examples/cuda/gnmr_norms.cuh tests/cuda/regions.h
 CUDA_TESTS = $(B)/cuda/test_device $(B)/cuda/two_file_rdc \
              $(B)/cuda/two_file_static $(B)/test_ctl_cuda $(B)/ctl_two_files
 CUDA_CTL = $(B)/train_step $(B)/test_ctl_cuda $(B)/bench_ctl_cuda \
@@ -487,7 +488,7 @@ $(B)/cuda/two_file_static: $(TWO_FILE) tests/cuda/two_file.h $(CUDA_HDRS)
 	@mkdir -p $(@D)
 	$(NVCC) $(NVCC_FLAGS) -DTWO_FILE_STATIC -o $@ $(TWO_FILE)
 
-CUDA_CTL_DEPS = examples/cuda/gnmr_ctl.cuh gnmr.h
+CUDA_CTL_DEPS = examples/cuda/gnmr_ctl.cuh gnmr.h tests/cuda/regions.h
 $(B)/train_step: examples/cuda/train_step.cu $(CUDA_CTL_DEPS) \
                  examples/cuda/gnmr_norms.cuh
 	@mkdir -p $(@D)

@@ -10,6 +10,7 @@
    small test reaches that path. */
 #define GNMR_NORMS_SHARED 4
 #include "examples/cuda/gnmr_norms.cuh"
+#include "tests/cuda/regions.h"
 
 /* ---- the device operations, emulated --------------------------------- */
 
@@ -502,6 +503,71 @@ TEST(plan_big_tensor_tree_in_global_scratch) {
   free(x);
 }
 
+/* The device tests' placement of several dtypes in one allocation
+   (tests/cuda/regions.h): after a region of any size, the next starts
+   aligned for any element. test_device once put f32 right after an odd
+   number of bf16 elements; the check before each launch sees that
+   address, and so does the plan's layout. */
+TEST(regions_align_each_dtype_after_odd_sizes) {
+  static const size_t odd_n = 12345;
+  const size_t two[2] = {2 * odd_n, 4096 * 4};
+  size_t at[2], bytes[7], off[7], total, i;
+  int trial;
+  total = regions_place(two, 2, at);
+  EXPECT_EQ_INT(at[0], 0);
+  EXPECT(at[1] >= 2 * odd_n && at[1] % REGION_ALIGN == 0);
+  EXPECT_EQ_INT(total, at[1] + two[1]);
+  EXPECT(region_aligned((const void *)(uintptr_t)(at[1]), 4));
+  EXPECT(!region_aligned((const void *)(uintptr_t)(2 * odd_n),
+                         4)); /* the old one */
+  EXPECT(region_aligned((const void *)(uintptr_t)(2 * odd_n), 2));
+  for (trial = 0; trial < 1000; trial++) {
+    for (i = 0; i < 7; i++) bytes[i] = (size_t)(check_rand() % 5000);
+    total = regions_place(bytes, 7, off);
+    for (i = 0; i < 7; i++) {
+      EXPECT(region_aligned((const void *)(uintptr_t)(off[i]), 16));
+      if (i > 0) EXPECT(off[i] >= off[i - 1] + bytes[i - 1]);
+    }
+    EXPECT_EQ_INT(total, off[6] + bytes[6]);
+  }
+}
+
+/* The same two tensors through the emulated plan: the old placement is
+   refused before any load, the placed one gives the library's bits. */
+TEST(plan_after_odd_bf16_region_needs_placement) {
+  enum { N = 3 * GNMR_SUM_CHUNK + 7 }; /* odd */
+  const size_t bytes[2] = {2 * N, 1000 * 4};
+  size_t at[2];
+  const size_t total = regions_place(bytes, 2, at);
+  char *arena = (char *)malloc(total + 2 * N + 4 * 1000);
+  gnmr_tensor t[2];
+  double sumsq[1], lib_sumsq[1];
+  float norms[1], lib_norms[1];
+  gnmr_norms_tensor out[2];
+  uint32_t first[2], order[2];
+  uint64_t chunks, groups;
+  REQUIRE(arena);
+  t[0].data = arena + at[0];
+  t[0].n = N;
+  t[0].dtype = GNMR_DTYPE_BF16;
+  t[0].unit = 0;
+  t[1].data = arena + 2 * N; /* f32 right after: 2-byte aligned */
+  t[1].n = 1000;
+  t[1].dtype = GNMR_DTYPE_F32;
+  t[1].unit = 0;
+  EXPECT_EQ_INT(gnmr_norms_layout(t, 2, 1, out, first, order, &chunks, &groups),
+                GNMR_EINVAL);
+  t[1].data = arena + at[1];
+  fill(arena + at[0], GNMR_DTYPE_BF16, N);
+  fill(arena + at[1], GNMR_DTYPE_F32, 1000);
+  REQUIRE(run_plan(t, 2, 1, sumsq, norms) == GNMR_OK);
+  REQUIRE(gnmr_unit_sumsq(t, 2, lib_sumsq, 1) == GNMR_OK);
+  REQUIRE(gnmr_unit_norms(t, 2, lib_norms, 1) == GNMR_OK);
+  EXPECT_EQ_BITS(sumsq[0], lib_sumsq[0]);
+  EXPECT_EQ_BITS(norms[0], lib_norms[0]);
+  free(arena);
+}
+
 /* The example checks S steps with one CPU pass over the data because its
    gradients are the base tensors times 2^e (e >= 0, no overflow): every
    square scales by 4^e and every partial sum with it, exactly. */
@@ -551,6 +617,8 @@ int main(int argc, char **argv) {
       CHECK_CASE(plan_equals_library_bits),
       CHECK_CASE(plan_big_tensor_tree_in_global_scratch),
       CHECK_CASE(power_of_two_scaling_scales_the_sum_exactly),
+      CHECK_CASE(regions_align_each_dtype_after_odd_sizes),
+      CHECK_CASE(plan_after_odd_bf16_region_needs_placement),
   };
   return check_main(cases, sizeof cases / sizeof cases[0], argc, argv);
 }

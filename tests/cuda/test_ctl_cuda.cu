@@ -14,6 +14,7 @@
 #include "tests/random_config.h"
 #define GNMR_CUDA_IMPLEMENTATION
 #include "examples/cuda/gnmr_ctl.cuh"
+#include "tests/cuda/regions.h"
 
 #define STEPS 64
 
@@ -111,6 +112,10 @@ static void run(uint32_t n) {
   CUDA_REQUIRE(cudaMalloc((void **)&d_rec, sizeof *d_rec * (n ? n : 1)));
   CUDA_REQUIRE(cudaMemcpy(d_x, x, sizeof *d_x * rows, cudaMemcpyHostToDevice));
   CUDA_REQUIRE(cudaMemset(d_out, 0xA5, sizeof *d_out * rows));
+  /* what the graph writes */
+  REQUIRE(region_aligned(d_out, sizeof *d_out));
+  REQUIRE(region_aligned(d_rep, sizeof *d_rep));
+  REQUIRE(region_aligned(d_rec, sizeof *d_rec));
   CUDA_REQUIRE(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
   for (s = 0; s < STEPS; s++) {
     GNMR_REQUIRE(gnmr_cuda_step(&dev, d_x + (size_t)s * n,
@@ -263,6 +268,7 @@ TEST(scale_grads_f32) {
     g[t].n = LEN;
     g[t].dtype = GNMR_DTYPE_F32;
     g[t].unit = t;
+    REQUIRE(region_aligned(g[t].data, sizeof(float))); /* written in place */
   }
   CUDA_REQUIRE(cudaMalloc((void **)&d_g, sizeof g));
   CUDA_REQUIRE(cudaMalloc((void **)&d_dec, sizeof dec));
