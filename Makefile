@@ -447,7 +447,8 @@ CUDA_TESTS = $(B)/cuda/test_device $(B)/cuda/two_file_rdc \
              $(B)/cuda/two_file_static $(B)/test_ctl_cuda $(B)/ctl_two_files
 CUDA_CTL = $(B)/train_step $(B)/test_ctl_cuda $(B)/bench_ctl_cuda \
            $(B)/ctl_two_files
-CUDA_BINS = $(CUDA_TESTS) $(B)/cuda/bench_norms_cuda $(CUDA_CTL)
+CUDA_BINS = $(CUDA_TESTS) $(B)/cuda/bench_norms_cuda $(CUDA_CTL) \
+            $(B)/cuda/fast_math_refused
 
 ifeq ($(NVCC),)
 cuda cuda-test cuda-bench:
@@ -488,11 +489,31 @@ $(B)/cuda/two_file_static: $(TWO_FILE) tests/cuda/two_file.h $(CUDA_HDRS)
 	@mkdir -p $(@D)
 	$(NVCC) $(NVCC_FLAGS) -DTWO_FILE_STATIC -o $@ $(TWO_FILE)
 
+# --use_fast_math (llm.c's default) flushes subnormals and fuses
+# multiply-adds: each header must refuse it, the build failing with the
+# name of the missing function (one architecture is enough to show it).
+FAST_MATH_NAME = gnmr_cuda_needs_ieee_floats_build_without_use_fast_math
+$(B)/cuda/fast_math_refused: tests/cuda/fast_math.cu $(CUDA_HDRS) \
+                             examples/cuda/gnmr_ctl.cuh
+	@mkdir -p $(@D)
+	@for h in NORMS CTL; do \
+	  if $(NVCC) $(filter-out --fmad=false -gencode arch=%,$(NVCC_FLAGS)) \
+	      -arch=sm_$(firstword $(CUDA_ARCHS)) --use_fast_math \
+	      -DFAST_MATH_$$h -o $@.out $< >$@.log 2>&1; then \
+	    echo "$@: --use_fast_math was not refused (FAST_MATH_$$h)"; \
+	    exit 1; fi; \
+	  grep -q $(FAST_MATH_NAME) $@.log || { cat $@.log; exit 1; }; \
+	done
+	@echo "cuda: --use_fast_math refused by gnmr_norms.cuh and gnmr_ctl.cuh"
+	@touch $@
+
 CUDA_CTL_DEPS = examples/cuda/gnmr_ctl.cuh gnmr.h tests/cuda/regions.h
+# The example includes the headers by name, as a trainer that copied them
+# next to its own files would.
 $(B)/train_step: examples/cuda/train_step.cu $(CUDA_CTL_DEPS) \
                  examples/cuda/gnmr_norms.cuh
 	@mkdir -p $(@D)
-	$(NVCC) $(NVCC_FLAGS) -o $@ $<
+	$(NVCC) $(NVCC_FLAGS) -Iexamples/cuda -o $@ $<
 $(B)/test_ctl_cuda: tests/cuda/test_ctl_cuda.cu tests/check.h \
                    tests/random_config.h $(CUDA_CTL_DEPS)
 	@mkdir -p $(@D)

@@ -46,7 +46,8 @@
 
    Build with contraction off (nvcc --fmad=false, host -ffp-contract=off)
    and without --use_fast_math (it flushes subnormals): a fused
-   multiply-add or a flushed subnormal would change the bits.
+   multiply-add or a flushed subnormal would change the bits. Under
+   --use_fast_math (or --ftz=true) the build stops (below).
 
    The arithmetic below the plan (GNMR_HOSTDEV functions) is plain C as
    well: tests/test_cuda_host.c runs it on the CPU, warp by warp, against
@@ -62,6 +63,30 @@
 #if defined(__CUDACC__)
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
+#endif
+
+/* IEEE single precision or nothing: nvcc --use_fast_math (llm.c's default)
+   flushes f32 subnormals to zero (--ftz=true) and fuses multiply-adds, and
+   the bits would no longer be gnmr.h's. A compiler that says so with
+   __USE_FAST_MATH__ stops here; nvcc 13 defines no macro for it, so each
+   kernel's first line asks NVVM (__nvvm_reflect("__CUDA_FTZ"), libdevice's
+   own switch, folded at compile time) and under --ftz=true calls a
+   function that exists nowhere: ptxas then stops the build naming it
+   (make cuda checks both headers). Also in gnmr_ctl.cuh / gnmr_norms.cuh,
+   defined once per file that includes both. */
+#if defined(__USE_FAST_MATH__)
+#error                                                                         \
+    "gnmr: needs IEEE floats: build without --use_fast_math (and with --fmad=false)"
+#endif
+#if defined(__CUDACC__) && !defined(GNMR_CUDA__IEEE_GUARD)
+#define GNMR_CUDA__IEEE_GUARD
+extern "C" __device__ int __nvvm_reflect(const char *);
+extern "C" __device__ void
+gnmr_cuda_needs_ieee_floats_build_without_use_fast_math(void);
+static __device__ __forceinline__ void gnmr_cuda__ieee_guard(void) {
+  if (__nvvm_reflect("__CUDA_FTZ"))
+    gnmr_cuda_needs_ieee_floats_build_without_use_fast_math();
+}
 #endif
 
 #if defined(__CUDA_ARCH__)
@@ -386,6 +411,7 @@ static __global__ void __launch_bounds__(GNMR_NORMS_THREADS)
   const uint64_t chunk =
       (uint64_t)blockIdx.x * GNMR_NORMS_WARPS + threadIdx.x / GNMR_SUM_LANES;
   const uint32_t lane = threadIdx.x % GNMR_SUM_LANES;
+  gnmr_cuda__ieee_guard();
   if (chunk >= n_chunks) return; /* the whole warp */
   const gnmr_norms_tensor x =
       tensors[gnmr_norms_chunk_tensor(tensors, n_tensors, chunk)];

@@ -23,14 +23,17 @@
                        next step): high fidelity, an f32 update; else one
                        rounded through bf16 (the cheap path)
 
-   Build: make cuda. Runs where a CUDA device is present, else says so and
-   exits 0. In a trainer of several .cu files only one holds the two
-   implementation macros below; the others include the headers alone. */
+   Build: make cuda (nvcc -I. -Iexamples/cuda: the headers are included by
+   name, so a trainer copies gnmr.h and the two .cuh files next to this
+   file and builds it as it is). Runs where a CUDA device is present, else
+   says so and exits 0. In a trainer of several .cu files only one holds
+   the two implementation macros below; the others include the headers
+   alone. */
 #define GNMR_IMPLEMENTATION
 #include "gnmr.h"
 #define GNMR_CUDA_IMPLEMENTATION
-#include "examples/cuda/gnmr_ctl.cuh"
-#include "examples/cuda/gnmr_norms.cuh"
+#include "gnmr_ctl.cuh"
+#include "gnmr_norms.cuh"
 
 #include <stdio.h>
 #include <stdlib.h>
