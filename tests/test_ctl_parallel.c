@@ -143,7 +143,8 @@ static void emulate_fused_scan_verdict(gnmr_ctl *ctl, gnmr_cuda_work *w,
   gnmr_cuda__verdict(ctl, w, hist, bin_sums, block_sumsq);
 }
 
-/* The select and rule 7 of the admit kernel, after admit_begin. */
+/* The select and rule 7 of the admit kernel, after admit_begin: each
+   phase thread by thread, barriers between them. */
 static void emulate_select_admit(gnmr_cuda_select *sel, const gnmr__soa *s,
                                  gnmr_decision *out, uint32_t lock_steps) {
   const uint32_t T = admit_threads;
@@ -152,7 +153,15 @@ static void emulate_select_admit(gnmr_cuda_select *sel, const gnmr__soa *s,
   while (gnmr_cuda__select_more(sel)) {
     for (t = 0; t < T; t++) gnmr_cuda__select_clear(sel, t, T);
     for (t = 0; t < T; t++) gnmr_cuda__select_count(sel, s, t, T);
-    gnmr_cuda__select_pick(sel);
+    for (t = 0; t < T; t++) gnmr_cuda__select_chunks(sel, t, T);
+    sel->digit = 256; /* no digit found must not pass */
+    for (t = 0; t < T; t++) gnmr_cuda__select_find(sel, t, T);
+    if (sel->digit >= 256) {
+      printf("  the select found no digit (need %u)\n", sel->need);
+      check__failed_here = 1;
+      return;
+    }
+    gnmr_cuda__select_fix(sel);
   }
   for (t = 0; t < T; t++) gnmr_cuda__admit_units(sel, s, out, lock_steps, t, T);
 }

@@ -321,6 +321,8 @@ typedef struct gnmr_cuda_work {
    taken. */
 typedef struct gnmr_cuda_select {
   uint32_t hist[256];
+  uint32_t chunk[16];   /* counts of digits 16 c ... 16 c + 15 */
+  uint32_t digit, over; /* the digit found, the count of those over it */
   uint64_t hi;
   uint32_t lo, depth, need, left;
   uint32_t k;          /* admitted: min(candidates, free slots) */
@@ -537,13 +539,42 @@ static inline GNMR_HOSTDEV void gnmr_cuda__select_count(gnmr_cuda_select *sel,
   }
 }
 
-/* admit, thread 0: fix the digit that holds the need-th best key. */
-static inline GNMR_HOSTDEV void gnmr_cuda__select_pick(gnmr_cuda_select *sel) {
-  uint32_t digit = 256;
-  while (digit-- > 0) {
-    if (sel->hist[digit] >= sel->need) break;
-    sel->need -= sel->hist[digit];
+/* admit, every thread t of T (after the count): the chunks' counts. */
+static inline GNMR_HOSTDEV void
+gnmr_cuda__select_chunks(gnmr_cuda_select *sel, uint32_t t, uint32_t T) {
+  uint32_t c, d;
+  for (c = t; c < 16; c += T) {
+    uint32_t sum = 0;
+    for (d = 16 * c; d < 16 * c + 16; d++) sum += sel->hist[d];
+    sel->chunk[c] = sum;
   }
+}
+
+/* admit, every thread t of T (after the chunks): the digit that holds the
+   need-th best key, the one d with over(d) < need <= over(d) + hist[d],
+   over(d) the count of the digits above d (counts are exact, so one d
+   fits). Each thread tries its digits with at most 30 additions, instead
+   of one thread walking down 256; it writes only digit and over, which
+   no thread reads in this phase. */
+static inline GNMR_HOSTDEV void gnmr_cuda__select_find(gnmr_cuda_select *sel,
+                                                       uint32_t t, uint32_t T) {
+  const uint32_t need = sel->need;
+  uint32_t d, j;
+  for (d = t; d < 256; d += T) {
+    uint32_t over = 0;
+    for (j = d / 16 + 1; j < 16; j++) over += sel->chunk[j];
+    for (j = d + 1; j < d / 16 * 16 + 16; j++) over += sel->hist[j];
+    if (over < need && need - over <= sel->hist[d]) {
+      sel->digit = d;
+      sel->over = over;
+    }
+  }
+}
+
+/* admit, thread 0 (after the find): fix the digit. */
+static inline GNMR_HOSTDEV void gnmr_cuda__select_fix(gnmr_cuda_select *sel) {
+  const uint32_t digit = sel->digit;
+  sel->need -= sel->over;
   sel->left = sel->hist[digit];
   if (sel->depth < 64)
     sel->hi |= (uint64_t)digit << (56 - sel->depth);
@@ -724,7 +755,11 @@ gnmr_cuda__admit_block(gnmr_cuda_select *sel, gnmr_ctl *ctl, gnmr_decision *out,
       __syncthreads();
       gnmr_cuda__select_count(sel, &s, t, T);
       __syncthreads();
-      if (t == 0) gnmr_cuda__select_pick(sel);
+      gnmr_cuda__select_chunks(sel, t, T);
+      __syncthreads();
+      gnmr_cuda__select_find(sel, t, T);
+      __syncthreads();
+      if (t == 0) gnmr_cuda__select_fix(sel);
       __syncthreads();
     }
     gnmr_cuda__admit_units(sel, &s, out, ctl->cfg.lock_steps, t, T);
