@@ -53,28 +53,34 @@ static double warp_lane_chunk(const void *chunk, uint32_t dtype, uint32_t len) {
   return lane[0];
 }
 
-/* A warp on a chunk of 16-bit elements, two per load, as
-   gnmr_norms_word_chunk runs it: thread t < 16 adds its word, then thread
-   t + 16's (the shuffle), into its two lanes; then the fold. */
-static double warp_word_chunk(const void *chunk, uint32_t dtype, uint32_t len) {
-  double e[GNMR_SUM_LANES], o[GNMR_SUM_LANES];
-  uint32_t s, b, t, delta;
-  for (t = 0; t < GNMR_SUM_LANES; t++) e[t] = o[t] = 0.0;
-  for (s = 0; s < GNMR_NORMS_WORD_STEPS; s += GNMR_NORMS_BATCH)
-    for (b = 0; b < GNMR_NORMS_BATCH; b++) {
-      uint32_t w[GNMR_SUM_LANES];
-      for (t = 0; t < GNMR_SUM_LANES; t++)
-        w[t] = gnmr_norms_word(chunk, len, t + (s + b) * GNMR_SUM_LANES);
-      for (t = 0; t < 16; t++) {
-        gnmr_norms_word_add(&e[t], &o[t], w[t], dtype);
-        gnmr_norms_word_add(&e[t], &o[t], w[t + 16], dtype);
+/* A warp on a chunk of 16-bit elements, 16 bytes a load, as
+   gnmr_norms_wide_chunk runs it: each batch of loads into the warp's
+   buffer (thread t's word w = t + 32 (s + b), elements 8 w ... 8 w + 7,
+   at 8 (32 b + t)), then every lane's additions from the buffer; then the
+   fold. */
+static double warp_wide_chunk(const void *chunk, uint32_t dtype, uint32_t len) {
+  uint16_t buf[GNMR_NORMS_WIDE_BUF];
+  double lane[GNMR_SUM_LANES];
+  uint32_t s, b, t, k, delta;
+  for (t = 0; t < GNMR_SUM_LANES; t++) lane[t] = 0.0;
+  for (s = 0; s < GNMR_NORMS_WIDE_LOADS; s += GNMR_NORMS_WIDE_BATCH) {
+    for (b = 0; b < GNMR_NORMS_WIDE_BATCH; b++)
+      for (t = 0; t < GNMR_SUM_LANES; t++) {
+        const uint32_t w = (s + b) * GNMR_SUM_LANES + t;
+        uint16_t *dst = buf + 8 * (b * GNMR_SUM_LANES + t);
+        if (8 * w + 8 <= len)
+          memcpy(dst, (const char *)chunk + 16 * (size_t)w, 16);
+        else
+          for (k = 0; k < 8; k++)
+            dst[k] = gnmr_norms_wide_part(chunk, len, w, k);
       }
-    }
-  for (delta = 8; delta >= 1; delta /= 2) {
-    shfl_down_add(e, delta);
-    shfl_down_add(o, delta);
+    for (t = 0; t < GNMR_SUM_LANES; t++)
+      lane[t] = gnmr_norms_wide_rows(buf, 8 * GNMR_NORMS_WIDE_BATCH, t, dtype,
+                                     lane[t]);
   }
-  return e[0] + o[0];
+  for (delta = GNMR_SUM_LANES / 2; delta >= 1; delta /= 2)
+    shfl_down_add(lane, delta);
+  return lane[0];
 }
 
 /* gnmr_norms_chunk_kernel: warp w sums chunk w. */
@@ -87,8 +93,8 @@ static void run_chunk_kernel(const gnmr_norms_tensor *t, uint32_t nt,
     uint32_t len = (uint32_t)(x->n - start < GNMR_SUM_CHUNK ? x->n - start
                                                             : GNMR_SUM_CHUNK);
     const char *p = (const char *)x->data + start * dtype_size(x->dtype);
-    if (x->dtype != GNMR_DTYPE_F32 && ((uintptr_t)x->data & 3u) == 0)
-      chunk_sums[w] = warp_word_chunk(p, x->dtype, len);
+    if (x->dtype != GNMR_DTYPE_F32 && ((uintptr_t)x->data & 15u) == 0)
+      chunk_sums[w] = warp_wide_chunk(p, x->dtype, len);
     else
       chunk_sums[w] = warp_lane_chunk(p, x->dtype, len);
   }
@@ -286,13 +292,14 @@ TEST(lane_sum_is_the_canonical_lane) {
   }
 }
 
-/* Two 16-bit elements per load: the chunk's canonical sum, for every
-   length, with NaN and Inf among the elements, both dtypes. */
-TEST(word_chunk_equals_library_chunk) {
+/* 16 bytes a load: the chunk's canonical sum, for every length (full and
+   partial last words), with NaN and Inf among the elements, both dtypes. */
+TEST(wide_chunk_equals_library_chunk) {
   static uint16_t x[GNMR_SUM_CHUNK];
-  static const uint32_t lens[] = {0,    1,    2,    31,   32,
-                                  33,   63,   64,   65,   1000,
-                                  1001, 2047, 2048, 4095, GNMR_SUM_CHUNK};
+  static const uint32_t lens[] = {0,    1,    2,    7,    8,    9,
+                                  31,   32,   33,   63,   64,   65,
+                                  255,  256,  257,  1000, 1001, 1023,
+                                  1024, 1025, 2047, 2048, 4095, GNMR_SUM_CHUNK};
   uint32_t dtype;
   size_t k;
   for (dtype = GNMR_DTYPE_F16; dtype <= GNMR_DTYPE_BF16; dtype++) {
@@ -300,14 +307,14 @@ TEST(word_chunk_equals_library_chunk) {
     for (k = 0; k < sizeof lens / sizeof lens[0]; k++) {
       double want = dtype == GNMR_DTYPE_BF16 ? gnmr_sumsq_bf16(x, lens[k])
                                              : gnmr_sumsq_f16(x, lens[k]);
-      EXPECT_EQ_BITS(warp_word_chunk(x, dtype, lens[k]), want);
+      EXPECT_EQ_BITS(warp_wide_chunk(x, dtype, lens[k]), want);
       EXPECT_EQ_BITS(warp_lane_chunk(x, dtype, lens[k]), want);
     }
     x[777] = dtype == GNMR_DTYPE_BF16 ? 0x7F80u : 0x7C00u; /* Inf */
-    EXPECT(isinf(warp_word_chunk(x, dtype, GNMR_SUM_CHUNK)));
+    EXPECT(isinf(warp_wide_chunk(x, dtype, GNMR_SUM_CHUNK)));
     x[778] = dtype == GNMR_DTYPE_BF16 ? 0x7FC0u : 0x7E00u; /* NaN */
-    EXPECT(isnan(warp_word_chunk(x, dtype, GNMR_SUM_CHUNK)));
-    EXPECT(isinf(warp_word_chunk(x, dtype, 778))); /* the NaN past len */
+    EXPECT(isnan(warp_wide_chunk(x, dtype, GNMR_SUM_CHUNK)));
+    EXPECT(isinf(warp_wide_chunk(x, dtype, 778))); /* the NaN past len */
   }
 }
 
@@ -735,7 +742,7 @@ TEST(power_of_two_scaling_scales_the_sum_exactly) {
 int main(int argc, char **argv) {
   static const check_case cases[] = {
       CHECK_CASE(lane_sum_is_the_canonical_lane),
-      CHECK_CASE(word_chunk_equals_library_chunk),
+      CHECK_CASE(wide_chunk_equals_library_chunk),
       CHECK_CASE(shuffle_down_fold_equals_library_fold),
       CHECK_CASE(tree_levels_equal_library_tree),
       CHECK_CASE(group_tree_then_block_tree_equals_one_tree),

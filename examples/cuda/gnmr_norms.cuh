@@ -24,10 +24,10 @@
    GNMR_SUM_CHUNK; the chunks of all tensors are numbered in tensor order,
    and warp w of the first kernel sums chunk w (lane i mod 32 owns element
    i, each lane adds its squares in double in increasing i, the lanes fold
-   by halves with shuffles: gnmr.h's canonical chunk sum; for f16/bf16 a
-   thread loads two elements at once and hands half its rows to another
-   lane with a shuffle, so every warp load is 128 bytes, with the same
-   additions in the same order). So a big tensor
+   by halves with shuffles: gnmr.h's canonical chunk sum; for 16-byte
+   aligned f16/bf16 a thread loads 8 elements at once, 512 bytes a warp,
+   into the warp's shared buffer, and each lane then adds its own elements
+   from there, with the same additions in the same order). So a big tensor
    is many blocks, and small tensors share blocks: a block is 8 consecutive
    chunks of the list, whichever tensors they belong to, and no SM waits for
    a tensor of its own. The second kernel builds each tensor's pairwise
@@ -165,20 +165,24 @@ static inline GNMR_HOSTDEV uint32_t gnmr_norms_group_tensor(
 /* Element off of a chunk, widened to float (exactly): in hardware through
    the read-only cache on the device, with gnmr.h's conversions on the
    host. */
-static inline GNMR_HOSTDEV float
-gnmr_norms_widen(const void *chunk, uint32_t off, uint32_t dtype) {
+/* A 16-bit element's bits widened to float (exactly). */
+static inline GNMR_HOSTDEV float gnmr_norms_half(uint16_t h, uint32_t dtype) {
 #if defined(__CUDA_ARCH__)
-  unsigned short h;
-  if (dtype == GNMR_DTYPE_F32) return __ldg((const float *)chunk + off);
-  h = __ldg((const unsigned short *)chunk + off);
   if (dtype == GNMR_DTYPE_BF16) return __uint_as_float((unsigned)h << 16);
   return __half2float(__ushort_as_half(h));
 #else
-  uint16_t h;
+  return dtype == GNMR_DTYPE_BF16 ? gnmr_bf16_to_f32(h) : gnmr_f16_to_f32(h);
+#endif
+}
+
+static inline GNMR_HOSTDEV float
+gnmr_norms_widen(const void *chunk, uint32_t off, uint32_t dtype) {
+#if defined(__CUDA_ARCH__)
+  if (dtype == GNMR_DTYPE_F32) return __ldg((const float *)chunk + off);
+  return gnmr_norms_half(__ldg((const unsigned short *)chunk + off), dtype);
+#else
   if (dtype == GNMR_DTYPE_F32) return ((const float *)chunk)[off];
-  h = ((const uint16_t *)chunk)[off];
-  if (dtype == GNMR_DTYPE_BF16) return gnmr_bf16_to_f32(h);
-  return gnmr_f16_to_f32(h);
+  return gnmr_norms_half(((const uint16_t *)chunk)[off], dtype);
 #endif
 }
 
@@ -205,58 +209,44 @@ static inline GNMR_HOSTDEV double gnmr_norms_lane_sum(const void *chunk,
   return acc;
 }
 
-/* 16-bit dtypes, two elements per load. Lane i mod 32 still owns element
-   i, but thread t of the warp reads 32-bit word t + 32 s of the chunk
-   (elements 2w and 2w + 1, so a warp load is 128 bytes, not 64): for t <
-   16 that is lanes 2t and 2t + 1 at row 2s, for t >= 16 lanes 2(t - 16)
-   and 2(t - 16) + 1 at row 2s + 1. Thread t < 16 keeps the sums of lanes
-   2t (e) and 2t + 1 (o): it adds its own word (row 2s), then thread t +
-   16's (row 2s + 1, one shuffle), so each lane still adds its rows in
-   increasing order. The fold by halves then pairs thread t with t + 8, 4,
-   2, 1 and ends with lane 0 + lane 1. Needs 4-byte aligned data. */
-#define GNMR_NORMS_WORD_STEPS (GNMR_SUM_CHUNK / 2 / GNMR_SUM_LANES)
+/* 16-bit dtypes, 16 bytes a load. Lane i mod 32 still owns element i,
+   but thread t of the warp reads 16-byte word t + 32 s of the chunk
+   (elements 8 w ... 8 w + 7): a warp load is 512 bytes, rows 8 s ... 8 s +
+   7 of the chunk. The warp puts GNMR_NORMS_WIDE_BATCH such loads in its
+   shared buffer, then each lane adds its own element of each row, rows in
+   increasing order: the canonical lane sums (elements past len +0), then
+   the fold by halves. Needs 16-byte aligned data. */
+#define GNMR_NORMS_WIDE_LOADS (GNMR_SUM_CHUNK / 8 / GNMR_SUM_LANES)
+#define GNMR_NORMS_WIDE_BATCH 4
+/* 16-bit elements of the warp's buffer */
+#define GNMR_NORMS_WIDE_BUF (GNMR_NORMS_WIDE_BATCH * 8 * GNMR_SUM_LANES)
 
-/* Word w of a chunk of len 16-bit elements: both halves, the low one only
-   (its high element is past len, and not read), or 0. */
-static inline GNMR_HOSTDEV uint32_t gnmr_norms_word(const void *chunk,
-                                                    uint32_t len, uint32_t w) {
+/* Element 8 w + k of a chunk of len 16-bit elements, 0 past len (and not
+   read): the partial last word of a tensor. */
+static inline GNMR_HOSTDEV uint16_t gnmr_norms_wide_part(const void *chunk,
+                                                         uint32_t len,
+                                                         uint32_t w,
+                                                         uint32_t k) {
+  if (8 * w + k >= len) return 0;
 #if defined(__CUDA_ARCH__)
-  if (2 * w + 1 < len) return __ldg((const unsigned *)chunk + w);
-  if (2 * w < len) return __ldg((const unsigned short *)chunk + 2 * w);
+  return __ldg((const unsigned short *)chunk + 8 * w + k);
 #else
-  uint32_t v;
-  uint16_t h;
-  if (2 * w + 1 < len) {
-    memcpy(&v, (const char *)chunk + 4 * (size_t)w, 4);
-    return v;
-  }
-  if (2 * w < len) {
-    memcpy(&h, (const char *)chunk + 4 * (size_t)w, 2);
-    return h;
-  }
+  return ((const uint16_t *)chunk)[8 * w + k];
 #endif
-  return 0;
 }
 
-/* The squares of a word's two elements into lanes e (low) and o (high). */
-static inline GNMR_HOSTDEV void
-gnmr_norms_word_add(double *e, double *o, uint32_t word, uint32_t dtype) {
-  const uint16_t lo = (uint16_t)(word & 0xFFFFu), hi = (uint16_t)(word >> 16);
-  float a, b;
-#if defined(__CUDA_ARCH__)
-  if (dtype == GNMR_DTYPE_BF16) {
-    a = __uint_as_float((unsigned)lo << 16);
-    b = __uint_as_float((unsigned)hi << 16);
-  } else {
-    a = __half2float(__ushort_as_half(lo));
-    b = __half2float(__ushort_as_half(hi));
+/* Lane lane's additions from the warp's buffer (rows rows of 32
+   elements, in order) onto acc. */
+static inline GNMR_HOSTDEV double
+gnmr_norms_wide_rows(const uint16_t *buf, uint32_t rows, uint32_t lane,
+                     uint32_t dtype, double acc) {
+  uint32_t r;
+  GNMR_NORMS_UNROLL
+  for (r = 0; r < rows; r++) {
+    const float v = gnmr_norms_half(buf[r * GNMR_SUM_LANES + lane], dtype);
+    acc += (double)v * (double)v;
   }
-#else
-  a = dtype == GNMR_DTYPE_BF16 ? gnmr_bf16_to_f32(lo) : gnmr_f16_to_f32(lo);
-  b = dtype == GNMR_DTYPE_BF16 ? gnmr_bf16_to_f32(hi) : gnmr_f16_to_f32(hi);
-#endif
-  *e += (double)a * (double)a;
-  *o += (double)b * (double)b;
+  return acc;
 }
 
 /* A load of a node other blocks may have written in this launch (l2 = 1,
@@ -376,31 +366,39 @@ static inline int gnmr_norms_layout(const gnmr_tensor *t, size_t nt,
 /* ---- the kernels and the plan (CUDA) ----------------------------------- */
 #if defined(__CUDACC__)
 
-/* A chunk of 16-bit elements, two per load (see gnmr_norms_word): the
-   chunk's canonical sum, in thread 0 of the warp. */
+/* A chunk of 16-bit elements, 16 bytes a load (see gnmr_norms_wide_rows):
+   the chunk's canonical sum, in thread 0 of the warp. buf: the warp's
+   GNMR_NORMS_WIDE_BUF elements of shared memory. */
 static __device__ __forceinline__ double
-gnmr_norms_word_chunk(const void *chunk, uint32_t dtype, uint32_t len,
-                      uint32_t t) {
-  double e = 0.0, o = 0.0;
-  for (uint32_t s = 0; s < GNMR_NORMS_WORD_STEPS; s += GNMR_NORMS_BATCH) {
-    uint32_t w[GNMR_NORMS_BATCH];
+gnmr_norms_wide_chunk(const void *chunk, uint32_t dtype, uint32_t len,
+                      uint32_t lane, uint16_t *buf) {
+  double acc = 0.0;
+  for (uint32_t s = 0; s < GNMR_NORMS_WIDE_LOADS; s += GNMR_NORMS_WIDE_BATCH) {
+    uint4 v[GNMR_NORMS_WIDE_BATCH];
 #pragma unroll
-    for (uint32_t b = 0; b < GNMR_NORMS_BATCH; b++)
-      w[b] = gnmr_norms_word(chunk, len, t + (s + b) * GNMR_SUM_LANES);
-#pragma unroll
-    for (uint32_t b = 0; b < GNMR_NORMS_BATCH; b++) {
-      const uint32_t odd_row = __shfl_down_sync(0xFFFFFFFFu, w[b], 16);
-      if (t < 16) {
-        gnmr_norms_word_add(&e, &o, w[b], dtype);
-        gnmr_norms_word_add(&e, &o, odd_row, dtype);
+    for (uint32_t b = 0; b < GNMR_NORMS_WIDE_BATCH; b++) {
+      const uint32_t w = (s + b) * GNMR_SUM_LANES + lane;
+      if (8 * w + 8 <= len) {
+        v[b] = __ldg((const uint4 *)chunk + w);
+      } else {
+        uint32_t h[4];
+        for (uint32_t k = 0; k < 4; k++)
+          h[k] = gnmr_norms_wide_part(chunk, len, w, 2 * k) |
+                 (uint32_t)gnmr_norms_wide_part(chunk, len, w, 2 * k + 1) << 16;
+        v[b] = make_uint4(h[0], h[1], h[2], h[3]);
       }
     }
+    __syncwarp(); /* the last batch's rows read */
+#pragma unroll
+    for (uint32_t b = 0; b < GNMR_NORMS_WIDE_BATCH; b++)
+      ((uint4 *)buf)[b * GNMR_SUM_LANES + lane] = v[b];
+    __syncwarp();
+    acc =
+        gnmr_norms_wide_rows(buf, 8 * GNMR_NORMS_WIDE_BATCH, lane, dtype, acc);
   }
-  for (uint32_t delta = 8; delta >= 1; delta /= 2) {
-    e += __shfl_down_sync(0xFFFFFFFFu, e, delta);
-    o += __shfl_down_sync(0xFFFFFFFFu, o, delta);
-  }
-  return e + o;
+  for (uint32_t delta = GNMR_SUM_LANES / 2; delta >= 1; delta /= 2)
+    acc += __shfl_down_sync(0xFFFFFFFFu, acc, delta);
+  return acc;
 }
 
 /* Warp w of the grid: chunk w of the launch-wide numbering. */
@@ -408,8 +406,9 @@ static __global__ void __launch_bounds__(GNMR_NORMS_THREADS)
     gnmr_norms_chunk_kernel(const gnmr_norms_tensor *tensors,
                             uint32_t n_tensors, uint64_t n_chunks,
                             double *chunk_sums) {
-  const uint64_t chunk =
-      (uint64_t)blockIdx.x * GNMR_NORMS_WARPS + threadIdx.x / GNMR_SUM_LANES;
+  __shared__ __align__(16) uint16_t buf[GNMR_NORMS_WARPS][GNMR_NORMS_WIDE_BUF];
+  const uint32_t warp = threadIdx.x / GNMR_SUM_LANES;
+  const uint64_t chunk = (uint64_t)blockIdx.x * GNMR_NORMS_WARPS + warp;
   const uint32_t lane = threadIdx.x % GNMR_SUM_LANES;
   gnmr_cuda__ieee_guard();
   if (chunk >= n_chunks) return; /* the whole warp */
@@ -422,10 +421,10 @@ static __global__ void __launch_bounds__(GNMR_NORMS_THREADS)
       (const char *)x.data + start * (x.dtype == GNMR_DTYPE_F32 ? 4 : 2);
   double acc;
   /* a constant dtype per call: each loop specialised */
-  if (x.dtype != GNMR_DTYPE_F32 && ((uintptr_t)x.data & 3u) == 0) {
+  if (x.dtype != GNMR_DTYPE_F32 && ((uintptr_t)x.data & 15u) == 0) {
     acc = x.dtype == GNMR_DTYPE_BF16
-              ? gnmr_norms_word_chunk(p, GNMR_DTYPE_BF16, len, lane)
-              : gnmr_norms_word_chunk(p, GNMR_DTYPE_F16, len, lane);
+              ? gnmr_norms_wide_chunk(p, GNMR_DTYPE_BF16, len, lane, buf[warp])
+              : gnmr_norms_wide_chunk(p, GNMR_DTYPE_F16, len, lane, buf[warp]);
   } else {
     if (x.dtype == GNMR_DTYPE_F32)
       acc = gnmr_norms_lane_sum(p, GNMR_DTYPE_F32, len, lane);

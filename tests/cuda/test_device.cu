@@ -482,9 +482,9 @@ static int check_norms(const char *what, const gnmr_tensor *h,
 
 /* Thousands of small tensors (0 to 3000 elements, any dtype, at any
    place of the model's data aligned to the element, whatever its bits mean
-   in that dtype: f16/bf16 tensors 4-byte aligned or not, so both of the
-   chunk kernel's paths run), in 300 units of any order: blocks shared
-   between tensors. */
+   in that dtype: f16/bf16 tensors 16-byte aligned (one in four) or not,
+   so both of the chunk kernel's paths run), in 300 units of any order:
+   blocks shared between tensors. */
 static int check_small_tensors(const char *h_base, const char *d_base,
                                size_t bytes, cudaStream_t stream) {
   enum { NT = 6000, NU = 300 };
