@@ -18,8 +18,9 @@
 #   make detect-frontier  recall at 0.1% false alarms, the rule's variants
 #                 and bounds (bench/RESULTS.md)
 #   make mpi-run  the data-parallel MPI example on 2 and 4 ranks
-#   make cuda     every CUDA program, compiled (sm_80, sm_90); skipped where
-#                 nvcc is missing
+#   make cuda     every CUDA program, compiled (sm_80, sm_90), and a check
+#                 that --use_fast_math is refused; skipped where nvcc is
+#                 missing
 #   make cuda-test, make cuda-bench  the CUDA device tests and benchmarks
 #                 (skip cleanly without a GPU)
 #   make format   clang-format in place; make format-check fails on a diff

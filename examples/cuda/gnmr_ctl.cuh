@@ -177,11 +177,11 @@ gnmr_cuda_path_latest(const gnmr_cuda_path_turns *turns) {
    kernel's first line asks NVVM (__nvvm_reflect("__CUDA_FTZ"), libdevice's
    own switch, folded at compile time) and under --ftz=true calls a
    function that exists nowhere: ptxas then stops the build naming it
-   (make cuda checks both headers). Also in gnmr_ctl.cuh / gnmr_norms.cuh,
-   defined once per file that includes both. */
+   (make cuda checks both headers). The same block is in both CUDA headers
+   (either may be copied alone); the first one a file includes defines
+   it. */
 #if defined(__USE_FAST_MATH__)
-#error                                                                         \
-    "gnmr: needs IEEE floats: build without --use_fast_math (and with --fmad=false)"
+#error "gnmr: IEEE floats needed: build without --use_fast_math"
 #endif
 #if defined(__CUDACC__) && !defined(GNMR_CUDA__IEEE_GUARD)
 #define GNMR_CUDA__IEEE_GUARD
