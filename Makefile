@@ -18,8 +18,9 @@
 #   make detect-frontier  recall at 0.1% false alarms, the rule's variants
 #                 and bounds (bench/RESULTS.md)
 #   make mpi-run  the data-parallel MPI example on 2 and 4 ranks
-#   make cuda     every CUDA program, compiled (sm_80, sm_90); skipped where
-#                 nvcc is missing
+#   make cuda     every CUDA program, compiled (sm_80, sm_90), and a check
+#                 that --use_fast_math is refused; skipped where nvcc is
+#                 missing
 #   make cuda-test, make cuda-bench  the CUDA device tests and benchmarks
 #                 (skip cleanly without a GPU)
 #   make format   clang-format in place; make format-check fails on a diff
@@ -129,7 +130,8 @@ $(B)/clang/%: tests/%.c gnmr.h tests/check.h
 	clang $(CFLAGS_ALL) -o $@ $< $(LDFLAGS_$(*F)) -lm
 
 # The CUDA example's kernel arithmetic, run on the CPU.
-$(foreach cc,$(CC_LIST),$(B)/$(cc)/test_cuda_host): examples/cuda/gnmr_norms.cuh
+$(foreach cc,$(CC_LIST),$(B)/$(cc)/test_cuda_host): examples/cuda/gnmr_norms.cuh \
+  tests/cuda/regions.h
 # The CUDA controller's kernels, run on the CPU thread by thread.
 $(foreach cc,$(CC_LIST),$(B)/$(cc)/test_ctl_parallel \
   $(B)/$(cc)-ofast/test_ctl_parallel): examples/cuda/gnmr_ctl.cuh
@@ -471,12 +473,13 @@ NVCC_FLAGS = -O3 -std=c++17 --fmad=false -Xcompiler -ffp-contract=off \
 #     its device test and benchmark, and the two-file build: ctl_two_b.cu
 #     uses the norm plan and the controller without holding either
 #     implementation (no -rdc; CI compiles and links it)
-CUDA_HDRS = gnmr.h examples/cuda/gnmr_norms.cuh
+CUDA_HDRS = gnmr.h examples/cuda/gnmr_norms.cuh tests/cuda/regions.h
 CUDA_TESTS = $(B)/cuda/test_device $(B)/cuda/two_file_rdc \
              $(B)/cuda/two_file_static $(B)/test_ctl_cuda $(B)/ctl_two_files
 CUDA_CTL = $(B)/train_step $(B)/test_ctl_cuda $(B)/bench_ctl_cuda \
            $(B)/ctl_two_files
-CUDA_BINS = $(CUDA_TESTS) $(B)/cuda/bench_norms_cuda $(CUDA_CTL)
+CUDA_BINS = $(CUDA_TESTS) $(B)/cuda/bench_norms_cuda $(CUDA_CTL) \
+            $(B)/cuda/fast_math_refused
 
 ifeq ($(NVCC),)
 cuda cuda-test cuda-bench:
@@ -517,11 +520,31 @@ $(B)/cuda/two_file_static: $(TWO_FILE) tests/cuda/two_file.h $(CUDA_HDRS)
 	@mkdir -p $(@D)
 	$(NVCC) $(NVCC_FLAGS) -DTWO_FILE_STATIC -o $@ $(TWO_FILE)
 
-CUDA_CTL_DEPS = examples/cuda/gnmr_ctl.cuh gnmr.h
+# --use_fast_math (llm.c's default) flushes subnormals and fuses
+# multiply-adds: each header must refuse it, the build failing with the
+# name of the missing function (one architecture is enough to show it).
+FAST_MATH_NAME = gnmr_cuda_needs_ieee_floats_build_without_use_fast_math
+$(B)/cuda/fast_math_refused: tests/cuda/fast_math.cu $(CUDA_HDRS) \
+                             examples/cuda/gnmr_ctl.cuh
+	@mkdir -p $(@D)
+	@for h in NORMS CTL; do \
+	  if $(NVCC) $(filter-out --fmad=false -gencode arch=%,$(NVCC_FLAGS)) \
+	      -arch=sm_$(firstword $(CUDA_ARCHS)) --use_fast_math \
+	      -DFAST_MATH_$$h -o $@.out $< >$@.log 2>&1; then \
+	    echo "$@: --use_fast_math was not refused (FAST_MATH_$$h)"; \
+	    exit 1; fi; \
+	  grep -q $(FAST_MATH_NAME) $@.log || { cat $@.log; exit 1; }; \
+	done
+	@echo "cuda: --use_fast_math refused by gnmr_norms.cuh and gnmr_ctl.cuh"
+	@touch $@
+
+CUDA_CTL_DEPS = examples/cuda/gnmr_ctl.cuh gnmr.h tests/cuda/regions.h
+# The example includes the headers by name, as a trainer that copied them
+# next to its own files would.
 $(B)/train_step: examples/cuda/train_step.cu $(CUDA_CTL_DEPS) \
                  examples/cuda/gnmr_norms.cuh
 	@mkdir -p $(@D)
-	$(NVCC) $(NVCC_FLAGS) -o $@ $<
+	$(NVCC) $(NVCC_FLAGS) -Iexamples/cuda -o $@ $<
 $(B)/test_ctl_cuda: tests/cuda/test_ctl_cuda.cu tests/check.h \
                    tests/random_config.h $(CUDA_CTL_DEPS)
 	@mkdir -p $(@D)

@@ -12,7 +12,7 @@
    shapes). A case that does not fit in device memory is skipped.
 
    Each figure is the median of REPS timed runs (CUDA events around the
-   plan's two kernels, or around the probe), after two warm-up runs. The
+   plan's three kernels, or around the probe), after two warm-up runs. The
    probe reads every byte of the case once, 16 bytes per thread per load,
    and keeps nothing: what reading the data costs at best. GB/s = 1e9 B/s.
 

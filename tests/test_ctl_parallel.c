@@ -143,7 +143,8 @@ static void emulate_fused_scan_verdict(gnmr_ctl *ctl, gnmr_cuda_work *w,
   gnmr_cuda__verdict(ctl, w, hist, bin_sums, block_sumsq);
 }
 
-/* The select and rule 7 of the admit kernel, after admit_begin. */
+/* The select and rule 7 of the admit kernel, after admit_begin: each
+   phase thread by thread, barriers between them. */
 static void emulate_select_admit(gnmr_cuda_select *sel, const gnmr__soa *s,
                                  gnmr_decision *out, uint32_t lock_steps) {
   const uint32_t T = admit_threads;
@@ -152,7 +153,15 @@ static void emulate_select_admit(gnmr_cuda_select *sel, const gnmr__soa *s,
   while (gnmr_cuda__select_more(sel)) {
     for (t = 0; t < T; t++) gnmr_cuda__select_clear(sel, t, T);
     for (t = 0; t < T; t++) gnmr_cuda__select_count(sel, s, t, T);
-    gnmr_cuda__select_pick(sel);
+    for (t = 0; t < T; t++) gnmr_cuda__select_chunks(sel, t, T);
+    sel->digit = 256; /* no digit found must not pass */
+    for (t = 0; t < T; t++) gnmr_cuda__select_find(sel, t, T);
+    if (sel->digit >= 256) {
+      printf("  the select found no digit (need %u)\n", sel->need);
+      check__failed_here = 1;
+      return;
+    }
+    gnmr_cuda__select_fix(sel);
   }
   for (t = 0; t < T; t++) gnmr_cuda__admit_units(sel, s, out, lock_steps, t, T);
 }
@@ -259,6 +268,49 @@ static void make_norms(uint32_t n, int kind, uint32_t step) {
   }
 }
 
+/* ---- the host-side path switch, emulated --------------------------------
+   gnmr_cuda_paths: create fills both buffers from the state; publish k,
+   after step k, packs the (emulated) device's locks into buffer k % 2, the
+   copy landing at once (the earliest it can); at the start of each step the
+   host reads the last publish's buffer. It must hold the CPU controller's
+   gnmr_recovering after the step before, for every unit, and the publish
+   of the step it is reading in must go to the other buffer. */
+static uint32_t path_buffers[2][MAX_UNITS / 32 + 1];
+/* High-fidelity bits the host read over all runs (the test needs some). */
+static uint64_t path_high_seen;
+
+static void paths_pack(uint32_t *dst, const gnmr_ctl *dev) {
+  const uint32_t n = dev->n_units, *lock = gnmr__carve(dev->units, n).lock;
+  uint32_t w;
+  for (w = 0; w < GNMR_CUDA_PATH_WORDS(n); w++)
+    dst[w] = gnmr_cuda_path_word(lock, n, w);
+}
+
+static void paths_create(gnmr_cuda_path_turns *turns, const gnmr_ctl *dev) {
+  turns->host[0] = path_buffers[0];
+  turns->host[1] = path_buffers[1];
+  turns->published = 0;
+  paths_pack(path_buffers[0], dev);
+  paths_pack(path_buffers[1], dev);
+}
+
+static void paths_publish(gnmr_cuda_path_turns *turns, const gnmr_ctl *dev) {
+  paths_pack(gnmr_cuda_path_target(turns), dev);
+  turns->published++;
+}
+
+/* 1 if bits say what gnmr_recovering(cpu, u) says, for every unit, and
+   nothing past the last unit. */
+static int paths_match(const uint32_t *bits, const gnmr_ctl *cpu) {
+  const uint32_t n = cpu->n_units;
+  uint32_t u;
+  for (u = 0; u < n; u++) {
+    if (gnmr_cuda_path_high(bits, u) != gnmr_recovering(cpu, u)) return 0;
+    path_high_seen += (uint64_t)gnmr_cuda_path_high(bits, u);
+  }
+  return n % 32 == 0 || bits[n / 32] >> (n % 32) == 0;
+}
+
 /* If set, both controllers take reconf_cfg by gnmr_reconfigure before step
    reconf_step. */
 static uint32_t reconf_step;
@@ -276,16 +328,25 @@ static int run_pair(const gnmr_config *cfg, uint32_t n, uint32_t steps,
                     uint32_t calm, int kinds) {
   gnmr_ctl a, b;
   gnmr_cuda_work w;
+  gnmr_cuda_path_turns turns;
   uint32_t step;
   memset(&w, 0, sizeof w);
   force_grid = n <= GNMR_CUDA_FUSED_MAX && check_rand() % 2;
   if (gnmr_init(&a, cfg, slots_a, n) != GNMR_OK ||
       gnmr_init(&b, cfg, slots_b, n) != GNMR_OK)
     return 0;
+  paths_create(&turns, &b);
   for (step = 0; step < steps; step++) {
     const int kind = (int)(check_rand() % (uint64_t)kinds);
     const int with_out = (int)(check_rand() % 4) != 0;
+    /* the host at the start of the step: the last step's decisions */
+    const uint32_t *held = gnmr_cuda_path_latest(&turns);
     int ra, rb;
+    if (!paths_match(held, &a)) {
+      if (!quiet)
+        printf("  n %u step %u: the host's path bits differ\n", n, step);
+      return 0;
+    }
     if (reconf_step > 0 && step == reconf_step) {
       ra = gnmr_reconfigure(&a, &reconf_cfg);
       rb = gnmr_reconfigure(&b, &reconf_cfg);
@@ -313,6 +374,9 @@ static int run_pair(const gnmr_config *cfg, uint32_t n, uint32_t steps,
         printf("  n %u step %u kind %d: state differs\n", n, step, kind);
       return 0;
     }
+    /* the end of the device step: publish, never into the held buffer */
+    if (gnmr_cuda_path_target(&turns) == held) return 0;
+    paths_publish(&turns, &b);
   }
   global_seen += a.global_steps;
   return 1;
@@ -334,6 +398,21 @@ TEST(small_unit_counts_every_kind_of_input) {
       REQUIRE(run_pair(&cfg, sizes[i], 60, 20, KINDS));
     }
   admit_threads = GNMR_CUDA_ADMIT_THREADS;
+}
+
+/* The host-side path switch over spiky runs of both rule sets: the host
+   reads step t's decisions at step t + 1 (run_pair checks every unit of
+   every step of every test), and some of them are high fidelity. */
+TEST(host_reads_step_t_paths_at_t_plus_1) {
+  static const uint32_t sizes[] = {1, 31, 32, 33, 300, 2049, 4100};
+  size_t i;
+  path_high_seen = 0;
+  for (i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+    gnmr_config cfg = i % 2 ? gnmr_config_paper() : gnmr_config_noise();
+    cfg.max_recovering = 1 + sizes[i] / 8;
+    EXPECT(run_pair(&cfg, sizes[i], 60, 20, 3));
+  }
+  EXPECT(path_high_seen > 0);
 }
 
 TEST(zero_units) {
@@ -574,6 +653,7 @@ TEST(refused_steps_change_nothing) {
 int main(int argc, char **argv) {
   static const check_case cases[] = {
       CHECK_CASE(small_unit_counts_every_kind_of_input),
+      CHECK_CASE(host_reads_step_t_paths_at_t_plus_1),
       CHECK_CASE(zero_units),
       CHECK_CASE(large_unit_counts),
       CHECK_CASE(renewals_and_cooldowns),

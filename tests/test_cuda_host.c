@@ -1,8 +1,9 @@
 /* The CUDA norm kernels (examples/cuda/gnmr_norms.cuh), run on the CPU: the
    same layout and the same functions, executed warp by warp and thread by
-   thread in the order the kernels give, with the one device operation the
-   CPU lacks (__shfl_down_sync) emulated. Every result must equal gnmr.h's
-   canonical sums bit for bit. No GPU needed. */
+   thread in the order the kernels give (the group kernel's blocks in a
+   random order: whichever completes a tensor trees it), with the one
+   device operation the CPU lacks (__shfl_down_sync) emulated. Every result must
+   equal gnmr.h's canonical sums bit for bit. No GPU needed. */
 #define GNMR_IMPLEMENTATION
 #include "gnmr.h"
 #include "tests/check.h"
@@ -10,6 +11,7 @@
    small test reaches that path. */
 #define GNMR_NORMS_SHARED 4
 #include "examples/cuda/gnmr_norms.cuh"
+#include "tests/cuda/regions.h"
 
 /* ---- the device operations, emulated --------------------------------- */
 
@@ -32,7 +34,7 @@ static void block_tree(double *p, uint64_t m, uint32_t nthreads) {
   uint32_t tid;
   for (stride = 1; stride < m; stride *= 2)
     for (tid = 0; tid < nthreads; tid++)
-      gnmr_norms_tree_level(p, m, stride, tid, nthreads);
+      gnmr_norms_tree_level(p, m, stride, tid, nthreads, 0);
 }
 
 static size_t dtype_size(uint32_t dtype) {
@@ -51,28 +53,34 @@ static double warp_lane_chunk(const void *chunk, uint32_t dtype, uint32_t len) {
   return lane[0];
 }
 
-/* A warp on a chunk of 16-bit elements, two per load, as
-   gnmr_norms_word_chunk runs it: thread t < 16 adds its word, then thread
-   t + 16's (the shuffle), into its two lanes; then the fold. */
-static double warp_word_chunk(const void *chunk, uint32_t dtype, uint32_t len) {
-  double e[GNMR_SUM_LANES], o[GNMR_SUM_LANES];
-  uint32_t s, b, t, delta;
-  for (t = 0; t < GNMR_SUM_LANES; t++) e[t] = o[t] = 0.0;
-  for (s = 0; s < GNMR_NORMS_WORD_STEPS; s += GNMR_NORMS_BATCH)
-    for (b = 0; b < GNMR_NORMS_BATCH; b++) {
-      uint32_t w[GNMR_SUM_LANES];
-      for (t = 0; t < GNMR_SUM_LANES; t++)
-        w[t] = gnmr_norms_word(chunk, len, t + (s + b) * GNMR_SUM_LANES);
-      for (t = 0; t < 16; t++) {
-        gnmr_norms_word_add(&e[t], &o[t], w[t], dtype);
-        gnmr_norms_word_add(&e[t], &o[t], w[t + 16], dtype);
+/* A warp on a chunk of 16-bit elements, 16 bytes a load, as
+   gnmr_norms_wide_chunk runs it: each batch of loads into the warp's
+   buffer (thread t's word w = t + 32 (s + b), elements 8 w ... 8 w + 7,
+   at 8 (32 b + t)), then every lane's additions from the buffer; then the
+   fold. */
+static double warp_wide_chunk(const void *chunk, uint32_t dtype, uint32_t len) {
+  uint16_t buf[GNMR_NORMS_WIDE_BUF];
+  double lane[GNMR_SUM_LANES];
+  uint32_t s, b, t, k, delta;
+  for (t = 0; t < GNMR_SUM_LANES; t++) lane[t] = 0.0;
+  for (s = 0; s < GNMR_NORMS_WIDE_LOADS; s += GNMR_NORMS_WIDE_BATCH) {
+    for (b = 0; b < GNMR_NORMS_WIDE_BATCH; b++)
+      for (t = 0; t < GNMR_SUM_LANES; t++) {
+        const uint32_t w = (s + b) * GNMR_SUM_LANES + t;
+        uint16_t *dst = buf + 8 * (b * GNMR_SUM_LANES + t);
+        if (8 * w + 8 <= len)
+          memcpy(dst, (const char *)chunk + 16 * (size_t)w, 16);
+        else
+          for (k = 0; k < 8; k++)
+            dst[k] = gnmr_norms_wide_part(chunk, len, w, k);
       }
-    }
-  for (delta = 8; delta >= 1; delta /= 2) {
-    shfl_down_add(e, delta);
-    shfl_down_add(o, delta);
+    for (t = 0; t < GNMR_SUM_LANES; t++)
+      lane[t] = gnmr_norms_wide_rows(buf, 8 * GNMR_NORMS_WIDE_BATCH, t, dtype,
+                                     lane[t]);
   }
-  return e[0] + o[0];
+  for (delta = GNMR_SUM_LANES / 2; delta >= 1; delta /= 2)
+    shfl_down_add(lane, delta);
+  return lane[0];
 }
 
 /* gnmr_norms_chunk_kernel: warp w sums chunk w. */
@@ -85,8 +93,8 @@ static void run_chunk_kernel(const gnmr_norms_tensor *t, uint32_t nt,
     uint32_t len = (uint32_t)(x->n - start < GNMR_SUM_CHUNK ? x->n - start
                                                             : GNMR_SUM_CHUNK);
     const char *p = (const char *)x->data + start * dtype_size(x->dtype);
-    if (x->dtype != GNMR_DTYPE_F32 && ((uintptr_t)x->data & 3u) == 0)
-      chunk_sums[w] = warp_word_chunk(p, x->dtype, len);
+    if (x->dtype != GNMR_DTYPE_F32 && ((uintptr_t)x->data & 15u) == 0)
+      chunk_sums[w] = warp_wide_chunk(p, x->dtype, len);
     else
       chunk_sums[w] = warp_lane_chunk(p, x->dtype, len);
   }
@@ -102,60 +110,126 @@ static double warp_group_tree(const double *c, uint64_t first, uint64_t m) {
   return v[0];
 }
 
-/* gnmr_norms_unit_kernel: block u trees each of its tensors, adds them in
-   order. group_sums: the global scratch for trees past the shared array. */
-static void run_unit_kernel(const gnmr_norms_tensor *t,
-                            const uint32_t *unit_first,
-                            const uint32_t *unit_tensors, uint32_t n_units,
-                            const double *chunk_sums, double *group_sums,
-                            double *sumsq, float *norms) {
-  static double node[GNMR_NORMS_SHARED]; /* the shared array */
-  uint32_t u, i;
-  for (u = 0; u < n_units; u++) {
-    double sum = 0.0;
-    for (i = unit_first[u]; i < unit_first[u + 1]; i++) {
-      const gnmr_norms_tensor *x = &t[unit_tensors[i]];
-      uint64_t m = gnmr_norms_chunks(x->n), groups = gnmr_norms_groups(m), g;
-      double *p =
-          groups <= GNMR_NORMS_SHARED ? node : group_sums + x->first_group;
-      if (m == 0) continue;
-      for (g = 0; g < groups; g++)
-        p[g] = warp_group_tree(chunk_sums + x->first_chunk,
-                               g * GNMR_NORMS_GROUP, m);
-      block_tree(p, groups, GNMR_NORMS_THREADS);
-      sum += p[0];
-    }
-    sumsq[u] = sum;
-    norms[u] = (float)sqrt(sum);
+static void shuffle64(uint64_t *list, uint64_t n) {
+  uint64_t i;
+  for (i = n; i > 1; i--) {
+    uint64_t j = check_rand() % i, t = list[i - 1];
+    list[i - 1] = list[j];
+    list[j] = t;
   }
 }
 
-/* The whole plan on the CPU: layout, both kernels. */
+/* gnmr_norms_group_kernel: the blocks in a random order (the scheduler's);
+   each block's warps, its tickets, and the trees of the tensors it
+   completed, in shared memory (node) or in place. */
+static int run_group_kernel(const gnmr_norms_tensor *t, uint32_t nt,
+                            uint64_t n_groups, const double *chunk_sums,
+                            double *group_sums, uint32_t *tickets,
+                            double *tensor_sums) {
+  static double node[GNMR_NORMS_SHARED]; /* the shared array */
+  const uint64_t blocks = (n_groups + GNMR_NORMS_WARPS - 1) / GNMR_NORMS_WARPS;
+  uint64_t *order = (uint64_t *)malloc((blocks + 1) * sizeof *order), k;
+  if (!order) return GNMR_ESIZE;
+  for (k = 0; k < blocks; k++) order[k] = k;
+  shuffle64(order, blocks);
+  for (k = 0; k < blocks; k++) {
+    uint32_t warp_tensor[GNMR_NORMS_WARPS], tensor[GNMR_NORMS_WARPS],
+        count[GNMR_NORMS_WARPS], w, i, n;
+    for (w = 0; w < GNMR_NORMS_WARPS; w++) {
+      const uint64_t g = order[k] * GNMR_NORMS_WARPS + w;
+      uint32_t ti;
+      uint64_t m;
+      double v;
+      warp_tensor[w] = GNMR_NORMS_NONE;
+      if (g >= n_groups) continue;
+      ti = gnmr_norms_group_tensor(t, nt, g);
+      m = gnmr_norms_chunks(t[ti].n);
+      v = warp_group_tree(chunk_sums + t[ti].first_chunk,
+                          (g - t[ti].first_group) * GNMR_NORMS_GROUP, m);
+      if (m <= GNMR_NORMS_GROUP) {
+        tensor_sums[ti] = v;
+      } else {
+        group_sums[g] = v;
+        warp_tensor[w] = ti;
+      }
+    }
+    n = gnmr_norms_claims(warp_tensor, tensor, count);
+    for (i = 0; i < n; i++) {
+      const gnmr_norms_tensor *x = &t[tensor[i]];
+      const uint64_t m = gnmr_norms_groups(gnmr_norms_chunks(x->n));
+      double *p = group_sums + x->first_group;
+      tickets[tensor[i]] += count[i];
+      if (tickets[tensor[i]] != m) continue;
+      if (m <= GNMR_NORMS_SHARED) {
+        memcpy(node, p, m * sizeof *p);
+        p = node;
+      }
+      block_tree(p, m, GNMR_NORMS_THREADS);
+      tensor_sums[tensor[i]] = p[0];
+      tickets[tensor[i]] = 0;
+    }
+  }
+  free(order);
+  return GNMR_OK;
+}
+
+/* gnmr_norms_unit_kernel: thread u adds unit u's tensors in order. */
+static void run_unit_kernel(const gnmr_norms_tensor *t,
+                            const uint32_t *unit_first,
+                            const uint32_t *unit_tensors, uint32_t n_units,
+                            const double *tensor_sums, double *sumsq,
+                            float *norms) {
+  uint32_t u;
+  for (u = 0; u < n_units; u++) {
+    sumsq[u] = gnmr_norms_unit_sum(t, unit_first, unit_tensors, tensor_sums, u);
+    norms[u] = (float)sqrt(sumsq[u]);
+  }
+}
+
+/* The whole plan on the CPU: layout, the three kernels, launched twice as a
+   replayed graph would be (the tickets are back to 0 after each launch,
+   and the second launch, its blocks in another order, gives the same
+   bits). */
 static int run_plan(const gnmr_tensor *lib, size_t nt, uint32_t n_units,
                     double *sumsq, float *norms) {
   gnmr_norms_tensor *t = (gnmr_norms_tensor *)malloc((nt + 1) * sizeof *t);
   uint32_t *first = (uint32_t *)malloc((n_units + 1) * sizeof *first);
   uint32_t *order = (uint32_t *)malloc((nt + 1) * sizeof *order);
-  double *chunk_sums = NULL, *group_sums = NULL;
+  uint32_t *tickets = (uint32_t *)calloc(nt + 1, sizeof *tickets);
+  double *tensor_sums = (double *)malloc((nt + 1) * sizeof *tensor_sums);
+  double *chunk_sums = NULL, *group_sums = NULL, *again = NULL;
   uint64_t chunks = 0, groups = 0;
-  int rc = GNMR_ESIZE;
-  if (t && first && order)
+  int rc = GNMR_ESIZE, launch;
+  size_t i;
+  if (t && first && order && tickets && tensor_sums)
     rc = gnmr_norms_layout(lib, nt, n_units, t, first, order, &chunks, &groups);
   if (rc == GNMR_OK) {
     chunk_sums = (double *)malloc((chunks + 1) * sizeof *chunk_sums);
     group_sums = (double *)malloc((groups + 1) * sizeof *group_sums);
-    if (!chunk_sums || !group_sums) rc = GNMR_ESIZE;
+    again = (double *)malloc((n_units + 1) * sizeof *again);
+    if (!chunk_sums || !group_sums || !again) rc = GNMR_ESIZE;
   }
-  if (rc == GNMR_OK) {
+  for (launch = 0; launch < 2 && rc == GNMR_OK; launch++) {
+    double *out = launch == 0 ? sumsq : again;
     run_chunk_kernel(t, (uint32_t)nt, chunks, chunk_sums);
-    run_unit_kernel(t, first, order, n_units, chunk_sums, group_sums, sumsq,
-                    norms);
+    rc = run_group_kernel(t, (uint32_t)nt, groups, chunk_sums, group_sums,
+                          tickets, tensor_sums);
+    if (rc == GNMR_OK)
+      run_unit_kernel(t, first, order, n_units, tensor_sums, out, norms);
+    for (i = 0; i < nt; i++)
+      if (tickets[i] != 0) rc = GNMR_ESTATE;
   }
+  if (rc == GNMR_OK && n_units > 0 &&
+      memcmp(sumsq, again, n_units * sizeof *sumsq) != 0)
+    rc = GNMR_ESTATE;
   free(t);
   free(first);
   free(order);
+  free(tickets);
+  free(tensor_sums);
   free(chunk_sums);
   free(group_sums);
+  free(again);
   return rc;
 }
 
@@ -218,13 +292,14 @@ TEST(lane_sum_is_the_canonical_lane) {
   }
 }
 
-/* Two 16-bit elements per load: the chunk's canonical sum, for every
-   length, with NaN and Inf among the elements, both dtypes. */
-TEST(word_chunk_equals_library_chunk) {
+/* 16 bytes a load: the chunk's canonical sum, for every length (full and
+   partial last words), with NaN and Inf among the elements, both dtypes. */
+TEST(wide_chunk_equals_library_chunk) {
   static uint16_t x[GNMR_SUM_CHUNK];
-  static const uint32_t lens[] = {0,    1,    2,    31,   32,
-                                  33,   63,   64,   65,   1000,
-                                  1001, 2047, 2048, 4095, GNMR_SUM_CHUNK};
+  static const uint32_t lens[] = {0,    1,    2,    7,    8,    9,
+                                  31,   32,   33,   63,   64,   65,
+                                  255,  256,  257,  1000, 1001, 1023,
+                                  1024, 1025, 2047, 2048, 4095, GNMR_SUM_CHUNK};
   uint32_t dtype;
   size_t k;
   for (dtype = GNMR_DTYPE_F16; dtype <= GNMR_DTYPE_BF16; dtype++) {
@@ -232,14 +307,14 @@ TEST(word_chunk_equals_library_chunk) {
     for (k = 0; k < sizeof lens / sizeof lens[0]; k++) {
       double want = dtype == GNMR_DTYPE_BF16 ? gnmr_sumsq_bf16(x, lens[k])
                                              : gnmr_sumsq_f16(x, lens[k]);
-      EXPECT_EQ_BITS(warp_word_chunk(x, dtype, lens[k]), want);
+      EXPECT_EQ_BITS(warp_wide_chunk(x, dtype, lens[k]), want);
       EXPECT_EQ_BITS(warp_lane_chunk(x, dtype, lens[k]), want);
     }
     x[777] = dtype == GNMR_DTYPE_BF16 ? 0x7F80u : 0x7C00u; /* Inf */
-    EXPECT(isinf(warp_word_chunk(x, dtype, GNMR_SUM_CHUNK)));
+    EXPECT(isinf(warp_wide_chunk(x, dtype, GNMR_SUM_CHUNK)));
     x[778] = dtype == GNMR_DTYPE_BF16 ? 0x7FC0u : 0x7E00u; /* NaN */
-    EXPECT(isnan(warp_word_chunk(x, dtype, GNMR_SUM_CHUNK)));
-    EXPECT(isinf(warp_word_chunk(x, dtype, 778))); /* the NaN past len */
+    EXPECT(isnan(warp_wide_chunk(x, dtype, GNMR_SUM_CHUNK)));
+    EXPECT(isinf(warp_wide_chunk(x, dtype, 778))); /* the NaN past len */
   }
 }
 
@@ -278,7 +353,7 @@ TEST(tree_levels_equal_library_tree) {
     }
 }
 
-/* The split the unit kernel makes: groups of 32 chunks treed by a warp's
+/* The split the group kernel makes: groups of 32 chunks treed by a warp's
    shuffles with +0 past the end, then the tree over the groups. Also with
    an Inf and a NaN among the chunks. */
 TEST(group_tree_then_block_tree_equals_one_tree) {
@@ -306,6 +381,60 @@ TEST(group_tree_then_block_tree_equals_one_tree) {
   }
 }
 
+/* A block's warps as ticket claims: runs of one tensor, warps with
+   nothing to claim skipped. */
+TEST(claims_count_each_tensors_warps) {
+  const uint32_t N = GNMR_NORMS_NONE;
+  static const uint32_t warps[4][GNMR_NORMS_WARPS] = {{3, 3, 3, 3, 3, 3, 3, 3},
+                                                      {N, 2, 2, N, 5, 5, 5, 6},
+                                                      {N, N, N, N, N, N, N, N},
+                                                      {0, 1, 2, 3, 4, 5, 6, 7}};
+  static const uint32_t want_n[4] = {1, 3, 0, 8};
+  uint32_t tensor[GNMR_NORMS_WARPS], count[GNMR_NORMS_WARPS], k;
+  EXPECT_EQ_INT(GNMR_NORMS_WARPS, 8);
+  for (k = 0; k < 4; k++)
+    EXPECT_EQ_INT(gnmr_norms_claims(warps[k], tensor, count), want_n[k]);
+  gnmr_norms_claims(warps[0], tensor, count);
+  EXPECT(tensor[0] == 3 && count[0] == 8);
+  gnmr_norms_claims(warps[1], tensor, count);
+  EXPECT(tensor[0] == 2 && count[0] == 2 && tensor[1] == 5 && count[1] == 3 &&
+         tensor[2] == 6 && count[2] == 1);
+}
+
+/* Tensors of 1 to 10 group nodes (some past the shared array, 4 here)
+   side by side, so a block's warps write nodes of several tensors and
+   tensors are completed by any block: unit sums against the library. */
+TEST(plan_tensors_spanning_blocks) {
+  enum { NT = 40, NU = 7 };
+  int trial;
+  for (trial = 0; trial < 4; trial++) {
+    gnmr_tensor t[NT];
+    void *data[NT];
+    double sumsq[NU], lib_sumsq[NU];
+    float norms[NU], lib_norms[NU];
+    uint32_t i, u;
+    for (i = 0; i < NT; i++) {
+      const uint32_t dtype = (uint32_t)(check_rand() % 3);
+      const size_t n = (size_t)(check_rand() % (300 * GNMR_SUM_CHUNK)) + 1;
+      data[i] = malloc(n * dtype_size(dtype));
+      REQUIRE(data[i]);
+      fill(data[i], dtype, n);
+      t[i].data = data[i];
+      t[i].n = n;
+      t[i].dtype = (int)dtype;
+      t[i].unit = (uint32_t)(check_rand() % NU);
+    }
+    REQUIRE(run_plan(t, NT, NU, sumsq, norms) == GNMR_OK);
+    REQUIRE(gnmr_unit_sumsq(t, NT, lib_sumsq, NU) == GNMR_OK);
+    REQUIRE(gnmr_unit_norms(t, NT, lib_norms, NU) == GNMR_OK);
+    for (u = 0; u < NU; u++) {
+      EXPECT_EQ_BITS(sumsq[u], lib_sumsq[u]);
+      EXPECT_EQ_BITS(norms[u], lib_norms[u]);
+    }
+    for (i = 0; i < NT; i++) free(data[i]);
+  }
+}
+
 TEST(chunk_to_tensor_lookup_with_empty_tensors) {
   static const uint64_t sizes[] = {0, 5, 0, 0, 4096 * 3 + 1, 0, 4096, 0};
   gnmr_tensor lib[8];
@@ -326,6 +455,12 @@ TEST(chunk_to_tensor_lookup_with_empty_tensors) {
     const gnmr_norms_tensor *x = &t[gnmr_norms_chunk_tensor(t, 8, c)];
     EXPECT(x->n > 0);
     EXPECT(c >= x->first_chunk && c < x->first_chunk + gnmr_norms_chunks(x->n));
+  }
+  for (c = 0; c < groups; c++) {
+    const gnmr_norms_tensor *x = &t[gnmr_norms_group_tensor(t, 8, c)];
+    EXPECT(x->n > 0);
+    EXPECT(c >= x->first_group &&
+           c < x->first_group + gnmr_norms_groups(gnmr_norms_chunks(x->n)));
   }
 }
 
@@ -502,6 +637,71 @@ TEST(plan_big_tensor_tree_in_global_scratch) {
   free(x);
 }
 
+/* The device tests' placement of several dtypes in one allocation
+   (tests/cuda/regions.h): after a region of any size, the next starts
+   aligned for any element. test_device once put f32 right after an odd
+   number of bf16 elements; the check before each launch sees that
+   address, and so does the plan's layout. */
+TEST(regions_align_each_dtype_after_odd_sizes) {
+  static const size_t odd_n = 12345;
+  const size_t two[2] = {2 * odd_n, 4096 * 4};
+  size_t at[2], bytes[7], off[7], total, i;
+  int trial;
+  total = regions_place(two, 2, at);
+  EXPECT_EQ_INT(at[0], 0);
+  EXPECT(at[1] >= 2 * odd_n && at[1] % REGION_ALIGN == 0);
+  EXPECT_EQ_INT(total, at[1] + two[1]);
+  EXPECT(region_aligned((const void *)(uintptr_t)(at[1]), 4));
+  EXPECT(!region_aligned((const void *)(uintptr_t)(2 * odd_n),
+                         4)); /* the old one */
+  EXPECT(region_aligned((const void *)(uintptr_t)(2 * odd_n), 2));
+  for (trial = 0; trial < 1000; trial++) {
+    for (i = 0; i < 7; i++) bytes[i] = (size_t)(check_rand() % 5000);
+    total = regions_place(bytes, 7, off);
+    for (i = 0; i < 7; i++) {
+      EXPECT(region_aligned((const void *)(uintptr_t)(off[i]), 16));
+      if (i > 0) EXPECT(off[i] >= off[i - 1] + bytes[i - 1]);
+    }
+    EXPECT_EQ_INT(total, off[6] + bytes[6]);
+  }
+}
+
+/* The same two tensors through the emulated plan: the old placement is
+   refused before any load, the placed one gives the library's bits. */
+TEST(plan_after_odd_bf16_region_needs_placement) {
+  enum { N = 3 * GNMR_SUM_CHUNK + 7 }; /* odd */
+  const size_t bytes[2] = {2 * N, 1000 * 4};
+  size_t at[2];
+  const size_t total = regions_place(bytes, 2, at);
+  char *arena = (char *)malloc(total + 2 * N + 4 * 1000);
+  gnmr_tensor t[2];
+  double sumsq[1], lib_sumsq[1];
+  float norms[1], lib_norms[1];
+  gnmr_norms_tensor out[2];
+  uint32_t first[2], order[2];
+  uint64_t chunks, groups;
+  REQUIRE(arena);
+  t[0].data = arena + at[0];
+  t[0].n = N;
+  t[0].dtype = GNMR_DTYPE_BF16;
+  t[0].unit = 0;
+  t[1].data = arena + 2 * N; /* f32 right after: 2-byte aligned */
+  t[1].n = 1000;
+  t[1].dtype = GNMR_DTYPE_F32;
+  t[1].unit = 0;
+  EXPECT_EQ_INT(gnmr_norms_layout(t, 2, 1, out, first, order, &chunks, &groups),
+                GNMR_EINVAL);
+  t[1].data = arena + at[1];
+  fill(arena + at[0], GNMR_DTYPE_BF16, N);
+  fill(arena + at[1], GNMR_DTYPE_F32, 1000);
+  REQUIRE(run_plan(t, 2, 1, sumsq, norms) == GNMR_OK);
+  REQUIRE(gnmr_unit_sumsq(t, 2, lib_sumsq, 1) == GNMR_OK);
+  REQUIRE(gnmr_unit_norms(t, 2, lib_norms, 1) == GNMR_OK);
+  EXPECT_EQ_BITS(sumsq[0], lib_sumsq[0]);
+  EXPECT_EQ_BITS(norms[0], lib_norms[0]);
+  free(arena);
+}
+
 /* The example checks S steps with one CPU pass over the data because its
    gradients are the base tensors times 2^e (e >= 0, no overflow): every
    square scales by 4^e and every partial sum with it, exactly. */
@@ -542,15 +742,19 @@ TEST(power_of_two_scaling_scales_the_sum_exactly) {
 int main(int argc, char **argv) {
   static const check_case cases[] = {
       CHECK_CASE(lane_sum_is_the_canonical_lane),
-      CHECK_CASE(word_chunk_equals_library_chunk),
+      CHECK_CASE(wide_chunk_equals_library_chunk),
       CHECK_CASE(shuffle_down_fold_equals_library_fold),
       CHECK_CASE(tree_levels_equal_library_tree),
       CHECK_CASE(group_tree_then_block_tree_equals_one_tree),
+      CHECK_CASE(claims_count_each_tensors_warps),
       CHECK_CASE(chunk_to_tensor_lookup_with_empty_tensors),
       CHECK_CASE(layout_groups_units_stably_and_refuses_whole),
       CHECK_CASE(plan_equals_library_bits),
       CHECK_CASE(plan_big_tensor_tree_in_global_scratch),
+      CHECK_CASE(plan_tensors_spanning_blocks),
       CHECK_CASE(power_of_two_scaling_scales_the_sum_exactly),
+      CHECK_CASE(regions_align_each_dtype_after_odd_sizes),
+      CHECK_CASE(plan_after_odd_bf16_region_needs_placement),
   };
   return check_main(cases, sizeof cases / sizeof cases[0], argc, argv);
 }

@@ -12,7 +12,8 @@
    needs neither the implementation nor -rdc. Build with nvcc --fmad=false
    -Xcompiler -ffp-contract=off (sm_80 or newer) and without
    --use_fast_math, so the device rounds as the CPU does: decisions, state
-   and the step report are then bit-identical to gnmr_step's.
+   and the step report are then bit-identical to gnmr_step's (under
+   --use_fast_math or --ftz=true the build stops, see below).
 
    Use:
        gnmr_ctl host;  gnmr_init(&host, &cfg, slots, N);  // as on the CPU
@@ -24,6 +25,7 @@
                                d_decisions, stream);
          gnmr_cuda_report_async(&gc, pinned_report, stream);  // if wanted
          in any kernel: gnmr_cuda_recovering(gc.lock, u)  // next step's path
+         on the host: gnmr_cuda_paths_publish / _wait (below) // the same
        gnmr_cuda_status(&gc, &last, &first);   // syncs: did the steps pass?
        gnmr_cuda_ctl_download(&gc, &host);     // back, e.g. to checkpoint
        gnmr_cuda_ctl_upload(&gc, &host);       // there, e.g. after a load
@@ -100,6 +102,98 @@
 /* Rule N3's grid. */
 #define GNMR_CUDA_BINS 4096
 
+/* ---- the host-side path switch ------------------------------------------
+   A trainer that picks each unit's GEMMs on the host (cuBLASLt: FP8 or
+   BF16) needs the decisions there, but they live on the device. A decision
+   of step t takes effect from step t + 1, so gnmr_cuda_paths_publish packs
+   the next-step path bits right after gnmr_cuda_step of step t (bit u % 32
+   of word u / 32: unit u runs high fidelity), copies them into pinned host
+   memory with cudaMemcpyAsync and records an event on the stream; at the
+   start of step t + 1, gnmr_cuda_paths_wait waits on that event alone (no
+   stream or device sync: the device goes on with the rest of step t, which
+   the host has already queued) and hands back the bits:
+
+       gnmr_cuda_paths paths;
+       gnmr_cuda_paths_create(&paths, &host);   // host's state: step 0's bits
+       each step:
+         const uint32_t *bits;
+         gnmr_cuda_paths_wait(&paths, &bits);   // the last step's decisions
+         ... unit u's GEMMs: gnmr_cuda_path_high(bits, u) ? BF16 : FP8 ...
+         ... backward, norms, gnmr_cuda_step(&gc, ...) ...
+         gnmr_cuda_paths_publish(&paths, &gc, stream);   // launches, copies
+         ... the optimiser ...
+       gnmr_cuda_paths_destroy(&paths);
+
+   Two pinned buffers take turns (gnmr_cuda_path_turns), so a publish
+   never writes the buffer the last wait handed out: the bits a wait
+   returns stay valid until the second publish after it (one wait per
+   publish, as above). publish alternates the buffers on the host, so it
+   stays outside a captured graph: launch the step's graph, then publish.
+   The packing and the turns are plain C: tests/test_ctl_parallel.c runs
+   them on the CPU against gnmr_recovering. */
+
+/* 32-bit words of the path bits of n units. */
+#define GNMR_CUDA_PATH_WORDS(n) ((n) / 32u + ((n) % 32u != 0u ? 1u : 0u))
+
+/* 1 if unit u runs high fidelity (bits: what gnmr_cuda_paths_wait gave). */
+static inline GNMR_HOSTDEV int gnmr_cuda_path_high(const uint32_t *bits,
+                                                   uint32_t u) {
+  return (int)(bits[u / 32] >> (u % 32) & 1u);
+}
+
+/* Word w of the path bits of n units from their locks (gnmr_cuda_ctl's
+   lock; unit u is high fidelity while lock[u] > 0, gnmr_recovering's
+   answer). The pack kernel's thread w. */
+static inline GNMR_HOSTDEV uint32_t gnmr_cuda_path_word(const uint32_t *lock,
+                                                        uint32_t n,
+                                                        uint32_t w) {
+  uint32_t word = 0, b;
+  for (b = 0; b < 32 && 32 * w + b < n; b++)
+    word |= (uint32_t)(lock[32 * w + b] > 0) << b;
+  return word;
+}
+
+/* Whose turn: publish k (from 0) writes buffer k % 2; a wait after
+   `published` publishes reads the buffer of the last one (before any, the
+   bits create wrote into both). */
+typedef struct gnmr_cuda_path_turns {
+  uint32_t *host[2]; /* pinned host memory on a GPU, words each */
+  uint64_t published;
+} gnmr_cuda_path_turns;
+
+static inline uint32_t *
+gnmr_cuda_path_target(const gnmr_cuda_path_turns *turns) {
+  return turns->host[turns->published % 2];
+}
+static inline const uint32_t *
+gnmr_cuda_path_latest(const gnmr_cuda_path_turns *turns) {
+  return turns->host[(turns->published + 1) % 2];
+}
+
+/* IEEE single precision or nothing: nvcc --use_fast_math (llm.c's default)
+   flushes f32 subnormals to zero (--ftz=true) and fuses multiply-adds, and
+   the bits would no longer be gnmr.h's. A compiler that says so with
+   __USE_FAST_MATH__ stops here; nvcc 13 defines no macro for it, so each
+   kernel's first line asks NVVM (__nvvm_reflect("__CUDA_FTZ"), libdevice's
+   own switch, folded at compile time) and under --ftz=true calls a
+   function that exists nowhere: ptxas then stops the build naming it
+   (make cuda checks both headers). The same block is in both CUDA headers
+   (either may be copied alone); the first one a file includes defines
+   it. */
+#if defined(__USE_FAST_MATH__)
+#error "gnmr: IEEE floats needed: build without --use_fast_math"
+#endif
+#if defined(__CUDACC__) && !defined(GNMR_CUDA__IEEE_GUARD)
+#define GNMR_CUDA__IEEE_GUARD
+extern "C" __device__ int __nvvm_reflect(const char *);
+extern "C" __device__ void
+gnmr_cuda_needs_ieee_floats_build_without_use_fast_math(void);
+static __device__ __forceinline__ void gnmr_cuda__ieee_guard(void) {
+  if (__nvvm_reflect("__CUDA_FTZ"))
+    gnmr_cuda_needs_ieee_floats_build_without_use_fast_math();
+}
+#endif
+
 #if defined(__CUDACC__)
 #include <cuda_runtime.h>
 
@@ -167,6 +261,31 @@ int gnmr_cuda_report_async(gnmr_cuda_ctl *gc, gnmr_step_report *dst,
 /* The last step's result and the first refused step's (GNMR_OK if none);
    syncs with the device. Either pointer may be NULL. */
 int gnmr_cuda_status(gnmr_cuda_ctl *gc, int *last, int *first_error);
+
+/* The host-side path switch (above). */
+typedef struct gnmr_cuda_paths {
+  gnmr_cuda_path_turns turns; /* the two pinned buffers */
+  uint32_t *device;           /* device: the packed bits */
+  cudaEvent_t ready[2];       /* recorded after the copy into host[i] */
+  uint32_t n_units, words;
+  cudaError_t cuda_error; /* the failure behind GNMR_CUDA_ECUDA */
+} gnmr_cuda_paths;
+
+/* Pinned buffers, events and the device words for host's units, both
+   buffers filled with host's own bits (what step 0 reads: nothing is
+   recovering after gnmr_init; after a checkpoint load, what it holds).
+   Allocates (syncs). On failure p holds nothing. */
+int gnmr_cuda_paths_create(gnmr_cuda_paths *p, const gnmr_ctl *host);
+/* After gnmr_cuda_step on stream: packs gc's next-step bits, copies them
+   into the next buffer and records its event. Launches and copies only;
+   not inside a captured graph. GNMR_EMISMATCH: gc has another number of
+   units. */
+int gnmr_cuda_paths_publish(gnmr_cuda_paths *p, const gnmr_cuda_ctl *gc,
+                            cudaStream_t stream);
+/* Waits for the last publish's event (cudaEventSynchronize: that copy
+   only) and sets *bits to its buffer: gnmr_cuda_path_high(*bits, u). */
+int gnmr_cuda_paths_wait(gnmr_cuda_paths *p, const uint32_t **bits);
+void gnmr_cuda_paths_destroy(gnmr_cuda_paths *p);
 #endif /* __CUDACC__ */
 #endif /* GNMR_CTL_CUH */
 
@@ -202,6 +321,8 @@ typedef struct gnmr_cuda_work {
    taken. */
 typedef struct gnmr_cuda_select {
   uint32_t hist[256];
+  uint32_t chunk[16];   /* counts of digits 16 c ... 16 c + 15 */
+  uint32_t digit, over; /* the digit found, the count of those over it */
   uint64_t hi;
   uint32_t lo, depth, need, left;
   uint32_t k;          /* admitted: min(candidates, free slots) */
@@ -418,13 +539,42 @@ static inline GNMR_HOSTDEV void gnmr_cuda__select_count(gnmr_cuda_select *sel,
   }
 }
 
-/* admit, thread 0: fix the digit that holds the need-th best key. */
-static inline GNMR_HOSTDEV void gnmr_cuda__select_pick(gnmr_cuda_select *sel) {
-  uint32_t digit = 256;
-  while (digit-- > 0) {
-    if (sel->hist[digit] >= sel->need) break;
-    sel->need -= sel->hist[digit];
+/* admit, every thread t of T (after the count): the chunks' counts. */
+static inline GNMR_HOSTDEV void
+gnmr_cuda__select_chunks(gnmr_cuda_select *sel, uint32_t t, uint32_t T) {
+  uint32_t c, d;
+  for (c = t; c < 16; c += T) {
+    uint32_t sum = 0;
+    for (d = 16 * c; d < 16 * c + 16; d++) sum += sel->hist[d];
+    sel->chunk[c] = sum;
   }
+}
+
+/* admit, every thread t of T (after the chunks): the digit that holds the
+   need-th best key, the one d with over(d) < need <= over(d) + hist[d],
+   over(d) the count of the digits above d (counts are exact, so one d
+   fits). Each thread tries its digits with at most 30 additions, instead
+   of one thread walking down 256; it writes only digit and over, which
+   no thread reads in this phase. */
+static inline GNMR_HOSTDEV void gnmr_cuda__select_find(gnmr_cuda_select *sel,
+                                                       uint32_t t, uint32_t T) {
+  const uint32_t need = sel->need;
+  uint32_t d, j;
+  for (d = t; d < 256; d += T) {
+    uint32_t over = 0;
+    for (j = d / 16 + 1; j < 16; j++) over += sel->chunk[j];
+    for (j = d + 1; j < d / 16 * 16 + 16; j++) over += sel->hist[j];
+    if (over < need && need - over <= sel->hist[d]) {
+      sel->digit = d;
+      sel->over = over;
+    }
+  }
+}
+
+/* admit, thread 0 (after the find): fix the digit. */
+static inline GNMR_HOSTDEV void gnmr_cuda__select_fix(gnmr_cuda_select *sel) {
+  const uint32_t digit = sel->digit;
+  sel->need -= sel->over;
   sel->left = sel->hist[digit];
   if (sel->depth < 64)
     sel->hi |= (uint64_t)digit << (56 - sel->depth);
@@ -490,6 +640,7 @@ static __global__ void __launch_bounds__(GNMR_CUDA_UNIT_THREADS)
   __shared__ double lanes[8];
   __shared__ int usable;
   const uint32_t t = threadIdx.x, b = blockIdx.x, u = 256 * b + t;
+  gnmr_cuda__ieee_guard();
   if (t == 0) {
     usable = gnmr__usable(ctl);
     if (!usable && b == 0) w->unusable = 1;
@@ -604,7 +755,11 @@ gnmr_cuda__admit_block(gnmr_cuda_select *sel, gnmr_ctl *ctl, gnmr_decision *out,
       __syncthreads();
       gnmr_cuda__select_count(sel, &s, t, T);
       __syncthreads();
-      if (t == 0) gnmr_cuda__select_pick(sel);
+      gnmr_cuda__select_chunks(sel, t, T);
+      __syncthreads();
+      gnmr_cuda__select_find(sel, t, T);
+      __syncthreads();
+      if (t == 0) gnmr_cuda__select_fix(sel);
       __syncthreads();
     }
     gnmr_cuda__admit_units(sel, &s, out, ctl->cfg.lock_steps, t, T);
@@ -832,6 +987,94 @@ int gnmr_cuda_report_async(gnmr_cuda_ctl *gc, gnmr_step_report *dst,
   if (!gc || !gc->report || !dst) return GNMR_EINVAL;
   return gnmr_cuda__fail(gc, cudaMemcpyAsync(dst, gc->report, sizeof *dst,
                                              cudaMemcpyDefault, stream));
+}
+
+/* Thread w: word w of the path bits. */
+static __global__ void gnmr_cuda__path_kernel(const uint32_t *lock, uint32_t n,
+                                              uint32_t *words) {
+  const uint32_t w = blockIdx.x * blockDim.x + threadIdx.x;
+  if (w < GNMR_CUDA_PATH_WORDS(n)) words[w] = gnmr_cuda_path_word(lock, n, w);
+}
+
+void gnmr_cuda_paths_destroy(gnmr_cuda_paths *p) {
+  if (!p) return;
+  cudaFreeHost(p->turns.host[0]); /* NULL does nothing */
+  cudaFreeHost(p->turns.host[1]);
+  cudaFree(p->device);
+  if (p->ready[0]) cudaEventDestroy(p->ready[0]);
+  if (p->ready[1]) cudaEventDestroy(p->ready[1]);
+  memset(p, 0, sizeof *p);
+}
+
+int gnmr_cuda_paths_create(gnmr_cuda_paths *p, const gnmr_ctl *host) {
+  const uint32_t n = host ? host->n_units : 0;
+  const uint32_t words = GNMR_CUDA_PATH_WORDS(n);
+  const size_t bytes = sizeof(uint32_t) * (words ? words : 1);
+  cudaError_t e;
+  int i;
+  if (!p || !host) return GNMR_EINVAL;
+  memset(p, 0, sizeof *p);
+  if (!gnmr__usable(host)) return GNMR_ESTATE;
+  p->n_units = n;
+  p->words = words;
+  e = cudaMalloc((void **)&p->device, bytes);
+  for (i = 0; i < 2 && e == cudaSuccess; i++) {
+    e = cudaMallocHost((void **)&p->turns.host[i], bytes);
+    if (e == cudaSuccess)
+      e = cudaEventCreateWithFlags(&p->ready[i], cudaEventDisableTiming);
+  }
+  if (e != cudaSuccess) {
+    gnmr_cuda_paths_destroy(p);
+    p->cuda_error = e;
+    return GNMR_CUDA_ECUDA;
+  }
+  {
+    const uint32_t *lock = gnmr__carve(host->units, n).lock;
+    uint32_t w;
+    for (w = 0; w < words; w++)
+      p->turns.host[0][w] = p->turns.host[1][w] =
+          gnmr_cuda_path_word(lock, n, w);
+  }
+  return GNMR_OK;
+}
+
+int gnmr_cuda_paths_publish(gnmr_cuda_paths *p, const gnmr_cuda_ctl *gc,
+                            cudaStream_t stream) {
+  uint32_t *dst;
+  cudaError_t e = cudaSuccess;
+  if (!p || !p->device || !gc || !gc->ctl) return GNMR_EINVAL;
+  if (gc->n_units != p->n_units) return GNMR_EMISMATCH;
+  dst = gnmr_cuda_path_target(&p->turns);
+  if (p->words > 0) {
+    gnmr_cuda__path_kernel<<<(p->words + 255) / 256, 256, 0, stream>>>(
+        gc->lock, p->n_units, p->device);
+    e = cudaGetLastError();
+    if (e == cudaSuccess)
+      e = cudaMemcpyAsync(dst, p->device, sizeof(uint32_t) * p->words,
+                          cudaMemcpyDeviceToHost, stream);
+  }
+  if (e == cudaSuccess)
+    e = cudaEventRecord(p->ready[p->turns.published % 2], stream);
+  if (e != cudaSuccess) {
+    p->cuda_error = e;
+    return GNMR_CUDA_ECUDA;
+  }
+  p->turns.published++;
+  return GNMR_OK;
+}
+
+int gnmr_cuda_paths_wait(gnmr_cuda_paths *p, const uint32_t **bits) {
+  if (!p || !p->device || !bits) return GNMR_EINVAL;
+  if (p->turns.published > 0) {
+    const cudaError_t e =
+        cudaEventSynchronize(p->ready[(p->turns.published + 1) % 2]);
+    if (e != cudaSuccess) {
+      p->cuda_error = e;
+      return GNMR_CUDA_ECUDA;
+    }
+  }
+  *bits = gnmr_cuda_path_latest(&p->turns);
+  return GNMR_OK;
 }
 
 int gnmr_cuda_status(gnmr_cuda_ctl *gc, int *last, int *first_error) {

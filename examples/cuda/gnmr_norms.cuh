@@ -24,22 +24,30 @@
    GNMR_SUM_CHUNK; the chunks of all tensors are numbered in tensor order,
    and warp w of the first kernel sums chunk w (lane i mod 32 owns element
    i, each lane adds its squares in double in increasing i, the lanes fold
-   by halves with shuffles: gnmr.h's canonical chunk sum; for f16/bf16 a
-   thread loads two elements at once and hands half its rows to another
-   lane with a shuffle, so every warp load is 128 bytes, with the same
-   additions in the same order). So a big tensor
+   by halves with shuffles: gnmr.h's canonical chunk sum; for 16-byte
+   aligned f16/bf16 a thread loads 8 elements at once, 512 bytes a warp,
+   into the warp's shared buffer, and each lane then adds its own elements
+   from there, with the same additions in the same order). So a big tensor
    is many blocks, and small tensors share blocks: a block is 8 consecutive
    chunks of the list, whichever tensors they belong to, and no SM waits for
-   a tensor of its own. The second kernel, one block per unit, builds each
-   tensor's pairwise tree over its chunk sums: a warp trees 32 consecutive
-   chunks with shuffles (levels 1 to 5; chunks past the end count as +0,
-   which is how the tree carries an odd node up unchanged), the block trees
-   those nodes in shared memory (in global memory past 2048 of them, i.e.
-   tensors over 2^28 elements), then adds the unit's tensors in order.
+   a tensor of its own. The second kernel builds each tensor's pairwise
+   tree over its chunk sums, spread over the grid as the first: its group
+   nodes (32 consecutive chunks of one tensor) are numbered in tensor order
+   too, and warp w trees node w with shuffles (levels 1 to 5; chunks past
+   the end count as +0, which is how the tree carries an odd node up
+   unchanged). A block takes a ticket (an atomic count per tensor) for the
+   nodes it wrote; the block that completes a tensor trees its nodes
+   (levels 6 on) in shared memory (in global memory past 2048 of them,
+   i.e. tensors over 2^28 elements). Which block comes last changes who
+   adds, not what is added. The third kernel, a thread per unit, adds the
+   unit's tensors in order. (One block per unit for the second phase cost
+   about 200 us on a 1 GiB tensor on an H100: one SM read its 65,536 chunk
+   sums.)
 
    Build with contraction off (nvcc --fmad=false, host -ffp-contract=off)
    and without --use_fast_math (it flushes subnormals): a fused
-   multiply-add or a flushed subnormal would change the bits.
+   multiply-add or a flushed subnormal would change the bits. Under
+   --use_fast_math (or --ftz=true) the build stops (below).
 
    The arithmetic below the plan (GNMR_HOSTDEV functions) is plain C as
    well: tests/test_cuda_host.c runs it on the CPU, warp by warp, against
@@ -55,6 +63,30 @@
 #if defined(__CUDACC__)
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
+#endif
+
+/* IEEE single precision or nothing: nvcc --use_fast_math (llm.c's default)
+   flushes f32 subnormals to zero (--ftz=true) and fuses multiply-adds, and
+   the bits would no longer be gnmr.h's. A compiler that says so with
+   __USE_FAST_MATH__ stops here; nvcc 13 defines no macro for it, so each
+   kernel's first line asks NVVM (__nvvm_reflect("__CUDA_FTZ"), libdevice's
+   own switch, folded at compile time) and under --ftz=true calls a
+   function that exists nowhere: ptxas then stops the build naming it
+   (make cuda checks both headers). The same block is in both CUDA headers
+   (either may be copied alone); the first one a file includes defines
+   it. */
+#if defined(__USE_FAST_MATH__)
+#error "gnmr: IEEE floats needed: build without --use_fast_math"
+#endif
+#if defined(__CUDACC__) && !defined(GNMR_CUDA__IEEE_GUARD)
+#define GNMR_CUDA__IEEE_GUARD
+extern "C" __device__ int __nvvm_reflect(const char *);
+extern "C" __device__ void
+gnmr_cuda_needs_ieee_floats_build_without_use_fast_math(void);
+static __device__ __forceinline__ void gnmr_cuda__ieee_guard(void) {
+  if (__nvvm_reflect("__CUDA_FTZ"))
+    gnmr_cuda_needs_ieee_floats_build_without_use_fast_math();
+}
 #endif
 
 #if defined(__CUDA_ARCH__)
@@ -106,39 +138,51 @@ static inline GNMR_HOSTDEV uint64_t gnmr_norms_groups(uint64_t chunks) {
   return (chunks + GNMR_NORMS_GROUP - 1) / GNMR_NORMS_GROUP;
 }
 
-/* The tensor that owns a chunk: the last one whose first_chunk <= chunk. An
-   empty tensor shares first_chunk with the next one, so it is never
-   chosen. */
-static inline GNMR_HOSTDEV uint32_t gnmr_norms_chunk_tensor(
-    const gnmr_norms_tensor *t, uint32_t nt, uint64_t chunk) {
+/* The tensor that owns chunk (by_group 0) or group node (by_group 1) at:
+   the last one whose first_chunk (first_group) <= at. An empty tensor
+   shares its first with the next one, so it is never chosen. */
+static inline GNMR_HOSTDEV uint32_t gnmr_norms__owner(
+    const gnmr_norms_tensor *t, uint32_t nt, uint64_t at, int by_group) {
   uint32_t lo = 0, hi = nt;
   while (hi - lo > 1) {
     uint32_t mid = lo + (hi - lo) / 2;
-    if (t[mid].first_chunk <= chunk)
+    if ((by_group ? t[mid].first_group : t[mid].first_chunk) <= at)
       lo = mid;
     else
       hi = mid;
   }
   return lo;
 }
+static inline GNMR_HOSTDEV uint32_t gnmr_norms_chunk_tensor(
+    const gnmr_norms_tensor *t, uint32_t nt, uint64_t chunk) {
+  return gnmr_norms__owner(t, nt, chunk, 0);
+}
+static inline GNMR_HOSTDEV uint32_t gnmr_norms_group_tensor(
+    const gnmr_norms_tensor *t, uint32_t nt, uint64_t group) {
+  return gnmr_norms__owner(t, nt, group, 1);
+}
 
 /* Element off of a chunk, widened to float (exactly): in hardware through
    the read-only cache on the device, with gnmr.h's conversions on the
    host. */
-static inline GNMR_HOSTDEV float
-gnmr_norms_widen(const void *chunk, uint32_t off, uint32_t dtype) {
+/* A 16-bit element's bits widened to float (exactly). */
+static inline GNMR_HOSTDEV float gnmr_norms_half(uint16_t h, uint32_t dtype) {
 #if defined(__CUDA_ARCH__)
-  unsigned short h;
-  if (dtype == GNMR_DTYPE_F32) return __ldg((const float *)chunk + off);
-  h = __ldg((const unsigned short *)chunk + off);
   if (dtype == GNMR_DTYPE_BF16) return __uint_as_float((unsigned)h << 16);
   return __half2float(__ushort_as_half(h));
 #else
-  uint16_t h;
+  return dtype == GNMR_DTYPE_BF16 ? gnmr_bf16_to_f32(h) : gnmr_f16_to_f32(h);
+#endif
+}
+
+static inline GNMR_HOSTDEV float
+gnmr_norms_widen(const void *chunk, uint32_t off, uint32_t dtype) {
+#if defined(__CUDA_ARCH__)
+  if (dtype == GNMR_DTYPE_F32) return __ldg((const float *)chunk + off);
+  return gnmr_norms_half(__ldg((const unsigned short *)chunk + off), dtype);
+#else
   if (dtype == GNMR_DTYPE_F32) return ((const float *)chunk)[off];
-  h = ((const uint16_t *)chunk)[off];
-  if (dtype == GNMR_DTYPE_BF16) return gnmr_bf16_to_f32(h);
-  return gnmr_f16_to_f32(h);
+  return gnmr_norms_half(((const uint16_t *)chunk)[off], dtype);
 #endif
 }
 
@@ -165,71 +209,99 @@ static inline GNMR_HOSTDEV double gnmr_norms_lane_sum(const void *chunk,
   return acc;
 }
 
-/* 16-bit dtypes, two elements per load. Lane i mod 32 still owns element
-   i, but thread t of the warp reads 32-bit word t + 32 s of the chunk
-   (elements 2w and 2w + 1, so a warp load is 128 bytes, not 64): for t <
-   16 that is lanes 2t and 2t + 1 at row 2s, for t >= 16 lanes 2(t - 16)
-   and 2(t - 16) + 1 at row 2s + 1. Thread t < 16 keeps the sums of lanes
-   2t (e) and 2t + 1 (o): it adds its own word (row 2s), then thread t +
-   16's (row 2s + 1, one shuffle), so each lane still adds its rows in
-   increasing order. The fold by halves then pairs thread t with t + 8, 4,
-   2, 1 and ends with lane 0 + lane 1. Needs 4-byte aligned data. */
-#define GNMR_NORMS_WORD_STEPS (GNMR_SUM_CHUNK / 2 / GNMR_SUM_LANES)
+/* 16-bit dtypes, 16 bytes a load. Lane i mod 32 still owns element i,
+   but thread t of the warp reads 16-byte word t + 32 s of the chunk
+   (elements 8 w ... 8 w + 7): a warp load is 512 bytes, rows 8 s ... 8 s +
+   7 of the chunk. The warp puts GNMR_NORMS_WIDE_BATCH such loads in its
+   shared buffer, then each lane adds its own element of each row, rows in
+   increasing order: the canonical lane sums (elements past len +0), then
+   the fold by halves. Needs 16-byte aligned data. */
+#define GNMR_NORMS_WIDE_LOADS (GNMR_SUM_CHUNK / 8 / GNMR_SUM_LANES)
+#define GNMR_NORMS_WIDE_BATCH 4
+/* 16-bit elements of the warp's buffer */
+#define GNMR_NORMS_WIDE_BUF (GNMR_NORMS_WIDE_BATCH * 8 * GNMR_SUM_LANES)
 
-/* Word w of a chunk of len 16-bit elements: both halves, the low one only
-   (its high element is past len, and not read), or 0. */
-static inline GNMR_HOSTDEV uint32_t gnmr_norms_word(const void *chunk,
-                                                    uint32_t len, uint32_t w) {
+/* Element 8 w + k of a chunk of len 16-bit elements, 0 past len (and not
+   read): the partial last word of a tensor. */
+static inline GNMR_HOSTDEV uint16_t gnmr_norms_wide_part(const void *chunk,
+                                                         uint32_t len,
+                                                         uint32_t w,
+                                                         uint32_t k) {
+  if (8 * w + k >= len) return 0;
 #if defined(__CUDA_ARCH__)
-  if (2 * w + 1 < len) return __ldg((const unsigned *)chunk + w);
-  if (2 * w < len) return __ldg((const unsigned short *)chunk + 2 * w);
+  return __ldg((const unsigned short *)chunk + 8 * w + k);
 #else
-  uint32_t v;
-  uint16_t h;
-  if (2 * w + 1 < len) {
-    memcpy(&v, (const char *)chunk + 4 * (size_t)w, 4);
-    return v;
-  }
-  if (2 * w < len) {
-    memcpy(&h, (const char *)chunk + 4 * (size_t)w, 2);
-    return h;
-  }
+  return ((const uint16_t *)chunk)[8 * w + k];
 #endif
-  return 0;
 }
 
-/* The squares of a word's two elements into lanes e (low) and o (high). */
-static inline GNMR_HOSTDEV void
-gnmr_norms_word_add(double *e, double *o, uint32_t word, uint32_t dtype) {
-  const uint16_t lo = (uint16_t)(word & 0xFFFFu), hi = (uint16_t)(word >> 16);
-  float a, b;
-#if defined(__CUDA_ARCH__)
-  if (dtype == GNMR_DTYPE_BF16) {
-    a = __uint_as_float((unsigned)lo << 16);
-    b = __uint_as_float((unsigned)hi << 16);
-  } else {
-    a = __half2float(__ushort_as_half(lo));
-    b = __half2float(__ushort_as_half(hi));
+/* Lane lane's additions from the warp's buffer (rows rows of 32
+   elements, in order) onto acc. */
+static inline GNMR_HOSTDEV double
+gnmr_norms_wide_rows(const uint16_t *buf, uint32_t rows, uint32_t lane,
+                     uint32_t dtype, double acc) {
+  uint32_t r;
+  GNMR_NORMS_UNROLL
+  for (r = 0; r < rows; r++) {
+    const float v = gnmr_norms_half(buf[r * GNMR_SUM_LANES + lane], dtype);
+    acc += (double)v * (double)v;
   }
-#else
-  a = dtype == GNMR_DTYPE_BF16 ? gnmr_bf16_to_f32(lo) : gnmr_f16_to_f32(lo);
-  b = dtype == GNMR_DTYPE_BF16 ? gnmr_bf16_to_f32(hi) : gnmr_f16_to_f32(hi);
-#endif
-  *e += (double)a * (double)a;
-  *o += (double)b * (double)b;
+  return acc;
 }
+
+/* A load of a node other blocks may have written in this launch (l2 = 1,
+   global memory): from L2, past this SM's L1, which may hold the line from
+   before; shared memory (l2 = 0) as it is. */
+#if defined(__CUDA_ARCH__)
+#define GNMR_NORMS_NODE(p, l2) ((l2) ? __ldcg(p) : *(p))
+#else
+#define GNMR_NORMS_NODE(p, l2) ((void)(l2), *(p))
+#endif
 
 /* One level of the bottom-up pairwise tree over p[0 .. m): node j (a
    multiple of 2 stride) takes in node j + stride where that exists; an odd
    last node is carried up as it is. Thread tid of nthreads does every
-   nthreads-th pair; a barrier goes between levels. */
-static inline GNMR_HOSTDEV void gnmr_norms_tree_level(double *p, uint64_t m,
-                                                      uint64_t stride,
-                                                      uint32_t tid,
-                                                      uint32_t nthreads) {
+   nthreads-th pair; a barrier goes between levels. l2: p is global memory
+   (GNMR_NORMS_NODE). */
+static inline GNMR_HOSTDEV void
+gnmr_norms_tree_level(double *p, uint64_t m, uint64_t stride, uint32_t tid,
+                      uint32_t nthreads, int l2) {
   uint64_t j;
   for (j = 2 * stride * tid; j + stride < m; j += 2 * stride * nthreads)
-    p[j] += p[j + stride];
+    p[j] = GNMR_NORMS_NODE(&p[j], l2) + GNMR_NORMS_NODE(&p[j + stride], l2);
+}
+
+/* The group kernel's block, thread 0: its warps' tensors (warp_tensor[w],
+   GNMR_NORMS_NONE for a warp with nothing to claim) as claims: tensor[i]
+   gets count[i] group nodes. A tensor's groups are consecutive, so its
+   warps are too. Returns the number of claims. */
+#define GNMR_NORMS_NONE 0xFFFFFFFFu
+static inline GNMR_HOSTDEV uint32_t gnmr_norms_claims(
+    const uint32_t *warp_tensor, uint32_t *tensor, uint32_t *count) {
+  uint32_t w, n = 0;
+  for (w = 0; w < GNMR_NORMS_WARPS; w++) {
+    if (warp_tensor[w] == GNMR_NORMS_NONE) continue;
+    if (n > 0 && tensor[n - 1] == warp_tensor[w]) {
+      count[n - 1]++;
+    } else {
+      tensor[n] = warp_tensor[w];
+      count[n++] = 1;
+    }
+  }
+  return n;
+}
+
+/* Unit u's sum of squares: its tensors' sums added in order from +0 (an
+   empty tensor skipped), as gnmr_unit_sumsq. The unit kernel's thread u. */
+static inline GNMR_HOSTDEV double
+gnmr_norms_unit_sum(const gnmr_norms_tensor *t, const uint32_t *unit_first,
+                    const uint32_t *unit_tensors, const double *tensor_sums,
+                    uint32_t u) {
+  double sum = 0.0;
+  uint32_t i;
+  for (i = unit_first[u]; i < unit_first[u + 1]; i++)
+    if (t[unit_tensors[i]].n > 0) sum += tensor_sums[unit_tensors[i]];
+  return sum;
 }
 
 /* ---- the layout (host) ------------------------------------------------- */
@@ -294,31 +366,39 @@ static inline int gnmr_norms_layout(const gnmr_tensor *t, size_t nt,
 /* ---- the kernels and the plan (CUDA) ----------------------------------- */
 #if defined(__CUDACC__)
 
-/* A chunk of 16-bit elements, two per load (see gnmr_norms_word): the
-   chunk's canonical sum, in thread 0 of the warp. */
+/* A chunk of 16-bit elements, 16 bytes a load (see gnmr_norms_wide_rows):
+   the chunk's canonical sum, in thread 0 of the warp. buf: the warp's
+   GNMR_NORMS_WIDE_BUF elements of shared memory. */
 static __device__ __forceinline__ double
-gnmr_norms_word_chunk(const void *chunk, uint32_t dtype, uint32_t len,
-                      uint32_t t) {
-  double e = 0.0, o = 0.0;
-  for (uint32_t s = 0; s < GNMR_NORMS_WORD_STEPS; s += GNMR_NORMS_BATCH) {
-    uint32_t w[GNMR_NORMS_BATCH];
+gnmr_norms_wide_chunk(const void *chunk, uint32_t dtype, uint32_t len,
+                      uint32_t lane, uint16_t *buf) {
+  double acc = 0.0;
+  for (uint32_t s = 0; s < GNMR_NORMS_WIDE_LOADS; s += GNMR_NORMS_WIDE_BATCH) {
+    uint4 v[GNMR_NORMS_WIDE_BATCH];
 #pragma unroll
-    for (uint32_t b = 0; b < GNMR_NORMS_BATCH; b++)
-      w[b] = gnmr_norms_word(chunk, len, t + (s + b) * GNMR_SUM_LANES);
-#pragma unroll
-    for (uint32_t b = 0; b < GNMR_NORMS_BATCH; b++) {
-      const uint32_t odd_row = __shfl_down_sync(0xFFFFFFFFu, w[b], 16);
-      if (t < 16) {
-        gnmr_norms_word_add(&e, &o, w[b], dtype);
-        gnmr_norms_word_add(&e, &o, odd_row, dtype);
+    for (uint32_t b = 0; b < GNMR_NORMS_WIDE_BATCH; b++) {
+      const uint32_t w = (s + b) * GNMR_SUM_LANES + lane;
+      if (8 * w + 8 <= len) {
+        v[b] = __ldg((const uint4 *)chunk + w);
+      } else {
+        uint32_t h[4];
+        for (uint32_t k = 0; k < 4; k++)
+          h[k] = gnmr_norms_wide_part(chunk, len, w, 2 * k) |
+                 (uint32_t)gnmr_norms_wide_part(chunk, len, w, 2 * k + 1) << 16;
+        v[b] = make_uint4(h[0], h[1], h[2], h[3]);
       }
     }
+    __syncwarp(); /* the last batch's rows read */
+#pragma unroll
+    for (uint32_t b = 0; b < GNMR_NORMS_WIDE_BATCH; b++)
+      ((uint4 *)buf)[b * GNMR_SUM_LANES + lane] = v[b];
+    __syncwarp();
+    acc =
+        gnmr_norms_wide_rows(buf, 8 * GNMR_NORMS_WIDE_BATCH, lane, dtype, acc);
   }
-  for (uint32_t delta = 8; delta >= 1; delta /= 2) {
-    e += __shfl_down_sync(0xFFFFFFFFu, e, delta);
-    o += __shfl_down_sync(0xFFFFFFFFu, o, delta);
-  }
-  return e + o;
+  for (uint32_t delta = GNMR_SUM_LANES / 2; delta >= 1; delta /= 2)
+    acc += __shfl_down_sync(0xFFFFFFFFu, acc, delta);
+  return acc;
 }
 
 /* Warp w of the grid: chunk w of the launch-wide numbering. */
@@ -326,9 +406,11 @@ static __global__ void __launch_bounds__(GNMR_NORMS_THREADS)
     gnmr_norms_chunk_kernel(const gnmr_norms_tensor *tensors,
                             uint32_t n_tensors, uint64_t n_chunks,
                             double *chunk_sums) {
-  const uint64_t chunk =
-      (uint64_t)blockIdx.x * GNMR_NORMS_WARPS + threadIdx.x / GNMR_SUM_LANES;
+  __shared__ __align__(16) uint16_t buf[GNMR_NORMS_WARPS][GNMR_NORMS_WIDE_BUF];
+  const uint32_t warp = threadIdx.x / GNMR_SUM_LANES;
+  const uint64_t chunk = (uint64_t)blockIdx.x * GNMR_NORMS_WARPS + warp;
   const uint32_t lane = threadIdx.x % GNMR_SUM_LANES;
+  gnmr_cuda__ieee_guard();
   if (chunk >= n_chunks) return; /* the whole warp */
   const gnmr_norms_tensor x =
       tensors[gnmr_norms_chunk_tensor(tensors, n_tensors, chunk)];
@@ -339,10 +421,10 @@ static __global__ void __launch_bounds__(GNMR_NORMS_THREADS)
       (const char *)x.data + start * (x.dtype == GNMR_DTYPE_F32 ? 4 : 2);
   double acc;
   /* a constant dtype per call: each loop specialised */
-  if (x.dtype != GNMR_DTYPE_F32 && ((uintptr_t)x.data & 3u) == 0) {
+  if (x.dtype != GNMR_DTYPE_F32 && ((uintptr_t)x.data & 15u) == 0) {
     acc = x.dtype == GNMR_DTYPE_BF16
-              ? gnmr_norms_word_chunk(p, GNMR_DTYPE_BF16, len, lane)
-              : gnmr_norms_word_chunk(p, GNMR_DTYPE_F16, len, lane);
+              ? gnmr_norms_wide_chunk(p, GNMR_DTYPE_BF16, len, lane, buf[warp])
+              : gnmr_norms_wide_chunk(p, GNMR_DTYPE_F16, len, lane, buf[warp]);
   } else {
     if (x.dtype == GNMR_DTYPE_F32)
       acc = gnmr_norms_lane_sum(p, GNMR_DTYPE_F32, len, lane);
@@ -356,45 +438,108 @@ static __global__ void __launch_bounds__(GNMR_NORMS_THREADS)
   if (lane == 0) chunk_sums[chunk] = acc;
 }
 
-/* Block u: unit u's tensors, each treed over its chunk sums, added in
-   order. sumsq and norms may each be NULL. */
-static __global__ void __launch_bounds__(GNMR_NORMS_THREADS)
-    gnmr_norms_unit_kernel(const gnmr_norms_tensor *tensors,
-                           const uint32_t *unit_first,
-                           const uint32_t *unit_tensors,
-                           const double *chunk_sums, double *group_sums,
-                           double *sumsq, float *norms) {
-  __shared__ double node[GNMR_NORMS_SHARED];
-  const uint32_t u = blockIdx.x;
-  const uint32_t warp = threadIdx.x / GNMR_SUM_LANES;
-  const uint32_t lane = threadIdx.x % GNMR_SUM_LANES;
-  double sum = 0.0;
-  for (uint32_t i = unit_first[u]; i < unit_first[u + 1]; i++) {
-    const gnmr_norms_tensor x = tensors[unit_tensors[i]];
-    const uint64_t m = gnmr_norms_chunks(x.n), groups = gnmr_norms_groups(m);
-    const double *c = chunk_sums + x.first_chunk;
-    double *p = groups <= GNMR_NORMS_SHARED ? node : group_sums + x.first_group;
-    if (m == 0) continue;
-    /* levels 1-5: a warp per 32 chunks, +0 past the end */
-    for (uint64_t g = warp; g < groups; g += GNMR_NORMS_WARPS) {
-      const uint64_t k = g * GNMR_NORMS_GROUP + lane;
-      double v = k < m ? c[k] : 0.0;
-      for (uint32_t delta = 1; delta < GNMR_NORMS_GROUP; delta *= 2)
-        v += __shfl_down_sync(0xFFFFFFFFu, v, delta);
-      if (lane == 0) p[g] = v;
-    }
+/* The tree over a tensor's group nodes p[0 .. m), by the block that
+   completed them (other blocks wrote most of them: read from L2): in
+   shared memory up to GNMR_NORMS_SHARED nodes, else in place. The root
+   into tensor_sums[ti], the tensor's ticket back to 0 for the next
+   launch. */
+static __device__ void gnmr_norms_tensor_tree(double *node, double *p,
+                                              uint64_t m, uint32_t ti,
+                                              uint32_t *tickets,
+                                              double *tensor_sums) {
+  const int l2 = m > GNMR_NORMS_SHARED;
+  if (!l2) {
+    for (uint64_t j = threadIdx.x; j < m; j += blockDim.x)
+      node[j] = __ldcg(p + j);
+    p = node;
+  }
+  __syncthreads();
+  for (uint64_t stride = 1; stride < m; stride *= 2) {
+    gnmr_norms_tree_level(p, m, stride, threadIdx.x, blockDim.x, l2);
     __syncthreads();
-    for (uint64_t stride = 1; stride < groups; stride *= 2) {
-      gnmr_norms_tree_level(p, groups, stride, threadIdx.x, blockDim.x);
-      __syncthreads();
-    }
-    sum += p[0];
-    __syncthreads(); /* p[0] read by all before p is reused */
   }
   if (threadIdx.x == 0) {
-    if (sumsq) sumsq[u] = sum;
-    if (norms) norms[u] = (float)sqrt(sum);
+    tensor_sums[ti] = GNMR_NORMS_NODE(p, l2);
+    tickets[ti] = 0;
   }
+  __syncthreads(); /* node is reused */
+}
+
+/* Warp w of the grid: group node w of the launch-wide numbering (32
+   consecutive chunk sums of one tensor, levels 1 to 5 of its tree with
+   shuffles, +0 past the end). A tensor of one group is done: its sum. Else
+   the block takes a ticket for each tensor it wrote nodes of, and the block
+   whose nodes complete a tensor trees them (levels 6 on): every block
+   works, none waits, and the additions are the tree's whichever block
+   comes last. */
+static __global__ void __launch_bounds__(GNMR_NORMS_THREADS)
+    gnmr_norms_group_kernel(const gnmr_norms_tensor *tensors,
+                            uint32_t n_tensors, uint64_t n_groups,
+                            const double *chunk_sums, double *group_sums,
+                            uint32_t *tickets, double *tensor_sums) {
+  __shared__ double node[GNMR_NORMS_SHARED];
+  __shared__ uint32_t warp_tensor[GNMR_NORMS_WARPS], done[GNMR_NORMS_WARPS];
+  __shared__ uint32_t n_done;
+  const uint32_t warp = threadIdx.x / GNMR_SUM_LANES;
+  const uint32_t lane = threadIdx.x % GNMR_SUM_LANES;
+  const uint64_t g = (uint64_t)blockIdx.x * GNMR_NORMS_WARPS + warp;
+  if (g < n_groups) { /* the whole warp */
+    const uint32_t ti = gnmr_norms_group_tensor(tensors, n_tensors, g);
+    const gnmr_norms_tensor x = tensors[ti];
+    const uint64_t m = gnmr_norms_chunks(x.n);
+    const uint64_t k = (g - x.first_group) * GNMR_NORMS_GROUP + lane;
+    double v = k < m ? chunk_sums[x.first_chunk + k] : 0.0;
+    for (uint32_t delta = 1; delta < GNMR_NORMS_GROUP; delta *= 2)
+      v += __shfl_down_sync(0xFFFFFFFFu, v, delta);
+    if (lane == 0) {
+      if (m <= GNMR_NORMS_GROUP) {
+        tensor_sums[ti] = v;
+        warp_tensor[warp] = GNMR_NORMS_NONE;
+      } else {
+        group_sums[g] = v;
+        __threadfence(); /* the node before the ticket that counts it */
+        warp_tensor[warp] = ti;
+      }
+    }
+  } else if (lane == 0) {
+    warp_tensor[warp] = GNMR_NORMS_NONE;
+  }
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    uint32_t tensor[GNMR_NORMS_WARPS], count[GNMR_NORMS_WARPS];
+    const uint32_t n = gnmr_norms_claims(warp_tensor, tensor, count);
+    n_done = 0;
+    for (uint32_t i = 0; i < n; i++) {
+      const uint64_t groups =
+          gnmr_norms_groups(gnmr_norms_chunks(tensors[tensor[i]].n));
+      if (atomicAdd(&tickets[tensor[i]], count[i]) + count[i] == groups)
+        done[n_done++] = tensor[i];
+    }
+    __threadfence(); /* the tickets before the nodes they count */
+  }
+  __syncthreads();
+  for (uint32_t i = 0; i < n_done; i++) {
+    const gnmr_norms_tensor x = tensors[done[i]];
+    gnmr_norms_tensor_tree(node, group_sums + x.first_group,
+                           gnmr_norms_groups(gnmr_norms_chunks(x.n)), done[i],
+                           tickets, tensor_sums);
+  }
+}
+
+/* Thread u: unit u's sum from its tensors' sums, in order. sumsq and norms
+   may each be NULL. */
+static __global__ void gnmr_norms_unit_kernel(const gnmr_norms_tensor *tensors,
+                                              const uint32_t *unit_first,
+                                              const uint32_t *unit_tensors,
+                                              uint32_t n_units,
+                                              const double *tensor_sums,
+                                              double *sumsq, float *norms) {
+  const uint32_t u = blockIdx.x * blockDim.x + threadIdx.x;
+  if (u >= n_units) return;
+  const double sum =
+      gnmr_norms_unit_sum(tensors, unit_first, unit_tensors, tensor_sums, u);
+  if (sumsq) sumsq[u] = sum;
+  if (norms) norms[u] = (float)sqrt(sum);
 }
 
 typedef struct gnmr_norms_plan {
@@ -403,6 +548,8 @@ typedef struct gnmr_norms_plan {
   uint32_t *unit_tensors;     /* device, n_tensors */
   double *chunk_sums;         /* device scratch, n_chunks */
   double *group_sums;         /* device scratch, n_groups */
+  double *tensor_sums;        /* device scratch, n_tensors */
+  uint32_t *tickets;          /* device, n_tensors, 0 between launches */
   uint32_t n_tensors, n_units;
   uint64_t n_chunks, n_groups;
   cudaError_t cuda_error; /* the failure behind GNMR_NORMS_ECUDA */
@@ -416,6 +563,8 @@ static inline void gnmr_norms_plan_free(gnmr_norms_plan *plan) {
   cudaFree(plan->unit_tensors);
   cudaFree(plan->chunk_sums);
   cudaFree(plan->group_sums);
+  cudaFree(plan->tensor_sums);
+  cudaFree(plan->tickets);
   memset(plan, 0, sizeof *plan);
 }
 
@@ -467,6 +616,15 @@ static inline int gnmr_norms_plan_init(gnmr_norms_plan *plan,
       rc = gnmr_norms__cuda(
           plan, cudaMalloc(&plan->group_sums,
                            (size_t)(groups ? groups : 1) * sizeof(double)));
+    if (rc == GNMR_OK)
+      rc = gnmr_norms__cuda(
+          plan, cudaMalloc(&plan->tensor_sums, (nt ? nt : 1) * sizeof(double)));
+    if (rc == GNMR_OK)
+      rc = gnmr_norms__cuda(
+          plan, cudaMalloc(&plan->tickets, (nt ? nt : 1) * sizeof(uint32_t)));
+    if (rc == GNMR_OK)
+      rc = gnmr_norms__cuda(
+          plan, cudaMemset(plan->tickets, 0, (nt ? nt : 1) * sizeof(uint32_t)));
     if (rc == GNMR_OK && nt > 0)
       rc = gnmr_norms__cuda(plan, cudaMemcpy(plan->tensors, t, nt * sizeof *t,
                                              cudaMemcpyHostToDevice));
@@ -491,7 +649,7 @@ static inline int gnmr_norms_plan_init(gnmr_norms_plan *plan,
   return rc;
 }
 
-/* Launches the two kernels on stream: sumsq[u] and norms[u] (device
+/* Launches the three kernels on stream: sumsq[u] and norms[u] (device
    memory, n_units each; either may be NULL) for every unit. No host sync:
    capturable in a CUDA graph. A launch error is returned (asynchronous
    faults surface at the caller's next synchronisation, as for any
@@ -508,9 +666,19 @@ static inline int gnmr_norms_enqueue(gnmr_norms_plan *plan, double *sumsq,
     if (gnmr_norms__cuda(plan, cudaGetLastError()) != GNMR_OK)
       return GNMR_NORMS_ECUDA;
   }
-  gnmr_norms_unit_kernel<<<plan->n_units, GNMR_NORMS_THREADS, 0, stream>>>(
-      plan->tensors, plan->unit_first, plan->unit_tensors, plan->chunk_sums,
-      plan->group_sums, sumsq, norms);
+  if (plan->n_groups > 0) {
+    const unsigned blocks =
+        (unsigned)((plan->n_groups + GNMR_NORMS_WARPS - 1) / GNMR_NORMS_WARPS);
+    gnmr_norms_group_kernel<<<blocks, GNMR_NORMS_THREADS, 0, stream>>>(
+        plan->tensors, plan->n_tensors, plan->n_groups, plan->chunk_sums,
+        plan->group_sums, plan->tickets, plan->tensor_sums);
+    if (gnmr_norms__cuda(plan, cudaGetLastError()) != GNMR_OK)
+      return GNMR_NORMS_ECUDA;
+  }
+  gnmr_norms_unit_kernel<<<(unsigned)(((uint64_t)plan->n_units + 255) / 256),
+                           256, 0, stream>>>(plan->tensors, plan->unit_first,
+                                             plan->unit_tensors, plan->n_units,
+                                             plan->tensor_sums, sumsq, norms);
   return gnmr_norms__cuda(plan, cudaGetLastError());
 }
 

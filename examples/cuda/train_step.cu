@@ -1,26 +1,39 @@
 /* train_step.cu - one training step with GNMR on a CUDA device, the way a
-   trainer wires it in: captured once as a CUDA graph, replayed every step,
-   no host sync inside it, the library's default (paper) rules.
+   trainer wires it in: the device part captured once as a CUDA graph and
+   replayed every step, no host sync inside the step, the library's default
+   (paper) rules, and the path of each unit picked on the host, as an
+   llm.c-style trainer picks FP8 or BF16 GEMMs in cuBLASLt.
 
-     backward          (here: synthetic gradients: noise, spikes in one
+   Each step t, on one stream:
+     gnmr_cuda_paths_wait  the host: step t - 1's path bits, waited for on
+                       their own event (no stream or device sync); the
+                       device is still busy with step t - 1's update
+     the graph:
+       backward        (here: synthetic gradients: noise, spikes in one
                        unit, a NaN, and one step where every unit's
                        gradient grows at once)
-     gnmr_norms_enqueue  every unit's gradient norm, with the CPU's bits
-     gnmr_cuda_step    the controller: decisions, admissions, the verdict
-     gnmr_cuda_scale_grads  gradient of unit u times decision[u].scale
-     log_report        the step's report (GLOBAL, G, flagged) into a log
-     update            unit u takes the high-fidelity path next step iff
-                       gnmr_cuda_recovering(gc.lock, u) (here: an f32 update
-                       instead of one rounded through bf16)
+       gnmr_norms_enqueue  every unit's gradient norm, with the CPU's bits
+       gnmr_cuda_step  the controller: decisions, admissions, the verdict
+       gnmr_cuda_scale_grads  gradient of unit u times decision[u].scale
+       log_report      the step's report (GLOBAL, G, flagged) into a log
+     gnmr_cuda_paths_publish  step t's path bits, copied to pinned memory
+                       while the update runs
+     update_f32 / update_bf16  per unit, the kernel the host picked from
+                       step t - 1's bits (a decision takes effect from the
+                       next step): high fidelity, an f32 update; else one
+                       rounded through bf16 (the cheap path)
 
-   Build: make cuda. Runs where a CUDA device is present, else says so and
-   exits 0. In a trainer of several .cu files only one holds the two
-   implementation macros below; the others include the headers alone. */
+   Build: make cuda (nvcc -I. -Iexamples/cuda: the headers are included by
+   name, so a trainer copies gnmr.h and the two .cuh files next to this
+   file and builds it as it is). Runs where a CUDA device is present, else
+   says so and exits 0. In a trainer of several .cu files only one holds
+   the two implementation macros below; the others include the headers
+   alone. */
 #define GNMR_IMPLEMENTATION
 #include "gnmr.h"
 #define GNMR_CUDA_IMPLEMENTATION
-#include "examples/cuda/gnmr_ctl.cuh"
-#include "examples/cuda/gnmr_norms.cuh"
+#include "gnmr_ctl.cuh"
+#include "gnmr_norms.cuh"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -92,24 +105,29 @@ __global__ void log_report(model m, const gnmr_step_report *report) {
   m.log[*m.step] = *report;
 }
 
-/* SGD; a unit on the cheap path rounds its new value through bf16. */
-__global__ void update(model m, const uint32_t *lock, float lr) {
-  const uint32_t u = blockIdx.y;
-  const int high_fidelity = gnmr_cuda_recovering(lock, u);
+/* SGD of unit u, the two paths the host picks between (stand-ins for an
+   FP8 and a BF16 GEMM): f32, or the new value rounded through bf16. */
+__global__ void update_f32(model m, uint32_t u, float lr) {
   for (uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < m.len[u];
        i += gridDim.x * blockDim.x) {
     const uint32_t at = m.first[u] + i;
-    float p = m.param[at] - lr * m.grad[at];
-    if (!high_fidelity) p = __bfloat162float(__float2bfloat16(p));
-    m.param[at] = p;
+    m.param[at] = m.param[at] - lr * m.grad[at];
+  }
+}
+__global__ void update_bf16(model m, uint32_t u, float lr) {
+  for (uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < m.len[u];
+       i += gridDim.x * blockDim.x) {
+    const uint32_t at = m.first[u] + i;
+    m.param[at] =
+        __bfloat162float(__float2bfloat16(m.param[at] - lr * m.grad[at]));
   }
 }
 
 __global__ void next_step(uint32_t *step) { ++*step; }
 
-/* The whole step, on one stream: what the graph captures. */
-static int train_step(model *m, gnmr_norms_plan *plan, gnmr_cuda_ctl *gc,
-                      cudaStream_t s) {
+/* The device part of a step, on one stream: what the graph captures. */
+static int device_step(model *m, gnmr_norms_plan *plan, gnmr_cuda_ctl *gc,
+                       cudaStream_t s) {
   const dim3 per_unit(8, UNITS);
   int rc;
   backward<<<per_unit, THREADS, 0, s>>>(*m);
@@ -120,8 +138,32 @@ static int train_step(model *m, gnmr_norms_plan *plan, gnmr_cuda_ctl *gc,
         gnmr_cuda_scale_grads(gc, m->grads, UNITS, m->max_len, m->decisions, s);
   if (rc != GNMR_OK) return rc;
   log_report<<<1, 1, 0, s>>>(*m, gc->report);
-  update<<<per_unit, THREADS, 0, s>>>(*m, gc->lock, 0.1f);
   next_step<<<1, 1, 0, s>>>(m->step);
+  return cudaGetLastError() == cudaSuccess ? GNMR_OK : GNMR_CUDA_ECUDA;
+}
+
+/* One training step: the host waits for the last step's path bits on their
+   event only, launches the graph, publishes this step's bits and queues
+   each unit's update on the path the bits say. No stream or device sync.
+   *high_steps counts the unit-steps on the high-fidelity path. */
+static int train_step(model *m, cudaGraphExec_t graph, gnmr_cuda_ctl *gc,
+                      gnmr_cuda_paths *paths, cudaStream_t s,
+                      unsigned *high_steps) {
+  const uint32_t *bits;
+  uint32_t u;
+  int rc = gnmr_cuda_paths_wait(paths, &bits);
+  if (rc != GNMR_OK) return rc;
+  if (cudaGraphLaunch(graph, s) != cudaSuccess) return GNMR_CUDA_ECUDA;
+  rc = gnmr_cuda_paths_publish(paths, gc, s);
+  if (rc != GNMR_OK) return rc;
+  for (u = 0; u < UNITS; u++) {
+    if (gnmr_cuda_path_high(bits, u)) {
+      update_f32<<<8, THREADS, 0, s>>>(*m, u, 0.1f);
+      ++*high_steps;
+    } else {
+      update_bf16<<<8, THREADS, 0, s>>>(*m, u, 0.1f);
+    }
+  }
   return cudaGetLastError() == cudaSuccess ? GNMR_OK : GNMR_CUDA_ECUDA;
 }
 
@@ -134,6 +176,7 @@ int main(void) {
   gnmr_ctl host;
   gnmr_cuda_ctl gc;
   gnmr_norms_plan plan;
+  gnmr_cuda_paths paths;
   gnmr_counters tot = gnmr_counters(); /* read after a refusal too */
   static gnmr_step_report log[STEPS];
   model m;
@@ -142,6 +185,7 @@ int main(void) {
   cudaGraphExec_t exec;
   float *init;
   int count = 0, last, first_error, step;
+  unsigned high_steps = 0;
 
   if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) {
     printf("train_step: skipped: no CUDA device\n");
@@ -158,6 +202,7 @@ int main(void) {
   cfg.max_recovering = 2;
   GK(gnmr_init(&host, &cfg, slots, UNITS), cudaSuccess);
   GK(gnmr_cuda_ctl_create(&gc, &host), gc.cuda_error);
+  GK(gnmr_cuda_paths_create(&paths, &host), paths.cuda_error);
   CK(cudaMalloc((void **)&m.param, sizeof(float) * m.total));
   CK(cudaMalloc((void **)&m.grad, sizeof(float) * m.total));
   CK(cudaMalloc((void **)&m.first, sizeof first));
@@ -189,14 +234,16 @@ int main(void) {
   CK(cudaMemcpy(m.grads, grads, sizeof grads, cudaMemcpyHostToDevice));
   CK(cudaMemset(m.step, 0, sizeof(uint32_t)));
 
-  /* Capture one step, replay it. */
+  /* Capture the device part once; train. */
   CK(cudaStreamCreate(&stream));
   CK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
-  GK(train_step(&m, &plan, &gc, stream), cudaGetLastError());
+  GK(device_step(&m, &plan, &gc, stream), cudaGetLastError());
   CK(cudaStreamEndCapture(stream, &graph));
   CK(cudaGraphInstantiateWithFlags(&exec, graph, 0));
-  for (step = 0; step < STEPS; step++) CK(cudaGraphLaunch(exec, stream));
-  CK(cudaStreamSynchronize(stream));
+  for (step = 0; step < STEPS; step++)
+    GK(train_step(&m, exec, &gc, &paths, stream, &high_steps),
+       paths.cuda_error != cudaSuccess ? paths.cuda_error : cudaGetLastError());
+  CK(cudaStreamSynchronize(stream)); /* the run is over */
 
   /* After the run: did every step pass, and what did GNMR do? */
   GK(gnmr_cuda_status(&gc, &last, &first_error), gc.cuda_error);
@@ -207,8 +254,9 @@ int main(void) {
   GK(gnmr_cuda_ctl_download(&gc, &host), gc.cuda_error); /* a checkpoint */
   gnmr_counters_get(&host, GNMR_ALL_UNITS, &tot);
   CK(cudaMemcpy(log, m.log, sizeof log, cudaMemcpyDeviceToHost));
-  printf("train_step: %d graph-launched steps, %d units (paper rules)\n", STEPS,
-         UNITS);
+  printf("train_step: %d graph-launched steps, %d units (paper rules), %u "
+         "unit-steps on the high-fidelity path (picked on the host)\n",
+         STEPS, UNITS, high_steps);
   printf("  risky %llu (non-finite %llu, falls %llu), admissions %llu, "
          "renewals %llu, over budget %llu, GLOBAL steps %llu\n",
          (unsigned long long)tot.risky, (unsigned long long)tot.nonfinite,
@@ -224,6 +272,7 @@ int main(void) {
   cudaGraphDestroy(graph);
   cudaStreamDestroy(stream);
   gnmr_norms_plan_free(&plan);
+  gnmr_cuda_paths_destroy(&paths);
   gnmr_cuda_ctl_destroy(&gc);
   cudaFree(m.param);
   cudaFree(m.grad);

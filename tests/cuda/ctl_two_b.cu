@@ -8,6 +8,7 @@
 #include "examples/cuda/gnmr_norms.cuh"
 
 #include "tests/cuda/ctl_two.h"
+#include "tests/cuda/regions.h"
 
 /* out[u] = 1 if unit u runs high-fidelity next step. */
 static __global__ void recovering_of(const uint32_t *lock, uint32_t n,
@@ -30,6 +31,7 @@ int two_b_step(gnmr_cuda_ctl *gc, gnmr_norms_plan *plan, float *d_norms,
   if (rc == GNMR_OK) rc = gnmr_cuda_step(gc, d_norms, d_out, s);
   if (rc == GNMR_OK) rc = gnmr_cuda_report_async(gc, d_report, s);
   if (rc != GNMR_OK) return rc;
+  if (!region_aligned(d_rec, sizeof *d_rec)) return GNMR_EINVAL;
   if (gc->n_units > 0)
     recovering_of<<<(gc->n_units + 127) / 128, 128, 0, s>>>(gc->lock,
                                                             gc->n_units, d_rec);

@@ -4,9 +4,10 @@
    NaN/Inf, tied, refused, shared-rise (GLOBAL) and falling norms run as
    one captured CUDA graph; every decision, every step's report, the state
    (checkpoint bytes), the totals, the step results and the device-side
-   recovering read must equal the CPU's bit for bit. Also the gradient
-   scaling kernel (f32 exactly). Skips, passing, where no CUDA device is
-   present. Build: make cuda; run: make cuda-test. */
+   recovering read must equal the CPU's bit for bit. The host-side path
+   bits (gnmr_cuda_paths) must be the CPU's gnmr_recovering one step later.
+   Also the gradient scaling kernel (f32 exactly). Skips, passing, where no CUDA
+   device is present. Build: make cuda; run: make cuda-test. */
 #define GNMR_STATIC
 #define GNMR_IMPLEMENTATION
 #include "gnmr.h"
@@ -14,6 +15,7 @@
 #include "tests/random_config.h"
 #define GNMR_CUDA_IMPLEMENTATION
 #include "examples/cuda/gnmr_ctl.cuh"
+#include "tests/cuda/regions.h"
 
 #define STEPS 64
 
@@ -111,6 +113,10 @@ static void run(uint32_t n) {
   CUDA_REQUIRE(cudaMalloc((void **)&d_rec, sizeof *d_rec * (n ? n : 1)));
   CUDA_REQUIRE(cudaMemcpy(d_x, x, sizeof *d_x * rows, cudaMemcpyHostToDevice));
   CUDA_REQUIRE(cudaMemset(d_out, 0xA5, sizeof *d_out * rows));
+  /* what the graph writes */
+  REQUIRE(region_aligned(d_out, sizeof *d_out));
+  REQUIRE(region_aligned(d_rep, sizeof *d_rep));
+  REQUIRE(region_aligned(d_rec, sizeof *d_rec));
   CUDA_REQUIRE(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
   for (s = 0; s < STEPS; s++) {
     GNMR_REQUIRE(gnmr_cuda_step(&dev, d_x + (size_t)s * n,
@@ -192,6 +198,76 @@ TEST(graph_steps_match_the_cpu_for_1_to_65536_units) {
 
 TEST(zero_units) { run(0); }
 
+/* The host-side path switch: each step the host waits for the last
+   publish (its event only), the device steps and publishes. The bits the
+   host holds at the start of step t + 1 must be the CPU's gnmr_recovering
+   after step t, for every unit; the buffers alternate; the step's own
+   norms and decisions are not waited for. */
+static void run_paths(uint32_t n) {
+  const gnmr_config cfg = random_config(n);
+  gnmr_slot *sa = (gnmr_slot *)calloc(n, sizeof *sa);
+  gnmr_slot *sb = (gnmr_slot *)calloc(n, sizeof *sb);
+  float *x = (float *)malloc(sizeof *x * STEPS * n);
+  /* want[s * n + u]: gnmr_recovering before step s, s = 0 .. STEPS */
+  int *want = (int *)malloc(sizeof *want * (STEPS + 1) * n);
+  float *d_x = NULL;
+  const uint32_t *held = NULL, *before = NULL;
+  gnmr_ctl a, b;
+  gnmr_cuda_ctl dev;
+  gnmr_cuda_paths paths;
+  cudaStream_t stream;
+  uint32_t s, u;
+  REQUIRE(sa && sb && x && want);
+  REQUIRE(gnmr_init(&a, &cfg, sa, n) == GNMR_OK);
+  REQUIRE(gnmr_init(&b, &cfg, sb, n) == GNMR_OK);
+  for (s = 0; s <= STEPS; s++) {
+    for (u = 0; u < n; u++) want[(size_t)s * n + u] = gnmr_recovering(&a, u);
+    if (s == STEPS) break;
+    make_row(x + (size_t)s * n, n, s);
+    gnmr_step(&a, x + (size_t)s * n, NULL);
+  }
+  CUDA_REQUIRE(cudaStreamCreate(&stream));
+  GNMR_REQUIRE(gnmr_cuda_ctl_create(&dev, &b));
+  GNMR_REQUIRE(gnmr_cuda_paths_create(&paths, &b));
+  CUDA_REQUIRE(cudaMalloc((void **)&d_x, sizeof *x * STEPS * n));
+  CUDA_REQUIRE(
+      cudaMemcpy(d_x, x, sizeof *x * STEPS * n, cudaMemcpyHostToDevice));
+  for (s = 0; s <= STEPS; s++) {
+    GNMR_REQUIRE(gnmr_cuda_paths_wait(&paths, &held));
+    if (before) EXPECT(held != before); /* the buffers take turns */
+    before = held;
+    for (u = 0; u < n; u++)
+      if (gnmr_cuda_path_high(held, u) != want[(size_t)s * n + u]) {
+        printf("  n %u: the host's path bit of unit %u at step %u differs\n", n,
+               u, s);
+        check__failed_here = 1;
+        s = STEPS;
+        break;
+      }
+    if (s == STEPS) break;
+    GNMR_REQUIRE(gnmr_cuda_step(&dev, d_x + (size_t)s * n, NULL, stream));
+    GNMR_REQUIRE(gnmr_cuda_paths_publish(&paths, &dev, stream));
+  }
+  CUDA_REQUIRE(cudaStreamSynchronize(stream));
+  gnmr_cuda_paths_destroy(&paths);
+  gnmr_cuda_ctl_destroy(&dev);
+  cudaFree(d_x);
+  cudaStreamDestroy(stream);
+  free(sa);
+  free(sb);
+  free(x);
+  free(want);
+}
+
+TEST(path_bits_reach_the_host_one_step_later) {
+  static const uint32_t sizes[] = {1, 31, 32, 33, 1000, 4097, 65536};
+  size_t i;
+  for (i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+    run_paths(sizes[i]);
+    if (check__failed_here) return;
+  }
+}
+
 /* Download, checkpoint, load into a fresh host controller, upload, go on:
    the run continues as the CPU's uninterrupted one. */
 TEST(checkpoint_round_trip_through_the_host) {
@@ -263,6 +339,7 @@ TEST(scale_grads_f32) {
     g[t].n = LEN;
     g[t].dtype = GNMR_DTYPE_F32;
     g[t].unit = t;
+    REQUIRE(region_aligned(g[t].data, sizeof(float))); /* written in place */
   }
   CUDA_REQUIRE(cudaMalloc((void **)&d_g, sizeof g));
   CUDA_REQUIRE(cudaMalloc((void **)&d_dec, sizeof dec));
@@ -311,6 +388,18 @@ TEST(bad_arguments_refused) {
   EXPECT_EQ_INT(gnmr_cuda_status(&gc, &last, &first), GNMR_OK);
   EXPECT_EQ_INT(last, GNMR_OK); /* no step yet */
   EXPECT_EQ_INT(first, GNMR_OK);
+  {
+    gnmr_cuda_paths paths;
+    const uint32_t *bits = NULL;
+    EXPECT_EQ_INT(gnmr_cuda_paths_create(NULL, &four), GNMR_EINVAL);
+    EXPECT_EQ_INT(gnmr_cuda_paths_create(&paths, &edited), GNMR_ESTATE);
+    GNMR_REQUIRE(gnmr_cuda_paths_create(&paths, &five));
+    EXPECT_EQ_INT(gnmr_cuda_paths_publish(&paths, &gc, 0), GNMR_EMISMATCH);
+    EXPECT_EQ_INT(gnmr_cuda_paths_wait(&paths, NULL), GNMR_EINVAL);
+    EXPECT_EQ_INT(gnmr_cuda_paths_wait(&paths, &bits), GNMR_OK);
+    EXPECT(bits != NULL && bits[0] == 0); /* nothing recovering yet */
+    gnmr_cuda_paths_destroy(&paths);
+  }
   gnmr_cuda_ctl_destroy(&gc);
 }
 
@@ -318,8 +407,10 @@ int main(int argc, char **argv) {
   static const check_case cases[] = {
       CHECK_CASE(graph_steps_match_the_cpu_for_1_to_65536_units),
       CHECK_CASE(zero_units),
+      CHECK_CASE(path_bits_reach_the_host_one_step_later),
       CHECK_CASE(checkpoint_round_trip_through_the_host),
-      CHECK_CASE(scale_grads_f32), CHECK_CASE(bad_arguments_refused)};
+      CHECK_CASE(scale_grads_f32),
+      CHECK_CASE(bad_arguments_refused)};
   int count = 0;
   if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) {
     printf("test_ctl_cuda: skipped: no CUDA device\n");

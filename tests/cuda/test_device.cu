@@ -26,6 +26,7 @@
 #define GNMR_IMPLEMENTATION
 #include "gnmr.h"
 #include "examples/cuda/gnmr_norms.cuh"
+#include "tests/cuda/regions.h"
 
 #include <cuda_runtime.h>
 #include <math.h>
@@ -214,6 +215,19 @@ __global__ void fill_values(void *data, uint32_t dtype, uint64_t n,
   }
 }
 
+/* fill_values on blocks x 256 threads, after checking that data is aligned
+   for the dtype (a misaligned write fails the test at the caller's line). */
+static void fill_checked(void *data, uint32_t dtype, uint64_t n, uint32_t seed,
+                         unsigned blocks, cudaStream_t stream, const char *file,
+                         int line) {
+  region_check(data, dtype_size(dtype), file, line);
+  fill_values<<<blocks, 256, 0, stream>>>(data, dtype, n, seed);
+  cuda_check(cudaGetLastError(), file, line);
+}
+#define fillValues(data, dtype, n, seed, blocks, stream)                       \
+  fill_checked((data), (dtype), (n), (seed), (blocks), (stream), __FILE__,     \
+               __LINE__)
+
 /* ---- host side: the model ----------------------------------------------
    N_UNITS units of 1 to 3 tensors. Units 0-15 start with a tensor of an
    edge size (around a warp, a chunk of 4096, a task of 8 chunks, and trees
@@ -282,7 +296,7 @@ static model model_build(void) {
       x->dtype = (int)dtype;
       x->unit = u;
       chunks += gnmr_norms_chunks(n);
-      offset += (n * dtype_size(dtype) + 255) & ~(size_t)255;
+      offset = region_after(offset + n * dtype_size(dtype));
     }
   }
   m.n_chunks = chunks;
@@ -468,9 +482,9 @@ static int check_norms(const char *what, const gnmr_tensor *h,
 
 /* Thousands of small tensors (0 to 3000 elements, any dtype, at any
    place of the model's data aligned to the element, whatever its bits mean
-   in that dtype: f16/bf16 tensors 4-byte aligned or not, so both of the
-   chunk kernel's paths run), in 300 units of any order: blocks shared
-   between tensors. */
+   in that dtype: f16/bf16 tensors 16-byte aligned (one in four) or not,
+   so both of the chunk kernel's paths run), in 300 units of any order:
+   blocks shared between tensors. */
 static int check_small_tensors(const char *h_base, const char *d_base,
                                size_t bytes, cudaStream_t stream) {
   enum { NT = 6000, NU = 300 };
@@ -509,21 +523,23 @@ static int check_big_tensor(cudaStream_t stream) {
            free_b >> 20);
     return 1;
   }
-  char *d_x, *h_x = (char *)mallocCheck(2 * n + 4096 * 4);
-  cudaCheck(cudaMalloc(&d_x, 2 * n + 4096 * 4));
-  fill_values<<<1024, 256, 0, stream>>>(d_x, GNMR_DTYPE_BF16, n, 99u);
-  cudaCheck(cudaGetLastError());
-  fill_values<<<16, 256, 0, stream>>>(d_x + 2 * n, GNMR_DTYPE_F32, 4096, 98u);
-  cudaCheck(cudaGetLastError());
-  cudaCheck(cudaMemcpyAsync(h_x, d_x, 2 * n + 4096 * 4, cudaMemcpyDeviceToHost,
-                            stream));
+  /* n is odd: the f32 region starts at the next aligned offset, not at
+     2 n (tests/test_cuda_host.c checks the placement) */
+  const size_t bytes[2] = {2 * n, 4096 * 4};
+  size_t at[2];
+  const size_t total = regions_place(bytes, 2, at);
+  char *d_x, *h_x = (char *)mallocCheck(total);
+  cudaCheck(cudaMalloc(&d_x, total));
+  fillValues(d_x + at[0], GNMR_DTYPE_BF16, n, 99u, 1024, stream);
+  fillValues(d_x + at[1], GNMR_DTYPE_F32, 4096, 98u, 16, stream);
+  cudaCheck(cudaMemcpyAsync(h_x, d_x, total, cudaMemcpyDeviceToHost, stream));
   cudaCheck(cudaStreamSynchronize(stream));
   gnmr_tensor h[3], d[3];
-  h[0].data = h_x + 2 * n;
+  h[0].data = h_x + at[1];
   h[0].n = 4096;
   h[0].dtype = GNMR_DTYPE_F32;
   h[0].unit = 1;
-  h[1].data = h_x;
+  h[1].data = h_x + at[0];
   h[1].n = n;
   h[1].dtype = GNMR_DTYPE_BF16;
   h[1].unit = 1;
@@ -582,10 +598,8 @@ static int run_training(cudaStream_t stream) {
   cudaCheck(cudaMalloc(&d_grad, m.bytes));
   for (i = 0; i < nt; i++)
     if (m.tensors[i].n > 0) {
-      fill_values<<<256, 256, 0, stream>>>(d_base + (size_t)m.tensors[i].data,
-                                           m.tensors[i].dtype, m.tensors[i].n,
-                                           i + 1);
-      cudaCheck(cudaGetLastError());
+      fillValues(d_base + (size_t)m.tensors[i].data, m.tensors[i].dtype,
+                 m.tensors[i].n, i + 1, 256, stream);
     }
   cudaCheck(
       cudaMemcpyAsync(h_base, d_base, m.bytes, cudaMemcpyDeviceToHost, stream));
@@ -644,6 +658,13 @@ static int run_training(cudaStream_t stream) {
   cudaCheck(cudaMalloc(&d_status, sizeof *d_status));
   cudaCheck(cudaMemset(d_step, 0, sizeof *d_step));
   cudaCheck(cudaMemset(d_status, 0, sizeof *d_status));
+
+  /* what the step's kernels write: every gradient, the norm rows and the
+     decision rows */
+  for (i = 0; i < nt; i++)
+    REGION_CHECK(grad_tensors[i].data, dtype_size(grad_tensors[i].dtype));
+  REGION_CHECK(d_norm_rows, sizeof(float));
+  REGION_CHECK(d_decisions, sizeof(gnmr_decision));
 
   cudaGraph_t graph;
   cudaGraphExec_t step_graph;

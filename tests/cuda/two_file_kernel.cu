@@ -16,6 +16,7 @@
 #include "gnmr.h"
 #include "examples/cuda/gnmr_norms.cuh"
 #include "tests/cuda/two_file.h"
+#include "tests/cuda/regions.h"
 
 /* out[u] = gnmr_recovering(ctl, u); conv[i] = element i of bf16[] and then
    of f16[], converted on the device. */
@@ -34,6 +35,9 @@ int two_file_launch(const gnmr_ctl *d_ctl, uint32_t n_units, int *d_out,
                     const uint16_t *d_bf16, const uint16_t *d_f16,
                     uint32_t n_halves, float *d_conv, cudaStream_t stream) {
   const uint32_t n = n_units > n_halves ? n_units : n_halves;
+  if (!region_aligned(d_out, sizeof *d_out) ||
+      !region_aligned(d_conv, sizeof *d_conv))
+    return -1;
   read_units<<<(n + 127) / 128, 128, 0, stream>>>(d_ctl, d_out, d_bf16, d_f16,
                                                   n_halves, d_conv);
   return cudaGetLastError() == cudaSuccess ? 0 : -1;
