@@ -144,7 +144,7 @@ TEST(stale_scale_saturates_over_and_flushes_under) {
   enum { B = 4, NX = B * 8 };
   ts_model m;
   ts_path p;
-  ts_rng r = {7};
+  demo_rng r = {7};
   float x[NX], y[B * 4], amax = 0.0f;
   int i, dir, zeros, above;
   for (i = 0; i < NX; i++) {
@@ -181,17 +181,17 @@ TEST(mlp_gradients_match_finite_differences) {
   enum { B = 5 };
   ts_model m;
   ts_path paths[TS_LAYERS];
-  ts_rng r = {42};
+  demo_rng r = {42};
   float x[B * 6];
   uint8_t y[B];
   int l, i, bad = 0, checked = 0;
   ts_model_init(&m, dims, B, &r);
   memset(paths, 0, sizeof paths);
-  for (i = 0; i < B * 6; i++) x[i] = (float)ts_normal(&r);
+  for (i = 0; i < B * 6; i++) x[i] = (float)demo_normal(&r);
   for (i = 0; i < B; i++) y[i] = (uint8_t)(i % 4);
   for (l = 0; l < TS_LAYERS; l++)
     for (i = 0; i < m.layer[l].out; i++)
-      m.layer[l].b[i] = (float)(0.1 * ts_normal(&r));
+      m.layer[l].b[i] = (float)(0.1 * demo_normal(&r));
   ts_forward(&m, x, y, B, paths, NULL);
   ts_backward(&m, y, B);
   for (l = 0; l < TS_LAYERS; l++) {
