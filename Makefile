@@ -71,14 +71,16 @@ $(B)/gcc/test_efficacy $(B)/clang/test_efficacy: bench/efficacy.c
 DEMO_HDRS = examples/lowp.h examples/arms.h examples/common.h
 
 # The demo's test includes the demo itself.
-$(B)/gcc/test_demo $(B)/clang/test_demo: examples/train_stress.c $(DEMO_HDRS)
+$(B)/gcc/test_demo $(B)/clang/test_demo: examples/train_stress.c $(DEMO_HDRS) \
+                                         tests/svg_check.h
 
 # The language-model demo's test includes the demo; it runs threads. Built
 # again with the model in double for the gradient check.
-$(B)/gcc/test_lm $(B)/clang/test_lm: examples/train_lm.c $(DEMO_HDRS)
+$(B)/gcc/test_lm $(B)/clang/test_lm: examples/train_lm.c $(DEMO_HDRS) \
+                                     tests/svg_check.h
 LDFLAGS_test_lm = -pthread
 $(B)/%/test_lm_double: tests/test_lm.c examples/train_lm.c $(DEMO_HDRS) \
-                       gnmr.h tests/check.h
+                       gnmr.h tests/check.h tests/svg_check.h
 	@mkdir -p $(@D)
 	$* $(CFLAGS_ALL) -DLM_DOUBLE -o $@ $< -pthread -lm
 

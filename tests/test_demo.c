@@ -1,9 +1,11 @@
 /* test_demo.c - the training stress demo: its quantizers against the formats'
-   value tables, its MLP gradients against finite differences, and a short
-   end-to-end run that must write well-formed CSV files. */
+   value tables, its MLP gradients against finite differences, the loss
+   plot's y range against a spike, and a short end-to-end run that must
+   write well-formed CSV files and pictures (tests/svg_check.h). */
 #define TRAIN_STRESS_NO_MAIN
 #include "../examples/train_stress.c"
 #include "check.h"
+#include "svg_check.h"
 
 /* ---- quantizers ------------------------------------------------------------
  */
@@ -320,13 +322,37 @@ static int file_has_all(const char *path, const char *const *want) {
   return 1;
 }
 
-static int file_starts_with(const char *path, const char *prefix) {
-  FILE *f = fopen(path, "r");
-  char buf[64] = {0};
-  if (!f) return 0;
-  if (!fgets(buf, sizeof buf, f)) buf[0] = 0;
-  fclose(f);
-  return strncmp(buf, prefix, strlen(prefix)) == 0;
+/* One spike and a diverged arm: the y range keeps the other curves'
+   detail, and what it leaves out is drawn on the edge with a marker. */
+TEST(loss_plot_range_survives_a_spike) {
+  enum { N = 400 };
+  static float flat[N], spiky[N], gone[N];
+  float *curves[3];
+  static const int arms[3] = {0, 1, 4}; /* black, red, green */
+  double lo, hi;
+  int s;
+  for (s = 0; s < N; s++) {
+    flat[s] = (float)(2.0 - s / (double)N);
+    spiky[s] = s >= 200 && s < 204 ? 1e4f : flat[s] + 0.1f;
+    gone[s] = s < 300 ? flat[s] - 0.05f : (float)NAN;
+  }
+  curves[0] = flat;
+  curves[1] = spiky;
+  curves[2] = gone;
+  demo_loss_range(curves, 3, N, 0, &lo, &hi);
+  EXPECT(lo < 1.1 && lo > 0.9);
+  EXPECT(hi > 2.0 && hi < 2.3);
+  demo_mkdir("build/test_demo_out");
+  demo_svg_loss("build/test_demo_out/range.svg", "test", "loss", curves, arms,
+                3, N, 0);
+  EXPECT_EQ_INT(svg_geometry_errors("build/test_demo_out/range.svg"), 0);
+  {
+    /* the spike's marker and the diverged arm's, at the top edge */
+    static const char *const marks[] = {
+        "<polygon class=\"clipped\" fill=\"#d62728\"",
+        "<polygon class=\"clipped\" fill=\"#2ca02c\"", NULL};
+    EXPECT(file_has_all("build/test_demo_out/range.svg", marks));
+  }
 }
 
 TEST(demo_runs_end_to_end) {
@@ -370,6 +396,8 @@ TEST(demo_runs_end_to_end) {
     EXPECT(file_has_all("build/test_demo_out/loss.svg", loss_svg));
   }
   EXPECT(file_starts_with("build/test_demo_out/recovery.svg", "<svg"));
+  EXPECT_EQ_INT(svg_geometry_errors("build/test_demo_out/loss.svg"), 0);
+  EXPECT_EQ_INT(svg_geometry_errors("build/test_demo_out/recovery.svg"), 0);
 }
 
 int main(int argc, char **argv) {
@@ -381,6 +409,7 @@ int main(int argc, char **argv) {
       CHECK_CASE(quantizers_match_value_tables),
       CHECK_CASE(delayed_scaling_saturates_a_burst),
       CHECK_CASE(mlp_gradients_match_finite_differences),
+      CHECK_CASE(loss_plot_range_survives_a_spike),
       CHECK_CASE(demo_runs_end_to_end),
   };
   return check_main(cases, sizeof cases / sizeof cases[0], argc, argv);

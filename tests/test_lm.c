@@ -6,6 +6,7 @@
 #define TRAIN_LM_NO_MAIN
 #include "../examples/train_lm.c"
 #include "check.h"
+#include "svg_check.h"
 
 /* ---- gradients vs central differences (double build) ----------------------
  */
@@ -219,15 +220,6 @@ static int count_lines(const char *path, const char *header) {
   return n;
 }
 
-static int file_starts_with(const char *path, const char *prefix) {
-  FILE *f = fopen(path, "r");
-  char buf[64] = {0};
-  if (!f) return 0;
-  if (!fgets(buf, sizeof buf, f)) buf[0] = 0;
-  fclose(f);
-  return strncmp(buf, prefix, strlen(prefix)) == 0;
-}
-
 TEST(demo_runs_end_to_end) {
   lm_text t;
   FILE *f;
@@ -287,6 +279,8 @@ TEST(demo_runs_end_to_end) {
                 2 * 3);
   EXPECT(file_starts_with("build/test_lm_out/loss.svg", "<svg"));
   EXPECT(file_starts_with("build/test_lm_out/recovery.svg", "<svg"));
+  EXPECT_EQ_INT(svg_geometry_errors("build/test_lm_out/loss.svg"), 0);
+  EXPECT_EQ_INT(svg_geometry_errors("build/test_lm_out/recovery.svg"), 0);
 }
 #endif
 
