@@ -215,22 +215,8 @@ static void lm_parallel(lm_task fn, void *ctx, int rows) {
   pthread_mutex_unlock(&p->mu);
 }
 
-/* y += a * x, unrolled so that gcc -O2 vectorizes it (see train_stress.c). */
-static void lm_axpy(lm_real *restrict y, lm_real a, const lm_real *restrict x,
-                    int n) {
-  int i = 0;
-  for (; i + 8 <= n; i += 8) {
-    y[i] += a * x[i];
-    y[i + 1] += a * x[i + 1];
-    y[i + 2] += a * x[i + 2];
-    y[i + 3] += a * x[i + 3];
-    y[i + 4] += a * x[i + 4];
-    y[i + 5] += a * x[i + 5];
-    y[i + 6] += a * x[i + 6];
-    y[i + 7] += a * x[i + 7];
-  }
-  for (; i < n; i++) y[i] += a * x[i];
-}
+/* y += a * x (examples/common.h), in the model's precision. */
+DEMO_AXPY(lm_axpy, lm_real)
 
 /* ---- the linear layer: one recoverable unit ------------------------------ */
 
@@ -1759,24 +1745,9 @@ static void lm_parse(lm_opts *o, int argc, char **argv) {
   for (a = 0; a < LM_N_ARMS; a++)
     if (!LM_ARMS[a].extra) o->arms[o->n_arms++] = a;
   for (i = 1; i < argc; i++) {
-    const char *f = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-    if (strcmp(f, "--help") == 0 || strcmp(f, "-h") == 0) {
-      lm_usage(stdout);
-      exit(0);
-    }
-    if (strcmp(f, "--sweep") == 0) {
-      o->sweep = 1;
-      continue;
-    }
-    if (strcmp(f, "--quiet") == 0) {
-      o->quiet = 1;
-      continue;
-    }
-    if (!v || strncmp(f, "--", 2) != 0) {
-      lm_usage(stderr);
-      DEMO_DIE("bad or incomplete option '%s'", f);
-    }
-    i++;
+    const char *f = argv[i],
+               *v = demo_option(argc, argv, &i, lm_usage, &o->sweep, &o->quiet);
+    if (!v) continue;
     if (strcmp(f, "--data") == 0)
       o->data_dir = v;
     else if (strcmp(f, "--out") == 0)

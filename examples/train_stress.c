@@ -315,24 +315,8 @@ typedef struct ts_path {
   const lp_format *probe; /* forward arms: the format of the signal */
 } ts_path;
 
-/* y += a * x, the inner loop of every GEMM here. Eight statements a step:
-   at -O2 gcc vectorizes straight-line code but not a loop of unknown
-   length, and this runs at about 4x the speed of the plain loop. */
-static void ts_axpy(float *restrict y, float a, const float *restrict x,
-                    int n) {
-  int i = 0;
-  for (; i + 8 <= n; i += 8) {
-    y[i] += a * x[i];
-    y[i + 1] += a * x[i + 1];
-    y[i + 2] += a * x[i + 2];
-    y[i + 3] += a * x[i + 3];
-    y[i + 4] += a * x[i + 4];
-    y[i + 5] += a * x[i + 5];
-    y[i + 6] += a * x[i + 6];
-    y[i + 7] += a * x[i + 7];
-  }
-  for (; i < n; i++) y[i] += a * x[i];
-}
+/* y += a * x (examples/common.h). */
+DEMO_AXPY(ts_axpy, float)
 
 /* y[b][o] = sum_i x[b][i] w[i][o] + bias[o], the i-outer loop order so the
    inner loop runs over contiguous o and vectorizes. */
@@ -906,24 +890,9 @@ static void ts_parse(ts_opts *o, int argc, char **argv) {
   for (a = 0; a < TS_N_DEFAULT_ARMS; a++) o->arms[a] = a;
   o->n_arms = TS_N_DEFAULT_ARMS;
   for (i = 1; i < argc; i++) {
-    const char *f = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-    if (strcmp(f, "--help") == 0 || strcmp(f, "-h") == 0) {
-      ts_usage(stdout);
-      exit(0);
-    }
-    if (strcmp(f, "--sweep") == 0) {
-      o->sweep = 1;
-      continue;
-    }
-    if (strcmp(f, "--quiet") == 0) {
-      o->quiet = 1;
-      continue;
-    }
-    if (!v || strncmp(f, "--", 2) != 0) {
-      ts_usage(stderr);
-      DEMO_DIE("bad or incomplete option '%s'", f);
-    }
-    i++;
+    const char *f = argv[i],
+               *v = demo_option(argc, argv, &i, ts_usage, &o->sweep, &o->quiet);
+    if (!v) continue;
     if (strcmp(f, "--data") == 0)
       o->data_dir = v;
     else if (strcmp(f, "--out") == 0)
