@@ -61,6 +61,11 @@ TEST_BINS = $(foreach cc,$(CC_LIST),$(foreach t,$(TESTS),$(B)/$(cc)/$(t))) \
             $(B)/vendor \
             $(if $(FASTMATH_LANE),$(FASTMATH_BINS))
 
+# The controller tests share their fixture and checkpoint-resume run.
+$(foreach cc,$(CC_LIST),$(foreach t,test_ctl test_rules,\
+  $(B)/$(cc)/$(t) $(B)/$(cc)-ofast/$(t))) $(B)/gcc/test_ctl_gnu: \
+  tests/fixture.h
+
 # The device controller's tests draw their configs from one header.
 $(B)/gcc/test_ctl_parallel $(B)/clang/test_ctl_parallel: tests/random_config.h
 
