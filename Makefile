@@ -70,7 +70,7 @@ $(foreach cc,$(CC_LIST),$(foreach t,test_ctl test_rules,\
 $(B)/gcc/test_ctl_parallel $(B)/clang/test_ctl_parallel: tests/random_config.h
 
 # The efficacy report's test includes the report program.
-$(B)/gcc/test_efficacy $(B)/clang/test_efficacy: bench/efficacy.c
+$(B)/gcc/test_efficacy $(B)/clang/test_efficacy: bench/efficacy.c tests/svg_check.h
 
 # The headers the training demos include (and their tests with them).
 DEMO_HDRS = examples/lowp.h examples/arms.h examples/common.h

@@ -1,11 +1,12 @@
-/* svg_check.h - what the demos' tests check in the files a demo writes:
-   the first line, and the geometry of its pictures (examples/common.h).
+/* svg_check.h - what the demos' and the efficacy report's tests check in
+   the files they write: the first line, and the geometry of the pictures
+   (examples/common.h, bench/efficacy.c).
 
-   svg_geometry_errors() reads an SVG and counts the coordinates that lie
-   outside its viewBox (every x, y, x1, y1, x2, y2, cx, cy attribute and
-   every points pair) and, where the picture has a plot rectangle
-   (clipPath "plot"), the coordinates of its legend (g class "legend")
-   that lie inside the plot rectangle: a legend must stand beside the
+   svg_geometry_errors() reads an SVG (attributes in either quote) and
+   counts the coordinates that lie outside its viewBox (every x, y, x1, y1,
+   x2, y2, cx, cy attribute and every points pair) and, where the picture has a
+   plot rectangle (clipPath "plot"), the coordinates of its legend (g class
+   "legend") that lie inside the plot rectangle: a legend must stand beside the
    data, not over it. -1 when the file, its viewBox or a plot's legend is
    missing. Include after check.h. */
 #ifndef SVG_CHECK_H
@@ -24,16 +25,25 @@ static CHECK_UNUSED int file_starts_with(const char *path, const char *prefix) {
   return strncmp(buf, prefix, strlen(prefix)) == 0;
 }
 
-/* The number after `name="` at or after p (up to end), or NULL. */
+/* Where the value of the next ` name=` attribute at or after p (before
+   end) begins, either quote; NULL when there is none. */
+static const char *svg__next(const char *p, const char *end, const char *name) {
+  char key[16];
+  const char *dq, *sq;
+  snprintf(key, sizeof key, " %s=\"", name);
+  dq = strstr(p, key);
+  key[strlen(key) - 1] = '\'';
+  sq = strstr(p, key);
+  if (!dq || (sq && sq < dq)) dq = sq;
+  return dq && dq < end ? dq + strlen(key) : NULL;
+}
+
+/* The number of the next ` name=` attribute at or after p, or NULL. */
 static const char *svg__attr(const char *p, const char *end, const char *name,
                              double *v) {
-  char key[16];
-  const char *at;
-  snprintf(key, sizeof key, " %s=\"", name);
-  at = strstr(p, key);
-  if (!at || at >= end) return NULL;
-  *v = strtod(at + strlen(key), NULL);
-  return at + strlen(key);
+  const char *at = svg__next(p, end, name);
+  if (at) *v = strtod(at, NULL);
+  return at;
 }
 
 /* Counts the coordinates of [p, end) outside [xlo, xhi] x [ylo, yhi]
@@ -53,9 +63,8 @@ static int svg__count(const char *p, const char *end, double xlo, double xhi,
     for (q = p; (q = svg__attr(q, end, ys[k], &v)) != NULL;)
       bad += v < ylo || v > yhi;
   }
-  for (q = p; !inside && (q = strstr(q, " points=\"")) && q < end;) {
+  for (q = p; !inside && (q = svg__next(q, end, "points")) != NULL;) {
     char *next;
-    q += strlen(" points=\"");
     for (pts = q;; pts = next) {
       v = strtod(pts, &next);
       if (next == pts || *next != ',') break;
@@ -70,7 +79,7 @@ static CHECK_UNUSED int svg_geometry_errors(const char *path) {
   static char buf[1 << 22];
   FILE *f = fopen(path, "rb");
   const char *vb, *clip, *legend, *legend_end;
-  double w, h, x0, y0, pw, ph;
+  double w, h, x0 = 0, y0 = 0, pw = 0, ph = 0;
   size_t n;
   int bad;
   if (!f) return -1;
@@ -78,17 +87,18 @@ static CHECK_UNUSED int svg_geometry_errors(const char *path) {
   fclose(f);
   buf[n] = 0;
   vb = strstr(buf, "viewBox=\"");
-  if (!vb || sscanf(vb, "viewBox=\"0 0 %lf %lf\"", &w, &h) != 2) return -1;
+  if (!vb) vb = strstr(buf, "viewBox='");
+  if (!vb || sscanf(vb + 9, "0 0 %lf %lf", &w, &h) != 2) return -1;
   bad = svg__count(buf, buf + n, 0, w, 0, h, 0);
   clip = strstr(buf, "<clipPath id=\"plot\">");
   legend = strstr(buf, "<g class=\"legend\">");
   if (clip) { /* a plot: its legend beside it */
     legend_end = legend ? strstr(legend, "</g>") : NULL;
-    if (!legend_end) return -1;
-    svg__attr(clip, buf + n, "x", &x0);
-    svg__attr(clip, buf + n, "y", &y0);
-    svg__attr(clip, buf + n, "width", &pw);
-    svg__attr(clip, buf + n, "height", &ph);
+    if (!legend_end || !svg__attr(clip, buf + n, "x", &x0) ||
+        !svg__attr(clip, buf + n, "y", &y0) ||
+        !svg__attr(clip, buf + n, "width", &pw) ||
+        !svg__attr(clip, buf + n, "height", &ph))
+      return -1;
     bad += svg__count(legend, legend_end, x0, x0 + pw, y0, y0 + ph, 1);
   }
   return bad;
