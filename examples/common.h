@@ -245,9 +245,10 @@ static int demo_cmp_double(const void *a, const void *b) {
 }
 
 /* The y range of a loss plot: the 1st to the 99th percentile of every
-   finite value from step `skip` on, plus 5% either side. A spike (or the
-   first steps' high loss) is a few percent of the values at most, so it
-   stays out of the range and every curve keeps its detail. */
+   finite value from step `skip` on, plus 5% either side. One spike (or the
+   first steps' high loss) is well under 1% of the values, so it stays out
+   of the range and every other curve keeps its detail; losses that stay
+   high for longer than that are what the plot must show, and stay in. */
 static void demo_loss_range(float *const *curves, int n_curves, int steps,
                             int skip, double *lo, double *hi) {
   double *v = DEMO_CALLOC((size_t)n_curves * (size_t)steps, double), pad;
