@@ -244,11 +244,13 @@ static int demo_cmp_double(const void *a, const void *b) {
   return (x > y) - (x < y);
 }
 
-/* The y range of a loss plot: the 1st to the 99th percentile of every
-   finite value from step `skip` on, plus 5% either side. One spike (or the
-   first steps' high loss) is well under 1% of the values, so it stays out
-   of the range and every other curve keeps its detail; losses that stay
-   high for longer than that are what the plot must show, and stay in. */
+/* The y range of a loss plot: every finite value from step `skip` on
+   that lies within Tukey's far-out fences (the lower quartile less 3
+   interquartile ranges, the upper quartile plus 3), plus 5% either side.
+   A fault spikes every low-precision arm at once and the EMA holds it for
+   tens of steps, so one spike can be several percent of the values; the
+   quartiles barely move with it, and every curve keeps its detail. What
+   lies beyond the range runs on its edge (demo_svg_loss). */
 static void demo_loss_range(float *const *curves, int n_curves, int steps,
                             int skip, double *lo, double *hi) {
   double *v = DEMO_CALLOC((size_t)n_curves * (size_t)steps, double), pad;
@@ -259,9 +261,15 @@ static void demo_loss_range(float *const *curves, int n_curves, int steps,
       if (isfinite(curves[a][s])) v[n++] = curves[a][s];
   *lo = 0.0, *hi = 1.0;
   if (n > 0) {
+    double q1, q3;
+    size_t first = 0, last = n - 1;
     qsort(v, n, sizeof *v, demo_cmp_double);
-    *lo = v[(size_t)(0.01 * (double)(n - 1))];
-    *hi = v[(size_t)(0.99 * (double)(n - 1) + 0.5)];
+    q1 = v[(size_t)(0.25 * (double)(n - 1) + 0.5)];
+    q3 = v[(size_t)(0.75 * (double)(n - 1) + 0.5)];
+    while (v[first] < q1 - 3.0 * (q3 - q1)) first++;
+    while (v[last] > q3 + 3.0 * (q3 - q1)) last--;
+    *lo = v[first];
+    *hi = v[last];
   }
   free(v);
   if (!(*lo < *hi)) *lo -= 0.5, *hi += 0.5;

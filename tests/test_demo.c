@@ -322,8 +322,9 @@ static int file_has_all(const char *path, const char *const *want) {
   return 1;
 }
 
-/* One spike and a diverged arm: the y range keeps the other curves'
-   detail, and what it leaves out is drawn on the edge with a marker. */
+/* A 40-step spike (4% of the values: a fault, as the EMA holds it) and a
+   diverged arm: the y range keeps the curves' detail, and what it leaves
+   out is drawn on the edge with a marker. */
 TEST(loss_plot_range_survives_a_spike) {
   enum { N = 400 };
   static float flat[N], spiky[N], gone[N];
@@ -333,15 +334,16 @@ TEST(loss_plot_range_survives_a_spike) {
   int s;
   for (s = 0; s < N; s++) {
     flat[s] = (float)(2.0 - s / (double)N);
-    spiky[s] = s >= 200 && s < 204 ? 1e4f : flat[s] + 0.1f;
+    spiky[s] = s >= 200 && s < 240 ? 1e4f : flat[s] + 0.1f;
     gone[s] = s < 300 ? flat[s] - 0.05f : (float)NAN;
   }
   curves[0] = flat;
   curves[1] = spiky;
   curves[2] = gone;
   demo_loss_range(curves, 3, N, 0, &lo, &hi);
-  EXPECT(lo < 1.1 && lo > 0.9);
-  EXPECT(hi > 2.0 && hi < 2.3);
+  /* every value but the spike's inside, and the span still of the curves */
+  EXPECT(lo <= 0.95 && lo > 0.0);
+  EXPECT(hi >= 2.1 && hi < 2.3);
   demo_mkdir("build/test_demo_out");
   demo_svg_loss("build/test_demo_out/range.svg", "test", "loss", curves, arms,
                 3, N, 0);
