@@ -62,21 +62,31 @@ TEST_BINS = $(foreach cc,$(CC_LIST),$(foreach t,$(TESTS),$(B)/$(cc)/$(t))) \
             $(if $(RUNNER),,$(B)/vendor) \
             $(if $(FASTMATH_LANE),$(FASTMATH_BINS))
 
+# The controller tests share their fixture and checkpoint-resume run.
+$(foreach cc,$(CC_LIST),$(foreach t,test_ctl test_rules,\
+  $(B)/$(cc)/$(t) $(B)/$(cc)-ofast/$(t))) $(B)/gcc/test_ctl_gnu: \
+  tests/fixture.h
+
 # The device controller's tests draw their configs from one header.
 $(B)/gcc/test_ctl_parallel $(B)/clang/test_ctl_parallel: tests/random_config.h
 
 # The efficacy report's test includes the report program.
-$(B)/gcc/test_efficacy $(B)/clang/test_efficacy: bench/efficacy.c
+$(B)/gcc/test_efficacy $(B)/clang/test_efficacy: bench/efficacy.c tests/svg_check.h
+
+# The headers the training demos include (and their tests with them).
+DEMO_HDRS = examples/lowp.h examples/arms.h examples/common.h
 
 # The demo's test includes the demo itself.
-$(B)/gcc/test_demo $(B)/clang/test_demo: examples/train_stress.c examples/lowp.h examples/arms.h
+$(B)/gcc/test_demo $(B)/clang/test_demo: examples/train_stress.c $(DEMO_HDRS) \
+                                         tests/svg_check.h
 
 # The language-model demo's test includes the demo; it runs threads. Built
 # again with the model in double for the gradient check.
-$(B)/gcc/test_lm $(B)/clang/test_lm: examples/train_lm.c examples/lowp.h examples/arms.h
+$(B)/gcc/test_lm $(B)/clang/test_lm: examples/train_lm.c $(DEMO_HDRS) \
+                                     tests/svg_check.h
 LDFLAGS_test_lm = -pthread
-$(B)/%/test_lm_double: tests/test_lm.c examples/train_lm.c examples/lowp.h examples/arms.h \
-                       gnmr.h tests/check.h
+$(B)/%/test_lm_double: tests/test_lm.c examples/train_lm.c $(DEMO_HDRS) \
+                       gnmr.h tests/check.h tests/svg_check.h
 	@mkdir -p $(@D)
 	$* $(CFLAGS_ALL) -DLM_DOUBLE -o $@ $< -pthread -lm
 
@@ -563,7 +573,7 @@ $(B)/ctl_two_files: tests/cuda/ctl_two_a.cu tests/cuda/ctl_two_b.cu \
 # settings sweep on the built-in task. Outputs under demo-out/.
 FASHION ?= /usr/share/datasets/fashion-mnist
 DEMO_STRESS = --stress 8
-$(B)/train_stress: examples/train_stress.c examples/lowp.h examples/arms.h gnmr.h
+$(B)/train_stress: examples/train_stress.c $(DEMO_HDRS) gnmr.h
 	@mkdir -p $(@D)
 	gcc $(CFLAGS_ALL) -o $@ $< -lm
 
@@ -598,7 +608,7 @@ LM_RUN = $(B)/train_lm --data $(FORTUNES) --threads $(LM_THREADS)
 LM_NATURAL = --format e2m1 --lr 2e-3
 LM_INJECTED = --format e4m3 --lr 2e-3 --stress 24
 LM_ARMS7 = f32,lowp,clip,adagc,gnmr,gnmr-noise,gnmr-global
-$(B)/train_lm: examples/train_lm.c examples/lowp.h examples/arms.h gnmr.h
+$(B)/train_lm: examples/train_lm.c $(DEMO_HDRS) gnmr.h
 	@mkdir -p $(@D)
 	gcc $(CFLAGS_ALL) -o $@ $< -pthread -lm
 

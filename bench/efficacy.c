@@ -349,7 +349,7 @@ static const char *EF_COLORS[] = {
 static void ef_svg(const char *root) {
   char path[1024], names[EF_MAX_ARMS * 2][EF_NAME];
   int n_names = 0, i, j, k, t;
-  const double pw = 300, ph = 240, ml = 50, mt = 30, gapx = 40;
+  const double pw = 300, ph = 240, ml = 50, mt = 30, gapx = 70;
   double W, H, ylo = -100, yhi = 150, xmax = 1;
   FILE *f;
   for (i = 0; i < ef_n_set; i++)
@@ -371,9 +371,10 @@ static void ef_svg(const char *root) {
   f = ef_open(path, "w");
   fprintf(f,
           "<svg xmlns='http://www.w3.org/2000/svg' width='%.0f' "
-          "height='%.0f' font-family='sans-serif' font-size='11'>\n"
+          "height='%.0f' viewBox='0 0 %.0f %.0f' font-family='sans-serif' "
+          "font-size='11'>\n"
           "<rect width='100%%' height='100%%' fill='white'/>\n",
-          W, H);
+          W, H, W, H);
   for (i = 0; i < ef_n_set; i++) {
     double x0 = ml + i * (pw + gapx), y0 = mt;
     fprintf(f,
@@ -395,13 +396,16 @@ static void ef_svg(const char *root) {
     }
     for (t = 0; t <= 4; t++) { /* x ticks */
       double xv = xmax * t / 4, x = x0 + pw * t / 4;
-      fprintf(f, "<text x='%.1f' y='%.0f' text-anchor='middle'>%.1f%%</text>\n",
-              x, y0 + ph + 14, xv);
+      fprintf(f,
+              "<line x1='%.1f' x2='%.1f' y1='%.0f' y2='%.0f' "
+              "stroke='#888'/>\n<text x='%.1f' y='%.0f' "
+              "text-anchor='middle'>%.1f%%</text>\n",
+              x, x, y0 + ph, y0 + ph + 4, x, y0 + ph + 16, xv);
     }
     fprintf(f,
             "<text x='%.0f' y='%.0f' text-anchor='middle'>unit-steps on "
             "the high-fidelity path</text>\n",
-            x0 + pw / 2, y0 + ph + 32);
+            x0 + pw / 2, y0 + ph + 34);
     if (i == 0)
       fprintf(f,
               "<text transform='translate(12,%.0f) rotate(-90)' "

@@ -58,77 +58,32 @@ enum { ARM_F32, ARM_LOWP, ARM_CLIP, ARM_ADAGC, ARM_ZCLIP, ARM_GNMR };
 #define ARM_ZCLIP_Z 2.5       /* zclip arm: z-score that triggers a clip */
 #define ARM_ZCLIP_WARMUP 25   /* zclip arm: steps that only observe */
 
-static gnmr_config arm_default_pass(void) {
-  gnmr_config c = gnmr_config_default();
-  c.spike_policy = GNMR_SPIKE_PASS;
-  return c;
-}
-static gnmr_config arm_default_clip_only(void) {
-  gnmr_config c = gnmr_config_default();
-  c.max_recovering = 0;
-  return c;
-}
-static gnmr_config arm_paper_pass(void) {
-  gnmr_config c = gnmr_config_paper();
-  c.spike_policy = GNMR_SPIKE_PASS;
-  return c;
-}
-static gnmr_config arm_paper_clip_only(void) {
-  gnmr_config c = gnmr_config_paper();
-  c.max_recovering = 0;
-  return c;
-}
-static gnmr_config arm_paper_tau3(void) {
-  gnmr_config c = gnmr_config_paper();
-  c.ratio_threshold = 3.0;
-  return c;
-}
-static gnmr_config arm_paper_lock4(void) {
-  gnmr_config c = gnmr_config_paper();
-  c.lock_steps = 4;
-  return c;
-}
-static gnmr_config arm_noise_global(void) {
-  gnmr_config c = gnmr_config_noise();
-  c.global_policy = GNMR_GLOBAL_CLIP;
-  return c;
-}
-static gnmr_config arm_noise_pass(void) {
-  gnmr_config c = gnmr_config_noise();
-  c.spike_policy = GNMR_SPIKE_PASS;
-  return c;
-}
-static gnmr_config arm_noise_clip_only(void) {
-  gnmr_config c = gnmr_config_noise();
-  c.max_recovering = 0;
-  return c;
-}
-static gnmr_config arm_noise_nofall(void) {
-  gnmr_config c = gnmr_config_noise();
-  c.two_sided = 0;
-  return c;
-}
-static gnmr_config arm_noise_nofreeze(void) {
-  gnmr_config c = gnmr_config_noise();
-  c.global_ratio = 1e9;
-  return c;
-}
-static gnmr_config arm_noise_z3(void) {
-  gnmr_config c = gnmr_config_noise();
-  c.z_rise = 3.0;
-  c.min_rise = 1.5;
-  return c;
-}
-static gnmr_config arm_noise_warm16(void) {
-  gnmr_config c = gnmr_config_noise();
-  c.warmup_steps = 16;
-  return c;
-}
-static gnmr_config arm_noise_maxo4(void) {
-  gnmr_config c = gnmr_config_noise();
-  c.max_recovering = 4;
-  return c;
-}
+/* An arm's config fn(): base() with `change` made (assignments to c, one
+   expression). One definition, so that each line below says only how the
+   arm differs from its base. */
+#define ARM_VARIANT(fn, base, change)                                          \
+  static gnmr_config fn(void) {                                                \
+    gnmr_config c = base();                                                    \
+    change;                                                                    \
+    return c;                                                                  \
+  }
+
+ARM_VARIANT(arm_default_pass, gnmr_config_default,
+            c.spike_policy = GNMR_SPIKE_PASS)
+ARM_VARIANT(arm_default_clip_only, gnmr_config_default, c.max_recovering = 0)
+ARM_VARIANT(arm_paper_pass, gnmr_config_paper, c.spike_policy = GNMR_SPIKE_PASS)
+ARM_VARIANT(arm_paper_clip_only, gnmr_config_paper, c.max_recovering = 0)
+ARM_VARIANT(arm_paper_tau3, gnmr_config_paper, c.ratio_threshold = 3.0)
+ARM_VARIANT(arm_paper_lock4, gnmr_config_paper, c.lock_steps = 4)
+ARM_VARIANT(arm_noise_global, gnmr_config_noise,
+            c.global_policy = GNMR_GLOBAL_CLIP)
+ARM_VARIANT(arm_noise_pass, gnmr_config_noise, c.spike_policy = GNMR_SPIKE_PASS)
+ARM_VARIANT(arm_noise_clip_only, gnmr_config_noise, c.max_recovering = 0)
+ARM_VARIANT(arm_noise_nofall, gnmr_config_noise, c.two_sided = 0)
+ARM_VARIANT(arm_noise_nofreeze, gnmr_config_noise, c.global_ratio = 1e9)
+ARM_VARIANT(arm_noise_z3, gnmr_config_noise, (c.z_rise = 3.0, c.min_rise = 1.5))
+ARM_VARIANT(arm_noise_warm16, gnmr_config_noise, c.warmup_steps = 16)
+ARM_VARIANT(arm_noise_maxo4, gnmr_config_noise, c.max_recovering = 4)
 
 typedef struct demo_arm {
   const char *name;

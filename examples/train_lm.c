@@ -72,7 +72,6 @@
 #include <errno.h>
 #include <math.h>
 #include <pthread.h>
-#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -82,6 +81,8 @@
 
 #include "lowp.h"
 #include "arms.h"
+#define DEMO_PROGRAM "train_lm"
+#include "common.h"
 
 #ifdef LM_DOUBLE
 typedef double lm_real;
@@ -108,64 +109,10 @@ typedef float lm_real;
 #define LM_SPIKE_FACTOR 1.5      /* a loss spike: loss > 1.5 x running EMA */
 #define LM_MAX_EVENTS 256
 
-/* ---- checked helpers ------------------------------------------------------
- */
-
-static void lm_die(const char *file, int line, const char *fmt, ...) {
-  va_list ap;
-  fprintf(stderr, "train_lm: %s:%d: ", file, line);
-  va_start(ap, fmt);
-  vfprintf(stderr, fmt, ap);
-  va_end(ap);
-  fputc('\n', stderr);
-  exit(1);
-}
-#define LM_DIE(...) lm_die(__FILE__, __LINE__, __VA_ARGS__)
-
-static void *lm_calloc(size_t n, size_t size, const char *file, int line) {
-  void *p = calloc(n ? n : 1, size);
-  if (!p) lm_die(file, line, "out of memory (%zu x %zu bytes)", n, size);
-  return p;
-}
-#define LM_CALLOC(n, type)                                                     \
-  ((type *)lm_calloc((n), sizeof(type), __FILE__, __LINE__))
-
-static FILE *lm_fopen(const char *path, const char *mode, const char *file,
-                      int line) {
-  FILE *f = fopen(path, mode);
-  if (!f) lm_die(file, line, "cannot open %s: %s", path, strerror(errno));
-  return f;
-}
-#define LM_FOPEN(path, mode) lm_fopen((path), (mode), __FILE__, __LINE__)
-
 static double lm_now(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-/* ---- random numbers (splitmix64) ----------------------------------------- */
-
-typedef struct lm_rng {
-  uint64_t s;
-} lm_rng;
-
-static uint64_t lm_next(lm_rng *r) {
-  uint64_t z = (r->s += 0x9E3779B97F4A7C15ull);
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
-}
-static double lm_uniform(lm_rng *r) {
-  return (double)(lm_next(r) >> 11) * (1.0 / 9007199254740992.0);
-}
-static uint32_t lm_below(lm_rng *r, uint32_t n) {
-  return (uint32_t)(lm_uniform(r) * n);
-}
-static double lm_normal(lm_rng *r) {
-  double u1 = lm_uniform(r), u2 = lm_uniform(r);
-  if (u1 < 1e-300) u1 = 1e-300;
-  return sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2);
 }
 
 /* ---- threads: a row range per thread, rows in a fixed order -------------- */
@@ -220,10 +167,10 @@ static void lm_pool_start(void) {
   if (p->n <= 1) return;
   if (pthread_mutex_init(&p->mu, NULL) || pthread_cond_init(&p->go, NULL) ||
       pthread_cond_init(&p->done, NULL))
-    LM_DIE("cannot set up the thread pool");
+    DEMO_DIE("cannot set up the thread pool");
   for (t = 1; t < p->n; t++)
     if (pthread_create(&p->th[t], NULL, lm_worker, (void *)(intptr_t)t) != 0)
-      LM_DIE("pthread_create failed");
+      DEMO_DIE("pthread_create failed");
 }
 
 static void lm_pool_stop(void) {
@@ -268,22 +215,8 @@ static void lm_parallel(lm_task fn, void *ctx, int rows) {
   pthread_mutex_unlock(&p->mu);
 }
 
-/* y += a * x, unrolled so that gcc -O2 vectorizes it (see train_stress.c). */
-static void lm_axpy(lm_real *restrict y, lm_real a, const lm_real *restrict x,
-                    int n) {
-  int i = 0;
-  for (; i + 8 <= n; i += 8) {
-    y[i] += a * x[i];
-    y[i + 1] += a * x[i + 1];
-    y[i + 2] += a * x[i + 2];
-    y[i + 3] += a * x[i + 3];
-    y[i + 4] += a * x[i + 4];
-    y[i + 5] += a * x[i + 5];
-    y[i + 6] += a * x[i + 6];
-    y[i + 7] += a * x[i + 7];
-  }
-  for (; i < n; i++) y[i] += a * x[i];
-}
+/* y += a * x (examples/common.h), in the model's precision. */
+DEMO_AXPY(lm_axpy, lm_real)
 
 /* ---- the linear layer: one recoverable unit ------------------------------ */
 
@@ -811,7 +744,7 @@ static size_t lm_add(lm_model *m, size_t n, int unit, int decay) {
   return t->off;
 }
 
-static void lm_model_init(lm_model *m, lm_shape s, lm_rng *r) {
+static void lm_model_init(lm_model *m, lm_shape s, demo_rng *r) {
   int C = s.C, L = s.L, N = s.B * s.T, l, u, k;
   size_t o_wte, o_wpe, o_lnf, o_ln1[LM_MAX_LAYERS], o_ln2[LM_MAX_LAYERS],
       o_w[LM_MAX_UNITS], o_b[LM_MAX_UNITS], i;
@@ -843,14 +776,14 @@ static void lm_model_init(lm_model *m, lm_shape s, lm_rng *r) {
   o_w[u] = lm_add(m, (size_t)C * LM_VOCAB, u, 1);
   o_b[u] = lm_add(m, LM_VOCAB, u, 0);
 
-  m->params = LM_CALLOC(m->n_params, lm_real);
-  m->grads = LM_CALLOC(m->n_params, lm_real);
-  m->m = LM_CALLOC(m->n_params, lm_real);
-  m->v = LM_CALLOC(m->n_params, lm_real);
+  m->params = DEMO_CALLOC(m->n_params, lm_real);
+  m->grads = DEMO_CALLOC(m->n_params, lm_real);
+  m->m = DEMO_CALLOC(m->n_params, lm_real);
+  m->v = DEMO_CALLOC(m->n_params, lm_real);
   /* GPT-2 initialization: N(0, 0.02), the residual projections scaled by
    1/sqrt(2 L); LayerNorm gains 1, biases 0. */
   for (i = 0; i < m->n_params; i++)
-    m->params[i] = (lm_real)(0.02 * lm_normal(r));
+    m->params[i] = (lm_real)(0.02 * demo_normal(r));
   m->wte = m->params + o_wte, m->dwte = m->grads + o_wte;
   m->wpe = m->params + o_wpe, m->dwpe = m->grads + o_wpe;
   m->lnfw = m->params + o_lnf, m->dlnfw = m->grads + o_lnf;
@@ -874,39 +807,39 @@ static void lm_model_init(lm_model *m, lm_shape s, lm_rng *r) {
     for (i = 0; i < (size_t)U->out; i++) U->b[i] = 0;
     if (u < 4 * L && (u % 4 == LM_ATTN_OUT || u % 4 == LM_MLP_DOWN))
       for (i = 0; i < nw; i++) U->w[i] = (lm_real)(U->w[i] / sqrt(2.0 * L));
-    U->xq = LM_CALLOC((size_t)N * (size_t)U->in, lm_real);
-    U->wq = LM_CALLOC(nw, lm_real);
-    U->wt = LM_CALLOC(nw, lm_real);
+    U->xq = DEMO_CALLOC((size_t)N * (size_t)U->in, lm_real);
+    U->wq = DEMO_CALLOC(nw, lm_real);
+    U->wt = DEMO_CALLOC(nw, lm_real);
   }
   for (l = 0; l < L; l++) {
     lm_block_acts *a = &m->acts[l];
-    a->res = LM_CALLOC((size_t)N * (size_t)C, lm_real);
-    a->ln1 = LM_CALLOC((size_t)N * (size_t)C, lm_real);
-    a->ln1_mean = LM_CALLOC((size_t)N, lm_real);
-    a->ln1_rstd = LM_CALLOC((size_t)N, lm_real);
-    a->qkv = LM_CALLOC((size_t)N * 3 * (size_t)C, lm_real);
-    a->att = LM_CALLOC((size_t)s.B * (size_t)s.nh * (size_t)s.T * (size_t)s.T,
-                       lm_real);
-    a->atty = LM_CALLOC((size_t)N * (size_t)C, lm_real);
-    a->res2 = LM_CALLOC((size_t)N * (size_t)C, lm_real);
-    a->ln2 = LM_CALLOC((size_t)N * (size_t)C, lm_real);
-    a->ln2_mean = LM_CALLOC((size_t)N, lm_real);
-    a->ln2_rstd = LM_CALLOC((size_t)N, lm_real);
-    a->fch = LM_CALLOC((size_t)N * 4 * (size_t)C, lm_real);
-    a->fchg = LM_CALLOC((size_t)N * 4 * (size_t)C, lm_real);
+    a->res = DEMO_CALLOC((size_t)N * (size_t)C, lm_real);
+    a->ln1 = DEMO_CALLOC((size_t)N * (size_t)C, lm_real);
+    a->ln1_mean = DEMO_CALLOC((size_t)N, lm_real);
+    a->ln1_rstd = DEMO_CALLOC((size_t)N, lm_real);
+    a->qkv = DEMO_CALLOC((size_t)N * 3 * (size_t)C, lm_real);
+    a->att = DEMO_CALLOC((size_t)s.B * (size_t)s.nh * (size_t)s.T * (size_t)s.T,
+                         lm_real);
+    a->atty = DEMO_CALLOC((size_t)N * (size_t)C, lm_real);
+    a->res2 = DEMO_CALLOC((size_t)N * (size_t)C, lm_real);
+    a->ln2 = DEMO_CALLOC((size_t)N * (size_t)C, lm_real);
+    a->ln2_mean = DEMO_CALLOC((size_t)N, lm_real);
+    a->ln2_rstd = DEMO_CALLOC((size_t)N, lm_real);
+    a->fch = DEMO_CALLOC((size_t)N * 4 * (size_t)C, lm_real);
+    a->fchg = DEMO_CALLOC((size_t)N * 4 * (size_t)C, lm_real);
   }
-  m->resL = LM_CALLOC((size_t)N * (size_t)C, lm_real);
-  m->lnf = LM_CALLOC((size_t)N * (size_t)C, lm_real);
-  m->lnf_mean = LM_CALLOC((size_t)N, lm_real);
-  m->lnf_rstd = LM_CALLOC((size_t)N, lm_real);
-  m->logits = LM_CALLOC((size_t)N * LM_VOCAB, lm_real);
-  m->dres = LM_CALLOC((size_t)N * (size_t)C, lm_real);
-  m->dtmp = LM_CALLOC((size_t)N * (size_t)C, lm_real);
-  m->dbig = LM_CALLOC((size_t)N * (size_t)(LM_VOCAB > 4 * C ? LM_VOCAB : 4 * C),
-                      lm_real);
-  m->dbig2 = LM_CALLOC((size_t)N * 4 * (size_t)C, lm_real);
-  m->dqkv = LM_CALLOC((size_t)N * 3 * (size_t)C, lm_real);
-  m->rowloss = LM_CALLOC((size_t)N, double);
+  m->resL = DEMO_CALLOC((size_t)N * (size_t)C, lm_real);
+  m->lnf = DEMO_CALLOC((size_t)N * (size_t)C, lm_real);
+  m->lnf_mean = DEMO_CALLOC((size_t)N, lm_real);
+  m->lnf_rstd = DEMO_CALLOC((size_t)N, lm_real);
+  m->logits = DEMO_CALLOC((size_t)N * LM_VOCAB, lm_real);
+  m->dres = DEMO_CALLOC((size_t)N * (size_t)C, lm_real);
+  m->dtmp = DEMO_CALLOC((size_t)N * (size_t)C, lm_real);
+  m->dbig = DEMO_CALLOC(
+      (size_t)N * (size_t)(LM_VOCAB > 4 * C ? LM_VOCAB : 4 * C), lm_real);
+  m->dbig2 = DEMO_CALLOC((size_t)N * 4 * (size_t)C, lm_real);
+  m->dqkv = DEMO_CALLOC((size_t)N * 3 * (size_t)C, lm_real);
+  m->rowloss = DEMO_CALLOC((size_t)N, double);
 }
 
 static void lm_model_free(lm_model *m) {
@@ -1133,7 +1066,7 @@ static void lm_unit_norms(const lm_model *m, float *norms) {
   }
   if (gnmr_unit_norms(t, 2 * (size_t)m->n_units, norms, (uint32_t)m->n_units) !=
       GNMR_OK)
-    LM_DIE("gnmr_unit_norms failed");
+    DEMO_DIE("gnmr_unit_norms failed");
 #endif
 }
 
@@ -1157,7 +1090,7 @@ static void lm_text_add(lm_text *t, size_t *cap, const char *s, size_t n) {
     uint8_t *p;
     while (t->n + n > *cap) *cap = *cap ? 2 * *cap : 1 << 16;
     p = (uint8_t *)realloc(t->bytes, *cap);
-    if (!p) LM_DIE("out of memory reading the text");
+    if (!p) DEMO_DIE("out of memory reading the text");
     t->bytes = p;
   }
   memcpy(t->bytes + t->n, s, n);
@@ -1180,28 +1113,28 @@ static void lm_load_fortunes(const char *dir, lm_text *train, lm_text *val) {
   size_t cap_t = 0, cap_v = 0;
   long k = 0;
   if (!d)
-    LM_DIE("no fortune files in %s (%s). Debian/Ubuntu: apt-get install "
-           "fortunes, or --data DIR with files of %%-separated text",
-           dir, strerror(errno));
+    DEMO_DIE("no fortune files in %s (%s). Debian/Ubuntu: apt-get install "
+             "fortunes, or --data DIR with files of %%-separated text",
+             dir, strerror(errno));
   while ((e = readdir(d)) != NULL) {
     struct stat st;
     if (strchr(e->d_name, '.') || n == 1024) continue;
     snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
     if (stat(path, &st) != 0 || !S_ISREG(st.st_mode)) continue;
-    names[n] = LM_CALLOC(strlen(e->d_name) + 1, char);
+    names[n] = DEMO_CALLOC(strlen(e->d_name) + 1, char);
     memcpy(names[n++], e->d_name, strlen(e->d_name) + 1);
   }
   closedir(d);
   if (n == 0)
-    LM_DIE("no fortune files in %s. Debian/Ubuntu: apt-get install fortunes",
-           dir);
+    DEMO_DIE("no fortune files in %s. Debian/Ubuntu: apt-get install fortunes",
+             dir);
   qsort(names, (size_t)n, sizeof names[0], lm_cmp_names);
   memset(train, 0, sizeof *train);
   memset(val, 0, sizeof *val);
   for (i = 0; i < n; i++) {
     FILE *f;
     snprintf(path, sizeof path, "%s/%s", dir, names[i]);
-    f = LM_FOPEN(path, "rb");
+    f = DEMO_FOPEN(path, "rb");
     while (fgets(line, sizeof line, f)) {
       if (strcmp(line, "%\n") == 0) {
         k++;
@@ -1224,39 +1157,35 @@ static void lm_load_fortunes(const char *dir, lm_text *train, lm_text *val) {
 enum { LM_OUTLIER = 0, LM_LOGIT = 1, LM_STALE = 2 };
 static const char *LM_FAULT_NAMES[3] = {"outlier", "logit", "stale"};
 
-typedef struct lm_event {
-  int start, steps, unit, kind, where; /* where: channel or head */
-} lm_event;
-
 /* per_k events per 1000 steps, none in the first 10%, one at a time, kinds
    in turn; outliers at units that read the residual stream (qkv, MLP up,
    head), logit growth at a qkv unit, stale scales anywhere. */
 static int lm_make_events(int per_k, int steps, const lm_shape *s,
-                          uint64_t seed, lm_event *ev, int cap) {
-  lm_rng r;
+                          uint64_t seed, demo_event *ev, int cap) {
+  demo_rng r;
   int n = per_k * steps / 1000, i, first = steps / 10, span;
   if (n > cap) n = cap;
   if (n <= 0) return 0;
   r.s = seed * 0x2545F4914F6CDD1Dull + 77;
   span = (steps - first) / n;
   for (i = 0; i < n; i++) {
-    int kind = i % 3, l = (int)lm_below(&r, (uint32_t)s->L),
-        pick = (int)lm_below(&r, 3);
-    ev[i].start = first + i * span + (int)lm_below(&r, (uint32_t)(span / 2));
+    int kind = i % 3, l = (int)demo_below(&r, (uint32_t)s->L),
+        pick = (int)demo_below(&r, 3);
+    ev[i].start = first + i * span + (int)demo_below(&r, (uint32_t)(span / 2));
     ev[i].kind = kind;
     if (kind == LM_OUTLIER) {
-      ev[i].steps = 6 + (int)lm_below(&r, 7);
+      ev[i].steps = 6 + (int)demo_below(&r, 7);
       ev[i].unit = pick == 2   ? 4 * s->L
                    : pick == 1 ? 4 * l + LM_MLP_UP
                                : 4 * l + LM_QKV;
-      ev[i].where = (int)lm_below(&r, (uint32_t)s->C);
+      ev[i].where = (int)demo_below(&r, (uint32_t)s->C);
     } else if (kind == LM_LOGIT) {
-      ev[i].steps = 6 + (int)lm_below(&r, 7);
+      ev[i].steps = 6 + (int)demo_below(&r, 7);
       ev[i].unit = 4 * l + LM_QKV;
-      ev[i].where = (int)lm_below(&r, (uint32_t)s->nh);
+      ev[i].where = (int)demo_below(&r, (uint32_t)s->nh);
     } else {
-      ev[i].steps = 2 + (int)lm_below(&r, 5);
-      ev[i].unit = (int)lm_below(&r, (uint32_t)(4 * s->L + 1));
+      ev[i].steps = 2 + (int)demo_below(&r, 5);
+      ev[i].unit = (int)demo_below(&r, (uint32_t)(4 * s->L + 1));
       ev[i].where = 0;
     }
   }
@@ -1309,8 +1238,8 @@ typedef struct lm_trace {
 static double lm_evaluate(lm_model *m, const lm_text *val, int eval_seqs) {
   int T = m->s.T, B = m->s.B, N = B * T, done = 0, b;
   lm_path f32[LM_MAX_UNITS];
-  uint8_t *tok = LM_CALLOC((size_t)N, uint8_t),
-          *tgt = LM_CALLOC((size_t)N, uint8_t);
+  uint8_t *tok = DEMO_CALLOC((size_t)N, uint8_t),
+          *tgt = DEMO_CALLOC((size_t)N, uint8_t);
   double loss = 0;
   size_t span = val->n - (size_t)T - 1;
   memset(f32, 0, sizeof f32);
@@ -1368,9 +1297,10 @@ static gnmr_config lm_arm_config(const lm_opts *o, const demo_arm *arm,
    same initial weights, same batches, same faults. */
 static lm_result lm_train(const lm_opts *o, const demo_arm *arm, int seed,
                           const lm_text *train, const lm_text *val,
-                          const lm_event *ev, int n_ev, lm_trace *trace) {
+                          const demo_event *ev, int n_ev, lm_trace *trace) {
   lm_model m;
-  lm_rng init = {(uint64_t)seed * 1000003u + 1}, order = {(uint64_t)seed + 99};
+  demo_rng init = {(uint64_t)seed * 1000003u + 1},
+           order = {(uint64_t)seed + 99};
   lm_adamw opt = {0.9, 0.95, 1e-8, 0.1};
   gnmr_slot slots[2 * LM_MAX_UNITS];
   gnmr_ctl ctl;
@@ -1382,8 +1312,8 @@ static lm_result lm_train(const lm_opts *o, const demo_arm *arm, int seed,
   int warm = o->steps / 20 > 0 ? o->steps / 20 : 1;
   double ema_loss = 0, ctl_time = 0, t0, adagc_ema[LM_MAX_UNITS];
   arm_zclip zc = {0, 0, 0};
-  uint8_t *tok = LM_CALLOC((size_t)N, uint8_t),
-          *tgt = LM_CALLOC((size_t)N, uint8_t);
+  uint8_t *tok = DEMO_CALLOC((size_t)N, uint8_t),
+          *tgt = DEMO_CALLOC((size_t)N, uint8_t);
   float norms[2 * LM_MAX_UNITS];
   memset(&res, 0, sizeof res);
   memset(norms, 0, sizeof norms);
@@ -1394,10 +1324,10 @@ static lm_result lm_train(const lm_opts *o, const demo_arm *arm, int seed,
     int rc;
     cfg = lm_arm_config(o, arm, CU);
     rc = gnmr_init(&ctl, &cfg, slots, (uint32_t)CU);
-    if (rc != GNMR_OK) LM_DIE("gnmr_init: %s", gnmr_strerror(rc));
+    if (rc != GNMR_OK) DEMO_DIE("gnmr_init: %s", gnmr_strerror(rc));
   }
   for (u = 0; u < U; u++) adagc_ema[u] = 0;
-  res.loss = LM_CALLOC((size_t)o->steps, float);
+  res.loss = DEMO_CALLOC((size_t)o->steps, float);
   lm_pool_start();
   t0 = lm_now();
 
@@ -1409,7 +1339,7 @@ static lm_result lm_train(const lm_opts *o, const demo_arm *arm, int seed,
     /* The batch: B random windows of the training text. */
     for (b = 0; b < B; b++) {
       size_t start =
-          (size_t)(lm_uniform(&order) * (double)(train->n - (size_t)T - 1));
+          (size_t)(demo_uniform(&order) * (double)(train->n - (size_t)T - 1));
       memcpy(tok + (size_t)b * (size_t)T, train->bytes + start, (size_t)T);
       memcpy(tgt + (size_t)b * (size_t)T, train->bytes + start + 1, (size_t)T);
     }
@@ -1471,7 +1401,7 @@ static lm_result lm_train(const lm_opts *o, const demo_arm *arm, int seed,
       lm_unit_norms(&m, norms);
       for (u = 0; u < CU - U; u++) norms[U + u] = m.unit[u].qerr;
       rc = gnmr_step(&ctl, norms, d);
-      if (rc != GNMR_OK) LM_DIE("gnmr_step: %s", gnmr_strerror(rc));
+      if (rc != GNMR_OK) DEMO_DIE("gnmr_step: %s", gnmr_strerror(rc));
       for (u = 0; u < U; u++) {
         if (d[u].scale != 1.0) lm_scale_unit(&m, u, d[u].scale);
         /* Admitted: its scaling state is suspect; the f32 steps refill the
@@ -1522,183 +1452,42 @@ static lm_result lm_train(const lm_opts *o, const demo_arm *arm, int seed,
   return res;
 }
 
-/* ---- pictures (SVG, drawn here) -------------------------------------------
+/* ---- pictures -------------------------------------------------------------
  */
 
-static const char *LM_COLORS[] = {"#000000", "#d62728", "#ff7f0e", "#9467bd",
-                                  "#2ca02c", "#1f77b4", "#8c564b"};
-
-/* A "nice" tick step for a span: 1, 2 or 5 times a power of ten. */
-static double lm_tick(double span, int want) {
-  double raw = span / want, p = pow(10.0, floor(log10(raw))), f = raw / p;
-  return (f < 1.5 ? 1 : f < 3.5 ? 2 : f < 7.5 ? 5 : 10) * p;
-}
-
 /* Training loss (bits per byte, EMA 0.98, mean over seeds) of every arm;
-   axes with ticks, curves clipped to the plot. */
+   the y range leaves out the first 10% of steps (examples/common.h). */
 static void lm_svg_loss(const char *path, const lm_opts *o, float **curves) {
-  FILE *f = LM_FOPEN(path, "w");
-  const double W = 820, H = 460, x0 = 70, y0 = 30, pw = 700, ph = 370;
-  double lo = 1e30, hi = -1e30, tk, v;
-  int a, s, skip = o->steps / 10;
-  for (a = 0; a < o->n_arms; a++)
-    for (s = skip; s < o->steps; s++) {
-      v = curves[a][s];
-      if (!isfinite(v)) continue;
-      if (v < lo) lo = v;
-      if (v > hi) hi = v;
-    }
-  if (!(lo < hi)) lo = 0, hi = 8;
-  /* Fault spikes can reach tens of bits: the top is the highest curve at
-     10% of the run plus 10%; what goes above runs off the plot (clipped). */
-  for (v = lo, a = 0; a < o->n_arms; a++)
-    if (isfinite(curves[a][skip]) && curves[a][skip] > v) v = curves[a][skip];
-  if (hi > 1.1 * v) hi = 1.1 * v;
-  v = hi - lo;
-  lo -= 0.05 * v;
-  hi += 0.05 * v;
-  fprintf(f,
-          "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%g\" "
-          "height=\"%g\" font-family=\"sans-serif\" font-size=\"12\">\n"
-          "<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n"
-          "<defs><clipPath id=\"plot\"><rect x=\"%g\" y=\"%g\" width=\"%g\" "
-          "height=\"%g\"/></clipPath></defs>\n"
-          "<text x=\"%g\" y=\"%g\">training loss, bits per byte (EMA 0.98, "
-          "mean of %d seed(s), spikes clipped); %s, format %s, lr %g, "
-          "stress %d</text>\n",
-          W, H, x0, y0, pw, ph, x0, y0 - 10, o->seeds,
-          o->setting ? o->setting : "run", o->fmt->name, o->lr, o->stress);
-  tk = lm_tick(hi - lo, 6);
-  for (v = ceil(lo / tk) * tk; v <= hi; v += tk) {
-    double y = y0 + ph * (1 - (v - lo) / (hi - lo));
-    fprintf(f,
-            "<line x1=\"%g\" x2=\"%g\" y1=\"%.1f\" y2=\"%.1f\" "
-            "stroke=\"#ddd\"/><text x=\"%g\" y=\"%.1f\" "
-            "text-anchor=\"end\">%g</text>\n",
-            x0, x0 + pw, y, y, x0 - 5, y + 4, v);
-  }
-  tk = lm_tick(o->steps, 8);
-  for (v = 0; v <= o->steps; v += tk) {
-    double x = x0 + pw * v / o->steps;
-    fprintf(f,
-            "<line x1=\"%.1f\" x2=\"%.1f\" y1=\"%g\" y2=\"%g\" "
-            "stroke=\"#888\"/><text x=\"%.1f\" y=\"%g\" "
-            "text-anchor=\"middle\">%g</text>\n",
-            x, x, y0 + ph, y0 + ph + 5, x, y0 + ph + 18, v);
-  }
-  fprintf(f,
-          "<text x=\"%g\" y=\"%g\" text-anchor=\"middle\">step</text>\n"
-          "<rect x=\"%g\" y=\"%g\" width=\"%g\" height=\"%g\" fill=\"none\" "
-          "stroke=\"#888\"/>\n<g clip-path=\"url(#plot)\">\n",
-          x0 + pw / 2, y0 + ph + 36, x0, y0, pw, ph);
-  for (a = 0; a < o->n_arms; a++) {
-    fprintf(f,
-            "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"1.2\" "
-            "points=\"",
-            LM_COLORS[o->arms[a] % 7]);
-    for (s = 0; s < o->steps; s++) {
-      v = curves[a][s];
-      if (!isfinite(v)) v = hi + (hi - lo); /* off the top, clipped */
-      fprintf(f, "%.1f,%.1f ", x0 + pw * s / (o->steps > 1 ? o->steps - 1 : 1),
-              y0 + ph * (1 - (v - lo) / (hi - lo)));
-    }
-    fprintf(f, "\"/>\n");
-  }
-  fprintf(f, "</g>\n");
-  for (a = 0; a < o->n_arms; a++)
-    fprintf(f, "<text x=\"%g\" y=\"%g\" fill=\"%s\">%s</text>\n", x0 + pw - 90,
-            y0 + 20 + 16 * a, LM_COLORS[o->arms[a] % 7],
-            LM_ARMS[o->arms[a]].name);
-  fprintf(f, "</svg>\n");
-  if (fclose(f) != 0) LM_DIE("writing %s failed", path);
+  char title[200];
+  snprintf(title, sizeof title,
+           "training loss, bits per byte (EMA 0.98, mean of %d seed(s)); "
+           "%s, format %s, lr %g, stress %d",
+           o->seeds, o->setting ? o->setting : "run", o->fmt->name, o->lr,
+           o->stress);
+  demo_svg_loss(path, title, "training loss, bits per byte", curves, o->arms,
+                o->n_arms, o->steps, o->steps / 10);
 }
 
-/* Units x steps: where the gnmr arm ran a unit on f32 (blue), and the
-   injected faults (red frames; O outlier, A attention logits, S stale). */
+/* Units x steps: where the gnmr arm ran a unit on f32, and the faults. */
 static void lm_svg_raster(const char *path, const lm_opts *o, int U,
-                          const uint8_t *rec, const lm_event *ev, int n_ev) {
-  FILE *f = LM_FOPEN(path, "w");
-  const double x0 = 90, y0 = 30, pw = 900, rh = 26;
-  double dx = pw / o->steps, tk, v;
-  int u, s, e;
-  fprintf(f,
-          "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%g\" "
-          "height=\"%g\" font-family=\"sans-serif\" font-size=\"12\">\n"
-          "<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n"
-          "<text x=\"%g\" y=\"18\">gnmr arm, first seed (%s): blue = unit on "
-          "the f32 path; red frame = injected fault (O outlier, A attention "
-          "logits, S stale scale)</text>\n",
-          x0 + pw + 20, y0 + rh * U + 40, x0, o->setting ? o->setting : "run");
+                          const uint8_t *rec, const demo_event *ev, int n_ev) {
+  char title[200], names[LM_MAX_UNITS][32];
+  const char *name_of[LM_MAX_UNITS];
+  int u;
   for (u = 0; u < U; u++) {
-    double y = y0 + rh * u;
-    char name[32];
-    lm_unit_name(u, o->shape.L, name, sizeof name);
-    fprintf(f,
-            "<text x=\"5\" y=\"%g\">%s</text>\n<rect x=\"%g\" "
-            "y=\"%g\" width=\"%g\" height=\"%g\" fill=\"#f4f4f4\"/>\n",
-            y + rh / 2 + 4, name, x0, y + 2, pw, rh - 4);
-    for (s = 0; s < o->steps;) {
-      int end = s;
-      if (!rec || !rec[(size_t)s * (size_t)U + (size_t)u]) {
-        s++;
-        continue;
-      }
-      while (end < o->steps && rec[(size_t)end * (size_t)U + (size_t)u]) end++;
-      fprintf(f,
-              "<rect x=\"%.2f\" y=\"%g\" width=\"%.2f\" height=\"%g\" "
-              "fill=\"#1f77b4\"/>\n",
-              x0 + dx * s, y + 4, dx * (end - s) > 1 ? dx * (end - s) : 1,
-              rh - 8);
-      s = end;
-    }
+    lm_unit_name(u, o->shape.L, names[u], sizeof names[u]);
+    name_of[u] = names[u];
   }
-  for (e = 0; e < n_ev; e++) {
-    double y = y0 + rh * ev[e].unit, w = dx * ev[e].steps;
-    fprintf(f,
-            "<rect x=\"%.2f\" y=\"%g\" width=\"%.2f\" height=\"%g\" "
-            "fill=\"none\" stroke=\"#d62728\" stroke-width=\"1.5\"/>\n"
-            "<text x=\"%.2f\" y=\"%g\" fill=\"#d62728\" "
-            "font-size=\"9\">%c</text>\n",
-            x0 + dx * ev[e].start - 1, y + 1, (w > 2 ? w : 2) + 2, rh - 2,
-            x0 + dx * ev[e].start, y + rh + 1, "OAS"[ev[e].kind]);
-  }
-  tk = lm_tick(o->steps, 10);
-  for (v = 0; v <= o->steps; v += tk)
-    fprintf(f,
-            "<line x1=\"%.1f\" x2=\"%.1f\" y1=\"%g\" y2=\"%g\" "
-            "stroke=\"#888\"/><text x=\"%.1f\" y=\"%g\" "
-            "text-anchor=\"middle\">%g</text>\n",
-            x0 + dx * v, x0 + dx * v, y0 + rh * U, y0 + rh * U + 5, x0 + dx * v,
-            y0 + rh * U + 18, v);
-  fprintf(f, "<text x=\"%g\" y=\"%g\" text-anchor=\"middle\">step</text>\n",
-          x0 + pw / 2, y0 + rh * U + 34);
-  fprintf(f, "</svg>\n");
-  if (fclose(f) != 0) LM_DIE("writing %s failed", path);
+  snprintf(title, sizeof title,
+           "gnmr arm, first seed (%s): blue = unit on the f32 path; red "
+           "frame = injected fault (O outlier, A attention logits, S stale "
+           "scale)",
+           o->setting ? o->setting : "run");
+  demo_svg_raster(path, title, U, name_of, o->steps, rec, ev, n_ev, "OAS");
 }
 
 /* ---- the runs -------------------------------------------------------------
  */
-
-static void lm_mkdir(const char *dir) {
-  char cmd[1100];
-  if (strchr(dir, '\'')) LM_DIE("--out: no quotes in the directory name");
-  snprintf(cmd, sizeof cmd, "mkdir -p '%s'", dir);
-  if (system(cmd) != 0) LM_DIE("cannot create directory %s", dir);
-}
-
-static double lm_mean(const double *x, int n) {
-  double s = 0;
-  int i;
-  for (i = 0; i < n; i++) s += x[i];
-  return n ? s / n : 0;
-}
-
-static double lm_sd(const double *x, int n) {
-  double m = lm_mean(x, n), s = 0;
-  int i;
-  for (i = 0; i < n; i++) s += (x[i] - m) * (x[i] - m);
-  return n > 1 ? sqrt(s / (n - 1)) : 0;
-}
 
 /* Every arm x seed: summary.csv, trace.csv, stress.csv and the pictures. */
 static int lm_run_arms(const lm_opts *o, const lm_text *train,
@@ -1712,32 +1501,32 @@ static int lm_run_arms(const lm_opts *o, const lm_text *train,
   double bpb[LM_N_ARMS][100], rf[LM_N_ARMS][100], secs[LM_N_ARMS];
   int spikes[LM_N_ARMS], div[LM_N_ARMS], a, s, i, n_ev0 = 0,
                                                   U = 4 * o->shape.L + 1;
-  lm_event ev0[LM_MAX_EVENTS];
+  demo_event ev0[LM_MAX_EVENTS];
 
-  lm_mkdir(o->out_dir);
+  demo_mkdir(o->out_dir);
   snprintf(path, sizeof path, "%s/summary.csv", o->out_dir);
-  summary = LM_FOPEN(path, "w");
+  summary = DEMO_FOPEN(path, "w");
   fprintf(summary, "setting,arm,seed,format,lr,stress,steps,val_bpb,"
                    "recovery_fraction,loss_spikes,diverged,seconds,"
                    "overhead_pct\n");
   snprintf(path, sizeof path, "%s/trace.csv", o->out_dir);
-  trace.f = trace_f = LM_FOPEN(path, "w");
+  trace.f = trace_f = DEMO_FOPEN(path, "w");
   fprintf(trace_f, "step,unit,name,norm,ratio,delta,action\n");
-  trace.recovering = LM_CALLOC((size_t)o->steps * (size_t)U, uint8_t);
+  trace.recovering = DEMO_CALLOC((size_t)o->steps * (size_t)U, uint8_t);
   snprintf(path, sizeof path, "%s/loss.csv", o->out_dir);
-  loss_f = LM_FOPEN(path, "w");
+  loss_f = DEMO_FOPEN(path, "w");
   fprintf(loss_f, "arm,seed,step,loss_bpb\n");
   snprintf(path, sizeof path, "%s/stress.csv", o->out_dir);
-  stress_f = LM_FOPEN(path, "w");
+  stress_f = DEMO_FOPEN(path, "w");
   fprintf(stress_f, "seed,start,steps,unit,name,kind,where\n");
   for (a = 0; a < o->n_arms; a++) {
-    curves[a] = LM_CALLOC((size_t)o->steps, float);
+    curves[a] = DEMO_CALLOC((size_t)o->steps, float);
     spikes[a] = div[a] = 0;
     secs[a] = 0;
   }
   for (s = 0; s < o->seeds; s++) {
     int seed = o->seed + s, n_ev;
-    lm_event ev[LM_MAX_EVENTS];
+    demo_event ev[LM_MAX_EVENTS];
     n_ev = lm_make_events(o->stress, o->steps, &o->shape, (uint64_t)seed, ev,
                           LM_MAX_EVENTS);
     for (i = 0; i < n_ev; i++) {
@@ -1783,7 +1572,7 @@ static int lm_run_arms(const lm_opts *o, const lm_text *train,
   }
   if (fclose(summary) != 0 || fclose(stress_f) != 0 || fclose(trace_f) != 0 ||
       fclose(loss_f) != 0)
-    LM_DIE("writing the CSV files in %s failed", o->out_dir);
+    DEMO_DIE("writing the CSV files in %s failed", o->out_dir);
   snprintf(path, sizeof path, "%s/loss.svg", o->out_dir);
   lm_svg_loss(path, o, curves);
   snprintf(path, sizeof path, "%s/recovery.svg", o->out_dir);
@@ -1798,9 +1587,9 @@ static int lm_run_arms(const lm_opts *o, const lm_text *train,
            "spikes", "diverged", "wall_s");
     for (a = 0; a < o->n_arms; a++)
       printf("%-8s %9.4f (%6.4f) %8.2f%% %7d %8d %8.1f\n",
-             LM_ARMS[o->arms[a]].name, lm_mean(bpb[a], o->seeds),
-             lm_sd(bpb[a], o->seeds), 100 * lm_mean(rf[a], o->seeds), spikes[a],
-             div[a], secs[a]);
+             LM_ARMS[o->arms[a]].name, demo_mean(bpb[a], o->seeds),
+             demo_sd(bpb[a], o->seeds), 100 * demo_mean(rf[a], o->seeds),
+             spikes[a], div[a], secs[a]);
     printf("outputs in %s/: summary.csv trace.csv stress.csv loss.svg "
            "recovery.svg\n",
            o->out_dir);
@@ -1819,9 +1608,9 @@ static int lm_run_sweep(const lm_opts *o, const lm_text *train,
   char path[1100];
   FILE *f;
   int i, k, s;
-  lm_mkdir(o->out_dir);
+  demo_mkdir(o->out_dir);
   snprintf(path, sizeof path, "%s/sweep.csv", o->out_dir);
-  f = LM_FOPEN(path, "w");
+  f = DEMO_FOPEN(path, "w");
   fprintf(f, "lr,format,stress,seed,f32_bpb,lowp_bpb,excess_pct\n");
   printf("%8s %6s %17s %17s %16s %10s\n", "lr", "format", "f32 mean(sd)",
          "lowp mean(sd)", "excess mean(sd)", "excess min");
@@ -1831,7 +1620,7 @@ static int lm_run_sweep(const lm_opts *o, const lm_text *train,
     oc.lr = o->lrs[i];
     for (s = 0; s < o->seeds; s++) {
       int seed = o->seed + s, n_ev;
-      lm_event ev[LM_MAX_EVENTS];
+      demo_event ev[LM_MAX_EVENTS];
       lm_result rf;
       n_ev = lm_make_events(o->stress, o->steps, &o->shape, (uint64_t)seed, ev,
                             LM_MAX_EVENTS);
@@ -1856,14 +1645,14 @@ static int lm_run_sweep(const lm_opts *o, const lm_text *train,
         if (ex[s] < mn) mn = ex[s];
       }
       printf("%8g %6s %9.4f (%5.3f) %9.4f (%5.3f) %+8.2f%% (%4.2f) %+9.2f%%\n",
-             oc.lr, o->formats[k]->name, lm_mean(fb, o->seeds),
-             lm_sd(fb, o->seeds), lm_mean(lb[k], o->seeds),
-             lm_sd(lb[k], o->seeds), lm_mean(ex, o->seeds), lm_sd(ex, o->seeds),
-             mn);
+             oc.lr, o->formats[k]->name, demo_mean(fb, o->seeds),
+             demo_sd(fb, o->seeds), demo_mean(lb[k], o->seeds),
+             demo_sd(lb[k], o->seeds), demo_mean(ex, o->seeds),
+             demo_sd(ex, o->seeds), mn);
     }
     fflush(stdout);
   }
-  if (fclose(f) != 0) LM_DIE("writing %s failed", path);
+  if (fclose(f) != 0) DEMO_DIE("writing %s failed", path);
   printf("outputs in %s/: sweep.csv\n", o->out_dir);
   return 0;
 }
@@ -1902,53 +1691,17 @@ static void lm_usage(FILE *f) {
           "  --quiet        no table on stdout\n");
 }
 
-static int lm_parse_int(const char *s, int lo, int hi, const char *flag) {
-  char *end;
-  long v;
-  errno = 0;
-  v = strtol(s, &end, 10);
-  if (errno || *end || end == s || v < lo || v > hi)
-    LM_DIE("%s: expected an integer in %d..%d, got '%s'", flag, lo, hi, s);
-  return (int)v;
-}
-
-static double lm_parse_double(const char *s, const char *flag) {
-  char *end;
-  double v = strtod(s, &end);
-  if (*end || end == s || !isfinite(v) || v <= 0)
-    LM_DIE("%s: expected a positive number, got '%s'", flag, s);
-  return v;
-}
-
-static void lm_parse_arms(lm_opts *o, const char *list) {
-  char buf[512], *tok;
-  int a;
-  if (strcmp(list, "list") == 0) {
-    for (a = 0; a < LM_N_ARMS; a++) printf("%s\n", LM_ARMS[a].name);
-    exit(0);
-  }
-  snprintf(buf, sizeof buf, "%s", list);
-  o->n_arms = 0;
-  for (tok = strtok(buf, ","); tok; tok = strtok(NULL, ",")) {
-    a = arm_find(tok);
-    if (a < 0) LM_DIE("--arms: unknown arm '%s' (--arms list names them)", tok);
-    if (o->n_arms == LM_N_ARMS) LM_DIE("--arms: too many arms");
-    o->arms[o->n_arms++] = a;
-  }
-  if (o->n_arms == 0) LM_DIE("--arms: empty list");
-}
-
 static void lm_parse_lrs(lm_opts *o, const char *list) {
   char buf[256], *tok;
   snprintf(buf, sizeof buf, "%s", list);
   o->n_lrs = 0;
   for (tok = strtok(buf, ","); tok; tok = strtok(NULL, ",")) {
     if (o->n_lrs == (int)(sizeof o->lrs / sizeof o->lrs[0]))
-      LM_DIE("--sweep-lrs: at most %d",
-             (int)(sizeof o->lrs / sizeof o->lrs[0]));
-    o->lrs[o->n_lrs++] = lm_parse_double(tok, "--sweep-lrs");
+      DEMO_DIE("--sweep-lrs: at most %d",
+               (int)(sizeof o->lrs / sizeof o->lrs[0]));
+    o->lrs[o->n_lrs++] = demo_parse_double(tok, "--sweep-lrs", 1);
   }
-  if (o->n_lrs == 0) LM_DIE("--sweep-lrs: empty list");
+  if (o->n_lrs == 0) DEMO_DIE("--sweep-lrs: empty list");
 }
 
 static void lm_parse_formats(lm_opts *o, const char *list) {
@@ -1958,12 +1711,12 @@ static void lm_parse_formats(lm_opts *o, const char *list) {
   for (tok = strtok(buf, ","); tok; tok = strtok(NULL, ",")) {
     const lp_format *fm = lp_format_find(tok);
     if (!fm)
-      LM_DIE("--sweep-formats: expected e4m3, e5m2 or e2m1, got '%s'", tok);
+      DEMO_DIE("--sweep-formats: expected e4m3, e5m2 or e2m1, got '%s'", tok);
     if (o->n_formats == (int)LP_N_FORMATS)
-      LM_DIE("--sweep-formats: at most %d", (int)LP_N_FORMATS);
+      DEMO_DIE("--sweep-formats: at most %d", (int)LP_N_FORMATS);
     o->formats[o->n_formats++] = fm;
   }
-  if (o->n_formats == 0) LM_DIE("--sweep-formats: empty list");
+  if (o->n_formats == 0) DEMO_DIE("--sweep-formats: empty list");
 }
 
 static void lm_parse(lm_opts *o, int argc, char **argv) {
@@ -1992,24 +1745,9 @@ static void lm_parse(lm_opts *o, int argc, char **argv) {
   for (a = 0; a < LM_N_ARMS; a++)
     if (!LM_ARMS[a].extra) o->arms[o->n_arms++] = a;
   for (i = 1; i < argc; i++) {
-    const char *f = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-    if (strcmp(f, "--help") == 0 || strcmp(f, "-h") == 0) {
-      lm_usage(stdout);
-      exit(0);
-    }
-    if (strcmp(f, "--sweep") == 0) {
-      o->sweep = 1;
-      continue;
-    }
-    if (strcmp(f, "--quiet") == 0) {
-      o->quiet = 1;
-      continue;
-    }
-    if (!v || strncmp(f, "--", 2) != 0) {
-      lm_usage(stderr);
-      LM_DIE("bad or incomplete option '%s'", f);
-    }
-    i++;
+    const char *f = argv[i],
+               *v = demo_option(argc, argv, &i, lm_usage, &o->sweep, &o->quiet);
+    if (!v) continue;
     if (strcmp(f, "--data") == 0)
       o->data_dir = v;
     else if (strcmp(f, "--out") == 0)
@@ -2017,69 +1755,71 @@ static void lm_parse(lm_opts *o, int argc, char **argv) {
     else if (strcmp(f, "--setting") == 0)
       o->setting = v;
     else if (strcmp(f, "--arms") == 0)
-      lm_parse_arms(o, v);
+      o->n_arms = demo_parse_arms(v, o->arms, LM_N_ARMS);
     else if (strcmp(f, "--sweep-lrs") == 0)
       lm_parse_lrs(o, v);
     else if (strcmp(f, "--sweep-formats") == 0)
       lm_parse_formats(o, v);
     else if (strcmp(f, "--seed") == 0)
-      o->seed = lm_parse_int(v, 0, 1 << 30, f);
+      o->seed = demo_parse_int(v, 0, 1 << 30, f);
     else if (strcmp(f, "--seeds") == 0)
-      o->seeds = lm_parse_int(v, 1, 100, f);
+      o->seeds = demo_parse_int(v, 1, 100, f);
     else if (strcmp(f, "--steps") == 0)
-      o->steps = lm_parse_int(v, 2, 10000000, f);
+      o->steps = demo_parse_int(v, 2, 10000000, f);
     else if (strcmp(f, "--dim") == 0)
-      o->shape.C = lm_parse_int(v, 1, 4096, f);
+      o->shape.C = demo_parse_int(v, 1, 4096, f);
     else if (strcmp(f, "--layers") == 0)
-      o->shape.L = lm_parse_int(v, 1, LM_MAX_LAYERS, f);
+      o->shape.L = demo_parse_int(v, 1, LM_MAX_LAYERS, f);
     else if (strcmp(f, "--heads") == 0)
-      o->shape.nh = lm_parse_int(v, 1, 64, f);
+      o->shape.nh = demo_parse_int(v, 1, 64, f);
     else if (strcmp(f, "--ctx") == 0)
-      o->shape.T = lm_parse_int(v, 2, 1024, f);
+      o->shape.T = demo_parse_int(v, 2, 1024, f);
     else if (strcmp(f, "--batch") == 0)
-      o->shape.B = lm_parse_int(v, 1, 4096, f);
+      o->shape.B = demo_parse_int(v, 1, 4096, f);
     else if (strcmp(f, "--eval") == 0)
-      o->eval_seqs = lm_parse_int(v, 1, 1 << 20, f);
+      o->eval_seqs = demo_parse_int(v, 1, 1 << 20, f);
     else if (strcmp(f, "--threads") == 0)
-      lm_threads = lm_parse_int(v, 1, LM_MAX_THREADS, f);
+      lm_threads = demo_parse_int(v, 1, LM_MAX_THREADS, f);
     else if (strcmp(f, "--stress") == 0)
-      o->stress = lm_parse_int(v, 0, 1000, f);
+      o->stress = demo_parse_int(v, 0, 1000, f);
     else if (strcmp(f, "--isa") == 0 || strcmp(f, "--ctl-isa") == 0) {
       int isa, ctl = strcmp(f, "--ctl-isa") == 0;
       for (isa = GNMR_ISA_SCALAR; isa <= GNMR_ISA_NEON; isa++)
         if (strcmp(v, gnmr_isa_name(isa)) == 0) break;
       if (isa > GNMR_ISA_NEON ||
           (ctl ? gnmr_ctl_isa_force(isa) : gnmr_isa_force(isa)) != GNMR_OK)
-        LM_DIE("%s: '%s' is not a path this build and CPU can run", f, v);
+        DEMO_DIE("%s: '%s' is not a path this build and CPU can run", f, v);
     } else if (strcmp(f, "--lr") == 0)
-      o->lr = lm_parse_double(v, f);
+      o->lr = demo_parse_double(v, f, 1);
     else if (strcmp(f, "--tau-r") == 0)
-      o->tau_r = lm_parse_double(v, f);
+      o->tau_r = demo_parse_double(v, f, 1);
     else if (strcmp(f, "--tau-d") == 0)
-      o->tau_d = lm_parse_double(v, f);
+      o->tau_d = demo_parse_double(v, f, 1);
     else if (strcmp(f, "--lock") == 0)
-      o->lock = lm_parse_int(v, 1, 1 << 20, f);
+      o->lock = demo_parse_int(v, 1, 1 << 20, f);
     else if (strcmp(f, "--global-clip") == 0)
-      o->global_clip = lm_parse_double(v, f);
+      o->global_clip = demo_parse_double(v, f, 1);
     else if (strcmp(f, "--max-rec") == 0)
-      o->max_rec = lm_parse_int(v, 0, LM_MAX_UNITS, f);
+      o->max_rec = demo_parse_int(v, 0, LM_MAX_UNITS, f);
     else if (strcmp(f, "--format") == 0) {
       o->fmt = lp_format_find(v);
-      if (!o->fmt) LM_DIE("--format: expected e4m3, e5m2 or e2m1, got '%s'", v);
+      if (!o->fmt)
+        DEMO_DIE("--format: expected e4m3, e5m2 or e2m1, got '%s'", v);
     } else {
       lm_usage(stderr);
-      LM_DIE("unknown option '%s'", f);
+      DEMO_DIE("unknown option '%s'", f);
     }
   }
   if (o->shape.C % o->shape.nh != 0)
-    LM_DIE("--dim %d is not a multiple of --heads %d", o->shape.C, o->shape.nh);
+    DEMO_DIE("--dim %d is not a multiple of --heads %d", o->shape.C,
+             o->shape.nh);
   for (a = 0; a < o->n_arms; a++)
     if (LM_ARMS[o->arms[a]].config) {
       gnmr_config c =
           lm_arm_config(o, &LM_ARMS[o->arms[a]], 4 * o->shape.L + 1);
       if (gnmr_config_check(&c, UINT32_MAX, NULL) != GNMR_OK)
-        LM_DIE("the GNMR settings of arm %s are out of range",
-               LM_ARMS[o->arms[a]].name);
+        DEMO_DIE("the GNMR settings of arm %s are out of range",
+                 LM_ARMS[o->arms[a]].name);
     }
 }
 
@@ -2091,8 +1831,8 @@ static int train_lm_main(int argc, char **argv) {
   lm_parse(&o, argc, argv);
   lm_load_fortunes(o.data_dir, &train, &val);
   if (train.n < (size_t)o.shape.T + 2 || val.n < (size_t)o.shape.T + 2)
-    LM_DIE("%s: too little text (%zu training, %zu validation bytes)",
-           o.data_dir, train.n, val.n);
+    DEMO_DIE("%s: too little text (%zu training, %zu validation bytes)",
+             o.data_dir, train.n, val.n);
   if (!o.quiet)
     printf("data: %s, %zu training and %zu validation bytes\n", o.data_dir,
            train.n, val.n);

@@ -51,7 +51,6 @@
 
 #include <errno.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -60,6 +59,8 @@
 
 #include "lowp.h"
 #include "arms.h"
+#define DEMO_PROGRAM "train_stress"
+#include "common.h"
 
 /* ---- constants ----------------------------------------------------------- */
 
@@ -69,59 +70,6 @@
 #define TS_BURST_CHANNELS 4   /* outlier burst: channels hit */
 #define TS_STALE_GAIN 64.0f   /* stale scale: factor the scale is off by */
 #define TS_SPIKE_FACTOR 2.0   /* a loss spike: loss > 2 x its running EMA */
-
-/* ---- checked helpers (llm.c style: say file and line) ------------------- */
-
-static void ts_die(const char *file, int line, const char *fmt, ...) {
-  va_list ap;
-  fprintf(stderr, "train_stress: %s:%d: ", file, line);
-  va_start(ap, fmt);
-  vfprintf(stderr, fmt, ap);
-  va_end(ap);
-  fputc('\n', stderr);
-  exit(1);
-}
-#define TS_DIE(...) ts_die(__FILE__, __LINE__, __VA_ARGS__)
-
-static void *ts_calloc(size_t n, size_t size, const char *file, int line) {
-  void *p = calloc(n ? n : 1, size);
-  if (!p) ts_die(file, line, "out of memory (%zu x %zu bytes)", n, size);
-  return p;
-}
-#define TS_CALLOC(n, type)                                                     \
-  ((type *)ts_calloc((n), sizeof(type), __FILE__, __LINE__))
-
-static FILE *ts_fopen(const char *path, const char *mode, const char *file,
-                      int line) {
-  FILE *f = fopen(path, mode);
-  if (!f) ts_die(file, line, "cannot open %s: %s", path, strerror(errno));
-  return f;
-}
-#define TS_FOPEN(path, mode) ts_fopen((path), (mode), __FILE__, __LINE__)
-
-/* ---- random numbers (splitmix64: small, portable, deterministic) -------- */
-
-typedef struct ts_rng {
-  uint64_t s;
-} ts_rng;
-
-static uint64_t ts_next(ts_rng *r) {
-  uint64_t z = (r->s += 0x9E3779B97F4A7C15ull);
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
-}
-static double ts_uniform(ts_rng *r) {
-  return (double)(ts_next(r) >> 11) * (1.0 / 9007199254740992.0);
-}
-static uint32_t ts_below(ts_rng *r, uint32_t n) {
-  return (uint32_t)(ts_uniform(r) * n);
-}
-static double ts_normal(ts_rng *r) {
-  double u1 = ts_uniform(r), u2 = ts_uniform(r);
-  if (u1 < 1e-300) u1 = 1e-300;
-  return sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2);
-}
 
 /* ---- data -----------------------------------------------------------------
  */
@@ -144,26 +92,26 @@ static void ts_data_free(ts_data *d) {
 static void ts_synthetic(ts_data *train, ts_data *test) {
   enum { D = 64, H = 24, C = 10 };
   static float a[H][D], b[C][H];
-  ts_rng r = {12345};
+  demo_rng r = {12345};
   ts_data *sets[2];
   int s, i, j, k, c;
   sets[0] = train;
   sets[1] = test;
   for (i = 0; i < H; i++)
-    for (j = 0; j < D; j++) a[i][j] = (float)(ts_normal(&r) / sqrt(D));
+    for (j = 0; j < D; j++) a[i][j] = (float)(demo_normal(&r) / sqrt(D));
   for (i = 0; i < C; i++)
-    for (j = 0; j < H; j++) b[i][j] = (float)(ts_normal(&r) / sqrt(H));
+    for (j = 0; j < H; j++) b[i][j] = (float)(demo_normal(&r) / sqrt(H));
   train->n = 16384;
   test->n = 2048;
   for (s = 0; s < 2; s++) {
     ts_data *d = sets[s];
     d->dim = D;
     d->classes = C;
-    d->x = TS_CALLOC((size_t)d->n * D, float);
-    d->y = TS_CALLOC((size_t)d->n, uint8_t);
+    d->x = DEMO_CALLOC((size_t)d->n * D, float);
+    d->y = DEMO_CALLOC((size_t)d->n, uint8_t);
     for (k = 0; k < d->n; k++) {
       float *x = d->x + (size_t)k * D, h[H], best = -1e30f;
-      for (j = 0; j < D; j++) x[j] = (float)ts_normal(&r);
+      for (j = 0; j < D; j++) x[j] = (float)demo_normal(&r);
       for (i = 0; i < H; i++) {
         float z = 0.0f;
         for (j = 0; j < D; j++) z += a[i][j] * x[j];
@@ -230,15 +178,15 @@ static int ts_read_idx(const char *dir, const char *name, int want_dims,
   size_t size;
   int extra;
   if (ts_open_idx(&s, dir, name) != 0)
-    TS_DIE("missing data file %s/%s(.gz) (Debian: apt-get install "
-           "dataset-fashion-mnist, then --data "
-           "/usr/share/datasets/fashion-mnist)",
-           dir, name);
+    DEMO_DIE("missing data file %s/%s(.gz) (Debian: apt-get install "
+             "dataset-fashion-mnist, then --data "
+             "/usr/share/datasets/fashion-mnist)",
+             dir, name);
   if (fread(head, 1, 4 + 4 * (size_t)want_dims, s.f) !=
           4 + 4 * (size_t)want_dims ||
       head[0] != 0 || head[1] != 0 || head[2] != 0x08 || head[3] != want_dims)
-    TS_DIE("%s: not an IDX file of unsigned bytes with %d dimension(s)", s.path,
-           want_dims);
+    DEMO_DIE("%s: not an IDX file of unsigned bytes with %d dimension(s)",
+             s.path, want_dims);
   n = ts_be32(head + 4);
   if (want_dims == 3) {
     rows = ts_be32(head + 8);
@@ -246,15 +194,15 @@ static int ts_read_idx(const char *dir, const char *name, int want_dims,
   }
   if (n == 0 || n > 1000000 || rows == 0 || rows > 1024 || cols == 0 ||
       cols > 1024)
-    TS_DIE("%s: implausible IDX sizes %u x %u x %u", s.path, n, rows, cols);
+    DEMO_DIE("%s: implausible IDX sizes %u x %u x %u", s.path, n, rows, cols);
   size = (size_t)n * rows * cols;
-  *out = TS_CALLOC(size, unsigned char);
+  *out = DEMO_CALLOC(size, unsigned char);
   if (fread(*out, 1, size, s.f) != size)
-    TS_DIE("%s: truncated (%u items of %u bytes expected)", s.path, n,
-           rows * cols);
+    DEMO_DIE("%s: truncated (%u items of %u bytes expected)", s.path, n,
+             rows * cols);
   extra = fgetc(s.f) != EOF;
-  if (ts_close_idx(&s) != 0) TS_DIE("%s: could not be decompressed", s.path);
-  if (extra) TS_DIE("%s: trailing bytes after the data", s.path);
+  if (ts_close_idx(&s) != 0) DEMO_DIE("%s: could not be decompressed", s.path);
+  if (extra) DEMO_DIE("%s: trailing bytes after the data", s.path);
   *dim = (int)(rows * cols);
   return (int)n;
 }
@@ -267,17 +215,17 @@ static void ts_load_split(const char *dir, const char *prefix, ts_data *d) {
   snprintf(lab_name, sizeof lab_name, "%s-labels-idx1-ubyte", prefix);
   n = ts_read_idx(dir, img_name, 3, &img, &dim);
   nl = ts_read_idx(dir, lab_name, 1, &lab, &one);
-  if (n != nl) TS_DIE("%s/%s: %d images but %d labels", dir, prefix, n, nl);
+  if (n != nl) DEMO_DIE("%s/%s: %d images but %d labels", dir, prefix, n, nl);
   d->n = n;
   d->dim = dim;
   d->classes = 10;
-  d->x = TS_CALLOC((size_t)n * (size_t)dim, float);
-  d->y = TS_CALLOC((size_t)n, uint8_t);
+  d->x = DEMO_CALLOC((size_t)n * (size_t)dim, float);
+  d->y = DEMO_CALLOC((size_t)n, uint8_t);
   for (i = 0; i < n; i++) {
     size_t row = (size_t)i * (size_t)dim;
     int j;
     if (lab[i] > 9)
-      TS_DIE("%s/%s: label %d out of range", dir, lab_name, lab[i]);
+      DEMO_DIE("%s/%s: label %d out of range", dir, lab_name, lab[i]);
     d->y[i] = lab[i];
     /* Pixels to [-1, 1]-ish: (p/255 - mean) / std of Fashion-MNIST. */
     for (j = 0; j < dim; j++)
@@ -309,35 +257,36 @@ typedef struct ts_model {
   float *probs;
 } ts_model;
 
-static void ts_model_init(ts_model *m, const int *dims, int batch, ts_rng *r) {
+static void ts_model_init(ts_model *m, const int *dims, int batch,
+                          demo_rng *r) {
   int l, i;
   memset(m, 0, sizeof *m);
   m->batch = batch;
   for (l = 0; l <= TS_LAYERS; l++) {
     m->dims[l] = dims[l];
-    m->act[l] = TS_CALLOC((size_t)batch * (size_t)dims[l], float);
-    m->grad[l] = TS_CALLOC((size_t)batch * (size_t)dims[l], float);
+    m->act[l] = DEMO_CALLOC((size_t)batch * (size_t)dims[l], float);
+    m->grad[l] = DEMO_CALLOC((size_t)batch * (size_t)dims[l], float);
   }
-  m->probs = TS_CALLOC((size_t)batch * (size_t)dims[TS_LAYERS], float);
+  m->probs = DEMO_CALLOC((size_t)batch * (size_t)dims[TS_LAYERS], float);
   for (l = 0; l < TS_LAYERS; l++) {
     ts_layer *L = &m->layer[l];
     size_t nw = (size_t)dims[l] * (size_t)dims[l + 1];
     double bound = sqrt(6.0 / dims[l]); /* He uniform, for ReLU */
     L->in = dims[l];
     L->out = dims[l + 1];
-    L->w = TS_CALLOC(nw, float);
-    L->dw = TS_CALLOC(nw, float);
-    L->mw = TS_CALLOC(nw, float);
-    L->vw = TS_CALLOC(nw, float);
-    L->wq = TS_CALLOC(nw, float);
-    L->wt = TS_CALLOC(nw, float);
-    L->xq = TS_CALLOC((size_t)batch * (size_t)dims[l], float);
-    L->b = TS_CALLOC((size_t)dims[l + 1], float);
-    L->db = TS_CALLOC((size_t)dims[l + 1], float);
-    L->mb = TS_CALLOC((size_t)dims[l + 1], float);
-    L->vb = TS_CALLOC((size_t)dims[l + 1], float);
+    L->w = DEMO_CALLOC(nw, float);
+    L->dw = DEMO_CALLOC(nw, float);
+    L->mw = DEMO_CALLOC(nw, float);
+    L->vw = DEMO_CALLOC(nw, float);
+    L->wq = DEMO_CALLOC(nw, float);
+    L->wt = DEMO_CALLOC(nw, float);
+    L->xq = DEMO_CALLOC((size_t)batch * (size_t)dims[l], float);
+    L->b = DEMO_CALLOC((size_t)dims[l + 1], float);
+    L->db = DEMO_CALLOC((size_t)dims[l + 1], float);
+    L->mb = DEMO_CALLOC((size_t)dims[l + 1], float);
+    L->vb = DEMO_CALLOC((size_t)dims[l + 1], float);
     for (i = 0; i < (int)nw; i++)
-      L->w[i] = (float)((2.0 * ts_uniform(r) - 1.0) * bound);
+      L->w[i] = (float)((2.0 * demo_uniform(r) - 1.0) * bound);
   }
 }
 
@@ -366,24 +315,8 @@ typedef struct ts_path {
   const lp_format *probe; /* forward arms: the format of the signal */
 } ts_path;
 
-/* y += a * x, the inner loop of every GEMM here. Eight statements a step:
-   at -O2 gcc vectorizes straight-line code but not a loop of unknown
-   length, and this runs at about 4x the speed of the plain loop. */
-static void ts_axpy(float *restrict y, float a, const float *restrict x,
-                    int n) {
-  int i = 0;
-  for (; i + 8 <= n; i += 8) {
-    y[i] += a * x[i];
-    y[i + 1] += a * x[i + 1];
-    y[i + 2] += a * x[i + 2];
-    y[i + 3] += a * x[i + 3];
-    y[i + 4] += a * x[i + 4];
-    y[i + 5] += a * x[i + 5];
-    y[i + 6] += a * x[i + 6];
-    y[i + 7] += a * x[i + 7];
-  }
-  for (; i < n; i++) y[i] += a * x[i];
-}
+/* y += a * x (examples/common.h). */
+DEMO_AXPY(ts_axpy, float)
 
 /* y[b][o] = sum_i x[b][i] w[i][o] + bias[o], the i-outer loop order so the
    inner loop runs over contiguous o and vectorizes. */
@@ -580,7 +513,7 @@ static void ts_layer_norms(const ts_model *m, float *norms) {
     t[2 * l + 1].unit = (uint32_t)l;
   }
   if (gnmr_unit_norms(t, 2 * TS_LAYERS, norms, TS_LAYERS) != GNMR_OK)
-    TS_DIE("gnmr_unit_norms failed");
+    DEMO_DIE("gnmr_unit_norms failed");
 }
 
 static double ts_global_norm(const float *norms) {
@@ -592,32 +525,30 @@ static double ts_global_norm(const float *norms) {
 
 /* ---- the stress schedule (ground truth) --------------------------------- */
 
+/* demo_event's kinds; `where` is a burst's first channel */
 enum { TS_BURST = 0, TS_STALE = 1 };
-typedef struct ts_event {
-  int start, steps, unit, kind, channel;
-} ts_event;
 
 /* 1 while fault e is active at layer l on this step. */
-static int ts_in_fault(const ts_event *e, int l, int step) {
+static int ts_in_fault(const demo_event *e, int l, int step) {
   return e->unit == l && step >= e->start && step < e->start + e->steps;
 }
 
 /* `per_k` events per 1000 steps, none in the first 10%, at most one at a
    time, at random layers, kinds alternating; deterministic in the seed. */
 static int ts_make_events(int per_k, int steps, int n_layers, int dim_hint,
-                          uint64_t seed, ts_event *ev, int cap) {
-  ts_rng r;
+                          uint64_t seed, demo_event *ev, int cap) {
+  demo_rng r;
   int n = per_k * steps / 1000, i, first = steps / 10, span;
   if (n > cap) n = cap;
   if (n <= 0) return 0;
   r.s = seed * 0x2545F4914F6CDD1Dull + 77;
   span = (steps - first) / n;
   for (i = 0; i < n; i++) {
-    ev[i].start = first + i * span + (int)ts_below(&r, (uint32_t)(span / 2));
-    ev[i].steps = 2 + (int)ts_below(&r, 5);
-    ev[i].unit = (int)ts_below(&r, (uint32_t)n_layers);
+    ev[i].start = first + i * span + (int)demo_below(&r, (uint32_t)(span / 2));
+    ev[i].steps = 2 + (int)demo_below(&r, 5);
+    ev[i].unit = (int)demo_below(&r, (uint32_t)n_layers);
     ev[i].kind = i % 2 ? TS_STALE : TS_BURST;
-    ev[i].channel = (int)ts_below(&r, (uint32_t)dim_hint);
+    ev[i].where = (int)demo_below(&r, (uint32_t)dim_hint);
   }
   return n;
 }
@@ -680,9 +611,10 @@ static double ts_evaluate(ts_model *m, const ts_data *d, double *acc) {
    f32. Same seed: same initial weights, same data order, same faults. */
 static ts_result ts_train(const ts_opts *o, int arm, int seed,
                           const ts_data *train, const ts_data *test,
-                          const ts_event *ev, int n_ev, ts_trace *trace) {
+                          const demo_event *ev, int n_ev, ts_trace *trace) {
   ts_model m;
-  ts_rng init = {(uint64_t)seed * 1000003u + 1}, order = {(uint64_t)seed + 99};
+  demo_rng init = {(uint64_t)seed * 1000003u + 1},
+           order = {(uint64_t)seed + 99};
   int dims[TS_LAYERS + 1], l, step, i, e, *perm, pos;
   ts_adamw opt;
   gnmr_slot units[2 * TS_LAYERS];
@@ -698,7 +630,7 @@ static ts_result ts_train(const ts_opts *o, int arm, int seed,
   ts_result res;
   memset(&res, 0, sizeof res);
   memset(caught, 0, sizeof caught);
-  if (n_ev > 256) TS_DIE("%d faults: at most 256", n_ev);
+  if (n_ev > 256) DEMO_DIE("%d faults: at most 256", n_ev);
   dims[0] = train->dim;
   for (l = 0; l < TS_LAYERS - 1; l++) dims[l + 1] = o->hidden[l];
   dims[TS_LAYERS] = train->classes;
@@ -724,15 +656,15 @@ static ts_result ts_train(const ts_opts *o, int arm, int seed,
     rc = gnmr_init(&ctl, &cfg, units, (uint32_t)CU);
     gnmr_config_check(&cfg, (uint32_t)CU, &field);
     if (rc != GNMR_OK)
-      TS_DIE("gnmr_init: %s (%s)", gnmr_strerror(rc), field ? field : "-");
+      DEMO_DIE("gnmr_init: %s (%s)", gnmr_strerror(rc), field ? field : "-");
   }
   for (l = 0; l < TS_LAYERS; l++) adagc_ema[l] = 0.0;
-  perm = TS_CALLOC((size_t)train->n, int);
+  perm = DEMO_CALLOC((size_t)train->n, int);
   for (i = 0; i < train->n; i++) perm[i] = i;
   pos = train->n;
-  xb = TS_CALLOC((size_t)o->batch * (size_t)train->dim, float);
-  yb = TS_CALLOC((size_t)o->batch, uint8_t);
-  res.loss = TS_CALLOC((size_t)o->steps, float);
+  xb = DEMO_CALLOC((size_t)o->batch * (size_t)train->dim, float);
+  yb = DEMO_CALLOC((size_t)o->batch, uint8_t);
+  res.loss = DEMO_CALLOC((size_t)o->steps, float);
   t0 = ts_seconds();
 
   for (step = 0; step < o->steps; step++) {
@@ -744,7 +676,7 @@ static ts_result ts_train(const ts_opts *o, int arm, int seed,
     for (b = 0; b < o->batch; b++) {
       if (pos == train->n) {
         for (i = train->n - 1; i > 0; i--) {
-          int j = (int)ts_below(&order, (uint32_t)i + 1), t = perm[i];
+          int j = (int)demo_below(&order, (uint32_t)i + 1), t = perm[i];
           perm[i] = perm[j];
           perm[j] = t;
         }
@@ -778,7 +710,7 @@ static ts_result ts_train(const ts_opts *o, int arm, int seed,
         if (ts_in_fault(&ev[e], l, step)) {
           if (ev[e].kind == TS_BURST) {
             paths[l].burst = 1;
-            paths[l].burst_c0 = ev[e].channel;
+            paths[l].burst_c0 = ev[e].where;
           } else {
             paths[l].stale = o->stale_under ? -1 : 1;
           }
@@ -810,7 +742,7 @@ static ts_result ts_train(const ts_opts *o, int arm, int seed,
       for (l = 0; l < CU - TS_LAYERS; l++)
         norms[TS_LAYERS + l] = m.layer[l].qerr;
       rc = gnmr_step(&ctl, norms, d);
-      if (rc != GNMR_OK) TS_DIE("gnmr_step: %s", gnmr_strerror(rc));
+      if (rc != GNMR_OK) DEMO_DIE("gnmr_step: %s", gnmr_strerror(rc));
       for (l = 0; l < TS_LAYERS; l++) {
         if (d[l].scale != 1.0) ts_scale_grads(&m.layer[l], d[l].scale);
         /* Admitted: the unit's scaling state is suspect (a burst in the amax
@@ -875,170 +807,30 @@ static ts_result ts_train(const ts_opts *o, int arm, int seed,
   return res;
 }
 
-/* ---- pictures (SVG, drawn here, no plotting library) --------------------- */
+/* ---- pictures -------------------------------------------------------------
+ */
 
-static const char *TS_COLORS[] = {"#000000", "#d62728", "#ff7f0e",
-                                  "#9467bd", "#2ca02c", "#17becf",
-                                  "#8c564b", "#e377c2", "#7f7f7f"};
-#define TS_COLOR(a) TS_COLORS[(a) % (int)(sizeof TS_COLORS / sizeof *TS_COLORS)]
-
-/* Axis ticks: a spacing of 1, 2 or 5 x 10^k giving about n ticks over span,
-   and the decimals its labels need. */
-static double ts_tick_step(double span, int n) {
-  double raw = span / n, p, m;
-  if (!(raw > 0.0)) return 1.0;
-  p = pow(10.0, floor(log10(raw)));
-  m = raw / p;
-  return (m < 1.5 ? 1.0 : m < 3.5 ? 2.0 : m < 7.5 ? 5.0 : 10.0) * p;
-}
-static int ts_tick_decimals(double step) {
-  int d = (int)-floor(log10(step) + 1e-9);
-  return d > 0 ? d : 0;
+/* Training loss of every arm (EMA-smoothed, mean over seeds) per step; the
+   y range leaves out the first 2% of steps (examples/common.h). */
+static void ts_svg_loss(const char *path, const ts_opts *o, float **curves) {
+  char title[160];
+  snprintf(title, sizeof title,
+           "training loss (EMA 0.98, mean of %d seed(s)), format %s, "
+           "stress %d",
+           o->seeds, o->fmt->name, o->stress);
+  demo_svg_loss(path, title, "training loss", curves, o->arms, o->n_arms,
+                o->steps, o->steps / 50);
 }
 
-/* Training loss of every arm (EMA-smoothed, mean over seeds) per step. The
-   y range leaves out the first 2% of steps and very high values (to keep
-   detail); what lies above it leaves the plot at the top edge, clipped to
-   the plot area, and a non-finite value breaks its curve. */
-static void ts_svg_loss(const char *path, const ts_opts *o, float **curves,
-                        const int *arms, int n_arms) {
-  FILE *f = TS_FOPEN(path, "w");
-  const double W = 800, H = 440, x0 = 70, y0 = 30, pw = 700, ph = 350;
-  const double last = o->steps > 1 ? o->steps - 1 : 1;
-  double lo = 1e30, hi = -1e30, step;
-  int a, s, i, d;
-  int skip = o->steps / 50;
-  for (a = 0; a < n_arms; a++)
-    for (s = skip; s < o->steps; s++) {
-      double v = curves[a][s];
-      if (!isfinite(v)) continue;
-      if (v < lo) lo = v;
-      if (v > hi) hi = v;
-    }
-  if (!(lo < hi)) lo = 0.0, hi = 1.0;
-  if (hi > lo + 4.0 * (curves[0][o->steps - 1] - lo) + 1.0)
-    hi = lo + 4.0 * (curves[0][o->steps - 1] - lo) + 1.0; /* keep detail */
-  fprintf(f,
-          "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%g\" "
-          "height=\"%g\" font-family=\"sans-serif\" font-size=\"12\">\n"
-          "<defs><clipPath id=\"plot\"><rect x=\"%g\" y=\"%g\" width=\"%g\" "
-          "height=\"%g\"/></clipPath></defs>\n"
-          "<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n"
-          "<text x=\"%g\" y=\"%g\">training loss (EMA 0.98, mean of %d "
-          "seed(s)), format %s, stress %d</text>\n",
-          W, H, x0, y0, pw, ph, x0, y0 - 10, o->seeds, o->fmt->name, o->stress);
-  /* y axis: ticks, labels, light grid lines */
-  step = ts_tick_step(hi - lo, 6);
-  d = ts_tick_decimals(step);
-  for (i = (int)ceil(lo / step); i * step <= hi + 1e-9 * step; i++) {
-    double y = y0 + ph * (1.0 - (i * step - lo) / (hi - lo));
-    fprintf(f,
-            "<line x1=\"%g\" y1=\"%.1f\" x2=\"%g\" y2=\"%.1f\" "
-            "stroke=\"#eee\"/>\n<line x1=\"%g\" y1=\"%.1f\" x2=\"%g\" "
-            "y2=\"%.1f\" stroke=\"#888\"/>\n<text x=\"%g\" y=\"%.1f\" "
-            "text-anchor=\"end\">%.*f</text>\n",
-            x0, y, x0 + pw, y, x0 - 5, y, x0, y, x0 - 8, y + 4, d, i * step);
-  }
-  /* x axis: steps */
-  step = ts_tick_step(last, 8);
-  if (step < 1.0) step = 1.0;
-  d = ts_tick_decimals(step);
-  for (i = 0; i * step <= last + 1e-9; i++) {
-    double x = x0 + pw * (i * step) / last;
-    fprintf(f,
-            "<line x1=\"%.1f\" y1=\"%g\" x2=\"%.1f\" y2=\"%g\" "
-            "stroke=\"#888\"/>\n<text x=\"%.1f\" y=\"%g\" "
-            "text-anchor=\"middle\">%.*f</text>\n",
-            x, y0 + ph, x, y0 + ph + 5, x, y0 + ph + 18, d, i * step);
-  }
-  fprintf(f,
-          "<rect x=\"%g\" y=\"%g\" width=\"%g\" height=\"%g\" fill=\"none\" "
-          "stroke=\"#888\"/>\n<text x=\"%g\" y=\"%g\" "
-          "text-anchor=\"middle\">step</text>\n<text x=\"0\" y=\"0\" "
-          "text-anchor=\"middle\" transform=\"translate(16 %g) "
-          "rotate(-90)\">training loss</text>\n<g clip-path=\"url(#plot)\">\n",
-          x0, y0, pw, ph, x0 + pw / 2, y0 + ph + 36, y0 + ph / 2);
-  for (a = 0; a < n_arms; a++) {
-    int open = 0;
-    for (s = 0; s < o->steps; s++) {
-      double v = curves[a][s], y;
-      if (!isfinite(v)) { /* a gap in the curve */
-        if (open) fprintf(f, "\"/>\n");
-        open = 0;
-        continue;
-      }
-      /* Bounded just outside the plot, where the clip hides it. */
-      y = y0 + ph * (1.0 - (v - lo) / (hi - lo));
-      if (y < y0 - 10) y = y0 - 10;
-      if (y > y0 + ph + 10) y = y0 + ph + 10;
-      if (!open)
-        fprintf(f,
-                "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"1.2\" "
-                "points=\"",
-                TS_COLOR(arms[a]));
-      open = 1;
-      fprintf(f, "%.1f,%.1f ", x0 + pw * s / last, y);
-    }
-    if (open) fprintf(f, "\"/>\n");
-  }
-  fprintf(f, "</g>\n");
-  for (a = 0; a < n_arms; a++)
-    fprintf(f, "<text x=\"%g\" y=\"%g\" fill=\"%s\">%s</text>\n", x0 + pw - 60,
-            y0 + 20 + 16 * a, TS_COLOR(arms[a]), ARMS[arms[a]].name);
-  fprintf(f, "</svg>\n");
-  if (fclose(f) != 0) TS_DIE("writing %s failed", path);
-}
-
-/* Units x steps: where the gnmr arm ran a unit on f32 (blue), and where the
-   faults were injected (red frames; B = burst, S = stale scale). */
+/* Layers x steps: where the gnmr arm ran a layer on f32, and the faults. */
 static void ts_svg_raster(const char *path, const ts_opts *o,
-                          const uint8_t *rec, const ts_event *ev, int n_ev) {
-  FILE *f = TS_FOPEN(path, "w");
-  const double x0 = 70, y0 = 30, pw = 900, rh = 30;
-  int u, s, e;
-  double dx = pw / o->steps;
-  fprintf(f,
-          "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%g\" "
-          "height=\"%g\" font-family=\"sans-serif\" font-size=\"12\">\n"
-          "<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n"
-          "<text x=\"%g\" y=\"18\">gnmr arm, first seed: blue = unit on "
-          "the f32 path, red frame = injected fault (B burst, S stale "
-          "scale); steps 0..%d</text>\n",
-          x0 + pw + 20, y0 + rh * TS_LAYERS + 30, x0, o->steps);
-  for (u = 0; u < TS_LAYERS; u++) {
-    double y = y0 + rh * u;
-    fprintf(f,
-            "<text x=\"5\" y=\"%g\">layer %d</text>\n<rect x=\"%g\" "
-            "y=\"%g\" width=\"%g\" height=\"%g\" fill=\"#f4f4f4\"/>\n",
-            y + rh / 2 + 4, u, x0, y + 2, pw, rh - 4);
-    for (s = 0; s < o->steps;) {
-      int end = s;
-      if (!rec || !rec[(size_t)s * TS_LAYERS + (size_t)u]) {
-        s++;
-        continue;
-      }
-      while (end < o->steps && rec[(size_t)end * TS_LAYERS + (size_t)u]) end++;
-      fprintf(f,
-              "<rect x=\"%.2f\" y=\"%g\" width=\"%.2f\" height=\"%g\" "
-              "fill=\"#1f77b4\"/>\n",
-              x0 + dx * s, y + 4, dx * (end - s) > 1 ? dx * (end - s) : 1,
-              rh - 8);
-      s = end;
-    }
-  }
-  for (e = 0; e < n_ev; e++) {
-    double y = y0 + rh * ev[e].unit, w = dx * ev[e].steps;
-    fprintf(f,
-            "<rect x=\"%.2f\" y=\"%g\" width=\"%.2f\" height=\"%g\" "
-            "fill=\"none\" stroke=\"#d62728\" stroke-width=\"1.5\"/>\n"
-            "<text x=\"%.2f\" y=\"%g\" fill=\"#d62728\" "
-            "font-size=\"9\">%c</text>\n",
-            x0 + dx * ev[e].start - 1, y + 1, (w > 2 ? w : 2) + 2, rh - 2,
-            x0 + dx * ev[e].start, y + rh + 1,
-            ev[e].kind == TS_BURST ? 'B' : 'S');
-  }
-  fprintf(f, "</svg>\n");
-  if (fclose(f) != 0) TS_DIE("writing %s failed", path);
+                          const uint8_t *rec, const demo_event *ev, int n_ev) {
+  static const char *const names[TS_LAYERS] = {"layer 0", "layer 1", "layer 2",
+                                               "layer 3"};
+  demo_svg_raster(path,
+                  "gnmr arm, first seed: blue = unit on the f32 path, red "
+                  "frame = injected fault (B burst, S stale scale)",
+                  TS_LAYERS, names, o->steps, rec, ev, n_ev, "BS");
 }
 
 /* ---- command line ---------------------------------------------------------
@@ -1075,42 +867,6 @@ static void ts_usage(FILE *f) {
           "  --quiet        no table on stdout\n");
 }
 
-static int ts_parse_int(const char *s, int lo, int hi, const char *flag) {
-  char *end;
-  long v;
-  errno = 0;
-  v = strtol(s, &end, 10);
-  if (errno || *end || end == s || v < lo || v > hi)
-    TS_DIE("%s: expected an integer in %d..%d, got '%s'", flag, lo, hi, s);
-  return (int)v;
-}
-
-static double ts_parse_double(const char *s, const char *flag) {
-  char *end;
-  double v = strtod(s, &end);
-  if (*end || end == s || !isfinite(v))
-    TS_DIE("%s: expected a number, got '%s'", flag, s);
-  return v;
-}
-
-static void ts_parse_arms(ts_opts *o, const char *list) {
-  char buf[512], *tok;
-  int a;
-  if (strcmp(list, "list") == 0) {
-    for (a = 0; a < ARM_COUNT; a++) printf("%s\n", ARMS[a].name);
-    exit(0);
-  }
-  snprintf(buf, sizeof buf, "%s", list);
-  o->n_arms = 0;
-  for (tok = strtok(buf, ","); tok; tok = strtok(NULL, ",")) {
-    a = arm_find(tok);
-    if (a < 0) TS_DIE("--arms: unknown arm '%s' (--arms list names them)", tok);
-    if (o->n_arms == TS_MAX_ARMS) TS_DIE("--arms: too many arms");
-    o->arms[o->n_arms++] = a;
-  }
-  if (o->n_arms == 0) TS_DIE("--arms: empty list");
-}
-
 static void ts_parse(ts_opts *o, int argc, char **argv) {
   int i, a;
   memset(o, 0, sizeof *o);
@@ -1130,80 +886,65 @@ static void ts_parse(ts_opts *o, int argc, char **argv) {
   if (strcmp(ARMS[TS_ARM_F32].name, "f32") ||
       strcmp(ARMS[TS_ARM_LOWP].name, "lowp") ||
       strcmp(ARMS[TS_ARM_GNMR].name, "gnmr"))
-    TS_DIE("examples/arms.h: f32, lowp, gnmr are not ARMS[0], [1], [4]");
+    DEMO_DIE("examples/arms.h: f32, lowp, gnmr are not ARMS[0], [1], [4]");
   for (a = 0; a < TS_N_DEFAULT_ARMS; a++) o->arms[a] = a;
   o->n_arms = TS_N_DEFAULT_ARMS;
   for (i = 1; i < argc; i++) {
-    const char *f = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-    if (strcmp(f, "--help") == 0 || strcmp(f, "-h") == 0) {
-      ts_usage(stdout);
-      exit(0);
-    }
-    if (strcmp(f, "--sweep") == 0) {
-      o->sweep = 1;
-      continue;
-    }
-    if (strcmp(f, "--quiet") == 0) {
-      o->quiet = 1;
-      continue;
-    }
-    if (!v || strncmp(f, "--", 2) != 0) {
-      ts_usage(stderr);
-      TS_DIE("bad or incomplete option '%s'", f);
-    }
-    i++;
+    const char *f = argv[i],
+               *v = demo_option(argc, argv, &i, ts_usage, &o->sweep, &o->quiet);
+    if (!v) continue;
     if (strcmp(f, "--data") == 0)
       o->data_dir = v;
     else if (strcmp(f, "--out") == 0)
       o->out_dir = v;
     else if (strcmp(f, "--arms") == 0)
-      ts_parse_arms(o, v);
+      o->n_arms = demo_parse_arms(v, o->arms, TS_MAX_ARMS);
     else if (strcmp(f, "--seed") == 0)
-      o->seed = ts_parse_int(v, 0, 1 << 30, f);
+      o->seed = demo_parse_int(v, 0, 1 << 30, f);
     else if (strcmp(f, "--seeds") == 0)
-      o->seeds = ts_parse_int(v, 1, 100, f);
+      o->seeds = demo_parse_int(v, 1, 100, f);
     else if (strcmp(f, "--steps") == 0)
-      o->steps = ts_parse_int(v, 1, 10000000, f);
+      o->steps = demo_parse_int(v, 1, 10000000, f);
     else if (strcmp(f, "--batch") == 0)
-      o->batch = ts_parse_int(v, 1, 4096, f);
+      o->batch = demo_parse_int(v, 1, 4096, f);
     else if (strcmp(f, "--stress") == 0)
-      o->stress = ts_parse_int(v, 0, 1000, f);
+      o->stress = demo_parse_int(v, 0, 1000, f);
     else if (strcmp(f, "--lr") == 0)
-      o->lr = ts_parse_double(v, f);
+      o->lr = demo_parse_double(v, f, 0);
     else if (strcmp(f, "--tau-r") == 0)
-      o->gnmr.ratio_threshold = ts_parse_double(v, f);
+      o->gnmr.ratio_threshold = demo_parse_double(v, f, 0);
     else if (strcmp(f, "--tau-d") == 0)
-      o->gnmr.delta_threshold = ts_parse_double(v, f);
+      o->gnmr.delta_threshold = demo_parse_double(v, f, 0);
     else if (strcmp(f, "--window") == 0)
-      o->gnmr.delta_window = (uint32_t)ts_parse_int(v, 1, GNMR_WINDOW_MAX, f);
+      o->gnmr.delta_window = (uint32_t)demo_parse_int(v, 1, GNMR_WINDOW_MAX, f);
     else if (strcmp(f, "--lock") == 0) {
-      o->gnmr.lock_steps = (uint32_t)ts_parse_int(v, 1, 1 << 20, f);
+      o->gnmr.lock_steps = (uint32_t)demo_parse_int(v, 1, 1 << 20, f);
       o->set_lock = 1;
     } else if (strcmp(f, "--global-clip") == 0) {
-      o->global_clip = ts_parse_double(v, f);
-      if (!(o->global_clip > 0)) TS_DIE("--global-clip: expected > 0");
+      o->global_clip = demo_parse_double(v, f, 1);
     } else if (strcmp(f, "--max-rec") == 0) {
-      o->gnmr.max_recovering = (uint32_t)ts_parse_int(v, 0, TS_LAYERS, f);
+      o->gnmr.max_recovering = (uint32_t)demo_parse_int(v, 0, TS_LAYERS, f);
       o->set_max_rec = 1;
     } else if (strcmp(f, "--stale") == 0) {
       if (strcmp(v, "over") && strcmp(v, "under"))
-        TS_DIE("--stale: expected over or under, got '%s'", v);
+        DEMO_DIE("--stale: expected over or under, got '%s'", v);
       o->stale_under = strcmp(v, "under") == 0;
     } else if (strcmp(f, "--format") == 0) {
       o->fmt = lp_format_find(v);
-      if (!o->fmt) TS_DIE("--format: expected e4m3, e5m2 or e2m1, got '%s'", v);
+      if (!o->fmt)
+        DEMO_DIE("--format: expected e4m3, e5m2 or e2m1, got '%s'", v);
     } else if (strcmp(f, "--hidden") == 0) {
       if (sscanf(v, "%d,%d,%d", &o->hidden[0], &o->hidden[1], &o->hidden[2]) !=
               3 ||
           o->hidden[0] < 1 || o->hidden[1] < 1 || o->hidden[2] < 1)
-        TS_DIE("--hidden: expected three positive widths A,B,C, got '%s'", v);
+        DEMO_DIE("--hidden: expected three positive widths A,B,C, got '%s'", v);
     } else {
       ts_usage(stderr);
-      TS_DIE("unknown option '%s'", f);
+      DEMO_DIE("unknown option '%s'", f);
     }
   }
   if (gnmr_config_check(&o->gnmr, UINT32_MAX, NULL) != GNMR_OK)
-    TS_DIE("the GNMR settings are out of range");
+    DEMO_DIE("the GNMR settings are out of range");
 }
 
 /* ---- the runs --------------------------------------------------------------
@@ -1212,36 +953,6 @@ static void ts_parse(ts_opts *o, int argc, char **argv) {
 static void ts_path_join(char *buf, size_t cap, const char *dir,
                          const char *name) {
   snprintf(buf, cap, "%s/%s", dir, name);
-}
-
-static void ts_mkdir(const char *dir) {
-  char cmd[1100];
-  FILE *probe;
-  char path[1100];
-  ts_path_join(path, sizeof path, dir, ".probe");
-  if ((probe = fopen(path, "w")) != NULL) {
-    fclose(probe);
-    remove(path);
-    return;
-  }
-  /* C99 has no mkdir(); POSIX mkdir -p through the shell keeps this short. */
-  if (strchr(dir, '\'')) TS_DIE("--out: no quotes in the directory name");
-  snprintf(cmd, sizeof cmd, "mkdir -p '%s'", dir);
-  if (system(cmd) != 0) TS_DIE("cannot create directory %s", dir);
-}
-
-static double ts_mean(const double *x, int n) {
-  double s = 0.0;
-  int i;
-  for (i = 0; i < n; i++) s += x[i];
-  return n ? s / n : 0.0;
-}
-
-static double ts_sd(const double *x, int n) {
-  double m = ts_mean(x, n), s = 0.0;
-  int i;
-  for (i = 0; i < n; i++) s += (x[i] - m) * (x[i] - m);
-  return n > 1 ? sqrt(s / (n - 1)) : 0.0;
 }
 
 #define TS_MAX_EVENTS 256
@@ -1258,26 +969,26 @@ static int ts_run_arms(const ts_opts *o, const ts_data *train,
   int spikes[TS_MAX_ARMS], div[TS_MAX_ARMS], a, s, i, n_ev0 = 0;
   int faults[TS_MAX_ARMS][2], caught[TS_MAX_ARMS][2], adm[TS_MAX_ARMS][2];
   int trace_arm = -1; /* the first GNMR arm listed: trace.csv's */
-  ts_event ev0[TS_MAX_EVENTS];
+  demo_event ev0[TS_MAX_EVENTS];
 
-  ts_mkdir(o->out_dir);
+  demo_mkdir(o->out_dir);
   ts_path_join(path, sizeof path, o->out_dir, "summary.csv");
-  summary = TS_FOPEN(path, "w");
+  summary = DEMO_FOPEN(path, "w");
   fprintf(summary, "arm,seed,format,stress,test_loss,test_acc,recovery_"
                    "fraction,loss_spikes,diverged,overhead_pct,bursts,"
                    "bursts_caught,stales,stales_caught,admissions,"
                    "admissions_in_fault\n");
   ts_path_join(path, sizeof path, o->out_dir, "trace.csv");
-  trace.f = TS_FOPEN(path, "w");
+  trace.f = DEMO_FOPEN(path, "w");
   fprintf(trace.f, "step,unit,norm,gnmr,delta,action\n");
-  trace.recovering = TS_CALLOC((size_t)o->steps * TS_LAYERS, uint8_t);
+  trace.recovering = DEMO_CALLOC((size_t)o->steps * TS_LAYERS, uint8_t);
   ts_path_join(path, sizeof path, o->out_dir, "stress.csv");
-  stress_f = TS_FOPEN(path, "w");
+  stress_f = DEMO_FOPEN(path, "w");
   fprintf(stress_f, "seed,start,steps,unit,kind,channel\n");
   for (a = o->n_arms - 1; a >= 0; a--)
     if (ARMS[o->arms[a]].kind == ARM_GNMR) trace_arm = o->arms[a];
   for (a = 0; a < o->n_arms; a++) {
-    curves[a] = TS_CALLOC((size_t)o->steps, float);
+    curves[a] = DEMO_CALLOC((size_t)o->steps, float);
     spikes[a] = div[a] = 0;
     secs[a] = 0.0;
     faults[a][0] = faults[a][1] = caught[a][0] = caught[a][1] = 0;
@@ -1285,7 +996,7 @@ static int ts_run_arms(const ts_opts *o, const ts_data *train,
   }
   for (s = 0; s < o->seeds; s++) {
     int seed = o->seed + s;
-    ts_event ev[TS_MAX_EVENTS];
+    demo_event ev[TS_MAX_EVENTS];
     int n_ev = ts_make_events(o->stress, o->steps, TS_LAYERS, 1 << 16,
                               (uint64_t)seed, ev, TS_MAX_EVENTS);
     for (i = 0; i < n_ev; i++) {
@@ -1294,7 +1005,7 @@ static int ts_run_arms(const ts_opts *o, const ts_data *train,
       int width = ev[i].unit == 0 ? train->dim : o->hidden[ev[i].unit - 1];
       fprintf(stress_f, "%d,%d,%d,%d,%s,%d\n", seed, ev[i].start, ev[i].steps,
               ev[i].unit, ev[i].kind == TS_BURST ? "burst" : "stale",
-              ev[i].kind == TS_BURST ? ev[i].channel % width : -1);
+              ev[i].kind == TS_BURST ? ev[i].where % width : -1);
     }
     if (s == 0) {
       memcpy(ev0, ev, sizeof ev[0] * (size_t)n_ev);
@@ -1336,9 +1047,9 @@ static int ts_run_arms(const ts_opts *o, const ts_data *train,
     }
   }
   if (fclose(summary) != 0 || fclose(trace.f) != 0 || fclose(stress_f) != 0)
-    TS_DIE("writing the CSV files in %s failed", o->out_dir);
+    DEMO_DIE("writing the CSV files in %s failed", o->out_dir);
   ts_path_join(path, sizeof path, o->out_dir, "loss.svg");
-  ts_svg_loss(path, o, curves, o->arms, o->n_arms);
+  ts_svg_loss(path, o, curves);
   ts_path_join(path, sizeof path, o->out_dir, "recovery.svg");
   ts_svg_raster(path, o, trace.recovering, ev0, n_ev0);
   if (!o->quiet) {
@@ -1350,10 +1061,10 @@ static int ts_run_arms(const ts_opts *o, const ts_data *train,
            "caught: bursts stales, admissions (in a fault)");
     for (a = 0; a < o->n_arms; a++) {
       printf("%-11s %8.2f%% (%4.2f) %9.4f %8.2f%% %7d %8d %8.2f%% %8.1f",
-             ARMS[o->arms[a]].name, 100.0 * ts_mean(acc[a], o->seeds),
-             100.0 * ts_sd(acc[a], o->seeds), ts_mean(tl[a], o->seeds),
-             100.0 * ts_mean(rf[a], o->seeds), spikes[a], div[a],
-             ts_mean(ov[a], o->seeds), secs[a]);
+             ARMS[o->arms[a]].name, 100.0 * demo_mean(acc[a], o->seeds),
+             100.0 * demo_sd(acc[a], o->seeds), demo_mean(tl[a], o->seeds),
+             100.0 * demo_mean(rf[a], o->seeds), spikes[a], div[a],
+             demo_mean(ov[a], o->seeds), secs[a]);
       if (ARMS[o->arms[a]].kind == ARM_GNMR)
         printf("  %d/%d %d/%d, %d (%d)", caught[a][0], faults[a][0],
                caught[a][1], faults[a][1], adm[a][0], adm[a][1]);
@@ -1405,13 +1116,13 @@ static int ts_run_sweep(const ts_opts *o, const ts_data *train,
     if (policy[i] != base.spike_policy)
       cfgs[n_cfg] = base, cfgs[n_cfg++].spike_policy = policy[i];
 
-  ts_mkdir(o->out_dir);
+  demo_mkdir(o->out_dir);
   ts_path_join(path, sizeof path, o->out_dir, "sweep.csv");
-  f = TS_FOPEN(path, "w");
+  f = DEMO_FOPEN(path, "w");
   fprintf(f, "tau_r,tau_d,window,lock,max_rec,policy,seeds,test_acc,"
              "test_acc_sd,recovery_fraction,loss_spikes,diverged\n");
   for (s = 0; s < o->seeds; s++) {
-    ts_event ev[TS_MAX_EVENTS];
+    demo_event ev[TS_MAX_EVENTS];
     int n_ev = ts_make_events(o->stress, o->steps, TS_LAYERS, 1 << 16,
                               (uint64_t)(o->seed + s), ev, TS_MAX_EVENTS);
     for (i = 0; i < 2; i++) {
@@ -1424,7 +1135,8 @@ static int ts_run_sweep(const ts_opts *o, const ts_data *train,
   printf("sweep: format %s, stress %d, %d steps, %d seed(s); f32 %.2f%%, "
          "lowp %.2f%%\n",
          o->fmt->name, o->stress, o->steps, o->seeds,
-         100.0 * ts_mean(ref[0], o->seeds), 100.0 * ts_mean(ref[1], o->seeds));
+         100.0 * demo_mean(ref[0], o->seeds),
+         100.0 * demo_mean(ref[1], o->seeds));
   printf("%5s %5s %3s %3s %4s %6s %15s %9s %6s %4s\n", "tau_r", "tau_d", "W",
          "L", "maxO", "policy", "test_acc(sd)", "recovery", "spikes", "div");
   for (c = 0; c < n_cfg; c++) {
@@ -1433,7 +1145,7 @@ static int ts_run_sweep(const ts_opts *o, const ts_data *train,
     int spikes = 0, div = 0;
     oc.gnmr = cfgs[c];
     for (s = 0; s < o->seeds; s++) {
-      ts_event ev[TS_MAX_EVENTS];
+      demo_event ev[TS_MAX_EVENTS];
       int n_ev = ts_make_events(o->stress, o->steps, TS_LAYERS, 1 << 16,
                                 (uint64_t)(o->seed + s), ev, TS_MAX_EVENTS);
       ts_result r =
@@ -1447,17 +1159,18 @@ static int ts_run_sweep(const ts_opts *o, const ts_data *train,
     printf("%5.2g %5.2g %3u %3u %4u %6s %7.2f%% (%4.2f) %8.2f%% %6d %4d\n",
            cfgs[c].ratio_threshold, cfgs[c].delta_threshold,
            cfgs[c].delta_window, cfgs[c].lock_steps, cfgs[c].max_recovering,
-           policy_name[cfgs[c].spike_policy], 100.0 * ts_mean(acc, o->seeds),
-           100.0 * ts_sd(acc, o->seeds), 100.0 * ts_mean(rf, o->seeds), spikes,
-           div);
+           policy_name[cfgs[c].spike_policy], 100.0 * demo_mean(acc, o->seeds),
+           100.0 * demo_sd(acc, o->seeds), 100.0 * demo_mean(rf, o->seeds),
+           spikes, div);
     fflush(stdout);
     fprintf(f, "%g,%g,%u,%u,%u,%s,%d,%.6f,%.6f,%.6f,%d,%d\n",
             cfgs[c].ratio_threshold, cfgs[c].delta_threshold,
             cfgs[c].delta_window, cfgs[c].lock_steps, cfgs[c].max_recovering,
-            policy_name[cfgs[c].spike_policy], o->seeds, ts_mean(acc, o->seeds),
-            ts_sd(acc, o->seeds), ts_mean(rf, o->seeds), spikes, div);
+            policy_name[cfgs[c].spike_policy], o->seeds,
+            demo_mean(acc, o->seeds), demo_sd(acc, o->seeds),
+            demo_mean(rf, o->seeds), spikes, div);
   }
-  if (fclose(f) != 0) TS_DIE("writing %s failed", path);
+  if (fclose(f) != 0) DEMO_DIE("writing %s failed", path);
   printf("outputs in %s/: sweep.csv\n", o->out_dir);
   return 0;
 }
@@ -1474,12 +1187,12 @@ static int train_stress_main(int argc, char **argv) {
     ts_load_split(o.data_dir, "train", &train);
     ts_load_split(o.data_dir, "t10k", &test);
     if (train.dim != test.dim)
-      TS_DIE("%s: train and test images differ in size", o.data_dir);
+      DEMO_DIE("%s: train and test images differ in size", o.data_dir);
   } else {
     ts_synthetic(&train, &test);
   }
   if (train.n < o.batch || test.n < o.batch)
-    TS_DIE("the data has fewer items than one batch (%d)", o.batch);
+    DEMO_DIE("the data has fewer items than one batch (%d)", o.batch);
   rc = o.sweep ? ts_run_sweep(&o, &train, &test)
                : ts_run_arms(&o, &train, &test);
   ts_data_free(&train);

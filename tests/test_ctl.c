@@ -42,15 +42,7 @@ void __wrap_free(void *p) {
 /* ---- helpers ------------------------------------------------------------ */
 
 #define MAXN 64
-
-typedef struct fixture {
-  gnmr_config cfg;
-  gnmr_slot units[MAXN];
-  gnmr_ctl ctl;
-  gnmr_decision d[MAXN];
-  float norms[MAXN];
-  uint32_t n;
-} fixture;
+#include "tests/fixture.h"
 
 /* A config whose only trigger is the one a test is about. */
 static gnmr_config quiet_config(void) {
@@ -73,19 +65,6 @@ static gnmr__unit_state unit_of(const fixture *f, uint32_t u) {
   gnmr__unit_state st;
   gnmr__unit_get(&s, f->n, u, &st);
   return st;
-}
-
-static int setup(fixture *f, const gnmr_config *c, uint32_t n) {
-  memset(f, 0, sizeof *f);
-  f->cfg = *c;
-  f->n = n;
-  return gnmr_init(&f->ctl, &f->cfg, f->units, n);
-}
-
-static int step_all(fixture *f, float v) {
-  uint32_t u;
-  for (u = 0; u < f->n; u++) f->norms[u] = v;
-  return gnmr_step(&f->ctl, f->norms, f->d);
 }
 
 /* setup, then ten calm steps of norm 1: every mean and window entry is
@@ -848,7 +827,7 @@ static gnmr_config ck_config(void) {
 }
 
 TEST(checkpoint_resume_matches_the_uninterrupted_run) {
-  static fixture a, b, fresh;
+  static fixture a, fresh;
   static float inputs[CK_STEPS][CK_N];
   static gnmr_decision want[CK_STEPS][CK_N];
   gnmr_config c = ck_config(), other = gnmr_config_paper();
@@ -863,24 +842,12 @@ TEST(checkpoint_resume_matches_the_uninterrupted_run) {
   for (trial = 0; trial < 10; trial++) {
     uint32_t at = (uint32_t)(check_rand() % CK_STEPS);
     size_t written = 0;
-    REQUIRE(setup(&b, &c, CK_N) == GNMR_OK);
-    for (s = 0; s < at; s++) REQUIRE(gnmr_step(&b.ctl, inputs[s], b.d) == 0);
-    REQUIRE(gnmr_checkpoint_save(&b.ctl, NULL, 0, &written) == GNMR_OK);
-    EXPECT_EQ_INT(written, gnmr_checkpoint_size(&b.ctl));
-    REQUIRE(gnmr_checkpoint_save(&b.ctl, ck_buf, sizeof ck_buf, &written) ==
-            GNMR_OK);
     /* A fresh controller with another config: load restores ours. */
-    REQUIRE(setup(&fresh, &other, CK_N) == GNMR_OK);
-    REQUIRE(gnmr_checkpoint_load(&fresh.ctl, ck_buf, written) == GNMR_OK);
+    REQUIRE(resume_load(&fresh, &c, &other, inputs[0], CK_N, at, ck_buf,
+                        sizeof ck_buf, &written) == GNMR_OK);
+    EXPECT_EQ_INT(written, gnmr_checkpoint_size(&fresh.ctl));
     EXPECT(memcmp(&fresh.ctl.cfg, &c, sizeof c) == 0);
-    for (s = at; s < CK_STEPS; s++) {
-      REQUIRE(gnmr_step(&fresh.ctl, inputs[s], fresh.d) == GNMR_OK);
-      if (memcmp(fresh.d, want[s], sizeof want[s]) != 0) {
-        printf("  resume at %u differs at step %u\n", at, s);
-        check__failed_here = 1;
-        break;
-      }
-    }
+    EXPECT(resume_runs_on(&fresh, inputs[0], want[0], CK_N, at, CK_STEPS));
   }
 }
 

@@ -1,9 +1,11 @@
 /* test_demo.c - the training stress demo: its quantizers against the formats'
-   value tables, its MLP gradients against finite differences, and a short
-   end-to-end run that must write well-formed CSV files. */
+   value tables, its MLP gradients against finite differences, the loss
+   plot's y range against a spike, and a short end-to-end run that must
+   write well-formed CSV files and pictures (tests/svg_check.h). */
 #define TRAIN_STRESS_NO_MAIN
 #include "../examples/train_stress.c"
 #include "check.h"
+#include "svg_check.h"
 
 /* ---- quantizers ------------------------------------------------------------
  */
@@ -144,7 +146,7 @@ TEST(stale_scale_saturates_over_and_flushes_under) {
   enum { B = 4, NX = B * 8 };
   ts_model m;
   ts_path p;
-  ts_rng r = {7};
+  demo_rng r = {7};
   float x[NX], y[B * 4], amax = 0.0f;
   int i, dir, zeros, above;
   for (i = 0; i < NX; i++) {
@@ -181,17 +183,17 @@ TEST(mlp_gradients_match_finite_differences) {
   enum { B = 5 };
   ts_model m;
   ts_path paths[TS_LAYERS];
-  ts_rng r = {42};
+  demo_rng r = {42};
   float x[B * 6];
   uint8_t y[B];
   int l, i, bad = 0, checked = 0;
   ts_model_init(&m, dims, B, &r);
   memset(paths, 0, sizeof paths);
-  for (i = 0; i < B * 6; i++) x[i] = (float)ts_normal(&r);
+  for (i = 0; i < B * 6; i++) x[i] = (float)demo_normal(&r);
   for (i = 0; i < B; i++) y[i] = (uint8_t)(i % 4);
   for (l = 0; l < TS_LAYERS; l++)
     for (i = 0; i < m.layer[l].out; i++)
-      m.layer[l].b[i] = (float)(0.1 * ts_normal(&r));
+      m.layer[l].b[i] = (float)(0.1 * demo_normal(&r));
   ts_forward(&m, x, y, B, paths, NULL);
   ts_backward(&m, y, B);
   for (l = 0; l < TS_LAYERS; l++) {
@@ -320,13 +322,39 @@ static int file_has_all(const char *path, const char *const *want) {
   return 1;
 }
 
-static int file_starts_with(const char *path, const char *prefix) {
-  FILE *f = fopen(path, "r");
-  char buf[64] = {0};
-  if (!f) return 0;
-  if (!fgets(buf, sizeof buf, f)) buf[0] = 0;
-  fclose(f);
-  return strncmp(buf, prefix, strlen(prefix)) == 0;
+/* A 40-step spike (4% of the values: a fault, as the EMA holds it) and a
+   diverged arm: the y range keeps the curves' detail, and what it leaves
+   out is drawn on the edge with a marker. */
+TEST(loss_plot_range_survives_a_spike) {
+  enum { N = 400 };
+  static float flat[N], spiky[N], gone[N];
+  float *curves[3];
+  static const int arms[3] = {0, 1, 4}; /* black, red, green */
+  double lo, hi;
+  int s;
+  for (s = 0; s < N; s++) {
+    flat[s] = (float)(2.0 - s / (double)N);
+    spiky[s] = s >= 200 && s < 240 ? 1e4f : flat[s] + 0.1f;
+    gone[s] = s < 300 ? flat[s] - 0.05f : (float)NAN;
+  }
+  curves[0] = flat;
+  curves[1] = spiky;
+  curves[2] = gone;
+  demo_loss_range(curves, 3, N, 0, &lo, &hi);
+  /* every value but the spike's inside, and the span still of the curves */
+  EXPECT(lo <= 0.95 && lo > 0.0);
+  EXPECT(hi >= 2.1 && hi < 2.3);
+  demo_mkdir("build/test_demo_out");
+  demo_svg_loss("build/test_demo_out/range.svg", "test", "loss", curves, arms,
+                3, N, 0);
+  EXPECT_EQ_INT(svg_geometry_errors("build/test_demo_out/range.svg"), 0);
+  {
+    /* the spike's marker and the diverged arm's, at the top edge */
+    static const char *const marks[] = {
+        "<polygon class=\"clipped\" fill=\"#d62728\"",
+        "<polygon class=\"clipped\" fill=\"#2ca02c\"", NULL};
+    EXPECT(file_has_all("build/test_demo_out/range.svg", marks));
+  }
 }
 
 TEST(demo_runs_end_to_end) {
@@ -370,6 +398,8 @@ TEST(demo_runs_end_to_end) {
     EXPECT(file_has_all("build/test_demo_out/loss.svg", loss_svg));
   }
   EXPECT(file_starts_with("build/test_demo_out/recovery.svg", "<svg"));
+  EXPECT_EQ_INT(svg_geometry_errors("build/test_demo_out/loss.svg"), 0);
+  EXPECT_EQ_INT(svg_geometry_errors("build/test_demo_out/recovery.svg"), 0);
 }
 
 int main(int argc, char **argv) {
@@ -381,6 +411,7 @@ int main(int argc, char **argv) {
       CHECK_CASE(quantizers_match_value_tables),
       CHECK_CASE(delayed_scaling_saturates_a_burst),
       CHECK_CASE(mlp_gradients_match_finite_differences),
+      CHECK_CASE(loss_plot_range_survives_a_spike),
       CHECK_CASE(demo_runs_end_to_end),
   };
   return check_main(cases, sizeof cases / sizeof cases[0], argc, argv);

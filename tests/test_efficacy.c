@@ -7,6 +7,7 @@
 #undef main
 
 #include "check.h"
+#include "svg_check.h"
 
 #define DIR "build/test_efficacy"
 
@@ -104,6 +105,7 @@ TEST(outputs_hold_every_row_and_the_paired_table) {
       file_has(DIR "/report.md", "| `gnmr` | +8.85 (0/2) | -10.76 (2/2) | |"));
   EXPECT(file_has(DIR "/report.md", "| 50% (75 / 25) |"));
   EXPECT(file_has(DIR "/efficacy.svg", "<circle"));
+  EXPECT_EQ_INT(svg_geometry_errors(DIR "/efficacy.svg"), 0);
 }
 
 int main(int argc, char **argv) {

@@ -6,6 +6,7 @@
 #define TRAIN_LM_NO_MAIN
 #include "../examples/train_lm.c"
 #include "check.h"
+#include "svg_check.h"
 
 /* ---- gradients vs central differences (double build) ----------------------
  */
@@ -19,7 +20,7 @@ TEST(every_layer_backward_matches_central_differences) {
   lm_shape s = {8, 2, 2, 5, 2};
   lm_model m;
   lm_path paths[LM_MAX_UNITS];
-  lm_rng r = {7};
+  demo_rng r = {7};
   uint8_t tok[10], tgt[10];
   size_t i;
   int j, bad = 0, checked = 0, nonzero = 0;
@@ -27,7 +28,8 @@ TEST(every_layer_backward_matches_central_differences) {
   lm_model_init(&m, s, &r);
   memset(paths, 0, sizeof paths);
   /* Larger weights than the GPT-2 init, so every nonlinearity bends. */
-  for (i = 0; i < m.n_params; i++) m.params[i] = (lm_real)(0.3 * lm_normal(&r));
+  for (i = 0; i < m.n_params; i++)
+    m.params[i] = (lm_real)(0.3 * demo_normal(&r));
   for (j = 0; j < m.n_tensors; j++)
     if (m.tensors[j].unit < 0 && !m.tensors[j].decay) /* LayerNorm w, b */
       for (i = 0; i < m.tensors[j].n / 2; i++)
@@ -100,15 +102,15 @@ TEST(gradient_check_catches_a_wrong_gelu_derivative) {
 static void make_text(lm_text *t, size_t n, uint64_t seed) {
   static const char *words[] = {"the", "cat", "sat", "on", "a",  "mat",
                                 "and", "dog", "ran", "to", "it", "fast"};
-  lm_rng r;
+  demo_rng r;
   size_t cap = 0;
   r.s = seed;
   memset(t, 0, sizeof *t);
   while (t->n < n) {
-    const char *w = words[lm_below(&r, 12)];
+    const char *w = words[demo_below(&r, 12)];
     lm_text_add(t, &cap, w, strlen(w));
-    lm_text_add(t, &cap, lm_below(&r, 8) ? " " : ".\n",
-                lm_below(&r, 8) ? 1 : 2);
+    lm_text_add(t, &cap, demo_below(&r, 8) ? " " : ".\n",
+                demo_below(&r, 8) ? 1 : 2);
   }
 }
 
@@ -134,7 +136,7 @@ static lm_opts small_opts(void) {
 TEST(thread_count_does_not_change_a_bit) {
   lm_opts o = small_opts();
   lm_text train, val;
-  lm_event ev[LM_MAX_EVENTS];
+  demo_event ev[LM_MAX_EVENTS];
   int n_ev, a, t;
   make_text(&train, 20000, 1);
   make_text(&val, 2000, 2);
@@ -218,15 +220,6 @@ static int count_lines(const char *path, const char *header) {
   return n;
 }
 
-static int file_starts_with(const char *path, const char *prefix) {
-  FILE *f = fopen(path, "r");
-  char buf[64] = {0};
-  if (!f) return 0;
-  if (!fgets(buf, sizeof buf, f)) buf[0] = 0;
-  fclose(f);
-  return strncmp(buf, prefix, strlen(prefix)) == 0;
-}
-
 TEST(demo_runs_end_to_end) {
   lm_text t;
   FILE *f;
@@ -286,6 +279,8 @@ TEST(demo_runs_end_to_end) {
                 2 * 3);
   EXPECT(file_starts_with("build/test_lm_out/loss.svg", "<svg"));
   EXPECT(file_starts_with("build/test_lm_out/recovery.svg", "<svg"));
+  EXPECT_EQ_INT(svg_geometry_errors("build/test_lm_out/loss.svg"), 0);
+  EXPECT_EQ_INT(svg_geometry_errors("build/test_lm_out/recovery.svg"), 0);
 }
 #endif
 

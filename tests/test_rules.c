@@ -10,15 +10,7 @@
 #include <float.h>
 
 #define MAXN 16
-
-typedef struct fixture {
-  gnmr_config cfg;
-  gnmr_slot units[MAXN];
-  gnmr_ctl ctl;
-  gnmr_decision d[MAXN];
-  float norms[MAXN];
-  uint32_t n;
-} fixture;
+#include "tests/fixture.h"
 
 /* NOISE mode, nothing admitted unless a test asks, a short warm-up. */
 static gnmr_config noise_config(void) {
@@ -28,19 +20,6 @@ static gnmr_config noise_config(void) {
   c.max_recovering = 0;
   c.spike_policy = GNMR_SPIKE_PASS;
   return c;
-}
-
-static int setup(fixture *f, const gnmr_config *c, uint32_t n) {
-  memset(f, 0, sizeof *f);
-  f->cfg = *c;
-  f->n = n;
-  return gnmr_init(&f->ctl, c, f->units, n);
-}
-
-static int step_all(fixture *f, float v) {
-  uint32_t u;
-  for (u = 0; u < f->n; u++) f->norms[u] = v;
-  return gnmr_step(&f->ctl, f->norms, f->d);
 }
 
 /* Past warm-up at norm 1: mu = L(1) = 0, s = 0, p = 0 for every unit. */
@@ -605,23 +584,14 @@ TEST(checkpoint_resume_matches_the_uninterrupted_run) {
   EXPECT(global > 0); /* the run has GLOBAL steps to resume after */
   for (trial = 0; trial < 6; trial++) {
     uint32_t at = 20 + (uint32_t)(check_rand() % (RUN_T - 40));
-    REQUIRE(setup(&b, &c, RUN_N) == GNMR_OK);
-    for (t = 0; t < at; t++) REQUIRE(gnmr_step(&b.ctl, run_in[t], b.d) == 0);
-    REQUIRE(gnmr_checkpoint_save(&b.ctl, buf, sizeof buf, &len) == GNMR_OK);
-    REQUIRE(setup(&b, &other, RUN_N) == GNMR_OK); /* PAPER until loaded */
-    REQUIRE(gnmr_checkpoint_load(&b.ctl, buf, len) == GNMR_OK);
+    /* loaded into a PAPER controller: the checkpoint's NOISE config wins */
+    REQUIRE(resume_load(&b, &c, &other, run_in[0], RUN_N, at, buf, sizeof buf,
+                        &len) == GNMR_OK);
     EXPECT_EQ_INT(b.ctl.cfg.rule, GNMR_RULE_NOISE);
     /* the saved step's verdict reads back as it was */
     REQUIRE(gnmr_step_info(&b.ctl, &r) == GNMR_OK);
     EXPECT(memcmp(&r, &verdict[at - 1], sizeof r) == 0);
-    for (t = at; t < RUN_T; t++) {
-      REQUIRE(gnmr_step(&b.ctl, run_in[t], b.d) == GNMR_OK);
-      if (memcmp(b.d, want[t], sizeof want[t]) != 0) {
-        printf("  resume at %u differs at step %u\n", at, t);
-        check__failed_here = 1;
-        break;
-      }
-    }
+    EXPECT(resume_runs_on(&b, run_in[0], want[0], RUN_N, at, RUN_T));
   }
 }
 

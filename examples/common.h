@@ -1,0 +1,445 @@
+/* common.h - what the training demos (train_stress.c, train_lm.c) share:
+   checked helpers that say file and line (llm.c style), the random numbers,
+   option parsing, a few statistics and the two pictures (SVG, drawn here,
+   no plotting library).
+
+   Everything is static. Define DEMO_PROGRAM (the name error messages start
+   with) before the include, and include after gnmr.h and arms.h. */
+#ifndef DEMO_COMMON_H
+#define DEMO_COMMON_H
+
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#ifndef DEMO_PROGRAM
+#error "define DEMO_PROGRAM (the program's name) before including common.h"
+#endif
+
+/* ---- checked helpers ----------------------------------------------------- */
+
+static void demo_die(const char *file, int line, const char *fmt, ...) {
+  va_list ap;
+  fprintf(stderr, DEMO_PROGRAM ": %s:%d: ", file, line);
+  va_start(ap, fmt);
+  vfprintf(stderr, fmt, ap);
+  va_end(ap);
+  fputc('\n', stderr);
+  exit(1);
+}
+#define DEMO_DIE(...) demo_die(__FILE__, __LINE__, __VA_ARGS__)
+
+static void *demo_calloc(size_t n, size_t size, const char *file, int line) {
+  void *p = calloc(n ? n : 1, size);
+  if (!p) demo_die(file, line, "out of memory (%zu x %zu bytes)", n, size);
+  return p;
+}
+#define DEMO_CALLOC(n, type)                                                   \
+  ((type *)demo_calloc((n), sizeof(type), __FILE__, __LINE__))
+
+static FILE *demo_fopen(const char *path, const char *mode, const char *file,
+                        int line) {
+  FILE *f = fopen(path, mode);
+  if (!f) demo_die(file, line, "cannot open %s: %s", path, strerror(errno));
+  return f;
+}
+#define DEMO_FOPEN(path, mode) demo_fopen((path), (mode), __FILE__, __LINE__)
+
+/* The output directory, created when it is not writable yet. C99 has no
+   mkdir(); POSIX mkdir -p through the shell keeps this short. */
+static void demo_mkdir(const char *dir) {
+  char cmd[1100], path[1100];
+  FILE *probe;
+  snprintf(path, sizeof path, "%s/.probe", dir);
+  if ((probe = fopen(path, "w")) != NULL) {
+    fclose(probe);
+    remove(path);
+    return;
+  }
+  if (strchr(dir, '\'')) DEMO_DIE("--out: no quotes in the directory name");
+  snprintf(cmd, sizeof cmd, "mkdir -p '%s'", dir);
+  if (system(cmd) != 0) DEMO_DIE("cannot create directory %s", dir);
+}
+
+/* ---- random numbers (splitmix64: small, portable, deterministic) -------- */
+
+typedef struct demo_rng {
+  uint64_t s;
+} demo_rng;
+
+static uint64_t demo_next(demo_rng *r) {
+  uint64_t z = (r->s += 0x9E3779B97F4A7C15ull);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+static double demo_uniform(demo_rng *r) {
+  return (double)(demo_next(r) >> 11) * (1.0 / 9007199254740992.0);
+}
+static uint32_t demo_below(demo_rng *r, uint32_t n) {
+  return (uint32_t)(demo_uniform(r) * n);
+}
+static double demo_normal(demo_rng *r) {
+  double u1 = demo_uniform(r), u2 = demo_uniform(r);
+  if (u1 < 1e-300) u1 = 1e-300;
+  return sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2);
+}
+
+/* ---- arithmetic ---------------------------------------------------------- */
+
+/* y += a * x, the inner loop of every GEMM in the demos. Eight statements a
+   step: at -O2 gcc vectorizes straight-line code but not a loop of unknown
+   length, and this runs at about 4x the speed of the plain loop. Written
+   once for every element type a demo builds with: DEMO_AXPY(name, real)
+   defines static void name(real *y, real a, const real *x, int n). */
+#define DEMO_AXPY(name, real)                                                  \
+  static void name(real *restrict y, real a, const real *restrict x, int n) {  \
+    int i = 0;                                                                 \
+    for (; i + 8 <= n; i += 8) {                                               \
+      y[i] += a * x[i];                                                        \
+      y[i + 1] += a * x[i + 1];                                                \
+      y[i + 2] += a * x[i + 2];                                                \
+      y[i + 3] += a * x[i + 3];                                                \
+      y[i + 4] += a * x[i + 4];                                                \
+      y[i + 5] += a * x[i + 5];                                                \
+      y[i + 6] += a * x[i + 6];                                                \
+      y[i + 7] += a * x[i + 7];                                                \
+    }                                                                          \
+    for (; i < n; i++) y[i] += a * x[i];                                       \
+  }
+
+/* ---- command line -------------------------------------------------------- */
+
+static int demo_parse_int(const char *s, int lo, int hi, const char *flag) {
+  char *end;
+  long v;
+  errno = 0;
+  v = strtol(s, &end, 10);
+  if (errno || *end || end == s || v < lo || v > hi)
+    DEMO_DIE("%s: expected an integer in %d..%d, got '%s'", flag, lo, hi, s);
+  return (int)v;
+}
+
+/* The value of the option at argv[*i], stepping *i past it; NULL for the
+   options the demos take without a value (--sweep, --quiet: set here).
+   --help prints the usage and exits; a bad or incomplete option dies. */
+static const char *demo_option(int argc, char **argv, int *i,
+                               void (*usage)(FILE *), int *sweep, int *quiet) {
+  const char *f = argv[*i];
+  if (strcmp(f, "--help") == 0 || strcmp(f, "-h") == 0) {
+    usage(stdout);
+    exit(0);
+  }
+  if (strcmp(f, "--sweep") == 0) {
+    *sweep = 1;
+    return NULL;
+  }
+  if (strcmp(f, "--quiet") == 0) {
+    *quiet = 1;
+    return NULL;
+  }
+  if (*i + 1 >= argc || strncmp(f, "--", 2) != 0) {
+    usage(stderr);
+    DEMO_DIE("bad or incomplete option '%s'", f);
+  }
+  return argv[++*i];
+}
+
+/* A finite number; with `positive`, one above zero. */
+static double demo_parse_double(const char *s, const char *flag, int positive) {
+  char *end;
+  double v = strtod(s, &end);
+  if (*end || end == s || !isfinite(v) || (positive && !(v > 0)))
+    DEMO_DIE("%s: expected a %snumber, got '%s'", flag,
+             positive ? "positive " : "", s);
+  return v;
+}
+
+/* --arms LIST: indices into ARMS (examples/arms.h), at most `cap`; "list"
+   prints every arm's name and exits. */
+static int demo_parse_arms(const char *list, int *arms, int cap) {
+  char buf[512], *tok;
+  int a, n = 0;
+  if (strcmp(list, "list") == 0) {
+    for (a = 0; a < ARM_COUNT; a++) printf("%s\n", ARMS[a].name);
+    exit(0);
+  }
+  snprintf(buf, sizeof buf, "%s", list);
+  for (tok = strtok(buf, ","); tok; tok = strtok(NULL, ",")) {
+    a = arm_find(tok);
+    if (a < 0)
+      DEMO_DIE("--arms: unknown arm '%s' (--arms list names them)", tok);
+    if (n == cap) DEMO_DIE("--arms: too many arms");
+    arms[n++] = a;
+  }
+  if (n == 0) DEMO_DIE("--arms: empty list");
+  return n;
+}
+
+/* ---- statistics over seeds ----------------------------------------------- */
+
+static double demo_mean(const double *x, int n) {
+  double s = 0.0;
+  int i;
+  for (i = 0; i < n; i++) s += x[i];
+  return n ? s / n : 0.0;
+}
+
+static double demo_sd(const double *x, int n) {
+  double m = demo_mean(x, n), s = 0.0;
+  int i;
+  for (i = 0; i < n; i++) s += (x[i] - m) * (x[i] - m);
+  return n > 1 ? sqrt(s / (n - 1)) : 0.0;
+}
+
+/* ---- pictures ------------------------------------------------------------ */
+
+/* A colour per arm (its index in ARMS), the same in every picture. */
+static const char *DEMO_COLORS[] = {"#000000", "#d62728", "#ff7f0e",
+                                    "#9467bd", "#2ca02c", "#17becf",
+                                    "#8c564b", "#e377c2", "#7f7f7f"};
+#define DEMO_COLOR(a)                                                          \
+  DEMO_COLORS[(a) % (int)(sizeof DEMO_COLORS / sizeof *DEMO_COLORS)]
+
+/* Axis ticks: a spacing of 1, 2 or 5 x 10^k giving about n ticks over span,
+   and the decimals its labels need. */
+static double demo_tick_step(double span, int n) {
+  double raw = span / n, p, m;
+  if (!(raw > 0.0)) return 1.0;
+  p = pow(10.0, floor(log10(raw)));
+  m = raw / p;
+  return (m < 1.5 ? 1.0 : m < 3.5 ? 2.0 : m < 7.5 ? 5.0 : 10.0) * p;
+}
+static int demo_tick_decimals(double step) {
+  int d = (int)-floor(log10(step) + 1e-9);
+  return d > 0 ? d : 0;
+}
+
+/* The x axis of steps 0..last under a plot at (x0, y), pw wide: ticks,
+   labels and its title. */
+static void demo_svg_steps(FILE *f, double x0, double y, double pw,
+                           double last) {
+  double step = demo_tick_step(last, 8);
+  int i, d;
+  if (step < 1.0) step = 1.0;
+  d = demo_tick_decimals(step);
+  for (i = 0; i * step <= last + 1e-9; i++) {
+    double x = x0 + pw * (i * step) / last;
+    fprintf(f,
+            "<line x1=\"%.1f\" y1=\"%g\" x2=\"%.1f\" y2=\"%g\" "
+            "stroke=\"#888\"/>\n<text x=\"%.1f\" y=\"%g\" "
+            "text-anchor=\"middle\">%.*f</text>\n",
+            x, y, x, y + 5, x, y + 18, d, i * step);
+  }
+  fprintf(f, "<text x=\"%g\" y=\"%g\" text-anchor=\"middle\">step</text>\n",
+          x0 + pw / 2, y + 34);
+}
+
+static int demo_cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+/* The y range of a loss plot: every finite value from step `skip` on
+   that lies within Tukey's far-out fences (the lower quartile less 3
+   interquartile ranges, the upper quartile plus 3), plus 5% either side.
+   A fault spikes every low-precision arm at once and the EMA holds it for
+   tens of steps, so one spike can be several percent of the values; the
+   quartiles barely move with it, and every curve keeps its detail. What
+   lies beyond the range runs on its edge (demo_svg_loss). */
+static void demo_loss_range(float *const *curves, int n_curves, int steps,
+                            int skip, double *lo, double *hi) {
+  double *v = DEMO_CALLOC((size_t)n_curves * (size_t)steps, double), pad;
+  size_t n = 0;
+  int a, s;
+  for (a = 0; a < n_curves; a++)
+    for (s = skip; s < steps; s++)
+      if (isfinite(curves[a][s])) v[n++] = curves[a][s];
+  *lo = 0.0, *hi = 1.0;
+  if (n > 0) {
+    double q1, q3;
+    size_t first = 0, last = n - 1;
+    qsort(v, n, sizeof *v, demo_cmp_double);
+    q1 = v[(size_t)(0.25 * (double)(n - 1) + 0.5)];
+    q3 = v[(size_t)(0.75 * (double)(n - 1) + 0.5)];
+    while (v[first] < q1 - 3.0 * (q3 - q1)) first++;
+    while (v[last] > q3 + 3.0 * (q3 - q1)) last--;
+    *lo = v[first];
+    *hi = v[last];
+  }
+  free(v);
+  if (!(*lo < *hi)) *lo -= 0.5, *hi += 0.5;
+  pad = 0.05 * (*hi - *lo);
+  *lo -= pad;
+  *hi += pad;
+}
+
+/* Geometry of the loss plot: the plot area (x0, y0, pw, ph) with the legend
+   to its right, outside the data, one line per curve. */
+#define DEMO_PLOT_X0 70.0
+#define DEMO_PLOT_Y0 30.0
+#define DEMO_PLOT_W 700.0
+#define DEMO_PLOT_H 360.0
+#define DEMO_LEGEND_W 150.0
+#define DEMO_LEGEND_ROW 16.0
+
+/* Training loss per step: n_curves curves of `steps` values, curve a of the
+   arm ARMS[arm[a]] (its colour and its name in the legend). The y range
+   survives spikes (demo_loss_range, steps from `skip` on); a value beyond
+   it, or a non-finite one, is drawn on the edge it passed, and where a
+   curve runs onto an edge a triangle in its colour marks the clipped
+   stretch. Axes with ticks and labels; the legend stands right of the
+   plot, outside the data. */
+static void demo_svg_loss(const char *path, const char *title,
+                          const char *ylabel, float *const *curves,
+                          const int *arm, int n_curves, int steps, int skip) {
+  const double x0 = DEMO_PLOT_X0, y0 = DEMO_PLOT_Y0, pw = DEMO_PLOT_W,
+               ph = DEMO_PLOT_H;
+  const double last = steps > 1 ? steps - 1 : 1;
+  const double W = x0 + pw + 20 + DEMO_LEGEND_W;
+  double H = y0 + ph + 50, lo, hi, step;
+  FILE *f = DEMO_FOPEN(path, "w");
+  int a, s, i, d;
+  if (H < y0 + DEMO_LEGEND_ROW * n_curves + 10)
+    H = y0 + DEMO_LEGEND_ROW * n_curves + 10;
+  demo_loss_range(curves, n_curves, steps, skip, &lo, &hi);
+  fprintf(f,
+          "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%g\" "
+          "height=\"%g\" viewBox=\"0 0 %g %g\" font-family=\"sans-serif\" "
+          "font-size=\"12\">\n"
+          "<defs><clipPath id=\"plot\"><rect x=\"%g\" y=\"%g\" width=\"%g\" "
+          "height=\"%g\"/></clipPath></defs>\n"
+          "<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n"
+          "<text x=\"%g\" y=\"%g\">%s</text>\n",
+          W, H, W, H, x0, y0, pw, ph, x0, y0 - 10, title);
+  /* y axis: ticks, labels, light grid lines */
+  step = demo_tick_step(hi - lo, 6);
+  d = demo_tick_decimals(step);
+  for (i = (int)ceil(lo / step); i * step <= hi + 1e-9 * step; i++) {
+    double y = y0 + ph * (1.0 - (i * step - lo) / (hi - lo));
+    fprintf(f,
+            "<line x1=\"%g\" y1=\"%.1f\" x2=\"%g\" y2=\"%.1f\" "
+            "stroke=\"#eee\"/>\n<line x1=\"%g\" y1=\"%.1f\" x2=\"%g\" "
+            "y2=\"%.1f\" stroke=\"#888\"/>\n<text x=\"%g\" y=\"%.1f\" "
+            "text-anchor=\"end\">%.*f</text>\n",
+            x0, y, x0 + pw, y, x0 - 5, y, x0, y, x0 - 8, y + 4, d, i * step);
+  }
+  demo_svg_steps(f, x0, y0 + ph, pw, last);
+  fprintf(f,
+          "<rect x=\"%g\" y=\"%g\" width=\"%g\" height=\"%g\" fill=\"none\" "
+          "stroke=\"#888\"/>\n<text x=\"0\" y=\"0\" text-anchor=\"middle\" "
+          "transform=\"translate(16 %g) rotate(-90)\">%s</text>\n"
+          "<g clip-path=\"url(#plot)\">\n",
+          x0, y0, pw, ph, y0 + ph / 2, ylabel);
+  for (a = 0; a < n_curves; a++) {
+    const char *color = DEMO_COLOR(arm[a]);
+    int edge; /* the edge the previous point was held to: -1, 0, 1 */
+    fprintf(f,
+            "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"1.2\" "
+            "points=\"",
+            color);
+    for (s = 0; s < steps; s++) {
+      double v = curves[a][s];
+      int out = !isfinite(v) || v > hi ? 1 : v < lo ? -1 : 0;
+      double y = out > 0   ? y0
+                 : out < 0 ? y0 + ph
+                           : y0 + ph * (1.0 - (v - lo) / (hi - lo));
+      fprintf(f, "%.1f,%.1f ", x0 + pw * s / last, y);
+    }
+    fprintf(f, "\"/>\n");
+    /* the clipped stretches, a triangle where each begins */
+    edge = 0;
+    for (s = 0; s < steps; s++) {
+      double v = curves[a][s], x = x0 + pw * s / last;
+      int out = !isfinite(v) || v > hi ? 1 : v < lo ? -1 : 0;
+      if (out && out != edge) {
+        double ye = out > 0 ? y0 : y0 + ph, tip = out > 0 ? 7 : -7;
+        fprintf(f,
+                "<polygon class=\"clipped\" fill=\"%s\" "
+                "points=\"%.1f,%.1f %.1f,%.1f %.1f,%.1f\"/>\n",
+                color, x - 4, ye + tip, x + 4, ye + tip, x, ye);
+      }
+      edge = out;
+    }
+  }
+  fprintf(f, "</g>\n<g class=\"legend\">\n");
+  for (a = 0; a < n_curves; a++) {
+    double x = x0 + pw + 20, y = y0 + DEMO_LEGEND_ROW * a + 8;
+    fprintf(f,
+            "<line x1=\"%g\" y1=\"%g\" x2=\"%g\" y2=\"%g\" stroke=\"%s\" "
+            "stroke-width=\"2\"/>\n<text x=\"%g\" y=\"%g\">%s</text>\n",
+            x, y, x + 18, y, DEMO_COLOR(arm[a]), x + 24, y + 4,
+            ARMS[arm[a]].name);
+  }
+  fprintf(f, "</g>\n</svg>\n");
+  if (fclose(f) != 0) DEMO_DIE("writing %s failed", path);
+}
+
+/* A fault injected on a unit's low-cost path: steps start .. start+steps-1,
+   its kind (the demo's own list) and where it lands (a channel or a head;
+   -1 where it has no place). */
+typedef struct demo_event {
+  int start, steps, unit, kind, where;
+} demo_event;
+
+/* Units x steps: where the traced arm ran a unit on f32 (blue; rec[step *
+   n_units + unit], NULL for none), and the injected faults (red frames,
+   each with the letter letters[kind]). */
+static void demo_svg_raster(const char *path, const char *title, int n_units,
+                            const char *const *unit_name, int steps,
+                            const uint8_t *rec, const demo_event *ev, int n_ev,
+                            const char *letters) {
+  const double x0 = 90, y0 = 30, pw = 900, rh = n_units > 8 ? 22 : 30;
+  const double W = x0 + pw + 20, H = y0 + rh * n_units + 44;
+  double dx = pw / steps;
+  FILE *f = DEMO_FOPEN(path, "w");
+  int u, s, e;
+  fprintf(f,
+          "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%g\" "
+          "height=\"%g\" viewBox=\"0 0 %g %g\" font-family=\"sans-serif\" "
+          "font-size=\"12\">\n"
+          "<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n"
+          "<text x=\"%g\" y=\"18\">%s</text>\n",
+          W, H, W, H, x0, title);
+  for (u = 0; u < n_units; u++) {
+    double y = y0 + rh * u;
+    fprintf(f,
+            "<text x=\"5\" y=\"%g\">%s</text>\n<rect x=\"%g\" "
+            "y=\"%g\" width=\"%g\" height=\"%g\" fill=\"#f4f4f4\"/>\n",
+            y + rh / 2 + 4, unit_name[u], x0, y + 2, pw, rh - 4);
+    for (s = 0; s < steps;) {
+      int end = s;
+      if (!rec || !rec[(size_t)s * (size_t)n_units + (size_t)u]) {
+        s++;
+        continue;
+      }
+      while (end < steps && rec[(size_t)end * (size_t)n_units + (size_t)u])
+        end++;
+      fprintf(f,
+              "<rect x=\"%.2f\" y=\"%g\" width=\"%.2f\" height=\"%g\" "
+              "fill=\"#1f77b4\"/>\n",
+              x0 + dx * s, y + 4, dx * (end - s) > 1 ? dx * (end - s) : 1,
+              rh - 8);
+      s = end;
+    }
+  }
+  for (e = 0; e < n_ev; e++) {
+    double y = y0 + rh * ev[e].unit, w = dx * ev[e].steps;
+    fprintf(f,
+            "<rect x=\"%.2f\" y=\"%g\" width=\"%.2f\" height=\"%g\" "
+            "fill=\"none\" stroke=\"#d62728\" stroke-width=\"1.5\"/>\n"
+            "<text x=\"%.2f\" y=\"%g\" fill=\"#d62728\" "
+            "font-size=\"9\">%c</text>\n",
+            x0 + dx * ev[e].start - 1, y + 1, (w > 2 ? w : 2) + 2, rh - 2,
+            x0 + dx * ev[e].start, y + rh + 1, letters[ev[e].kind]);
+  }
+  demo_svg_steps(f, x0, y0 + rh * n_units, pw, steps);
+  fprintf(f, "</svg>\n");
+  if (fclose(f) != 0) DEMO_DIE("writing %s failed", path);
+}
+
+#endif /* DEMO_COMMON_H */
