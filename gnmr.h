@@ -891,6 +891,36 @@ GNMR_DEF int gnmr_ctl_isa_force(int isa);
 #ifndef GNMR__IMPLEMENTED
 #define GNMR__IMPLEMENTED
 
+/* The private names the CUDA headers (gnmr_ctl.cuh, gnmr_norms.cuh) use,
+   the contract between them and this file: a change to any of these
+   changes those headers in the same commit, and a name not listed here is
+   not theirs to use (tests/test_cuda_host.c checks both headers against
+   this list). Every function listed is GNMR_HOSTDEV.
+     GNMR__IMPLEMENTED     the implementation is in this translation unit
+     gnmr__rules           the rules of one step, read once from the config
+     gnmr__rules_of        fills gnmr__rules from a controller
+     gnmr__soa             the units' arrays, carved from the slots
+     gnmr__carve           gnmr__soa over a controller's slots
+     gnmr__usable          the controller's guard (initialised, not moved)
+     gnmr__unit_step       rules 1-8 / N4-N9 for one unit: GNMR__EV_* bits
+     GNMR__EV_             the bits gnmr__unit_step returns
+     GNMR__EV_CANDIDATE    the unit is a candidate for admission
+     gnmr__tally           one step's sums over the units
+     GNMR__TALLY           its fields, X(name, type, bit), in array order
+     GNMR__TALLY_N         its field count
+     GNMR__TALLY_WIDE      how many of them are 64-bit (they come first)
+     GNMR__TALLY_AT_       a field's index (GNMR__TALLY_AT_risky ...)
+     gnmr__tally_layout    the static assertion of that array layout
+     gnmr__admit_count     rule 7's free slots: how many to admit
+     gnmr__step_totals     the step's counters and report from the tally
+     gnmr__step_verdict    rule N3's step-level verdict
+     gnmr__commit          the step's end: the guard's step count moves
+     gnmr__finite32        a float is finite (no FP environment needed)
+     gnmr__mul             an exact product, never contracted into an FMA
+     gnmr__fold8           eight lane sums folded in the canonical order
+     gnmr__grid            a log deviation on the verdict's histogram grid
+     gnmr__log             the natural log every path shares */
+
 /* GNMR_DEF was fixed by the first #include in this file: an implementation
    that silently came out extern (or static) would be worse than an error. */
 #if defined(GNMR_STATIC) != defined(GNMR__STATIC_INTERFACE)

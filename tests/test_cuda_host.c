@@ -739,6 +739,89 @@ TEST(power_of_two_scaling_scales_the_sum_exactly) {
   }
 }
 
+/* The CUDA headers use gnmr.h's private names only as gnmr.h's contract
+   block lists them, and every listed name still exists in gnmr.h. */
+static char *read_text(const char *path) {
+  FILE *f = fopen(path, "rb");
+  char *text = NULL;
+  long len;
+  if (!f) return NULL;
+  if (fseek(f, 0, SEEK_END) == 0 && (len = ftell(f)) >= 0 &&
+      fseek(f, 0, SEEK_SET) == 0 && (text = (char *)malloc((size_t)len + 1))) {
+    text[fread(text, 1, (size_t)len, f)] = '\0';
+  }
+  fclose(f);
+  return text;
+}
+
+static int is_ident(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+         (c >= '0' && c <= '9') || c == '_';
+}
+
+/* name (len bytes) is listed, or extends a listed name that ends in '_'. */
+static int in_contract(const char *block, const char *name, size_t len) {
+  const char *p = block;
+  while ((p = strstr(p, "\n     ")) != NULL) {
+    const char *w = p + 6;
+    size_t n = 0;
+    while (is_ident(w[n])) n++;
+    if (n > 0 && (n == len || (w[n - 1] == '_' && n < len)) &&
+        memcmp(w, name, n) == 0)
+      return 1;
+    p = w;
+  }
+  return 0;
+}
+
+TEST(cuda_headers_use_only_the_listed_private_names) {
+  static const char *const headers[] = {"examples/cuda/gnmr_ctl.cuh",
+                                        "examples/cuda/gnmr_norms.cuh"};
+  char *lib = read_text("gnmr.h"), *start, *end;
+  size_t h;
+  REQUIRE(lib != NULL);
+  start = strstr(lib, "The private names the CUDA headers");
+  REQUIRE(start != NULL);
+  end = strstr(start, "*/");
+  REQUIRE(end != NULL);
+  *end = '\0';
+  for (h = 0; h < sizeof headers / sizeof headers[0]; h++) {
+    char *text = read_text(headers[h]), *p;
+    REQUIRE(text != NULL);
+    for (p = text; *p; p++) {
+      size_t n = 0;
+      if ((p != text && is_ident(p[-1])) ||
+          (strncmp(p, "gnmr__", 6) != 0 && strncmp(p, "GNMR__", 6) != 0))
+        continue;
+      while (is_ident(p[n])) n++;
+      if (!in_contract(start, p, n)) {
+        printf("  %s: %.*s is not in gnmr.h's contract block\n", headers[h],
+               (int)n, p);
+        EXPECT(0);
+      }
+      p += n - 1;
+    }
+    free(text);
+  }
+  /* Each listed name is still defined (used past the block) in gnmr.h. */
+  {
+    const char *p = start;
+    while ((p = strstr(p, "\n     ")) != NULL) {
+      char name[64];
+      size_t n = 0;
+      p += 6;
+      while (is_ident(p[n]) && n < sizeof name - 1) n++;
+      memcpy(name, p, n);
+      name[n] = '\0';
+      if (n > 0 && !strstr(end + 2, name)) {
+        printf("  gnmr.h lists %s but no longer has it\n", name);
+        EXPECT(0);
+      }
+    }
+  }
+  free(lib);
+}
+
 int main(int argc, char **argv) {
   static const check_case cases[] = {
       CHECK_CASE(lane_sum_is_the_canonical_lane),
@@ -755,6 +838,7 @@ int main(int argc, char **argv) {
       CHECK_CASE(power_of_two_scaling_scales_the_sum_exactly),
       CHECK_CASE(regions_align_each_dtype_after_odd_sizes),
       CHECK_CASE(plan_after_odd_bf16_region_needs_placement),
+      CHECK_CASE(cuda_headers_use_only_the_listed_private_names),
   };
   return check_main(cases, sizeof cases / sizeof cases[0], argc, argv);
 }

@@ -461,13 +461,11 @@ gnmr_cuda__unit(const gnmr_ctl *ctl, const gnmr__rules *r, const float *norms,
 static inline GNMR_HOSTDEV void
 gnmr_cuda__admit_begin(gnmr_cuda_select *sel, const gnmr_ctl *ctl,
                        const gnmr_cuda_work *w) {
-  uint32_t max_o = ctl->cfg.max_recovering, free_slots;
   sel->status = w->unusable || !gnmr__usable(ctl) ? GNMR_ESTATE
                 : w->negative                     ? GNMR_ENORM
                                                   : GNMR_OK;
-  free_slots = w->t.locked < max_o ? max_o - w->t.locked : 0;
   sel->candidates = w->t.candidates;
-  sel->k = w->t.candidates < free_slots ? w->t.candidates : free_slots;
+  sel->k = gnmr__admit_count(&w->t, ctl->cfg.max_recovering);
   sel->hi = 0;
   sel->lo = 0;
   sel->depth = 0;
@@ -689,29 +687,25 @@ static __global__ void __launch_bounds__(GNMR_CUDA_UNIT_THREADS)
    to w by thread 0. */
 static __device__ __forceinline__ void
 gnmr_cuda__count_units(unsigned ev, gnmr_cuda_work *w, int atomic) {
-  const int sums[7] = {__syncthreads_count(ev & GNMR__EV_RISKY),
-                       __syncthreads_count(ev & GNMR__EV_NONFINITE),
-                       __syncthreads_count(ev & GNMR__EV_HELD),
-                       __syncthreads_count(ev & GNMR__EV_RENEWED),
-                       __syncthreads_count(ev & GNMR__EV_LOCKED),
-                       __syncthreads_count(ev & GNMR__EV_RISE),
-                       __syncthreads_count(ev & GNMR__EV_FALL)};
+  /* gnmr.h's tally, in its order; gnmr__tally_layout asserts the layout
+     the atomic path reads as arrays of 64 and 32 bits. */
+#define GNMR_CUDA__COUNT(name, type, bit)                                      \
+  __syncthreads_count((ev & (bit)) != 0u),
+  const int sums[GNMR__TALLY_N] = {GNMR__TALLY(GNMR_CUDA__COUNT)};
+#undef GNMR_CUDA__COUNT
   if (threadIdx.x != 0) return;
   if (atomic) {
-    unsigned long long *c64 = (unsigned long long *)(void *)&w->t.risky;
-    for (int i = 0; i < 4; i++)
+    unsigned long long *c64 = (unsigned long long *)(void *)&w->t;
+    uint32_t *c32 = (uint32_t *)(void *)(c64 + GNMR__TALLY_WIDE);
+    for (int i = 0; i < GNMR__TALLY_WIDE; i++)
       if (sums[i]) atomicAdd(c64 + i, (unsigned long long)sums[i]);
-    if (sums[4]) atomicAdd(&w->t.locked, (uint32_t)sums[4]);
-    if (sums[5]) atomicAdd(&w->t.rises, (uint32_t)sums[5]);
-    if (sums[6]) atomicAdd(&w->t.falls, (uint32_t)sums[6]);
+    for (int i = GNMR__TALLY_WIDE; i < GNMR__TALLY_N; i++)
+      if (sums[i]) atomicAdd(c32 + (i - GNMR__TALLY_WIDE), (uint32_t)sums[i]);
   } else {
-    w->t.risky += (uint64_t)sums[0];
-    w->t.nonfinite += (uint64_t)sums[1];
-    w->t.held += (uint64_t)sums[2];
-    w->t.renewed += (uint64_t)sums[3];
-    w->t.locked += (uint32_t)sums[4];
-    w->t.rises += (uint32_t)sums[5];
-    w->t.falls += (uint32_t)sums[6];
+#define GNMR_CUDA__ADD(name, type, bit)                                        \
+  w->t.name += (type)sums[GNMR__TALLY_AT_##name];
+    GNMR__TALLY(GNMR_CUDA__ADD)
+#undef GNMR_CUDA__ADD
   }
 }
 
