@@ -757,7 +757,7 @@ format-check:
 clean:
 	rm -rf $(B)
 
-# ---- detection benchmark (issues 12, 15) -------------------------------------
+# ---- detection benchmark ---------------------------------------------------
 # Synthetic traces with ground truth and the real traces of bench/data/;
 # the prototype's self-test first, then the tables: writes the
 # "## Detection" section of bench/RESULTS.md in place (about 30 s).

@@ -10,7 +10,7 @@
    samples, with the spread (max - min) / median. A sink keeps the work.
 
    usage: bench_norm [--paths=all|best] [--max-bytes=N] [--csv FILE]
-          bench_norm --targets  the issue's speed targets, as ratios measured
+          bench_norm --targets  the norm helpers' speed targets, as ratios measured
                                 alternately (both sides see the same load),
                                 the -O2 / -march=native builds among them
           bench_norm --targets=out-of-cache  only the three 256 MiB f32
@@ -301,7 +301,7 @@ static job make_job(int kind, int dtype, const void *x, size_t bytes) {
   return j;
 }
 
-/* The issue's speed targets, each an interleaved ratio. The f32, f16 and
+/* The norm helpers' speed targets, each an interleaved ratio. The f32, f16 and
    bf16 data sit side by side in buf (three regions of `big` bytes). */
 static void targets(unsigned char *buf, size_t big, int out_of_cache_only) {
   const size_t small = 64 * 1024;

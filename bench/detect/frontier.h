@@ -1,6 +1,6 @@
 /* ========================================================================
    Frontier (--frontier N): rise recall where false alarms reach 0.1% (the
-   issue's ceiling), z_rise swept and the recall interpolated linearly in
+   target's ceiling), z_rise swept and the recall interpolated linearly in
    the false-alarm rate, for the rule and for variants of it: other
    predictors, evidence summed over an event's steps, and bounds that are
    given the synthetic trace's hidden truth. N seeds per sigma from the
@@ -30,7 +30,7 @@ static int frontier(unsigned nseeds, unsigned long long base, const char *cpu,
   fprintf(md, "## Detection frontier\n\n");
   fprintf(md,
           "`make detect-frontier` (`build/detect --frontier %u`): rise "
-          "recall at 0.1%% false alarms (the issue's ceiling) on %u seeds "
+          "recall at 0.1%% false alarms (the target's ceiling) on %u seeds "
           "per sigma (1000 i + %llu + j, the many-seeds table's), z_rise "
           "swept over %.2f-%.2f and the recall interpolated linearly in the "
           "false-alarm rate between the two settings either side of 0.1%%. "

@@ -12,7 +12,7 @@ static int tg_real = 0;
 static void table_intro(const char *cpu, const char *when) {
   fprintf(md, "## Detection\n\n");
   fprintf(md,
-          "`bench/detect.c` (issues 12 and 15): which unit-steps each rule "
+          "`bench/detect/`: which unit-steps each rule "
           "flags, against ground truth. Command: `make detect` (builds with "
           "`-O2`, unpacks `bench/data/` into `build/data/`, runs `build/detect "
           "--data build/data --md build/detect.md` and puts this section into "
@@ -112,7 +112,7 @@ static void tables_synthetic(unsigned seeds, unsigned long long seed_base) {
       tg_grec12 = ty[1][D_PROTO].g_hit / ty[1][D_PROTO].g_n;
       tg_gfalse12 = 1e4 * ty[1][D_PROTO].g_false / ty[1][D_PROTO].g_free;
       fprintf(md,
-              "**Global events** (issue 15): recall (flagged on some step of "
+              "**Global events**: recall (flagged on some step of "
               "the event) and false global steps per 10,000 steps outside "
               "global events (hard batches included).\n\n"
               "| sigma | events | noise-aware: recall | false / 10k | paper "
@@ -285,7 +285,7 @@ static int tables_real(const char *data, unsigned reps) {
       free(tr.norms);
     }
     char jump_what[2][256];
-    fprintf(md, "**Unstable runs** (issue 15). Jump steps: the global norm "
+    fprintf(md, "**Unstable runs**. Jump steps: the global norm "
                 "above 2x the median of its previous 32 steps (a reference "
                 "independent of every rule). Admissions per 1000 steps before "
                 "(paper rules; noise-aware rule with the step-level view off: "
@@ -459,7 +459,7 @@ static void table_targets(unsigned seeds, unsigned many) {
   if (seeds) {
     static const double want_rec[4] = {0.0, 0.97, 0.93, 0.82};
     fprintf(md,
-            "### Targets (issues 12 and 15), noise-aware defaults\n\n"
+            "### Targets, noise-aware rules\n\n"
             "Synthetic targets on the main seeds (%u per sigma) and on the "
             "many-seeds table (%u per sigma; there the only peer checked is "
             "the rolling 6-sigma z-score, the one nearest on false alarms); "
