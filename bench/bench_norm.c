@@ -10,7 +10,7 @@
    samples, with the spread (max - min) / median. A sink keeps the work.
 
    usage: bench_norm [--paths=all|best] [--max-bytes=N] [--csv FILE]
-          bench_norm --targets  the norm helpers' speed targets, as ratios measured
+          bench_norm --targets  the speed targets, as ratios measured
                                 alternately (both sides see the same load),
                                 the -O2 / -march=native builds among them
           bench_norm --targets=out-of-cache  only the three 256 MiB f32
