@@ -1050,7 +1050,8 @@ static GNMR_HOSTDEV double gnmr__fold8(const double *l) {
     __STDC_VERSION__ >= 201112L
 #define GNMR__STATIC_ASSERT(name, cond) _Static_assert(cond, #name)
 #else
-#define GNMR__STATIC_ASSERT(name, cond) typedef char name[(cond) ? 1 : -1]
+#define GNMR__STATIC_ASSERT(name, cond)                                        \
+  typedef char name[(cond) ? 1 : -1] /* NOLINT(bugprone-macro-parentheses) */
 #endif
 
 #define GNMR__MAGIC 0x524d4e47u /* "GNMR" */
@@ -1512,7 +1513,8 @@ typedef struct gnmr__tally {
    bits (GNMR__TALLY_WIDE): field i lies at 8 i while i < WIDE, at 8 WIDE +
    4 (i - WIDE) after, with no padding, as the device's array reads it. */
 #define GNMR__TALLY_INDEX(name, type, bit) GNMR__TALLY_AT_##name,
-#define GNMR__TALLY_IS_WIDE(name, type, bit) +(sizeof(type) == 8)
+#define GNMR__TALLY_IS_WIDE(name, type, bit)                                   \
+  +(sizeof(type) == 8) /* NOLINT(bugprone-macro-parentheses) */
 enum {
   GNMR__TALLY(GNMR__TALLY_INDEX) GNMR__TALLY_N,
   GNMR__TALLY_WIDE = 0 GNMR__TALLY(GNMR__TALLY_IS_WIDE)
@@ -3365,7 +3367,9 @@ GNMR_DEF int gnmr_checkpoint_config(const gnmr_ctl *ctl, const void *buf,
 #define GNMR__DIFFERS(name, value, valid)                                      \
   if (!first && memcmp(&t.cfg.name, &ctl->cfg.name, sizeof t.cfg.name) != 0)   \
     first = #name;
-  GNMR__CONFIG(GNMR__DIFFERS)
+  /* bit for bit, as the checkpoint stores them (every field is finite) */
+  GNMR__CONFIG(GNMR__DIFFERS) /* NOLINT(bugprone-suspicious-memory-comparison,
+                                 cert-exp42-c,cert-flp37-c) */
 #undef GNMR__DIFFERS
   if (out) *out = t.cfg;
   if (differs) *differs = first;
