@@ -803,17 +803,19 @@ TEST(cuda_headers_use_only_the_listed_private_names) {
     }
     free(text);
   }
-  /* Each listed name is still defined (used past the block) in gnmr.h. */
+  /* Each listed name is still in gnmr.h outside the block. */
   {
     const char *p = start;
     while ((p = strstr(p, "\n     ")) != NULL) {
       char name[64];
+      const char *first;
       size_t n = 0;
       p += 6;
       while (is_ident(p[n]) && n < sizeof name - 1) n++;
       memcpy(name, p, n);
       name[n] = '\0';
-      if (n > 0 && !strstr(end + 2, name)) {
+      first = strstr(lib, name); /* before the block, or after it */
+      if (n > 0 && !(first && first < start) && !strstr(end + 2, name)) {
         printf("  gnmr.h lists %s but no longer has it\n", name);
         EXPECT(0);
       }

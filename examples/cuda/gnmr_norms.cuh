@@ -65,28 +65,11 @@
 #include <cuda_runtime.h>
 #endif
 
-/* IEEE single precision or nothing: nvcc --use_fast_math (llm.c's default)
-   flushes f32 subnormals to zero (--ftz=true) and fuses multiply-adds, and
-   the bits would no longer be gnmr.h's. A compiler that says so with
-   __USE_FAST_MATH__ stops here; nvcc 13 defines no macro for it, so each
-   kernel's first line asks NVVM (__nvvm_reflect("__CUDA_FTZ"), libdevice's
-   own switch, folded at compile time) and under --ftz=true calls a
-   function that exists nowhere: ptxas then stops the build naming it
-   (make cuda checks both headers). The same block is in both CUDA headers
-   (either may be copied alone); the first one a file includes defines
-   it. */
+/* IEEE single precision or nothing (gnmr.h, gnmr__cuda_ieee_guard): every
+   kernel below starts with the guard; a compiler that says it builds with
+   fast math stops here. */
 #if defined(__USE_FAST_MATH__)
 #error "gnmr: IEEE floats needed: build without --use_fast_math"
-#endif
-#if defined(__CUDACC__) && !defined(GNMR_CUDA__IEEE_GUARD)
-#define GNMR_CUDA__IEEE_GUARD
-extern "C" __device__ int __nvvm_reflect(const char *);
-extern "C" __device__ void
-gnmr_cuda_needs_ieee_floats_build_without_use_fast_math(void);
-static __device__ __forceinline__ void gnmr_cuda__ieee_guard(void) {
-  if (__nvvm_reflect("__CUDA_FTZ"))
-    gnmr_cuda_needs_ieee_floats_build_without_use_fast_math();
-}
 #endif
 
 #if defined(__CUDA_ARCH__)
@@ -410,7 +393,7 @@ static __global__ void __launch_bounds__(GNMR_NORMS_THREADS)
   const uint32_t warp = threadIdx.x / GNMR_SUM_LANES;
   const uint64_t chunk = (uint64_t)blockIdx.x * GNMR_NORMS_WARPS + warp;
   const uint32_t lane = threadIdx.x % GNMR_SUM_LANES;
-  gnmr_cuda__ieee_guard();
+  gnmr__cuda_ieee_guard();
   if (chunk >= n_chunks) return; /* the whole warp */
   const gnmr_norms_tensor x =
       tensors[gnmr_norms_chunk_tensor(tensors, n_tensors, chunk)];
