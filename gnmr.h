@@ -374,26 +374,6 @@
 #define GNMR_HOSTDEV
 #endif
 
-/* IEEE single precision or nothing, for the CUDA headers' kernels: nvcc
-   --use_fast_math (llm.c's default) flushes f32 subnormals to zero
-   (--ftz=true) and fuses multiply-adds, and the bits would no longer be
-   this file's. nvcc 13 defines no macro for it (the headers #error on
-   __USE_FAST_MATH__ where a compiler does), so each of their kernels
-   starts with gnmr__cuda_ieee_guard(): it asks NVVM
-   (__nvvm_reflect("__CUDA_FTZ"), libdevice's own switch, folded at compile
-   time) and under --ftz=true calls a function that exists nowhere, so
-   ptxas stops the build naming it (make cuda checks both headers). Nothing
-   calls it outside those kernels. */
-#if defined(__CUDACC__)
-extern "C" __device__ int __nvvm_reflect(const char *);
-extern "C" __device__ void
-gnmr_cuda_needs_ieee_floats_build_without_use_fast_math(void);
-static __device__ __forceinline__ void gnmr__cuda_ieee_guard(void) {
-  if (__nvvm_reflect("__CUDA_FTZ"))
-    gnmr_cuda_needs_ieee_floats_build_without_use_fast_math();
-}
-#endif
-
 /* The short window is a compile-time constant so every translation unit (and
    every checkpoint) agrees on the layout of gnmr_slot. */
 #define GNMR_WINDOW_MAX 16
@@ -905,6 +885,27 @@ GNMR_DEF int gnmr_ctl_isa_force(int isa);
 }
 #endif
 #endif /* GNMR_H */
+
+/* IEEE single precision or nothing, for the CUDA headers' kernels: nvcc
+   --use_fast_math (llm.c's default) flushes f32 subnormals to zero
+   (--ftz=true) and fuses multiply-adds, and the bits would no longer be
+   this file's. nvcc 13 defines no macro for it (the headers #error on
+   __USE_FAST_MATH__ where a compiler does), so each of their kernels
+   starts with gnmr__cuda_ieee_guard(): it asks NVVM
+   (__nvvm_reflect("__CUDA_FTZ"), libdevice's own switch, folded at compile
+   time) and under --ftz=true calls a function that exists nowhere, so
+   ptxas stops the build naming it (make cuda checks both headers). Nothing
+   calls it outside those kernels. */
+#if defined(__CUDACC__) && !defined(GNMR__CUDA_IEEE_GUARD)
+#define GNMR__CUDA_IEEE_GUARD
+extern "C" __device__ int __nvvm_reflect(const char *);
+extern "C" __device__ void
+gnmr_cuda_needs_ieee_floats_build_without_use_fast_math(void);
+static __device__ __forceinline__ void gnmr__cuda_ieee_guard(void) {
+  if (__nvvm_reflect("__CUDA_FTZ"))
+    gnmr_cuda_needs_ieee_floats_build_without_use_fast_math();
+}
+#endif
 
 /* ======================================================================== */
 #ifdef GNMR_IMPLEMENTATION
