@@ -1,13 +1,16 @@
 /* bench_ctl_cuda.cu - device time per step of the CUDA controller
    (examples/cuda/gnmr_ctl.cuh), graph-launched.
 
-   For 1,024 and 65,536 units (or --units N), both rule sets (NOISE, the
-   default, and PAPER), calm inputs (every norm within 10% of 1) and spiky
+   For 1,024 and 65,536 units (or --units N), both rule sets (PAPER, the
+   default, and NOISE), calm inputs (every norm within 10% of 1) and spiky
    ones (one unit in 13 at 40x, so the admission select runs), with
    decisions written and without: one CUDA graph of STEPS steps
    cycling over POOL norm vectors, launched REPEATS times; the figure is the
-   median (min, max) of the launches' event time over STEPS. Skips where no
-   CUDA device is present. Build: make cuda; run: make cuda-bench. */
+   median (min, max) of the launches' event time over STEPS. Beside them,
+   the anchor that needs no PyTorch: the same graph of empty launches of
+   the step's shapes (the floor no step can go under), and the targets of
+   the default rules (bench/RESULTS.md). Skips where no CUDA device is
+   present. Build: make cuda; run: make cuda-bench. */
 #define GNMR_STATIC
 #define GNMR_IMPLEMENTATION
 #include "gnmr.h"
@@ -55,6 +58,66 @@ static int cmp_float(const void *a, const void *b) {
   return (x > y) - (x < y);
 }
 
+/* The anchor: what the same graph costs with the step's launches doing
+   nothing (one empty block of 1,024 threads for a one-launch step, four
+   empty kernels of the step's shapes above GNMR_CUDA_FUSED_MAX). A step
+   cannot cost less. */
+static __global__ void empty_kernel(void) {}
+
+static void sorted_median_us(float *ms, float res[3]) {
+  qsort(ms, REPEATS, sizeof ms[0], cmp_float);
+  res[0] = ms[REPEATS / 2] * 1000.0f / STEPS;
+  res[1] = ms[0] * 1000.0f / STEPS;
+  res[2] = ms[REPEATS - 1] * 1000.0f / STEPS;
+}
+
+/* Launches exec REPEATS times (after one warm-up) on stream: per-step us. */
+static void time_graph(cudaGraphExec_t exec, cudaStream_t stream,
+                       float res[3]) {
+  cudaEvent_t t0, t1;
+  float ms[REPEATS];
+  int r;
+  CK(cudaEventCreate(&t0));
+  CK(cudaEventCreate(&t1));
+  CK(cudaGraphLaunch(exec, stream));
+  for (r = 0; r < REPEATS; r++) {
+    CK(cudaEventRecord(t0, stream));
+    CK(cudaGraphLaunch(exec, stream));
+    CK(cudaEventRecord(t1, stream));
+    CK(cudaEventSynchronize(t1));
+    CK(cudaEventElapsedTime(&ms[r], t0, t1));
+  }
+  sorted_median_us(ms, res);
+  cudaEventDestroy(t0);
+  cudaEventDestroy(t1);
+}
+
+static void launch_floor(uint32_t n, float res[3]) {
+  const uint32_t blocks = (n + 255) / 256;
+  cudaStream_t stream;
+  cudaGraph_t graph;
+  cudaGraphExec_t exec;
+  uint32_t s;
+  CK(cudaStreamCreate(&stream));
+  CK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
+  for (s = 0; s < STEPS; s++)
+    if (n <= GNMR_CUDA_FUSED_MAX) {
+      empty_kernel<<<1, GNMR_CUDA_ADMIT_THREADS, 0, stream>>>();
+    } else {
+      empty_kernel<<<blocks, GNMR_CUDA_UNIT_THREADS, 0, stream>>>();
+      empty_kernel<<<1, GNMR_CUDA_UNIT_THREADS, 0, stream>>>();
+      empty_kernel<<<blocks, GNMR_CUDA_UNIT_THREADS, 0, stream>>>();
+      empty_kernel<<<1, GNMR_CUDA_ADMIT_THREADS, 0, stream>>>();
+    }
+  CK(cudaGetLastError());
+  CK(cudaStreamEndCapture(stream, &graph));
+  CK(cudaGraphInstantiateWithFlags(&exec, graph, 0));
+  time_graph(exec, stream, res);
+  cudaGraphExecDestroy(exec);
+  cudaGraphDestroy(graph);
+  cudaStreamDestroy(stream);
+}
+
 /* Microseconds of device time per step: median, min, max of the launches. */
 static void measure(uint32_t n, int rule, int spiky, uint32_t max_o,
                     int with_out, float res[3]) {
@@ -68,10 +131,7 @@ static void measure(uint32_t n, int rule, int spiky, uint32_t max_o,
   cudaStream_t stream;
   cudaGraph_t graph;
   cudaGraphExec_t exec;
-  cudaEvent_t t0, t1;
-  float ms[REPEATS];
   uint32_t s, u;
-  int r;
   if (!slots || !x) exit(1);
   cfg.max_recovering = max_o;
   cfg.warmup_steps = 4;
@@ -92,16 +152,7 @@ static void measure(uint32_t n, int rule, int spiky, uint32_t max_o,
     GK(gnmr_cuda_step(&dev, d_x + (size_t)(s % POOL) * n, d_out, stream));
   CK(cudaStreamEndCapture(stream, &graph));
   CK(cudaGraphInstantiateWithFlags(&exec, graph, 0));
-  CK(cudaEventCreate(&t0));
-  CK(cudaEventCreate(&t1));
-  CK(cudaGraphLaunch(exec, stream)); /* warm-up, past the warm-up steps */
-  for (r = 0; r < REPEATS; r++) {
-    CK(cudaEventRecord(t0, stream));
-    CK(cudaGraphLaunch(exec, stream));
-    CK(cudaEventRecord(t1, stream));
-    CK(cudaEventSynchronize(t1));
-    CK(cudaEventElapsedTime(&ms[r], t0, t1));
-  }
+  time_graph(exec, stream, res); /* its warm-up passes the warm-up steps */
   {
     int last, first;
     GK(gnmr_cuda_status(&dev, &last, &first));
@@ -110,12 +161,6 @@ static void measure(uint32_t n, int rule, int spiky, uint32_t max_o,
       exit(1);
     }
   }
-  qsort(ms, REPEATS, sizeof ms[0], cmp_float);
-  res[0] = ms[REPEATS / 2] * 1000.0f / STEPS;
-  res[1] = ms[0] * 1000.0f / STEPS;
-  res[2] = ms[REPEATS - 1] * 1000.0f / STEPS;
-  cudaEventDestroy(t0);
-  cudaEventDestroy(t1);
   cudaGraphExecDestroy(exec);
   cudaGraphDestroy(graph);
   gnmr_cuda_ctl_destroy(&dev);
@@ -146,20 +191,28 @@ int main(int argc, char **argv) {
          STEPS, REPEATS);
   printf("device: %s; driver %d.%d\n\n", prop.name, driver / 1000,
          (driver % 1000) / 10);
-  printf("%9s  %-6s %-6s %6s  %-24s %-24s\n", "units", "rules", "input", "maxO",
-         "with decisions", "out = NULL");
-  for (i = 0; i < n_sizes; i++)
-    for (rule = GNMR_RULE_NOISE; rule >= GNMR_RULE_PAPER; rule--)
+  printf("%9s  %-6s %-6s %6s  %-24s %-24s %s\n", "units", "rules", "input",
+         "maxO", "with decisions", "out = NULL", "target");
+  for (i = 0; i < n_sizes; i++) {
+    const uint32_t n = sizes[i], max_o = n / 8 > 4 ? 4 : 1;
+    /* the targets for the default rules (PAPER), with decisions */
+    const char *target = n <= 1024 ? "<= 8 (stretch 4)" : "<= 25";
+    float floor_us[3];
+    launch_floor(n, floor_us);
+    printf("%9u  %-20s %6.2f [%6.2f, %6.2f]   (empty launches: the floor)\n", n,
+           "launch floor", floor_us[0], floor_us[1], floor_us[2]);
+    for (rule = GNMR_RULE_PAPER; rule <= GNMR_RULE_NOISE; rule++)
       for (spiky = 0; spiky <= 1; spiky++) {
-        const uint32_t n = sizes[i], max_o = n / 8 > 4 ? 4 : 1;
         float res[2][3];
         for (with_out = 1; with_out >= 0; with_out--)
           measure(n, rule, spiky, max_o, with_out, res[1 - with_out]);
         printf("%9u  %-6s %-6s %6u  %6.2f [%6.2f, %6.2f]   %6.2f [%6.2f, "
-               "%6.2f]\n",
+               "%6.2f]   %s\n",
                n, rule == GNMR_RULE_NOISE ? "noise" : "paper",
                spiky ? "spiky" : "calm", max_o, res[0][0], res[0][1], res[0][2],
-               res[1][0], res[1][1], res[1][2]);
+               res[1][0], res[1][1], res[1][2],
+               rule == GNMR_RULE_PAPER ? target : "");
       }
+  }
   return 0;
 }

@@ -71,12 +71,24 @@ static void merge_bins(uint32_t *hist, uint32_t *block_hist) {
   for (i = 0; i < GNMR_CUDA_BINS; i++) hist[i] += block_hist[i];
 }
 
+/* The median's search as the kernels run it: 64 threads a phase. */
+static uint32_t median_search(const uint32_t *hist, uint32_t settled) {
+  gnmr_cuda_median m;
+  uint32_t bin_sums[64], t;
+  m.block = m.below = m.bin = 9999; /* no thread's write must not pass */
+  for (t = 0; t < 64; t++) bin_sums[t] = gnmr_cuda__bin_sum(hist, t);
+  for (t = 0; t < 64; t++) gnmr_cuda__median_block(&m, bin_sums, settled, t);
+  if (m.block < 64)
+    for (t = 0; t < 64; t++) gnmr_cuda__median_bin(&m, hist, settled, t);
+  return m.bin;
+}
+
 /* The scan and verdict kernels. */
 static void emulate_scan_verdict(gnmr_ctl *ctl, gnmr_cuda_work *w,
                                  const float *x) {
   static uint32_t order[MAX_BLOCKS], block_hist[GNMR_CUDA_BINS];
   const uint32_t n = ctl->n_units, blocks = (n + 255) / 256;
-  uint32_t bin_sums[64], i, t;
+  uint32_t i, t;
   for (i = 0; i < blocks; i++) order[i] = i;
   shuffle(order, blocks);
   for (i = 0; i < blocks; i++) {
@@ -103,8 +115,7 @@ static void emulate_scan_verdict(gnmr_ctl *ctl, gnmr_cuda_work *w,
     merge_bins(w->hist, block_hist);
   }
   /* verdict */
-  for (i = 0; i < 64; i++) bin_sums[i] = gnmr_cuda__bin_sum(w->hist, i);
-  gnmr_cuda__verdict(ctl, w, w->hist, bin_sums, block_sumsq);
+  gnmr_cuda__verdict(ctl, w, median_search(w->hist, w->settled), block_sumsq);
   memset(w->hist, 0, sizeof w->hist);
 }
 
@@ -114,12 +125,11 @@ static void emulate_fused_scan_verdict(gnmr_ctl *ctl, gnmr_cuda_work *w,
   static uint32_t hist[GNMR_CUDA_BINS];
   const uint32_t n = ctl->n_units, blocks = (n + 255) / 256;
   const int usable = gnmr__usable(ctl);
-  uint32_t bin_sums[64], u, i;
+  uint32_t bin = 0, u, i;
   gnmr__rules r;
   if (!usable) w->unusable = 1;
   gnmr__rules_of(ctl, &r);
   memset(hist, 0, sizeof hist);
-  memset(bin_sums, 0, sizeof bin_sums);
   for (u = 0; u < n; u++) gnmr_cuda__check(x, n, u, w);
   if (usable && r.noise) {
     const gnmr__soa s = gnmr__carve(ctl->units, n);
@@ -138,9 +148,9 @@ static void emulate_fused_scan_verdict(gnmr_ctl *ctl, gnmr_cuda_work *w,
       memcpy(hist, moved, sizeof hist);
     }
     for (i = 0; i < blocks; i++) block_sumsq[i] = block_sum(x, n, i);
-    for (i = 0; i < 64; i++) bin_sums[i] = gnmr_cuda__bin_sum(hist, i);
+    bin = median_search(hist, w->settled);
   }
-  gnmr_cuda__verdict(ctl, w, hist, bin_sums, block_sumsq);
+  gnmr_cuda__verdict(ctl, w, bin, block_sumsq);
 }
 
 /* The select and rule 7 of the admit kernel, after admit_begin: each
@@ -533,6 +543,52 @@ TEST(a_perturbed_emulation_is_caught) {
   quiet = 0;
 }
 
+/* The median's two-phase search alone against gnmr.h's walk
+   (gnmr__median_bin) on counts built to sit on its edges: everything in
+   one bin (the first, the last), empty blocks, the rank on a block's or a
+   bin's border, a single count, and counts that sum to less than settled
+   (the walk then ends on the last bin; so must the search). */
+TEST(median_search_equals_the_walk) {
+  static uint32_t hist[GNMR_CUDA_BINS];
+  uint32_t trial, i, mismatches = 0;
+  for (trial = 0; trial < 4000; trial++) {
+    const uint32_t kind = trial % 8;
+    uint32_t settled = 0, at;
+    memset(hist, 0, sizeof hist);
+    switch (kind) {
+    case 0: hist[0] = 1 + (uint32_t)(check_rand() % 1000); break;
+    case 1: hist[4095] = 1 + (uint32_t)(check_rand() % 1000); break;
+    case 2: /* two bins in different blocks, the rank on the border */
+      at = (uint32_t)(check_rand() % 4096);
+      hist[at] = 2 + (uint32_t)(check_rand() % 50);
+      hist[(at + 64 * (1 + check_rand() % 63)) % 4096] += hist[at];
+      break;
+    case 3: /* a few counts anywhere */
+      for (i = 0; i < 1 + check_rand() % 8; i++)
+        hist[check_rand() % 4096] += 1 + (uint32_t)(check_rand() % 3);
+      break;
+    case 4: /* a band of a block and a half */
+      at = (uint32_t)(check_rand() % 4000);
+      for (i = at; i < at + 96 && i < 4096; i++)
+        hist[i] = (uint32_t)(check_rand() % 3);
+      break;
+    default: /* many counts around the middle */
+      for (i = 0; i < 1000; i++) {
+        const double g =
+            2048.0 + 300.0 * (check_uniform() - 0.5) * (double)(1 + kind - 5);
+        hist[(uint32_t)g]++;
+      }
+    }
+    for (i = 0; i < GNMR_CUDA_BINS; i++) settled += hist[i];
+    if (settled == 0) settled = 1;
+    if (trial % 50 == 7) settled += 1 + (uint32_t)(check_rand() % 40);
+    if (median_search(hist, settled) != gnmr__median_bin(hist, settled))
+      mismatches++;
+  }
+  EXPECT(mismatches == 0);
+  if (mismatches) printf("  %u of 4000 counts: another bin\n", mismatches);
+}
+
 /* The select alone, on scores built to be hard: shared high bytes, one-ulp
    differences, exact ties, +inf, the smallest and largest doubles. The
    admitted set must be the k best by (score descending, index ascending). */
@@ -661,6 +717,7 @@ int main(int argc, char **argv) {
       CHECK_CASE(noise_defaults_through_the_warmup),
       CHECK_CASE(global_steps_under_each_policy),
       CHECK_CASE(a_perturbed_emulation_is_caught),
+      CHECK_CASE(median_search_equals_the_walk),
       CHECK_CASE(select_matches_a_full_ranking),
       CHECK_CASE(refused_steps_change_nothing)};
   return check_main(cases, sizeof cases / sizeof cases[0], argc, argv);

@@ -1,5 +1,5 @@
 /* gnmr_ctl.cuh - gnmr.h's controller on a CUDA device, one unit per thread,
-   both rule sets (NOISE, the default, and PAPER).
+   both rule sets (PAPER, the default, and NOISE).
 
    Copy this file next to gnmr.h (and gnmr_norms.cuh for the norms). Like
    gnmr.h it is a single-file library: in exactly one .cu file write
@@ -56,10 +56,11 @@
               block's eight lanes of G's sum of squares (unit u in lane u %
               8, in order) folded ((0+1)+(2+3))+((4+5)+(6+7)): the block of
               256 units of gnmr.h's fixed order is the CUDA block.
-     verdict  one block: the lower median from the counts (sums of 64 bins in
-              parallel, then the bins, as gnmr_step), the blocks' sums added
-              in order by one thread, then gnmr.h's own gnmr__step_verdict
-              (G's history, GLOBAL, the global scale, the report).
+     verdict  one block: the counts into shared memory, the lower median's
+              bin by 64 threads (the block of 64 bins that holds it, then
+              the bin: gnmr_step's answer), the blocks' sums added in order
+              by one thread, then gnmr.h's own gnmr__step_verdict (G's
+              history, GLOBAL, the global scale, the report).
      units    every thread one unit: gnmr.h's gnmr__unit_step (rules 1-6 and
               8, N1-N9 with the verdict's c, GLOBAL and scale), the totals
               summed per block (integers), each candidate for a slot listed
@@ -371,31 +372,52 @@ static inline GNMR_HOSTDEV uint32_t gnmr_cuda__bin_sum(const uint32_t *hist,
   return sum;
 }
 
-/* The lower median's bin centre from the counts (settled > 0 of them), by
-   gnmr.h's search: the block of 64 that holds rank (settled - 1) / 2 (the
-   last, if none before), then the bin in it. */
-static inline GNMR_HOSTDEV double gnmr_cuda__median(const uint32_t *hist,
-                                                    const uint32_t *bin_sums,
-                                                    uint32_t settled) {
+/* The verdict's search for the lower median's bin (gnmr.h's
+   gnmr__median_bin, the same answer for any counts) by 64 threads in two
+   phases, each thread at most 63 additions instead of one thread walking
+   up to 127 bins: first the block of 64 bins that holds rank = (settled -
+   1) / 2 (the last, if none before), then the bin in it (the last bin, if
+   none before). In each phase exactly one thread's test holds: the counts
+   below a block (a bin) only grow. */
+typedef struct gnmr_cuda_median {
+  uint32_t block, below; /* phase 1: the block, the counts below it */
+  uint32_t bin;          /* phase 2: the median's bin */
+} gnmr_cuda_median;
+
+/* phase 1, thread i < 64 (bin_sums: gnmr_cuda__bin_sum's). */
+static inline GNMR_HOSTDEV void
+gnmr_cuda__median_block(gnmr_cuda_median *m, const uint32_t *bin_sums,
+                        uint32_t settled, uint32_t i) {
   const uint32_t rank = (settled - 1) / 2;
-  uint32_t block, at, below = 0;
-  for (block = 0; block < 63; block++) {
-    if (below + bin_sums[block] > rank) break;
-    below += bin_sums[block];
+  uint32_t j, below = 0;
+  for (j = 0; j < i; j++) below += bin_sums[j];
+  if (below <= rank && (i == 63 || below + bin_sums[i] > rank)) {
+    m->block = i;
+    m->below = below;
   }
-  for (at = block * 64; at < 4095 && below + hist[at] <= rank; at++)
-    below += hist[at];
-  return ((double)at + 0.5) / 256.0 - 8.0;
 }
 
-/* verdict, thread 0, after the scan: rule N3's c, G's history and the
-   verdict (gnmr.h's own gnmr__step_verdict), kept in w for the units and
-   the admit; on a refused step or in PAPER mode, nothing but an empty
-   report. hist and bin_sums: the step's counts; block_sumsq: the scan's
-   sums of the ceil(n / 256) blocks. */
-static inline GNMR_HOSTDEV void
-gnmr_cuda__verdict(gnmr_ctl *ctl, gnmr_cuda_work *w, const uint32_t *hist,
-                   const uint32_t *bin_sums, const double *block_sumsq) {
+/* phase 2, thread j < 64 (after phase 1). */
+static inline GNMR_HOSTDEV void gnmr_cuda__median_bin(gnmr_cuda_median *m,
+                                                      const uint32_t *hist,
+                                                      uint32_t settled,
+                                                      uint32_t j) {
+  const uint32_t rank = (settled - 1) / 2, at = 64 * m->block + j;
+  uint32_t b, below = m->below;
+  for (b = 64 * m->block; b < at; b++) below += hist[b];
+  if (below <= rank && (at == 4095 || below + hist[at] > rank)) m->bin = at;
+}
+
+/* verdict, thread 0, after the scan and the median's search: rule N3's c,
+   G's history and the verdict (gnmr.h's own gnmr__step_verdict), kept in
+   w for the units and the admit; on a refused step or in PAPER mode,
+   nothing but an empty report. bin: the median's (read only if the step
+   has common_min_units settled units); block_sumsq: the scan's sums of the
+   ceil(n / 256) blocks. */
+static inline GNMR_HOSTDEV void gnmr_cuda__verdict(gnmr_ctl *ctl,
+                                                   gnmr_cuda_work *w,
+                                                   uint32_t bin,
+                                                   const double *block_sumsq) {
   gnmr__rules r;
   gnmr_step_report rep;
   memset(&rep, 0, sizeof rep);
@@ -409,7 +431,7 @@ gnmr_cuda__verdict(gnmr_ctl *ctl, gnmr_cuda_work *w, const uint32_t *hist,
     uint32_t b;
     gnmr__rules_of(ctl, &r);
     if (w->settled >= ctl->cfg.common_min_units)
-      r.common = gnmr_cuda__median(hist, bin_sums, w->settled);
+      r.common = ((double)bin + 0.5) / 256.0 - 8.0;
     for (b = 0; b < blocks; b++) sumsq += block_sumsq[b];
     gnmr__step_verdict(ctl, &r, &rep, sumsq, w->finite, w->settled, w->up);
     w->common = r.common;
@@ -611,6 +633,21 @@ gnmr_cuda__admit_end(const gnmr_cuda_select *sel, gnmr_ctl *ctl,
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
+/* The median's search in one block (at least 64 threads): the sums of
+   64 bins, then its two phases, barriers between; m->bin is then every
+   thread's to read. */
+static __device__ __forceinline__ void
+gnmr_cuda__median_phases(gnmr_cuda_median *m, const uint32_t *hist,
+                         uint32_t *bin_sums, uint32_t settled) {
+  const uint32_t t = threadIdx.x;
+  if (t < 64) bin_sums[t] = gnmr_cuda__bin_sum(hist, t);
+  __syncthreads();
+  if (t < 64) gnmr_cuda__median_block(m, bin_sums, settled, t);
+  __syncthreads();
+  if (t < 64) gnmr_cuda__median_bin(m, hist, settled, t);
+  __syncthreads();
+}
+
 /* Block b: units 256 b ... 256 b + 255 (the refusal check, and NOISE
    mode's rule N3 pass). */
 static __global__ void __launch_bounds__(GNMR_CUDA_UNIT_THREADS)
@@ -652,17 +689,19 @@ static __global__ void __launch_bounds__(GNMR_CUDA_UNIT_THREADS)
   }
 }
 
-/* One block: the verdict, then the bins cleared for the next step. */
+/* One block: the bins into shared memory, the median's search, the
+   verdict, then the bins cleared for the next step. */
 static __global__ void __launch_bounds__(GNMR_CUDA_UNIT_THREADS)
     gnmr_cuda__verdict_kernel(gnmr_ctl *ctl, gnmr_cuda_work *w,
                               const double *block_sumsq) {
-  __shared__ uint32_t bin_sums[64];
-  const uint32_t t = threadIdx.x;
-  for (uint32_t i = t; i < 64; i += blockDim.x)
-    bin_sums[i] = gnmr_cuda__bin_sum(w->hist, i);
+  __shared__ uint32_t hist[GNMR_CUDA_BINS], bin_sums[64];
+  __shared__ gnmr_cuda_median m;
+  const uint32_t t = threadIdx.x, settled = w->settled;
+  for (uint32_t i = t; i < GNMR_CUDA_BINS; i += blockDim.x)
+    hist[i] = w->hist[i];
   __syncthreads();
-  if (t == 0) gnmr_cuda__verdict(ctl, w, w->hist, bin_sums, block_sumsq);
-  __syncthreads();
+  gnmr_cuda__median_phases(&m, hist, bin_sums, settled);
+  if (t == 0) gnmr_cuda__verdict(ctl, w, m.bin, block_sumsq);
   for (uint32_t i = t; i < GNMR_CUDA_BINS; i += blockDim.x) w->hist[i] = 0;
 }
 
@@ -760,6 +799,7 @@ static __global__ void __launch_bounds__(GNMR_CUDA_ADMIT_THREADS)
   __shared__ gnmr__rules r;
   __shared__ gnmr_cuda_select sel;
   __shared__ uint32_t hist[GNMR_CUDA_BINS], bin_sums[64];
+  __shared__ gnmr_cuda_median m;
   __shared__ double lanes[GNMR_CUDA_FUSED_MAX / 32];
   __shared__ double block_sumsq[GNMR_CUDA_FUSED_MAX / 256];
   __shared__ int usable;
@@ -769,6 +809,7 @@ static __global__ void __launch_bounds__(GNMR_CUDA_ADMIT_THREADS)
     usable = gnmr__usable(ctl);
     if (!usable) w->unusable = 1;
     gnmr__rules_of(ctl, &r);
+    m.bin = 0; /* read by the verdict only after the search */
   }
   for (at = t; at < GNMR_CUDA_BINS; at += T) hist[at] = 0;
   for (at = 0; at < n; at += T) gnmr_cuda__check(norms, n, at + t, w);
@@ -790,14 +831,14 @@ static __global__ void __launch_bounds__(GNMR_CUDA_ADMIT_THREADS)
     }
     for (at = t; at < 8 * blocks; at += T)
       lanes[at] = gnmr_cuda__lane(norms, n, at / 8, at % 8);
-    for (at = t; at < 64; at += T) bin_sums[at] = gnmr_cuda__bin_sum(hist, at);
     __syncthreads();
     for (at = t; at < blocks; at += T)
       block_sumsq[at] = gnmr__fold8(lanes + 8 * at);
+    gnmr_cuda__median_phases(&m, hist, bin_sums, w->settled);
   }
   __syncthreads();
   if (t == 0) {
-    gnmr_cuda__verdict(ctl, w, hist, bin_sums, block_sumsq);
+    gnmr_cuda__verdict(ctl, w, m.bin, block_sumsq);
     gnmr_cuda__rules(ctl, w, &r);
   }
   __syncthreads();

@@ -1,6 +1,6 @@
 /* The CUDA controller (examples/cuda/gnmr_ctl.cuh) on a GPU against gnmr_step
    on the CPU: for 1 to 65,536 units and random configs of both rule sets
-   (NOISE, the default, in two runs of three), many steps of calm, spiky,
+   (NOISE in two runs of three), many steps of calm, spiky,
    NaN/Inf, tied, refused, shared-rise (GLOBAL) and falling norms run as
    one captured CUDA graph; every decision, every step's report, the state
    (checkpoint bytes), the totals, the step results and the device-side
