@@ -83,6 +83,20 @@ static uint32_t median_search(const uint32_t *hist, uint32_t settled) {
   return m.bin;
 }
 
+/* The verdict kernel's G: the block sums staged 256 at a time (a block
+   of threads), each stage added in order. */
+static double staged_sum(uint32_t blocks) {
+  double sum = 0.0;
+  uint32_t first;
+  for (first = 0; first < blocks; first += GNMR_CUDA_UNIT_THREADS) {
+    const uint32_t count = blocks - first < GNMR_CUDA_UNIT_THREADS
+                               ? blocks - first
+                               : GNMR_CUDA_UNIT_THREADS;
+    sum = gnmr_cuda__add_blocks(sum, block_sumsq + first, count);
+  }
+  return sum;
+}
+
 /* The scan and verdict kernels. */
 static void emulate_scan_verdict(gnmr_ctl *ctl, gnmr_cuda_work *w,
                                  const float *x) {
@@ -115,7 +129,8 @@ static void emulate_scan_verdict(gnmr_ctl *ctl, gnmr_cuda_work *w,
     merge_bins(w->hist, block_hist);
   }
   /* verdict */
-  gnmr_cuda__verdict(ctl, w, median_search(w->hist, w->settled), block_sumsq);
+  gnmr_cuda__verdict(ctl, w, median_search(w->hist, w->settled),
+                     staged_sum(blocks));
   memset(w->hist, 0, sizeof w->hist);
 }
 
@@ -150,7 +165,10 @@ static void emulate_fused_scan_verdict(gnmr_ctl *ctl, gnmr_cuda_work *w,
     for (i = 0; i < blocks; i++) block_sumsq[i] = block_sum(x, n, i);
     bin = median_search(hist, w->settled);
   }
-  gnmr_cuda__verdict(ctl, w, bin, block_sumsq);
+  gnmr_cuda__verdict(ctl, w, bin,
+                     usable && r.noise
+                         ? gnmr_cuda__add_blocks(0.0, block_sumsq, blocks)
+                         : 0.0);
 }
 
 /* The select and rule 7 of the admit kernel, after admit_begin: each

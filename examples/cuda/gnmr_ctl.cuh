@@ -408,16 +408,24 @@ static inline GNMR_HOSTDEV void gnmr_cuda__median_bin(gnmr_cuda_median *m,
   if (below <= rank && (at == 4095 || below + hist[at] > rank)) m->bin = at;
 }
 
+/* G's sum of squares, gnmr.h's order: sum + x[0] + x[1] + ... + x[m - 1],
+   left to right (the scan's block sums, m at a time). */
+static inline GNMR_HOSTDEV double
+gnmr_cuda__add_blocks(double sum, const double *x, uint32_t m) {
+  uint32_t i;
+  for (i = 0; i < m; i++) sum += x[i];
+  return sum;
+}
+
 /* verdict, thread 0, after the scan and the median's search: rule N3's c,
    G's history and the verdict (gnmr.h's own gnmr__step_verdict), kept in
    w for the units and the admit; on a refused step or in PAPER mode,
    nothing but an empty report. bin: the median's (read only if the step
-   has common_min_units settled units); block_sumsq: the scan's sums of the
-   ceil(n / 256) blocks. */
+   has common_min_units settled units); sumsq: G's sum of squares, the
+   scan's block sums added in order (gnmr_cuda__add_blocks). */
 static inline GNMR_HOSTDEV void gnmr_cuda__verdict(gnmr_ctl *ctl,
                                                    gnmr_cuda_work *w,
-                                                   uint32_t bin,
-                                                   const double *block_sumsq) {
+                                                   uint32_t bin, double sumsq) {
   gnmr__rules r;
   gnmr_step_report rep;
   memset(&rep, 0, sizeof rep);
@@ -426,13 +434,9 @@ static inline GNMR_HOSTDEV void gnmr_cuda__verdict(gnmr_ctl *ctl,
   w->global = 0;
   w->global_scale = 1.0;
   if (!w->negative && !w->unusable && ctl->cfg.rule == GNMR_RULE_NOISE) {
-    const uint32_t blocks = ctl->n_units / 256 + (ctl->n_units % 256 != 0);
-    double sumsq = 0.0;
-    uint32_t b;
     gnmr__rules_of(ctl, &r);
     if (w->settled >= ctl->cfg.common_min_units)
       r.common = ((double)bin + 0.5) / 256.0 - 8.0;
-    for (b = 0; b < blocks; b++) sumsq += block_sumsq[b];
     gnmr__step_verdict(ctl, &r, &rep, sumsq, w->finite, w->settled, w->up);
     w->common = r.common;
     w->global = r.global;
@@ -689,20 +693,35 @@ static __global__ void __launch_bounds__(GNMR_CUDA_UNIT_THREADS)
   }
 }
 
-/* One block: the bins into shared memory, the median's search, the
-   verdict, then the bins cleared for the next step. */
+/* One block. NOISE mode: the bins into shared memory, the median's
+   search, G's sum (the blocks' sums staged in shared memory, a block's
+   worth at a time, added in order by thread 0), the verdict, the bins
+   cleared for the next step. PAPER mode: the empty verdict only. */
 static __global__ void __launch_bounds__(GNMR_CUDA_UNIT_THREADS)
     gnmr_cuda__verdict_kernel(gnmr_ctl *ctl, gnmr_cuda_work *w,
                               const double *block_sumsq) {
   __shared__ uint32_t hist[GNMR_CUDA_BINS], bin_sums[64];
+  __shared__ double staged[GNMR_CUDA_UNIT_THREADS];
   __shared__ gnmr_cuda_median m;
-  const uint32_t t = threadIdx.x, settled = w->settled;
-  for (uint32_t i = t; i < GNMR_CUDA_BINS; i += blockDim.x)
-    hist[i] = w->hist[i];
+  const uint32_t t = threadIdx.x, T = blockDim.x, n = ctl->n_units;
+  const uint32_t blocks = n / 256 + (n % 256 != 0);
+  double sumsq = 0.0;                     /* thread 0's */
+  if (ctl->cfg.rule != GNMR_RULE_NOISE) { /* the whole block */
+    if (t == 0) gnmr_cuda__verdict(ctl, w, 0, 0.0);
+    return;
+  }
+  for (uint32_t i = t; i < GNMR_CUDA_BINS; i += T) hist[i] = w->hist[i];
   __syncthreads();
-  gnmr_cuda__median_phases(&m, hist, bin_sums, settled);
-  if (t == 0) gnmr_cuda__verdict(ctl, w, m.bin, block_sumsq);
-  for (uint32_t i = t; i < GNMR_CUDA_BINS; i += blockDim.x) w->hist[i] = 0;
+  gnmr_cuda__median_phases(&m, hist, bin_sums, w->settled);
+  for (uint32_t first = 0; first < blocks; first += T) {
+    const uint32_t count = blocks - first < T ? blocks - first : T;
+    if (t < count) staged[t] = block_sumsq[first + t];
+    __syncthreads();
+    if (t == 0) sumsq = gnmr_cuda__add_blocks(sumsq, staged, count);
+    __syncthreads();
+  }
+  if (t == 0) gnmr_cuda__verdict(ctl, w, m.bin, sumsq);
+  for (uint32_t i = t; i < GNMR_CUDA_BINS; i += T) w->hist[i] = 0;
 }
 
 /* The totals of one pass of the units, summed over the block, then added
@@ -838,7 +857,10 @@ static __global__ void __launch_bounds__(GNMR_CUDA_ADMIT_THREADS)
   }
   __syncthreads();
   if (t == 0) {
-    gnmr_cuda__verdict(ctl, w, m.bin, block_sumsq);
+    gnmr_cuda__verdict(ctl, w, m.bin,
+                       usable && r.noise
+                           ? gnmr_cuda__add_blocks(0.0, block_sumsq, blocks)
+                           : 0.0);
     gnmr_cuda__rules(ctl, w, &r);
   }
   __syncthreads();
