@@ -54,6 +54,12 @@
    the low-precision gap than the noise-aware ones in every setting with
    sporadic faults (LM demo, injected FP8: 80% against 29%). A systematic
    loss (FP4 on a small model, every step a little worse) neither fixes.
+   Where NOISE wins, and why it stays: detection, not recovery. On a noisy
+   norm it raises far fewer false alarms (README "The noise-aware rules":
+   0.004-0.076% of unit-steps against the paper rules' 0.06-6.8% on the
+   synthetic traces, 2.3-3.7 admissions per 1,000 steps against 34-35 on
+   real ones), what a monitor-only controller (max_recovering 0,
+   spike_policy PASS) that alerts a person needs.
 
    What to feed it. A unit's gradient norm is the signal the rules below
    are written for, but any non-negative per-unit quantity with a stable
