@@ -372,12 +372,12 @@ static inline GNMR_HOSTDEV uint32_t gnmr_cuda__bin_sum(const uint32_t *hist,
   return sum;
 }
 
-/* The verdict's search for the lower median's bin (gnmr.h's
-   gnmr__median_bin, the same answer for any counts) by 64 threads in two
-   phases, each thread at most 63 additions instead of one thread walking
-   up to 127 bins: first the block of 64 bins that holds rank = (settled -
-   1) / 2 (the last, if none before), then the bin in it (the last bin, if
-   none before). In each phase exactly one thread's test holds: the counts
+/* The verdict's search for the lower median's bin (the answer of
+   gnmr.h's walk, for any counts) by 64 threads in two phases, each thread
+   at most 63 additions instead of one thread walking up to 127 bins:
+   first the block of 64 bins that holds rank = (settled - 1) / 2 (the
+   last, if none before), then the bin in it (the last bin, if none
+   before). In each phase exactly one thread's test holds: the counts
    below a block (a bin) only grow. */
 typedef struct gnmr_cuda_median {
   uint32_t block, below; /* phase 1: the block, the counts below it */
