@@ -3700,11 +3700,10 @@ GNMR_DEF int gnmr_unit_norms(const gnmr_tensor *t, size_t nt, float *norms,
 /* Streaming reads: asking for the line ahead keeps more misses in flight
    than the hardware prefetcher alone, which stops at each 4 KiB page. One
    page ahead (4 KiB), into L2 (locality 2: prefetcht1 on x86), the next
-   page's TLB walk and first lines are under way before its loads arrive;
-   1 KiB into L1 left f32 at 0.87-0.92 of a plain read probe out of cache
-   on a Sapphire Rapids VM, 4 KiB into L2 reached 0.97-1.08 (bench/RESULTS.md,
-   "Out of cache"). A prefetch never faults, so running past the end is
-   safe. */
+   page's TLB walk and first lines are under way before its loads arrive.
+   Against 1 KiB into L1 it gained on an Intel Xeon VM and made no clear
+   difference on an AMD Zen 3 one (bench/RESULTS.md, "Norm helpers"). A
+   prefetch never faults, so running past the end is safe. */
 #define GNMR__PREFETCH(p, row_bytes)                                           \
   do {                                                                         \
     __builtin_prefetch((p) + 4096, 0, 2);                                      \
