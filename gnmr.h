@@ -946,6 +946,7 @@ static __device__ __forceinline__ void gnmr__cuda_ieee_guard(void) {
      gnmr__mul             an exact product, never contracted into an FMA
      gnmr__fold8           eight lane sums folded in the canonical order
      gnmr__grid            a log deviation on the verdict's histogram grid
+     gnmr__grid_centre     the deviation a bin of that grid stands for
      gnmr__log             the natural log every path shares
      gnmr__cuda_ieee_guard their kernels' first line: no --use_fast_math */
 
@@ -2005,6 +2006,12 @@ static GNMR__HOT GNMR_HOSTDEV uint32_t gnmr__grid(double x) {
   return y <= 0.0 ? 0u : y >= 4095.0 ? 4095u : (uint32_t)y;
 }
 
+/* The centre of the grid's bin q: the common deviation c a median bin
+   stands for. */
+static GNMR_HOSTDEV double gnmr__grid_centre(uint32_t q) {
+  return ((double)q + 0.5) / 256.0 - 8.0;
+}
+
 static GNMR__HOT GNMR_HOSTDEV double gnmr__clamp(double x, double lo,
                                                  double hi) {
   return x < lo ? lo : x > hi ? hi : x;
@@ -2847,7 +2854,7 @@ static GNMR_HOSTDEV void gnmr__step_common(gnmr_ctl *ctl, gnmr__step_ctx *c,
   up = sums.up;
   finite = sums.finite;
   if (settled >= ctl->cfg.common_min_units)
-    r->common = ((double)sums.bin + 0.5) / 256.0 - 8.0;
+    r->common = gnmr__grid_centre(sums.bin);
   gnmr__step_verdict(ctl, r, rep, sumsq, finite, settled, up);
 }
 

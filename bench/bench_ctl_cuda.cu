@@ -64,14 +64,8 @@ static int cmp_float(const void *a, const void *b) {
    cannot cost less. */
 static __global__ void empty_kernel(void) {}
 
-static void sorted_median_us(float *ms, float res[3]) {
-  qsort(ms, REPEATS, sizeof ms[0], cmp_float);
-  res[0] = ms[REPEATS / 2] * 1000.0f / STEPS;
-  res[1] = ms[0] * 1000.0f / STEPS;
-  res[2] = ms[REPEATS - 1] * 1000.0f / STEPS;
-}
-
-/* Launches exec REPEATS times (after one warm-up) on stream: per-step us. */
+/* Launches exec REPEATS times (after one warm-up) on stream: us per step,
+   median, min and max of the launches. */
 static void time_graph(cudaGraphExec_t exec, cudaStream_t stream,
                        float res[3]) {
   cudaEvent_t t0, t1;
@@ -87,7 +81,10 @@ static void time_graph(cudaGraphExec_t exec, cudaStream_t stream,
     CK(cudaEventSynchronize(t1));
     CK(cudaEventElapsedTime(&ms[r], t0, t1));
   }
-  sorted_median_us(ms, res);
+  qsort(ms, REPEATS, sizeof ms[0], cmp_float);
+  res[0] = ms[REPEATS / 2] * 1000.0f / STEPS;
+  res[1] = ms[0] * 1000.0f / STEPS;
+  res[2] = ms[REPEATS - 1] * 1000.0f / STEPS;
   cudaEventDestroy(t0);
   cudaEventDestroy(t1);
 }

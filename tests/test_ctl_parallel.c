@@ -75,26 +75,12 @@ static void merge_bins(uint32_t *hist, uint32_t *block_hist) {
 static uint32_t median_search(const uint32_t *hist, uint32_t settled) {
   gnmr_cuda_median m;
   uint32_t bin_sums[64], t;
-  m.block = m.below = m.bin = 9999; /* no thread's write must not pass */
+  m.block = m.below = m.bin = 9999; /* shows if no thread writes */
   for (t = 0; t < 64; t++) bin_sums[t] = gnmr_cuda__bin_sum(hist, t);
   for (t = 0; t < 64; t++) gnmr_cuda__median_block(&m, bin_sums, settled, t);
   if (m.block < 64)
     for (t = 0; t < 64; t++) gnmr_cuda__median_bin(&m, hist, settled, t);
   return m.bin;
-}
-
-/* The verdict kernel's G: the block sums staged 256 at a time (a block
-   of threads), each stage added in order. */
-static double staged_sum(uint32_t blocks) {
-  double sum = 0.0;
-  uint32_t first;
-  for (first = 0; first < blocks; first += GNMR_CUDA_UNIT_THREADS) {
-    const uint32_t count = blocks - first < GNMR_CUDA_UNIT_THREADS
-                               ? blocks - first
-                               : GNMR_CUDA_UNIT_THREADS;
-    sum = gnmr_cuda__add_blocks(sum, block_sumsq + first, count);
-  }
-  return sum;
 }
 
 /* The scan and verdict kernels. */
@@ -129,8 +115,9 @@ static void emulate_scan_verdict(gnmr_ctl *ctl, gnmr_cuda_work *w,
     merge_bins(w->hist, block_hist);
   }
   /* verdict */
+  /* G: the kernel stages the block sums, adding them in the one order */
   gnmr_cuda__verdict(ctl, w, median_search(w->hist, w->settled),
-                     staged_sum(blocks));
+                     gnmr_cuda__add_blocks(0.0, block_sumsq, blocks));
   memset(w->hist, 0, sizeof w->hist);
 }
 

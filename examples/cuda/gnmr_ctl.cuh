@@ -436,7 +436,7 @@ static inline GNMR_HOSTDEV void gnmr_cuda__verdict(gnmr_ctl *ctl,
   if (!w->negative && !w->unusable && ctl->cfg.rule == GNMR_RULE_NOISE) {
     gnmr__rules_of(ctl, &r);
     if (w->settled >= ctl->cfg.common_min_units)
-      r.common = ((double)bin + 0.5) / 256.0 - 8.0;
+      r.common = gnmr__grid_centre(bin);
     gnmr__step_verdict(ctl, &r, &rep, sumsq, w->finite, w->settled, w->up);
     w->common = r.common;
     w->global = r.global;
