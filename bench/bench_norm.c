@@ -14,7 +14,12 @@
                                 alternately (both sides see the same load),
                                 the -O2 / -march=native builds among them
           bench_norm --targets=out-of-cache  only the three 256 MiB f32
-                                ratios to the read probes (make ab-norm) */
+                                ratios to the read probes (make ab-norm)
+          bench_norm --kernels  AVX2 f32 row kernels other than the
+                                library's against the read probe, on
+                                max-bytes / 4 of f32 (256 MiB, out of
+                                cache, by default): what was tried
+                                (bench/RESULTS.md, "Norm helpers") */
 #define _POSIX_C_SOURCE 200112L
 #define GNMR_IMPLEMENTATION
 #include "gnmr.h"
@@ -109,7 +114,8 @@ enum {
   K_PROBE,
   K_PROBE_PF,
   K_SNRM2,
-  K_NATIVE
+  K_NATIVE,
+  K_KERNEL
 };
 
 #ifdef HAVE_NATIVE /* bench_norm_native.c: the library built -march=native */
@@ -117,10 +123,136 @@ double bench_native_sumsq(int dtype, const void *x, size_t n);
 #endif
 
 typedef struct job {
-  int kind, dtype;
+  int kind, dtype, kernel; /* kernel: an index into kernels[] (K_KERNEL) */
   const void *x;
   size_t n, bytes;
 } job;
+
+#if defined(HAVE_PROBE) && defined(GNMR__AVX2)
+/* ---- other AVX2 f32 row kernels ------------------------------------------
+   Variants of the library's AVX2 f32 loop (gnmr__rows_avx2: 16-byte loads
+   converted to double, 8 accumulators of 4 lanes, one FMA each a row, two
+   prefetches a page ahead into L2), each run through the library's driver
+   (gnmr__sum), so every canonical one must return the library's bits. */
+#define KERNEL_ROW(a, p)                                                       \
+  do {                                                                         \
+    int k_;                                                                    \
+    GNMR__UNROLL                                                               \
+    for (k_ = 0; k_ < 8; k_++) {                                               \
+      __m256d d_ =                                                             \
+          _mm256_cvtps_pd(_mm_loadu_ps((const float *)((p) + 16 * k_)));       \
+      a[k_] = _mm256_fmadd_pd(d_, d_, a[k_]);                                  \
+    }                                                                          \
+  } while (0)
+
+/* A row kernel with AHEAD (a statement on p) before each row's work. */
+#define KERNEL(name, AHEAD)                                                    \
+  __attribute__((target("avx2,fma"))) static void name(                        \
+      const void *x, size_t rows, int dtype, double *lane, uint32_t *mag) {    \
+    const unsigned char *p = (const unsigned char *)x;                         \
+    __m256d a[8];                                                              \
+    __m256i touch = _mm256_setzero_si256();                                    \
+    size_t r;                                                                  \
+    int k;                                                                     \
+    (void)dtype;                                                               \
+    (void)mag;                                                                 \
+    GNMR__UNROLL                                                               \
+    for (k = 0; k < 8; k++) a[k] = _mm256_loadu_pd(lane + 4 * k);              \
+    for (r = 0; r < rows; r++, p += 128) {                                     \
+      AHEAD;                                                                   \
+      KERNEL_ROW(a, p);                                                        \
+    }                                                                          \
+    GNMR__UNROLL                                                               \
+    for (k = 0; k < 8; k++) _mm256_storeu_pd(lane + 4 * k, a[k]);              \
+    touch_sink += _mm256_extract_epi32(touch, 0);                              \
+  }
+
+static volatile int touch_sink;
+#define PF(d, loc) __builtin_prefetch(p + (d), 0, loc)
+KERNEL(k_no_prefetch, (void)0)
+KERNEL(k_1k_l1, (PF(1024, 3), PF(1024 + 64, 3)))
+KERNEL(k_8k_l2, (PF(8192, 2), PF(8192 + 64, 2)))
+KERNEL(k_half_lines, PF(4096, 2))
+KERNEL(k_touch_1k,
+       touch = _mm256_or_si256(
+           touch, _mm256_or_si256(
+                      _mm256_loadu_si256((const __m256i *)(p + 1024)),
+                      _mm256_loadu_si256((const __m256i *)(p + 1024 + 64)))))
+
+/* 32-byte loads, each converted as two halves. */
+__attribute__((target("avx2,fma"))) static void
+k_wide_loads(const void *x, size_t rows, int dtype, double *lane,
+             uint32_t *mag) {
+  const unsigned char *p = (const unsigned char *)x;
+  __m256d a[8];
+  size_t r;
+  int k;
+  (void)dtype;
+  (void)mag;
+  GNMR__UNROLL
+  for (k = 0; k < 8; k++) a[k] = _mm256_loadu_pd(lane + 4 * k);
+  for (r = 0; r < rows; r++, p += 128) {
+    PF(4096, 2);
+    PF(4096 + 64, 2);
+    GNMR__UNROLL
+    for (k = 0; k < 4; k++) {
+      __m256 f = _mm256_loadu_ps((const float *)(p + 32 * k));
+      __m256d lo = _mm256_cvtps_pd(_mm256_castps256_ps128(f));
+      __m256d hi = _mm256_cvtps_pd(_mm256_extractf128_ps(f, 1));
+      a[2 * k] = _mm256_fmadd_pd(lo, lo, a[2 * k]);
+      a[2 * k + 1] = _mm256_fmadd_pd(hi, hi, a[2 * k + 1]);
+    }
+  }
+  GNMR__UNROLL
+  for (k = 0; k < 8; k++) _mm256_storeu_pd(lane + 4 * k, a[k]);
+}
+
+/* Not canonical (a float sum, 4 vector operations per 128 bytes where the
+   canonical kernels need 16): what the arithmetic's density costs. */
+__attribute__((target("avx2,fma"))) static double f32_fma(const void *x,
+                                                          size_t bytes) {
+  const unsigned char *p = (const unsigned char *)x;
+  __m256 a = _mm256_setzero_ps(), b = a, c = a, d = a, v;
+  float t[8];
+  size_t i;
+  int k;
+  double s = 0.0;
+  for (i = 0; i + 128 <= bytes; i += 128) {
+    v = _mm256_loadu_ps((const float *)(p + i));
+    a = _mm256_fmadd_ps(v, v, a);
+    v = _mm256_loadu_ps((const float *)(p + i + 32));
+    b = _mm256_fmadd_ps(v, v, b);
+    v = _mm256_loadu_ps((const float *)(p + i + 64));
+    c = _mm256_fmadd_ps(v, v, c);
+    v = _mm256_loadu_ps((const float *)(p + i + 96));
+    d = _mm256_fmadd_ps(v, v, d);
+  }
+  _mm256_storeu_ps(t, _mm256_add_ps(_mm256_add_ps(a, b), _mm256_add_ps(c, d)));
+  for (k = 0; k < 8; k++) s += (double)t[k];
+  return s;
+}
+
+static double probe_prefetch(const void *x, size_t bytes) {
+  return probe_avx2(x, bytes, 1);
+}
+
+static const struct {
+  gnmr__rows_fn fn;                      /* a canonical row kernel, or */
+  double (*whole)(const void *, size_t); /* a reference over all bytes */
+  const char *what;
+} kernels[] = {
+    {gnmr__rows_avx2, NULL, "library: 4 KiB ahead into L2"},
+    {k_no_prefetch, NULL, "no software prefetch"},
+    {k_1k_l1, NULL, "1 KiB ahead into L1 (0.2)"},
+    {k_8k_l2, NULL, "8 KiB ahead into L2"},
+    {k_half_lines, NULL, "4 KiB ahead, every other line"},
+    {k_touch_1k, NULL, "loads 1 KiB ahead, no prefetch"},
+    {k_wide_loads, NULL, "32-byte loads, 4 KiB ahead"},
+    {NULL, f32_fma, "f32 FMA (not canonical)"},
+    {NULL, probe_prefetch, "probe + prefetch 4 KiB into L2"},
+};
+#define N_KERNELS (int)(sizeof kernels / sizeof kernels[0])
+#endif
 
 static double run_once(const job *j) {
   gnmr_tensor_stats s;
@@ -149,6 +281,12 @@ static double run_once(const job *j) {
 #endif
 #ifdef HAVE_NATIVE
   case K_NATIVE: return bench_native_sumsq(j->dtype, j->x, j->n);
+#endif
+#if defined(HAVE_PROBE) && defined(GNMR__AVX2)
+  case K_KERNEL:
+    return kernels[j->kernel].fn ? gnmr__sum(kernels[j->kernel].fn, j->x, j->n,
+                                             GNMR_DTYPE_F32, NULL, NULL)
+                                 : kernels[j->kernel].whole(j->x, j->bytes);
 #endif
 #ifdef HAVE_CBLAS
   case K_SNRM2: return (double)cblas_snrm2((int)j->n, (const float *)j->x, 1);
@@ -298,7 +436,53 @@ static job make_job(int kind, int dtype, const void *x, size_t bytes) {
   j.x = x;
   j.bytes = bytes;
   j.n = bytes / (dtype == GNMR_DTYPE_F32 ? 4 : 2);
+  j.kernel = 0;
   return j;
+}
+
+/* --kernels: each kernel against the read probe, sampled alternately
+   (probe, kernel 0, probe, kernel 1, ...) for many rounds; the median ratio
+   and the quartiles. */
+static void kernels_vs_probe(unsigned char *f32, size_t big) {
+#if defined(HAVE_PROBE) && defined(GNMR__AVX2)
+  enum { ROUNDS = 41 };
+  static double r[N_KERNELS][ROUNDS];
+  job probe = make_job(K_PROBE, GNMR_DTYPE_F32, f32, big), k[N_KERNELS];
+  double want;
+  long reps[N_KERNELS], probe_reps = reps_for(&probe);
+  int i, round;
+  if (!gnmr_isa_supported(GNMR_ISA_AVX2)) {
+    printf("bench_norm --kernels: no AVX2 here\n");
+    return;
+  }
+  want = gnmr_sumsq_f32((const float *)f32, big / 4);
+  for (i = 0; i < N_KERNELS; i++) {
+    k[i] = make_job(K_KERNEL, GNMR_DTYPE_F32, f32, big);
+    k[i].kernel = i;
+  }
+  for (i = 0; i < N_KERNELS; i++) reps[i] = reps_for(&k[i]);
+  for (round = 0; round < ROUNDS; round++)
+    for (i = 0; i < N_KERNELS; i++) {
+      double tp = sample(&probe, probe_reps), tk = sample(&k[i], reps[i]);
+      r[i][round] = tp / tk;
+    }
+  printf("\n%lu KiB f32, %d rounds\n\n| kernel | bits | kernel / probe: "
+         "median | quartiles |\n|---|---|---|---|\n",
+         (unsigned long)(big >> 10), ROUNDS);
+  for (i = 0; i < N_KERNELS; i++) {
+    double got = run_once(&k[i]);
+    qsort(r[i], ROUNDS, sizeof r[i][0], cmp_double);
+    printf("| %-32s | %s | %.3f | %.3f .. %.3f |\n", kernels[i].what,
+           !kernels[i].fn ? "-"
+           : got == want  ? "same"
+                          : "DIFFER",
+           r[i][ROUNDS / 2], r[i][ROUNDS / 4], r[i][3 * ROUNDS / 4]);
+  }
+#else
+  (void)f32;
+  (void)big;
+  printf("bench_norm --kernels: x86 AVX2 builds only\n");
+#endif
 }
 
 /* The norm helpers' speed targets, each an interleaved ratio. The f32, f16 and
@@ -370,6 +554,7 @@ int main(int argc, char **argv) {
     if (strcmp(argv[i], "--paths=best") == 0) all_paths = 0;
     if (strcmp(argv[i], "--targets") == 0) mode = 1;
     if (strcmp(argv[i], "--targets=out-of-cache") == 0) mode = 2;
+    if (strcmp(argv[i], "--kernels") == 0) mode = 3;
     if (strncmp(argv[i], "--max-bytes=", 12) == 0)
       max_bytes = (size_t)strtoull(argv[i] + 12, NULL, 10);
     if (strcmp(argv[i], "--csv") == 0 && i + 1 < argc) {
@@ -396,7 +581,10 @@ int main(int argc, char **argv) {
     for (dtype = GNMR_DTYPE_F32; dtype <= GNMR_DTYPE_BF16; dtype++)
       fill(buf + (size_t)dtype * big, big, dtype);
     printf("gnmr %s, default path %s\n", gnmr_version(), gnmr_isa_name(best));
-    targets(buf, big, mode == 2);
+    if (mode == 3)
+      kernels_vs_probe(buf, big);
+    else
+      targets(buf, big, mode == 2);
     free(buf);
     return 0;
   }
