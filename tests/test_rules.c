@@ -2,7 +2,8 @@
    pinned one by one: thresholds at and around their edges, non-finite
    norms kept out of every statistic, a spike's bounded effect, the global
    policy's scales, the checkpoint, the scalar/AVX-512 identity, switching
-   modes; and PAPER mode untouched by NOISE mode's fields. */
+   modes; PAPER mode untouched by NOISE mode's fields; and the defaults as
+   the header's and README's tables give them. */
 #define GNMR_IMPLEMENTATION
 #include "gnmr.h"
 #include "tests/check.h"
@@ -929,47 +930,172 @@ TEST(reconfigure_between_modes_restarts_the_statistics) {
   }
 }
 
-TEST(defaults_are_the_documented_ones) {
-  gnmr_config p = gnmr_config_paper(), d = gnmr_config_noise();
-  /* 0.1's */
-  EXPECT_EQ_BITS(p.ratio_threshold, 2.0);
-  EXPECT_EQ_BITS(p.delta_threshold, 1.5);
-  EXPECT_EQ_BITS(p.history_decay, 0.99);
-  EXPECT_EQ_BITS(p.eps, 1e-12);
-  EXPECT_EQ_INT(p.delta_window, 8);
-  EXPECT_EQ_INT(p.warmup_steps, 16);
-  EXPECT_EQ_INT(p.max_recovering, 1);
-  EXPECT_EQ_INT(p.lock_steps, 8);
-  EXPECT_EQ_INT(p.cooldown_steps, 4);
-  EXPECT_EQ_INT(p.spike_policy, GNMR_SPIKE_CLIP);
+/* ---- the defaults as documented ----------------------------------------- */
+
+/* Every config field's default, from the one list the code reads. */
+#define FIELD_DEFAULT(name, value, valid) {#name, (double)value},
+static const struct {
+  const char *name;
+  double value;
+} fields[] = {GNMR__CONFIG(FIELD_DEFAULT)};
+#undef FIELD_DEFAULT
+#define N_FIELDS (int)(sizeof fields / sizeof fields[0])
+
+static int field_index(const char *name, size_t len) {
+  int i;
+  for (i = 0; i < N_FIELDS; i++)
+    if (strlen(fields[i].name) == len && memcmp(fields[i].name, name, len) == 0)
+      return i;
+  return -1;
+}
+
+/* A documented default: the number or the enum name the text starts with. */
+static int doc_value(int field, const char *s, double *v) {
+  static const struct {
+    const char *field, *name;
+    int value;
+  } names[] = {
+      {"spike_policy", "PASS", GNMR_SPIKE_PASS},
+      {"spike_policy", "CLIP", GNMR_SPIKE_CLIP},
+      {"spike_policy", "SKIP", GNMR_SPIKE_SKIP},
+      {"rule", "PAPER", GNMR_RULE_PAPER},
+      {"rule", "NOISE", GNMR_RULE_NOISE},
+      {"global_policy", "NONE", GNMR_GLOBAL_NONE},
+      {"global_policy", "CLIP", GNMR_GLOBAL_CLIP},
+      {"global_policy", "SKIP", GNMR_GLOBAL_SKIP},
+  };
+  char *end;
+  size_t i;
+  for (i = 0; i < sizeof names / sizeof names[0]; i++)
+    if (strcmp(names[i].field, fields[field].name) == 0 &&
+        strncmp(s, names[i].name, strlen(names[i].name)) == 0) {
+      *v = names[i].value;
+      return 1;
+    }
+  *v = strtod(s, &end);
+  return end != s;
+}
+
+static char doc_text[1 << 20];
+
+static int read_doc(const char *path) {
+  FILE *f = fopen(path, "rb");
+  size_t len;
+  if (!f) return 0;
+  len = fread(doc_text, 1, sizeof doc_text - 1, f);
+  fclose(f);
+  doc_text[len] = '\0';
+  return 1;
+}
+
+/* One documented default against the code's; a field met twice or a value
+   that differs fails. */
+static void doc_default(int *seen, int field, const char *text,
+                        const char *where) {
+  double v;
+  if (seen[field]++) {
+    printf("  %s: %s listed twice\n", where, fields[field].name);
+    check__failed_here = 1;
+  } else if (!doc_value(field, text, &v) || v != fields[field].value) {
+    printf("  %s: %s's default reads \"%.*s\", the code's is %g\n", where,
+           fields[field].name, (int)strcspn(text, ",|\n"), text,
+           fields[field].value);
+    check__failed_here = 1;
+  }
+}
+
+static void all_seen(const int *seen, const char *where) {
+  int i;
+  for (i = 0; i < N_FIELDS; i++)
+    if (!seen[i]) {
+      printf("  %s: %s is not listed\n", where, fields[i].name);
+      check__failed_here = 1;
+    }
+}
+
+/* The header's manual: a table whose columns line up under "field" and
+   "default"; a line whose first word is a field gives its default in the
+   default column. Run from the repository's root. */
+TEST(manual_table_gives_the_code_defaults) {
+  int seen[N_FIELDS] = {0};
+  char *p, *head, *end, noise[32];
+  size_t col;
+  REQUIRE(read_doc("gnmr.h"));
+  p = strstr(doc_text, "   Configuration (gnmr_config_default");
+  REQUIRE(p != NULL);
+  head = strstr(p, "field  "); /* the column heads */
+  end = strstr(p, "gnmr_config_paper() is");
+  REQUIRE(head && end && head < end && strstr(head, "default") < end);
+  while (head[-1] != '\n') head--;
+  col = (size_t)(strstr(head, "default") - head);
+  for (p = strchr(head, '\n') + 1; p < end; p = strchr(p, '\n') + 1) {
+    size_t indent = strspn(p, " "), len = strcspn(p + indent, " \n");
+    int field = field_index(p + indent, len);
+    if (field < 0) continue;
+    REQUIRE(strcspn(p, "\n") > col);
+    doc_default(seen, field, p + col, "gnmr.h's table");
+  }
+  all_seen(seen, "gnmr.h's table");
+  sprintf(noise, "(NOISE: %u)", gnmr_config_noise().warmup_steps);
+  p = strstr(head, "       warmup_steps ");
+  REQUIRE(p != NULL && p < end);
+  EXPECT(strstr(p, noise) != NULL && strstr(p, noise) < strchr(p, '\n'));
+}
+
+/* README's table: | `field` ... | meaning | valid | default |, where a row
+   of several fields lists their defaults in order, comma-separated. */
+TEST(readme_table_gives_the_code_defaults) {
+  int seen[N_FIELDS] = {0}, rows = 0;
+  char *p, *end, noise[48];
+  REQUIRE(read_doc("README.md"));
+  p = strstr(doc_text, "### Configuration");
+  REQUIRE(p != NULL);
+  end = strstr(p, "\n\n`");
+  REQUIRE(end != NULL);
+  for (p = strstr(p, "\n| `"); p && p < end; p = strstr(p + 1, "\n| `")) {
+    char *line_end = strchr(p + 1, '\n'), *cell, *q;
+    int names[4], n = 0, k;
+    /* the field names: backquoted words in the first cell */
+    for (q = p + 3; *q != '|'; q++)
+      if (*q == '`') {
+        size_t len = strcspn(q + 1, "`");
+        int field = field_index(q + 1, len);
+        if (field >= 0 && n < 4) names[n++] = field;
+        q += len + 1;
+      }
+    /* the last cell */
+    REQUIRE(line_end != NULL && line_end[-1] == '|');
+    for (cell = line_end - 2; cell > p && *cell != '|'; cell--) continue;
+    cell += 1 + strspn(cell + 1, " ");
+    for (k = 0; k < n; k++) {
+      doc_default(seen, names[k], cell, "README's table");
+      cell = strstr(cell, ", ");
+      if (k + 1 < n) REQUIRE(cell && cell < line_end);
+      if (cell) cell += 2;
+    }
+    rows += n > 0;
+  }
+  EXPECT(rows >= 10);
+  all_seen(seen, "README's table");
+  sprintf(noise, "`gnmr_config_noise()` %u)", gnmr_config_noise().warmup_steps);
+  p = strstr(doc_text, "| `warmup_steps` |");
+  REQUIRE(p != NULL);
+  EXPECT(strstr(p, noise) != NULL && strstr(p, noise) < strchr(p, '\n'));
+}
+
+/* What the tables cannot say: the noise rules are the defaults but for the
+   rule and the warm-up, and the library's defaults are the paper rules. */
+TEST(defaults_are_the_paper_rules_and_noise_differs_in_two_fields) {
+  gnmr_config p = gnmr_config_paper(), d = gnmr_config_noise(), def;
   EXPECT_EQ_INT(p.rule, GNMR_RULE_PAPER);
-  /* NOISE mode's, the same in both */
-  EXPECT_EQ_INT(d.two_sided, 1);
-  EXPECT_EQ_BITS(d.z_rise, 4.25);
-  EXPECT_EQ_BITS(d.z_fall, 6.0);
-  EXPECT_EQ_BITS(d.min_rise, 2.0);
-  EXPECT_EQ_BITS(d.max_fall, 0.5);
-  EXPECT_EQ_BITS(d.ar, 0.5);
-  EXPECT_EQ_BITS(d.hold, 3.5);
-  EXPECT_EQ_BITS(d.fluct_decay, 0.995);
-  EXPECT_EQ_BITS(d.winsor, 3.0);
-  EXPECT_EQ_BITS(d.fluct_floor, 0.01);
-  EXPECT_EQ_BITS(d.global_ratio, 2.0);
-  EXPECT_EQ_BITS(d.global_frac, 0.25);
-  EXPECT_EQ_INT(d.common_min_units, 8);
-  EXPECT_EQ_INT(d.global_policy, GNMR_GLOBAL_NONE);
-  /* the noise-aware rules: NOISE mode, warm-up 50, the rest as above */
   EXPECT_EQ_INT(d.rule, GNMR_RULE_NOISE);
-  EXPECT_EQ_INT(d.warmup_steps, 50);
+  EXPECT(d.warmup_steps != p.warmup_steps);
   d.rule = p.rule;
   d.warmup_steps = p.warmup_steps;
   EXPECT(memcmp(&d, &p, sizeof d) == 0);
   d = gnmr_config_noise();
-  /* the library's defaults: the paper rules (closed-loop efficacy) */
-  {
-    gnmr_config def = gnmr_config_default();
-    EXPECT(memcmp(&def, &p, sizeof def) == 0);
-  }
+  def = gnmr_config_default();
+  EXPECT(memcmp(&def, &p, sizeof def) == 0);
   EXPECT_EQ_INT(gnmr_config_check(&p, UINT32_MAX, NULL), GNMR_OK);
   EXPECT_EQ_INT(gnmr_config_check(&d, UINT32_MAX, NULL), GNMR_OK);
 }
@@ -1015,7 +1141,9 @@ int main(int argc, char **argv) {
       CHECK_CASE(noise_mode_scalar_and_avx512_paths_agree_bit_for_bit),
       CHECK_CASE(paper_mode_ignores_noise_fields),
       CHECK_CASE(reconfigure_between_modes_restarts_the_statistics),
-      CHECK_CASE(defaults_are_the_documented_ones),
+      CHECK_CASE(manual_table_gives_the_code_defaults),
+      CHECK_CASE(readme_table_gives_the_code_defaults),
+      CHECK_CASE(defaults_are_the_paper_rules_and_noise_differs_in_two_fields),
       CHECK_CASE(step_info_refuses_bad_arguments),
   };
   return check_main(cases, sizeof cases / sizeof cases[0], argc, argv);
