@@ -250,24 +250,27 @@ typedef struct proto_ctl {
 
 enum { PF_RISE = 1, PF_FALL = 2, PF_NONFINITE = 4 };
 
+/* The library's noise-aware defaults (gnmr_config_noise()), so the
+   benchmark runs what the library ships, and no experiment. */
 static proto_config proto_config_default(void) {
+  const gnmr_config g = gnmr_config_noise();
   proto_config c;
-  c.z_rise = 4.25;
-  c.z_fall = 6.0;
-  c.min_rise = 2.0;
-  c.max_fall = 0.5;
-  c.ar = 0.5;
-  c.mean_decay = 0.99;
-  c.fluct_decay = 0.995;
-  c.winsor = 3.0;
-  c.fluct_floor = 0.01;
-  c.eps = 1e-12;
-  c.global_ratio = 2.0;
-  c.hold = 3.5;
-  c.global_frac = 0.25;
-  c.warmup = 50;
-  c.common_min_units = 8;
-  c.two_sided = 1;
+  c.z_rise = g.z_rise;
+  c.z_fall = g.z_fall;
+  c.min_rise = g.min_rise;
+  c.max_fall = g.max_fall;
+  c.ar = g.ar;
+  c.mean_decay = g.history_decay;
+  c.fluct_decay = g.fluct_decay;
+  c.winsor = g.winsor;
+  c.fluct_floor = g.fluct_floor;
+  c.eps = g.eps;
+  c.global_ratio = g.global_ratio;
+  c.hold = g.hold;
+  c.global_frac = g.global_frac;
+  c.warmup = g.warmup_steps;
+  c.common_min_units = g.common_min_units;
+  c.two_sided = (int)g.two_sided;
   c.global_gate = 1;
   c.p_mode = c.genie_common = c.genie_level = 0;
   c.glr_w = c.glr_enter = c.genie_scale = 0.0;
