@@ -651,7 +651,8 @@ demo-lm-sweep: $(B)/train_lm fortunes-check
 	  --stress 24 --steps 1000 --seeds 3 --out $(B)/demo-lm/sweep-stress24
 
 # The closed-loop efficacy benchmark (README "Does it help training?"):
-# every arm of examples/arms.h on the same seeds, in five settings, then
+# the arms of EFF_CORE, EFF_ABL, EFF_CLIPPED and EFF_FWD (examples/arms.h)
+# on the same seeds, in five settings, then
 # bench/efficacy.c reads every summary.csv and writes build/efficacy/{summary.csv,report.md,
 # efficacy.svg}. A setting is a folder; its runs may come in parts.
 #   lm-injected       LM demo, FP8 E4M3, 24 injected faults per 1000 steps

@@ -40,9 +40,10 @@
      gnmr   low precision with gnmr.h: per-unit norms from gnmr_unit_norms,
             decisions from gnmr_step; a recovering unit runs f32 and its
             gradient is multiplied by the decision's scale; on admission its
-            amax histories start afresh. Config: lm_config_paper();
-            gnmr-noise: the library's defaults; gnmr-global: the defaults
-            with the global clip.
+            amax histories start afresh. Config: gnmr_config_default()
+            (the paper rules); gnmr-noise: gnmr_config_noise();
+            gnmr-global: gnmr_config_noise() with the global clip
+            (examples/arms.h).
      f32-clip, f32-adagc, f32-gnmr, f32-gnmr-noise (only when --arms names
             them): the control on the f32 model, no faults: what the
             control does to training, apart from precision.

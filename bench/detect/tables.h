@@ -55,9 +55,9 @@ static void tables_synthetic(unsigned seeds, unsigned long long seed_base) {
             "-threshold); the paper and AdaGC flag rises only. Each unit of an "
             "event counts once in recall. Rows: noise-aware = gnmr.h's NOISE "
             "mode (`gnmr_step`) with the prototype's defaults, checked bit for "
-            "bit against `proto_step` in bench/detect.c on every unit-step; "
-            "each "
-            "ablation changes one thing; the z_rise 4.1 variant shows the "
+            "bit against `proto_step` in bench/detect/proto.h on every "
+            "unit-step; each ablation changes one thing; the z_rise 4.1 "
+            "variant shows the "
             "other side of the recall / false-alarm knee.\n\n");
 
     {

@@ -3,7 +3,7 @@
    ctl_two_b.cu holds neither and makes the norm plan, runs the norms and
    the controller's step and reads the device-side recovering flag. `make
    cuda` builds the pair (CI: it must compile and link); on a GPU it checks,
-   in NOISE mode (the default rules) for a one-block (fused) and a
+   in NOISE mode (gnmr_config_noise()) for a one-block (fused) and a
    multi-kernel unit count, that every norm, decision, step report and
    recovering flag, and at the end the whole state, equal the CPU's
    (gnmr_unit_norms, gnmr_step) bit for bit. Without a CUDA device it says
