@@ -23,6 +23,8 @@
 #                 missing
 #   make cuda-test, make cuda-bench  the CUDA device tests and benchmarks
 #                 (skip cleanly without a GPU)
+#   make gpu-check  on a GPU: those, compute-sanitizer and the PyTorch
+#                 bridge's CUDA cases, one log per step
 #   make format   clang-format in place; make format-check fails on a diff
 # Reliability lanes (README "Reliability"; .ci/run runs them all):
 #   make fuzz            build the libFuzzer targets, run each FUZZ_SECONDS
@@ -119,7 +121,7 @@ FASTMATH_BINS = $(foreach cc,$(CC_LIST),\
 .PHONY: all help ab-norm test bench bench-norm demo demo-full demo-sweep demo-lm \
         demo-lm-quick demo-lm-sweep demo-lm-natural demo-lm-injected \
         fortunes-check mpi mpi-run cuda \
-        cuda-test cuda-bench detect detect-frontier ab-ctl \
+        cuda-test cuda-bench gpu-check detect detect-frontier ab-ctl \
         neon format format-check clean fuzz fuzz-build test-asan \
         test-valgrind test-warn tidy cppcheck
 
@@ -508,6 +510,15 @@ cuda-bench: $(B)/cuda/bench_norms_cuda $(B)/bench_ctl_cuda
 	else echo "cuda-bench: no python3: torch._foreach_norm not timed"; fi
 endif
 
+# Every check the device path owes, in one run on a GPU machine: make
+# cuda-test, make cuda-bench, compute-sanitizer memcheck and racecheck on
+# each CUDA test program and the training-step example, and the PyTorch
+# bridge's CUDA cases; one log per step under $(B)/gpu-check.
+# GPU_CHECK="test bench" runs only those groups (tests/cuda/gpu_check.sh).
+GPU_CHECK ?=
+gpu-check:
+	@sh tests/cuda/gpu_check.sh $(B)/gpu-check $(B) $(GPU_CHECK)
+
 $(B)/cuda/test_device: tests/cuda/test_device.cu $(CUDA_HDRS)
 	@mkdir -p $(@D)
 	$(NVCC) $(NVCC_FLAGS) -o $@ $<
@@ -880,6 +891,7 @@ help:
 	  'cuda              compile every CUDA program (sm_80, sm_90)' \
 	  'cuda-test         CUDA device tests (skip without a GPU)' \
 	  'cuda-bench        CUDA benchmarks (skip without a GPU)' \
+	  'gpu-check         on a GPU: tests, figures, compute-sanitizer, torch' \
 	  'efficacy          closed-loop efficacy, every arm and setting (~1 h)' \
 	  'efficacy-quick    its CI lane (~3 min)' \
 	  'libgnmr           shared libraries for the PyTorch bridge' \
