@@ -232,7 +232,9 @@ int gnmr_cuda_step(gnmr_cuda_ctl *gc, const float *norms, gnmr_decision *out,
                    cudaStream_t stream);
 /* Multiplies each tensor's gradient by its unit's decisions[unit].scale,
    in double, rounded once to the tensor's type (units at scale 1 return at
-   once). max_elems: the largest tensor's n. n_grads <= 65535. */
+   once); after a refused step (gnmr_cuda_status says which), whose
+   decisions were not written, it leaves every gradient as it is.
+   max_elems: the largest tensor's n. n_grads <= 65535. */
 int gnmr_cuda_scale_grads(gnmr_cuda_ctl *gc, const gnmr_cuda_grad *grads,
                           uint32_t n_grads, uint64_t max_elems,
                           const gnmr_decision *decisions, cudaStream_t stream);
@@ -698,15 +700,15 @@ static __global__ void __launch_bounds__(GNMR_CUDA_UNIT_THREADS)
    worth at a time, added in order by thread 0), the verdict, the bins
    cleared for the next step. PAPER mode: the empty verdict only. */
 static __global__ void __launch_bounds__(GNMR_CUDA_UNIT_THREADS)
-    gnmr_cuda__verdict_kernel(gnmr_ctl *ctl, gnmr_cuda_work *w,
+    gnmr_cuda__verdict_kernel(gnmr_ctl *ctl, uint32_t n, gnmr_cuda_work *w,
                               const double *block_sumsq) {
   __shared__ uint32_t hist[GNMR_CUDA_BINS], bin_sums[64];
   __shared__ double staged[GNMR_CUDA_UNIT_THREADS];
   __shared__ gnmr_cuda_median m;
-  const uint32_t t = threadIdx.x, T = blockDim.x, n = ctl->n_units;
-  const uint32_t blocks = n / 256 + (n % 256 != 0);
-  double sumsq = 0.0;                     /* thread 0's */
-  if (ctl->cfg.rule != GNMR_RULE_NOISE) { /* the whole block */
+  const uint32_t t = threadIdx.x, T = blockDim.x;   /* n: the launch's, as */
+  const uint32_t blocks = n / 256 + (n % 256 != 0); /* block_sumsq's */
+  double sumsq = 0.0;                               /* thread 0's */
+  if (ctl->cfg.rule != GNMR_RULE_NOISE) {           /* the whole block */
     if (t == 0) gnmr_cuda__verdict(ctl, w, 0, 0.0);
     return;
   }
@@ -874,13 +876,16 @@ static __global__ void __launch_bounds__(GNMR_CUDA_ADMIT_THREADS)
   gnmr_cuda__admit_block(&sel, ctl, out, w);
 }
 
-/* x * scale in double, rounded once to the tensor's type. */
+/* x * scale in double, rounded once to the tensor's type; nothing after a
+   refused step, whose decisions were not written (they hold the step
+   before's). */
 static __global__ void gnmr_cuda__scale_kernel(const gnmr_cuda_grad *grads,
-                                               const gnmr_decision *decisions) {
+                                               const gnmr_decision *decisions,
+                                               const gnmr_cuda_work *w) {
   const gnmr_cuda_grad g = grads[blockIdx.y];
   const double scale = decisions[g.unit].scale;
   uint64_t i;
-  if (scale == 1.0) return;
+  if (scale == 1.0 || w->status != GNMR_OK) return;
   for (i = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x; i < g.n;
        i += (uint64_t)gridDim.x * blockDim.x) {
     if (g.dtype == GNMR_DTYPE_F32) {
@@ -906,13 +911,18 @@ static int gnmr_cuda__fail(gnmr_cuda_ctl *gc, cudaError_t e) {
    into gc's device memory; the work cleared. */
 static int gnmr_cuda__put(gnmr_cuda_ctl *gc, const gnmr_ctl *host) {
   gnmr_ctl image = *host;
-  cudaError_t e = cudaMemset(gc->work, 0, sizeof(gnmr_cuda_work));
+  /* The device synchronised before and after: no step on any stream (a
+     non-blocking one included) runs over the copy, and the copies have
+     landed (a pageable copy returns once staged) when this returns. */
+  cudaError_t e = cudaDeviceSynchronize();
+  if (e == cudaSuccess) e = cudaMemset(gc->work, 0, sizeof(gnmr_cuda_work));
   if (e == cudaSuccess && gc->n_units > 0)
     e = cudaMemcpy(gc->slots, host->units, sizeof *gc->slots * gc->n_units,
                    cudaMemcpyHostToDevice);
   image.units = gc->slots;
   if (e == cudaSuccess)
     e = cudaMemcpy(gc->ctl, &image, sizeof image, cudaMemcpyHostToDevice);
+  if (e == cudaSuccess) e = cudaDeviceSynchronize();
   return gnmr_cuda__fail(gc, e);
 }
 
@@ -962,7 +972,9 @@ int gnmr_cuda_ctl_download(gnmr_cuda_ctl *gc, gnmr_ctl *host) {
   if (!gc || !gc->ctl || !host) return GNMR_EINVAL;
   if (!gnmr__usable(host)) return GNMR_ESTATE;
   if (host->n_units != gc->n_units) return GNMR_EMISMATCH;
-  e = cudaMemcpy(&image, gc->ctl, sizeof image, cudaMemcpyDeviceToHost);
+  e = cudaDeviceSynchronize(); /* the steps on every stream done */
+  if (e == cudaSuccess)
+    e = cudaMemcpy(&image, gc->ctl, sizeof image, cudaMemcpyDeviceToHost);
   if (e == cudaSuccess && gc->n_units > 0)
     e = cudaMemcpy(host->units, gc->slots, sizeof *gc->slots * gc->n_units,
                    cudaMemcpyDeviceToHost);
@@ -1002,7 +1014,7 @@ int gnmr_cuda_step(gnmr_cuda_ctl *gc, const float *norms, gnmr_decision *out,
   gnmr_cuda__scan_kernel<<<blocks, GNMR_CUDA_UNIT_THREADS, 0, stream>>>(
       gc->ctl, norms, n, gc->work, gc->block_sumsq);
   gnmr_cuda__verdict_kernel<<<1, GNMR_CUDA_UNIT_THREADS, 0, stream>>>(
-      gc->ctl, gc->work, gc->block_sumsq);
+      gc->ctl, n, gc->work, gc->block_sumsq);
   gnmr_cuda__units_kernel<<<blocks, GNMR_CUDA_UNIT_THREADS, 0, stream>>>(
       gc->ctl, norms, out, gc->work);
   gnmr_cuda__admit_kernel<<<1, GNMR_CUDA_ADMIT_THREADS, 0, stream>>>(
@@ -1015,10 +1027,10 @@ int gnmr_cuda_scale_grads(gnmr_cuda_ctl *gc, const gnmr_cuda_grad *grads,
                           const gnmr_decision *decisions, cudaStream_t stream) {
   const uint64_t per = (max_elems + 255) / 256;
   const dim3 grid((unsigned)(per < 1 ? 1 : per > 1024 ? 1024 : per), n_grads);
-  if (!gc) return GNMR_EINVAL;
+  if (!gc || !gc->work) return GNMR_EINVAL;
   if (n_grads == 0) return GNMR_OK;
   if (!grads || !decisions || n_grads > 65535) return GNMR_EINVAL;
-  gnmr_cuda__scale_kernel<<<grid, 256, 0, stream>>>(grads, decisions);
+  gnmr_cuda__scale_kernel<<<grid, 256, 0, stream>>>(grads, decisions, gc->work);
   return gnmr_cuda__fail(gc, cudaGetLastError());
 }
 
@@ -1121,7 +1133,9 @@ int gnmr_cuda_status(gnmr_cuda_ctl *gc, int *last, int *first_error) {
   gnmr_cuda_work w;
   cudaError_t e;
   if (!gc || !gc->work) return GNMR_EINVAL;
-  e = cudaMemcpy(&w, gc->work, sizeof w, cudaMemcpyDeviceToHost);
+  e = cudaDeviceSynchronize(); /* the steps on every stream done */
+  if (e == cudaSuccess)
+    e = cudaMemcpy(&w, gc->work, sizeof w, cudaMemcpyDeviceToHost);
   if (e != cudaSuccess) return gnmr_cuda__fail(gc, e);
   if (last) *last = w.status;
   if (first_error) *first_error = w.first_error;

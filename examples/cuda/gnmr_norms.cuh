@@ -491,6 +491,10 @@ static __global__ void __launch_bounds__(GNMR_NORMS_THREADS)
   if (threadIdx.x == 0) {
     uint32_t tensor[GNMR_NORMS_WARPS], count[GNMR_NORMS_WARPS];
     const uint32_t n = gnmr_norms_claims(warp_tensor, tensor, count);
+    /* the block's nodes (fenced by their writers, then the barrier) before
+       its tickets, fenced again by the thread that takes them, as the
+       memory model asks of a release */
+    __threadfence();
     n_done = 0;
     for (uint32_t i = 0; i < n; i++) {
       const uint64_t groups =
@@ -558,8 +562,8 @@ static inline int gnmr_norms__cuda(gnmr_norms_plan *plan, cudaError_t err) {
 }
 
 /* tensors[i].data: device pointers. The plan keeps the pointers and sizes;
-   re-init it when they change. On failure the plan holds nothing (free is
-   still safe). */
+   re-init it when they change. Syncs the device. On failure the plan holds
+   nothing (free is still safe). */
 static inline int gnmr_norms_plan_init(gnmr_norms_plan *plan,
                                        const gnmr_tensor *tensors, size_t nt,
                                        uint32_t n_units) {
@@ -620,6 +624,10 @@ static inline int gnmr_norms_plan_init(gnmr_norms_plan *plan,
       rc = gnmr_norms__cuda(plan, cudaMemcpy(plan->unit_tensors, order,
                                              nt * sizeof *order,
                                              cudaMemcpyHostToDevice));
+    /* landed before any stream's kernel reads them (the copies and the
+       memset above run on the legacy stream, and a pageable copy returns
+       once staged) */
+    if (rc == GNMR_OK) rc = gnmr_norms__cuda(plan, cudaDeviceSynchronize());
   }
   free(t);
   free(first);

@@ -365,6 +365,65 @@ TEST(scale_grads_f32) {
   free(y);
 }
 
+/* A refused step writes no decisions, so the ones in the buffer are the
+   step before's: gnmr_cuda_scale_grads must not apply them. After a step
+   that passes it scales again. */
+TEST(scale_grads_after_a_refused_step_changes_nothing) {
+  enum { N = 3, LEN = 1000 };
+  const float good[N] = {1.0f, 2.0f, 3.0f}, bad[N] = {1.0f, -2.0f, 3.0f};
+  float x[N * LEN], y[N * LEN], *d_x = NULL, *d_norms = NULL;
+  gnmr_decision dec[N];
+  gnmr_cuda_grad g[N], *d_g = NULL;
+  gnmr_decision *d_dec = NULL;
+  gnmr_config cfg = gnmr_config_default();
+  gnmr_slot slot[N];
+  gnmr_ctl host;
+  gnmr_cuda_ctl gc;
+  int last = GNMR_OK, first = GNMR_OK, pass;
+  uint32_t i, t;
+  REQUIRE(gnmr_init(&host, &cfg, slot, N) == GNMR_OK);
+  GNMR_REQUIRE(gnmr_cuda_ctl_create(&gc, &host));
+  for (i = 0; i < N * LEN; i++) x[i] = (float)check_uniform() - 0.5f;
+  memset(dec, 0, sizeof dec);
+  for (t = 0; t < N; t++) dec[t].scale = 0.5; /* "the step before's" */
+  CUDA_REQUIRE(cudaMalloc((void **)&d_x, sizeof x));
+  CUDA_REQUIRE(cudaMalloc((void **)&d_norms, sizeof good));
+  for (t = 0; t < N; t++) {
+    g[t].data = d_x + (size_t)t * LEN;
+    g[t].n = LEN;
+    g[t].dtype = GNMR_DTYPE_F32;
+    g[t].unit = t;
+  }
+  CUDA_REQUIRE(cudaMalloc((void **)&d_g, sizeof g));
+  CUDA_REQUIRE(cudaMalloc((void **)&d_dec, sizeof dec));
+  CUDA_REQUIRE(cudaMemcpy(d_g, g, sizeof g, cudaMemcpyHostToDevice));
+  CUDA_REQUIRE(cudaMemcpy(d_dec, dec, sizeof dec, cudaMemcpyHostToDevice));
+  for (pass = 0; pass < 2; pass++) { /* refused, then passed */
+    CUDA_REQUIRE(cudaMemcpy(d_x, x, sizeof x, cudaMemcpyHostToDevice));
+    CUDA_REQUIRE(cudaMemcpy(d_norms, pass ? good : bad, sizeof good,
+                            cudaMemcpyHostToDevice));
+    GNMR_REQUIRE(gnmr_cuda_step(&gc, d_norms, NULL, 0));
+    GNMR_REQUIRE(gnmr_cuda_scale_grads(&gc, d_g, N, LEN, d_dec, 0));
+    GNMR_REQUIRE(gnmr_cuda_status(&gc, &last, &first));
+    EXPECT_EQ_INT(last, pass ? GNMR_OK : GNMR_ENORM);
+    CUDA_REQUIRE(cudaMemcpy(y, d_x, sizeof y, cudaMemcpyDeviceToHost));
+    for (i = 0; i < N * LEN; i++) {
+      const float want = pass ? (float)((double)x[i] * 0.5) : x[i];
+      if (memcmp(&want, &y[i], 4) != 0) {
+        printf("  pass %d: element %u %s\n", pass, i,
+               pass ? "not scaled" : "scaled after a refused step");
+        check__failed_here = 1;
+        break;
+      }
+    }
+  }
+  gnmr_cuda_ctl_destroy(&gc);
+  cudaFree(d_x);
+  cudaFree(d_norms);
+  cudaFree(d_g);
+  cudaFree(d_dec);
+}
+
 /* Bad arguments are refused with gnmr.h's codes and change nothing. */
 TEST(bad_arguments_refused) {
   gnmr_config cfg = gnmr_config_default();
@@ -410,6 +469,7 @@ int main(int argc, char **argv) {
       CHECK_CASE(path_bits_reach_the_host_one_step_later),
       CHECK_CASE(checkpoint_round_trip_through_the_host),
       CHECK_CASE(scale_grads_f32),
+      CHECK_CASE(scale_grads_after_a_refused_step_changes_nothing),
       CHECK_CASE(bad_arguments_refused)};
   int count = 0;
   if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) {
