@@ -121,22 +121,10 @@ static gnmr_config lib_config(const proto_config *p, unsigned lock) {
   c.max_recovering = 4;
   c.lock_steps = lock;
   c.cooldown_steps = 4;
-  c.warmup_steps = p->warmup;
-  c.history_decay = p->mean_decay;
-  c.eps = p->eps;
+#define PROTO_TO_LIB(proto, lib) c.lib = p->proto;
+  PROTO_LIB_FIELDS(PROTO_TO_LIB)
+#undef PROTO_TO_LIB
   c.two_sided = (uint32_t)(p->two_sided != 0);
-  c.z_rise = p->z_rise;
-  c.z_fall = p->z_fall;
-  c.min_rise = p->min_rise;
-  c.max_fall = p->max_fall;
-  c.ar = p->ar;
-  c.hold = p->hold;
-  c.fluct_decay = p->fluct_decay;
-  c.winsor = p->winsor;
-  c.fluct_floor = p->fluct_floor;
-  c.global_ratio = p->global_ratio;
-  c.global_frac = p->global_frac;
-  c.common_min_units = p->common_min_units;
   return c;
 }
 

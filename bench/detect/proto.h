@@ -250,27 +250,34 @@ typedef struct proto_ctl {
 
 enum { PF_RISE = 1, PF_FALL = 2, PF_NONFINITE = 4 };
 
+/* The prototype's fields that are gnmr_config's, each with the library's
+   name: the one list both directions of the mapping read. */
+#define PROTO_LIB_FIELDS(X)                                                    \
+  X(z_rise, z_rise)                                                            \
+  X(z_fall, z_fall)                                                            \
+  X(min_rise, min_rise)                                                        \
+  X(max_fall, max_fall)                                                        \
+  X(ar, ar)                                                                    \
+  X(mean_decay, history_decay)                                                 \
+  X(fluct_decay, fluct_decay)                                                  \
+  X(winsor, winsor)                                                            \
+  X(fluct_floor, fluct_floor)                                                  \
+  X(eps, eps)                                                                  \
+  X(global_ratio, global_ratio)                                                \
+  X(hold, hold)                                                                \
+  X(global_frac, global_frac)                                                  \
+  X(warmup, warmup_steps)                                                      \
+  X(common_min_units, common_min_units)                                        \
+  X(two_sided, two_sided)
+
 /* The library's noise-aware defaults (gnmr_config_noise()), so the
    benchmark runs what the library ships, and no experiment. */
 static proto_config proto_config_default(void) {
   const gnmr_config g = gnmr_config_noise();
   proto_config c;
-  c.z_rise = g.z_rise;
-  c.z_fall = g.z_fall;
-  c.min_rise = g.min_rise;
-  c.max_fall = g.max_fall;
-  c.ar = g.ar;
-  c.mean_decay = g.history_decay;
-  c.fluct_decay = g.fluct_decay;
-  c.winsor = g.winsor;
-  c.fluct_floor = g.fluct_floor;
-  c.eps = g.eps;
-  c.global_ratio = g.global_ratio;
-  c.hold = g.hold;
-  c.global_frac = g.global_frac;
-  c.warmup = g.warmup_steps;
-  c.common_min_units = g.common_min_units;
-  c.two_sided = (int)g.two_sided;
+#define PROTO_FROM_LIB(proto, lib) c.proto = g.lib;
+  PROTO_LIB_FIELDS(PROTO_FROM_LIB)
+#undef PROTO_FROM_LIB
   c.global_gate = 1;
   c.p_mode = c.genie_common = c.genie_level = 0;
   c.glr_w = c.glr_enter = c.genie_scale = 0.0;
