@@ -486,8 +486,8 @@ TEST(reconfigured_mid_run) {
 
 TEST(noise_defaults_through_the_warmup) {
   /* the noise-aware rules' defaults (gnmr_config_noise(): warmup 50,
-     common_min_units 8), past the
-     warm-up, with budgets from none to every unit */
+     common_min_units 8), past the warm-up, with budgets from none to
+     every unit */
   static const uint32_t sizes[] = {1, 8, 77, 1000, 5000};
   size_t i;
   for (i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
