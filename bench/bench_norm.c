@@ -133,22 +133,12 @@ typedef struct job {
    Variants of the library's AVX2 f32 loop (gnmr__rows_avx2: 16-byte loads
    converted to double, 8 accumulators of 4 lanes, one FMA each a row, two
    prefetches a page ahead into L2), each run through the library's driver
-   (gnmr__sum), so every canonical one must return the library's bits. */
-#define KERNEL_ROW(a, p)                                                       \
-  do {                                                                         \
-    int k_;                                                                    \
-    GNMR__UNROLL                                                               \
-    for (k_ = 0; k_ < 8; k_++) {                                               \
-      __m256d d_ =                                                             \
-          _mm256_cvtps_pd(_mm_loadu_ps((const float *)((p) + 16 * k_)));       \
-      a[k_] = _mm256_fmadd_pd(d_, d_, a[k_]);                                  \
-    }                                                                          \
-  } while (0)
-
+   (gnmr__sum), so every canonical one must return the library's bits. A
+   row's work is the library's own primitive (gnmr__avx2_add16). */
 /* A row kernel with AHEAD (a statement on p) before each row's work. */
 #define KERNEL(name, AHEAD)                                                    \
-  __attribute__((target("avx2,fma"))) static void name(                        \
-      const void *x, size_t rows, int dtype, double *lane, uint32_t *mag) {    \
+  GNMR__TARGET_AVX2 static void name(const void *x, size_t rows, int dtype,    \
+                                     double *lane, uint32_t *mag) {            \
     const unsigned char *p = (const unsigned char *)x;                         \
     __m256d a[8];                                                              \
     __m256i touch = _mm256_setzero_si256();                                    \
@@ -160,7 +150,8 @@ typedef struct job {
     for (k = 0; k < 8; k++) a[k] = _mm256_loadu_pd(lane + 4 * k);              \
     for (r = 0; r < rows; r++, p += 128) {                                     \
       AHEAD;                                                                   \
-      KERNEL_ROW(a, p);                                                        \
+      gnmr__avx2_add16(a, p, GNMR_DTYPE_F32);                                  \
+      gnmr__avx2_add16(a + 4, p + 64, GNMR_DTYPE_F32);                         \
     }                                                                          \
     GNMR__UNROLL                                                               \
     for (k = 0; k < 8; k++) _mm256_storeu_pd(lane + 4 * k, a[k]);              \
