@@ -164,6 +164,9 @@ KERNEL(k_no_prefetch, (void)0)
 KERNEL(k_1k_l1, (PF(1024, 3), PF(1024 + 64, 3)))
 KERNEL(k_8k_l2, (PF(8192, 2), PF(8192 + 64, 2)))
 KERNEL(k_half_lines, PF(4096, 2))
+/* One line a page, two pages ahead: the TLB walk early, the rest left to
+   the hardware. */
+KERNEL(k_page_8k, if (((uintptr_t)p & 4095) == 0) PF(8192, 2))
 KERNEL(k_touch_1k,
        touch = _mm256_or_si256(
            touch, _mm256_or_si256(
@@ -223,6 +226,27 @@ __attribute__((target("avx2,fma"))) static double f32_fma(const void *x,
   return s;
 }
 
+/* The library's row kernel and order, but two chunks read at once, a page
+   of each in turn: two streams for the hardware prefetchers. Canonical (the
+   same bits) where the bytes are a whole number of chunk pairs. */
+static double two_streams(const void *x, size_t bytes) {
+  const unsigned char *p = (const unsigned char *)x;
+  size_t cb = GNMR_SUM_CHUNK * 4, nc = bytes / cb, c, r;
+  gnmr__tree tree;
+  double lane[2][GNMR_SUM_LANES];
+  int s;
+  memset(&tree, 0, sizeof tree);
+  for (c = 0; c + 2 <= nc; c += 2) {
+    memset(lane, 0, sizeof lane);
+    for (r = 0; r < GNMR_SUM_CHUNK / GNMR_SUM_LANES; r += 32)
+      for (s = 0; s < 2; s++)
+        gnmr__rows_avx2(p + (c + s) * cb + r * 128, 32, GNMR_DTYPE_F32, lane[s],
+                        NULL);
+    for (s = 0; s < 2; s++) gnmr__tree_add(&tree, gnmr__lane_fold(lane[s]));
+  }
+  return gnmr__tree_sum(&tree);
+}
+
 static double probe_prefetch(const void *x, size_t bytes) {
   return probe_avx2(x, bytes, 1);
 }
@@ -237,10 +261,12 @@ static const struct {
     {k_1k_l1, NULL, "1 KiB ahead into L1 (0.2)"},
     {k_8k_l2, NULL, "8 KiB ahead into L2"},
     {k_half_lines, NULL, "4 KiB ahead, every other line"},
+    {k_page_8k, NULL, "one line a page, 8 KiB ahead"},
     {k_touch_1k, NULL, "loads 1 KiB ahead, no prefetch"},
     {k_wide_loads, NULL, "32-byte loads, 4 KiB ahead"},
     {NULL, f32_fma, "f32 FMA (not canonical)"},
     {NULL, probe_prefetch, "probe + prefetch 4 KiB into L2"},
+    {NULL, two_streams, "2 chunks at once, a page in turn"},
 };
 #define N_KERNELS (int)(sizeof kernels / sizeof kernels[0])
 #endif
@@ -464,9 +490,9 @@ static void kernels_vs_probe(unsigned char *f32, size_t big) {
     double got = run_once(&k[i]);
     qsort(r[i], ROUNDS, sizeof r[i][0], cmp_double);
     printf("| %-32s | %s | %.3f | %.3f .. %.3f |\n", kernels[i].what,
-           !kernels[i].fn ? "-"
-           : got == want  ? "same"
-                          : "DIFFER",
+           got == want      ? "same"
+           : !kernels[i].fn ? "-"
+                            : "DIFFER",
            r[i][ROUNDS / 2], r[i][ROUNDS / 4], r[i][3 * ROUNDS / 4]);
   }
 #else
