@@ -59,12 +59,36 @@ def load_fortunes(d):
 
 # ---- the model --------------------------------------------------------------
 
-def switched(lin, fp8):
+class CheapPathFault(nn.Module):
+    """A fault of the cheap path (--stress): while .fault is (channel,
+    factor), that channel of the input the FP8 Linear reads is multiplied by
+    factor, as a low-precision path that mishandles its input would. The
+    forward only: the gradient that flows upstream is not scaled (the
+    Linear's own weight gradient, dW = dY^T X, sees the bad X). The float32
+    path never sees it, so a unit in recovery is rid of it."""
+
+    def __init__(self, cheap):
+        super().__init__()
+        self.cheap = cheap
+        self.fault = None
+
+    def forward(self, x):
+        if self.fault is not None:
+            c, factor = self.fault
+            bump = torch.zeros_like(x)
+            bump[..., c] = x[..., c].detach() * (factor - 1.0)
+            x = x + bump
+        return self.cheap(x)
+
+
+def switched(lin, fp8, faults=False):
     """lin alone, or the precision switch: FP8 normally, lin itself (float32)
-    while its unit recovers."""
+    while its unit recovers; with faults, the FP8 path can be given one."""
     if not fp8:
         return lin
-    return gnmr_torch.PrecisionSwitch(gnmr_torch.FP8Delayed(lin), lin)
+    cheap = gnmr_torch.FP8Delayed(lin)
+    return gnmr_torch.PrecisionSwitch(
+        CheapPathFault(cheap) if faults else cheap, lin)
 
 
 class Block(nn.Module):
@@ -76,9 +100,19 @@ class Block(nn.Module):
         self.fc_lin, self.out_lin = nn.Linear(d, 4 * d), nn.Linear(4 * d, d)
         self.qkv, self.proj = switched(self.qkv_lin, fp8), switched(
             self.proj_lin, fp8)
-        self.fc, self.out = switched(self.fc_lin, fp8), switched(
+        self.fc, self.out = switched(self.fc_lin, fp8, faults=True), switched(
             self.out_lin, fp8)
-        self.fault = None  # (channel, factor): an injected outlier
+
+    @property
+    def fault(self):
+        return self.fc.cheap.fault if fp8_switch(self.fc) else None
+
+    @fault.setter
+    def fault(self, f):
+        """(channel, factor) or None: a fault on the FP8 path of the MLP's
+        first Linear (none where the block runs float32 throughout)."""
+        if fp8_switch(self.fc):
+            self.fc.cheap.fault = f
 
     def forward(self, x, mask):
         b, t, d = x.shape
@@ -89,12 +123,11 @@ class Block(nn.Module):
         att = att.masked_fill(mask[:t, :t], float("-inf")).softmax(-1)
         y = (att @ v).transpose(1, 2).reshape(b, t, d)
         x = x + self.proj(y)
-        h = self.ln2(x)
-        if self.fault is not None:  # one channel of the MLP's input blown up
-            c, factor = self.fault
-            h = torch.cat([h[..., :c], h[..., c:c + 1] * factor,
-                           h[..., c + 1:]], dim=-1)
-        return x + self.out(F.gelu(self.fc(h)))
+        return x + self.out(F.gelu(self.fc(self.ln2(x))))
+
+
+def fp8_switch(m):
+    return isinstance(m, gnmr_torch.PrecisionSwitch)
 
 
 class GPT(nn.Module):
@@ -185,9 +218,10 @@ def bar(arm, step, total, loss, t0, extra=""):
 
 def stress_schedule(a):
     """--stress K: K outlier faults, FAULT_STEPS steps each, none in the
-    first 20% of the run, one at a time: a random block's MLP input gets one
-    channel multiplied by --stress-factor (the same schedule in every
-    arm). Returns {step: (block, channel, factor) or None}."""
+    first 20% of the run, one at a time: the FP8 path of a random block's
+    MLP reads one channel of its input multiplied by --stress-factor (the
+    same schedule in every arm; CheapPathFault). Returns {step: (block,
+    channel, factor)}."""
     gen = torch.Generator().manual_seed(a.seed + 7)
     first = a.steps // 5
     span = (a.steps - first) // max(1, a.stress)
@@ -248,6 +282,8 @@ def run_arm(arm, train, val, a, rows):
         opt.step()
         last = step + 1 == a.steps
         if last or (a.eval_every and (step + 1) % a.eval_every == 0):
+            for b in model.blocks:
+                b.fault = None  # a training step's fault, not evaluation's
             val_loss = evaluate(model, val, a)
         rows.append([arm, step, "%.5f" % loss.item(), "%.5f" % gn,
                      "%.5f" % val_loss if (last or (
@@ -336,8 +372,8 @@ def parse_args(argv=None):
                    help="validation every N steps (0: at the end only)")
     p.add_argument("--eval-batches", type=int, default=8)
     p.add_argument("--stress", type=int, default=0, metavar="K",
-                   help="K injected outlier faults (8 steps each) at a "
-                   "block's MLP input")
+                   help="K injected faults (8 steps each): an outlier "
+                   "channel on the FP8 path of a block's MLP")
     p.add_argument("--stress-factor", type=float, default=1000.0)
     p.add_argument("--gnmr", action="append", default=[],
                    metavar="FIELD=VALUE",

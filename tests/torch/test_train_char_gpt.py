@@ -1,0 +1,53 @@
+"""Tests of the char-level GPT demo's fault model (examples/torch/
+train_char_gpt.py, --stress): a fault lives on the FP8 path of a block's MLP
+only, so a unit in recovery (float32) is rid of it, as in the C demos."""
+
+import os
+import sys
+
+import torch
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(ROOT, "examples", "torch"))
+import train_char_gpt as D  # noqa: E402
+
+MASK = torch.ones(4, 4).triu(1).bool()
+
+
+def test_fault_scales_the_forward_not_the_upstream_gradient():
+    f = D.CheapPathFault(torch.nn.Identity())
+    x = torch.randn(3, 5, requires_grad=True)
+    f.fault = (1, 10.0)
+    y = f(x)
+    want = x.detach().clone()
+    want[:, 1] *= 10.0
+    assert torch.equal(y.detach(), want)
+    y.sum().backward()
+    assert torch.equal(x.grad, torch.ones(3, 5))
+
+
+def test_fault_is_on_the_fp8_path_only():
+    torch.manual_seed(0)
+    b = D.Block(8, 2, fp8=True).eval()  # eval: no amax history updates
+    x = torch.randn(2, 4, 8)
+    clean_fp8 = b(x, MASK)
+    b.fault = (3, 1000.0)
+    assert b.fault == (3, 1000.0)
+    assert not torch.allclose(b(x, MASK), clean_fp8)
+    b.fc.high_fidelity = True  # the MLP's unit in recovery
+    faulty_f32 = b(x, MASK)
+    b.fault = None
+    assert torch.equal(faulty_f32, b(x, MASK))
+    b.fc.high_fidelity = False
+    assert torch.equal(b(x, MASK), clean_fp8)
+
+
+def test_a_float32_block_has_no_fault():
+    torch.manual_seed(0)
+    b = D.Block(8, 2, fp8=False).eval()
+    x = torch.randn(2, 4, 8)
+    clean = b(x, MASK)
+    b.fault = (3, 1000.0)
+    assert b.fault is None
+    assert torch.equal(b(x, MASK), clean)
