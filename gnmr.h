@@ -3323,6 +3323,7 @@ static int gnmr__ckpt_read(const gnmr_ctl *ctl, gnmr_ctl *t,
   gnmr_config *c = &t->cfg;
   gnmr__soa units;
   uint32_t n, u, i, locked = 0;
+  uint64_t k_max = 0;
   if (len < GNMR__CKPT_HEADER) return GNMR_ESIZE;
   if (memcmp(p, gnmr__ckpt_magic, 8) != 0) return GNMR_ECORRUPT;
   p += 8;
@@ -3363,8 +3364,12 @@ static int gnmr__ckpt_read(const gnmr_ctl *ctl, gnmr_ctl *t,
 #undef GNMR__GET_UNIT
     if (!gnmr__unit_valid(&st, c)) return GNMR_ECORRUPT;
     locked += st.lock > 0;
+    if (st.finite_steps > k_max) k_max = st.finite_steps;
     if (apply) gnmr__unit_set(&units, n, u, &st);
   }
+  /* NOISE mode: G observes every step on which any unit does (rule N3),
+     so no unit has more observations than G. */
+  if (c->rule == GNMR_RULE_NOISE && k_max > t->global_k) return GNMR_ECORRUPT;
   return gnmr__totals_valid(t, locked) ? GNMR_OK : GNMR_ECORRUPT;
 }
 

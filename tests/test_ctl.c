@@ -1037,6 +1037,41 @@ TEST(checkpoint_refuses_state_a_step_cannot_reach) {
   EXPECT_EQ_INT(gnmr_checkpoint_load(&target.ctl, copy, len), GNMR_ECORRUPT);
 }
 
+/* NOISE mode: the global norm G observes every step on which any unit does,
+   so a unit with more observations than G is no state a run can reach (it
+   read as settled units beside a G never observed: a fuzzer's find). */
+TEST(checkpoint_refuses_units_ahead_of_the_global_norm) {
+  static fixture src, target, before;
+  static unsigned char copy[1 << 14];
+  gnmr_config c = gnmr_config_noise();
+  /* G's k: after the totals (9 u64, 2 u32) and G's mean, s and p. */
+  const size_t global_k = GNMR__CKPT_HEADER + GNMR__CKPT_CONFIG + 80 + 24;
+  size_t len;
+  uint32_t s;
+  c.warmup_steps = 0;
+  REQUIRE(setup(&src, &c, CK_N) == GNMR_OK);
+  for (s = 0; s < 3; s++) REQUIRE(step_all(&src, 1.0f + (float)s) == GNMR_OK);
+  REQUIRE(src.ctl.global_k == 3);
+  REQUIRE(gnmr_checkpoint_save(&src.ctl, ck_buf, sizeof ck_buf, &len) == 0);
+  REQUIRE(setup(&target, &c, CK_N) == GNMR_OK);
+  before = target;
+  memcpy(copy, ck_buf, len);
+  put_u64(copy + global_k, 2);
+  ck_reseal(copy, len);
+  EXPECT_EQ_INT(gnmr_checkpoint_load(&target.ctl, copy, len), GNMR_ECORRUPT);
+  put_u64(copy + global_k, 0);
+  ck_reseal(copy, len);
+  EXPECT_EQ_INT(gnmr_checkpoint_load(&target.ctl, copy, len), GNMR_ECORRUPT);
+  EXPECT(memcmp(&target, &before, sizeof target) == 0);
+  /* G ahead of every unit is a run's state (steps with only some units
+     finite); the same bytes with G's k as saved load. */
+  put_u64(copy + global_k, 4);
+  ck_reseal(copy, len);
+  EXPECT_EQ_INT(gnmr_checkpoint_load(&target.ctl, copy, len), GNMR_OK);
+  EXPECT_EQ_INT(gnmr_checkpoint_load(&target.ctl, ck_buf, len), GNMR_OK);
+  EXPECT(target.ctl.global_k == 3);
+}
+
 /* ---- reconfigure -------------------------------------------------------- */
 
 /* The 0.1 abort: max_recovering set to 0 by hand while a unit recovers.
@@ -1584,6 +1619,7 @@ int main(int argc, char **argv) {
       CHECK_CASE(checkpoint_format_is_little_endian_field_by_field),
       CHECK_CASE(checkpoint_of_extreme_thresholds_round_trips),
       CHECK_CASE(checkpoint_refuses_state_a_step_cannot_reach),
+      CHECK_CASE(checkpoint_refuses_units_ahead_of_the_global_norm),
       CHECK_CASE(
           max_recovering_zeroed_mid_recovery_refused_by_hand_defined_by_api),
       CHECK_CASE(budget_lowered_below_the_count_drains_then_admits),
