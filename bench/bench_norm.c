@@ -167,6 +167,8 @@ KERNEL(k_half_lines, PF(4096, 2))
 /* One line a page, two pages ahead: the TLB walk early, the rest left to
    the hardware. */
 KERNEL(k_page_8k, if (((uintptr_t)p & 4095) == 0) PF(8192, 2))
+/* Non-temporal (prefetchnta): into L1, kept out of the outer caches. */
+KERNEL(k_nta_1k, (PF(1024, 0), PF(1024 + 64, 0)))
 KERNEL(k_touch_1k,
        touch = _mm256_or_si256(
            touch, _mm256_or_si256(
@@ -247,6 +249,32 @@ static double two_streams(const void *x, size_t bytes) {
   return gnmr__tree_sum(&tree);
 }
 
+/* Not canonical: the library's kernel over all bytes in one call, no
+   per-chunk call, fold or tree: what the driver costs. */
+static double one_call(const void *x, size_t bytes) {
+  double lane[GNMR_SUM_LANES] = {0};
+  gnmr__rows_avx2(x, bytes / 128, GNMR_DTYPE_F32, lane, NULL);
+  return gnmr__lane_fold(lane);
+}
+
+/* The read probe with 16-byte loads, 8 a row as the canonical kernels
+   issue them: what the load count alone costs. */
+GNMR__TARGET_AVX2 static double probe16(const void *x, size_t bytes) {
+  const unsigned char *p = (const unsigned char *)x;
+  __m128i a[8];
+  size_t i;
+  int k;
+  GNMR__UNROLL
+  for (k = 0; k < 8; k++) a[k] = _mm_setzero_si128();
+  for (i = 0; i + 128 <= bytes; i += 128) {
+    GNMR__UNROLL
+    for (k = 0; k < 8; k++)
+      a[k] = _mm_or_si128(a[k], _mm_loadu_si128((const __m128i *)(p + i) + k));
+  }
+  for (k = 1; k < 8; k++) a[0] = _mm_or_si128(a[0], a[k]);
+  return (double)_mm_cvtsi128_si32(a[0]);
+}
+
 static double probe_prefetch(const void *x, size_t bytes) {
   return probe_avx2(x, bytes, 1);
 }
@@ -262,11 +290,14 @@ static const struct {
     {k_8k_l2, NULL, "8 KiB ahead into L2"},
     {k_half_lines, NULL, "4 KiB ahead, every other line"},
     {k_page_8k, NULL, "one line a page, 8 KiB ahead"},
+    {k_nta_1k, NULL, "1 KiB ahead, non-temporal"},
     {k_touch_1k, NULL, "loads 1 KiB ahead, no prefetch"},
     {k_wide_loads, NULL, "32-byte loads, 4 KiB ahead"},
     {NULL, f32_fma, "f32 FMA (not canonical)"},
     {NULL, probe_prefetch, "probe + prefetch 4 KiB into L2"},
     {NULL, two_streams, "2 chunks at once, a page in turn"},
+    {NULL, one_call, "one call (not canonical)"},
+    {NULL, probe16, "probe, 16-byte loads"},
 };
 #define N_KERNELS (int)(sizeof kernels / sizeof kernels[0])
 #endif
