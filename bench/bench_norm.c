@@ -167,7 +167,7 @@ KERNEL(k_half_lines, PF(4096, 2))
 /* One line a page, two pages ahead: the TLB walk early, the rest left to
    the hardware. */
 KERNEL(k_page_8k, if (((uintptr_t)p & 4095) == 0) PF(8192, 2))
-/* Non-temporal (prefetchnta): into L1, kept out of the outer caches. */
+/* 1 KiB ahead with the non-temporal hint (prefetchnta). */
 KERNEL(k_nta_1k, (PF(1024, 0), PF(1024 + 64, 0)))
 KERNEL(k_touch_1k,
        touch = _mm256_or_si256(
