@@ -401,8 +401,8 @@ ab-ctl: bench/ab_ctl.c gnmr.h
 
 # The norm helpers of this tree against those of git revision BASE out of
 # cache: two bench_norm builds (-O2, no -march), run as alternating whole
-# processes, AB_NORM_RUNS of each; each run prints the 256 MiB f32 ratios
-# to the read probes (bench_norm --targets=out-of-cache).
+# processes, AB_NORM_RUNS of each; each run prints the 256 MiB ratios to
+# the read probes, f32, f16 and bf16 (bench_norm --targets=out-of-cache).
 AB_NORM_RUNS ?= 5
 ab-norm: bench/bench_norm.c gnmr.h
 	@mkdir -p $(B)/ab/norm-base
@@ -414,7 +414,7 @@ ab-norm: bench/bench_norm.c gnmr.h
 	@i=1; while [ $$i -le $(AB_NORM_RUNS) ]; do \
 	  for side in base this; do \
 	    $(B)/ab/bench_norm_$$side --targets=out-of-cache | \
-	      sed -n "s/^| f32/$$side run $$i | f32/p"; \
+	      sed -n "s/^| \(f32\|f16\|bf16\) /$$side run $$i | \1 /p"; \
 	  done; i=$$((i + 1)); \
 	done
 

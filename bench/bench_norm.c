@@ -13,13 +13,17 @@
           bench_norm --targets  the speed targets, as ratios measured
                                 alternately (both sides see the same load),
                                 the -O2 / -march=native builds among them
-          bench_norm --targets=out-of-cache  only the three 256 MiB f32
-                                ratios to the read probes (make ab-norm)
+          bench_norm --targets=out-of-cache  only the 256 MiB ratios to
+                                the read probes, f32 (sumsq, stats) and
+                                f16/bf16 sumsq (make ab-norm)
           bench_norm --kernels  AVX2 f32 row kernels other than the
                                 library's against the read probe, on
                                 max-bytes / 4 of f32 (256 MiB, out of
                                 cache, by default): what was tried
-                                (bench/RESULTS.md, "Norm helpers") */
+                                (bench/RESULTS.md, "Norm helpers")
+          --offset=B            the data B bytes past a page boundary
+                                (0 by default: page-aligned, as a large
+                                tensor from a caching allocator is) */
 #define _POSIX_C_SOURCE 200112L
 #define GNMR_IMPLEMENTATION
 #include "gnmr.h"
@@ -169,6 +173,15 @@ KERNEL(k_half_lines, PF(4096, 2))
 KERNEL(k_page_8k, if (((uintptr_t)p & 4095) == 0) PF(8192, 2))
 /* 1 KiB ahead with the non-temporal hint (prefetchnta). */
 KERNEL(k_nta_1k, (PF(1024, 0), PF(1024 + 64, 0)))
+/* In bursts: every line of a block at once, at the block's first row
+   (the buffer starts on a page boundary, --offset=0). */
+#define BURST(d, span, loc)                                                    \
+  if (((uintptr_t)p & ((span)-1)) == 0) {                                      \
+    int q_;                                                                    \
+    for (q_ = 0; q_ < (span); q_ += 64) PF((d) + q_, loc);                     \
+  }
+KERNEL(k_burst_8k, BURST(8192, 4096, 2))
+KERNEL(k_burst_nta, BURST(1024, 1024, 0))
 KERNEL(k_touch_1k,
        touch = _mm256_or_si256(
            touch, _mm256_or_si256(
@@ -291,6 +304,8 @@ static const struct {
     {k_half_lines, NULL, "4 KiB ahead, every other line"},
     {k_page_8k, NULL, "one line a page, 8 KiB ahead"},
     {k_nta_1k, NULL, "1 KiB ahead, non-temporal"},
+    {k_burst_8k, NULL, "a page at once, 8 KiB ahead"},
+    {k_burst_nta, NULL, "1 KiB at once, 1 KiB ahead, nta"},
     {k_touch_1k, NULL, "loads 1 KiB ahead, no prefetch"},
     {k_wide_loads, NULL, "32-byte loads, 4 KiB ahead"},
     {NULL, f32_fma, "f32 FMA (not canonical)"},
@@ -540,6 +555,7 @@ static void targets(unsigned char *buf, size_t big, int out_of_cache_only) {
   unsigned char *f32 = buf, *f16 = buf + big, *bf16 = buf + 2 * big;
   job a, b;
   char what[64];
+  int d;
   printf("\n| target: A / B | median | best/best | range | wanted | |\n"
          "|---|---|---|---|---|---|\n");
   a = make_job(K_LIB_SUMSQ, GNMR_DTYPE_F32, f32, big);
@@ -555,6 +571,14 @@ static void targets(unsigned char *buf, size_t big, int out_of_cache_only) {
   b.kind = K_PROBE;
   sprintf(what, "f32 stats / read probe, %lu MiB", (unsigned long)(big >> 20));
   target(what, &a, &b, 0, 0.95);
+  for (d = GNMR_DTYPE_F16; d <= GNMR_DTYPE_BF16; d++) {
+    unsigned char *x = d == GNMR_DTYPE_F16 ? f16 : bf16;
+    a = make_job(K_LIB_SUMSQ, d, x, big);
+    b = make_job(K_PROBE, d, x, big);
+    sprintf(what, "%s sumsq / read probe, %lu MiB", dtype_name(d),
+            (unsigned long)(big >> 20));
+    target(what, &a, &b, 0, 0.95);
+  }
   if (out_of_cache_only) return;
   a = make_job(K_LIB_SUMSQ, GNMR_DTYPE_F32, f32, small);
 #ifdef HAVE_CBLAS
@@ -597,8 +621,9 @@ static void targets(unsigned char *buf, size_t big, int out_of_cache_only) {
 
 int main(int argc, char **argv) {
   size_t max_bytes = (size_t)1 << 30, bytes;
+  size_t offset = 0;
   int all_paths = 1, best, dtype, i, isa, mode = 0;
-  unsigned char *buf;
+  unsigned char *mem, *buf;
   for (i = 1; i < argc; i++) {
     if (strcmp(argv[i], "--paths=best") == 0) all_paths = 0;
     if (strcmp(argv[i], "--targets") == 0) mode = 1;
@@ -606,6 +631,8 @@ int main(int argc, char **argv) {
     if (strcmp(argv[i], "--kernels") == 0) mode = 3;
     if (strncmp(argv[i], "--max-bytes=", 12) == 0)
       max_bytes = (size_t)strtoull(argv[i] + 12, NULL, 10);
+    if (strncmp(argv[i], "--offset=", 9) == 0)
+      offset = (size_t)strtoull(argv[i] + 9, NULL, 10) % 4096;
     if (strcmp(argv[i], "--csv") == 0 && i + 1 < argc) {
       csv = fopen(argv[++i], "w");
       if (!csv) {
@@ -615,7 +642,8 @@ int main(int argc, char **argv) {
       fprintf(csv, "dtype,bytes,what,gb_per_s,gelem_per_s,spread\n");
     }
   }
-  buf = (unsigned char *)malloc(max_bytes + 64);
+  mem = (unsigned char *)malloc(max_bytes + 8192);
+  buf = mem ? mem + (4096 - (uintptr_t)mem % 4096) % 4096 + offset : NULL;
   if (!buf) {
     fprintf(stderr, "bench_norm: cannot allocate %lu bytes\n",
             (unsigned long)max_bytes);
@@ -634,7 +662,7 @@ int main(int argc, char **argv) {
       kernels_vs_probe(buf, big);
     else
       targets(buf, big, mode == 2);
-    free(buf);
+    free(mem);
     return 0;
   }
   printf("gnmr %s, default path %s, paths:", gnmr_version(),
@@ -685,6 +713,6 @@ int main(int argc, char **argv) {
   }
   printf("\n(sink %g)\n", sink);
   if (csv) fclose(csv);
-  free(buf);
+  free(mem);
   return 0;
 }
