@@ -466,17 +466,22 @@ endif
 # ---- CUDA example ------------------------------------------------------------
 # nvcc from PATH, else the standard install location. Contraction off on both
 # sides (--fmad=false, -ffp-contract=off): the device must give the CPU's bits.
-# CUDA_ARCHS=80 builds one architecture (faster while iterating).
+# CUDA_ARCHS=80 builds one architecture (faster while iterating). The last
+# one's PTX rides along (CUDA_PTX), so a newer GPU (sm_100, sm_120) runs the
+# code compiled at load time instead of failing with "no kernel image".
 NVCC ?= $(or $(shell command -v nvcc 2>/dev/null),$(wildcard /usr/local/cuda/bin/nvcc))
 CUDA_ARCHS ?= 80 90
+CUDA_PTX = -gencode arch=compute_$(lastword $(1)),code=compute_$(lastword $(1))
 NVCC_FLAGS = -O3 -std=c++17 --fmad=false -Xcompiler -ffp-contract=off \
              -Werror all-warnings -Xcompiler -Wall,-Wextra,-Werror -I. \
-             $(foreach a,$(CUDA_ARCHS),-gencode arch=compute_$(a),code=sm_$(a))
+             $(foreach a,$(CUDA_ARCHS),-gencode arch=compute_$(a),code=sm_$(a)) \
+             $(call CUDA_PTX,$(CUDA_ARCHS))
 
 # make cuda (CI, compile only) builds all of the CUDA code; make cuda-test
 # runs the device tests on a GPU, make cuda-bench the benchmarks (and
 # bench/foreach_norm.py where PyTorch is installed). Without a GPU each
-# program says so and exits 0; without nvcc the targets say so.
+# program says so and exits 0 (1 under GNMR_REQUIRE_GPU, which gpu-check
+# sets); without nvcc the targets say so.
 #   norms (examples/cuda/gnmr_norms.cuh): tests/cuda/test_device.cu (norm
 #     bit identity, the graph-launched training loop), the two-file build
 #     (tests/cuda/two_file_*.cu, -rdc and GNMR_STATIC), bench_norms_cuda
@@ -485,7 +490,8 @@ NVCC_FLAGS = -O3 -std=c++17 --fmad=false -Xcompiler -ffp-contract=off \
 #     its device test and benchmark, and the two-file build: ctl_two_b.cu
 #     uses the norm plan and the controller without holding either
 #     implementation (no -rdc; CI compiles and links it)
-CUDA_HDRS = gnmr.h examples/cuda/gnmr_norms.cuh tests/cuda/regions.h
+CUDA_HDRS = gnmr.h examples/cuda/gnmr_norms.cuh tests/cuda/regions.h \
+  tests/cuda/no_device.h
 CUDA_TESTS = $(B)/cuda/test_device $(B)/cuda/two_file_rdc \
              $(B)/cuda/two_file_static $(B)/test_ctl_cuda $(B)/ctl_two_files
 CUDA_CTL = $(B)/train_step $(B)/test_ctl_cuda $(B)/bench_ctl_cuda \
@@ -810,7 +816,8 @@ TORCH_PYTHON_LIST ?= python3 /usr/bin/python3
 TORCH_ARCHS ?= $(CUDA_ARCHS)
 LIBGNMR_CUDA_FLAGS = $(filter-out -gencode arch=%,$(NVCC_FLAGS)) \
   -Xcompiler -fPIC -shared \
-  $(foreach a,$(TORCH_ARCHS),-gencode arch=compute_$(a),code=sm_$(a))
+  $(foreach a,$(TORCH_ARCHS),-gencode arch=compute_$(a),code=sm_$(a)) \
+  $(call CUDA_PTX,$(TORCH_ARCHS))
 TORCH_PY = for p in $(TORCH_PYTHON_LIST); do \
     if $$p -c 'import torch' >/dev/null 2>&1; then echo $$p; break; fi; done
 

@@ -16,6 +16,7 @@
 #include "gnmr.h"
 #define GNMR_CUDA_IMPLEMENTATION
 #include "examples/cuda/gnmr_ctl.cuh"
+#include "tests/cuda/no_device.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -179,7 +180,7 @@ int main(int argc, char **argv) {
     }
   if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) {
     printf("bench_ctl_cuda: skipped: no CUDA device\n");
-    return 0;
+    return NO_DEVICE_EXIT;
   }
   CK(cudaGetDeviceProperties(&prop, 0));
   CK(cudaDriverGetVersion(&driver));

@@ -21,6 +21,7 @@
 #define GNMR_IMPLEMENTATION
 #include "gnmr.h"
 #include "examples/cuda/gnmr_norms.cuh"
+#include "tests/cuda/no_device.h"
 
 #include <cuda_runtime.h>
 #include <stdio.h>
@@ -183,7 +184,7 @@ int main(int argc, char **argv) {
   }
   if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) {
     printf("bench_norms_cuda: no CUDA device, skipping\n");
-    return 0;
+    return NO_DEVICE_EXIT;
   }
   CUDA_TRY(cudaGetDeviceProperties(&prop, 0));
   sms = prop.multiProcessorCount;

@@ -28,6 +28,11 @@ if ! nvidia-smi --query-gpu=name,driver_version --format=csv,noheader \
   exit 1
 fi
 echo "gpu-check: $(cat "$out/device.txt"); logs in $out"
+# A GPU is here: a program that finds none (a driver older than the CUDA
+# runtime, a container without the device files) fails instead of skipping
+# (tests/cuda/no_device.h, the torch tests' CUDA cases).
+GNMR_REQUIRE_GPU=1
+export GNMR_REQUIRE_GPU
 
 failed=0
 step() { # step NAME COMMAND ...: runs COMMAND, its output to OUT/NAME.log

@@ -16,6 +16,7 @@
 #define GNMR_CUDA_IMPLEMENTATION
 #include "examples/cuda/gnmr_ctl.cuh"
 #include "tests/cuda/regions.h"
+#include "tests/cuda/no_device.h"
 
 #define STEPS 64
 
@@ -202,9 +203,13 @@ TEST(zero_units) { run(0); }
    publish (its event only), the device steps and publishes. The bits the
    host holds at the start of step t + 1 must be the CPU's gnmr_recovering
    after step t, for every unit; the buffers alternate; the step's own
-   norms and decisions are not waited for. */
+   norms and decisions are not waited for. Some unit must recover, or a
+   publish that never lands (both buffers at create's zeros) would pass:
+   max_recovering is at least 1 here (detect-only runs are run()'s), and
+   each size must show the host a high bit (every size did, over 100 RNG
+   states, on the CPU). */
 static void run_paths(uint32_t n) {
-  const gnmr_config cfg = random_config(n);
+  gnmr_config cfg = random_config(n);
   gnmr_slot *sa = (gnmr_slot *)calloc(n, sizeof *sa);
   gnmr_slot *sb = (gnmr_slot *)calloc(n, sizeof *sb);
   float *x = (float *)malloc(sizeof *x * STEPS * n);
@@ -217,6 +222,8 @@ static void run_paths(uint32_t n) {
   gnmr_cuda_paths paths;
   cudaStream_t stream;
   uint32_t s, u;
+  uint64_t high = 0;
+  if (cfg.max_recovering == 0) cfg.max_recovering = 1;
   REQUIRE(sa && sb && x && want);
   REQUIRE(gnmr_init(&a, &cfg, sa, n) == GNMR_OK);
   REQUIRE(gnmr_init(&b, &cfg, sb, n) == GNMR_OK);
@@ -236,7 +243,8 @@ static void run_paths(uint32_t n) {
     GNMR_REQUIRE(gnmr_cuda_paths_wait(&paths, &held));
     if (before) EXPECT(held != before); /* the buffers take turns */
     before = held;
-    for (u = 0; u < n; u++)
+    for (u = 0; u < n; u++) {
+      high += (uint64_t)gnmr_cuda_path_high(held, u);
       if (gnmr_cuda_path_high(held, u) != want[(size_t)s * n + u]) {
         printf("  n %u: the host's path bit of unit %u at step %u differs\n", n,
                u, s);
@@ -244,11 +252,14 @@ static void run_paths(uint32_t n) {
         s = STEPS;
         break;
       }
+    }
     if (s == STEPS) break;
     GNMR_REQUIRE(gnmr_cuda_step(&dev, d_x + (size_t)s * n, NULL, stream));
     GNMR_REQUIRE(gnmr_cuda_paths_publish(&paths, &dev, stream));
   }
   CUDA_REQUIRE(cudaStreamSynchronize(stream));
+  if (!high) printf("  n %u: the host never saw a unit recover\n", n);
+  EXPECT(high > 0);
   gnmr_cuda_paths_destroy(&paths);
   gnmr_cuda_ctl_destroy(&dev);
   cudaFree(d_x);
@@ -475,7 +486,7 @@ int main(int argc, char **argv) {
   if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) {
     printf("test_ctl_cuda: skipped: no CUDA device\n");
     printf("0 passed, 0 failed\n");
-    return 0;
+    return NO_DEVICE_EXIT;
   }
   return check_main(cases, sizeof cases / sizeof cases[0], argc, argv);
 }

@@ -27,6 +27,7 @@
 #include "gnmr.h"
 #include "examples/cuda/gnmr_norms.cuh"
 #include "tests/cuda/regions.h"
+#include "tests/cuda/no_device.h"
 
 #include <cuda_runtime.h>
 #include <math.h>
@@ -451,6 +452,11 @@ static int check_norms(const char *what, const gnmr_tensor *h,
   }
   cudaCheck(cudaMalloc(&d_sumsq, n_units * sizeof(double)));
   cudaCheck(cudaMalloc(&d_norms, n_units * sizeof(float)));
+  /* 0xBF bytes: a negative, finite value no norm can have, so a unit the
+     kernels never write fails (cudaMalloc may hand back the last check's
+     buffer, its answers still in it) */
+  cudaCheck(cudaMemsetAsync(d_sumsq, 0xBF, n_units * sizeof(double), stream));
+  cudaCheck(cudaMemsetAsync(d_norms, 0xBF, n_units * sizeof(float), stream));
   rc = gnmr_norms_enqueue(&plan, d_sumsq, d_norms, stream);
   cudaCheck(cudaMemcpyAsync(sumsq, d_sumsq, n_units * sizeof(double),
                             cudaMemcpyDeviceToHost, stream));
@@ -938,7 +944,7 @@ int main(void) {
   if (err != cudaSuccess || count == 0) {
     printf("test_device: no CUDA device, skipping (%s)\n0 passed, 0 failed\n",
            err != cudaSuccess ? cudaGetErrorString(err) : "0 devices");
-    return 0;
+    return NO_DEVICE_EXIT;
   }
   cudaDeviceProp prop;
   cudaCheck(cudaGetDevice(&device));
