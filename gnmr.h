@@ -896,12 +896,12 @@ GNMR_DEF int gnmr_ctl_isa_force(int isa);
    --use_fast_math (llm.c's default) flushes f32 subnormals to zero
    (--ftz=true) and fuses multiply-adds, and the bits would no longer be
    this file's. nvcc 13 defines no macro for it (the headers #error on
-   __USE_FAST_MATH__ where a compiler does), so each of their kernels
-   starts with gnmr__cuda_ieee_guard(): it asks NVVM
-   (__nvvm_reflect("__CUDA_FTZ"), libdevice's own switch, folded at compile
-   time) and under --ftz=true calls a function that exists nowhere, so
-   ptxas stops the build naming it (make cuda checks both headers). Nothing
-   calls it outside those kernels. */
+   __USE_FAST_MATH__ where a compiler does), so one kernel in each header
+   starts with gnmr__cuda_ieee_guard(), which is enough to fail the build:
+   it asks NVVM (__nvvm_reflect("__CUDA_FTZ"), libdevice's own switch,
+   folded at compile time) and under --ftz=true calls a function that
+   exists nowhere, so ptxas stops the build naming it (make cuda checks
+   both headers). Nothing calls it outside those kernels. */
 #if defined(__CUDACC__) && !defined(GNMR__CUDA_IEEE_GUARD)
 #define GNMR__CUDA_IEEE_GUARD
 extern "C" __device__ int __nvvm_reflect(const char *);
@@ -948,7 +948,7 @@ static __device__ __forceinline__ void gnmr__cuda_ieee_guard(void) {
      gnmr__grid            a log deviation on the verdict's histogram grid
      gnmr__grid_centre     the deviation a bin of that grid stands for
      gnmr__log             the natural log every path shares
-     gnmr__cuda_ieee_guard their kernels' first line: no --use_fast_math */
+     gnmr__cuda_ieee_guard a kernel's first line: no --use_fast_math */
 
 /* GNMR_DEF was fixed by the first #include in this file: an implementation
    that silently came out extern (or static) would be worse than an error. */

@@ -171,9 +171,10 @@ gnmr_cuda_path_latest(const gnmr_cuda_path_turns *turns) {
   return turns->host[(turns->published + 1) % 2];
 }
 
-/* IEEE single precision or nothing (gnmr.h, gnmr__cuda_ieee_guard): every
-   kernel below starts with the guard; a compiler that says it builds with
-   fast math stops here. */
+/* IEEE single precision or nothing (gnmr.h, gnmr__cuda_ieee_guard): the
+   scan kernel starts with the guard, which fails the whole build (every
+   kernel is in the same translation unit); a compiler that says it builds
+   with fast math stops here. */
 #if defined(__USE_FAST_MATH__)
 #error "gnmr: IEEE floats needed: build without --use_fast_math"
 #endif
@@ -883,9 +884,11 @@ static __global__ void gnmr_cuda__scale_kernel(const gnmr_cuda_grad *grads,
                                                const gnmr_decision *decisions,
                                                const gnmr_cuda_work *w) {
   const gnmr_cuda_grad g = grads[blockIdx.y];
-  const double scale = decisions[g.unit].scale;
+  double scale;
   uint64_t i;
-  if (scale == 1.0 || w->status != GNMR_OK) return;
+  if (w->status != GNMR_OK) return; /* before the read: after a refused */
+  scale = decisions[g.unit].scale;  /* first step it was never written */
+  if (scale == 1.0) return;
   for (i = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x; i < g.n;
        i += (uint64_t)gridDim.x * blockDim.x) {
     if (g.dtype == GNMR_DTYPE_F32) {
@@ -943,6 +946,8 @@ int gnmr_cuda_ctl_create(gnmr_cuda_ctl *gc, const gnmr_ctl *host) {
   if (e == cudaSuccess)
     e = cudaMalloc((void **)&gc->block_sumsq,
                    sizeof(double) * (blocks ? blocks : 1));
+  if (e == cudaSuccess) /* the verdict reads it even where the scan stopped */
+    e = cudaMemset(gc->block_sumsq, 0, sizeof(double) * (blocks ? blocks : 1));
   rc = gnmr_cuda__fail(gc, e);
   if (rc == GNMR_OK) rc = gnmr_cuda__put(gc, host);
   if (rc != GNMR_OK) {

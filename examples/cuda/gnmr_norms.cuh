@@ -65,9 +65,10 @@
 #include <cuda_runtime.h>
 #endif
 
-/* IEEE single precision or nothing (gnmr.h, gnmr__cuda_ieee_guard): every
-   kernel below starts with the guard; a compiler that says it builds with
-   fast math stops here. */
+/* IEEE single precision or nothing (gnmr.h, gnmr__cuda_ieee_guard): the
+   chunk kernel starts with the guard, which fails the whole build (the
+   other kernels are in the same translation unit); a compiler that says
+   it builds with fast math stops here. */
 #if defined(__USE_FAST_MATH__)
 #error "gnmr: IEEE floats needed: build without --use_fast_math"
 #endif
@@ -644,7 +645,9 @@ static inline int gnmr_norms_plan_init(gnmr_norms_plan *plan,
    memory, n_units each; either may be NULL) for every unit. No host sync:
    capturable in a CUDA graph. A launch error is returned (asynchronous
    faults surface at the caller's next synchronisation, as for any
-   kernel). */
+   kernel). One enqueue per plan in flight: the plan's chunk sums and
+   tickets are its scratch, so two streams running one plan at once race
+   (a plan per stream, or order the streams with an event). */
 static inline int gnmr_norms_enqueue(gnmr_norms_plan *plan, double *sumsq,
                                      float *norms, cudaStream_t stream) {
   if (!plan || (plan->n_units > 0 && !plan->unit_first)) return GNMR_EINVAL;
