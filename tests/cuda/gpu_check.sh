@@ -9,7 +9,9 @@
 #          racecheck (compute-sanitizer on every CUDA test program and
 #          the training-step example), torch (make test-torch and
 #          bench/torch_step.py --device cuda); all of them by default, in
-#          that order: the figures first, the slow sanitizer runs after.
+#          that order: the figures first, the slow sanitizer runs after;
+#          initcheck and synccheck (compute-sanitizer's other tools, on the
+#          same programs) only when named.
 # GPU_CHECK_TIMEOUT (seconds, default 300) bounds each step.
 if [ $# -lt 2 ]; then
   echo "usage: gpu_check.sh OUT BUILD [GROUP ...]"
@@ -60,7 +62,7 @@ for g in $groups; do
   case $g in
   test) step cuda-test make B="$b" cuda-test ;;
   bench) step cuda-bench make B="$b" cuda-bench ;;
-  memcheck | racecheck)
+  memcheck | racecheck | initcheck | synccheck)
     if [ -z "$sanitizer" ]; then
       echo "FAILED   $g: compute-sanitizer not found"
       failed=$((failed + 1))
@@ -80,7 +82,8 @@ for g in $groups; do
     step torch-step python3 bench/torch_step.py --device cuda
     ;;
   *)
-    echo "gpu-check: unknown group '$g' (test bench memcheck racecheck torch)"
+    echo "gpu-check: unknown group '$g' (test bench memcheck racecheck" \
+      "torch initcheck synccheck)"
     failed=$((failed + 1))
     ;;
   esac
