@@ -228,7 +228,10 @@ int gnmr_cuda_ctl_upload(gnmr_cuda_ctl *gc, const gnmr_ctl *host);
 int gnmr_cuda_ctl_download(gnmr_cuda_ctl *gc, gnmr_ctl *host);
 void gnmr_cuda_ctl_destroy(gnmr_cuda_ctl *gc);
 /* One step: norms (device, n_units floats) to decisions (device, or NULL).
-   Launches only (no sync): capturable in a CUDA graph. */
+   Launches only (no sync): capturable in a CUDA graph. Like every launching
+   call here, it takes its launch errors from cudaGetLastError, which also
+   returns (and clears) an error the caller's own earlier launch left:
+   check your launches before calling it. */
 int gnmr_cuda_step(gnmr_cuda_ctl *gc, const float *norms, gnmr_decision *out,
                    cudaStream_t stream);
 /* Multiplies each tensor's gradient by its unit's decisions[unit].scale,
