@@ -171,17 +171,14 @@ static void measure(uint32_t n, int rule, int spiky, uint32_t max_o,
 
 int main(int argc, char **argv) {
   uint32_t sizes[2] = {1024, 65536}, n_sizes = 2, i;
-  int count = 0, driver = 0, rule, spiky, with_out;
+  int driver = 0, rule, spiky, with_out;
   cudaDeviceProp prop;
   for (i = 1; i < (uint32_t)argc; i++)
     if (strcmp(argv[i], "--units") == 0 && i + 1 < (uint32_t)argc) {
       sizes[0] = (uint32_t)strtoul(argv[++i], NULL, 10);
       n_sizes = 1;
     }
-  if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) {
-    printf("bench_ctl_cuda: skipped: no CUDA device\n");
-    return NO_DEVICE_EXIT;
-  }
+  if (no_cuda_device("bench_ctl_cuda", 0)) return NO_DEVICE_EXIT;
   CK(cudaGetDeviceProperties(&prop, 0));
   CK(cudaDriverGetVersion(&driver));
   printf("CUDA controller step, device time per step in us, graph of %d "

@@ -173,7 +173,7 @@ static float median(float *x, int n) {
 int main(int argc, char **argv) {
   const char *only = NULL, *csv_path = NULL;
   FILE *csv = NULL;
-  int count = 0, i, sms = 0, probe_blocks = 0;
+  int i, sms = 0, probe_blocks = 0;
   cudaDeviceProp prop;
   cudaStream_t stream = NULL;
   cudaEvent_t ev0 = NULL, ev1 = NULL;
@@ -182,10 +182,7 @@ int main(int argc, char **argv) {
     if (strcmp(argv[i], "--csv") == 0 && i + 1 < argc) csv_path = argv[++i];
     if (strcmp(argv[i], "--case") == 0 && i + 1 < argc) only = argv[++i];
   }
-  if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) {
-    printf("bench_norms_cuda: no CUDA device, skipping\n");
-    return NO_DEVICE_EXIT;
-  }
+  if (no_cuda_device("bench_norms_cuda", 0)) return NO_DEVICE_EXIT;
   CUDA_TRY(cudaGetDeviceProperties(&prop, 0));
   sms = prop.multiProcessorCount;
   CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&probe_blocks,

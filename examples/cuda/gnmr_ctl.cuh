@@ -889,8 +889,9 @@ static __global__ void gnmr_cuda__scale_kernel(const gnmr_cuda_grad *grads,
   const gnmr_cuda_grad g = grads[blockIdx.y];
   double scale;
   uint64_t i;
-  if (w->status != GNMR_OK) return; /* before the read: after a refused */
-  scale = decisions[g.unit].scale;  /* first step it was never written */
+  /* status first: after a refused first step decisions were never written */
+  if (w->status != GNMR_OK) return;
+  scale = decisions[g.unit].scale;
   if (scale == 1.0) return;
   for (i = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x; i < g.n;
        i += (uint64_t)gridDim.x * blockDim.x) {

@@ -185,10 +185,13 @@ int main(void) {
   cudaGraphExec_t exec;
   float *init;
   int count = 0, last, first_error, step;
+  cudaError_t e;
   unsigned high_steps = 0;
 
-  if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) {
-    printf("train_step: skipped: no CUDA device\n");
+  e = cudaGetDeviceCount(&count);
+  if (e != cudaSuccess || count == 0) {
+    printf("train_step: skipped: no CUDA device (%s)\n",
+           e != cudaSuccess ? cudaGetErrorString(e) : "0 devices");
     return getenv("GNMR_REQUIRE_GPU") != NULL; /* make gpu-check: a failure */
   }
   /* Model and controller: parameter groups of 1 Ki to 64 Ki floats. */

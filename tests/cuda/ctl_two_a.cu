@@ -174,11 +174,7 @@ static void run(uint32_t n) {
 }
 
 int main(void) {
-  int count = 0;
-  if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) {
-    printf("ctl_two_files: skipped: no CUDA device\n0 passed, 0 failed\n");
-    return NO_DEVICE_EXIT;
-  }
+  if (no_cuda_device("ctl_two_files", 1)) return NO_DEVICE_EXIT;
   run(300);  /* one block: the fused kernel */
   run(3000); /* scan, verdict, units, admit */
   printf("%d passed, %d failed\n", fails ? 0 : 1, fails ? 1 : 0);

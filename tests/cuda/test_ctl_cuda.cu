@@ -244,8 +244,9 @@ static void run_paths(uint32_t n) {
     if (before) EXPECT(held != before); /* the buffers take turns */
     before = held;
     for (u = 0; u < n; u++) {
-      high += (uint64_t)gnmr_cuda_path_high(held, u);
-      if (gnmr_cuda_path_high(held, u) != want[(size_t)s * n + u]) {
+      const int got = gnmr_cuda_path_high(held, u);
+      high += (uint64_t)got;
+      if (got != want[(size_t)s * n + u]) {
         printf("  n %u: the host's path bit of unit %u at step %u differs\n", n,
                u, s);
         check__failed_here = 1;
@@ -482,11 +483,6 @@ int main(int argc, char **argv) {
       CHECK_CASE(scale_grads_f32),
       CHECK_CASE(scale_grads_after_a_refused_step_changes_nothing),
       CHECK_CASE(bad_arguments_refused)};
-  int count = 0;
-  if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) {
-    printf("test_ctl_cuda: skipped: no CUDA device\n");
-    printf("0 passed, 0 failed\n");
-    return NO_DEVICE_EXIT;
-  }
+  if (no_cuda_device("test_ctl_cuda", 1)) return NO_DEVICE_EXIT;
   return check_main(cases, sizeof cases / sizeof cases[0], argc, argv);
 }

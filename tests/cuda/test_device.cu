@@ -938,14 +938,9 @@ static int run_controller_timing(cudaStream_t stream) {
 /* ---- main ------------------------------------------------------------- */
 
 int main(void) {
-  int count = 0, device, driver = 0, runtime = 0, mem_khz = 0, bus_bits = 0;
+  int device, driver = 0, runtime = 0, mem_khz = 0, bus_bits = 0;
   int passed = 0, failed = 0;
-  cudaError_t err = cudaGetDeviceCount(&count);
-  if (err != cudaSuccess || count == 0) {
-    printf("test_device: no CUDA device, skipping (%s)\n0 passed, 0 failed\n",
-           err != cudaSuccess ? cudaGetErrorString(err) : "0 devices");
-    return NO_DEVICE_EXIT;
-  }
+  if (no_cuda_device("test_device", 1)) return NO_DEVICE_EXIT;
   cudaDeviceProp prop;
   cudaCheck(cudaGetDevice(&device));
   cudaCheck(cudaGetDeviceProperties(&prop, device));

@@ -41,7 +41,7 @@ int main(void) {
                                           0x7F80u, 0x7FC1u, 0x8000u};
   static const uint16_t f16[N_HALVES] = {0x3C00u, 0x0001u, 0x03FFu,
                                          0xFBFFu, 0x7C00u, 0x7E01u};
-  int count = 0, host_rec[N_UNITS], dev_rec[N_UNITS], recovering = 0;
+  int host_rec[N_UNITS], dev_rec[N_UNITS], recovering = 0;
   float conv[2 * N_HALVES], norms[N_UNITS], ref[N_UNITS];
   gnmr_slot units[N_UNITS];
   gnmr_ctl ctl, *d_ctl = NULL;
@@ -50,10 +50,7 @@ int main(void) {
   gnmr_norms_plan plan;
   float values[5000];
   uint32_t s, u;
-  if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) {
-    printf("two_file: no CUDA device, skipping\n0 passed, 0 failed\n");
-    return NO_DEVICE_EXIT;
-  }
+  if (no_cuda_device("two_file", 1)) return NO_DEVICE_EXIT;
   /* a controller with some units in recovery */
   cfg.max_recovering = 4;
   cfg.warmup_steps = 2;
