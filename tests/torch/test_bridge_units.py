@@ -259,6 +259,11 @@ def test_module_copied_out_of_the_repository(tmp_path):
     assert "GNMR_LIB" in r.stderr and "make libgnmr" in r.stderr
     r = run({"GNMR_LIB": str(tmp_path / "nowhere.so")})
     assert r.returncode != 0 and "nowhere.so: no such file" in r.stderr
-    r = run({"GNMR_LIB": os.path.join(ROOT, "build", "libgnmr.so")})
+    lib = os.path.join(ROOT, "build", "libgnmr.so")
+    r = run({"GNMR_LIB": lib})
+    assert r.returncode == 0, r.stderr
+    assert float(r.stdout) == pytest.approx(3 ** 0.5, rel=1e-7)
+    (tmp_path / "libgnmr.so").write_bytes(open(lib, "rb").read())
+    r = run({})  # the library beside the module
     assert r.returncode == 0, r.stderr
     assert float(r.stdout) == pytest.approx(3 ** 0.5, rel=1e-7)
