@@ -10,9 +10,10 @@ are all-reduced).
     python3 tests/torch/dist_run.py RANK WORLD OUTDIR    (one process per
     rank; they meet at OUTDIR/rendezvous)
 
-Writes OUTDIR/{ddp,zero2,ddp_fwd}.RANK.json: per step each unit's norm, decision
-(the raw gnmr_decision bytes and by name) and path next step; run() with
-mode "single" is the one-process reference on the same global batch."""
+Writes OUTDIR/{ddp,zero2,ddp_fwd}.RANK.json: per step each unit's norm,
+decision (the raw gnmr_decision bytes and by name) and path next step;
+run() with mode "single" is the one-process reference on the same global
+batch."""
 
 import json
 import os
