@@ -66,7 +66,9 @@ class Config(ctypes.Structure):
                 ("max_fall", _d), ("ar", _d), ("hold", _d),
                 ("fluct_decay", _d), ("winsor", _d), ("fluct_floor", _d),
                 ("global_ratio", _d), ("global_frac", _d),
-                ("common_min_units", _u32), ("global_policy", ctypes.c_int)]
+                ("common_min_units", _u32), ("global_policy", ctypes.c_int),
+                ("shift_steps", _u32), ("reserved_", _u32),
+                ("shift_spread", _d)]
 
 
 class StepReportC(ctypes.Structure):
@@ -77,7 +79,8 @@ class StepReportC(ctypes.Structure):
 
 
 _COUNTERS = ["risky", "nonfinite", "admissions", "renewals",
-             "recovery_steps", "over_budget", "falls"]
+             "recovery_steps", "over_budget", "falls", "absent",
+             "level_shifts"]
 
 
 class Ctl(ctypes.Structure):
@@ -297,7 +300,7 @@ def config_default(**overrides):
 
 
 def _apply_config(cfg, overrides):
-    names = {f for f, _ in Config._fields_}
+    names = {f for f, _ in Config._fields_ if not f.endswith("_")}
     for key, value in dict(overrides or {}).items():
         if key not in names:
             raise KeyError("gnmr_config has no field %r" % key)
@@ -311,7 +314,8 @@ def _apply_config(cfg, overrides):
 
 
 def config_dict(cfg):
-    return {f: getattr(cfg, f) for f, _ in Config._fields_}
+    return {f: getattr(cfg, f) for f, _ in Config._fields_
+            if not f.endswith("_")}
 
 
 # ---- results ------------------------------------------------------------

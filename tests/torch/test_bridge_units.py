@@ -267,3 +267,9 @@ def test_module_copied_out_of_the_repository(tmp_path):
     r = run({})  # the library beside the module
     assert r.returncode == 0, r.stderr
     assert float(r.stdout) == pytest.approx(3 ** 0.5, rel=1e-7)
+
+
+def test_flag_names_are_the_librarys():
+    lib = G.load_library()
+    assert [lib.gnmr_flag_name(1 << i).decode()
+            for i in range(len(G.FLAGS))] == list(G.FLAGS)
