@@ -185,6 +185,29 @@ def test_moe_expert_with_gradient_on_10_percent_of_steps():
     assert c["admissions"] < 0.02 * n_active, c
 
 
+def test_level_shift_is_learned_and_a_spike_after_it_still_caught():
+    """A unit whose norm moves up 10x for good (gnmr.h rule 9, on in the
+    default config) is clipped on at most 60 steps after the move and
+    counted as a level shift; a 50x spike 300 steps later is still flagged
+    and clipped. Norms fed by name, as a trainer with its own norms does."""
+    gen = torch.Generator().manual_seed(9)
+    ctl = G.Controller(["calm", "moves"], config={"max_recovering": 1})
+    shift_at, spike_at, clipped = 100, 400, 0
+    for step in range(600):
+        e = (torch.rand(2, generator=gen) - 0.5) * 0.04
+        level = 10.0 if step >= shift_at else 1.0
+        moves = level * (50.0 if step == spike_at else 1.0) * (1 + float(e[1]))
+        res = ctl.step(norms=[1 + float(e[0]), moves])
+        d = res.decisions["moves"]
+        if step == spike_at:
+            assert "RATIO" in d.flag_names and d.scale < 0.1, d
+        elif step >= shift_at:
+            clipped += d.scale < 1.0
+        assert res.decisions["calm"].scale == 1.0
+    assert clipped <= 60, clipped
+    assert ctl.counters("moves")["level_shifts"] == 1
+
+
 def test_groups_that_cannot_be_meant_are_refused():
     m = mlp()
     gen = m[0].parameters()
