@@ -12,7 +12,8 @@
        #define GNMR_IMPLEMENTATION
    before you include this file in *one* C or C++ file to create the
    implementation. Every other file includes it without the define (or every
-   file defines GNMR_STATIC too, for a private copy each).
+   file defines GNMR_STATIC too, for a private copy each). Link with -lm
+   (the norm helpers call sqrt).
 
    A whole program (examples/quickstart.c is this, compiled):
        gnmr_config cfg = gnmr_config_default();    // defaults: table below
