@@ -110,7 +110,7 @@
         "Level shifts"). Without it (the paper's rules) a unit whose level
         moves up for good is clipped to tau_r m and renewed step after step
         while m creeps up by about (1 - beta)(tau_r - 1) m a step: a 10x
-        shift is clipped on about 160 steps.
+        shift stays clipped for well over a hundred steps.
 
    Rules of one step, PAPER mode. For every unit u, with g its norm this
    step (not 0: rule 0), k its finite observations so far and m its
