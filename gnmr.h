@@ -2874,10 +2874,14 @@ gnmr__unit_cpu(gnmr__step_ctx *c, uint32_t u) {
    reloads). Units are independent in phase 3 and the held lanes keep
    their order, so the candidates are listed as the scalar loop lists them. */
 #define GNMR__HELD 64
-/* Lanes set in rest, as units u + lane, appended to held. */
-#define GNMR__HOLD_LANES(held, count, u, rest)                                 \
-  for (; (rest) != 0; (rest) &= (rest)-1)                                      \
-  (held)[(count)++] = (u) + (uint32_t)__builtin_ctz(rest)
+/* Lanes set in rest, as units u + lane, appended to held[count ...);
+   returns the new count. */
+static __inline__ uint32_t gnmr__hold_lanes(uint32_t *held, uint32_t count,
+                                            uint32_t u, unsigned rest) {
+  for (; rest != 0; rest &= rest - 1)
+    held[count++] = u + (uint32_t)__builtin_ctz(rest);
+  return count;
+}
 
 /* The unit loop with the eight-wide path inlined, so the loop keeps its
    constants in registers; the lanes it leaves take the scalar rules. */
@@ -2900,7 +2904,7 @@ static void gnmr__units_paper_avx512(gnmr__step_ctx *c) {
                      _MM_HINT_T0);
       }
       rest = gnmr__paper8_avx512(c, u, lanes);
-      GNMR__HOLD_LANES(held, count, u, rest);
+      count = gnmr__hold_lanes(held, count, u, rest);
     }
     for (i = 0; i < count; i++) gnmr__unit_cpu(c, held[i]);
   }
@@ -2922,7 +2926,7 @@ static void gnmr__units_noise_avx512(gnmr__step_ctx *c) {
     GNMR__LANE_TABLES(lanes);
     for (count = 0; n - u >= 8 && count <= GNMR__HELD - 8; u += 8) {
       unsigned rest = gnmr__noise8_avx512(c, u, lanes);
-      GNMR__HOLD_LANES(held, count, u, rest);
+      count = gnmr__hold_lanes(held, count, u, rest);
     }
     for (i = 0; i < count; i++) gnmr__unit_cpu(c, held[i]);
   }
