@@ -281,7 +281,7 @@
        global_policy            NONE, CLIP, SKIP      NONE
      Both modes (rule 9):
        shift_steps      P       0 = off, or >= 2      16
-       shift_spread             finite, >= 0          0.5
+       shift_spread             finite, >= 0          1
    gnmr_config_paper() is 0.1's defaults exactly (rule PAPER, warmup 16,
    shift_steps 0); gnmr_config_noise() the defaults with rule NOISE and
    warmup 50. The NOISE
@@ -1236,7 +1236,7 @@ static int gnmr__finite_above(double x, double floor_) {
     c->global_policy >= GNMR_GLOBAL_NONE &&                                    \
         c->global_policy <= GNMR_GLOBAL_SKIP)                                  \
   X(shift_steps, 16, c->shift_steps == 0 || c->shift_steps >= 2)               \
-  X(shift_spread, 0.5,                                                         \
+  X(shift_spread, 1.0,                                                         \
     gnmr__finite64(c->shift_spread) && c->shift_spread >= 0.0)
 
 GNMR_DEF gnmr_config gnmr_config_default(void) {
