@@ -170,11 +170,15 @@ static double arm_zclip_scale(arm_zclip *z, double g) {
   return scale;
 }
 
-/* The adagc arm for one unit: the scale for norm g, updating its EMA. */
-static double arm_adagc_scale(double *ema, double g, int first_step) {
+/* The adagc arm for one unit: the scale for norm g, updating its EMA. A
+   norm of exactly 0 is a unit with no gradient (frozen): no observation,
+   as a per-parameter clip never sees a parameter without one; *ema = 0:
+   none yet. */
+static double arm_adagc_scale(double *ema, double g) {
   double limit = ARM_ADAGC_LAMBDA * *ema, scale = 1.0;
   if (!isfinite(g)) return 0.0;
-  if (first_step) {
+  if (g == 0.0) return 1.0;
+  if (*ema == 0.0) {
     *ema = g;
     return 1.0;
   }
