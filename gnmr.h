@@ -45,8 +45,8 @@
    of SIMD path.
 
    Two sets of rules; config.rule picks one: PAPER, the default (rules 1-8:
-   the paper's, 0.1's bit for bit; gnmr_config_default() and
-   gnmr_config_paper() are the same config), or NOISE (rules N0-N9:
+   the paper's; gnmr_config_default() adds rule 9, gnmr_config_paper() is
+   0.1's rules bit for bit on any positive norm), or NOISE (rules N0-N9:
    thresholds in units of each unit's own fluctuation, falls as well as
    rises, and a step-level verdict; gnmr_config_noise()). The default was
    chosen by what training ends at, not by detection figures: in closed
@@ -77,9 +77,43 @@
    so they stay the signal the manual assumes).
    examples/train_lm.c and train_stress.c (their forward arms) do this.
 
+   Rules of one step, both modes. Rule 0 comes first, rule 9 after each
+   mode's own rules; a unit they do not take goes through its mode's rules.
+     0  g exactly 0 (+0 or -0): absent, no observation. A frozen layer, a
+        LoRA factor before its first update, an MoE expert that got no
+        tokens, a layer whose turn has not come: no gradient is no news.
+        Flag ABSENT, KEEP, scale 1 (even on a GLOBAL step, which it took no
+        part in), ratio, delta and score 0; k, the statistics and the run
+        of rule 9 are not touched, no slot is taken (a locked unit counts
+        its lock down, rule 6). Before 0.4 a zero entered the mean, which
+        then never left 0: every later step of the unit was risky, clipped
+        to scale 0 and held in recovery.
+     9  level shift, when shift_steps = P > 0 (gnmr_config_default() and
+        gnmr_config_noise(); 0 in gnmr_config_paper()): a unit flagged on
+        P finite observations in a row in one direction (PAPER: RATIO or
+        DELTA; NOISE: RISE, or FALL) whose norms held steady, with lo and
+        hi their least and greatest and L the library's log (rule N0):
+          steady  L(hi) - L(lo) <= shift_spread * jump, jump > 0, where
+                  jump = L(lo) - level for rises, level - L(hi) for falls,
+                  level L(max(m, eps)) (PAPER) or mu (NOISE) after this
+                  step's rules;
+        is at a new level, not a fault: its history restarts there (PAPER
+        m = (lo + hi) / 2 and every stored ratio 1; NOISE mu = (L(lo) +
+        L(hi)) / 2 and p = 0; k goes on), flag SHIFT, not risky, scale 1,
+        score 0, and a lock ends this step (RELEASE, cooldown starts). A
+        run that is not steady starts over, so a level that settles is
+        learned within about 2P steps; a calm observation ends a run; a
+        non-finite or absent step neither ends nor extends it. A fault that
+        holds one level for P steps is learned too: P is the price of
+        that, chosen in closed loop with the spread (bench/RESULTS.md,
+        "Level shifts"). Without it (the paper's rules) a unit whose level
+        moves up for good is clipped to tau_r m and renewed step after step
+        while m creeps up by about (1 - beta)(tau_r - 1) m a step: a 10x
+        shift is clipped on about 160 steps.
+
    Rules of one step, PAPER mode. For every unit u, with g its norm this
-   step, k its finite observations so far and m its historical mean before
-   this step:
+   step (not 0: rule 0), k its finite observations so far and m its
+   historical mean before this step:
      1  non-finite g (NaN, +-Inf): risky, flag NONFINITE, score +inf,
         scale 0; m, k and the window are not touched.
      2  ratio  = g / max(m, eps); 1 while k = 0.
@@ -108,7 +142,8 @@
         risky unit per spike_policy: PASS 1, CLIP min(1, tau_r * m / g),
         SKIP 0.
 
-   Rules of one step, NOISE mode. Per unit: g, k as above; mu its log-mean,
+   Rules of one step, NOISE mode. Per unit: g (not 0), k as above; mu its
+   log-mean,
    s its fluctuation, p its last deviation (all in natural-log units).
      N0 L(x): the library's log of max(x, eps) from the bits (exponent, and
         a series in y = (f-1)/(f+1) of the mantissa f): |error| < 2e-5,
@@ -119,16 +154,16 @@
      N2 dr = L(g) - mu. The first finite observation sets mu = L(g), s =
         p = 0, k = 1 and flags nothing.
      N3 the step-level view, before any unit's decision, over the settled
-        units (finite g, k >= max(warmup_steps, 1): a first observation
+        units (finite g > 0, k >= max(warmup_steps, 1): a first observation
         has no mean to be read against), n of them:
           c = the lower median of their dr on a grid of 1/256 (its bin's
               centre; +-8 at most); 0 when n < common_min_units. Counted
               with integer histograms: the same c in any order of units.
-          G = sqrt(sum of g^2 over the finite units), the global norm,
+          G = sqrt(sum of g^2 over the finite units > 0), the global norm,
               summed in one fixed order (blocks of 256 units, eight lanes
               u % 8 in a block, folded pairwise; blocks in order) so every
               path gives its bits; it keeps its own mu, s, p, k by rules
-              N2, N4-N7 with c = 0 (not on a step with no finite unit).
+              N2, N4-N7 with c = 0 (not on a step with no such unit).
           GLOBAL when G has max(warmup_steps, 1) observations, n >=
               common_min_units, and either c > L(global_ratio) (at least
               half the settled units rose that much together), or L(G) -
@@ -191,6 +226,8 @@
        scale   multiply this step's gradient of the unit by it (rules 8,
                N9): 1 when calm, never above 1, 0 when non-finite.
        flags, action  below.
+   An absent unit (rule 0) reads ratio, delta and score 0, scale 1; a
+   unit whose level shift is learned (rule 9) reads score 0, scale 1.
 
    Actions (gnmr_decision.action; gnmr_action_name names them):
        KEEP     on the cheap path next step (calm, or risky and refused)
@@ -208,7 +245,8 @@
 
    Flags (bits of gnmr_decision.flags; gnmr_flag_name names them): RATIO
    (NOISE: a rise), DELTA, NONFINITE, OVER_BUDGET, COOLDOWN, WARMUP,
-   RENEWED, FALL (NOISE), GLOBAL (NOISE: on every unit of a GLOBAL step).
+   RENEWED, FALL (NOISE), GLOBAL (NOISE: on every unit of a GLOBAL step but
+   an absent one), ABSENT (rule 0), SHIFT (rule 9).
 
    Configuration (gnmr_config_default; gnmr_config_check names the first
    field it refuses, gnmr_init and gnmr_reconfigure check the same):
@@ -240,8 +278,12 @@
        global_frac              (0, 1]                0.25
        common_min_units         >= 1                  8
        global_policy            NONE, CLIP, SKIP      NONE
-   gnmr_config_paper() is 0.1's defaults exactly (rule PAPER, warmup 16);
-   gnmr_config_noise() the same with rule NOISE and warmup 50. The NOISE
+     Both modes (rule 9):
+       shift_steps      P       0 = off, or >= 2      16
+       shift_spread             finite, >= 0          0.5
+   gnmr_config_paper() is 0.1's defaults exactly (rule PAPER, warmup 16,
+   shift_steps 0); gnmr_config_noise() the defaults with rule NOISE and
+   warmup 50. The NOISE
    values come from bench/detect (bench/RESULTS.md, "Detection"). The
    code reads defaults and ranges from one list (GNMR__CONFIG, in the
    implementation); tests/test_rules.c holds this table to it.
@@ -298,7 +340,7 @@
        GNMR_ECORRUPT   checkpoint fails its CRC or    checkpoint_load,
                        holds what no step can reach   _config
        GNMR_EVERSION   checkpoint of another format   checkpoint_load,
-                       version (0.1's 1, 0.2.0's 2)   _config
+                       version (0.1-0.3's 1, 2, 3)    _config
        GNMR_EMISMATCH  checkpoint of another number   checkpoint_load,
                        of units                       _config
        GNMR_ECONFIG    a config field out of range    config_check, init,
@@ -324,8 +366,10 @@
    gnmr_reconfigure after the load changes them);
    gnmr_checkpoint_config reads the saved config and names the first field
    that differs from the controller's, without loading. Format
-   version 3; other versions (0.1's 1, 0.2.0's 2 without the verdict) are
-   refused (GNMR_EVERSION): start afresh with gnmr_config_paper().
+   version 4 (0.4: rules 0 and 9's config, counters and runs); other
+   versions (0.1's 1, 0.2.0's 2 without the verdict, 0.3's 3) are refused
+   (GNMR_EVERSION): start the controller afresh (its statistics settle
+   within warmup_steps).
 
    Norm helpers: gnmr_sumsq_*, gnmr_stats_*, gnmr_unit_sumsq and
    gnmr_unit_norms compute the norms with exact squares, double sums and one
@@ -480,6 +524,15 @@ typedef struct gnmr_config {
   uint32_t common_min_units;
   /* GNMR_GLOBAL_*: every unit's scale on a GLOBAL step */
   int global_policy;
+  /* Both modes (rule 9): P, flagged steps in a row after which a unit whose
+     norm held steady is taken to have moved to a new level; 0 = off, else
+     >= 2 */
+  uint32_t shift_steps;
+  /* cppcheck-suppress unusedStructMember */
+  uint32_t reserved_; /* 0: no padding, so configs compare byte for byte */
+  /* steady: the run's log-spread at most this many times its log-jump from
+     the old level; finite, >= 0 */
+  double shift_spread;
 } gnmr_config;
 
 /* The library's defaults (table above). */
@@ -509,6 +562,8 @@ GNMR_DEF int gnmr_config_check(const gnmr_config *cfg, uint32_t n_units,
      recovery_steps  unit-steps run on the high-fidelity path
      over_budget     risky, eligible, refused for lack of a slot
      falls           unit-steps flagged FALL (NOISE mode)
+     absent          unit-steps with a norm of exactly 0 (rule 0)
+     level_shifts    new levels learned (rule 9)
    Adding one is a line here, its meaning above and the step counting it:
    slots, checkpoint and gnmr_counters follow. */
 #define GNMR__COUNTERS(X)                                                      \
@@ -518,7 +573,9 @@ GNMR_DEF int gnmr_config_check(const gnmr_config *cfg, uint32_t n_units,
   X(renewals, uint64_t, ONE)                                                   \
   X(recovery_steps, uint64_t, ONE)                                             \
   X(over_budget, uint64_t, ONE)                                                \
-  X(falls, uint64_t, ONE)
+  X(falls, uint64_t, ONE)                                                      \
+  X(absent, uint64_t, ONE)                                                     \
+  X(level_shifts, uint64_t, ONE)
 
 /* Every field of a unit, listed once: X(name, C type, shape), shape ONE (a
    value per unit) or RING (GNMR_WINDOW_MAX values: the last stored ratios,
@@ -536,8 +593,13 @@ GNMR_DEF int gnmr_config_check(const gnmr_config *cfg, uint32_t n_units,
   X(fluct, double, ONE)          /* s, its fluctuation */                      \
   X(last_dev, double, ONE)       /* p, its last deviation */                   \
   GNMR__COUNTERS(X)                                                            \
-  X(lock, uint32_t, ONE)     /* steps of recovery left */                      \
-  X(cooldown, uint32_t, ONE) /* steps of cooldown left */
+  X(shift_at, uint64_t, ONE) /* rule 9: k after the run's last step */         \
+  X(shift_lo, float, ONE)    /* rule 9: the run's least and greatest g */      \
+  X(shift_hi, float, ONE)                                                      \
+  X(shift_len, uint32_t, ONE)  /* flagged steps in the run (0: none) */        \
+  X(shift_fall, uint32_t, ONE) /* 1: a run of FALLs (NOISE) */                 \
+  X(lock, uint32_t, ONE)       /* steps of recovery left */                    \
+  X(cooldown, uint32_t, ONE)   /* steps of cooldown left */
 #define GNMR__UNIT_SCRATCH(X)                                                  \
   X(score, double, ONE)  /* > 0 while the unit waits for a slot */             \
   X(dev, double, ONE)    /* NOISE: L(g) - mu, this step's (rule N2) */         \
@@ -675,7 +737,9 @@ enum {
   GNMR_FLAG_WARMUP = 1u << 5,      /* too few observations to be flagged */
   GNMR_FLAG_RENEWED = 1u << 6,     /* lock ran out while risky: renewed */
   GNMR_FLAG_FALL = 1u << 7,        /* NOISE: below its expected level */
-  GNMR_FLAG_GLOBAL = 1u << 8       /* NOISE: on every unit of a GLOBAL step */
+  GNMR_FLAG_GLOBAL = 1u << 8,      /* NOISE: on every unit of a GLOBAL step */
+  GNMR_FLAG_ABSENT = 1u << 9,      /* norm exactly 0: no observation */
+  GNMR_FLAG_SHIFT = 1u << 10       /* a new level learned this step */
 };
 
 /* The manual's "Decision fields" defines each field once, per mode. */
@@ -943,6 +1007,7 @@ static __device__ __forceinline__ void gnmr__cuda_ieee_guard(void) {
      gnmr__step_verdict    rule N3's step-level verdict
      gnmr__commit          the step's end: the guard's step count moves
      gnmr__finite32        a float is finite (no FP environment needed)
+     gnmr__observed32      ... and not +-0: a norm rule 0 counts
      gnmr__mul             an exact product, never contracted into an FMA
      gnmr__fold8           eight lane sums folded in the canonical order
      gnmr__grid            a log deviation on the verdict's histogram grid
@@ -1058,6 +1123,12 @@ static GNMR_HOSTDEV int gnmr__finite32(float x) {
   memcpy(&bits, &x, 4);
   return (bits & 0x7FFFFFFFu) < 0x7F800000u;
 }
+/* Rule 0: finite and not +-0, a norm that is an observation. */
+static GNMR_HOSTDEV int gnmr__observed32(float x) {
+  uint32_t bits;
+  memcpy(&bits, &x, 4);
+  return (bits & 0x7FFFFFFFu) - 1u < 0x7F7FFFFFu;
+}
 static GNMR_HOSTDEV int gnmr__finite64(double x) {
   uint64_t bits;
   memcpy(&bits, &x, 8);
@@ -1121,8 +1192,10 @@ static int gnmr__finite_above(double x, double floor_) {
 }
 
 /* Every field of gnmr_config with its default and its valid range (c the
-   config, n the unit count), listed once: gnmr_config_paper() is the
-   defaults; checked, sealed, saved and loaded in this order. The ratio
+   config, n the unit count), listed once: gnmr_config_default() is the
+   defaults, gnmr_config_paper() the same with rule 9 off; checked, sealed,
+   saved and loaded in this order. Rule 9's settings were chosen in closed
+   loop (bench/RESULTS.md, "Level shifts"). The ratio
    threshold is the demo sweep's best of 2, 3, 5 (README); the NOISE fields
    (two_sided on) come from bench/detect (bench/RESULTS.md, "Detection");
    the manual's table lists the same (tests/test_rules.c holds them to it). */
@@ -1160,24 +1233,32 @@ static int gnmr__finite_above(double x, double floor_) {
   X(common_min_units, 8, c->common_min_units >= 1)                             \
   X(global_policy, GNMR_GLOBAL_NONE,                                           \
     c->global_policy >= GNMR_GLOBAL_NONE &&                                    \
-        c->global_policy <= GNMR_GLOBAL_SKIP)
+        c->global_policy <= GNMR_GLOBAL_SKIP)                                  \
+  X(shift_steps, 16, c->shift_steps == 0 || c->shift_steps >= 2)               \
+  X(shift_spread, 0.5,                                                         \
+    gnmr__finite64(c->shift_spread) && c->shift_spread >= 0.0)
 
-GNMR_DEF gnmr_config gnmr_config_paper(void) {
+GNMR_DEF gnmr_config gnmr_config_default(void) {
   gnmr_config c;
+  c.reserved_ = 0;
 #define GNMR__DEFAULT(name, value, valid) c.name = value;
   GNMR__CONFIG(GNMR__DEFAULT)
 #undef GNMR__DEFAULT
   return c;
 }
 
+GNMR_DEF gnmr_config gnmr_config_paper(void) {
+  gnmr_config c = gnmr_config_default();
+  c.shift_steps = 0; /* the paper's rules: no level is ever learned */
+  return c;
+}
+
 GNMR_DEF gnmr_config gnmr_config_noise(void) {
-  gnmr_config c = gnmr_config_paper();
+  gnmr_config c = gnmr_config_default();
   c.rule = GNMR_RULE_NOISE;
   c.warmup_steps = 50; /* norms fall fast in the first steps (bench/detect) */
   return c;
 }
-
-GNMR_DEF gnmr_config gnmr_config_default(void) { return gnmr_config_paper(); }
 
 GNMR_DEF int gnmr_config_check(const gnmr_config *c, uint32_t n,
                                const char **field) {
@@ -1278,6 +1359,7 @@ GNMR_DEF int gnmr_init(gnmr_ctl *ctl, const gnmr_config *cfg, gnmr_slot *units,
   rc = gnmr_config_check(cfg, n_units, NULL);
   if (rc != GNMR_OK) return rc;
   c = *cfg; /* cfg may be ctl->cfg */
+  c.reserved_ = 0;
   memset(ctl, 0, sizeof *ctl);
   if (n_units > 0) memset(units, 0, sizeof *units * n_units);
   ctl->cfg = c;
@@ -1411,6 +1493,7 @@ GNMR_DEF int gnmr_reconfigure(gnmr_ctl *ctl, const gnmr_config *cfg) {
   rc = gnmr_config_check(cfg, ctl->n_units, NULL);
   if (rc != GNMR_OK) return rc;
   c = *cfg;
+  c.reserved_ = 0;
   n = ctl->n_units;
   s = gnmr__carve(ctl->units, n);
   cap = gnmr__window_value(c.ratio_threshold);
@@ -1439,6 +1522,12 @@ GNMR_DEF int gnmr_reconfigure(gnmr_ctl *ctl, const gnmr_config *cfg) {
     memset(s.log_mean, 0, sizeof *s.log_mean * n);
     memset(s.fluct, 0, sizeof *s.fluct * n);
     memset(s.last_dev, 0, sizeof *s.last_dev * n);
+    /* rule 9's runs, which count in k */
+    memset(s.shift_at, 0, sizeof *s.shift_at * n);
+    memset(s.shift_lo, 0, sizeof *s.shift_lo * n);
+    memset(s.shift_hi, 0, sizeof *s.shift_hi * n);
+    memset(s.shift_len, 0, sizeof *s.shift_len * n);
+    memset(s.shift_fall, 0, sizeof *s.shift_fall * n);
   }
   if (c.rule != ctl->cfg.rule) {
 #define GNMR__ZERO(name, type, shape) ctl->name = 0;
@@ -1485,6 +1574,8 @@ typedef struct gnmr__rules {
   uint64_t warmup, full_weight_from;
   uint64_t settle; /* N3: max(warmup, 1) observations make a unit settled */
   uint32_t n, window, lock_steps, cooldown_steps;
+  uint32_t shift_steps; /* rule 9: P, 0 = off */
+  double shift_spread;
   int policy;
   int renew; /* 0 while more units recover than max_recovering allows */
   /* NOISE mode (rules N1-N9); the last three set by the step's phase 2 */
@@ -1515,7 +1606,9 @@ enum {
   GNMR__EV_LOCKED = 1u << 4,    /* rule 6: still locked after this step */
   GNMR__EV_CANDIDATE = 1u << 5, /* rule 7: waits for a slot */
   GNMR__EV_RISE = 1u << 6,      /* rule N4 */
-  GNMR__EV_FALL = 1u << 7       /* rule N4 */
+  GNMR__EV_FALL = 1u << 7,      /* rule N4 */
+  GNMR__EV_ABSENT = 1u << 8,    /* rule 0 */
+  GNMR__EV_SHIFT = 1u << 9      /* rule 9 */
 };
 
 /* What phase 3 adds up over one step's units, on the CPU or a device:
@@ -1530,7 +1623,9 @@ enum {
   X(renewed, uint64_t, GNMR__EV_RENEWED)                                       \
   X(locked, uint32_t, GNMR__EV_LOCKED)                                         \
   X(rises, uint32_t, GNMR__EV_RISE)                                            \
-  X(falls, uint32_t, GNMR__EV_FALL)
+  X(falls, uint32_t, GNMR__EV_FALL)                                            \
+  X(absent, uint32_t, GNMR__EV_ABSENT)                                         \
+  X(shifts, uint32_t, GNMR__EV_SHIFT)
 #define GNMR__TALLY_FIELD(name, type, bit) type name;
 typedef struct gnmr__tally {
   GNMR__TALLY(GNMR__TALLY_FIELD)
@@ -1612,6 +1707,15 @@ static __m512d gnmr__sub8(__m512d a, __m512d b) {
 GNMR__TARGET_AVX512
 static __m512d gnmr__div8(__m512d a, __m512d b) {
   return gnmr__keep8(_mm512_div_pd(a, b));
+}
+
+/* gnmr__observed32 of eight norms' bits, as a mask. */
+GNMR__TARGET_AVX512 __inline__ __attribute__((always_inline)) static __mmask8
+gnmr__observed8(__m256i bits) {
+  return _mm256_cmplt_epu32_mask(
+      _mm256_sub_epi32(_mm256_and_si256(bits, _mm256_set1_epi32(0x7FFFFFFF)),
+                       _mm256_set1_epi32(1)),
+      _mm256_set1_epi32(0x7F7FFFFF));
 }
 
 /* Eight decisions are 40 doubles of memory, written as five vectors:
@@ -1834,16 +1938,14 @@ gnmr__paper8_avx512(gnmr__step_ctx *c, uint32_t u) {
   busy = _mm256_or_si256(
       _mm256_loadu_si256((const __m256i *)(const void *)(s->lock + u)),
       _mm256_loadu_si256((const __m256i *)(const void *)(s->cooldown + u)));
-  /* Finite by the norms' bits, as in gnmr__unit_step: clang gives an FP
-     compare intrinsic the caller's fast-math flags (no NaN, no Inf). */
-  calm =
-      (__mmask8)(_mm256_cmplt_epu32_mask(
-                     _mm256_and_si256(norm_bits, _mm256_set1_epi32(0x7FFFFFFF)),
-                     _mm256_set1_epi32(0x7F800000)) &
-                 _mm512_cmp_epu64_mask(
-                     k, _mm512_set1_epi64((long long)c->r.window),
-                     _MM_CMPINT_NLT) &
-                 _mm256_cmpeq_epi32_mask(busy, _mm256_setzero_si256()));
+  /* Observed (finite, not 0) by the norms' bits, as in gnmr__unit_step:
+     clang gives an FP compare intrinsic the caller's fast-math flags (no
+     NaN, no Inf). */
+  calm = (__mmask8)(gnmr__observed8(norm_bits) &
+                    _mm512_cmp_epu64_mask(
+                        k, _mm512_set1_epi64((long long)c->r.window),
+                        _MM_CMPINT_NLT) &
+                    _mm256_cmpeq_epi32_mask(busy, _mm256_setzero_si256()));
   if (!calm) return 0xFF;
 
   /* rules 2-4 */
@@ -2134,14 +2236,11 @@ gnmr__noise8_avx512(gnmr__step_ctx *c, uint32_t u) {
   __m512d dr, p, sf, d, e, S, hi, lo, nlo, a, x, ws, hs;
   __m512i k1;
   __mmask8 calm, young;
-  calm =
-      (__mmask8)(_mm256_cmplt_epu32_mask(
-                     _mm256_and_si256(norm_bits, _mm256_set1_epi32(0x7FFFFFFF)),
-                     _mm256_set1_epi32(0x7F800000)) &
-                 _mm512_cmp_epu64_mask(k,
-                                       _mm512_set1_epi64((long long)r->settle),
-                                       _MM_CMPINT_NLT) &
-                 _mm256_cmpeq_epi32_mask(busy, _mm256_setzero_si256()));
+  calm = (__mmask8)(gnmr__observed8(norm_bits) &
+                    _mm512_cmp_epu64_mask(
+                        k, _mm512_set1_epi64((long long)r->settle),
+                        _MM_CMPINT_NLT) &
+                    _mm256_cmpeq_epi32_mask(busy, _mm256_setzero_si256()));
   if (!calm) return 0xFF;
   dr = _mm512_loadu_pd(s->dev + u);
   p = _mm512_loadu_pd(s->last_dev + u);
@@ -2253,7 +2352,7 @@ static GNMR_HOSTDEV void gnmr__common_scalar(const gnmr__step_ctx *c,
     memset(lane, 0, sizeof lane);
     for (u = at; u < end; u++) {
       const double g = (double)c->norms[u];
-      if (gnmr__finite32(c->norms[u])) {
+      if (gnmr__observed32(c->norms[u])) {
         const double dr = gnmr__log(g, r->log_floor) - s->log_mean[u];
         finite++;
         lane[u & 7] += gnmr__mul(g, g); /* g * g is exact: g is a float */
@@ -2381,10 +2480,7 @@ static void gnmr__common_avx512(const gnmr__step_ctx *c, uint32_t min_units,
         n - u >= 8 ? (__mmask8)0xFF : (__mmask8)((1u << (n - u)) - 1u);
     const __m256i bits =
         _mm256_maskz_loadu_epi32(in, (const void *)(c->norms + u));
-    const __mmask8 fin =
-        in & _mm256_cmplt_epu32_mask(
-                 _mm256_and_si256(bits, _mm256_set1_epi32(0x7FFFFFFF)),
-                 _mm256_set1_epi32(0x7F800000));
+    const __mmask8 fin = in & gnmr__observed8(bits); /* observed */
     __mmask8 set = 0;
     __m256i q = none;
     if ((u & 255) == 0) lane = _mm512_setzero_pd();
@@ -2484,6 +2580,63 @@ static GNMR_HOSTDEV void gnmr__step_verdict(gnmr_ctl *ctl, gnmr__rules *r,
       rep->global_scale = r->global_scale;
     }
   }
+}
+
+/* ---- level shifts (rule 9), shared by both rule sets ----------------------
+   A norm that moves to a new level and stays there is no fault: a unit
+   flagged on P = shift_steps observations in a row, in one direction, whose
+   norms held steady, restarts its history at their level. Steady: on the
+   library's log L, the run's spread L(hi) - L(lo) is at most shift_spread
+   times its jump from the level the unit had, L(lo) - level for a rise,
+   level - L(hi) for a fall (PAPER: level L(m); NOISE: mu). A run that is
+   not steady starts over, so a level is learned within about 2P steps of
+   settling. Only flagged steps touch the run's fields: a calm one breaks
+   the run by moving k past shift_at. */
+
+/* Rule 9 for unit u, flagged on a finite observation g (fall: a run of
+   FALLs), after its rule set's rules have counted it (k its new count).
+   Returns 1 when the unit's history restarted at a new level. */
+static GNMR_HOSTDEV int gnmr__level_shift(const gnmr__rules *c,
+                                          const gnmr__soa *s, uint32_t u,
+                                          float g, uint32_t fall) {
+  const uint64_t k = s->finite_steps[u];
+  uint32_t len = s->shift_len[u], i, filled;
+  float lo = g, hi = g;
+  double llo, lhi, level, jump;
+  if (len > 0 && s->shift_at[u] + 1 == k && s->shift_fall[u] == fall) {
+    if (s->shift_lo[u] < lo) lo = s->shift_lo[u];
+    if (s->shift_hi[u] > hi) hi = s->shift_hi[u];
+  } else {
+    len = 0;
+  }
+  len++;
+  if (len < c->shift_steps) { /* the run goes on */
+    s->shift_at[u] = k;
+    s->shift_lo[u] = lo;
+    s->shift_hi[u] = hi;
+    s->shift_len[u] = len;
+    s->shift_fall[u] = fall;
+    return 0;
+  }
+  s->shift_at[u] = 0; /* judged: the next flagged step starts a new run */
+  s->shift_lo[u] = s->shift_hi[u] = 0.0f;
+  s->shift_len[u] = s->shift_fall[u] = 0;
+  llo = gnmr__log((double)lo, c->log_floor);
+  lhi = gnmr__log((double)hi, c->log_floor);
+  level = c->noise ? s->log_mean[u] : gnmr__log(s->mean[u], c->log_floor);
+  jump = fall ? level - lhi : llo - level;
+  if (!(jump > 0.0 && lhi - llo <= gnmr__mul(c->shift_spread, jump))) return 0;
+  if (c->noise) {
+    s->log_mean[u] = gnmr__mul(0.5, llo + lhi);
+    s->last_dev[u] = 0.0;
+  } else { /* the run's middle; every stored ratio 1, as at that level */
+    s->mean[u] = gnmr__mul(0.5, (double)lo + (double)hi);
+    filled = k < GNMR_WINDOW_MAX ? (uint32_t)k : GNMR_WINDOW_MAX;
+    for (i = 0; i < filled; i++) s->window[(size_t)i * c->n + u] = 1.0f;
+    s->window_sum[u] = (double)(k < c->window ? (uint32_t)k : c->window);
+  }
+  s->level_shifts[u]++;
+  return 1;
 }
 
 /* ---- locks and admission (rules 6, 7), shared by both rule sets ---------- */
@@ -2599,21 +2752,41 @@ gnmr__unit_step(const gnmr__rules *c, const gnmr__soa *s, const float *norms,
   unsigned ev = 0;
   int risky;
 
-  if (c->noise && gnmr__finite32(norms[u])) {
-    /* rules N2, N4-N7, N9; ratio g / exp(mu) = exp(dr), 1 at first */
-    double own;
-    flags = gnmr__noise_unit(c, s, u, &own, &delta, &score, &scale);
-    ratio = out && s->finite_steps[u] > 1 ? gnmr__exp(s->dev[u]) : 1.0;
-    risky = (flags & (GNMR_FLAG_RATIO | GNMR_FLAG_FALL)) != 0;
-    if (flags & GNMR_FLAG_FALL) {
+  if (gnmr__observed32(norms[u])) {
+    if (c->noise) {
+      /* rules N2, N4-N7, N9; ratio g / exp(mu) = exp(dr), 1 at first */
+      double own;
+      flags = gnmr__noise_unit(c, s, u, &own, &delta, &score, &scale);
+      ratio = out && s->finite_steps[u] > 1 ? gnmr__exp(s->dev[u]) : 1.0;
+      risky = (flags & (GNMR_FLAG_RATIO | GNMR_FLAG_FALL)) != 0;
+    } else {
+      flags = gnmr__paper_unit(c, s, u, g, &ratio, &delta, &score, &scale);
+      risky = (flags & (GNMR_FLAG_RATIO | GNMR_FLAG_DELTA)) != 0;
+    }
+    if (risky && c->shift_steps &&
+        gnmr__level_shift(c, s, u, norms[u],
+                          (flags & GNMR_FLAG_FALL) ? 1u : 0u)) {
+      /* rule 9: not a fault; a lock ends this step (RELEASE) */
+      flags = GNMR_FLAG_SHIFT;
+      risky = 0;
+      score = 0.0;
+      scale = 1.0;
+      ev = GNMR__EV_SHIFT;
+      if (s->lock[u] > 1) s->lock[u] = 1;
+    } else if (flags & GNMR_FLAG_FALL) {
       s->falls[u]++;
       ev = GNMR__EV_FALL;
-    } else if (flags & GNMR_FLAG_RATIO) {
+    } else if (c->noise && (flags & GNMR_FLAG_RATIO)) {
       ev = GNMR__EV_RISE;
     }
   } else if (gnmr__finite32(norms[u])) {
-    flags = gnmr__paper_unit(c, s, u, g, &ratio, &delta, &score, &scale);
-    risky = (flags & (GNMR_FLAG_RATIO | GNMR_FLAG_DELTA)) != 0;
+    /* rule 0: a norm of 0 is no observation (a frozen layer, an expert
+       that got no tokens): nothing is learned, nothing scaled */
+    ratio = delta = score = 0.0;
+    flags = GNMR_FLAG_ABSENT;
+    risky = 0;
+    s->absent[u]++;
+    ev = GNMR__EV_ABSENT;
   } else {
     /* rule 1: a NaN/Inf never enters the mean or the window */
     ratio = delta = g;
@@ -2628,7 +2801,7 @@ gnmr__unit_step(const gnmr__rules *c, const gnmr__soa *s, const float *norms,
     s->risky[u]++;
     ev |= GNMR__EV_RISKY;
   }
-  if (c->global) { /* rule N9 */
+  if (c->global && !(flags & GNMR_FLAG_ABSENT)) { /* rule N9 */
     flags |= GNMR_FLAG_GLOBAL;
     scale = gnmr__mul(scale, c->global_scale);
   }
@@ -2755,6 +2928,8 @@ static GNMR_HOSTDEV void gnmr__rules_of(const gnmr_ctl *ctl, gnmr__rules *r) {
   r->n = ctl->n_units;
   r->lock_steps = ctl->cfg.lock_steps;
   r->cooldown_steps = ctl->cfg.cooldown_steps;
+  r->shift_steps = ctl->cfg.shift_steps;
+  r->shift_spread = ctl->cfg.shift_spread;
   r->policy = ctl->cfg.spike_policy;
   r->renew = ctl->recovering <= ctl->cfg.max_recovering;
   r->noise = ctl->cfg.rule == GNMR_RULE_NOISE;
@@ -2925,6 +3100,8 @@ static GNMR_HOSTDEV void gnmr__step_totals(gnmr_ctl *ctl, const gnmr__tally *t,
   if (recovering > ctl->peak_recovering) ctl->peak_recovering = recovering;
   ctl->steps++;
   ctl->falls += t->falls;
+  ctl->absent += t->absent;
+  ctl->level_shifts += t->shifts;
   ctl->global_steps += rep->global;
   ctl->report = *rep;
   ctl->report.flagged = (uint32_t)t->risky;
@@ -3046,10 +3223,12 @@ GNMR_DEF const char *gnmr_action_name(int action) {
   return action >= 0 && action < 4 ? names[action] : "?";
 }
 
-static const char *const
-    gnmr__flag_names[] = {"RATIO",    "DELTA",  "NONFINITE", "OVER_BUDGET",
-                          "COOLDOWN", "WARMUP", "RENEWED",   "FALL",
-                          "GLOBAL"}; /* bit i: GNMR_FLAG_* = 1 << i */
+static const char *const gnmr__flag_names[] = {"RATIO",     "DELTA",
+                                               "NONFINITE", "OVER_BUDGET",
+                                               "COOLDOWN",  "WARMUP",
+                                               "RENEWED",   "FALL",
+                                               "GLOBAL",    "ABSENT",
+                                               "SHIFT"}; /* bit i: 1 << i */
 #define GNMR__N_FLAGS (sizeof gnmr__flag_names / sizeof gnmr__flag_names[0])
 
 GNMR_DEF const char *gnmr_flag_name(uint32_t flag) {
@@ -3107,7 +3286,7 @@ GNMR_DEF int gnmr_flags_string(uint32_t flags, char *buf, size_t cap) {
    not by the caller's config; version 2 (0.2.0: no verdict) too, rather
    than loaded with a verdict the file does not hold. */
 
-#define GNMR__CKPT_VERSION 3u
+#define GNMR__CKPT_VERSION 4u
 #define GNMR__CKPT_HEADER 24u
 #define GNMR__CFG_BYTES(name, value, valid) /* a term of a sum */              \
   +sizeof(((gnmr_config *)0)->name) /* NOLINT(bugprone-macro-parentheses) */
@@ -3180,6 +3359,23 @@ static int gnmr__noise_valid(double mu, double s, double p, uint64_t k) {
          k <= GNMR__K_MAX;
 }
 
+/* Rule 9's run: none (every field 0), or len flagged observations ending
+   at k = at <= the unit's k, g within [lo, hi], positive and finite; FALL
+   runs only in NOISE mode. (len may reach P after a gnmr_reconfigure: the
+   next flagged step judges it.) */
+static int gnmr__shift_valid(const gnmr__unit_state *s, const gnmr_config *c) {
+  if (s->shift_len == 0) {
+    uint32_t lo, hi;
+    memcpy(&lo, &s->shift_lo, 4);
+    memcpy(&hi, &s->shift_hi, 4);
+    return s->shift_at == 0 && s->shift_fall == 0 && lo == 0 && hi == 0;
+  }
+  return s->shift_at >= s->shift_len && s->shift_at <= s->finite_steps &&
+         gnmr__observed32(s->shift_lo) && gnmr__observed32(s->shift_hi) &&
+         s->shift_lo > 0.0f && s->shift_lo <= s->shift_hi &&
+         s->shift_fall <= (c->rule == GNMR_RULE_NOISE ? 1u : 0u);
+}
+
 /* 1 if a unit's state could have come from gnmr_step under config c. */
 static int gnmr__unit_valid(const gnmr__unit_state *s, const gnmr_config *c) {
   const float cap = gnmr__window_value(c->ratio_threshold);
@@ -3223,6 +3419,7 @@ static int gnmr__unit_valid(const gnmr__unit_state *s, const gnmr_config *c) {
         (double)(s->finite_steps & GNMR__RING) * (double)(c->delta_window + 2) *
             (double)cap * 2.220446049250313e-16 /* 2^-52 */))
     return 0;
+  if (!gnmr__shift_valid(s, c)) return 0;
   return gnmr__noise_valid(s->log_mean, s->fluct, s->last_dev, s->finite_steps);
 }
 

@@ -22,6 +22,10 @@ static gnmr_config paper_config(uint32_t n) {
   c.ratio_threshold = 1.1 + (double)(check_rand() % 100) / 40.0;
   c.delta_threshold = 0.05 + (double)(check_rand() % 100) / 40.0;
   c.history_decay = check_rand() % 3 ? 0.99 : 1.0;
+  if (check_rand() % 2) { /* rule 9 on, in runs short enough to happen */
+    c.shift_steps = 2 + (uint32_t)(check_rand() % 6);
+    c.shift_spread = (double)(check_rand() % 8) / 4.0;
+  }
   return c;
 }
 

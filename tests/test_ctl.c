@@ -900,7 +900,7 @@ static void ck_reseal(unsigned char *buf, size_t len) {
 }
 
 /* Where unit 0 starts in a checkpoint. */
-#define CK_V3_CRC 0x798B4918u /* pinned: the format must not move a byte */
+#define CK_V4_CRC 0xF87CAB39u /* pinned: the format must not move a byte */
 #define CK_UNIT0 (GNMR__CKPT_HEADER + GNMR__CKPT_CONFIG + GNMR__CKPT_TOTALS)
 
 static void put_f64(unsigned char *p, double v) { gnmr__put(p, &v, 8); }
@@ -922,7 +922,10 @@ TEST(checkpoint_errors_each_have_their_own_code) {
   copy[8] = 2;
   ck_reseal(copy, len);
   EXPECT_EQ_INT(gnmr_checkpoint_load(&target.ctl, copy, len), GNMR_EVERSION);
-  copy[8] = 4;
+  copy[8] = 3; /* 0.3's */
+  ck_reseal(copy, len);
+  EXPECT_EQ_INT(gnmr_checkpoint_load(&target.ctl, copy, len), GNMR_EVERSION);
+  copy[8] = 5;
   ck_reseal(copy, len);
   EXPECT_EQ_INT(gnmr_checkpoint_load(&target.ctl, copy, len), GNMR_EVERSION);
   /* Another unit count. */
@@ -971,18 +974,18 @@ TEST(checkpoint_format_is_little_endian_field_by_field) {
   const unsigned char *p = ck_buf;
   ck_saved(&src, &len);
   EXPECT(memcmp(ck_buf, "GNMRCKPT", 8) == 0);
-  EXPECT(ck_buf[8] == 3 && ck_buf[9] == 0 && ck_buf[10] == 0);
+  EXPECT(ck_buf[8] == 4 && ck_buf[9] == 0 && ck_buf[10] == 0);
   EXPECT(ck_buf[12] == CK_N && ck_buf[13] == 0);
   EXPECT(ck_buf[16] == GNMR_WINDOW_MAX);
   p += 24;
   gnmr__get(&p, &tau, 8);
   EXPECT_EQ_BITS(tau, src.ctl.cfg.ratio_threshold);
-  /* config: 4 f64, 6 u32, 2 u32, 11 f64, 2 u32; totals: 9 u64, 2 u32;
-     global: 3 f64, 1 u64; verdict: 5 f64, 5 u32; a unit: 2 f64, 16 f32,
-     u64, 3 f64, 7 u64, 2 u32 */
-  EXPECT_EQ_INT(GNMR__CKPT_CONFIG, 32 + 24 + 8 + 88 + 8);
-  EXPECT_EQ_INT(GNMR__CKPT_TOTALS, 72 + 8 + 32 + 40 + 20);
-  EXPECT_EQ_INT(GNMR__CKPT_UNIT, 16 + 64 + 8 + 24 + 56 + 8);
+  /* config: 4 f64, 6 u32, 2 u32, 11 f64, 2 u32, u32, f64; totals: 11
+     u64, 2 u32; global: 3 f64, 1 u64; verdict: 5 f64, 5 u32; a unit: 2
+     f64, 16 f32, u64, 3 f64, 9 u64, u64, 2 f32, 2 u32, 2 u32 */
+  EXPECT_EQ_INT(GNMR__CKPT_CONFIG, 32 + 24 + 8 + 88 + 8 + 4 + 8);
+  EXPECT_EQ_INT(GNMR__CKPT_TOTALS, 88 + 8 + 32 + 40 + 20);
+  EXPECT_EQ_INT(GNMR__CKPT_UNIT, 16 + 64 + 8 + 24 + 72 + 8 + 8 + 8 + 8);
   EXPECT_EQ_INT(len, 24 + GNMR__CKPT_CONFIG + GNMR__CKPT_TOTALS +
                          CK_N * GNMR__CKPT_UNIT + 4);
 }
@@ -1044,8 +1047,8 @@ TEST(checkpoint_refuses_units_ahead_of_the_global_norm) {
   static fixture src, target, before;
   static unsigned char copy[1 << 14];
   gnmr_config c = gnmr_config_noise();
-  /* G's k: after the totals (9 u64, 2 u32) and G's mean, s and p. */
-  const size_t global_k = GNMR__CKPT_HEADER + GNMR__CKPT_CONFIG + 80 + 24;
+  /* G's k: after the totals (11 u64, 2 u32) and G's mean, s and p. */
+  const size_t global_k = GNMR__CKPT_HEADER + GNMR__CKPT_CONFIG + 96 + 24;
   size_t len;
   uint32_t s;
   c.warmup_steps = 0;
@@ -1442,48 +1445,79 @@ TEST(names_of_actions_and_flags) {
   EXPECT(strcmp(gnmr_flag_name(GNMR_FLAG_RENEWED), "RENEWED") == 0);
   EXPECT(strcmp(gnmr_flag_name(GNMR_FLAG_FALL), "FALL") == 0);
   EXPECT(strcmp(gnmr_flag_name(GNMR_FLAG_GLOBAL), "GLOBAL") == 0);
-  EXPECT(gnmr_flag_name(1u << 9) == NULL);
+  EXPECT(strcmp(gnmr_flag_name(GNMR_FLAG_ABSENT), "ABSENT") == 0);
+  EXPECT(strcmp(gnmr_flag_name(GNMR_FLAG_SHIFT), "SHIFT") == 0);
+  EXPECT(gnmr_flag_name(1u << 11) == NULL);
   REQUIRE(gnmr_flags_string(0, buf, sizeof buf) == GNMR_OK);
   EXPECT(strcmp(buf, "") == 0);
   REQUIRE(gnmr_flags_string(GNMR_FLAG_RATIO | GNMR_FLAG_RENEWED, buf,
                             sizeof buf) == GNMR_OK);
   EXPECT(strcmp(buf, "RATIO|RENEWED") == 0);
-  REQUIRE(gnmr_flags_string(GNMR_FLAG_DELTA | 0xC00u, buf, sizeof buf) ==
+  REQUIRE(gnmr_flags_string(GNMR_FLAG_DELTA | 0x3000u, buf, sizeof buf) ==
           GNMR_OK);
-  EXPECT(strcmp(buf, "DELTA|0xc00") == 0);
+  EXPECT(strcmp(buf, "DELTA|0x3000") == 0);
   REQUIRE(gnmr_flags_string(0xFFFFFFFFu, buf, sizeof buf) == GNMR_OK);
   EXPECT(strcmp(buf, "RATIO|DELTA|NONFINITE|OVER_BUDGET|COOLDOWN|WARMUP|"
-                     "RENEWED|FALL|GLOBAL|0xfffffe00") == 0);
+                     "RENEWED|FALL|GLOBAL|ABSENT|SHIFT|0xfffff800") == 0);
+}
+
+/* Version 4 without rule 0's and rule 9's fields (the config's last two,
+   the two last counters, each unit's run): version 3 (0.3) bytes. The
+   fields taken out must hold what a run of the paper rules leaves there. */
+static size_t ck_as_version_3(const unsigned char *v4, unsigned char *v3,
+                              uint32_t n) {
+  const size_t config3 = GNMR__CKPT_CONFIG - 12, unit3 = 176;
+  const unsigned char *t4 = v4 + 24 + GNMR__CKPT_CONFIG;
+  size_t at, u, i;
+  memcpy(v3, v4, 24 + config3);
+  v3[8] = 3;
+  at = 24 + config3;
+  memcpy(v3 + at, t4, 72); /* steps, global_steps, the 7 counters of 0.3 */
+  for (i = 72; i < 88; i++) EXPECT(t4[i] == 0); /* absent, level_shifts */
+  memcpy(v3 + at + 72, t4 + 88, 8 + 32 + 60);   /* recovering, peak; G; the
+                                                    verdict */
+  at += 172;
+  for (u = 0; u < n; u++) {
+    const unsigned char *src = v4 + CK_UNIT0 + u * GNMR__CKPT_UNIT;
+    memcpy(v3 + at, src, 168); /* mean ... p, the 7 counters */
+    for (i = 168; i < 208; i++) EXPECT(src[i] == 0); /* 2 counters, run */
+    memcpy(v3 + at + 168, src + 208, 8);             /* lock, cooldown */
+    at += unit3;
+  }
+  gnmr__put_u32(v3 + at, gnmr__crc32(v3, at));
+  return at + 4;
 }
 
 /* Version 3 without the step's verdict: version 2 (0.2.0) bytes. */
 static size_t ck_as_version_2(const unsigned char *v3, size_t len,
                               unsigned char *v2) {
-  const size_t verdict = 40 + 20, at = CK_UNIT0 - verdict;
+  const size_t unit0 = CK_UNIT0 - 12 - 16; /* version 3's */
+  const size_t verdict = 40 + 20, at = unit0 - verdict;
   memcpy(v2, v3, at);
   v2[8] = 2;
-  memcpy(v2 + at, v3 + CK_UNIT0, len - 4 - CK_UNIT0);
+  memcpy(v2 + at, v3 + unit0, len - 4 - unit0);
   gnmr__put_u32(v2 + len - 4 - verdict, gnmr__crc32(v2, len - 4 - verdict));
   return len - verdict;
 }
 
 /* Version 3 with the fields version 1 did not have taken out: 0.1's
    bytes for the same run, bit for bit (PAPER mode's state is 0.1's). */
-static size_t ck_as_version_1(const unsigned char *v2, size_t len,
+static size_t ck_as_version_1(const unsigned char *v3, size_t len,
                               unsigned char *v1, uint32_t n) {
-  const size_t unit1 = 144, unit2 = GNMR__CKPT_UNIT;
+  const size_t unit1 = 144, unit3 = 176, config3 = GNMR__CKPT_CONFIG - 12;
+  const size_t unit0 = CK_UNIT0 - 12 - 16; /* version 3's */
   size_t at = 0, u;
-  const unsigned char *t = v2 + 24 + GNMR__CKPT_CONFIG;
-  memcpy(v1, v2, 24);
+  const unsigned char *t = v3 + 24 + config3;
+  memcpy(v1, v3, 24);
   v1[8] = 1;
-  memcpy(v1 + 24, v2 + 24, 56); /* 0.1's config fields come first */
+  memcpy(v1 + 24, v3 + 24, 56); /* 0.1's config fields come first */
   at = 24 + 56;
   memcpy(v1 + at, t, 8); /* steps; then the 6 counters of 0.1 */
   memcpy(v1 + at + 8, t + 16, 48);
   memcpy(v1 + at + 56, t + 72, 8); /* recovering, peak */
   at += 64;
   for (u = 0; u < n; u++) {
-    const unsigned char *src = v2 + CK_UNIT0 + u * unit2;
+    const unsigned char *src = v3 + unit0 + u * unit3;
     memcpy(v1 + at, src, 88);            /* mean, sum, window, k */
     memcpy(v1 + at + 88, src + 112, 48); /* 0.1's counters */
     memcpy(v1 + at + 136, src + 168, 8); /* lock, cooldown */
@@ -1497,8 +1531,8 @@ static size_t ck_as_version_1(const unsigned char *v2, size_t len,
 /* The checkpoint bytes of this version, for a fixed run: the field lists
    must not move a byte (a change of format bumps the version instead);
    and without the fields 0.1 did not have, 0.1's bytes. */
-TEST(checkpoint_bytes_are_those_of_versions_3_2_and_1) {
-  static unsigned char v1[1 << 14], v2[1 << 14];
+TEST(checkpoint_bytes_are_those_of_versions_4_3_2_and_1) {
+  static unsigned char v1[1 << 14], v2[1 << 14], v3[1 << 14];
   static fixture f;
   gnmr_config c = gnmr_config_paper();
   uint64_t x = 1;
@@ -1520,11 +1554,14 @@ TEST(checkpoint_bytes_are_those_of_versions_3_2_and_1) {
   REQUIRE(gnmr_checkpoint_save(&f.ctl, ck_buf, sizeof ck_buf, &len) == 0);
   /* (A CRC over the trailer too is the residue 0x2144DF1C of any valid
      buffer: the content is pinned by the CRC of what precedes it.) */
+  EXPECT_EQ_INT(len, 1900);
+  EXPECT_EQ_INT(gnmr__crc32(ck_buf, len - 4), CK_V4_CRC);
+  len = ck_as_version_3(ck_buf, v3, 7);
   EXPECT_EQ_INT(len, 1592);
-  EXPECT_EQ_INT(gnmr__crc32(ck_buf, len - 4), CK_V3_CRC);
-  EXPECT_EQ_INT(ck_as_version_2(ck_buf, len, v2), 1532);
+  EXPECT_EQ_INT(gnmr__crc32(v3, len - 4), 0x798B4918u /* 0.3's bytes */);
+  EXPECT_EQ_INT(ck_as_version_2(v3, len, v2), 1532);
   EXPECT_EQ_INT(gnmr__crc32(v2, 1532 - 4), 0x7C3C5869u /* 0.2.0's bytes */);
-  len = ck_as_version_1(ck_buf, len, v1, 7);
+  len = ck_as_version_1(v3, len, v1, 7);
   EXPECT_EQ_INT(len, 1156);
   EXPECT_EQ_INT(gnmr__crc32(v1, len - 4), 0x752E358Bu /* 0.1's bytes */);
 }
@@ -1632,7 +1669,7 @@ int main(int argc, char **argv) {
       CHECK_CASE(reinit_with_its_own_config_keeps_it),
       CHECK_CASE(unit_info_reads_the_state),
       CHECK_CASE(names_of_actions_and_flags),
-      CHECK_CASE(checkpoint_bytes_are_those_of_versions_3_2_and_1),
+      CHECK_CASE(checkpoint_bytes_are_those_of_versions_4_3_2_and_1),
       CHECK_CASE(strerror_names_every_code),
       CHECK_CASE(no_heap_in_the_controller_or_the_norms)};
   return check_main(cases, sizeof cases / sizeof cases[0], argc, argv);

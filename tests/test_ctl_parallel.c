@@ -22,7 +22,8 @@
 static gnmr_slot slots_a[MAX_UNITS], slots_b[MAX_UNITS];
 static float norms[MAX_UNITS];
 static gnmr_decision out_a[MAX_UNITS], out_b[MAX_UNITS];
-static unsigned char ckpt_a[64 + MAX_UNITS * 200], ckpt_b[64 + MAX_UNITS * 200];
+static unsigned char ckpt_a[1024 + MAX_UNITS * 256],
+    ckpt_b[1024 + MAX_UNITS * 256];
 
 /* ---- the grid, emulated ------------------------------------------------ */
 
@@ -235,12 +236,27 @@ static int same_state(const gnmr_ctl *a, const gnmr_ctl *b) {
          a->seal == b->seal;
 }
 
-/* Norms for one step of a given kind. */
+/* 1: make_norms plays the quiet units' script instead of its kinds. */
+static int scripted;
+
+/* Norms for one step of a given kind (or of the script: units that go
+   quiet or change level, rules 0 and 9). */
 static void make_norms(uint32_t n, int kind, uint32_t step) {
   uint32_t u;
   for (u = 0; u < n; u++) {
     const uint64_t r = check_rand();
     float v = 1.0f + (float)(r % 1000) * 1e-4f;
+    if (scripted) {
+      switch (u % 5) {
+      case 1: v = step < 10 ? 0.0f : 1.0f; break;   /* zero, then active */
+      case 2: v = r % 10 == 0 ? v : 0.0f; break;    /* an expert, 10% */
+      case 3: v *= step < 20 ? 1.0f : 10.0f; break; /* a level shift */
+      case 4: v *= step < 30 ? 1.0f : 0.1f; break;  /* one down */
+      default: break;
+      }
+      norms[u] = v;
+      continue;
+    }
     switch (kind) {
     case 0: break; /* calm */
     case 1:
@@ -335,8 +351,9 @@ static gnmr_config reconf_cfg;
 
 /* 1: run_pair says nothing about a difference (the perturbation test). */
 static int quiet;
-/* Steps of the last run_pair that were GLOBAL (gnmr_step's count). */
-static uint64_t global_seen;
+/* Steps of the last run_pair that were GLOBAL (gnmr_step's count), and
+   the absent unit-steps and level shifts of all runs. */
+static uint64_t global_seen, absent_seen, shifts_seen;
 
 /* Runs `steps` steps of both controllers on the same norms. */
 static int run_pair(const gnmr_config *cfg, uint32_t n, uint32_t steps,
@@ -394,6 +411,8 @@ static int run_pair(const gnmr_config *cfg, uint32_t n, uint32_t steps,
     paths_publish(&turns, &b);
   }
   global_seen += a.global_steps;
+  absent_seen += a.absent;
+  shifts_seen += a.level_shifts;
   return 1;
 }
 
@@ -433,6 +452,32 @@ TEST(host_reads_step_t_paths_at_t_plus_1) {
 TEST(zero_units) {
   const gnmr_config cfg = random_config(0);
   REQUIRE(run_pair(&cfg, 0, 3, 0, 1));
+}
+
+TEST(quiet_units_and_level_shifts) {
+  /* rules 0 and 9 through the device's kernels: units at 0 (absent), an
+     expert routed one step in ten, levels that move up and down for good;
+     both rule sets, runs of 2-9 steps, any spread */
+  static const uint32_t sizes[] = {5, 40, 300, 5000};
+  size_t i;
+  int trial;
+  absent_seen = shifts_seen = 0;
+  scripted = 1;
+  for (trial = 0; trial < 8; trial++)
+    for (i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+      gnmr_config cfg = random_config(sizes[i]);
+      cfg.warmup_steps = (uint32_t)(check_rand() % 4);
+      cfg.shift_steps = 2 + (uint32_t)(check_rand() % 8);
+      cfg.shift_spread = (double)(check_rand() % 5) / 2.0;
+      if (!run_pair(&cfg, sizes[i], 70, 0, 1)) {
+        scripted = 0;
+        REQUIRE(0);
+      }
+    }
+  scripted = 0;
+  printf("  %llu absent unit-steps, %llu level shifts\n",
+         (unsigned long long)absent_seen, (unsigned long long)shifts_seen);
+  EXPECT(absent_seen > 0 && shifts_seen > 0);
 }
 
 TEST(large_unit_counts) {
@@ -717,6 +762,7 @@ int main(int argc, char **argv) {
       CHECK_CASE(small_unit_counts_every_kind_of_input),
       CHECK_CASE(host_reads_step_t_paths_at_t_plus_1),
       CHECK_CASE(zero_units),
+      CHECK_CASE(quiet_units_and_level_shifts),
       CHECK_CASE(large_unit_counts),
       CHECK_CASE(renewals_and_cooldowns),
       CHECK_CASE(reconfigured_mid_run),

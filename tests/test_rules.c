@@ -1085,19 +1085,26 @@ TEST(readme_table_gives_the_code_defaults) {
 
 /* What the tables cannot say: the noise rules are the defaults but for the
    rule and the warm-up, and the library's defaults are the paper rules. */
-TEST(defaults_are_the_paper_rules_and_noise_differs_in_two_fields) {
-  gnmr_config p = gnmr_config_paper(), d = gnmr_config_noise(), def;
+TEST(defaults_paper_and_noise_differ_where_documented) {
+  gnmr_config p = gnmr_config_paper(), d = gnmr_config_noise(),
+              def = gnmr_config_default();
   EXPECT_EQ_INT(p.rule, GNMR_RULE_PAPER);
+  EXPECT_EQ_INT(def.rule, GNMR_RULE_PAPER);
   EXPECT_EQ_INT(d.rule, GNMR_RULE_NOISE);
-  EXPECT(d.warmup_steps != p.warmup_steps);
-  d.rule = p.rule;
-  d.warmup_steps = p.warmup_steps;
-  EXPECT(memcmp(&d, &p, sizeof d) == 0);
+  /* the paper's rules learn no level; the default and NOISE do (rule 9) */
+  EXPECT_EQ_INT(p.shift_steps, 0);
+  EXPECT(def.shift_steps >= 2 && d.shift_steps == def.shift_steps);
+  EXPECT(d.warmup_steps != def.warmup_steps);
+  d.rule = def.rule;
+  d.warmup_steps = def.warmup_steps;
+  EXPECT(memcmp(&d, &def, sizeof d) == 0);
+  def.shift_steps = 0;
+  EXPECT(memcmp(&def, &p, sizeof def) == 0);
   d = gnmr_config_noise();
   def = gnmr_config_default();
-  EXPECT(memcmp(&def, &p, sizeof def) == 0);
   EXPECT_EQ_INT(gnmr_config_check(&p, UINT32_MAX, NULL), GNMR_OK);
   EXPECT_EQ_INT(gnmr_config_check(&d, UINT32_MAX, NULL), GNMR_OK);
+  EXPECT_EQ_INT(gnmr_config_check(&def, UINT32_MAX, NULL), GNMR_OK);
 }
 
 TEST(step_info_refuses_bad_arguments) {
@@ -1143,7 +1150,7 @@ int main(int argc, char **argv) {
       CHECK_CASE(reconfigure_between_modes_restarts_the_statistics),
       CHECK_CASE(manual_table_gives_the_code_defaults),
       CHECK_CASE(readme_table_gives_the_code_defaults),
-      CHECK_CASE(defaults_are_the_paper_rules_and_noise_differs_in_two_fields),
+      CHECK_CASE(defaults_paper_and_noise_differ_where_documented),
       CHECK_CASE(step_info_refuses_bad_arguments),
   };
   return check_main(cases, sizeof cases / sizeof cases[0], argc, argv);

@@ -321,8 +321,10 @@ typedef struct gnmr_cuda_select {
 } gnmr_cuda_select;
 
 /* scan's codes for a unit that is not counted in the histogram */
-#define GNMR_CUDA__UNSETTLED GNMR_CUDA_BINS /* finite, k < max(warmup, 1) */
-#define GNMR_CUDA__NOT_FINITE (GNMR_CUDA_BINS + 1) /* or past the last */
+#define GNMR_CUDA__UNSETTLED GNMR_CUDA_BINS /* observed, k < max(warmup, 1) */
+#define GNMR_CUDA__NOT_FINITE                                                  \
+  (GNMR_CUDA_BINS + 1) /* NaN, Inf, 0 or past                                  \
+                          the last */
 
 /* ---- the arithmetic of every kernel, host and device ------------------- */
 
@@ -338,7 +340,8 @@ static inline GNMR_HOSTDEV void gnmr_cuda__check(const float *norms, uint32_t n,
 }
 
 /* scan, unit u of a usable NOISE-mode controller (rule N3, as gnmr.h's
-   phase 2): dev[u] = L(g) - mu for a finite g; returns the grid's bin of a
+   phase 2): dev[u] = L(g) - mu for an observed g (finite, not 0: gnmr.h's
+   rule 0); returns the grid's bin of a
    settled unit, GNMR_CUDA__UNSETTLED or GNMR_CUDA__NOT_FINITE; *up: a
    settled unit's dev above L(global_ratio). */
 static inline GNMR_HOSTDEV uint32_t gnmr_cuda__scan(const gnmr__rules *r,
@@ -347,7 +350,7 @@ static inline GNMR_HOSTDEV uint32_t gnmr_cuda__scan(const gnmr__rules *r,
                                                     uint32_t u, int *up) {
   double dr;
   *up = 0;
-  if (u >= r->n || !gnmr__finite32(norms[u])) return GNMR_CUDA__NOT_FINITE;
+  if (u >= r->n || !gnmr__observed32(norms[u])) return GNMR_CUDA__NOT_FINITE;
   dr = gnmr__log((double)norms[u], r->log_floor) - s->log_mean[u];
   s->dev[u] = dr;
   if (s->finite_steps[u] < r->settle) return GNMR_CUDA__UNSETTLED;
@@ -355,7 +358,7 @@ static inline GNMR_HOSTDEV uint32_t gnmr_cuda__scan(const gnmr__rules *r,
   return gnmr__grid(dr);
 }
 
-/* Lane j (0-7) of G's sum of squares in block b of 256 units: the finite
+/* Lane j (0-7) of G's sum of squares in block b of 256 units: the observed
    g^2 of units 256 b + j, + 8, ... in order, from +0 (gnmr.h's order). */
 static inline GNMR_HOSTDEV double
 gnmr_cuda__lane(const float *norms, uint32_t n, uint32_t b, uint32_t j) {
@@ -363,7 +366,7 @@ gnmr_cuda__lane(const float *norms, uint32_t n, uint32_t b, uint32_t j) {
   double lane = 0.0;
   uint32_t u;
   for (u = 256 * b + j; u < end; u += 8)
-    if (gnmr__finite32(norms[u])) {
+    if (gnmr__observed32(norms[u])) {
       const double g = (double)norms[u];
       lane += gnmr__mul(g, g); /* exact: g is a float */
     }

@@ -28,6 +28,13 @@ static uint32_t fuzz_pick_u32(fuzz_reader *r, uint32_t modulo) {
   return sel % modulo;
 }
 
+/* A float's bits (a zero's sign told apart). */
+FUZZ_UNUSED static uint32_t fuzz_f32_bits_of(float x) {
+  uint32_t b;
+  memcpy(&b, &x, 4);
+  return b;
+}
+
 FUZZ_UNUSED static gnmr_config fuzz_config(fuzz_reader *r, uint32_t n_units) {
   static const double ratio[] = {3.0, 1.5, 2.0,  10.0, 1.0000001, 1e300,
                                  1.0, 0.5, -3.0, NAN,  INFINITY};
@@ -37,6 +44,8 @@ FUZZ_UNUSED static gnmr_config fuzz_config(fuzz_reader *r, uint32_t n_units) {
                                  1e-300, 0.0, -0.5, 1.0000001, NAN};
   static const double eps[] = {1e-12, 1.0,    1e-300, 5e-324,  1e30,
                                0.0,   -1e-12, NAN,    INFINITY};
+  static const double spread[] = {0.5,     0.0,  2.0, 1e300,   1e-300,
+                                  -1e-300, -0.5, NAN, INFINITY};
   gnmr_config c = gnmr_config_paper(); /* PAPER mode: the model's rules */
   c.ratio_threshold = fuzz_pick(r, ratio, sizeof ratio / sizeof ratio[0]);
   c.delta_threshold = fuzz_pick(r, delta, sizeof delta / sizeof delta[0]);
@@ -50,6 +59,9 @@ FUZZ_UNUSED static gnmr_config fuzz_config(fuzz_reader *r, uint32_t n_units) {
   c.lock_steps = 1u + fuzz_pick_u32(r, 10);          /* may wrap to 0 */
   c.cooldown_steps = fuzz_pick_u32(r, 6);
   c.spike_policy = (int)fuzz_pick_u32(r, 4); /* 3 is not a policy */
+  /* rule 9: off, short runs (1 is out of range), or raw */
+  c.shift_steps = fuzz_pick_u32(r, 6);
+  c.shift_spread = fuzz_pick(r, spread, sizeof spread / sizeof spread[0]);
   return c;
 }
 
@@ -173,6 +185,19 @@ FUZZ_UNUSED static void fuzz_state_valid(const gnmr_ctl *ctl) {
        which stays below 2 W (W + 2) 2^-53 of the largest possible entry. */
     FUZZ_CHECK(fabs(s.window_sum - sum) <=
                1e-12 * (double)c->delta_window * (double)cap);
+    /* Rule 9's run: none, or len flagged observations ending at k = at,
+       g within [lo, hi], positive and finite; FALLs only in NOISE mode. */
+    if (s.shift_len == 0) {
+      FUZZ_CHECK(s.shift_at == 0 && s.shift_fall == 0 &&
+                 fuzz_f32_bits_of(s.shift_lo) == 0 &&
+                 fuzz_f32_bits_of(s.shift_hi) == 0);
+    } else {
+      FUZZ_CHECK(s.shift_len <= s.shift_at && s.shift_at <= s.finite_steps);
+      FUZZ_CHECK(isfinite(s.shift_lo) && isfinite(s.shift_hi) &&
+                 s.shift_lo > 0.0f && s.shift_lo <= s.shift_hi);
+      FUZZ_CHECK(s.shift_fall == 0 ||
+                 (s.shift_fall == 1 && c->rule == GNMR_RULE_NOISE));
+    }
     locked += s.lock > 0;
   }
   FUZZ_CHECK(locked == ctl->recovering);
@@ -212,7 +237,8 @@ FUZZ_UNUSED static void fuzz_shadow_sync(fuzz_shadow *sh, const gnmr_ctl *ctl) {
   (GNMR_FLAG_RATIO | GNMR_FLAG_DELTA | GNMR_FLAG_NONFINITE | GNMR_FLAG_FALL)
 #define FUZZ_ALL_FLAGS                                                         \
   (FUZZ_RISK_FLAGS | GNMR_FLAG_OVER_BUDGET | GNMR_FLAG_COOLDOWN |              \
-   GNMR_FLAG_WARMUP | GNMR_FLAG_RENEWED | GNMR_FLAG_GLOBAL)
+   GNMR_FLAG_WARMUP | GNMR_FLAG_RENEWED | GNMR_FLAG_GLOBAL |                   \
+   GNMR_FLAG_ABSENT | GNMR_FLAG_SHIFT)
 
 /* Within the error of the library's log (rule N0: < 2e-5) of fuzz_L. */
 #define FUZZ_LOG_TOL 1e-4
@@ -269,7 +295,9 @@ static void fuzz_noise_checked(const gnmr_ctl *ctl, const float *norms,
     int rise = (x->flags & GNMR_FLAG_RATIO) != 0;
     int fall = (x->flags & GNMR_FLAG_FALL) != 0;
     int nonfinite = (x->flags & GNMR_FLAG_NONFINITE) != 0;
-    /* GLOBAL on every unit of a GLOBAL step, on none otherwise. */
+    /* An absent unit (rule 0) took no part in the step. */
+    if (x->flags & GNMR_FLAG_ABSENT) continue;
+    /* GLOBAL on every other unit of a GLOBAL step, on none otherwise. */
     FUZZ_CHECK(!(x->flags & GNMR_FLAG_GLOBAL) == !rep.global);
     FUZZ_CHECK(!(x->flags & GNMR_FLAG_DELTA));
     FUZZ_CHECK(!(rise && fall));
@@ -289,7 +317,9 @@ static void fuzz_noise_checked(const gnmr_ctl *ctl, const float *norms,
     } else {
       FUZZ_CHECK(x->score == 0.0);
     }
-    if (k0[u] < cfg->warmup_steps) FUZZ_CHECK(x->flags & GNMR_FLAG_WARMUP);
+    if (k0[u] < cfg->warmup_steps)
+      FUZZ_CHECK((x->flags & GNMR_FLAG_WARMUP) &&
+                 !(x->flags & GNMR_FLAG_SHIFT));
     if (k0[u] >= cfg->warmup_steps) FUZZ_CHECK(!(x->flags & GNMR_FLAG_WARMUP));
     if (rise)
       FUZZ_CHECK(x->delta > 0.0 &&
@@ -330,7 +360,7 @@ FUZZ_UNUSED static int fuzz_step_checked(gnmr_ctl *ctl, fuzz_shadow *sh,
                                          const float *norms, gnmr_decision *d) {
   const gnmr_config *cfg = &ctl->cfg;
   uint32_t n = ctl->n_units, u, rec_now = 0, over = 0, admitted = 0, risky = 0;
-  uint32_t nonfinite = 0, held = 0;
+  uint32_t nonfinite = 0, held = 0, absent = 0, shifts = 0;
   gnmr_counters before, after, unit_sum;
   uint64_t k0[FUZZ_MAX_UNITS + 1], kg0 = ctl->global_k;
   int rc, over_at_start;
@@ -375,6 +405,23 @@ FUZZ_UNUSED static int fuzz_step_checked(gnmr_ctl *ctl, fuzz_shadow *sh,
       FUZZ_CHECK(x->scale == 1.0);
     if (is_risky && cfg->spike_policy == GNMR_SPIKE_SKIP)
       FUZZ_CHECK(x->scale == 0.0);
+    /* Rule 0: a norm of +-0 is absent, and only such a norm; nothing else
+       happens to the unit but its lock counting down. */
+    FUZZ_CHECK(!(x->flags & GNMR_FLAG_ABSENT) == (norms[u] != 0.0f));
+    if (x->flags & GNMR_FLAG_ABSENT) {
+      FUZZ_CHECK(x->flags == GNMR_FLAG_ABSENT && x->scale == 1.0 &&
+                 x->ratio == 0.0 && x->delta == 0.0 && x->score == 0.0 &&
+                 x->action != GNMR_ACTION_RECOVER);
+      absent++;
+    }
+    /* Rule 9: a new level, learned only when turned on, is no risk: scale
+       1 (times a GLOBAL step's), no admission, a lock released. */
+    if (x->flags & GNMR_FLAG_SHIFT) {
+      FUZZ_CHECK(cfg->shift_steps >= 2 && !is_risky && x->score == 0.0 &&
+                 (x->flags & ~(uint32_t)GNMR_FLAG_GLOBAL) == GNMR_FLAG_SHIFT);
+      FUZZ_CHECK(x->action == (was ? GNMR_ACTION_RELEASE : GNMR_ACTION_KEEP));
+      shifts++;
+    }
     if (x->flags & GNMR_FLAG_NONFINITE) {
       FUZZ_CHECK(!isfinite(norms[u]));
       FUZZ_CHECK(x->scale == 0.0 && x->score == (double)INFINITY);
@@ -418,7 +465,7 @@ FUZZ_UNUSED static int fuzz_step_checked(gnmr_ctl *ctl, fuzz_shadow *sh,
       break;
     case GNMR_ACTION_RELEASE:
       FUZZ_CHECK(was && !now && (!is_risky || over_at_start) &&
-                 sh->lock_left[u] == 1);
+                 (sh->lock_left[u] == 1 || (x->flags & GNMR_FLAG_SHIFT)));
       held++;
       sh->lock_left[u] = 0;
       break;
@@ -451,7 +498,10 @@ FUZZ_UNUSED static int fuzz_step_checked(gnmr_ctl *ctl, fuzz_shadow *sh,
   FUZZ_CHECK(after.admissions == before.admissions + admitted);
   FUZZ_CHECK(after.over_budget == before.over_budget + over);
   FUZZ_CHECK(after.recovery_steps == before.recovery_steps + held);
-  FUZZ_CHECK(after.finite_steps == before.finite_steps + (n - nonfinite));
+  FUZZ_CHECK(after.finite_steps ==
+             before.finite_steps + (n - nonfinite - absent));
+  FUZZ_CHECK(after.absent == before.absent + absent);
+  FUZZ_CHECK(after.level_shifts == before.level_shifts + shifts);
   FUZZ_CHECK(after.recovering == rec_now);
   FUZZ_CHECK(
       after.peak_recovering ==

@@ -22,10 +22,10 @@
 
 #define CKPT_MAX 32768u
 
-/* The format's offsets mode 3 edits (below) are those of version 3. */
+/* The format's offsets mode 3 edits (below) are those of version 4. */
 typedef char
-    fuzz_ckpt_layout[GNMR__CKPT_VERSION == 3 && GNMR__CKPT_CONFIG == 160 &&
-                             GNMR__CKPT_TOTALS == 172 && GNMR__CKPT_UNIT == 176
+    fuzz_ckpt_layout[GNMR__CKPT_VERSION == 4 && GNMR__CKPT_CONFIG == 172 &&
+                             GNMR__CKPT_TOTALS == 188 && GNMR__CKPT_UNIT == 216
                          ? 1
                          : -1];
 
@@ -217,16 +217,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   {
     /* Offsets of the 32-bit fields and of the low words of the 64-bit ones
        (the high words of mu, s, p: a double near 1): config W .. policy,
-       rule, two_sided, common_min_units, global_policy; the totals and the
-       global norm's k; the verdict's low words and counts; the header;
-       then (from GNMR__CKPT_HEADER +
-       GNMR__CKPT_CONFIG + GNMR__CKPT_TOTALS) one unit's fields. */
+       rule, two_sided, common_min_units, global_policy, shift_steps; the
+       totals and the global norm's k; the verdict's low words and counts;
+       the header; then (from GNMR__CKPT_HEADER + GNMR__CKPT_CONFIG +
+       GNMR__CKPT_TOTALS) one unit's fields, rule 9's run included. */
     static const uint16_t head_fields[] = {
-        56,  60,  64,  68,  72,  76,  80,  84,  176, 180, 184, 192,
-        200, 208, 216, 224, 232, 240, 248, 256, 260, 288, 296, 304,
-        312, 320, 328, 336, 340, 344, 348, 352, 12,  16,  20};
-    static const uint16_t unit_fields[] = {0,  4,   8,   12,  16,  80,  84,
-                                           92, 100, 108, 112, 168, 172, 76};
+        56,  60,  64,  68,  72,  76,  80,  84,  176, 180, 184, 196, 204,
+        212, 220, 228, 236, 244, 252, 260, 268, 276, 284, 288, 316, 324,
+        332, 340, 348, 356, 364, 368, 372, 376, 380, 12,  16,  20};
+    static const uint16_t unit_fields[] = {0,   4,   8,   12,  16,  80,  84,
+                                           92,  100, 108, 112, 184, 188, 192,
+                                           196, 200, 204, 208, 212, 76};
     const size_t unit0 =
         GNMR__CKPT_HEADER + GNMR__CKPT_CONFIG + GNMR__CKPT_TOTALS;
     uint8_t edits = fuzz_u8(&r) % 16u;
