@@ -807,7 +807,39 @@ eff-lm-shift-inj:
 	  --steps $(EFF_STEPS) --seeds $(EFF_SEEDS) --arms $(EFF_EVENT_LM) \
 	  --out $(EFF)/lm-shift-injected/core
 
-.PHONY: efficacy efficacy-quick $(EFF_PARTS) eff-mlp-freeze
+# The level-shift rule's sweep (issue 31): shift_steps P x shift_spread q
+# (examples/arms.h ARM_SHIFT_GRID) on the default (paper) rules, P with q
+# 0.5 on the noise rules (gnmr-noise is P 16), beside the rule off, on the
+# MLP settings with faults, with the training events and with both; then
+# efficacy_report over them (build/efficacy-shift/). gnmr is shift-p16-q0.5.
+EFF_SHIFT = $(B)/efficacy-shift
+EFF_SHIFT_PQ = $(foreach p,4 8 16 32,$(foreach q,0.25 0.5 1,p$(p)-q$(q)))
+EFF_SHIFT_ARMS = f32,lowp,gnmr-shift-off,noise-shift-off,gnmr-noise$\
+  $(subst $(space),,$(foreach a,$(EFF_SHIFT_PQ),$(comma)shift-$(a)))$\
+  ,noise-shift-p4-q0.5,noise-shift-p8-q0.5,noise-shift-p32-q0.5
+EFF_SHIFT_SEEDS ?= 5
+comma := ,
+empty :=
+space := $(empty) $(empty)
+efficacy-shift-sweep: $(B)/train_stress $(B)/efficacy_report
+	rm -rf $(EFF_SHIFT)
+	$(MAKE) --no-print-directory -j2 eff-shift-a eff-shift-b
+	$(B)/efficacy_report $(EFF_SHIFT) > $(EFF_SHIFT)/report.txt
+eff-shift-a:
+	$(EFF_MLP) --seeds $(EFF_SHIFT_SEEDS) --arms $(EFF_SHIFT_ARMS) \
+	  --out $(EFF_SHIFT)/mlp/all
+	$(EFF_MLP_CLEAN) $(EFF_MLP_FREEZE) --seeds $(EFF_SHIFT_SEEDS) \
+	  --arms $(EFF_SHIFT_ARMS) --out $(EFF_SHIFT)/mlp-freeze/all
+	$(EFF_MLP) $(EFF_MLP_FREEZE) --seeds $(EFF_SHIFT_SEEDS) \
+	  --arms $(EFF_SHIFT_ARMS) --out $(EFF_SHIFT)/mlp-freeze-injected/all
+eff-shift-b:
+	$(EFF_MLP_CLEAN) $(EFF_MLP_SHIFT) --seeds $(EFF_SHIFT_SEEDS) \
+	  --arms $(EFF_SHIFT_ARMS) --out $(EFF_SHIFT)/mlp-shift/all
+	$(EFF_MLP) $(EFF_MLP_SHIFT) --seeds $(EFF_SHIFT_SEEDS) \
+	  --arms $(EFF_SHIFT_ARMS) --out $(EFF_SHIFT)/mlp-shift-injected/all
+
+.PHONY: efficacy efficacy-quick $(EFF_PARTS) eff-mlp-freeze \
+        efficacy-shift-sweep eff-shift-a eff-shift-b
 
 # ---- formatting -------------------------------------------------------------
 format:
