@@ -697,12 +697,14 @@ EFF_ABL = paper-pass,paper-clip-only,paper-tau3,paper-lock4,noise-pass,$\
 EFF_CLIPPED = f32,lowp,adagc,zclip,gnmr,gnmr-noise,paper-pass,$\
   paper-clip-only,f32-gnmr
 EFF_FWD = gnmr-fwd,paper-tau3-fwd
-EFF_EVENT = f32,lowp,clip,adagc,zclip,gnmr,gnmr-noise,f32-gnmr
-EFF_EVENT_LM = f32,lowp,adagc,gnmr,gnmr-noise
+EFF_EVENT = f32,lowp,clip,adagc,zclip,gnmr,gnmr-shift-off,gnmr-noise,f32-gnmr
+EFF_EVENT_LM = f32,lowp,adagc,gnmr,gnmr-shift-off,gnmr-noise
 EFF_MLP_FREEZE = --freeze 1:20
 EFF_MLP_SHIFT = --shift 2:40
 EFF_LM_FREEZE = --freeze 0:20
-EFF_LM_SHIFT = --shift 6:40
+EFF_LM_SHIFT_UNIT = 6
+EFF_LM_SHIFT_PCT = 40
+EFF_LM_SHIFT = --shift $(EFF_LM_SHIFT_UNIT):$(EFF_LM_SHIFT_PCT)
 EFF_CSV_HEADER = setting,arm,seed,val_loss,gap_recovered,hf_unit_steps,$\
   loss_spikes,diverged,vs_f32_pct
 EFF_MLP = $(B)/train_stress --quiet --stress 8 --hidden 128,64,32
@@ -838,7 +840,21 @@ eff-shift-b:
 	$(EFF_MLP) $(EFF_MLP_SHIFT) --seeds $(EFF_SHIFT_SEEDS) \
 	  --arms $(EFF_SHIFT_ARMS) --out $(EFF_SHIFT)/mlp-shift-injected/all
 
-.PHONY: efficacy efficacy-quick $(EFF_PARTS) eff-mlp-freeze \
+# Rule 9 open loop on the LM's own norms (bench/shift_replay.c): the grid
+# of P x q over the traces of the gnmr arm that make efficacy wrote; the
+# shifted unit from the shift on, and every unit's learned levels in the
+# runs with faults (none of which is a level).
+$(B)/shift_replay: bench/shift_replay.c gnmr.h
+	@mkdir -p $(@D)
+	$(firstword $(CC_LIST)) $(BENCH_FLAGS) -o $@ $< -lm
+shift-replay: $(B)/shift_replay
+	$(B)/shift_replay $(EFF)/lm-shift/core/trace.csv $(EFF_LM_SHIFT_UNIT) \
+	  $$(( $(EFF_STEPS) * $(EFF_LM_SHIFT_PCT) / 100 ))
+	$(B)/shift_replay $(EFF)/lm-shift-injected/core/trace.csv \
+	  $(EFF_LM_SHIFT_UNIT) $$(( $(EFF_STEPS) * $(EFF_LM_SHIFT_PCT) / 100 ))
+	$(B)/shift_replay $(EFF)/lm-injected/core/trace.csv 0 0
+
+.PHONY: efficacy efficacy-quick $(EFF_PARTS) eff-mlp-freeze shift-replay \
         efficacy-shift-sweep eff-shift-a eff-shift-b
 
 # ---- formatting -------------------------------------------------------------
