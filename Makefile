@@ -810,15 +810,16 @@ eff-lm-shift-inj:
 	  --out $(EFF)/lm-shift-injected/core
 
 # The level-shift rule's sweep (issue 31): shift_steps P x shift_spread q
-# (examples/arms.h ARM_SHIFT_GRID) on the default (paper) rules, P with q
-# 0.5 on the noise rules (gnmr-noise is P 16), beside the rule off, on the
-# MLP settings with faults, with the training events and with both; then
-# efficacy_report over them (build/efficacy-shift/). gnmr is shift-p16-q0.5.
+# (examples/arms.h ARM_SHIFT_Q) on the default (paper) rules, P at q 0.5
+# and P 8, 16 at q 1 on the noise rules (gnmr-noise is P 16 q 0.5), beside
+# the rule off, on the MLP settings with faults, with the training events
+# and with both; then efficacy_report over them (build/efficacy-shift/).
 EFF_SHIFT = $(B)/efficacy-shift
 EFF_SHIFT_PQ = $(foreach p,4 8 16 32,$(foreach q,0.25 0.5 1,p$(p)-q$(q)))
 EFF_SHIFT_ARMS = f32,lowp,gnmr-shift-off,noise-shift-off,gnmr-noise$\
   $(subst $(space),,$(foreach a,$(EFF_SHIFT_PQ),$(comma)shift-$(a)))$\
-  ,noise-shift-p4-q0.5,noise-shift-p8-q0.5,noise-shift-p32-q0.5
+  ,noise-shift-p4-q0.5,noise-shift-p8-q0.5,noise-shift-p32-q0.5$\
+  ,noise-shift-p8-q1,noise-shift-p16-q1
 EFF_SHIFT_SEEDS ?= 5
 comma := ,
 empty :=
