@@ -902,7 +902,9 @@ detect-frontier: $(B)/detect
 # examples/cuda/gnmr_norms.cuh). make test-torch: tests/torch with pytest,
 # under the first Python of TORCH_PYTHON_LIST that imports torch (Debian's
 # python3-torch lives in /usr/bin/python3, which a pyenv python3 on PATH
-# does not see); CUDA cases skip without a GPU.
+# does not see); CUDA cases skip without a GPU. The distributed cases
+# (tests/torch/test_distributed.py) spawn 2 and 4 gloo processes on
+# localhost: DDP and sharded gradients, about 15 s on 2 cores.
 .PHONY: libgnmr test-torch demo-torch
 FORMAT_FILES += $(wildcard examples/torch/*.c)
 TORCH_PYTHON_LIST ?= python3 /usr/bin/python3

@@ -1,4 +1,4 @@
-/* gnmr.h - v0.3.0 - runtime stability control for low-precision training.
+/* gnmr.h - v0.4.0 - runtime stability control for low-precision training.
    MIT license (see the end of this file). No warranty.
 
    GNMR (Gradient Norm-to-Mean Ratio) watches every "recoverable unit" of a
@@ -12,7 +12,8 @@
        #define GNMR_IMPLEMENTATION
    before you include this file in *one* C or C++ file to create the
    implementation. Every other file includes it without the define (or every
-   file defines GNMR_STATIC too, for a private copy each).
+   file defines GNMR_STATIC too, for a private copy each). Link with -lm
+   (the norm helpers call sqrt).
 
    A whole program (examples/quickstart.c is this, compiled):
        gnmr_config cfg = gnmr_config_default();    // defaults: table below
@@ -109,7 +110,7 @@
         "Level shifts"). Without it (the paper's rules) a unit whose level
         moves up for good is clipped to tau_r m and renewed step after step
         while m creeps up by about (1 - beta)(tau_r - 1) m a step: a 10x
-        shift is clipped on about 160 steps.
+        shift stays clipped for well over a hundred steps.
 
    Rules of one step, PAPER mode. For every unit u, with g its norm this
    step (not 0: rule 0), k its finite observations so far and m its
@@ -403,9 +404,9 @@
 #include <string.h> /* memcpy: the inline element conversions */
 
 #define GNMR_VERSION_MAJOR 0
-#define GNMR_VERSION_MINOR 3
+#define GNMR_VERSION_MINOR 4
 #define GNMR_VERSION_PATCH 0
-#define GNMR_VERSION_STRING "0.3.0"
+#define GNMR_VERSION_STRING "0.4.0"
 
 #ifdef GNMR_STATIC
 #define GNMR__STATIC_INTERFACE /* the implementation checks it matches */
@@ -1592,8 +1593,12 @@ typedef struct gnmr__rules {
    scalar NOISE step); a device build keeps nvcc's own choice. */
 #if (defined(__GNUC__) || defined(__clang__)) && !defined(__CUDACC__)
 #define GNMR__HOT __inline__ __attribute__((always_inline))
+/* ... and a rule of the flagged steps kept out of them: inlined, it cost
+   the calm scalar step 10% (registers) */
+#define GNMR__COLD __attribute__((noinline, cold))
 #else
 #define GNMR__HOT
+#define GNMR__COLD
 #endif
 
 /* What one unit's step adds to the controller's totals: bits returned by
@@ -1712,10 +1717,11 @@ static __m512d gnmr__div8(__m512d a, __m512d b) {
 /* gnmr__observed32 of eight norms' bits, as a mask. */
 GNMR__TARGET_AVX512 __inline__ __attribute__((always_inline)) static __mmask8
 gnmr__observed8(__m256i bits) {
-  return _mm256_cmplt_epu32_mask(
-      _mm256_sub_epi32(_mm256_and_si256(bits, _mm256_set1_epi32(0x7FFFFFFF)),
-                       _mm256_set1_epi32(1)),
-      _mm256_set1_epi32(0x7F7FFFFF));
+  const __m256i mag = _mm256_and_si256(bits, _mm256_set1_epi32(0x7FFFFFFF));
+  /* finite and not 0 with the constants the finite test had: no register
+     more for the unit loops to keep */
+  return _mm256_cmplt_epu32_mask(mag, _mm256_set1_epi32(0x7F800000)) &
+         _mm256_test_epi32_mask(mag, mag);
 }
 
 /* Eight decisions are 40 doubles of memory, written as five vectors:
@@ -1756,6 +1762,28 @@ static const long long gnmr__from_b[5][8] = {
     GNMR__ROW(GNMR__FROM_B, 0), GNMR__ROW(GNMR__FROM_B, 1),
     GNMR__ROW(GNMR__FROM_B, 2), GNMR__ROW(GNMR__FROM_B, 3),
     GNMR__ROW(GNMR__FROM_B, 4)};
+
+/* The ten tables as vectors, made opaque: a unit loop keeps them in
+   registers through its pass instead of reloading them for every eight
+   units (gcc left it to its register allocator, which reloaded them once
+   the scalar rules grew: 7-13% of a calm step, bench/RESULTS.md). */
+#define GNMR__LANE_TABLE(i)                                                    \
+  lanes[i] = _mm512_loadu_si512(                                               \
+      (const void *)((i) < 5 ? gnmr__from_a[i] : gnmr__from_b[(i) % 5]));      \
+  __asm__("" : "+v"(lanes[i]))
+#define GNMR__LANE_TABLES(lanes)                                               \
+  do {                                                                         \
+    GNMR__LANE_TABLE(0);                                                       \
+    GNMR__LANE_TABLE(1);                                                       \
+    GNMR__LANE_TABLE(2);                                                       \
+    GNMR__LANE_TABLE(3);                                                       \
+    GNMR__LANE_TABLE(4);                                                       \
+    GNMR__LANE_TABLE(5);                                                       \
+    GNMR__LANE_TABLE(6);                                                       \
+    GNMR__LANE_TABLE(7);                                                       \
+    GNMR__LANE_TABLE(8);                                                       \
+    GNMR__LANE_TABLE(9);                                                       \
+  } while (0)
 #undef GNMR__ROW
 #undef GNMR__FROM_B
 #undef GNMR__FROM_A
@@ -1895,8 +1923,8 @@ gnmr__paper8_window(gnmr__step_ctx *c, uint32_t u, __mmask8 calm, __m512i k,
    in warm) or 0, KEEP. The caller's scalar steps overwrite the lanes that
    were not calm. */
 GNMR__TARGET_AVX512 __inline__ __attribute__((always_inline)) static void
-gnmr__paper8_decisions(gnmr__step_ctx *c, uint32_t u, __m512d ratio,
-                       __m512d delta, __mmask8 warm) {
+gnmr__paper8_decisions(gnmr__step_ctx *c, uint32_t u, const __m512i *lanes,
+                       __m512d ratio, __m512d delta, __mmask8 warm) {
   const __m512d a = _mm512_mul_pd(ratio, _mm512_set1_pd(c->r.inv_tau_r));
   const __m512d b = _mm512_mul_pd(delta, _mm512_set1_pd(c->r.inv_tau_d));
   const __m512d score = _mm512_maskz_max_pd(0xFF, b, a);
@@ -1905,10 +1933,10 @@ gnmr__paper8_decisions(gnmr__step_ctx *c, uint32_t u, __m512d ratio,
   double *d = (double *)(void *)(c->out + u);
 #define GNMR__DECISIONS8(j)                                                    \
   do {                                                                         \
-    const __m512i b_ = _mm512_loadu_si512((const void *)gnmr__from_b[j]);      \
+    const __m512i b_ = lanes[5 + (j)];                                         \
     __m512d v_ = _mm512_mask2_permutex2var_pd(                                 \
-        ratio, _mm512_loadu_si512((const void *)gnmr__from_a[j]),              \
-        (__mmask8)(GNMR__LANES(j, 0) | GNMR__LANES(j, 1)), delta);             \
+        ratio, lanes[j], (__mmask8)(GNMR__LANES(j, 0) | GNMR__LANES(j, 1)),    \
+        delta);                                                                \
     v_ = _mm512_mask_permutex2var_pd(v_, (__mmask8)GNMR__LANES(j, 2), b_,      \
                                      score);                                   \
     if (warm != 0xFF)                                                          \
@@ -1925,7 +1953,7 @@ gnmr__paper8_decisions(gnmr__step_ctx *c, uint32_t u, __m512d ratio,
 }
 
 GNMR__TARGET_AVX512 __inline__ __attribute__((always_inline)) static unsigned
-gnmr__paper8_avx512(gnmr__step_ctx *c, uint32_t u) {
+gnmr__paper8_avx512(gnmr__step_ctx *c, uint32_t u, const __m512i *lanes) {
   const gnmr__soa *s = &c->s;
   __m512d g, m, wsum, mm, ratio, delta, w;
   __m512i k, k1;
@@ -1978,7 +2006,7 @@ gnmr__paper8_avx512(gnmr__step_ctx *c, uint32_t u) {
                         _mm512_add_pd(m, gnmr__mul8(w, _mm512_sub_pd(g, m))));
   _mm512_mask_storeu_epi64((void *)(s->finite_steps + u), calm, k1);
   gnmr__paper8_window(c, u, calm, k, k1, ratio, wsum);
-  if (c->out) gnmr__paper8_decisions(c, u, ratio, delta, warm);
+  if (c->out) gnmr__paper8_decisions(c, u, lanes, ratio, delta, warm);
   return (__mmask8)~calm;
 }
 #endif
@@ -2198,7 +2226,8 @@ gnmr__noise_unit(const gnmr__rules *c, const gnmr__soa *s, uint32_t u,
    (8 + U); the other fields from the index bits: score 0, scale 1.0, flags
    0 and KEEP. The caller's scalar steps overwrite the other lanes. */
 GNMR__TARGET_AVX512 __inline__ __attribute__((always_inline)) static void
-gnmr__noise8_decisions(gnmr__step_ctx *c, uint32_t u, __m512d dr, __m512d e) {
+gnmr__noise8_decisions(gnmr__step_ctx *c, uint32_t u, const __m512i *lanes,
+                       __m512d dr, __m512d e) {
   double *o = (double *)(void *)(c->out + u);
   const __m512d en = gnmr__exp_neg8(_mm512_or_pd(dr, _mm512_set1_pd(-0.0)));
   const __m512d ratio = gnmr__keep8(_mm512_mask_div_pd(
@@ -2207,8 +2236,7 @@ gnmr__noise8_decisions(gnmr__step_ctx *c, uint32_t u, __m512d dr, __m512d e) {
 #define GNMR__NOISE8(j)                                                        \
   _mm512_storeu_pd(o + (size_t)8 * (j),                                        \
                    _mm512_mask2_permutex2var_pd(                               \
-                       ratio,                                                  \
-                       _mm512_loadu_si512((const void *)gnmr__from_a[j]),      \
+                       ratio, lanes[j],                                        \
                        (__mmask8)(GNMR__LANES(j, 0) | GNMR__LANES(j, 1)), e))
   GNMR__NOISE8(0);
   GNMR__NOISE8(1);
@@ -2223,7 +2251,7 @@ gnmr__noise8_decisions(gnmr__step_ctx *c, uint32_t u, __m512d dr, __m512d e) {
    neither a RISE nor a FALL) get rules N4-N7 and their decisions (d, e,
    score 0, scale 1, no flags, KEEP); returns the other lanes. */
 GNMR__TARGET_AVX512 __inline__ __attribute__((always_inline)) static unsigned
-gnmr__noise8_avx512(gnmr__step_ctx *c, uint32_t u) {
+gnmr__noise8_avx512(gnmr__step_ctx *c, uint32_t u, const __m512i *lanes) {
   const gnmr__soa *s = &c->s;
   const gnmr__rules *r = &c->r;
   const __m512d sign = _mm512_set1_pd(-0.0);
@@ -2296,7 +2324,7 @@ gnmr__noise8_avx512(gnmr__step_ctx *c, uint32_t u) {
           _mm512_cmp_pd_mask(e, _mm512_xor_pd(hs, sign), _CMP_GE_OQ),
       _mm512_maskz_max_pd(0xFF, nlo, _mm512_maskz_min_pd(0xFF, hi, d)));
   _mm512_mask_storeu_epi64((void *)(s->finite_steps + u), calm, k1);
-  if (c->out) gnmr__noise8_decisions(c, u, dr, e);
+  if (c->out) gnmr__noise8_decisions(c, u, lanes, dr, e);
   return (__mmask8)~calm;
 }
 
@@ -2596,11 +2624,12 @@ static GNMR_HOSTDEV void gnmr__step_verdict(gnmr_ctl *ctl, gnmr__rules *r,
 /* Rule 9 for unit u, flagged on a finite observation g (fall: a run of
    FALLs), after its rule set's rules have counted it (k its new count).
    Returns 1 when the unit's history restarted at a new level. */
-static GNMR_HOSTDEV int gnmr__level_shift(const gnmr__rules *c,
-                                          const gnmr__soa *s, uint32_t u,
-                                          float g, uint32_t fall) {
+static GNMR__COLD GNMR_HOSTDEV int gnmr__level_shift(const gnmr__rules *c,
+                                                     const gnmr__soa *s,
+                                                     uint32_t u, float g,
+                                                     uint32_t fall) {
   const uint64_t k = s->finite_steps[u];
-  uint32_t len = s->shift_len[u], i, filled;
+  uint32_t len = s->shift_len[u];
   float lo = g, hi = g;
   double llo, lhi, level, jump;
   if (len > 0 && s->shift_at[u] + 1 == k && s->shift_fall[u] == fall) {
@@ -2630,8 +2659,9 @@ static GNMR_HOSTDEV int gnmr__level_shift(const gnmr__rules *c,
     s->log_mean[u] = gnmr__mul(0.5, llo + lhi);
     s->last_dev[u] = 0.0;
   } else { /* the run's middle; every stored ratio 1, as at that level */
+    const uint32_t filled = k < GNMR_WINDOW_MAX ? (uint32_t)k : GNMR_WINDOW_MAX;
+    uint32_t i;
     s->mean[u] = gnmr__mul(0.5, (double)lo + (double)hi);
-    filled = k < GNMR_WINDOW_MAX ? (uint32_t)k : GNMR_WINDOW_MAX;
     for (i = 0; i < filled; i++) s->window[(size_t)i * c->n + u] = 1.0f;
     s->window_sum[u] = (double)(k < c->window ? (uint32_t)k : c->window);
   }
@@ -2752,33 +2782,16 @@ gnmr__unit_step(const gnmr__rules *c, const gnmr__soa *s, const float *norms,
   unsigned ev = 0;
   int risky;
 
-  if (gnmr__observed32(norms[u])) {
-    if (c->noise) {
-      /* rules N2, N4-N7, N9; ratio g / exp(mu) = exp(dr), 1 at first */
-      double own;
-      flags = gnmr__noise_unit(c, s, u, &own, &delta, &score, &scale);
-      ratio = out && s->finite_steps[u] > 1 ? gnmr__exp(s->dev[u]) : 1.0;
-      risky = (flags & (GNMR_FLAG_RATIO | GNMR_FLAG_FALL)) != 0;
-    } else {
-      flags = gnmr__paper_unit(c, s, u, g, &ratio, &delta, &score, &scale);
-      risky = (flags & (GNMR_FLAG_RATIO | GNMR_FLAG_DELTA)) != 0;
-    }
-    if (risky && c->shift_steps &&
-        gnmr__level_shift(c, s, u, norms[u],
-                          (flags & GNMR_FLAG_FALL) ? 1u : 0u)) {
-      /* rule 9: not a fault; a lock ends this step (RELEASE) */
-      flags = GNMR_FLAG_SHIFT;
-      risky = 0;
-      score = 0.0;
-      scale = 1.0;
-      ev = GNMR__EV_SHIFT;
-      if (s->lock[u] > 1) s->lock[u] = 1;
-    } else if (flags & GNMR_FLAG_FALL) {
-      s->falls[u]++;
-      ev = GNMR__EV_FALL;
-    } else if (c->noise && (flags & GNMR_FLAG_RATIO)) {
-      ev = GNMR__EV_RISE;
-    }
+  if (c->noise && gnmr__observed32(norms[u])) {
+    /* rules N2, N4-N7, N9; ratio g / exp(mu) = exp(dr), 1 at first */
+    double own;
+    flags = gnmr__noise_unit(c, s, u, &own, &delta, &score, &scale);
+    ratio = out && s->finite_steps[u] > 1 ? gnmr__exp(s->dev[u]) : 1.0;
+    risky = (flags & (GNMR_FLAG_RATIO | GNMR_FLAG_FALL)) != 0;
+    if (risky) ev = flags & GNMR_FLAG_FALL ? GNMR__EV_FALL : GNMR__EV_RISE;
+  } else if (gnmr__observed32(norms[u])) {
+    flags = gnmr__paper_unit(c, s, u, g, &ratio, &delta, &score, &scale);
+    risky = (flags & (GNMR_FLAG_RATIO | GNMR_FLAG_DELTA)) != 0;
   } else if (gnmr__finite32(norms[u])) {
     /* rule 0: a norm of 0 is no observation (a frozen layer, an expert
        that got no tokens): nothing is learned, nothing scaled */
@@ -2797,7 +2810,19 @@ gnmr__unit_step(const gnmr__rules *c, const gnmr__soa *s, const float *norms,
     s->nonfinite[u]++;
     ev = GNMR__EV_NONFINITE;
   }
+  if (risky && c->shift_steps && !(flags & GNMR_FLAG_NONFINITE) &&
+      gnmr__level_shift(c, s, u, norms[u],
+                        (flags & GNMR_FLAG_FALL) ? 1u : 0u)) {
+    /* rule 9: not a fault; a lock ends this step (RELEASE) */
+    flags = GNMR_FLAG_SHIFT;
+    risky = 0;
+    score = 0.0;
+    scale = 1.0;
+    ev = GNMR__EV_SHIFT;
+    if (s->lock[u] > 1) s->lock[u] = 1;
+  }
   if (risky) {
+    s->falls[u] += (flags & GNMR_FLAG_FALL) != 0;
     s->risky[u]++;
     ev |= GNMR__EV_RISKY;
   }
@@ -2842,26 +2867,46 @@ gnmr__unit_cpu(gnmr__step_ctx *c, uint32_t u) {
 
 #if GNMR__CTL_AVX512
 #define GNMR__AHEAD 64 /* units prefetched ahead */
+/* The lanes the eight-wide loops leave, in order, held back and stepped
+   between passes of the loop: with no call inside it, the loop keeps its
+   constants in registers whatever registers the scalar rules use (with the
+   call inside, a larger gnmr__unit_cpu cost the calm step 7-10% in
+   reloads). Units are independent in phase 3 and the held lanes keep
+   their order, so the candidates are listed as the scalar loop lists them. */
+#define GNMR__HELD 64
+/* Lanes set in rest, as units u + lane, appended to held[count ...);
+   returns the new count. */
+static __inline__ uint32_t gnmr__hold_lanes(uint32_t *held, uint32_t count,
+                                            uint32_t u, unsigned rest) {
+  for (; rest != 0; rest &= rest - 1)
+    held[count++] = u + (uint32_t)__builtin_ctz(rest);
+  return count;
+}
+
 /* The unit loop with the eight-wide path inlined, so the loop keeps its
    constants in registers; the lanes it leaves take the scalar rules. */
 GNMR__TARGET_AVX512
 static void gnmr__units_paper_avx512(gnmr__step_ctx *c) {
-  uint32_t u = 0, n = c->r.n, lane;
-  for (; n - u >= 8; u += 8) {
-    unsigned rest;
-    /* Eight groups ahead, the three 8-byte fields: one line per group
-       each. Without this the division waits on their loads (about 13%
-       of the step at N = 4096; see bench/RESULTS.md). */
-    if (n - u > GNMR__AHEAD) {
-      _mm_prefetch((const char *)(c->s.mean + u + GNMR__AHEAD), _MM_HINT_T0);
-      _mm_prefetch((const char *)(c->s.window_sum + u + GNMR__AHEAD),
-                   _MM_HINT_T0);
-      _mm_prefetch((const char *)(c->s.finite_steps + u + GNMR__AHEAD),
-                   _MM_HINT_T0);
+  uint32_t held[GNMR__HELD], u = 0, n = c->r.n, count, i;
+  __m512i lanes[10];
+  while (n - u >= 8) {
+    GNMR__LANE_TABLES(lanes);
+    for (count = 0; n - u >= 8 && count <= GNMR__HELD - 8; u += 8) {
+      unsigned rest;
+      /* Eight groups ahead, the three 8-byte fields: one line per group
+         each. Without this the division waits on their loads (about 13%
+         of the step at N = 4096; see bench/RESULTS.md). */
+      if (n - u > GNMR__AHEAD) {
+        _mm_prefetch((const char *)(c->s.mean + u + GNMR__AHEAD), _MM_HINT_T0);
+        _mm_prefetch((const char *)(c->s.window_sum + u + GNMR__AHEAD),
+                     _MM_HINT_T0);
+        _mm_prefetch((const char *)(c->s.finite_steps + u + GNMR__AHEAD),
+                     _MM_HINT_T0);
+      }
+      rest = gnmr__paper8_avx512(c, u, lanes);
+      count = gnmr__hold_lanes(held, count, u, rest);
     }
-    rest = gnmr__paper8_avx512(c, u);
-    for (lane = 0; rest; lane++, rest >>= 1)
-      if (rest & 1u) gnmr__unit_cpu(c, u + lane);
+    for (i = 0; i < count; i++) gnmr__unit_cpu(c, held[i]);
   }
   for (; u < n; u++) gnmr__unit_cpu(c, u);
   /* gcc 12 puts no vzeroupper at this function's return: without this
@@ -2875,11 +2920,15 @@ static void gnmr__units_paper_avx512(gnmr__step_ctx *c) {
    lanes gnmr__noise8_avx512 leaves to the scalar rules. */
 GNMR__TARGET_AVX512
 static void gnmr__units_noise_avx512(gnmr__step_ctx *c) {
-  uint32_t u = 0, n = c->r.n, lane;
-  for (; n - u >= 8; u += 8) {
-    unsigned rest = gnmr__noise8_avx512(c, u);
-    for (lane = 0; rest; lane++, rest >>= 1)
-      if (rest & 1u) gnmr__unit_cpu(c, u + lane);
+  uint32_t held[GNMR__HELD], u = 0, n = c->r.n, count, i;
+  __m512i lanes[10];
+  while (n - u >= 8) {
+    GNMR__LANE_TABLES(lanes);
+    for (count = 0; n - u >= 8 && count <= GNMR__HELD - 8; u += 8) {
+      unsigned rest = gnmr__noise8_avx512(c, u, lanes);
+      count = gnmr__hold_lanes(held, count, u, rest);
+    }
+    for (i = 0; i < count; i++) gnmr__unit_cpu(c, held[i]);
   }
   for (; u < n; u++) gnmr__unit_cpu(c, u);
   _mm256_zeroupper(); /* as gnmr__units_paper_avx512 */

@@ -11,11 +11,13 @@
    prints the minimum and median ns per unit per step of each build and in
    how many pairs this build was faster.
 
-   usage: ab_ctl [spiky 0|1] [maxO] [decisions 0|1] [base paper|noise]
-                 [this paper|noise] [scalar]
+   usage: ab_ctl [spiky 0|1] [maxO] [decisions 0|1]
+                 [base paper|noise|default] [this paper|noise|default]
+                 [scalar]
    (the rules of each side: gnmr_config_paper() by default, or 0.2's NOISE
    mode, gnmr_config_paper() with rule NOISE and warmup 50 (0.2's default,
-   0.3's gnmr_config_noise()); a 0.1 base has PAPER only.
+   0.3's gnmr_config_noise()), or that build's gnmr_config_default() (0.3:
+   the paper rules; 0.4: with rule 9); a 0.1 base has PAPER only.
    `ab_ctl 0 4 1 paper noise` with BASE=HEAD: NOISE mode's cost against
    PAPER mode's, one build, one process; `scalar`: both sides' controllers
    forced to their scalar path, 0.2 on) */
@@ -53,8 +55,9 @@ static double ab_uniform(void) {
 #if GNMR_VERSION_MAJOR == 0 && GNMR_VERSION_MINOR < 2
 typedef gnmr_unit gnmr_slot; /* 0.1's name */
 #endif
-double AB_SIDE(int spiky, uint32_t max_o, int decisions, int noise, int scalar);
-double AB_SIDE(int spiky, uint32_t max_o, int decisions, int noise,
+/* rules: 0 paper, 1 noise, 2 default (usage above) */
+double AB_SIDE(int spiky, uint32_t max_o, int decisions, int rules, int scalar);
+double AB_SIDE(int spiky, uint32_t max_o, int decisions, int rules,
                int scalar) {
   static gnmr_slot slots[AB_UNITS];
   static float x[16 * AB_UNITS];
@@ -69,11 +72,11 @@ double AB_SIDE(int spiky, uint32_t max_o, int decisions, int noise,
        gnmr_config_paper (0.2's default, NOISE mode, has no AVX-512 path). */
 #if GNMR_VERSION_MAJOR == 0 && GNMR_VERSION_MINOR < 2
     gnmr_config cfg = gnmr_config_default();
-    if (noise || scalar) exit(2); /* 0.1: no NOISE mode, one path */
+    if (rules == 1 || scalar) exit(2); /* 0.1: no NOISE mode, one path */
 #else
     /* NOISE written out: a 0.2 base has no gnmr_config_noise() */
-    gnmr_config cfg = gnmr_config_paper();
-    if (noise) cfg.rule = GNMR_RULE_NOISE, cfg.warmup_steps = 50;
+    gnmr_config cfg = rules == 2 ? gnmr_config_default() : gnmr_config_paper();
+    if (rules == 1) cfg.rule = GNMR_RULE_NOISE, cfg.warmup_steps = 50;
     if (scalar && gnmr_ctl_isa_force(GNMR_ISA_SCALAR) != GNMR_OK) exit(1);
 #endif
     cfg.max_recovering = max_o;
@@ -96,8 +99,16 @@ double AB_SIDE(int spiky, uint32_t max_o, int decisions, int noise,
 #endif
 
 #ifdef AB_MAIN
-double ab_base(int spiky, uint32_t max_o, int decisions, int noise, int scalar);
-double ab_this(int spiky, uint32_t max_o, int decisions, int noise, int scalar);
+double ab_base(int spiky, uint32_t max_o, int decisions, int rules, int scalar);
+double ab_this(int spiky, uint32_t max_o, int decisions, int rules, int scalar);
+
+static const char *const ab_rules[] = {"paper", "noise", "default"};
+static int ab_rules_of(int argc, char **argv, int i) {
+  int r;
+  for (r = 0; argc > i && r < 3; r++)
+    if (strcmp(argv[i], ab_rules[r]) == 0) return r;
+  return 0;
+}
 
 static int ab_cmp(const void *a, const void *b) {
   double x = *(const double *)a, y = *(const double *)b;
@@ -108,18 +119,18 @@ int main(int argc, char **argv) {
   const int spiky = argc > 1 ? atoi(argv[1]) : 0;
   const uint32_t max_o = argc > 2 ? (uint32_t)strtoul(argv[2], NULL, 10) : 4;
   const int decisions = argc > 3 ? atoi(argv[3]) : 1;
-  const int noise_a = argc > 4 && strcmp(argv[4], "noise") == 0;
-  const int noise_b = argc > 5 && strcmp(argv[5], "noise") == 0;
+  const int rules_a = ab_rules_of(argc, argv, 4);
+  const int rules_b = ab_rules_of(argc, argv, 5);
   const int scalar = argc > 6 && strcmp(argv[6], "scalar") == 0;
   double a[AB_PAIRS], b[AB_PAIRS];
   int i, wins = 0;
   for (i = 0; i < AB_PAIRS; i++) {
     if (i & 1) {
-      b[i] = ab_this(spiky, max_o, decisions, noise_b, scalar);
-      a[i] = ab_base(spiky, max_o, decisions, noise_a, scalar);
+      b[i] = ab_this(spiky, max_o, decisions, rules_b, scalar);
+      a[i] = ab_base(spiky, max_o, decisions, rules_a, scalar);
     } else {
-      a[i] = ab_base(spiky, max_o, decisions, noise_a, scalar);
-      b[i] = ab_this(spiky, max_o, decisions, noise_b, scalar);
+      a[i] = ab_base(spiky, max_o, decisions, rules_a, scalar);
+      b[i] = ab_this(spiky, max_o, decisions, rules_b, scalar);
     }
     wins += b[i] < a[i];
   }
@@ -129,9 +140,8 @@ int main(int argc, char **argv) {
          "(%s) min %.2f median %.2f ns/unit/step | this/base %.2fx | this "
          "faster in %d of %d pairs\n",
          AB_UNITS, scalar ? " (scalar paths)" : "", spiky ? "spiky" : "calm",
-         max_o, decisions ? "decisions" : "out = NULL",
-         noise_a ? "noise" : "paper", a[0], a[AB_PAIRS / 2],
-         noise_b ? "noise" : "paper", b[0], b[AB_PAIRS / 2],
+         max_o, decisions ? "decisions" : "out = NULL", ab_rules[rules_a], a[0],
+         a[AB_PAIRS / 2], ab_rules[rules_b], b[0], b[AB_PAIRS / 2],
          b[AB_PAIRS / 2] / a[AB_PAIRS / 2], wins, AB_PAIRS);
   return 0;
 }

@@ -4,7 +4,8 @@
    plan's kernels write one float per unit into a device buffer the caller
    owns (a torch tensor), on the caller's stream, with the bits gnmr.h's
    gnmr_unit_norms gives on the CPU. Only those n_units floats cross to the
-   host, for gnmr_step. */
+   host, for gnmr_step (or, sharded, n_units double sums of squares, after
+   the job's all-reduce). */
 #include "examples/cuda/gnmr_norms.cuh"
 
 #define GNMR_CUDA_EXPORT extern "C" __attribute__((visibility("default")))
@@ -36,6 +37,14 @@ GNMR_CUDA_EXPORT void gnmr_cuda_plan_free(void *plan) {
 GNMR_CUDA_EXPORT int gnmr_cuda_norms(void *plan, float *norms, void *stream) {
   if (!plan || !norms) return GNMR_EINVAL;
   return gnmr_norms_enqueue((gnmr_norms_plan *)plan, NULL, norms,
+                            (cudaStream_t)stream);
+}
+
+/* sumsq: device memory, the plan's n_units doubles (each unit's sum of
+   squares, the vector a sharded job all-reduces); as gnmr_cuda_norms. */
+GNMR_CUDA_EXPORT int gnmr_cuda_sumsq(void *plan, double *sumsq, void *stream) {
+  if (!plan || !sumsq) return GNMR_EINVAL;
+  return gnmr_norms_enqueue((gnmr_norms_plan *)plan, sumsq, NULL,
                             (cudaStream_t)stream);
 }
 

@@ -26,7 +26,17 @@ gnmr_config_default() of the library loaded (Controller(config={...})
 overrides fields by name), errors are gnmr.h's codes raised as GnmrError
 with gnmr_strerror's text, and a refused step changes nothing. A NaN or Inf
 norm is a signal, never an error (gnmr.h rule 1): that unit's scale is 0 and
-its gradient is zeroed (multiplying NaN by 0 would leave NaN).
+its gradient is zeroed (multiplying NaN by 0 would leave NaN). A unit with
+no gradient (every .grad None) has norm 0: absent, not a fall to zero.
+
+Distributed: under DDP nothing changes (every rank reads the same reduced
+gradients); with gradients sharded over the ranks (ZeRO-2, FSDP with
+use_orig_params=True) Controller(..., sharded=True) all-reduces the per-unit
+sums of squares, one collective per step. See the Controller's docstring.
+
+The library: $GNMR_LIB if set, else build/libgnmr.so of the checkout this
+file sits in, else libgnmr.so beside this file (copy both to use the module
+outside the repository); $GNMR_CUDA_LIB likewise for libgnmr_cuda.so.
 """
 
 import ctypes
@@ -56,13 +66,9 @@ class Config(ctypes.Structure):
                 ("max_fall", _d), ("ar", _d), ("hold", _d),
                 ("fluct_decay", _d), ("winsor", _d), ("fluct_floor", _d),
                 ("global_ratio", _d), ("global_frac", _d),
-                ("common_min_units", _u32), ("global_policy", ctypes.c_int)]
-
-
-class Slot(ctypes.Structure):
-    # Opaque: GNMR__UNIT_BYTES (196 today) + 8, in uint64s. The library lays
-    # a block of slots out as one array per field; Python never reads them.
-    _fields_ = [("opaque", _u64 * 26)]
+                ("common_min_units", _u32), ("global_policy", ctypes.c_int),
+                ("shift_steps", _u32), ("reserved_", _u32),
+                ("shift_spread", _d)]
 
 
 class StepReportC(ctypes.Structure):
@@ -73,11 +79,12 @@ class StepReportC(ctypes.Structure):
 
 
 _COUNTERS = ["risky", "nonfinite", "admissions", "renewals",
-             "recovery_steps", "over_budget", "falls"]
+             "recovery_steps", "over_budget", "falls", "absent",
+             "level_shifts"]
 
 
 class Ctl(ctypes.Structure):
-    _fields_ = ([("cfg", Config), ("units", ctypes.POINTER(Slot)),
+    _fields_ = ([("cfg", Config), ("units", ctypes.c_void_p),
                  ("n_units", _u32), ("recovering", _u32),
                  ("peak_recovering", _u32), ("magic", _u32),
                  ("full_weight_from", _u64), ("fluct_full_from", _u64),
@@ -106,12 +113,12 @@ class Tensor(ctypes.Structure):
                 ("dtype", ctypes.c_int), ("unit", _u32)]
 
 
-_MIRRORS = {"gnmr_config": Config, "gnmr_slot": Slot,
+_MIRRORS = {"gnmr_config": Config,
             "gnmr_step_report": StepReportC, "gnmr_ctl": Ctl,
             "gnmr_decision": DecisionC, "gnmr_counters": Counters,
             "gnmr_tensor": Tensor}
 
-GNMR_OK, GNMR_EINVAL, GNMR_ESIZE = 0, -1, -2
+GNMR_OK, GNMR_EINVAL, GNMR_ESIZE, GNMR_ECONFIG = 0, -1, -2, -6
 GNMR_CUDA_ECUDA = -100
 DTYPE_F32, DTYPE_F16, DTYPE_BF16 = 0, 1, 2
 _ENUMS = {"spike_policy": {"PASS": 0, "CLIP": 1, "SKIP": 2},
@@ -119,14 +126,18 @@ _ENUMS = {"spike_policy": {"PASS": 0, "CLIP": 1, "SKIP": 2},
           "global_policy": {"NONE": 0, "CLIP": 1, "SKIP": 2}}
 ACTIONS = ("KEEP", "RECOVER", "HOLD", "RELEASE")
 FLAGS = ("RATIO", "DELTA", "NONFINITE", "OVER_BUDGET", "COOLDOWN", "WARMUP",
-         "RENEWED", "FALL", "GLOBAL")
+         "RENEWED", "FALL", "GLOBAL", "ABSENT", "SHIFT")
+# Flags that say nothing is wrong: too few observations, no gradient.
+_QUIET = (1 << FLAGS.index("WARMUP")) | (1 << FLAGS.index("ABSENT"))
 
 
 class GnmrError(RuntimeError):
-    """A gnmr.h error code (.code, negative) with gnmr_strerror's text."""
+    """A gnmr.h error code (.code, negative) with gnmr_strerror's text;
+    .field names the gnmr_config field out of range (GNMR_ECONFIG)."""
 
-    def __init__(self, code, text, where=""):
+    def __init__(self, code, text, where="", field=None):
         self.code = code
+        self.field = field
         super().__init__("%s%s (%d)" % (where + ": " if where else "", text,
                                         code))
 
@@ -138,17 +149,33 @@ class LayoutError(RuntimeError):
 # ---- loading ------------------------------------------------------------
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
-_BUILD = os.path.join(os.path.dirname(os.path.dirname(_HERE)), "build")
 _lib = None
 _cuda_lib = None
 
 
 def _find(name, env):
-    path = os.environ.get(env) or os.path.join(_BUILD, name)
-    if not os.path.exists(path):
-        raise OSError("%s not found at %s: run `make libgnmr` at the "
-                      "repository root (or set %s)" % (name, path, env))
-    return path
+    """$env if set, else the build/ of the gnmr.h checkout this file sits
+    in (examples/torch/), else this file's own folder (the module copied
+    beside the library). Raises OSError saying how to build or point to
+    the library."""
+    path = os.environ.get(env)
+    if path:
+        if not os.path.exists(path):
+            raise OSError("%s=%s: no such file" % (env, path))
+        return path
+    root = os.path.dirname(os.path.dirname(_HERE))
+    tried = []
+    if os.path.exists(os.path.join(root, "gnmr.h")):
+        tried.append(os.path.join(root, "build", name))
+    tried.append(os.path.join(_HERE, name))
+    for path in tried:
+        if os.path.exists(path):
+            return path
+    raise OSError(
+        "%s not found (looked at %s). Build it with `make libgnmr` at the "
+        "root of a gnmr.h checkout (it writes build/%s), then set %s to "
+        "its path, or put it beside %s" % (
+            name, ", ".join(tried), name, env, os.path.basename(__file__)))
 
 
 def _check_layout(lib):
@@ -174,6 +201,10 @@ def _check_layout(lib):
                                   "the ctypes mirror" % (
                                       cname, field, off,
                                       getattr(py, field).offset))
+    slot = lib.gnmr_py_layout(b"gnmr_slot", None)
+    if slot == unknown or slot == 0 or slot % 8:
+        raise LayoutError("gnmr_slot: the library says %d bytes" % slot)
+    return slot
 
 
 def load_library(path=None):
@@ -183,7 +214,9 @@ def load_library(path=None):
     if _lib is not None and path is None:
         return _lib
     lib = ctypes.CDLL(path or _find("libgnmr.so", "GNMR_LIB"))
-    _check_layout(lib)
+    # A slot is opaque (the library lays a block of them out as one array
+    # per field): Python only allocates them, at the library's size.
+    lib.gnmr_py_slot = _u64 * (_check_layout(lib) // 8)
     P, vp = ctypes.POINTER, ctypes.c_void_p
     sig = {
         "gnmr_strerror": (ctypes.c_char_p, [ctypes.c_int]),
@@ -192,7 +225,7 @@ def load_library(path=None):
         "gnmr_config_paper": (Config, []),
         "gnmr_config_check": (ctypes.c_int, [P(Config), _u32,
                                              P(ctypes.c_char_p)]),
-        "gnmr_init": (ctypes.c_int, [P(Ctl), P(Config), P(Slot), _u32]),
+        "gnmr_init": (ctypes.c_int, [P(Ctl), P(Config), vp, _u32]),
         "gnmr_reconfigure": (ctypes.c_int, [P(Ctl), P(Config)]),
         "gnmr_step": (ctypes.c_int, [P(Ctl), P(ctypes.c_float),
                                      P(DecisionC)]),
@@ -207,6 +240,8 @@ def load_library(path=None):
                                                 ctypes.c_size_t]),
         "gnmr_unit_norms": (ctypes.c_int, [P(Tensor), ctypes.c_size_t,
                                            P(ctypes.c_float), _u32]),
+        "gnmr_unit_sumsq": (ctypes.c_int, [P(Tensor), ctypes.c_size_t,
+                                           P(_d), _u32]),
         "gnmr_action_name": (ctypes.c_char_p, [ctypes.c_int]),
         "gnmr_flag_name": (ctypes.c_char_p, [_u32]),
     }
@@ -231,16 +266,29 @@ def _load_cuda():
         lib.gnmr_cuda_plan_free.argtypes = [vp]
         lib.gnmr_cuda_norms.restype = ctypes.c_int
         lib.gnmr_cuda_norms.argtypes = [vp, vp, vp]
+        lib.gnmr_cuda_sumsq.restype = ctypes.c_int
+        lib.gnmr_cuda_sumsq.argtypes = [vp, vp, vp]
         lib.gnmr_cuda_error_string.restype = ctypes.c_char_p
         lib.gnmr_cuda_error_string.argtypes = [vp]
         _cuda_lib = lib
     return _cuda_lib
 
 
-def _raise(rc, where, lib=None):
+def _raise(rc, where, lib=None, cfg=None, n_units=0):
+    """GnmrError for rc; for GNMR_ECONFIG (cfg given) naming the field that
+    gnmr_config_check finds out of range."""
     if rc != GNMR_OK:
         lib = lib or load_library()
-        raise GnmrError(rc, lib.gnmr_strerror(rc).decode(), where)
+        text, field = lib.gnmr_strerror(rc).decode(), None
+        if rc == GNMR_ECONFIG and cfg is not None:
+            name = ctypes.c_char_p()
+            lib.gnmr_config_check(ctypes.byref(cfg), n_units,
+                                  ctypes.byref(name))
+            if name.value:
+                field = name.value.decode()
+                text = "gnmr_config.%s = %r is out of range (%s)" % (
+                    field, getattr(cfg, field, None), text)
+        raise GnmrError(rc, text, where, field)
 
 
 def config_default(**overrides):
@@ -252,7 +300,7 @@ def config_default(**overrides):
 
 
 def _apply_config(cfg, overrides):
-    names = {f for f, _ in Config._fields_}
+    names = {f for f, _ in Config._fields_ if not f.endswith("_")}
     for key, value in dict(overrides or {}).items():
         if key not in names:
             raise KeyError("gnmr_config has no field %r" % key)
@@ -266,7 +314,8 @@ def _apply_config(cfg, overrides):
 
 
 def config_dict(cfg):
-    return {f: getattr(cfg, f) for f, _ in Config._fields_}
+    return {f: getattr(cfg, f) for f, _ in Config._fields_
+            if not f.endswith("_")}
 
 
 # ---- results ------------------------------------------------------------
@@ -322,8 +371,13 @@ class StepResult:
 
     @property
     def flagged(self):
+        return [n for n, d in self.decisions.items() if d.flags & ~_QUIET]
+
+    @property
+    def absent(self):
+        """Units with no gradient this step (norm 0: flag ABSENT)."""
         return [n for n, d in self.decisions.items()
-                if d.flags & ~(1 << 5)]  # WARMUP alone is no flag
+                if d.flags & (1 << FLAGS.index("ABSENT"))]
 
     @property
     def admitted(self):
@@ -340,6 +394,11 @@ _DTYPES = {torch.float32: DTYPE_F32, torch.float16: DTYPE_F16,
            torch.bfloat16: DTYPE_BF16}
 
 
+def _f32(x):
+    """x (a double) rounded to float32, as C's (float)x."""
+    return ctypes.c_float(x).value
+
+
 def _as_gnmr(t):
     """t itself when gnmr.h reads it as is, else a contiguous f32/f16/bf16
     copy on t's device (kept alive by the caller until the norms are in)."""
@@ -353,47 +412,171 @@ def _as_gnmr(t):
 class Controller:
     """A gnmr.h controller over units of parameters.
 
-    units: {unit name: iterable of parameters}, or, with named_parameters
+    units: {unit name: iterable of parameters}; or, with named_parameters
     (an iterable of (name, parameter) pairs, e.g. model.named_parameters()),
-    {parameter name: unit name} or a function name -> unit name (None:
-    not watched). config: overrides of gnmr_config_default() by field name.
+    {parameter name: unit name} or a function name -> unit name (None: not
+    watched); or a list of unit names alone, for step(norms=...) with norms
+    computed elsewhere. Refused at construction (ValueError/KeyError/
+    TypeError, saying which): a unit with no parameters (an exhausted
+    generator among them), a parameter in two units, a parameter name
+    named_parameters does not have. config: overrides of
+    gnmr_config_default() by field name; a value out of range raises
+    GnmrError naming the field (.field).
+
+    A parameter whose .grad is None adds nothing to its unit's norm; a unit
+    with no gradient at all has norm 0, which gnmr.h reads as absent (KEEP,
+    scale 1, flag ABSENT, its history untouched).
+
+    Data parallel (DDP): nothing to add. After DDP's all-reduce every rank
+    holds the same gradients, reads the same norms and decides the same,
+    with no collective of its own.
+
+    sharded=True: each rank holds a part of each gradient (a ZeRO-2 style
+    slice, FSDP with use_orig_params=True). step() adds the ranks' per-unit
+    sums of squares (float64) with one all_reduce over group (None: the
+    default group), on the gradients' device, so every rank steps on the
+    same norms; scales are applied to the local parts. grad_of(p) gives
+    this rank's part of p's gradient (a tensor, None where it holds none;
+    default p.grad).
+
+    forward_signals=True: each unit u gets a second unit "u.fwd", fed by
+    forward pre-hooks on the PrecisionSwitch modules attached to u
+    (attach): the relative quantization error of their GEMM inputs under
+    the switch's cheap format, sqrt(sum ||Q(x) - x||^2 / sum ||x||^2) over
+    the unit's GEMMs and the step's forward passes (in training mode; in a
+    job of several ranks the two sums are all-reduced, so every rank sees
+    the same signal). x is the GEMM's true input, Q(x) what the cheap path
+    feeds its GEMM (on the high-fidelity path: what it would, at its
+    current scale). A unit runs high fidelity while either of its two
+    recovers; the forward unit's scale is not applied to gradients.
     """
 
-    def __init__(self, units, config=None, named_parameters=None, lib=None):
+    def __init__(self, units, config=None, named_parameters=None, lib=None,
+                 forward_signals=False, sharded=False, group=None,
+                 grad_of=None):
         self._lib = lib or load_library()
-        self.names, self.params = self._group(units, named_parameters)
+        names, params, self._norms_only = self._group(units, named_parameters)
+        self._n_grad = len(names)
+        if forward_signals:
+            fwd = [n + ".fwd" for n in names]
+            clash = sorted(set(fwd) & set(names))
+            if clash:
+                raise ValueError("forward_signals: unit names %s are taken "
+                                 "by gradient units" % clash)
+            names, params = names + fwd, params + [[] for _ in fwd]
+        self.names, self.params = names, params
         n = len(self.names)
         if n == 0:
             raise ValueError("no units")
+        self._forward = bool(forward_signals)
+        self._sharded = bool(sharded)
+        self._grad_of = grad_of or (lambda p: p.grad)
+        self._group_arg = group
+        self._reduce = self._sharded
+        if self._sharded or self._forward:
+            dist = torch.distributed
+            ready = dist.is_available() and dist.is_initialized()
+            if self._sharded and not ready:
+                raise RuntimeError("sharded=True: call torch.distributed."
+                                   "init_process_group before Controller")
+            self._reduce = ready and (self._sharded or
+                                      dist.get_world_size(group) > 1)
+        first = next((p for ps in self.params for p in ps), None)
+        self._device = first.device if first is not None else \
+            torch.device("cpu")
         self.config = self._lib.gnmr_config_default()
         _apply_config(self.config, config)
         self._ctl = Ctl()
-        self._slots = (Slot * n)()
+        self._slots = (self._lib.gnmr_py_slot * n)()
         self._decisions = (DecisionC * n)()
-        self._norms = (ctypes.c_float * n)()
         _raise(self._lib.gnmr_init(ctypes.byref(self._ctl),
                                    ctypes.byref(self.config), self._slots, n),
-               "gnmr_init", self._lib)
+               "gnmr_init", self._lib, self.config, n)
         self._switches = {}
         self._cuda_plans = {}
+        self._fwd_acc = {}
+        self._hooks = []
 
     @staticmethod
     def _group(units, named_parameters):
+        """(unit names, a list of parameters per unit, names only?)."""
         if named_parameters is None:
-            names = [str(k) for k in units]
-            params = [list(v) for v in units.values()]
-            return names, params
-        names, params = [], []
-        lookup = units if callable(units) else units.get
-        for pname, p in named_parameters:
+            if isinstance(units, (list, tuple)):
+                names = [str(u) for u in units]
+                if len(set(names)) != len(names):
+                    raise ValueError("unit names repeat: %s" % names)
+                return names, [[] for _ in names], True
+            if not hasattr(units, "items"):
+                raise TypeError("units: a dict {unit name: parameters}, a "
+                                "list of unit names, or a mapping with "
+                                "named_parameters")
+            names, params, where = [], [], {}
+            for key, group in units.items():
+                if isinstance(group, torch.Tensor):
+                    raise TypeError("unit %r: an iterable of parameters, "
+                                    "not one tensor (write [p])" % key)
+                once = iter(group) is group
+                ps = list(group)
+                if not ps:
+                    raise ValueError(
+                        "unit %r has no parameters%s" % (key, (
+                            ": an exhausted iterator? (model.parameters() "
+                            "can be read once; pass a list)") if once
+                            else ""))
+                for p in ps:
+                    if not isinstance(p, torch.Tensor):
+                        raise TypeError("unit %r: %r is not a parameter"
+                                        % (key, p))
+                names.append(str(key))
+                params.append(ps)
+            Controller._no_repeats(names, params, where)
+            return names, params, False
+        pairs = list(named_parameters)
+        if not pairs:
+            raise ValueError("named_parameters yielded nothing (an "
+                             "exhausted generator? model.named_parameters() "
+                             "can be read once)")
+        if callable(units):
+            lookup = units
+        else:
+            known = {pname for pname, _ in pairs}
+            unknown = sorted(k for k in units if k not in known)
+            if unknown:
+                raise KeyError("no parameter named %s (named_parameters has "
+                               "%s)" % (", ".join(map(repr, unknown)),
+                                        ", ".join(sorted(known)[:8]) + (
+                                            ", ..." if len(known) > 8
+                                            else "")))
+            lookup = units.get
+        names, params, where = [], [], {}
+        for pname, p in pairs:
             u = lookup(pname)
             if u is None:
                 continue
+            u = str(u)
             if u not in names:
                 names.append(u)
                 params.append([])
             params[names.index(u)].append(p)
-        return names, params
+            where[id(p)] = pname
+        if not names:
+            raise ValueError("no parameter was mapped to a unit")
+        Controller._no_repeats(names, params, where)
+        return names, params, False
+
+    @staticmethod
+    def _no_repeats(names, params, where):
+        """A gradient belongs to one unit: refuse a parameter in two."""
+        owner = {}
+        for name, ps in zip(names, params):
+            for i, p in enumerate(ps):
+                prev = owner.setdefault(id(p), name)
+                if prev != name or any(q is p for q in ps[:i]):
+                    raise ValueError(
+                        "parameter %s is in unit %r and in unit %r: a "
+                        "gradient belongs to one unit" % (
+                            where.get(id(p), "of shape %s" % (
+                                tuple(p.shape),)), prev, name))
 
     @property
     def n_units(self):
@@ -401,53 +584,97 @@ class Controller:
 
     # -- norms --
 
-    def unit_norms(self):
-        """The per-unit L2 norms of the gradients (a list of floats), as
-        gnmr_unit_norms gives them; a parameter without .grad adds 0."""
-        cpu, cuda, keep = [], {}, []
+    def _local_grads(self):
+        """This rank's gradients as gnmr.h reads them, grouped by device:
+        {device: [(tensor, unit)]}; a unit's tensors must share one."""
+        by_dev, seen = {}, {}
         for u, ps in enumerate(self.params):
             for p in ps:
-                g = p.grad
+                g = self._grad_of(p)
                 if g is None or g.numel() == 0:
-                    continue
+                    continue  # absent: adds nothing
                 if g.is_sparse:
                     raise TypeError("unit %s: sparse gradients are not "
                                     "supported" % self.names[u])
-                g = _as_gnmr(g)
-                keep.append(g)
-                if g.device.type == "cpu":
-                    cpu.append((g, u))
-                elif g.device.type == "cuda":
-                    cuda.setdefault(g.device, []).append((g, u))
-                else:
+                if g.device.type not in ("cpu", "cuda"):
                     raise TypeError("unit %s: gradients on %s are not "
                                     "supported" % (self.names[u], g.device))
-        n = self.n_units
-        out = [0.0] * n
-        seen = {}
-        for key, lst in [("cpu", cpu)] + list(cuda.items()):
-            for _, u in lst:
-                if seen.setdefault(u, key) != key:
+                if seen.setdefault(u, g.device) != g.device:
                     raise ValueError("unit %s has gradients on two devices; "
                                      "one unit's tensors must share one"
                                      % self.names[u])
-        if cpu:
-            arr = (Tensor * len(cpu))()
-            for i, (g, u) in enumerate(cpu):
-                arr[i] = Tensor(g.data_ptr(), g.numel(), _DTYPES[g.dtype], u)
-            norms = (ctypes.c_float * n)()
-            _raise(self._lib.gnmr_unit_norms(arr, len(cpu), norms, n),
-                   "gnmr_unit_norms", self._lib)
-            for u in set(u for _, u in cpu):
-                out[u] = norms[u]
-        for dev, lst in cuda.items():
-            d = self._cuda_norms(dev, lst)
-            for u in set(u for _, u in lst):
-                out[u] = d[u]
-        del keep
+                by_dev.setdefault(g.device, []).append((_as_gnmr(g), u))
+        return by_dev
+
+    def unit_norms(self):
+        """The norm of every unit (a list of floats): the L2 norm of its
+        gradients as gnmr_unit_norms gives it (sharded: of the sums of
+        squares all-reduced over the ranks), then the forward signals."""
+        U, n = self._n_grad, self.n_units
+        fwd = self._fwd_sums() if self._forward else None
+        if self._sharded:
+            sums = self._grad_sums()
+            if fwd is not None:
+                sums = torch.cat([sums, fwd.to(sums.device)])
+            torch.distributed.all_reduce(sums, group=self._group_arg)
+            sums = sums.cpu().tolist()
+            out = [_f32(math.sqrt(s)) for s in sums[:U]]
+            fwd = sums[U:] if fwd is not None else None
+        else:
+            out = self._grad_norms()
+            if fwd is not None:
+                if self._reduce:
+                    torch.distributed.all_reduce(fwd, group=self._group_arg)
+                fwd = fwd.cpu().tolist()
+        if fwd is not None:
+            out += [_f32(math.sqrt(e / r)) if r > 0 else 0.0
+                    for e, r in zip(fwd[:U], fwd[U:])]
+        assert len(out) == n
         return out
 
-    def _cuda_norms(self, dev, lst):
+    def _grad_norms(self):
+        out = [0.0] * self._n_grad
+        for dev, lst in self._local_grads().items():
+            if dev.type == "cpu":
+                arr = (Tensor * len(lst))(*[
+                    Tensor(g.data_ptr(), g.numel(), _DTYPES[g.dtype], u)
+                    for g, u in lst])
+                norms = (ctypes.c_float * self._n_grad)()
+                _raise(self._lib.gnmr_unit_norms(arr, len(lst), norms,
+                                                 self._n_grad),
+                       "gnmr_unit_norms", self._lib)
+            else:
+                norms = torch.empty(self._n_grad, dtype=torch.float32,
+                                    device=dev)
+                self._cuda_enqueue(dev, lst, norms, "gnmr_cuda_norms")
+                norms = norms.cpu().tolist()  # waits for the kernels
+            for u in set(u for _, u in lst):
+                out[u] = norms[u]
+        return out
+
+    def _grad_sums(self):
+        """This rank's per-unit sums of squares, a float64 tensor on the
+        gradients' device (0 for a unit it holds nothing of)."""
+        U = self._n_grad
+        by_dev = self._local_grads()
+        dev = next((d for d in by_dev if d.type == "cuda"), self._device)
+        sums = torch.zeros(U, dtype=torch.float64, device=dev)
+        for d, lst in by_dev.items():
+            if d.type == "cpu":
+                arr = (Tensor * len(lst))(*[
+                    Tensor(g.data_ptr(), g.numel(), _DTYPES[g.dtype], u)
+                    for g, u in lst])
+                part = (_d * U)()
+                _raise(self._lib.gnmr_unit_sumsq(arr, len(lst), part, U),
+                       "gnmr_unit_sumsq", self._lib)
+                part = torch.tensor(list(part), dtype=torch.float64)
+            else:
+                part = torch.zeros(U, dtype=torch.float64, device=d)
+                self._cuda_enqueue(d, lst, part, "gnmr_cuda_sumsq")
+            sums += part.to(dev)  # each unit on one device: adds 0 elsewhere
+        return sums
+
+    def _cuda_enqueue(self, dev, lst, out, fn):
         lib = _load_cuda()
         key = tuple((g.data_ptr(), g.numel(), _DTYPES[g.dtype], u)
                     for g, u in lst)
@@ -459,7 +686,7 @@ class Controller:
             arr = (Tensor * len(key))(*[Tensor(*k) for k in key])
             handle = ctypes.c_void_p()
             with torch.cuda.device(dev):
-                rc = lib.gnmr_cuda_plan_new(arr, len(key), self.n_units,
+                rc = lib.gnmr_cuda_plan_new(arr, len(key), self._n_grad,
                                             ctypes.byref(handle))
             if rc != GNMR_OK:
                 text = (lib.gnmr_cuda_error_string(handle).decode()
@@ -469,15 +696,13 @@ class Controller:
                     raise GnmrError(rc, "CUDA: " + text, "gnmr_norms_plan")
                 _raise(rc, "gnmr_norms_plan_init", self._lib)
             plan = self._cuda_plans[dev] = (key, handle)
-        norms = torch.empty(self.n_units, dtype=torch.float32, device=dev)
         stream = torch.cuda.current_stream(dev).cuda_stream
         with torch.cuda.device(dev):
-            rc = lib.gnmr_cuda_norms(plan[1], norms.data_ptr(), stream)
+            rc = getattr(lib, fn)(plan[1], out.data_ptr(), stream)
         if rc == GNMR_CUDA_ECUDA:
             raise GnmrError(rc, "CUDA: " + lib.gnmr_cuda_error_string(
                 plan[1]).decode(), "gnmr_norms_enqueue")
         _raise(rc, "gnmr_norms_enqueue", self._lib)
-        return norms.cpu().tolist()  # n_units floats; waits for the kernels
 
     def __del__(self):
         plans = getattr(self, "_cuda_plans", None)
@@ -486,15 +711,71 @@ class Controller:
                 _cuda_lib.gnmr_cuda_plan_free(handle)
             plans.clear()
 
+    # -- forward signals --
+
+    def _fwd_add(self, u, q, x):
+        with torch.no_grad():
+            x = x.double()
+            acc = torch.stack([(q.double() - x).square().sum(),
+                               x.square().sum()])
+            prev = self._fwd_acc.get(u)
+            self._fwd_acc[u] = acc if prev is None else prev + acc.to(
+                prev.device)
+
+    def _fwd_sums(self):
+        """[error sums..., input sums...] (2 x n_grad float64) of the
+        forward passes since the last step, then cleared."""
+        U = self._n_grad
+        dev = next((a.device for a in self._fwd_acc.values()), self._device)
+        out = torch.zeros(2, U, dtype=torch.float64, device=dev)
+        for u, acc in self._fwd_acc.items():
+            out[:, u] = acc.to(dev)
+        self._fwd_acc = {}
+        return out.reshape(-1)
+
+    def _hook(self, u, switch):
+        cheap = getattr(switch, "cheap", None)
+        quant = None if cheap is None else next(
+            (m for m in cheap.modules() if hasattr(m, "quantize_input")),
+            None)
+        if quant is None:
+            raise TypeError("forward_signals: %r (unit %s) has no cheap "
+                            "path with a quantizer (a module with "
+                            "quantize_input(x), as FP8Delayed)" % (
+                                type(switch).__name__, self.names[u]))
+        pending = []  # the switch's true input, until its quantizer runs
+
+        def on_switch(module, args):
+            if not module.training:
+                return
+            x = args[0].detach()
+            if module.high_fidelity_now:
+                self._fwd_add(u, quant.quantize_input(x), x)
+            else:
+                pending[:] = [x]
+
+        def on_quantizer(module, args):
+            if pending:
+                x = pending.pop()
+                self._fwd_add(u, quant.quantize_input(args[0].detach()), x)
+
+        self._hooks.append(switch.register_forward_pre_hook(on_switch))
+        self._hooks.append(quant.register_forward_pre_hook(on_quantizer))
+
     # -- the step --
 
     def step(self, norms=None, apply=True):
         """One gnmr_step. norms: the per-unit norms (a sequence of n_units
-        floats; None: computed from the gradients). apply: multiply each
-        unit's gradients by its scale (zero them where the scale is 0).
-        Returns a StepResult; raises GnmrError (nothing changed) on a
-        refused step, ValueError/TypeError on malformed norms."""
+        floats, the same on every rank; None: computed from the gradients
+        and, sharded or with forward signals on several ranks, reduced over
+        them). apply: multiply each unit's gradients by its scale (zero
+        them where the scale is 0). Returns a StepResult; raises GnmrError
+        (nothing changed) on a refused step, ValueError/TypeError on
+        malformed norms."""
         if norms is None:
+            if self._norms_only:
+                raise ValueError("units given as names alone: pass "
+                                 "step(norms=[...])")
             norms = self.unit_norms()
         elif isinstance(norms, torch.Tensor):
             norms = norms.detach().to("cpu", torch.float32).tolist()
@@ -511,39 +792,65 @@ class Controller:
                          self.report())
         if apply:
             self._apply_scales()
-        for name, switches in self._switches.items():
-            for s in switches:
-                s.high_fidelity = name in res.recovering
+        self._follow()
         return res
 
     def _apply_scales(self):
         with torch.no_grad():
-            for u, ps in enumerate(self.params):
+            for u in range(self._n_grad):
                 scale = self._decisions[u].scale
                 if scale == 1.0:
                     continue
-                for p in ps:
-                    if p.grad is None:
+                for p in self.params[u]:
+                    g = self._grad_of(p)
+                    if g is None:
                         continue
                     if scale == 0.0:
-                        p.grad.zero_()  # NaN * 0 would stay NaN
+                        g.zero_()  # NaN * 0 would stay NaN
                     else:
-                        p.grad.mul_(scale)
+                        g.mul_(scale)
+
+    def _high(self, name):
+        """True if unit name's modules run high fidelity next step: the
+        unit, or its forward signal, recovers."""
+        u = self.names.index(name)
+        lib, ctl = self._lib, ctypes.byref(self._ctl)
+        return lib.gnmr_recovering(ctl, u) == 1 or (
+            self._forward and u < self._n_grad and
+            lib.gnmr_recovering(ctl, u + self._n_grad) == 1)
+
+    def _follow(self):
+        for name, switches in self._switches.items():
+            high = self._high(name)
+            for s in switches:
+                s.high_fidelity = high
+
+    def _index(self, unit):
+        if isinstance(unit, str):
+            if unit not in self.names:
+                raise KeyError("no unit %r (units: %s)" % (
+                    unit, ", ".join(self.names)))
+            return self.names.index(unit)
+        return unit
 
     def recovering(self, unit):
         """True if unit (a name or index) runs high-fidelity next step."""
-        u = self.names.index(unit) if isinstance(unit, str) else unit
+        u = self._index(unit)
         _raise(self._lib.gnmr_recovering_check(ctypes.byref(self._ctl), u),
                "gnmr_recovering", self._lib)
         return self._lib.gnmr_recovering(ctypes.byref(self._ctl), u) == 1
 
     def attach(self, unit, *switches):
         """PrecisionSwitch modules (anything with .high_fidelity) that
-        follow unit: high fidelity exactly on the steps it recovers."""
-        if unit not in self.names:
-            raise KeyError("no unit %r" % unit)
+        follow unit: high fidelity exactly on the steps it (or, with
+        forward signals, its forward unit) recovers."""
+        u = self._index(unit)
+        if u >= self._n_grad:
+            raise KeyError("attach to a gradient unit, not %r" % unit)
         for s in switches:
-            s.high_fidelity = self.recovering(unit)
+            if self._forward:
+                self._hook(u, s)
+            s.high_fidelity = self._high(unit)
         self._switches.setdefault(unit, []).extend(switches)
 
     def report(self):
@@ -555,8 +862,7 @@ class Controller:
 
     def counters(self, unit=None):
         """gnmr_counters_get as a dict (unit None: the totals)."""
-        u = 0xFFFFFFFF if unit is None else (
-            self.names.index(unit) if isinstance(unit, str) else unit)
+        u = 0xFFFFFFFF if unit is None else self._index(unit)
         c = Counters()
         _raise(self._lib.gnmr_counters_get(ctypes.byref(self._ctl), u,
                                            ctypes.byref(c)),
@@ -568,7 +874,7 @@ class Controller:
         _apply_config(cfg, overrides)
         _raise(self._lib.gnmr_reconfigure(ctypes.byref(self._ctl),
                                           ctypes.byref(cfg)),
-               "gnmr_reconfigure", self._lib)
+               "gnmr_reconfigure", self._lib, cfg, self.n_units)
         self.config = cfg
 
     # -- checkpoint --
@@ -615,9 +921,7 @@ class Controller:
                                               len(data)),
                "gnmr_checkpoint_load", self._lib)
         self.config = Config.from_buffer_copy(self._ctl.cfg)
-        for name, switches in self._switches.items():
-            for s in switches:
-                s.high_fidelity = self.recovering(name)
+        self._follow()
 
 
 def c_step(ctl, norms, lib=None):
@@ -647,9 +951,14 @@ class PrecisionSwitch(torch.nn.Module):
         self.high_fidelity = False
         self._forced = None
 
+    @property
+    def high_fidelity_now(self):
+        """The path the next forward takes (.high_fidelity unless forced)."""
+        return self.high_fidelity if self._forced is None else self._forced
+
     def forward(self, *args, **kwargs):
-        hi = self.high_fidelity if self._forced is None else self._forced
-        return (self.high if hi else self.cheap)(*args, **kwargs)
+        return (self.high if self.high_fidelity_now else self.cheap)(
+            *args, **kwargs)
 
     def forced(self, high_fidelity):
         switch = self
@@ -736,6 +1045,13 @@ class FP8Delayed(torch.nn.Module):
                 return  # a NaN/Inf batch does not poison the scale
             hist.copy_(torch.roll(hist, 1))
             hist[0] = a
+
+    def quantize_input(self, x):
+        """x as this step's GEMM would read it: rounded to E4M3 at the
+        input's current scale (the forward signal's Q(x))."""
+        with torch.no_grad():
+            sx = self._scale(self.amax_x)
+            return round_e4m3(x * sx) / sx
 
     def forward(self, x):
         w = self.linear.weight

@@ -7,11 +7,19 @@ arm:
     gnmr       FP8, gnmr.h through gnmr_torch: per-unit norms, scales
                applied, a unit in recovery runs its Linears in float32
     gnmr+clip  both (gnmr first)
+    gnmr-fwd   gnmr with forward signals (Controller(forward_signals=True))
     f32        float32 throughout (a reference; --arms f32,...)
 
 Usage (from the repository root, after `make libgnmr`):
     python3 examples/torch/train_char_gpt.py [--steps N] [--arms a,b]
         [--data DIR] [--out DIR] [--device cpu|cuda] [--gnmr key=value]
+        [--ddp N]
+
+--ddp N: N processes on this machine (torch.distributed, gloo, CPU), the
+model under DistributedDataParallel, each rank on its 1/N of the global
+batch of --batch windows; the controller is the same code, and every rank
+makes the same decisions (checked at the end over a digest of every
+step's decisions). Rank 0 prints and writes the outputs.
 
 Data as examples/train_lm.c reads it: every regular file without a '.' in
 its name, in name order, split at the "%" lines; fortune k (counted over all
@@ -23,6 +31,7 @@ validation loss (nats per byte, on the FP8 path, every arm alike).
 
 import argparse
 import csv
+import hashlib
 import math
 import os
 import sys
@@ -139,13 +148,16 @@ class GPT(nn.Module):
         self.lnf = nn.LayerNorm(d)
         self.head_lin = nn.Linear(d, 256, bias=False)
         self.head = switched(self.head_lin, fp8)
-        self.register_buffer("mask", torch.ones(ctx, ctx).triu(1).bool())
+        # uint8, not bool: DDP broadcasts buffers, and gloo has no bool
+        self.register_buffer("mask", torch.ones(ctx, ctx).triu(1).to(
+            torch.uint8))
 
     def forward(self, idx, targets):
         x = self.tok(idx) + self.pos(torch.arange(idx.shape[1],
                                                   device=idx.device))
+        mask = self.mask.bool()
         for b in self.blocks:
-            x = b(x, self.mask)
+            x = b(x, mask)
         logits = self.head(self.lnf(x))
         return F.cross_entropy(logits.view(-1, 256), targets.view(-1))
 
@@ -239,18 +251,24 @@ def stress_schedule(a):
 FAULT_STEPS = 8
 
 
-def run_arm(arm, train, val, a, rows):
+def run_arm(arm, train, val, a, rows, rank=0, world=1):
     torch.manual_seed(a.seed)
     model = GPT(a.layers, a.d, a.heads, a.ctx, fp8=(arm != "f32")).to(
         a.device)
+    net = model
+    if world > 1:  # DDP: after backward every rank holds the same gradients
+        net = nn.parallel.DistributedDataParallel(model)
+    lo, hi = rank * a.batch // world, (rank + 1) * a.batch // world
     opt = torch.optim.AdamW(model.parameters(), lr=a.lr, betas=(0.9, 0.95),
                             weight_decay=0.1)
     gen = torch.Generator().manual_seed(a.seed + 1)
     ctl = None
+    digest = hashlib.sha256()
     if arm.startswith("gnmr"):
         units = model.units()
         ctl = gnmr_torch.Controller({n: p for n, (p, _) in units.items()},
-                                    config=a.gnmr)
+                                    config=a.gnmr,
+                                    forward_signals=(arm == "gnmr-fwd"))
         for n, (_, sw) in units.items():
             if sw:
                 ctl.attach(n, *sw)
@@ -265,12 +283,13 @@ def run_arm(arm, train, val, a, rows):
         for g in opt.param_groups:
             g["lr"] = lr_at(step, a)
         x, y = batch(train, gen, a.batch, a.ctx, a.device)
-        loss = model(x, y)
+        loss = net(x[lo:hi], y[lo:hi])  # this rank's part of the batch
         opt.zero_grad(set_to_none=True)
         loss.backward()
         rec, flagged = "", ""
         if ctl is not None:
             res = ctl.step()  # norms, gnmr_step, scales applied in place
+            digest.update(bytes(ctl._decisions))
             admissions += len(res.admitted)
             rec, flagged = "|".join(res.recovering), "|".join(res.flagged)
         if arm.endswith("clip"):
@@ -292,10 +311,20 @@ def run_arm(arm, train, val, a, rows):
         if not math.isfinite(loss.item()):
             print("\n%s: the loss is not finite at step %d" % (arm, step))
             break
-        if step % 5 == 0 or last:
+        if rank == 0 and (step % 5 == 0 or last):
             bar(arm, step + 1, a.steps, loss.item(), t0,
                 "recovering %s" % rec if rec else "")
-    sys.stderr.write("\n")
+    if rank == 0:
+        sys.stderr.write("\n")
+    if world > 1 and ctl is not None:
+        digests = [None] * world
+        torch.distributed.all_gather_object(digests, digest.hexdigest())
+        if len(set(digests)) != 1:
+            raise SystemExit("%s: the ranks' decisions differ: %s" % (
+                arm, digests))
+        if rank == 0:
+            print("%s: decisions identical on %d ranks (sha256 %s...)" % (
+                arm, world, digests[0][:16]))
     return val_loss, time.time() - t0, admissions
 
 
@@ -375,6 +404,9 @@ def parse_args(argv=None):
                    help="K injected faults (8 steps each): an outlier "
                    "channel on the FP8 path of a block's MLP")
     p.add_argument("--stress-factor", type=float, default=1000.0)
+    p.add_argument("--ddp", type=int, default=1, metavar="N",
+                   help="N processes, DistributedDataParallel over gloo "
+                   "(CPU)")
     p.add_argument("--gnmr", action="append", default=[],
                    metavar="FIELD=VALUE",
                    help="a gnmr_config field over gnmr_config_default()")
@@ -394,23 +426,53 @@ def parse_args(argv=None):
     return a
 
 
+ARMS = ("none", "clip", "gnmr", "gnmr+clip", "gnmr-fwd", "f32")
+
+
 def main(argv=None):
     a = parse_args(argv)
-    torch.set_num_threads(a.threads)
-    train, val = load_fortunes(a.data)
     arms = [x for x in a.arms.split(",") if x]
     for arm in arms:
-        if arm not in ("none", "clip", "gnmr", "gnmr+clip", "f32"):
-            sys.exit("unknown arm %r" % arm)
-    print("data: %d train bytes, %d validation bytes; device %s, torch %s, "
-          "%d threads" % (len(train), len(val), a.device, torch.__version__,
-                          torch.get_num_threads()))
+        if arm not in ARMS:
+            sys.exit("unknown arm %r (arms: %s)" % (arm, ", ".join(ARMS)))
+    if a.ddp < 1 or a.batch % a.ddp:
+        sys.exit("--ddp %d: a number of ranks that divides --batch %d"
+                 % (a.ddp, a.batch))
     os.makedirs(a.out, exist_ok=True)
+    if a.ddp == 1:
+        return run(0, a, arms)
+    if a.device != "cpu":
+        sys.exit("--ddp: CPU only (gloo); add --device cpu")
+    rendezvous = os.path.abspath(os.path.join(a.out, "ddp-rendezvous"))
+    if os.path.exists(rendezvous):
+        os.remove(rendezvous)
+    torch.multiprocessing.spawn(run, args=(a, arms, rendezvous),
+                                nprocs=a.ddp)
+
+
+def run(rank, a, arms, rendezvous=None):
+    torch.set_num_threads(a.threads)
+    world = a.ddp
+    if world > 1:
+        torch.distributed.init_process_group(
+            "gloo", init_method="file://" + rendezvous, rank=rank,
+            world_size=world)
+    train, val = load_fortunes(a.data)
+    if rank == 0:
+        print("data: %d train bytes, %d validation bytes; device %s, torch "
+              "%s, %d threads%s" % (
+                  len(train), len(val), a.device, torch.__version__,
+                  torch.get_num_threads(),
+                  ", %d ranks (DDP, gloo)" % world if world > 1 else ""))
     rows, results = [], []
     t_all = time.time()
     for arm in arms:
-        v, secs, adm = run_arm(arm, train, val, a, rows)
+        v, secs, adm = run_arm(arm, train, val, a, rows, rank, world)
         results.append((arm, v, secs, adm))
+    if world > 1:
+        torch.distributed.destroy_process_group()
+    if rank != 0:
+        return
     csv_path = os.path.join(a.out, "train_char_gpt.csv")
     with open(csv_path, "w", newline="") as f:
         w = csv.writer(f)

@@ -86,7 +86,7 @@ TRACE_FILES = ["trace_fp8_lr1e-3.csv.gz", "trace_bf16_lr2e-2_w10.csv.gz"]
 
 
 def make_ctl(names, overrides):
-    return G.Controller({n: [] for n in names}, config=overrides)
+    return G.Controller(list(names), config=overrides)
 
 
 @pytest.mark.parametrize("trace", TRACE_FILES)
@@ -278,7 +278,8 @@ def test_default_config_comes_from_c():
 def test_precision_switch_follows_recovery():
     lin = torch.nn.Linear(8, 8)
     sw = G.PrecisionSwitch(G.FP8Delayed(lin), lin)
-    ctl = G.Controller({"u": lin.parameters(), "v": []},
+    other = torch.nn.Linear(2, 2)
+    ctl = G.Controller({"u": lin.parameters(), "v": other.parameters()},
                        config={"rule": "PAPER", "warmup_steps": 2,
                                "max_recovering": 1, "lock_steps": 2,
                                "cooldown_steps": 0})
