@@ -678,6 +678,13 @@ demo-lm-sweep: $(B)/train_lm fortunes-check
 #                     the global clip (lowp+clip 2.4-3.7% behind f32+clip)
 #   mlp, mlp-clip     the MLP stress demo (built-in task, 8 faults per 1000)
 #   mlp-fashion       the MLP on Fashion-MNIST, core arms (when installed)
+# and four training events that are not faults (issue 31), each clean (do
+# no harm) and with the faults of mlp / lm-injected (-injected):
+#   mlp-freeze, lm-freeze  a layer (LM: block 0) frozen for the first 20%
+#                     of steps, its gradient norms exactly 0, then trained
+#   mlp-shift, lm-shift    one unit reparametrised at 40% of the steps
+#                     (W/10, output x 10): its gradient norm 10x for good,
+#                     the training unchanged
 # efficacy-quick is CI's lane: the LM injected setting at 300 steps, one
 # seed, and the MLP settings at 2 seeds, about 3 minutes on 2 cores.
 EFF = $(B)/efficacy
@@ -690,16 +697,27 @@ EFF_ABL = paper-pass,paper-clip-only,paper-tau3,paper-lock4,noise-pass,$\
 EFF_CLIPPED = f32,lowp,adagc,zclip,gnmr,gnmr-noise,paper-pass,$\
   paper-clip-only,f32-gnmr
 EFF_FWD = gnmr-fwd,paper-tau3-fwd
+EFF_EVENT = f32,lowp,clip,adagc,zclip,gnmr,gnmr-shift-off,gnmr-noise,f32-gnmr
+EFF_EVENT_LM = f32,lowp,adagc,gnmr,gnmr-shift-off,gnmr-noise
+EFF_MLP_FREEZE = --freeze 1:20
+EFF_MLP_SHIFT = --shift 2:40
+EFF_LM_FREEZE = --freeze 0:20
+EFF_LM_SHIFT_UNIT = 6
+EFF_LM_SHIFT_PCT = 40
+EFF_LM_SHIFT = --shift $(EFF_LM_SHIFT_UNIT):$(EFF_LM_SHIFT_PCT)
 EFF_CSV_HEADER = setting,arm,seed,val_loss,gap_recovered,hf_unit_steps,$\
   loss_spikes,diverged,vs_f32_pct
 EFF_MLP = $(B)/train_stress --quiet --stress 8 --hidden 128,64,32
+EFF_MLP_CLEAN = $(B)/train_stress --quiet --hidden 128,64,32
+EFF_LM_CLEAN = $(EFF_LM) --format e4m3 --lr 2e-3
 EFF_SEEDS ?= 3
 EFF_STEPS ?= 1000
 EFF_MLP_SEEDS ?= 5
 EFF_EVAL ?= 512
 EFF_PARTS = eff-lm-inj-core eff-lm-inj-abl eff-lm-inj-clip eff-lm-nat-clip \
             eff-lm-inj-fwd eff-lm-inj-clip2 eff-lm-nat-clip2 eff-mlp \
-            eff-mlp-fashion
+            eff-mlp-fashion eff-mlp-events eff-lm-freeze eff-lm-freeze-inj \
+            eff-lm-shift eff-lm-shift-inj
 
 $(B)/efficacy_report: bench/efficacy.c
 	@mkdir -p $(@D)
@@ -714,10 +732,11 @@ efficacy-quick: $(B)/train_lm $(B)/train_stress $(B)/efficacy_report \
                 fortunes-check
 	rm -rf $(EFF)
 	$(MAKE) --no-print-directory -j2 EFF_SEEDS=1 EFF_STEPS=300 \
-	  EFF_MLP_SEEDS=2 EFF_EVAL=128 eff-lm-inj-core eff-mlp
+	  EFF_MLP_SEEDS=2 EFF_EVAL=128 EFF_EVENT=f32,lowp,gnmr,gnmr-noise \
+	  eff-lm-inj-core eff-mlp eff-mlp-freeze
 	$(B)/efficacy_report $(EFF) > $(EFF)/report.txt
 	@head -1 $(EFF)/summary.csv | grep -qx '$(EFF_CSV_HEADER)' && \
-	  for s in lm-injected mlp mlp-clip; do \
+	  for s in lm-injected mlp mlp-clip mlp-freeze; do \
 	    grep -q "^$$s,gnmr,1," $(EFF)/summary.csv || exit 1; done && \
 	  grep -q '<circle' $(EFF)/efficacy.svg || \
 	  { echo "efficacy-quick: summary.csv or efficacy.svg incomplete"; exit 1; }
@@ -763,7 +782,81 @@ eff-mlp-fashion:
 	    --out $(EFF)/mlp-fashion/all; \
 	else echo "efficacy: no Fashion-MNIST in $(FASHION): mlp-fashion skipped"; fi
 
-.PHONY: efficacy efficacy-quick $(EFF_PARTS)
+eff-mlp-freeze:
+	$(EFF_MLP_CLEAN) $(EFF_MLP_FREEZE) --seeds $(EFF_MLP_SEEDS) \
+	  --arms $(EFF_EVENT) --out $(EFF)/mlp-freeze/core
+eff-mlp-events: eff-mlp-freeze
+	$(EFF_MLP) $(EFF_MLP_FREEZE) --seeds $(EFF_MLP_SEEDS) \
+	  --arms $(EFF_EVENT) --out $(EFF)/mlp-freeze-injected/core
+	$(EFF_MLP_CLEAN) $(EFF_MLP_SHIFT) --seeds $(EFF_MLP_SEEDS) \
+	  --arms $(EFF_EVENT) --out $(EFF)/mlp-shift/core
+	$(EFF_MLP) $(EFF_MLP_SHIFT) --seeds $(EFF_MLP_SEEDS) \
+	  --arms $(EFF_EVENT) --out $(EFF)/mlp-shift-injected/core
+eff-lm-freeze:
+	$(EFF_LM_CLEAN) $(EFF_LM_FREEZE) --setting lm-freeze \
+	  --steps $(EFF_STEPS) --seeds $(EFF_SEEDS) --arms $(EFF_EVENT_LM) \
+	  --out $(EFF)/lm-freeze/core
+eff-lm-freeze-inj:
+	$(EFF_LM_INJ) $(EFF_LM_FREEZE) --setting lm-freeze-injected \
+	  --steps $(EFF_STEPS) --seeds $(EFF_SEEDS) --arms $(EFF_EVENT_LM) \
+	  --out $(EFF)/lm-freeze-injected/core
+eff-lm-shift:
+	$(EFF_LM_CLEAN) $(EFF_LM_SHIFT) --setting lm-shift \
+	  --steps $(EFF_STEPS) --seeds $(EFF_SEEDS) --arms $(EFF_EVENT_LM) \
+	  --out $(EFF)/lm-shift/core
+eff-lm-shift-inj:
+	$(EFF_LM_INJ) $(EFF_LM_SHIFT) --setting lm-shift-injected \
+	  --steps $(EFF_STEPS) --seeds $(EFF_SEEDS) --arms $(EFF_EVENT_LM) \
+	  --out $(EFF)/lm-shift-injected/core
+
+# The level-shift rule's sweep (issue 31): shift_steps P x shift_spread q
+# (examples/arms.h ARM_SHIFT_Q) on the default (paper) rules, P at q 0.5
+# and P 8, 16 at q 1 on the noise rules (gnmr-noise is P 16 q 0.5), beside
+# the rule off, on the MLP settings with faults, with the training events
+# and with both; then efficacy_report over them (build/efficacy-shift/).
+EFF_SHIFT = $(B)/efficacy-shift
+EFF_SHIFT_PQ = $(foreach p,4 8 16 32,$(foreach q,0.25 0.5 1,p$(p)-q$(q)))
+EFF_SHIFT_ARMS = f32,lowp,gnmr-shift-off,noise-shift-off,gnmr-noise$\
+  $(subst $(space),,$(foreach a,$(EFF_SHIFT_PQ),$(comma)shift-$(a)))$\
+  ,noise-shift-p4-q0.5,noise-shift-p8-q0.5,noise-shift-p32-q0.5$\
+  ,noise-shift-p8-q1,noise-shift-p16-q1
+EFF_SHIFT_SEEDS ?= 5
+comma := ,
+empty :=
+space := $(empty) $(empty)
+efficacy-shift-sweep: $(B)/train_stress $(B)/efficacy_report
+	rm -rf $(EFF_SHIFT)
+	$(MAKE) --no-print-directory -j2 eff-shift-a eff-shift-b
+	$(B)/efficacy_report $(EFF_SHIFT) > $(EFF_SHIFT)/report.txt
+eff-shift-a:
+	$(EFF_MLP) --seeds $(EFF_SHIFT_SEEDS) --arms $(EFF_SHIFT_ARMS) \
+	  --out $(EFF_SHIFT)/mlp/all
+	$(EFF_MLP_CLEAN) $(EFF_MLP_FREEZE) --seeds $(EFF_SHIFT_SEEDS) \
+	  --arms $(EFF_SHIFT_ARMS) --out $(EFF_SHIFT)/mlp-freeze/all
+	$(EFF_MLP) $(EFF_MLP_FREEZE) --seeds $(EFF_SHIFT_SEEDS) \
+	  --arms $(EFF_SHIFT_ARMS) --out $(EFF_SHIFT)/mlp-freeze-injected/all
+eff-shift-b:
+	$(EFF_MLP_CLEAN) $(EFF_MLP_SHIFT) --seeds $(EFF_SHIFT_SEEDS) \
+	  --arms $(EFF_SHIFT_ARMS) --out $(EFF_SHIFT)/mlp-shift/all
+	$(EFF_MLP) $(EFF_MLP_SHIFT) --seeds $(EFF_SHIFT_SEEDS) \
+	  --arms $(EFF_SHIFT_ARMS) --out $(EFF_SHIFT)/mlp-shift-injected/all
+
+# Rule 9 open loop on the LM's own norms (bench/shift_replay.c): the grid
+# of P x q over the traces of the gnmr arm that make efficacy wrote; the
+# shifted unit from the shift on, and every unit's learned levels in the
+# runs with faults (none of which is a level).
+$(B)/shift_replay: bench/shift_replay.c gnmr.h
+	@mkdir -p $(@D)
+	$(firstword $(CC_LIST)) $(BENCH_FLAGS) -o $@ $< -lm
+shift-replay: $(B)/shift_replay
+	$(B)/shift_replay $(EFF)/lm-shift/core/trace.csv $(EFF_LM_SHIFT_UNIT) \
+	  $$(( $(EFF_STEPS) * $(EFF_LM_SHIFT_PCT) / 100 ))
+	$(B)/shift_replay $(EFF)/lm-shift-injected/core/trace.csv \
+	  $(EFF_LM_SHIFT_UNIT) $$(( $(EFF_STEPS) * $(EFF_LM_SHIFT_PCT) / 100 ))
+	$(B)/shift_replay $(EFF)/lm-injected/core/trace.csv 0 0
+
+.PHONY: efficacy efficacy-quick $(EFF_PARTS) eff-mlp-freeze shift-replay \
+        efficacy-shift-sweep eff-shift-a eff-shift-b
 
 # ---- formatting -------------------------------------------------------------
 format:

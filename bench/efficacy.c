@@ -25,8 +25,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define EF_MAX_SETTINGS 16
-#define EF_MAX_ARMS 32
+#define EF_MAX_SETTINGS 24
+#define EF_MAX_ARMS 64
 #define EF_MAX_SEEDS 16
 #define EF_NAME 48
 

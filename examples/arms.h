@@ -29,6 +29,11 @@
      noise-z3                          z_rise 3, min_rise 1.5
      noise-warm16                      warmup_steps 16
      noise-maxo4                       max_recovering 4
+   The level-shift rule (issue 31): gnmr-shift-off, noise-shift-off (its
+   base with shift_steps 0: the paper's rules); shift-pP-qQ and
+   noise-shift-pP-qQ (its base with shift_steps P, shift_spread Q), the
+   grid ARM_SHIFT_Q over P in {4, 8, 16, 32} and Q in {0.25, 0.5, 1}
+   (`make efficacy-shift-sweep`).
    Forward signals (gnmr-fwd, paper-tau3-fwd): besides its gradient norm,
    each unit's forward signal goes to the same controller as a unit of its
    own (units U .. 2U-1, one budget): the relative quantization error of
@@ -84,6 +89,28 @@ ARM_VARIANT(arm_noise_nofreeze, gnmr_config_noise, c.global_ratio = 1e9)
 ARM_VARIANT(arm_noise_z3, gnmr_config_noise, (c.z_rise = 3.0, c.min_rise = 1.5))
 ARM_VARIANT(arm_noise_warm16, gnmr_config_noise, c.warmup_steps = 16)
 ARM_VARIANT(arm_noise_maxo4, gnmr_config_noise, c.max_recovering = 4)
+ARM_VARIANT(arm_default_shift_off, gnmr_config_default, c.shift_steps = 0)
+ARM_VARIANT(arm_noise_shift_off, gnmr_config_noise, c.shift_steps = 0)
+
+/* The level-shift grid: ARM_SHIFT_Q(X, P, SEP) is X(P, Q, ID) for
+   shift_steps P and each shift_spread Q, SEP between; ID spells Q in a
+   name. */
+#define ARM_SHIFT_Q(X, P, SEP) X(P, 0.25, 025) SEP X(P, 0.5, 05) SEP X(P, 1, 1)
+#define ARM_COMMA ,
+#define ARM_SHIFT_FNS(P, Q, ID)                                                \
+  ARM_VARIANT(arm_shift_p##P##_q##ID, gnmr_config_default,                     \
+              (c.shift_steps = P, c.shift_spread = Q))                         \
+  ARM_VARIANT(arm_noise_shift_p##P##_q##ID, gnmr_config_noise,                 \
+              (c.shift_steps = P, c.shift_spread = Q))
+ARM_SHIFT_Q(ARM_SHIFT_FNS, 4, )
+ARM_SHIFT_Q(ARM_SHIFT_FNS, 8, )
+ARM_SHIFT_Q(ARM_SHIFT_FNS, 16, )
+ARM_SHIFT_Q(ARM_SHIFT_FNS, 32, )
+#define ARM_SHIFT_ROW(name, fn)                                                \
+  { name, ARM_GNMR, fn, 0, 1, 0 }
+#define ARM_SHIFT_ROWS(P, Q, ID)                                               \
+  ARM_SHIFT_ROW("shift-p" #P "-q" #Q, arm_shift_p##P##_q##ID),                 \
+      ARM_SHIFT_ROW("noise-shift-p" #P "-q" #Q, arm_noise_shift_p##P##_q##ID)
 
 typedef struct demo_arm {
   const char *name;
@@ -117,6 +144,12 @@ static const demo_arm ARMS[] = {
     {"noise-z3", ARM_GNMR, arm_noise_z3, 0, 1, 0},
     {"noise-warm16", ARM_GNMR, arm_noise_warm16, 0, 1, 0},
     {"noise-maxo4", ARM_GNMR, arm_noise_maxo4, 0, 1, 0},
+    {"gnmr-shift-off", ARM_GNMR, arm_default_shift_off, 0, 1, 0},
+    {"noise-shift-off", ARM_GNMR, arm_noise_shift_off, 0, 1, 0},
+    ARM_SHIFT_Q(ARM_SHIFT_ROWS, 4, ARM_COMMA),
+    ARM_SHIFT_Q(ARM_SHIFT_ROWS, 8, ARM_COMMA),
+    ARM_SHIFT_Q(ARM_SHIFT_ROWS, 16, ARM_COMMA),
+    ARM_SHIFT_Q(ARM_SHIFT_ROWS, 32, ARM_COMMA),
     {"gnmr-fwd", ARM_GNMR, gnmr_config_default, 0, 1, 1},
     {"paper-tau3-fwd", ARM_GNMR, arm_paper_tau3, 0, 1, 1},
     {"f32-clip", ARM_CLIP, NULL, 1, 1, 0},
@@ -170,11 +203,15 @@ static double arm_zclip_scale(arm_zclip *z, double g) {
   return scale;
 }
 
-/* The adagc arm for one unit: the scale for norm g, updating its EMA. */
-static double arm_adagc_scale(double *ema, double g, int first_step) {
+/* The adagc arm for one unit: the scale for norm g, updating its EMA. A
+   norm of exactly 0 is a unit with no gradient (frozen): no observation,
+   as a per-parameter clip never sees a parameter without one; *ema = 0:
+   none yet. */
+static double arm_adagc_scale(double *ema, double g) {
   double limit = ARM_ADAGC_LAMBDA * *ema, scale = 1.0;
   if (!isfinite(g)) return 0.0;
-  if (first_step) {
+  if (g == 0.0) return 1.0;
+  if (*ema == 0.0) {
     *ema = g;
     return 1.0;
   }

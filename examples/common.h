@@ -162,7 +162,7 @@ static double demo_parse_double(const char *s, const char *flag, int positive) {
 /* --arms LIST: indices into ARMS (examples/arms.h), at most `cap`; "list"
    prints every arm's name and exits. */
 static int demo_parse_arms(const char *list, int *arms, int cap) {
-  char buf[512], *tok;
+  char buf[2048], *tok;
   int a, n = 0;
   if (strcmp(list, "list") == 0) {
     for (a = 0; a < ARM_COUNT; a++) printf("%s\n", ARMS[a].name);
@@ -179,6 +179,35 @@ static int demo_parse_arms(const char *list, int *arms, int cap) {
   if (n == 0) DEMO_DIE("--arms: empty list");
   return n;
 }
+
+/* Training events that are not faults (--freeze, --shift): a layer or unit
+   index and the point of the run, in percent of its steps, where the event
+   happens; index -1: no event. */
+typedef struct demo_at {
+  int index, pct;
+} demo_at;
+
+/* "I:P" with I in 0..max_index and P in 0..100. */
+static demo_at demo_parse_at(const char *v, const char *flag, int max_index) {
+  demo_at at;
+  char tail;
+  if (sscanf(v, "%d:%d%c", &at.index, &at.pct, &tail) != 2 || at.index < 0 ||
+      at.index > max_index || at.pct < 0 || at.pct > 100)
+    DEMO_DIE("%s: expected INDEX:PERCENT with INDEX in 0..%d and PERCENT in "
+             "0..100, got '%s'",
+             flag, max_index, v);
+  return at;
+}
+
+/* --shift: the gain of the reparametrisation. At the step, the unit's
+   weight and bias are divided by it and its output multiplied by it
+   (y = g (x W/g + b/g)), so the model computes the same function; its
+   gradient grows by g. Adam's moments are multiplied by g and g^2, the
+   weight's amax history divided by g, and the unit's learning rate divided
+   by g with its decay multiplied by g, so every later update of W = g W'
+   is the one it would have been: training goes on unchanged (to rounding),
+   and only the unit's gradient norm moves, up by g, for good. */
+#define DEMO_SHIFT_GAIN 10.0
 
 /* ---- statistics over seeds ----------------------------------------------- */
 

@@ -29,6 +29,11 @@
        stale    a stale activation scale: LM_STALE_GAIN too large for 2-6
                 steps, most of the tensor saturates
      A unit on the f32 path does not see its faults.
+   Two training events that are not faults (examples/common.h): --freeze
+   B:P trains block B (its four units and LayerNorms) only after the first
+   P% of steps, its units' gradient norms exactly 0 before; --shift U:P
+   reparametrises unit U at P% of the steps so that its gradient norm moves
+   up 10x for good while the training goes on unchanged.
 
    Arms, with the same seeds, initial weights, data order and faults (the
    table LM_ARMS; an arm is one row):
@@ -229,6 +234,7 @@ typedef struct lm_linear {
   lm_real *wt;      /* scratch: wq transposed, for the input gradient */
   lp_scaler sx, sw; /* delayed scaling of the activation and the weight */
   float qerr;       /* forward signal: ||Q(x) - x|| / ||x|| this step */
+  float gain;       /* output multiplier: 1, DEMO_SHIFT_GAIN after --shift */
 } lm_linear;
 
 /* What a unit's path does this step. */
@@ -402,6 +408,10 @@ static void lm_linear_forward(lm_linear *L, const lm_real *x, int n,
   c.in = L->in;
   c.out = L->out;
   lm_parallel(lm_gemm_fwd_rows, &c, n);
+  if (L->gain != 1.0f) {
+    size_t i, ny = (size_t)n * (size_t)L->out;
+    for (i = 0; i < ny; i++) y[i] *= (lm_real)L->gain;
+  }
   if (p->fmt && p->logit_gain > 0) {
     /* qkv rows are [q | k | v], C = out / 3 wide each. */
     int C = L->out / 3, hs = C / p->n_head, r, j;
@@ -435,6 +445,13 @@ static void lm_linear_backward(lm_linear *L, const lm_real *dy, int n,
   c.w = L->wt;
   c.y = dx;
   lm_parallel(lm_gemm_dx_rows, &c, n);
+  if (L->gain != 1.0f) { /* y = gain (x W + b): dW, db and dx take it too */
+    size_t i, nw = (size_t)L->in * (size_t)L->out,
+              nx = (size_t)n * (size_t)L->in;
+    for (i = 0; i < nw; i++) L->dw[i] *= (lm_real)L->gain;
+    for (i = 0; i < (size_t)L->out; i++) L->db[i] *= (lm_real)L->gain;
+    for (i = 0; i < nx; i++) dx[i] *= (lm_real)L->gain;
+  }
 }
 
 /* ---- LayerNorm, GELU, attention ------------------------------------------ */
@@ -701,10 +718,11 @@ enum { LM_QKV, LM_ATTN_OUT, LM_MLP_UP, LM_MLP_DOWN };
 static const char *LM_UNIT_KIND[4] = {"qkv", "attn_out", "mlp_up", "mlp_down"};
 
 /* One parameter tensor: its place in the flat arrays, its unit (-1: not a
-   unit: embeddings, LayerNorms) and whether AdamW decays it. */
+   unit: embeddings, LayerNorms), its block (-1: none) and whether AdamW
+   decays it. */
 typedef struct lm_tensor {
   size_t off, n;
-  int unit, decay;
+  int unit, block, decay;
 } lm_tensor;
 
 typedef struct lm_block_acts {
@@ -735,11 +753,12 @@ typedef struct lm_model {
 } lm_model;
 
 /* Adds a tensor of n parameters to the layout; returns its offset. */
-static size_t lm_add(lm_model *m, size_t n, int unit, int decay) {
+static size_t lm_add(lm_model *m, size_t n, int unit, int block, int decay) {
   lm_tensor *t = &m->tensors[m->n_tensors++];
   t->off = m->n_params;
   t->n = n;
   t->unit = unit;
+  t->block = block;
   t->decay = decay;
   m->n_params += n;
   return t->off;
@@ -757,25 +776,25 @@ static void lm_model_init(lm_model *m, lm_shape s, demo_rng *r) {
   dims[LM_ATTN_OUT][0] = C, dims[LM_ATTN_OUT][1] = C;
   dims[LM_MLP_UP][0] = C, dims[LM_MLP_UP][1] = 4 * C;
   dims[LM_MLP_DOWN][0] = 4 * C, dims[LM_MLP_DOWN][1] = C;
-  o_wte = lm_add(m, (size_t)LM_VOCAB * (size_t)C, -1, 1);
-  o_wpe = lm_add(m, (size_t)s.T * (size_t)C, -1, 1);
+  o_wte = lm_add(m, (size_t)LM_VOCAB * (size_t)C, -1, -1, 1);
+  o_wpe = lm_add(m, (size_t)s.T * (size_t)C, -1, -1, 1);
   for (l = 0; l < L; l++) {
-    o_ln1[l] = lm_add(m, 2 * (size_t)C, -1, 0);
+    o_ln1[l] = lm_add(m, 2 * (size_t)C, -1, l, 0);
     for (k = 0; k < 4; k++) {
       u = 4 * l + k;
-      if (k == LM_MLP_UP) o_ln2[l] = lm_add(m, 2 * (size_t)C, -1, 0);
+      if (k == LM_MLP_UP) o_ln2[l] = lm_add(m, 2 * (size_t)C, -1, l, 0);
       m->unit[u].in = dims[k][0];
       m->unit[u].out = dims[k][1];
-      o_w[u] = lm_add(m, (size_t)dims[k][0] * (size_t)dims[k][1], u, 1);
-      o_b[u] = lm_add(m, (size_t)dims[k][1], u, 0);
+      o_w[u] = lm_add(m, (size_t)dims[k][0] * (size_t)dims[k][1], u, l, 1);
+      o_b[u] = lm_add(m, (size_t)dims[k][1], u, l, 0);
     }
   }
-  o_lnf = lm_add(m, 2 * (size_t)C, -1, 0);
+  o_lnf = lm_add(m, 2 * (size_t)C, -1, -1, 0);
   u = 4 * L;
   m->unit[u].in = C;
   m->unit[u].out = LM_VOCAB;
-  o_w[u] = lm_add(m, (size_t)C * LM_VOCAB, u, 1);
-  o_b[u] = lm_add(m, LM_VOCAB, u, 0);
+  o_w[u] = lm_add(m, (size_t)C * LM_VOCAB, u, -1, 1);
+  o_b[u] = lm_add(m, LM_VOCAB, u, -1, 0);
 
   m->params = DEMO_CALLOC(m->n_params, lm_real);
   m->grads = DEMO_CALLOC(m->n_params, lm_real);
@@ -803,6 +822,7 @@ static void lm_model_init(lm_model *m, lm_shape s, demo_rng *r) {
   for (u = 0; u < m->n_units; u++) {
     lm_linear *U = &m->unit[u];
     size_t nw = (size_t)U->in * (size_t)U->out;
+    U->gain = 1.0f;
     U->w = m->params + o_w[u], U->dw = m->grads + o_w[u];
     U->b = m->params + o_b[u], U->db = m->grads + o_b[u];
     for (i = 0; i < (size_t)U->out; i++) U->b[i] = 0;
@@ -982,15 +1002,23 @@ static void lm_backward(lm_model *m) {
   }
 }
 
-/* AdamW over every tensor; decoupled weight decay where the tensor says. */
+/* AdamW over every tensor; decoupled weight decay where the tensor says.
+   A unit's learning rate is divided by its gain and its decay multiplied
+   by it (--shift: the updates of W = gain W' stay what they were). The
+   tensors of block freeze_block (--freeze) take no update before step
+   freeze_end and count their own steps from there, as an optimizer that
+   meets a parameter's first gradient late does. */
 typedef struct lm_adamw {
   double beta1, beta2, eps, wd;
+  int freeze_block; /* -1: none */
+  long freeze_end;
 } lm_adamw;
 
 typedef struct lm_adamw_ctx {
   lm_model *m;
   const lm_adamw *o;
   double lr, c1, c2;
+  long t;
 } lm_adamw_ctx;
 
 #define LM_ADAMW_CHUNK 4096 /* parameters per task row */
@@ -1008,15 +1036,26 @@ static void lm_adamw_chunks(void *p, int k0, int k1) {
     size_t i = tn->off > a ? tn->off : a,
            e = tn->off + tn->n < z ? tn->off + tn->n : z;
     lm_real *pp = m->params, *g = m->grads, *mo = m->m, *v = m->v;
+    double lr = c->lr, wd = tn->decay ? o->wd : 0.0, c1 = c->c1, c2 = c->c2;
+    if (i >= e) continue;
+    if (tn->unit >= 0) {
+      lr /= m->unit[tn->unit].gain;
+      wd *= m->unit[tn->unit].gain;
+    }
+    if (tn->block >= 0 && tn->block == o->freeze_block) {
+      long t = c->t - o->freeze_end;
+      if (t < 1) continue;
+      c1 = 1.0 - pow(o->beta1, (double)t);
+      c2 = 1.0 - pow(o->beta2, (double)t);
+    }
     for (; i < e; i++) {
       double mh, vh;
       mo[i] = (lm_real)(o->beta1 * mo[i] + (1.0 - o->beta1) * g[i]);
       v[i] =
           (lm_real)(o->beta2 * v[i] + (1.0 - o->beta2) * (double)g[i] * g[i]);
-      mh = mo[i] / c->c1;
-      vh = v[i] / c->c2;
-      pp[i] = (lm_real)(pp[i] - c->lr * (mh / (sqrt(vh) + o->eps) +
-                                         (tn->decay ? o->wd * pp[i] : 0.0)));
+      mh = mo[i] / c1;
+      vh = v[i] / c2;
+      pp[i] = (lm_real)(pp[i] - lr * (mh / (sqrt(vh) + o->eps) + wd * pp[i]));
     }
   }
 }
@@ -1026,10 +1065,35 @@ static void lm_adamw_update(lm_model *m, const lm_adamw *o, double lr, long t) {
   c.m = m;
   c.o = o;
   c.lr = lr;
+  c.t = t;
   c.c1 = 1.0 - pow(o->beta1, (double)t);
   c.c2 = 1.0 - pow(o->beta2, (double)t);
   lm_parallel(lm_adamw_chunks, &c,
               (int)((m->n_params + LM_ADAMW_CHUNK - 1) / LM_ADAMW_CHUNK));
+}
+
+/* --shift: the reparametrisation of examples/common.h's DEMO_SHIFT_GAIN,
+   y = g (x W/g + b/g), with Adam's moments and the weight's amax history
+   to match (lm_adamw divides the unit's learning rate by its gain). */
+static void lm_reparametrise(lm_model *m, int u, float g) {
+  lm_linear *U = &m->unit[u];
+  size_t i;
+  int j;
+  for (j = 0; j < m->n_tensors; j++)
+    if (m->tensors[j].unit == u)
+      for (i = m->tensors[j].off; i < m->tensors[j].off + m->tensors[j].n; i++)
+        m->params[i] /= g, m->m[i] *= g, m->v[i] *= g * g;
+  for (i = 0; i < LP_AMAX_HISTORY; i++) U->sw.hist[i] /= g;
+  U->gain *= g;
+}
+
+/* --freeze: block l's gradients (its units' and LayerNorms') are 0. */
+static void lm_zero_block(lm_model *m, int l) {
+  int j;
+  for (j = 0; j < m->n_tensors; j++)
+    if (m->tensors[j].block == l)
+      memset(m->grads + m->tensors[j].off, 0,
+             sizeof *m->grads * m->tensors[j].n);
 }
 
 /* Multiplies unit u's gradient by s (0: drop it, NaN included). */
@@ -1220,6 +1284,8 @@ typedef struct lm_opts {
   /* > 0: every arm's gradient, after its own control, is clipped to this
      global norm (what production trainers run anyway) */
   double global_clip;
+  demo_at freeze; /* --freeze: block, share of the run frozen */
+  demo_at shift;  /* --shift: unit, where it is reparametrised */
 } lm_opts;
 
 typedef struct lm_result {
@@ -1302,7 +1368,7 @@ static lm_result lm_train(const lm_opts *o, const demo_arm *arm, int seed,
   lm_model m;
   demo_rng init = {(uint64_t)seed * 1000003u + 1},
            order = {(uint64_t)seed + 99};
-  lm_adamw opt = {0.9, 0.95, 1e-8, 0.1};
+  lm_adamw opt = {0.9, 0.95, 1e-8, 0.1, -1, 0};
   gnmr_slot slots[2 * LM_MAX_UNITS];
   gnmr_ctl ctl;
   gnmr_config cfg;
@@ -1311,6 +1377,7 @@ static lm_result lm_train(const lm_opts *o, const demo_arm *arm, int seed,
   int CU;            /* controller units: U, or 2U with forward signals */
   long hf_steps = 0; /* unit-steps on the f32 path (forward arms) */
   int warm = o->steps / 20 > 0 ? o->steps / 20 : 1;
+  int shift_step = o->shift.index >= 0 ? o->steps * o->shift.pct / 100 : -1;
   double ema_loss = 0, ctl_time = 0, t0, adagc_ema[LM_MAX_UNITS];
   arm_zclip zc = {0, 0, 0};
   uint8_t *tok = DEMO_CALLOC((size_t)N, uint8_t),
@@ -1318,6 +1385,10 @@ static lm_result lm_train(const lm_opts *o, const demo_arm *arm, int seed,
   float norms[2 * LM_MAX_UNITS];
   memset(&res, 0, sizeof res);
   memset(norms, 0, sizeof norms);
+  if (o->freeze.index >= 0) {
+    opt.freeze_block = o->freeze.index;
+    opt.freeze_end = (long)o->steps * o->freeze.pct / 100;
+  }
   lm_model_init(&m, o->shape, &init);
   U = m.n_units;
   CU = arm->forward ? 2 * U : U;
@@ -1337,6 +1408,8 @@ static lm_result lm_train(const lm_opts *o, const demo_arm *arm, int seed,
     gnmr_decision d[2 * LM_MAX_UNITS];
     double loss, lr, tc;
     memset(d, 0, sizeof d);
+    if (step == shift_step)
+      lm_reparametrise(&m, o->shift.index, (float)DEMO_SHIFT_GAIN);
     /* The batch: B random windows of the training text. */
     for (b = 0; b < B; b++) {
       size_t start =
@@ -1378,6 +1451,7 @@ static lm_result lm_train(const lm_opts *o, const demo_arm *arm, int seed,
     }
     loss = lm_forward(&m, tok, tgt, paths);
     lm_backward(&m);
+    if (step < opt.freeze_end) lm_zero_block(&m, opt.freeze_block);
     res.loss[step] = (float)loss;
     if (!isfinite(loss)) res.diverged = 1;
     if (step >= 20 && isfinite(loss) && loss > LM_SPIKE_FACTOR * ema_loss)
@@ -1394,7 +1468,7 @@ static lm_result lm_train(const lm_opts *o, const demo_arm *arm, int seed,
     } else if (arm->kind == ARM_ADAGC) {
       lm_unit_norms(&m, norms);
       for (u = 0; u < U; u++) {
-        double s = arm_adagc_scale(&adagc_ema[u], norms[u], step == 0);
+        double s = arm_adagc_scale(&adagc_ema[u], norms[u]);
         if (s != 1.0) lm_scale_unit(&m, u, s);
       }
     } else if (arm->kind == ARM_GNMR) {
@@ -1685,6 +1759,14 @@ static void lm_usage(FILE *f) {
           "  --tau-r X --tau-d X --lock N --max-rec N   GNMR overrides\n"
           "  --global-clip X   every arm: clip the global gradient norm to X\n"
           "                 after the arm's own control (default off)\n"
+          "  --freeze B:P   block B frozen for the first P%% of steps (no "
+          "gradient: its\n"
+          "                 units' norms are exactly 0; no update), then "
+          "trained\n"
+          "  --shift U:P    unit U reparametrised at P%% of the steps: W/10, "
+          "b/10, output\n"
+          "                 x 10 (same function, same updates, its gradient "
+          "x 10)\n"
           "  --sweep        f32 vs lowp (every seed, with --stress faults)\n"
           "  --sweep-lrs LIST      learning rates (default 2e-3,3e-3)\n"
           "  --sweep-formats LIST  formats (default e4m3,e5m2,e2m1)\n"
@@ -1738,6 +1820,7 @@ static void lm_parse(lm_opts *o, int argc, char **argv) {
   o->out_dir = "build/demo-lm";
   o->tau_r = o->tau_d = -1;
   o->lock = o->max_rec = -1;
+  o->freeze.index = o->shift.index = -1;
   o->lrs[0] = 2e-3, o->lrs[1] = 3e-3;
   o->n_lrs = 2;
   for (a = 0; a < (int)LP_N_FORMATS; a++) o->formats[a] = &LP_FORMATS[a];
@@ -1802,6 +1885,10 @@ static void lm_parse(lm_opts *o, int argc, char **argv) {
       o->global_clip = demo_parse_double(v, f, 1);
     else if (strcmp(f, "--max-rec") == 0)
       o->max_rec = demo_parse_int(v, 0, LM_MAX_UNITS, f);
+    else if (strcmp(f, "--freeze") == 0)
+      o->freeze = demo_parse_at(v, f, LM_MAX_LAYERS - 1);
+    else if (strcmp(f, "--shift") == 0)
+      o->shift = demo_parse_at(v, f, LM_MAX_UNITS - 1);
     else if (strcmp(f, "--format") == 0) {
       o->fmt = lp_format_find(v);
       if (!o->fmt)
@@ -1811,6 +1898,10 @@ static void lm_parse(lm_opts *o, int argc, char **argv) {
       DEMO_DIE("unknown option '%s'", f);
     }
   }
+  if (o->freeze.index >= o->shape.L || o->shift.index > 4 * o->shape.L)
+    DEMO_DIE("--freeze names a block, --shift a unit the model does not have "
+             "(%d blocks, %d units)",
+             o->shape.L, 4 * o->shape.L + 1);
   if (o->shape.C % o->shape.nh != 0)
     DEMO_DIE("--dim %d is not a multiple of --heads %d", o->shape.C,
              o->shape.nh);

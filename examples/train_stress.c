@@ -20,7 +20,14 @@
             below the format's smallest and flush to zero, which only FP4
             E2M1's narrow range feels.
 
-   A unit on the f32 path does not see its faults. The arms, with the same
+   A unit on the f32 path does not see its faults. Two training events that
+   are not faults (examples/common.h): `--freeze L:P` trains layer L only
+   after the first P% of steps (before, it has no gradient: its norm is
+   exactly 0, as a frozen layer's or an unused LoRA factor's); `--shift L:P`
+   reparametrises layer L at P% of the steps so that its gradient norm moves
+   up 10x for good while the training goes on unchanged.
+
+   The arms, with the same
    seeds, initial weights, data order and faults:
 
      f32    the reference: every unit f32, no faults
@@ -247,6 +254,7 @@ typedef struct ts_layer {
   float *wt;        /* scratch: wq transposed, for the input gradient */
   lp_scaler sx, sw; /* delayed scaling of the activation and the weight */
   float qerr;       /* forward signal (forward arms): lowp.h lp_quant_error */
+  float gain;       /* output multiplier: 1, DEMO_SHIFT_GAIN after --shift */
 } ts_layer;
 
 typedef struct ts_model {
@@ -274,6 +282,7 @@ static void ts_model_init(ts_model *m, const int *dims, int batch,
     double bound = sqrt(6.0 / dims[l]); /* He uniform, for ReLU */
     L->in = dims[l];
     L->out = dims[l + 1];
+    L->gain = 1.0f;
     L->w = DEMO_CALLOC(nw, float);
     L->dw = DEMO_CALLOC(nw, float);
     L->mw = DEMO_CALLOC(nw, float);
@@ -376,6 +385,10 @@ static void ts_layer_forward(ts_layer *L, const float *x, int batch,
     lp_scaler_push(&L->sw, amax);
   }
   ts_gemm_xw(L->xq, L->wq, L->b, batch, L->in, L->out, y);
+  if (L->gain != 1.0f) {
+    size_t i, ny = (size_t)batch * (size_t)L->out;
+    for (i = 0; i < ny; i++) y[i] *= L->gain;
+  }
 }
 
 /* Gradients of one layer from dy; dx (may be NULL for the first layer) is
@@ -398,6 +411,10 @@ static void ts_layer_backward(ts_layer *L, const float *restrict dy, int batch,
       ts_axpy(g, a, d, out);
     }
   }
+  if (L->gain != 1.0f) { /* y = gain (x W + b): dW, db and dx take it too */
+    for (i = 0; i < in * out; i++) dw[i] *= L->gain;
+    for (o = 0; o < out; o++) L->db[o] *= L->gain;
+  }
   if (!dx) return;
   for (i = 0; i < in; i++)
     for (o = 0; o < out; o++)
@@ -410,6 +427,8 @@ static void ts_layer_backward(ts_layer *L, const float *restrict dy, int batch,
     for (o = 0; o < out; o++) {
       ts_axpy(g, d[o], wt + (size_t)o * (size_t)in, in);
     }
+    if (L->gain != 1.0f)
+      for (i = 0; i < in; i++) g[i] *= L->gain;
   }
 }
 
@@ -469,7 +488,7 @@ typedef struct ts_adamw {
 } ts_adamw;
 
 static void ts_adamw_update(float *p, float *g, float *mo, float *v, size_t n,
-                            const ts_adamw *o, double lr, long t, int decay) {
+                            const ts_adamw *o, double lr, long t, double wd) {
   double c1 = 1.0 - pow(o->beta1, (double)t),
          c2 = 1.0 - pow(o->beta2, (double)t);
   size_t i;
@@ -479,8 +498,7 @@ static void ts_adamw_update(float *p, float *g, float *mo, float *v, size_t n,
     v[i] = (float)(o->beta2 * v[i] + (1.0 - o->beta2) * (double)g[i] * g[i]);
     mh = mo[i] / c1;
     vh = v[i] / c2;
-    p[i] = (float)(p[i] - lr * (mh / (sqrt(vh) + o->eps) +
-                                (decay ? o->wd * p[i] : 0.0)));
+    p[i] = (float)(p[i] - lr * (mh / (sqrt(vh) + o->eps) + wd * p[i]));
   }
 }
 
@@ -490,6 +508,19 @@ static void ts_scale_grads(ts_layer *L, double s) {
   for (i = 0; i < nw; i++) L->dw[i] = s == 0.0 ? 0.0f : (float)(L->dw[i] * s);
   for (i = 0; i < (size_t)L->out; i++)
     L->db[i] = s == 0.0 ? 0.0f : (float)(L->db[i] * s);
+}
+
+/* --shift: the reparametrisation of examples/common.h's DEMO_SHIFT_GAIN,
+   y = g (x W/g + b/g), with the optimizer state and the weight's amax
+   history to match; the caller divides the layer's learning rate by its
+   gain and multiplies its decay by it. */
+static void ts_reparametrise(ts_layer *L, float g) {
+  size_t i, nw = (size_t)L->in * (size_t)L->out;
+  for (i = 0; i < nw; i++) L->w[i] /= g, L->mw[i] *= g, L->vw[i] *= g * g;
+  for (i = 0; i < (size_t)L->out; i++)
+    L->b[i] /= g, L->mb[i] *= g, L->vb[i] *= g * g;
+  for (i = 0; i < LP_AMAX_HISTORY; i++) L->sw.hist[i] /= g;
+  L->gain *= g;
 }
 
 static void ts_scale_all(ts_model *m, double s) {
@@ -573,6 +604,8 @@ typedef struct ts_opts {
   const char *data_dir, *out_dir;
   double lr, global_clip;    /* global_clip > 0: --global-clip */
   int set_max_rec, set_lock; /* given: every GNMR arm takes them */
+  demo_at freeze;            /* --freeze: layer, share of the run frozen */
+  demo_at shift;             /* --shift: layer, where it is reparametrised */
   gnmr_config gnmr;
 } ts_opts;
 
@@ -624,6 +657,11 @@ static ts_result ts_train(const ts_opts *o, int arm, int seed,
   /* controller units: the layers, then with forward signals one more each */
   int CU = A->forward ? 2 * TS_LAYERS : TS_LAYERS;
   long hf_steps = 0; /* unit-steps on the f32 path (forward arms) */
+  /* --freeze: the layer gets no gradient and no update before step
+     freeze_end (its norm is exactly 0), then trains with Adam state of its
+     own from there; --shift: reparametrised at the start of shift_step */
+  int freeze_end = o->freeze.index >= 0 ? o->steps * o->freeze.pct / 100 : 0;
+  int shift_step = o->shift.index >= 0 ? o->steps * o->shift.pct / 100 : -1;
   arm_zclip zc = {0, 0, 0};
   float *xb, norms[2 * TS_LAYERS];
   uint8_t *yb, caught[256];
@@ -672,6 +710,8 @@ static ts_result ts_train(const ts_opts *o, int arm, int seed,
     gnmr_decision d[2 * TS_LAYERS];
     double loss, lr, tc;
     int b;
+    if (step == shift_step)
+      ts_reparametrise(&m.layer[o->shift.index], (float)DEMO_SHIFT_GAIN);
     /* The next batch; reshuffle (Fisher-Yates) at each epoch. */
     for (b = 0; b < o->batch; b++) {
       if (pos == train->n) {
@@ -718,6 +758,7 @@ static ts_result ts_train(const ts_opts *o, int arm, int seed,
     }
     loss = ts_forward(&m, xb, yb, o->batch, paths, NULL);
     ts_backward(&m, yb, o->batch);
+    if (step < freeze_end) ts_scale_grads(&m.layer[o->freeze.index], 0.0);
     res.loss[step] = (float)loss;
     if (!isfinite(loss)) res.diverged = 1;
     if (step >= 20 && isfinite(loss) && loss > TS_SPIKE_FACTOR * ema_loss)
@@ -734,7 +775,7 @@ static ts_result ts_train(const ts_opts *o, int arm, int seed,
       ts_scale_all(&m, arm_zclip_scale(&zc, ts_global_norm(norms)));
     } else if (A->kind == ARM_ADAGC) {
       for (l = 0; l < TS_LAYERS; l++) {
-        double sc = arm_adagc_scale(&adagc_ema[l], norms[l], step == 0);
+        double sc = arm_adagc_scale(&adagc_ema[l], norms[l]);
         if (sc != 1.0) ts_scale_grads(&m.layer[l], sc);
       }
     } else if (A->kind == ARM_GNMR) {
@@ -778,10 +819,12 @@ static ts_result ts_train(const ts_opts *o, int arm, int seed,
         o->lr * (0.1 + 0.45 * (1.0 + cos(3.141592653589793 * step / o->steps)));
     for (l = 0; l < TS_LAYERS; l++) {
       ts_layer *L = &m.layer[l];
+      long t = step + 1 - (l == o->freeze.index ? freeze_end : 0);
+      if (t < 1) continue; /* frozen */
       ts_adamw_update(L->w, L->dw, L->mw, L->vw, (size_t)L->in * (size_t)L->out,
-                      &opt, lr, step + 1, 1);
-      ts_adamw_update(L->b, L->db, L->mb, L->vb, (size_t)L->out, &opt, lr,
-                      step + 1, 0);
+                      &opt, lr / L->gain, t, opt.wd * L->gain);
+      ts_adamw_update(L->b, L->db, L->mb, L->vb, (size_t)L->out, &opt,
+                      lr / L->gain, t, 0.0);
     }
   }
   res.seconds = ts_seconds() - t0;
@@ -858,6 +901,13 @@ static void ts_usage(FILE *f) {
           "(default 0)\n"
           "  --stale over|under  stale scales too large (saturate; default) or "
           "too small (underflow)\n"
+          "  --freeze L:P   layer L (0-3) frozen for the first P%% of steps: "
+          "no gradient\n"
+          "                 (norm exactly 0), no update; then it trains\n"
+          "  --shift L:P    layer L reparametrised at P%% of the steps: W/10, "
+          "b/10, output\n"
+          "                 x 10 (same function, same updates, its gradient "
+          "x 10)\n"
           "  --tau-r X --tau-d X --window N --lock N --max-rec N\n"
           "                 GNMR settings of the gnmr arm (default: "
           "gnmr_config_default());\n"
@@ -880,6 +930,7 @@ static void ts_parse(ts_opts *o, int argc, char **argv) {
   o->lr = 1e-3;
   o->fmt = &LP_FORMATS[0];
   o->out_dir = "demo-out";
+  o->freeze.index = o->shift.index = -1;
   o->gnmr = gnmr_config_default();
   o->gnmr.max_recovering =
       o->gnmr.max_recovering > TS_LAYERS ? TS_LAYERS : o->gnmr.max_recovering;
@@ -925,6 +976,10 @@ static void ts_parse(ts_opts *o, int argc, char **argv) {
     } else if (strcmp(f, "--max-rec") == 0) {
       o->gnmr.max_recovering = (uint32_t)demo_parse_int(v, 0, TS_LAYERS, f);
       o->set_max_rec = 1;
+    } else if (strcmp(f, "--freeze") == 0) {
+      o->freeze = demo_parse_at(v, f, TS_LAYERS - 1);
+    } else if (strcmp(f, "--shift") == 0) {
+      o->shift = demo_parse_at(v, f, TS_LAYERS - 1);
     } else if (strcmp(f, "--stale") == 0) {
       if (strcmp(v, "over") && strcmp(v, "under"))
         DEMO_DIE("--stale: expected over or under, got '%s'", v);
