@@ -1593,8 +1593,8 @@ typedef struct gnmr__rules {
    scalar NOISE step); a device build keeps nvcc's own choice. */
 #if (defined(__GNUC__) || defined(__clang__)) && !defined(__CUDACC__)
 #define GNMR__HOT __inline__ __attribute__((always_inline))
-/* ... and a rule of the flagged steps kept out of them: inlined, it cost
-   the calm scalar step 10% (registers) */
+/* ... and the rare work of flagged steps kept out of them (its registers
+   would be the loops' to save) */
 #define GNMR__COLD __attribute__((noinline, cold))
 #else
 #define GNMR__HOT
@@ -2621,17 +2621,43 @@ static GNMR_HOSTDEV void gnmr__step_verdict(gnmr_ctl *ctl, gnmr__rules *r,
    settling. Only flagged steps touch the run's fields: a calm one breaks
    the run by moving k past shift_at. */
 
+/* Rule 9's judgement of a run of P flagged observations of unit u, g in
+   [lo, hi], k the unit's count: restarts the history at a steady run's
+   level and returns 1, else 0. Once per P flagged steps: out of line. */
+static GNMR__COLD GNMR_HOSTDEV int
+gnmr__shift_judge(const gnmr__rules *c, const gnmr__soa *s, uint32_t u,
+                  float lo, float hi, uint32_t fall, uint64_t k) {
+  double llo, lhi, level, jump;
+  llo = gnmr__log((double)lo, c->log_floor);
+  lhi = gnmr__log((double)hi, c->log_floor);
+  level = c->noise ? s->log_mean[u] : gnmr__log(s->mean[u], c->log_floor);
+  jump = fall ? level - lhi : llo - level;
+  if (!(jump > 0.0 && lhi - llo <= gnmr__mul(c->shift_spread, jump))) return 0;
+  if (c->noise) {
+    s->log_mean[u] = gnmr__mul(0.5, llo + lhi);
+    s->last_dev[u] = 0.0;
+  } else { /* the run's middle; every stored ratio 1, as at that level */
+    const uint32_t filled = k < GNMR_WINDOW_MAX ? (uint32_t)k : GNMR_WINDOW_MAX;
+    uint32_t i;
+    s->mean[u] = gnmr__mul(0.5, (double)lo + (double)hi);
+    for (i = 0; i < filled; i++) s->window[(size_t)i * c->n + u] = 1.0f;
+    s->window_sum[u] = (double)(k < c->window ? (uint32_t)k : c->window);
+  }
+  s->level_shifts[u]++;
+  return 1;
+}
+
 /* Rule 9 for unit u, flagged on a finite observation g (fall: a run of
-   FALLs), after its rule set's rules have counted it (k its new count).
-   Returns 1 when the unit's history restarted at a new level. */
-static GNMR__COLD GNMR_HOSTDEV int gnmr__level_shift(const gnmr__rules *c,
-                                                     const gnmr__soa *s,
-                                                     uint32_t u, float g,
-                                                     uint32_t fall) {
+   FALLs), after its rule set's rules have counted it (k its new count):
+   the run goes on, or is judged. Returns 1 when the unit's history
+   restarted at a new level. */
+static GNMR__HOT GNMR_HOSTDEV int gnmr__level_shift(const gnmr__rules *c,
+                                                    const gnmr__soa *s,
+                                                    uint32_t u, float g,
+                                                    uint32_t fall) {
   const uint64_t k = s->finite_steps[u];
   uint32_t len = s->shift_len[u];
   float lo = g, hi = g;
-  double llo, lhi, level, jump;
   if (len > 0 && s->shift_at[u] + 1 == k && s->shift_fall[u] == fall) {
     if (s->shift_lo[u] < lo) lo = s->shift_lo[u];
     if (s->shift_hi[u] > hi) hi = s->shift_hi[u];
@@ -2650,23 +2676,7 @@ static GNMR__COLD GNMR_HOSTDEV int gnmr__level_shift(const gnmr__rules *c,
   s->shift_at[u] = 0; /* judged: the next flagged step starts a new run */
   s->shift_lo[u] = s->shift_hi[u] = 0.0f;
   s->shift_len[u] = s->shift_fall[u] = 0;
-  llo = gnmr__log((double)lo, c->log_floor);
-  lhi = gnmr__log((double)hi, c->log_floor);
-  level = c->noise ? s->log_mean[u] : gnmr__log(s->mean[u], c->log_floor);
-  jump = fall ? level - lhi : llo - level;
-  if (!(jump > 0.0 && lhi - llo <= gnmr__mul(c->shift_spread, jump))) return 0;
-  if (c->noise) {
-    s->log_mean[u] = gnmr__mul(0.5, llo + lhi);
-    s->last_dev[u] = 0.0;
-  } else { /* the run's middle; every stored ratio 1, as at that level */
-    const uint32_t filled = k < GNMR_WINDOW_MAX ? (uint32_t)k : GNMR_WINDOW_MAX;
-    uint32_t i;
-    s->mean[u] = gnmr__mul(0.5, (double)lo + (double)hi);
-    for (i = 0; i < filled; i++) s->window[(size_t)i * c->n + u] = 1.0f;
-    s->window_sum[u] = (double)(k < c->window ? (uint32_t)k : c->window);
-  }
-  s->level_shifts[u]++;
-  return 1;
+  return gnmr__shift_judge(c, s, u, lo, hi, fall, k);
 }
 
 /* ---- locks and admission (rules 6, 7), shared by both rule sets ---------- */
