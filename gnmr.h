@@ -1600,6 +1600,13 @@ typedef struct gnmr__rules {
 #define GNMR__HOT
 #define GNMR__COLD
 #endif
+/* A test whose rare side is kept off the straight path (rule 0's zeros and
+   rule 1's NaNs ahead of the rules: 3-6% of the scalar step). */
+#if defined(__GNUC__) || defined(__clang__)
+#define GNMR__UNLIKELY(x) __builtin_expect(!!(x), 0)
+#else
+#define GNMR__UNLIKELY(x) (x)
+#endif
 
 /* What one unit's step adds to the controller's totals: bits returned by
    gnmr__unit_step, summed by the caller. */
@@ -2792,33 +2799,35 @@ gnmr__unit_step(const gnmr__rules *c, const gnmr__soa *s, const float *norms,
   unsigned ev = 0;
   int risky;
 
-  if (c->noise && gnmr__observed32(norms[u])) {
+  if (GNMR__UNLIKELY(!gnmr__observed32(norms[u]))) { /* rules 0, 1 */
+    if (gnmr__finite32(norms[u])) {
+      /* rule 0: a norm of 0 is no observation (a frozen layer, an expert
+         that got no tokens): nothing is learned, nothing scaled */
+      ratio = delta = score = 0.0;
+      flags = GNMR_FLAG_ABSENT;
+      risky = 0;
+      s->absent[u]++;
+      ev = GNMR__EV_ABSENT;
+    } else {
+      /* rule 1: a NaN/Inf never enters the mean or the window */
+      ratio = delta = g;
+      score = (double)INFINITY;
+      flags = GNMR_FLAG_NONFINITE;
+      risky = 1;
+      scale = 0.0;
+      s->nonfinite[u]++;
+      ev = GNMR__EV_NONFINITE;
+    }
+  } else if (c->noise) {
     /* rules N2, N4-N7, N9; ratio g / exp(mu) = exp(dr), 1 at first */
     double own;
     flags = gnmr__noise_unit(c, s, u, &own, &delta, &score, &scale);
     ratio = out && s->finite_steps[u] > 1 ? gnmr__exp(s->dev[u]) : 1.0;
     risky = (flags & (GNMR_FLAG_RATIO | GNMR_FLAG_FALL)) != 0;
     if (risky) ev = flags & GNMR_FLAG_FALL ? GNMR__EV_FALL : GNMR__EV_RISE;
-  } else if (gnmr__observed32(norms[u])) {
+  } else {
     flags = gnmr__paper_unit(c, s, u, g, &ratio, &delta, &score, &scale);
     risky = (flags & (GNMR_FLAG_RATIO | GNMR_FLAG_DELTA)) != 0;
-  } else if (gnmr__finite32(norms[u])) {
-    /* rule 0: a norm of 0 is no observation (a frozen layer, an expert
-       that got no tokens): nothing is learned, nothing scaled */
-    ratio = delta = score = 0.0;
-    flags = GNMR_FLAG_ABSENT;
-    risky = 0;
-    s->absent[u]++;
-    ev = GNMR__EV_ABSENT;
-  } else {
-    /* rule 1: a NaN/Inf never enters the mean or the window */
-    ratio = delta = g;
-    score = (double)INFINITY;
-    flags = GNMR_FLAG_NONFINITE;
-    risky = 1;
-    scale = 0.0;
-    s->nonfinite[u]++;
-    ev = GNMR__EV_NONFINITE;
   }
   if (risky && c->shift_steps && !(flags & GNMR_FLAG_NONFINITE) &&
       gnmr__level_shift(c, s, u, norms[u],
