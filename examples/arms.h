@@ -52,12 +52,14 @@
                 steps / 10, then fixed
      late       every unit f32 for the last B% of steps (told the schedule)
      nvfp4-late nvfp4 at B/2, the late switch for the rest of B
-     upd-*      measured in time, not told the schedule (train_lm.c's
+     upd-max, upd-both, upd-all
+                measured in time, not told the schedule (train_lm.c's
                 LM_PLACE_* rules): a unit goes to f32 for good once the
                 running mean of its weight update's norm falls, relative to
-                the run, against its weights' quantization error's norm;
-                the budget a token bucket that earns B% of a step's FLOPs
-                per step
+                the run, against its weights' quantization error's norm
+                (upd-all: every unit at once, on the units' mean); the
+                budget a token bucket that earns B% of a step's FLOPs per
+                step
    A static rule takes units in its order while their FLOPs fit the budget.
    Every demo also takes --global-clip X: each arm's gradient is clipped to
    global norm X after the arm's own control (what production trainers run
@@ -160,8 +162,8 @@ static const demo_arm ARMS[] = {
     ARM_PLACE_ROWS("late"),
     ARM_PLACE_ROWS("nvfp4-late"),
     ARM_PLACE_ROWS("upd-max"),
-    ARM_PLACE_ROWS("upd-fall"),
     ARM_PLACE_ROWS("upd-both"),
+    ARM_PLACE_ROWS("upd-all"),
 #undef ARM_PLACE_ROWS
 };
 #define ARM_COUNT ((int)(sizeof ARMS / sizeof ARMS[0]))

@@ -1282,20 +1282,20 @@ enum {
   LM_PLACE_LATE,
   LM_PLACE_NVFP4_LATE,
   LM_PLACE_UPD_MAX,
-  LM_PLACE_UPD_FALL,
-  LM_PLACE_UPD_BOTH
+  LM_PLACE_UPD_BOTH,
+  LM_PLACE_UPD_ALL
 };
 
 static const struct {
   const char *name;
   int rule, draw;
 } LM_PLACE_RULES[] = {
-    {"nvfp4", LM_PLACE_NVFP4, 0},       {"firstlast", LM_PLACE_FIRSTLAST, 0},
-    {"rand1", LM_PLACE_RANDOM, 1},      {"rand2", LM_PLACE_RANDOM, 2},
-    {"rand3", LM_PLACE_RANDOM, 3},      {"once", LM_PLACE_ONCE, 0},
-    {"late", LM_PLACE_LATE, 0},         {"nvfp4-late", LM_PLACE_NVFP4_LATE, 0},
-    {"upd-max", LM_PLACE_UPD_MAX, 0},   {"upd-fall", LM_PLACE_UPD_FALL, 0},
-    {"upd-both", LM_PLACE_UPD_BOTH, 0},
+    {"nvfp4", LM_PLACE_NVFP4, 0},     {"firstlast", LM_PLACE_FIRSTLAST, 0},
+    {"rand1", LM_PLACE_RANDOM, 1},    {"rand2", LM_PLACE_RANDOM, 2},
+    {"rand3", LM_PLACE_RANDOM, 3},    {"once", LM_PLACE_ONCE, 0},
+    {"late", LM_PLACE_LATE, 0},       {"nvfp4-late", LM_PLACE_NVFP4_LATE, 0},
+    {"upd-max", LM_PLACE_UPD_MAX, 0}, {"upd-both", LM_PLACE_UPD_BOTH, 0},
+    {"upd-all", LM_PLACE_UPD_ALL, 0},
 };
 
 /* The measured rules (upd-*). Each step a unit on the low-cost path has
@@ -1303,21 +1303,28 @@ static const struct {
    by, and q_t = ||Q(W_t) - W_t||, its weights' quantization error as the
    cheap path used them; r_t = (running mean of u) / q_t says how far a step
    moves the weights against what the format can resolve. It falls as the
-   learning rate decays. The thresholds are relative to the run's own r:
-     upd-max   r_t < LM_PLACE_MAX_FRAC x its running maximum
-     upd-fall  the fast mean of r under LM_PLACE_FALL_FRAC x its slow mean:
-               r falling now, whatever its level
-     upd-both  either
+   learning rate decays, and as the weights grow. The thresholds are
+   relative to the run's own r (its running maximum, its slow mean), not
+   absolute levels:
+     upd-max   a unit fires when r_t < LM_PLACE_MAX_FRAC x its running max
+     upd-both  that, or its fast mean of r under LM_PLACE_FALL_FRAC x its
+               slow mean: r falling now, whatever its level (a WSD decay)
+     upd-all   the same two tests on the FLOPs-weighted mean of r_t / max
+               over the units: when it fires, every unit fires at once
+               (in time, not in space: the late switch, found by the
+               signal), the units with the lowest r_t / max first
    A unit that fires goes to f32 for good. None fires in its first
    LM_PLACE_WARM steps. The budget is a token bucket: every step earns B%
    of the step's unit FLOPs; the fired units, in the order they fired, run
    f32 while the credit covers them, so the run's share stays under B
-   without knowing its length. */
-#define LM_PLACE_UPD_BETA 0.95 /* running mean of u_t */
-#define LM_PLACE_MAX_FRAC 0.2
+   without knowing its length. The two fractions were read off the lowp
+   arm's trace of lm-natural-clip (cosine, seed 1, bench/RESULTS.md); the
+   WSD and NVFP4 runs are where they are tested. */
+#define LM_PLACE_UPD_BETA 0.95  /* running mean of u_t */
+#define LM_PLACE_MAX_FRAC 0.06  /* level: r_t against its running max */
 #define LM_PLACE_FALL_FAST 0.9  /* fast mean of r_t */
 #define LM_PLACE_FALL_SLOW 0.99 /* slow mean of r_t */
-#define LM_PLACE_FALL_FRAC 0.8
+#define LM_PLACE_FALL_FRAC 0.6  /* fall: fast mean against slow mean */
 #define LM_PLACE_WARM 50
 #define LM_PLACE_CALIB_WINDOW 10 /* once: steps averaged before the choice */
 
@@ -1329,12 +1336,13 @@ typedef struct lm_placer {
   double oerr_sum[LM_MAX_UNITS];
   double upd[LM_MAX_UNITS], rmax[LM_MAX_UNITS], fast[LM_MAX_UNITS],
       slow[LM_MAX_UNITS], ratio[LM_MAX_UNITS];
-  int seen[LM_MAX_UNITS], fired[LM_MAX_UNITS], n_fired;
+  double all_fast, all_slow; /* upd-all: the weighted mean's fast, slow */
+  int seen[LM_MAX_UNITS], fired[LM_MAX_UNITS], n_fired, all_seen;
 } lm_placer;
 
 static int lm_place_measured(int rule) {
-  return rule == LM_PLACE_UPD_MAX || rule == LM_PLACE_UPD_FALL ||
-         rule == LM_PLACE_UPD_BOTH;
+  return rule == LM_PLACE_UPD_MAX || rule == LM_PLACE_UPD_BOTH ||
+         rule == LM_PLACE_UPD_ALL;
 }
 
 /* The units of `order` in turn while their FLOPs fit share x total. */
@@ -1468,40 +1476,59 @@ static void lm_place_forward(lm_placer *pl, const lm_model *m, int step) {
   lm_place_fill(pl, order, pl->n_units, pl->budget);
 }
 
+/* One step of a fast and a slow mean; the level and fall tests. */
+static int lm_place_test(double x, double max, double *fast, double *slow,
+                         int seen) {
+  *fast = seen ? LM_PLACE_FALL_FAST * *fast + (1 - LM_PLACE_FALL_FAST) * x : x;
+  *slow = seen ? LM_PLACE_FALL_SLOW * *slow + (1 - LM_PLACE_FALL_SLOW) * x : x;
+  return (x < LM_PLACE_MAX_FRAC * max) * 1 +
+         (*fast < LM_PLACE_FALL_FRAC * *slow) * 2;
+}
+
 /* After the update: the measured rules' signals (every arm that has a
-   placer); under a measured rule, a unit fires for good. */
+   placer); under a measured rule, units fire for good. */
 static void lm_place_update(lm_placer *pl, const lm_model *m) {
-  int u;
+  double level = 0, weight = 0;
+  int u, k, j, order[LM_MAX_UNITS], n = 0, fired[LM_MAX_UNITS] = {0};
+  for (k = 0; k < pl->n_fired; k++) fired[pl->fired[k]] = 1;
   for (u = 0; u < pl->n_units; u++) {
     const lm_linear *U = &m->unit[u];
     size_t nw = (size_t)U->in * (size_t)U->out;
     double d, r;
-    int k, fire;
-    for (k = 0; k < pl->n_fired; k++)
-      if (pl->fired[k] == u) break;
-    if (k < pl->n_fired || !(U->wqerr > 0)) continue;
+    int test;
+    if (fired[u] || !(U->wqerr > 0)) continue;
     d = lm_dist(U->w, U->wprev, nw);
     pl->upd[u] = pl->seen[u] ? LM_PLACE_UPD_BETA * pl->upd[u] +
                                    (1 - LM_PLACE_UPD_BETA) * d
                              : d;
     r = pl->upd[u] / U->wqerr;
-    pl->fast[u] = pl->seen[u] ? LM_PLACE_FALL_FAST * pl->fast[u] +
-                                    (1 - LM_PLACE_FALL_FAST) * r
-                              : r;
-    pl->slow[u] = pl->seen[u] ? LM_PLACE_FALL_SLOW * pl->slow[u] +
-                                    (1 - LM_PLACE_FALL_SLOW) * r
-                              : r;
     if (r > pl->rmax[u]) pl->rmax[u] = r;
+    test =
+        lm_place_test(r, pl->rmax[u], &pl->fast[u], &pl->slow[u], pl->seen[u]);
     pl->ratio[u] = r;
     pl->seen[u]++;
-    if (!lm_place_measured(pl->rule) || pl->seen[u] <= LM_PLACE_WARM) continue;
-    fire = 0;
-    if (pl->rule != LM_PLACE_UPD_FALL)
-      fire |= r < LM_PLACE_MAX_FRAC * pl->rmax[u];
-    if (pl->rule != LM_PLACE_UPD_MAX)
-      fire |= pl->fast[u] < LM_PLACE_FALL_FRAC * pl->slow[u];
-    if (fire) pl->fired[pl->n_fired++] = u;
+    level += pl->flops[u] * r / pl->rmax[u];
+    weight += pl->flops[u];
+    if (pl->seen[u] <= LM_PLACE_WARM) continue;
+    if ((pl->rule == LM_PLACE_UPD_MAX && (test & 1)) ||
+        (pl->rule == LM_PLACE_UPD_BOTH && test))
+      pl->fired[pl->n_fired++] = u;
   }
+  if (pl->rule != LM_PLACE_UPD_ALL || pl->n_fired || !(weight > 0)) return;
+  if (!lm_place_test(level / weight, 1.0, &pl->all_fast, &pl->all_slow,
+                     pl->all_seen++) ||
+      pl->all_seen <= LM_PLACE_WARM)
+    return;
+  for (u = 0; u < pl->n_units; u++) { /* lowest r / max first */
+    double x = pl->rmax[u] > 0 ? pl->ratio[u] / pl->rmax[u] : 0;
+    for (j = n; j > 0 && pl->rmax[order[j - 1]] > 0 &&
+                pl->ratio[order[j - 1]] / pl->rmax[order[j - 1]] > x;
+         j--)
+      order[j] = order[j - 1];
+    order[j] = u;
+    n++;
+  }
+  for (k = 0; k < n; k++) pl->fired[pl->n_fired++] = order[k];
 }
 
 /* ---- one training run ------------------------------------------------------
