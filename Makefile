@@ -679,7 +679,8 @@ demo-lm-sweep: $(B)/train_lm fortunes-check
 #   mlp, mlp-clip     the MLP stress demo (built-in task, 8 faults per 1000)
 #   mlp-fashion       the MLP on Fashion-MNIST, core arms (when installed)
 # efficacy-quick is CI's lane: the LM injected setting at 300 steps, one
-# seed, and the MLP settings at 2 seeds, about 3 minutes on 2 cores.
+# seed, with one static and one measured placement arm, and the MLP settings
+# at 2 seeds, about 3 minutes on 2 cores.
 EFF = $(B)/efficacy
 EFF_LM = $(B)/train_lm --data $(FORTUNES) --threads 1 --quiet --eval $(EFF_EVAL)
 EFF_LM_INJ = $(EFF_LM) --format e4m3 --lr 2e-3 --stress 24
@@ -691,7 +692,7 @@ EFF_CLIPPED = f32,lowp,adagc,zclip,gnmr,gnmr-noise,paper-pass,$\
   paper-clip-only,f32-gnmr
 EFF_FWD = gnmr-fwd,paper-tau3-fwd
 EFF_CSV_HEADER = setting,arm,seed,val_loss,gap_recovered,hf_unit_steps,$\
-  loss_spikes,diverged,vs_f32_pct
+  hf_flops,loss_spikes,diverged,vs_f32_pct
 EFF_MLP = $(B)/train_stress --quiet --stress 8 --hidden 128,64,32
 EFF_SEEDS ?= 3
 EFF_STEPS ?= 1000
@@ -714,13 +715,18 @@ efficacy-quick: $(B)/train_lm $(B)/train_stress $(B)/efficacy_report \
                 fortunes-check
 	rm -rf $(EFF)
 	$(MAKE) --no-print-directory -j2 EFF_SEEDS=1 EFF_STEPS=300 \
-	  EFF_MLP_SEEDS=2 EFF_EVAL=128 eff-lm-inj-core eff-mlp
+	  EFF_MLP_SEEDS=2 EFF_EVAL=128 eff-lm-inj-core eff-mlp eff-lm-inj-place
 	$(B)/efficacy_report $(EFF) > $(EFF)/report.txt
 	@head -1 $(EFF)/summary.csv | grep -qx '$(EFF_CSV_HEADER)' && \
 	  for s in lm-injected mlp mlp-clip; do \
 	    grep -q "^$$s,gnmr,1," $(EFF)/summary.csv || exit 1; done && \
-	  grep -q '<circle' $(EFF)/efficacy.svg || \
-	  { echo "efficacy-quick: summary.csv or efficacy.svg incomplete"; exit 1; }
+	  for a in place-nvfp4-20 place-upd-all-10; do \
+	    grep -Eq "^lm-injected,$$a,1,[^,]+,[^,]*,[^,]+,0\.[0-9]+," \
+	      $(EFF)/summary.csv || exit 1; done && \
+	  grep -q '<circle' $(EFF)/efficacy.svg && \
+	  grep -q '<circle' $(EFF)/frontier.svg || \
+	  { echo "efficacy-quick: summary.csv, efficacy.svg or frontier.svg" \
+	    "incomplete"; exit 1; }
 	@grep -A12 '^### lm-injected$$' $(EFF)/report.md
 
 eff-lm-inj-core:
@@ -748,6 +754,12 @@ eff-lm-nat-clip2:
 	$(EFF_LM_NAT) --setting lm-natural-clip --steps $(EFF_STEPS) \
 	  --seeds $(EFF_SEEDS) --arms paper-tau3,$(EFF_FWD) \
 	  --out $(EFF)/lm-natural-clip/fwd
+# CI's placement arms: one static, one measured, beside eff-lm-inj-core's
+# f32 and lowp (their hf_flops must come through to the report).
+eff-lm-inj-place:
+	$(EFF_LM_INJ) --setting lm-injected --steps $(EFF_STEPS) \
+	  --seeds $(EFF_SEEDS) --arms place-nvfp4-20,place-upd-all-10 \
+	  --out $(EFF)/lm-injected/place
 eff-mlp:
 	$(EFF_MLP) --steps 1000 --seeds $(EFF_MLP_SEEDS) \
 	  --arms $(EFF_CORE),$(EFF_FWD) --out $(EFF)/mlp/core
@@ -763,7 +775,49 @@ eff-mlp-fashion:
 	    --out $(EFF)/mlp-fashion/all; \
 	else echo "efficacy: no Fashion-MNIST in $(FASHION): mlp-fashion skipped"; fi
 
-.PHONY: efficacy efficacy-quick $(EFF_PARTS)
+.PHONY: efficacy efficacy-quick $(EFF_PARTS) eff-lm-inj-place
+
+# Placement: the format's own loss (issue 32; bench/RESULTS.md). The
+# placement arms (examples/arms.h, place-RULE-B) at 5/10/20% of the units'
+# GEMM FLOPs beside f32+clip and lowp+clip, in build/efficacy-place:
+#   lm-natural-clip      FP4 E2M1 per tensor, lr 4e-3, cosine (3 seeds)
+#   lm-nvfp4-clip        FP4 E2M1 with a scale per 1x16 block (NVFP4 style),
+#                        lr EFF_NVFP4_LR, cosine (3 seeds)
+#   lm-natural-clip-wsd  lm-natural-clip under WSD (seed 1): the late switch,
+#                        told the schedule, against the measured rule
+# About 90 LM runs: 2-3 hours on 2 cores.
+EFFP = $(B)/efficacy-place
+EFF_NVFP4_LR ?= 8e-3
+EFF_LM_NVFP4 = $(EFF_LM) --format nvfp4 --lr $(EFF_NVFP4_LR) --global-clip 1.0
+EFFP_SPACE = place-nvfp4-10,place-nvfp4-20,place-firstlast-20,$\
+  place-rand1-20,place-rand2-20,place-rand3-20,place-once-20
+EFFP_TIME = place-late-5,place-late-10,place-late-20,place-nvfp4-late-10
+EFFP_MEASURED = place-upd-max-10,place-upd-both-10,place-upd-all-10
+EFFP_PARTS = effp-nat-space effp-nat-time effp-nvfp4 effp-wsd
+effp-nat-space:
+	$(EFF_LM_NAT) --setting lm-natural-clip --steps $(EFF_STEPS) \
+	  --seeds $(EFF_SEEDS) --arms f32,lowp,$(EFFP_SPACE) \
+	  --out $(EFFP)/lm-natural-clip/space
+effp-nat-time:
+	$(EFF_LM_NAT) --setting lm-natural-clip --steps $(EFF_STEPS) \
+	  --seeds $(EFF_SEEDS) --arms $(EFFP_TIME),$(EFFP_MEASURED) \
+	  --out $(EFFP)/lm-natural-clip/time
+effp-nvfp4:
+	$(EFF_LM_NVFP4) --setting lm-nvfp4-clip --steps $(EFF_STEPS) \
+	  --seeds $(EFF_SEEDS) --arms f32,lowp,place-nvfp4-20,$\
+	place-late-10,place-nvfp4-late-10,place-once-20,$(EFFP_MEASURED) \
+	  --out $(EFFP)/lm-nvfp4-clip/all
+effp-wsd:
+	$(EFF_LM_NAT) --schedule wsd --setting lm-natural-clip-wsd \
+	  --steps $(EFF_STEPS) --seeds 1 --arms f32,lowp,place-late-10,$\
+	place-nvfp4-late-10,$(EFFP_MEASURED) --out $(EFFP)/lm-natural-clip-wsd/s1
+
+eff-place: $(B)/train_lm $(B)/efficacy_report fortunes-check
+	rm -rf $(EFFP)
+	$(MAKE) --no-print-directory -j2 $(EFFP_PARTS)
+	$(B)/efficacy_report $(EFFP)
+
+.PHONY: eff-place $(EFFP_PARTS)
 
 # ---- formatting -------------------------------------------------------------
 format:
@@ -903,6 +957,7 @@ help:
 	  'gpu-check         on a GPU: tests, figures, compute-sanitizer, torch' \
 	  'efficacy          closed-loop efficacy, every arm and setting (~1 h)' \
 	  'efficacy-quick    its CI lane (~3 min)' \
+	  'eff-place         placement arms where FP4 loses (issue 32, ~2.5 h)' \
 	  'libgnmr           shared libraries for the PyTorch bridge' \
 	  'test-torch        the PyTorch bridge tests (pytest)' \
 	  'demo-torch        the PyTorch char-GPT demo, TORCH_STEPS steps' \
