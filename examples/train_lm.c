@@ -232,8 +232,12 @@ typedef struct lm_linear {
   /* The placement arms' signals (lm_path.measure, .out_err): */
   lm_real *yref;  /* scratch: the output from unquantized inputs */
   lm_real *wprev; /* the weights before this step's update */
-  float wqerr;    /* ||Q(w) - w|| of this step's weight quantization */
-  float oerr;     /* ||y - yref|| / ||yref||: the output's relative error */
+  /* --grad-format: the low-cost path's output gradient, quantized */
+  const lp_format *gfmt; /* this step's (NULL: f32) */
+  lp_scaler sg;          /* its delayed scaling */
+  lm_real *dyq;          /* N x out */
+  float wqerr;           /* ||Q(w) - w|| of this step's weight quantization */
+  float oerr; /* ||y - yref|| / ||yref||: the output's relative error */
 } lm_linear;
 
 /* What a unit's path does this step. */
@@ -249,8 +253,9 @@ typedef struct lm_path {
      GEMM input's relative quantization error goes to lm_linear.qerr; on
      the f32 path, the error this format would give at the current scale. */
   const lp_format *probe;
-  int measure; /* low-cost path: lm_linear.wqerr */
-  int out_err; /* low-cost path: lm_linear.oerr (one more f32 GEMM) */
+  const lp_format *gfmt; /* low-cost path: --grad-format, or NULL */
+  int measure;           /* low-cost path: lm_linear.wqerr */
+  int out_err;           /* low-cost path: lm_linear.oerr (one more f32 GEMM) */
 } lm_path;
 
 typedef struct lm_gemm_ctx {
@@ -418,6 +423,7 @@ static void lm_linear_forward(lm_linear *L, const lm_real *x, int n,
                               const lm_path *p, lm_real *y) {
   size_t nx = (size_t)n * (size_t)L->in, nw = (size_t)L->in * (size_t)L->out;
   lm_gemm_ctx c;
+  L->gfmt = p->fmt ? p->gfmt : NULL;
   memcpy(L->xq, x, nx * sizeof *x);
   if (!p->fmt) {
     memcpy(L->wq, L->w, nw * sizeof *x);
@@ -474,10 +480,16 @@ static void lm_linear_forward(lm_linear *L, const lm_real *x, int n,
 }
 
 /* dw, db from dy; dx (n x in) written, through the GEMM inputs used (the
-   straight-through estimator on the quantizers). */
+   straight-through estimator on the quantizers). With --grad-format the
+   low-cost path quantizes dy first (per tensor, delayed scaling; a block
+   format along its rows), for all three: dw, db and dx. */
 static void lm_linear_backward(lm_linear *L, const lm_real *dy, int n,
                                lm_real *dx) {
   lm_gemm_ctx c;
+  if (L->gfmt) {
+    lm_quantize(dy, n, L->out, 0, L->gfmt, &L->sg, 1.0f, L->dyq);
+    dy = L->dyq;
+  }
   c.x = L->xq;
   c.dy = dy;
   c.dw = L->dw;
@@ -871,6 +883,7 @@ static void lm_model_init(lm_model *m, lm_shape s, demo_rng *r) {
     U->wt = DEMO_CALLOC(nw, lm_real);
     U->yref = DEMO_CALLOC((size_t)N * (size_t)U->out, lm_real);
     U->wprev = DEMO_CALLOC(nw, lm_real);
+    U->dyq = DEMO_CALLOC((size_t)N * (size_t)U->out, lm_real);
   }
   for (l = 0; l < L; l++) {
     lm_block_acts *a = &m->acts[l];
@@ -908,7 +921,7 @@ static void lm_model_free(lm_model *m) {
   free(m->params), free(m->grads), free(m->m), free(m->v);
   for (u = 0; u < m->n_units; u++)
     free(m->unit[u].xq), free(m->unit[u].wq), free(m->unit[u].wt),
-        free(m->unit[u].yref), free(m->unit[u].wprev);
+        free(m->unit[u].yref), free(m->unit[u].wprev), free(m->unit[u].dyq);
   for (l = 0; l < m->s.L; l++) {
     lm_block_acts *a = &m->acts[l];
     free(a->res), free(a->ln1), free(a->ln1_mean), free(a->ln1_rstd);
@@ -1539,6 +1552,7 @@ typedef struct lm_opts {
   int steps, seed, seeds, stress, quiet, sweep, eval_seqs;
   int arms[LM_N_ARMS], n_arms;
   const lp_format *fmt;
+  const lp_format *grad_fmt; /* --grad-format, or NULL: f32 gradients */
   /* --sweep: learning rates x formats */
   double lrs[8];
   const lp_format *formats[LP_N_FORMATS];
@@ -1727,6 +1741,7 @@ static lm_result lm_train(const lm_opts *o, const demo_arm *arm, int seed,
         continue;
       }
       paths[u].fmt = o->fmt;
+      paths[u].gfmt = o->grad_fmt;
       paths[u].n_head = o->shape.nh;
       for (e = 0; e < n_ev; e++) {
         int k = step - ev[e].start;
@@ -2103,6 +2118,8 @@ static void lm_usage(FILE *f) {
           "  --tau-r X --tau-d X --lock N --max-rec N   GNMR overrides\n"
           "  --global-clip X   every arm: clip the global gradient norm to X\n"
           "                 after the arm's own control (default off)\n"
+          "  --grad-format F  the low-cost path also quantizes each unit's\n"
+          "                 output gradient to F (default: f32 gradients)\n"
           "  --schedule S   cosine (default) or wsd: constant, then a linear\n"
           "                 decay to lr/10 over the last 20%% of steps\n"
           "  --sweep        f32 vs lowp (every seed, with --stress faults)\n"
@@ -2221,7 +2238,12 @@ static void lm_parse(lm_opts *o, int argc, char **argv) {
       o->lock = demo_parse_int(v, 1, 1 << 20, f);
     else if (strcmp(f, "--global-clip") == 0)
       o->global_clip = demo_parse_double(v, f, 1);
-    else if (strcmp(f, "--schedule") == 0) {
+    else if (strcmp(f, "--grad-format") == 0) {
+      o->grad_fmt = lp_format_find(v);
+      if (!o->grad_fmt)
+        DEMO_DIE("--grad-format: expected e4m3, e5m2, e2m1 or nvfp4, got '%s'",
+                 v);
+    } else if (strcmp(f, "--schedule") == 0) {
       if (strcmp(v, "cosine") && strcmp(v, "wsd"))
         DEMO_DIE("--schedule: expected cosine or wsd, got '%s'", v);
       o->wsd = strcmp(v, "wsd") == 0;

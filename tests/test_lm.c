@@ -314,6 +314,30 @@ TEST(hf_flops_counts_the_units_gemm_flops_on_the_f32_path) {
   free(val.bytes);
 }
 
+/* --grad-format quantizes the low-cost path's output gradients only: lowp
+   changes, f32 (every unit on the f32 path) does not, bit for bit. */
+TEST(grad_format_touches_the_low_cost_path_only) {
+  lm_opts o = small_opts();
+  lm_text train, val;
+  lm_result f, l, fg, lg;
+  make_text(&train, 20000, 1);
+  make_text(&val, 2000, 2);
+  o.stress = 0;
+  o.steps = 20;
+  o.fmt = lp_format_find("e2m1");
+  f = lm_train(&o, &LM_ARMS[0], 1, &train, &val, NULL, 0, NULL);
+  l = lm_train(&o, &LM_ARMS[1], 1, &train, &val, NULL, 0, NULL);
+  o.grad_fmt = lp_format_find("e5m2");
+  fg = lm_train(&o, &LM_ARMS[0], 1, &train, &val, NULL, 0, NULL);
+  lg = lm_train(&o, &LM_ARMS[1], 1, &train, &val, NULL, 0, NULL);
+  EXPECT(f.param_hash == fg.param_hash);
+  EXPECT(l.param_hash != lg.param_hash);
+  EXPECT(l.loss[0] == lg.loss[0]); /* the forward pass is the same */
+  free(f.loss), free(l.loss), free(fg.loss), free(lg.loss);
+  free(train.bytes);
+  free(val.bytes);
+}
+
 /* The schedules: cosine from the peak to lr / 10; WSD flat until the last
    20% of steps, then linearly to lr / 10. */
 TEST(schedules_cosine_and_wsd) {
@@ -443,6 +467,7 @@ int main(int argc, char **argv) {
       CHECK_CASE(placement_rules_choose_their_units_within_the_budget),
       CHECK_CASE(block_scales_are_per_block_along_the_inner_dimension),
       CHECK_CASE(hf_flops_counts_the_units_gemm_flops_on_the_f32_path),
+      CHECK_CASE(grad_format_touches_the_low_cost_path_only),
       CHECK_CASE(schedules_cosine_and_wsd),
       CHECK_CASE(fortunes_split_by_fortune),
       CHECK_CASE(demo_runs_end_to_end),
