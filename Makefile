@@ -781,19 +781,18 @@ eff-mlp-fashion:
 # placement arms (examples/arms.h, place-RULE-B) at 5/10/20% of the units'
 # GEMM FLOPs beside f32+clip and lowp+clip, in build/efficacy-place:
 #   lm-natural-clip      FP4 E2M1 per tensor, lr 4e-3, cosine (3 seeds)
-#   lm-nvfp4-clip        FP4 E2M1 with a scale per 1x16 block (NVFP4 style),
-#                        lr EFF_NVFP4_LR, cosine (3 seeds)
+#   lm-e5m2grad-clip     the same, and the units' output gradients in FP8
+#                        E5M2 (per tensor, delayed scaling) (3 seeds)
 #   lm-natural-clip-wsd  lm-natural-clip under WSD (seed 1): the late switch,
 #                        told the schedule, against the measured rule
 # About 90 LM runs: 2-3 hours on 2 cores.
 EFFP = $(B)/efficacy-place
-EFF_NVFP4_LR ?= 8e-3
-EFF_LM_NVFP4 = $(EFF_LM) --format nvfp4 --lr $(EFF_NVFP4_LR) --global-clip 1.0
+EFF_LM_E5M2 = $(EFF_LM_NAT) --grad-format e5m2
 EFFP_SPACE = place-nvfp4-10,place-nvfp4-20,place-firstlast-20,$\
   place-rand1-20,place-rand2-20,place-rand3-20,place-once-20
 EFFP_TIME = place-late-5,place-late-10,place-late-20,place-nvfp4-late-10
 EFFP_MEASURED = place-upd-max-10,place-upd-both-10,place-upd-all-10
-EFFP_PARTS = effp-nat-space effp-nat-time effp-nvfp4 effp-wsd
+EFFP_PARTS = effp-nat-space effp-nat-time effp-e5m2grad effp-wsd
 effp-nat-space:
 	$(EFF_LM_NAT) --setting lm-natural-clip --steps $(EFF_STEPS) \
 	  --seeds $(EFF_SEEDS) --arms f32,lowp,$(EFFP_SPACE) \
@@ -802,11 +801,11 @@ effp-nat-time:
 	$(EFF_LM_NAT) --setting lm-natural-clip --steps $(EFF_STEPS) \
 	  --seeds $(EFF_SEEDS) --arms $(EFFP_TIME),$(EFFP_MEASURED) \
 	  --out $(EFFP)/lm-natural-clip/time
-effp-nvfp4:
-	$(EFF_LM_NVFP4) --setting lm-nvfp4-clip --steps $(EFF_STEPS) \
+effp-e5m2grad:
+	$(EFF_LM_E5M2) --setting lm-e5m2grad-clip --steps $(EFF_STEPS) \
 	  --seeds $(EFF_SEEDS) --arms f32,lowp,place-nvfp4-20,$\
-	place-late-10,place-nvfp4-late-10,place-once-20,$(EFFP_MEASURED) \
-	  --out $(EFFP)/lm-nvfp4-clip/all
+	place-late-10,place-nvfp4-late-10,$(EFFP_MEASURED) \
+	  --out $(EFFP)/lm-e5m2grad-clip/all
 effp-wsd:
 	$(EFF_LM_NAT) --schedule wsd --setting lm-natural-clip-wsd \
 	  --steps $(EFF_STEPS) --seeds 1 --arms f32,lowp,place-late-10,$\

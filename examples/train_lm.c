@@ -3,14 +3,17 @@
 
    The model (read top to bottom): token and position embeddings, pre-LayerNorm
    blocks with causal multi-head attention and a GELU MLP, a final LayerNorm
-   and the LM head; forward, backward, AdamW with warm-up and cosine decay.
+   and the LM head; forward, backward, AdamW with warm-up and cosine decay
+   (or --schedule wsd: constant, then a linear decay over the last 20%).
    Every linear layer is a recoverable unit: per block qkv, attention output,
    MLP up and MLP down, and the head (4 x layers + 1 units). A unit's low-cost
    path quantizes its GEMM inputs (activation and weight) per tensor to FP8
    E4M3, FP8 E5M2 or FP4 E2M1 with delayed scaling from a 16-step amax history
-   (examples/lowp.h, shared with train_stress.c); its high-fidelity path is
+   (examples/lowp.h, shared with train_stress.c), or to FP4 E2M1 with a scale
+   per 1x16 block (--format nvfp4, NVFP4 style); its high-fidelity path is
    plain f32. Gradients, attention, LayerNorm and the optimizer are f32 on
-   every path.
+   every path, except that --grad-format F quantizes the low-cost path's
+   output gradients (the backward GEMMs' input) too.
 
    Two kinds of stress (ground truth in stress.csv):
      natural   no injection: a format or learning rate where low precision
@@ -47,6 +50,11 @@
      f32-clip, f32-adagc, f32-gnmr, f32-gnmr-noise (only when --arms names
             them): the control on the f32 model, no faults: what the
             control does to training, apart from precision.
+     place-RULE-B (only when --arms names them): a placement rule puts
+            units on the f32 path within B% of the units' GEMM FLOPs, in
+            space (static sets, a set measured once), in time (the late
+            switch) or by a measured signal (the placement section below,
+            examples/arms.h).
 
    The GEMMs, attention (over batch x heads), LayerNorm, GELU, softmax and
    AdamW run on --threads pthreads; each output element is computed by
@@ -57,9 +65,12 @@
    /usr/share/games/fortunes): every file without a '.' in its name, in name
    order, split at the "%" lines; every LM_VAL_EVERY-th fortune is validation.
 
-   Outputs in --out: summary.csv, loss.csv (every step's training loss),
-   trace.csv (the first gnmr arm, first seed), stress.csv, loss.svg,
-   recovery.svg; with --sweep, sweep.csv.
+   Outputs in --out: summary.csv (hf_flops: the share of the units' GEMM
+   FLOPs on the f32 path), loss.csv (every step's training loss), trace.csv
+   (the first gnmr arm, first seed), stress.csv, units.csv (each arm's
+   unit-steps on the f32 path and its first, per unit), place_trace.csv
+   (the placement signals of the lowp and placement arms, first seed),
+   loss.svg, recovery.svg; with --sweep, sweep.csv.
 
    Build and run: make demo-lm (both settings, every arm x 3 seeds),
    make demo-lm-quick, make demo-lm-sweep. Define LM_DOUBLE to build the
