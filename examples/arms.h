@@ -52,7 +52,7 @@
                 steps / 10, then fixed
      late       every unit f32 for the last B% of steps (told the schedule)
      nvfp4-late nvfp4 at B/2, the late switch for the rest of B
-     upd-max, upd-both, upd-all
+     upd-max, upd-both, upd-all, upd-late
                 measured in time, not told the schedule (train_lm.c's
                 LM_PLACE_* rules): a unit goes to f32 for good once the
                 running mean of its weight update's norm falls, relative to
@@ -164,6 +164,7 @@ static const demo_arm ARMS[] = {
     ARM_PLACE_ROWS("upd-max"),
     ARM_PLACE_ROWS("upd-both"),
     ARM_PLACE_ROWS("upd-all"),
+    ARM_PLACE_ROWS("upd-late"),
 #undef ARM_PLACE_ROWS
 };
 #define ARM_COUNT ((int)(sizeof ARMS / sizeof ARMS[0]))

@@ -1307,7 +1307,8 @@ enum {
   LM_PLACE_NVFP4_LATE,
   LM_PLACE_UPD_MAX,
   LM_PLACE_UPD_BOTH,
-  LM_PLACE_UPD_ALL
+  LM_PLACE_UPD_ALL,
+  LM_PLACE_UPD_LATE
 };
 
 static const struct {
@@ -1319,7 +1320,7 @@ static const struct {
     {"rand3", LM_PLACE_RANDOM, 3},    {"once", LM_PLACE_ONCE, 0},
     {"late", LM_PLACE_LATE, 0},       {"nvfp4-late", LM_PLACE_NVFP4_LATE, 0},
     {"upd-max", LM_PLACE_UPD_MAX, 0}, {"upd-both", LM_PLACE_UPD_BOTH, 0},
-    {"upd-all", LM_PLACE_UPD_ALL, 0},
+    {"upd-all", LM_PLACE_UPD_ALL, 0}, {"upd-late", LM_PLACE_UPD_LATE, 0},
 };
 
 /* The measured rules (upd-*). Each step a unit on the low-cost path has
@@ -1337,6 +1338,10 @@ static const struct {
                over the units: when it fires, every unit fires at once
                (in time, not in space: the late switch, found by the
                signal), the units with the lowest r_t / max first
+     upd-late  upd-all at the lower level LM_PLACE_LATE_FRAC: it fires
+               later, so that its credit lasts to the end of the run
+               (upd-all, firing before the last B% of steps, runs out of
+               credit before the end, and the last steps matter most)
    A unit that fires goes to f32 for good. None fires in its first
    LM_PLACE_WARM steps. The budget is a token bucket: every step earns B%
    of the step's unit FLOPs; the fired units, in the order they fired, run
@@ -1349,6 +1354,7 @@ static const struct {
 #define LM_PLACE_FALL_FAST 0.9  /* fast mean of r_t */
 #define LM_PLACE_FALL_SLOW 0.99 /* slow mean of r_t */
 #define LM_PLACE_FALL_FRAC 0.6  /* fall: fast mean against slow mean */
+#define LM_PLACE_LATE_FRAC 0.05 /* upd-late's level */
 #define LM_PLACE_WARM 50
 #define LM_PLACE_CALIB_WINDOW 10 /* once: steps averaged before the choice */
 
@@ -1366,7 +1372,7 @@ typedef struct lm_placer {
 
 static int lm_place_measured(int rule) {
   return rule == LM_PLACE_UPD_MAX || rule == LM_PLACE_UPD_BOTH ||
-         rule == LM_PLACE_UPD_ALL;
+         rule == LM_PLACE_UPD_ALL || rule == LM_PLACE_UPD_LATE;
 }
 
 /* The units of `order` in turn while their FLOPs fit share x total. */
@@ -1500,13 +1506,13 @@ static void lm_place_forward(lm_placer *pl, const lm_model *m, int step) {
   lm_place_fill(pl, order, pl->n_units, pl->budget);
 }
 
-/* One step of a fast and a slow mean; the level and fall tests. */
-static int lm_place_test(double x, double max, double *fast, double *slow,
-                         int seen) {
+/* One step of a fast and a slow mean; the level test (x under `level` x
+   max) in bit 0, the fall test in bit 1. */
+static int lm_place_test(double x, double max, double level, double *fast,
+                         double *slow, int seen) {
   *fast = seen ? LM_PLACE_FALL_FAST * *fast + (1 - LM_PLACE_FALL_FAST) * x : x;
   *slow = seen ? LM_PLACE_FALL_SLOW * *slow + (1 - LM_PLACE_FALL_SLOW) * x : x;
-  return (x < LM_PLACE_MAX_FRAC * max) * 1 +
-         (*fast < LM_PLACE_FALL_FRAC * *slow) * 2;
+  return (x < level * max) * 1 + (*fast < LM_PLACE_FALL_FRAC * *slow) * 2;
 }
 
 /* After the update: the measured rules' signals (every arm that has a
@@ -1527,8 +1533,8 @@ static void lm_place_update(lm_placer *pl, const lm_model *m) {
                              : d;
     r = pl->upd[u] / U->wqerr;
     if (r > pl->rmax[u]) pl->rmax[u] = r;
-    test =
-        lm_place_test(r, pl->rmax[u], &pl->fast[u], &pl->slow[u], pl->seen[u]);
+    test = lm_place_test(r, pl->rmax[u], LM_PLACE_MAX_FRAC, &pl->fast[u],
+                         &pl->slow[u], pl->seen[u]);
     pl->ratio[u] = r;
     pl->seen[u]++;
     level += pl->flops[u] * r / pl->rmax[u];
@@ -1538,9 +1544,13 @@ static void lm_place_update(lm_placer *pl, const lm_model *m) {
         (pl->rule == LM_PLACE_UPD_BOTH && test))
       pl->fired[pl->n_fired++] = u;
   }
-  if (pl->rule != LM_PLACE_UPD_ALL || pl->n_fired || !(weight > 0)) return;
-  if (!lm_place_test(level / weight, 1.0, &pl->all_fast, &pl->all_slow,
-                     pl->all_seen++) ||
+  if ((pl->rule != LM_PLACE_UPD_ALL && pl->rule != LM_PLACE_UPD_LATE) ||
+      pl->n_fired || !(weight > 0))
+    return;
+  if (!lm_place_test(level / weight, 1.0,
+                     pl->rule == LM_PLACE_UPD_LATE ? LM_PLACE_LATE_FRAC
+                                                   : LM_PLACE_MAX_FRAC,
+                     &pl->all_fast, &pl->all_slow, pl->all_seen++) ||
       pl->all_seen <= LM_PLACE_WARM)
     return;
   for (u = 0; u < pl->n_units; u++) { /* lowest r / max first */
