@@ -785,13 +785,14 @@ eff-mlp-fashion:
 #                        E5M2 (per tensor, delayed scaling) (3 seeds)
 #   lm-natural-clip-wsd  lm-natural-clip under WSD (seed 1): the late switch,
 #                        told the schedule, against the measured rule
-# About 90 LM runs: 2-3 hours on 2 cores.
+# 87 LM runs of 1000 steps: about an hour on 2 cores (40-50 s a run).
 EFFP = $(B)/efficacy-place
 EFF_LM_E5M2 = $(EFF_LM_NAT) --grad-format e5m2
 EFFP_SPACE = place-nvfp4-10,place-nvfp4-20,place-firstlast-20,$\
   place-rand1-20,place-rand2-20,place-rand3-20,place-once-20
 EFFP_TIME = place-late-5,place-late-10,place-late-20,place-nvfp4-late-10
-EFFP_MEASURED = place-upd-max-10,place-upd-both-10,place-upd-all-10
+EFFP_MEASURED = place-upd-max-10,place-upd-both-10,place-upd-all-10,$\
+  place-upd-late-10
 EFFP_PARTS = effp-nat-space effp-nat-time effp-e5m2grad effp-wsd
 effp-nat-space:
 	$(EFF_LM_NAT) --setting lm-natural-clip --steps $(EFF_STEPS) \
@@ -808,8 +809,9 @@ effp-e5m2grad:
 	  --out $(EFFP)/lm-e5m2grad-clip/all
 effp-wsd:
 	$(EFF_LM_NAT) --schedule wsd --setting lm-natural-clip-wsd \
-	  --steps $(EFF_STEPS) --seeds 1 --arms f32,lowp,place-late-10,$\
-	place-nvfp4-late-10,$(EFFP_MEASURED) --out $(EFFP)/lm-natural-clip-wsd/s1
+	  --steps $(EFF_STEPS) --seeds 1 --arms f32,lowp,place-late-5,$\
+	place-late-10,place-nvfp4-late-10,$(EFFP_MEASURED) \
+	  --out $(EFFP)/lm-natural-clip-wsd/s1
 
 eff-place: $(B)/train_lm $(B)/efficacy_report fortunes-check
 	rm -rf $(EFFP)
@@ -956,7 +958,7 @@ help:
 	  'gpu-check         on a GPU: tests, figures, compute-sanitizer, torch' \
 	  'efficacy          closed-loop efficacy, every arm and setting (~1 h)' \
 	  'efficacy-quick    its CI lane (~3 min)' \
-	  'eff-place         placement arms where FP4 loses (issue 32, ~2.5 h)' \
+	  'eff-place         placement arms where FP4 loses (issue 32, ~1 h)' \
 	  'libgnmr           shared libraries for the PyTorch bridge' \
 	  'test-torch        the PyTorch bridge tests (pytest)' \
 	  'demo-torch        the PyTorch char-GPT demo, TORCH_STEPS steps' \
