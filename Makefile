@@ -686,7 +686,8 @@ demo-lm-sweep: $(B)/train_lm fortunes-check
 #                     (W/10, output x 10): its gradient norm 10x for good,
 #                     the training unchanged
 # efficacy-quick is CI's lane: the LM injected setting at 300 steps, one
-# seed, and the MLP settings at 2 seeds, about 3 minutes on 2 cores.
+# seed, with one static and one measured placement arm, and the MLP settings
+# at 2 seeds, about 3 minutes on 2 cores.
 EFF = $(B)/efficacy
 EFF_LM = $(B)/train_lm --data $(FORTUNES) --threads 1 --quiet --eval $(EFF_EVAL)
 EFF_LM_INJ = $(EFF_LM) --format e4m3 --lr 2e-3 --stress 24
@@ -706,7 +707,7 @@ EFF_LM_SHIFT_UNIT = 6
 EFF_LM_SHIFT_PCT = 40
 EFF_LM_SHIFT = --shift $(EFF_LM_SHIFT_UNIT):$(EFF_LM_SHIFT_PCT)
 EFF_CSV_HEADER = setting,arm,seed,val_loss,gap_recovered,hf_unit_steps,$\
-  loss_spikes,diverged,vs_f32_pct
+  hf_flops,loss_spikes,diverged,vs_f32_pct
 EFF_MLP = $(B)/train_stress --quiet --stress 8 --hidden 128,64,32
 EFF_MLP_CLEAN = $(B)/train_stress --quiet --hidden 128,64,32
 EFF_LM_CLEAN = $(EFF_LM) --format e4m3 --lr 2e-3
@@ -733,13 +734,18 @@ efficacy-quick: $(B)/train_lm $(B)/train_stress $(B)/efficacy_report \
 	rm -rf $(EFF)
 	$(MAKE) --no-print-directory -j2 EFF_SEEDS=1 EFF_STEPS=300 \
 	  EFF_MLP_SEEDS=2 EFF_EVAL=128 EFF_EVENT=f32,lowp,gnmr,gnmr-noise \
-	  eff-lm-inj-core eff-mlp eff-mlp-freeze
+	  eff-lm-inj-core eff-mlp eff-mlp-freeze eff-lm-inj-place
 	$(B)/efficacy_report $(EFF) > $(EFF)/report.txt
 	@head -1 $(EFF)/summary.csv | grep -qx '$(EFF_CSV_HEADER)' && \
 	  for s in lm-injected mlp mlp-clip mlp-freeze; do \
 	    grep -q "^$$s,gnmr,1," $(EFF)/summary.csv || exit 1; done && \
-	  grep -q '<circle' $(EFF)/efficacy.svg || \
-	  { echo "efficacy-quick: summary.csv or efficacy.svg incomplete"; exit 1; }
+	  for a in place-nvfp4-20 place-upd-all-10; do \
+	    grep -Eq "^lm-injected,$$a,1,[^,]+,[^,]*,[^,]+,0\.[0-9]+," \
+	      $(EFF)/summary.csv || exit 1; done && \
+	  grep -q '<circle' $(EFF)/efficacy.svg && \
+	  grep -q '<circle' $(EFF)/frontier.svg || \
+	  { echo "efficacy-quick: summary.csv, efficacy.svg or frontier.svg" \
+	    "incomplete"; exit 1; }
 	@grep -A12 '^### lm-injected$$' $(EFF)/report.md
 
 eff-lm-inj-core:
@@ -767,6 +773,12 @@ eff-lm-nat-clip2:
 	$(EFF_LM_NAT) --setting lm-natural-clip --steps $(EFF_STEPS) \
 	  --seeds $(EFF_SEEDS) --arms paper-tau3,$(EFF_FWD) \
 	  --out $(EFF)/lm-natural-clip/fwd
+# CI's placement arms: one static, one measured, beside eff-lm-inj-core's
+# f32 and lowp (their hf_flops must come through to the report).
+eff-lm-inj-place:
+	$(EFF_LM_INJ) --setting lm-injected --steps $(EFF_STEPS) \
+	  --seeds $(EFF_SEEDS) --arms place-nvfp4-20,place-upd-all-10 \
+	  --out $(EFF)/lm-injected/place
 eff-mlp:
 	$(EFF_MLP) --steps 1000 --seeds $(EFF_MLP_SEEDS) \
 	  --arms $(EFF_CORE),$(EFF_FWD) --out $(EFF)/mlp/core
@@ -857,6 +869,51 @@ shift-replay: $(B)/shift_replay
 
 .PHONY: efficacy efficacy-quick $(EFF_PARTS) eff-mlp-freeze shift-replay \
         efficacy-shift-sweep eff-shift-a eff-shift-b
+
+.PHONY: efficacy efficacy-quick $(EFF_PARTS) eff-lm-inj-place
+
+# Placement: the format's own loss (issue 32; bench/RESULTS.md). The
+# placement arms (examples/arms.h, place-RULE-B) at 5/10/20% of the units'
+# GEMM FLOPs beside f32+clip and lowp+clip, in build/efficacy-place:
+#   lm-natural-clip      FP4 E2M1 per tensor, lr 4e-3, cosine (3 seeds)
+#   lm-e5m2grad-clip     the same, and the units' output gradients in FP8
+#                        E5M2 (per tensor, delayed scaling) (3 seeds)
+#   lm-natural-clip-wsd  lm-natural-clip under WSD (seed 1): the late switch,
+#                        told the schedule, against the measured rule
+# 87 LM runs of 1000 steps: about an hour on 2 cores (40-50 s a run).
+EFFP = $(B)/efficacy-place
+EFF_LM_E5M2 = $(EFF_LM_NAT) --grad-format e5m2
+EFFP_SPACE = place-nvfp4-10,place-nvfp4-20,place-firstlast-20,$\
+  place-rand1-20,place-rand2-20,place-rand3-20,place-once-20
+EFFP_TIME = place-late-5,place-late-10,place-late-20,place-nvfp4-late-10
+EFFP_MEASURED = place-upd-max-10,place-upd-both-10,place-upd-all-10,$\
+  place-upd-late-10
+EFFP_PARTS = effp-nat-space effp-nat-time effp-e5m2grad effp-wsd
+effp-nat-space:
+	$(EFF_LM_NAT) --setting lm-natural-clip --steps $(EFF_STEPS) \
+	  --seeds $(EFF_SEEDS) --arms f32,lowp,$(EFFP_SPACE) \
+	  --out $(EFFP)/lm-natural-clip/space
+effp-nat-time:
+	$(EFF_LM_NAT) --setting lm-natural-clip --steps $(EFF_STEPS) \
+	  --seeds $(EFF_SEEDS) --arms $(EFFP_TIME),$(EFFP_MEASURED) \
+	  --out $(EFFP)/lm-natural-clip/time
+effp-e5m2grad:
+	$(EFF_LM_E5M2) --setting lm-e5m2grad-clip --steps $(EFF_STEPS) \
+	  --seeds $(EFF_SEEDS) --arms f32,lowp,place-nvfp4-20,$\
+	place-late-10,place-nvfp4-late-10,$(EFFP_MEASURED) \
+	  --out $(EFFP)/lm-e5m2grad-clip/all
+effp-wsd:
+	$(EFF_LM_NAT) --schedule wsd --setting lm-natural-clip-wsd \
+	  --steps $(EFF_STEPS) --seeds 1 --arms f32,lowp,place-late-5,$\
+	place-late-10,place-nvfp4-late-10,$(EFFP_MEASURED) \
+	  --out $(EFFP)/lm-natural-clip-wsd/s1
+
+eff-place: $(B)/train_lm $(B)/efficacy_report fortunes-check
+	rm -rf $(EFFP)
+	$(MAKE) --no-print-directory -j2 $(EFFP_PARTS)
+	$(B)/efficacy_report $(EFFP)
+
+.PHONY: eff-place $(EFFP_PARTS)
 
 # ---- formatting -------------------------------------------------------------
 format:
@@ -996,6 +1053,7 @@ help:
 	  'gpu-check         on a GPU: tests, figures, compute-sanitizer, torch' \
 	  'efficacy          closed-loop efficacy, every arm and setting (~1 h)' \
 	  'efficacy-quick    its CI lane (~3 min)' \
+	  'eff-place         placement arms where FP4 loses (issue 32, ~1 h)' \
 	  'libgnmr           shared libraries for the PyTorch bridge' \
 	  'test-torch        the PyTorch bridge tests (pytest)' \
 	  'demo-torch        the PyTorch char-GPT demo, TORCH_STEPS steps' \

@@ -4,14 +4,20 @@
    (examples/train_lm.c: val_bpb; examples/train_stress.c: test_loss) and
    writes, in DIR:
      summary.csv  one row per setting, arm and seed: setting, arm, seed,
-                  val_loss, gap_recovered, hf_unit_steps, loss_spikes,
-                  diverged, vs_f32_pct
+                  val_loss, gap_recovered, hf_unit_steps, hf_flops,
+                  loss_spikes, diverged, vs_f32_pct (hf_flops: the share
+                  of the units' GEMM FLOPs on the high-fidelity path, where
+                  the demo reports it, the LM demo; else empty)
      report.md    per setting: each arm's final validation loss, mean (sd)
                   and per seed, against f32, the share of the lowp gap it
                   recovers, its unit-steps on the high-fidelity path, loss
                   spikes; then every arm against every other, paired by seed
      efficacy.svg gap recovered against high-fidelity unit-steps, one point
                   per arm and seed, a panel per setting
+     frontier.svg gap recovered against hf_flops, a panel per setting that
+                  has hf_flops: each arm's mean over seeds, the arms of one
+                  placement rule (place-RULE-B, examples/arms.h) joined in
+                  order of FLOPs, every other arm a marker of its own
    and prints report.md. In a setting, "f32" and "lowp" are that setting's
    own runs (with --global-clip: f32+clip and lowp+clip), and the gap
    recovered by arm a on seed s is (lowp - a) / (lowp - f32), same seed.
@@ -33,7 +39,7 @@
 typedef struct ef_arm {
   char name[EF_NAME];
   int seed[EF_MAX_SEEDS], n;
-  double loss[EF_MAX_SEEDS], hf[EF_MAX_SEEDS];
+  double loss[EF_MAX_SEEDS], hf[EF_MAX_SEEDS], flops[EF_MAX_SEEDS];
   int spikes[EF_MAX_SEEDS], diverged[EF_MAX_SEEDS];
 } ef_arm;
 
@@ -105,7 +111,7 @@ static int ef_column(char **head, int n, const char *a, const char *b) {
 static void ef_read(const char *path, const char *setting) {
   FILE *f = ef_open(path, "r");
   char line[1024], hline[1024], *head[64], *v[64];
-  int nh, c_arm, c_seed, c_loss, c_hf, c_sp, c_div;
+  int nh, c_arm, c_seed, c_loss, c_hf, c_fl, c_sp, c_div;
   ef_setting *s;
   if (!fgets(hline, sizeof hline, f)) { /* a run that never started */
     fprintf(stderr, "efficacy: %s is empty: skipped\n", path);
@@ -118,6 +124,7 @@ static void ef_read(const char *path, const char *setting) {
   c_seed = ef_column(head, nh, "seed", NULL);
   c_loss = ef_column(head, nh, "val_bpb", "test_loss");
   c_hf = ef_column(head, nh, "recovery_fraction", NULL);
+  c_fl = ef_column(head, nh, "hf_flops", NULL); /* optional */
   c_sp = ef_column(head, nh, "loss_spikes", NULL);
   c_div = ef_column(head, nh, "diverged", NULL);
   if (c_arm < 0 || c_seed < 0 || c_loss < 0 || c_hf < 0 || c_sp < 0 ||
@@ -133,6 +140,7 @@ static void ef_read(const char *path, const char *setting) {
     a->seed[k] = atoi(v[c_seed]);
     a->loss[k] = atof(v[c_loss]);
     a->hf[k] = atof(v[c_hf]);
+    a->flops[k] = c_fl >= 0 ? atof(v[c_fl]) : NAN;
     a->spikes[k] = atoi(v[c_sp]);
     a->diverged[k] = atoi(v[c_div]);
   }
@@ -228,7 +236,7 @@ static void ef_csv(const char *root) {
   snprintf(path, sizeof path, "%.900s/summary.csv", root);
   f = ef_open(path, "w");
   fprintf(f, "setting,arm,seed,val_loss,gap_recovered,hf_unit_steps,"
-             "loss_spikes,diverged,vs_f32_pct\n");
+             "hf_flops,loss_spikes,diverged,vs_f32_pct\n");
   for (i = 0; i < ef_n_set; i++)
     for (j = 0; j < ef_set[i].n_arms; j++) {
       const ef_arm *a = &ef_set[i].arm[j];
@@ -241,7 +249,12 @@ static void ef_csv(const char *root) {
           fprintf(f, ",");
         else
           fprintf(f, "%.4f,", g);
-        fprintf(f, "%.5f,%d,%d,", a->hf[k], a->spikes[k], a->diverged[k]);
+        fprintf(f, "%.5f,", a->hf[k]);
+        if (isnan(a->flops[k]))
+          fprintf(f, ",");
+        else
+          fprintf(f, "%.5f,", a->flops[k]);
+        fprintf(f, "%d,%d,", a->spikes[k], a->diverged[k]);
         if (isnan(f32))
           fprintf(f, "\n");
         else
@@ -256,8 +269,8 @@ static void ef_report_setting(FILE *f, const ef_setting *s) {
   const ef_arm *f32 = ef_find(s, "f32");
   fprintf(f, "\n### %s\n\n", s->name);
   fprintf(f, "| arm | val loss, mean (sd) | per seed | vs f32 | gap "
-             "recovered (per seed) | hf unit-steps | loss spikes | diverged "
-             "|\n|---|---|---|---|---|---|---|---|\n");
+             "recovered (per seed) | hf unit-steps | hf FLOPs | loss spikes | "
+             "diverged |\n|---|---|---|---|---|---|---|---|---|\n");
   for (j = 0; j < s->n_arms; j++) {
     const ef_arm *a = &s->arm[j];
     double gap[EF_MAX_SEEDS], vs[EF_MAX_SEEDS];
@@ -285,7 +298,12 @@ static void ef_report_setting(FILE *f, const ef_setting *s) {
         fprintf(f, "%s%.0f", k ? " / " : "", 100.0 * gap[k]);
       fprintf(f, ") |");
     }
-    fprintf(f, " %.2f%% | %d | %d |\n", 100.0 * ef_mean(a->hf, a->n), sp, dv);
+    fprintf(f, " %.2f%% | ", 100.0 * ef_mean(a->hf, a->n));
+    if (isnan(ef_mean(a->flops, a->n)))
+      fprintf(f, "|");
+    else
+      fprintf(f, "%.2f%% |", 100.0 * ef_mean(a->flops, a->n));
+    fprintf(f, " %d | %d |\n", sp, dv);
   }
   /* Paired: row against column, mean of the per-seed relative differences
      (negative: the row ends lower, better) and the seeds the row wins. */
@@ -331,7 +349,9 @@ static void ef_report(const char *root) {
              "per byte; MLP: test cross-entropy), lower is better. gap "
              "recovered = (lowp - arm) / (lowp - f32), per seed, in the "
              "same setting; hf unit-steps: the share of unit-steps on the "
-             "high-fidelity path.\n");
+             "high-fidelity path; hf FLOPs: the share of the units' GEMM "
+             "FLOPs there (frontier.svg: gap recovered against it, a curve "
+             "per placement rule).\n");
   for (i = 0; i < ef_n_set; i++) ef_report_setting(f, &ef_set[i]);
   if (fclose(f) != 0) ef_die("writing %s failed", path);
 }
@@ -443,6 +463,146 @@ static void ef_svg(const char *root) {
   if (fclose(f) != 0) ef_die("writing %s failed", path);
 }
 
+/* The placement rule an arm belongs to: place-RULE-B's "place-RULE";
+   any other arm is a rule of its own. */
+static void ef_rule(const char *arm, char *rule) {
+  const char *dash = strrchr(arm, '-');
+  size_t n = strlen(arm);
+  if (strncmp(arm, "place-", 6) == 0 && dash && dash[1] &&
+      strspn(dash + 1, "0123456789") == strlen(dash + 1))
+    n = (size_t)(dash - arm);
+  snprintf(rule, EF_NAME, "%.*s", (int)n, arm);
+}
+
+/* The frontier: one panel per setting with hf_flops; x: hf FLOPs (%), y:
+   gap recovered (%), each arm's mean over its seeds, held to [-100, 150]
+   (hollow beyond). A rule's arms are joined in order of FLOPs; colours
+   follow the rule across panels. */
+static void ef_frontier_svg(const char *root) {
+  char path[1024], rules[EF_MAX_ARMS * 2][EF_NAME], rule[EF_NAME];
+  int n_rules = 0, n_panels = 0, i, j, k, t, p;
+  const double pw = 340, ph = 260, ml = 50, mt = 30, gapx = 70;
+  double W, H, ylo = -100, yhi = 150, xmax = 5;
+  FILE *f;
+  for (i = 0; i < ef_n_set; i++) {
+    int has = 0;
+    for (j = 0; j < ef_set[i].n_arms; j++) {
+      const ef_arm *a = &ef_set[i].arm[j];
+      double x = 100 * ef_mean(a->flops, a->n);
+      if (ef_all_f32(a) || isnan(x)) continue;
+      has = 1;
+      if (x > xmax) xmax = x;
+      ef_rule(a->name, rule);
+      for (t = 0; t < n_rules; t++)
+        if (strcmp(rules[t], rule) == 0) break;
+      if (t == n_rules && n_rules < EF_MAX_ARMS * 2)
+        snprintf(rules[n_rules++], EF_NAME, "%s", rule);
+    }
+    n_panels += has;
+  }
+  xmax = ceil(xmax / 5) * 5;
+  W = ml + (n_panels ? n_panels : 1) * (pw + gapx) + 150;
+  H = mt + ph + 50;
+  if (H < mt + 16.0 * n_rules + 20) H = mt + 16.0 * n_rules + 20;
+  snprintf(path, sizeof path, "%.900s/frontier.svg", root);
+  f = ef_open(path, "w");
+  fprintf(f,
+          "<svg xmlns='http://www.w3.org/2000/svg' width='%.0f' "
+          "height='%.0f' viewBox='0 0 %.0f %.0f' font-family='sans-serif' "
+          "font-size='11'>\n"
+          "<rect width='100%%' height='100%%' fill='white'/>\n",
+          W, H, W, H);
+  for (i = 0, p = 0; i < ef_n_set; i++) {
+    const ef_setting *s = &ef_set[i];
+    double x0 = ml + p * (pw + gapx), y0 = mt;
+    int has = 0;
+    for (j = 0; j < s->n_arms; j++)
+      has |= !ef_all_f32(&s->arm[j]) &&
+             !isnan(ef_mean(s->arm[j].flops, s->arm[j].n));
+    if (!has) continue;
+    p++;
+    fprintf(f,
+            "<text x='%.0f' y='%.0f' text-anchor='middle' "
+            "font-size='13'>%s</text>\n<rect x='%.0f' y='%.0f' "
+            "width='%.0f' height='%.0f' fill='none' stroke='#444'/>\n",
+            x0 + pw / 2, y0 - 10, s->name, x0, y0, pw, ph);
+    for (t = -100; t <= 150; t += 50) {
+      double y = y0 + ph * (yhi - t) / (yhi - ylo);
+      fprintf(f,
+              "<line x1='%.0f' x2='%.0f' y1='%.1f' y2='%.1f' "
+              "stroke='%s'/>\n<text x='%.0f' y='%.1f' "
+              "text-anchor='end'>%d%%</text>\n",
+              x0, x0 + pw, y, y, t == 100 || t == 0 ? "#bbb" : "#eee", x0 - 4,
+              y + 4, t);
+    }
+    for (t = 0; t <= 4; t++) {
+      double x = x0 + pw * t / 4;
+      fprintf(f,
+              "<line x1='%.1f' x2='%.1f' y1='%.0f' y2='%.0f' "
+              "stroke='#888'/>\n<text x='%.1f' y='%.0f' "
+              "text-anchor='middle'>%.1f%%</text>\n",
+              x, x, y0 + ph, y0 + ph + 4, x, y0 + ph + 16, xmax * t / 4);
+    }
+    fprintf(f,
+            "<text x='%.0f' y='%.0f' text-anchor='middle'>GEMM FLOPs on "
+            "the high-fidelity path (mean over seeds)</text>\n",
+            x0 + pw / 2, y0 + ph + 34);
+    if (p == 1)
+      fprintf(f,
+              "<text transform='translate(12,%.0f) rotate(-90)' "
+              "text-anchor='middle'>lowp gap recovered (mean)</text>\n",
+              y0 + ph / 2);
+    for (t = 0; t < n_rules; t++) {
+      double xs[EF_MAX_ARMS], ys[EF_MAX_ARMS];
+      int n = 0;
+      const char *col = EF_COLORS[t % EF_N_COLORS];
+      for (j = 0; j < s->n_arms; j++) {
+        const ef_arm *a = &s->arm[j];
+        double gap[EF_MAX_SEEDS], x = 100 * ef_mean(a->flops, a->n), g;
+        if (ef_all_f32(a) || isnan(x)) continue;
+        ef_rule(a->name, rule);
+        if (strcmp(rule, rules[t]) != 0) continue;
+        for (k = 0; k < a->n; k++) gap[k] = ef_gap(s, a, k);
+        g = 100 * ef_mean(gap, a->n);
+        if (isnan(g)) continue;
+        for (k = n; k > 0 && xs[k - 1] > x; k--) /* in order of FLOPs */
+          xs[k] = xs[k - 1], ys[k] = ys[k - 1];
+        xs[k] = x;
+        ys[k] = g;
+        n++;
+      }
+      if (n > 1) {
+        fprintf(f, "<polyline fill='none' stroke='%s' points='", col);
+        for (k = 0; k < n; k++)
+          fprintf(f, "%s%.1f,%.1f", k ? " " : "", x0 + pw * xs[k] / xmax,
+                  y0 + ph *
+                           (yhi - (ys[k] < ylo   ? ylo
+                                   : ys[k] > yhi ? yhi
+                                                 : ys[k])) /
+                           (yhi - ylo));
+        fprintf(f, "'/>\n");
+      }
+      for (k = 0; k < n; k++) {
+        int out = ys[k] < ylo || ys[k] > yhi;
+        double gy = ys[k] < ylo ? ylo : ys[k] > yhi ? yhi : ys[k];
+        fprintf(f,
+                "<circle cx='%.1f' cy='%.1f' r='4' fill='%s' stroke='%s'/>\n",
+                x0 + pw * xs[k] / xmax, y0 + ph * (yhi - gy) / (yhi - ylo),
+                out ? "none" : col, col);
+      }
+    }
+  }
+  for (t = 0; t < n_rules; t++) {
+    double x = ml + (n_panels ? n_panels : 1) * (pw + gapx), y = mt + 16.0 * t;
+    fprintf(f,
+            "<circle cx='%.0f' cy='%.0f' r='4' fill='%s'/>\n<text x='%.0f' "
+            "y='%.0f'>%s</text>\n",
+            x, y, EF_COLORS[t % EF_N_COLORS], x + 8, y + 4, rules[t]);
+  }
+  fprintf(f, "</svg>\n");
+  if (fclose(f) != 0) ef_die("writing %s failed", path);
+}
+
 int main(int argc, char **argv) {
   char path[1024], line[4096];
   FILE *f;
@@ -454,10 +614,13 @@ int main(int argc, char **argv) {
   ef_csv(argv[1]);
   ef_report(argv[1]);
   ef_svg(argv[1]);
+  ef_frontier_svg(argv[1]);
   snprintf(path, sizeof path, "%.900s/report.md", argv[1]);
   f = ef_open(path, "r");
   while (fgets(line, sizeof line, f)) fputs(line, stdout);
   fclose(f);
-  printf("\noutputs in %s/: summary.csv report.md efficacy.svg\n", argv[1]);
+  printf("\noutputs in %s/: summary.csv report.md efficacy.svg "
+         "frontier.svg\n",
+         argv[1]);
   return 0;
 }

@@ -44,6 +44,28 @@
    of its two controller units recovers.
    f32-clip, f32-adagc, f32-gnmr, f32-gnmr-noise: the control on the f32
    model (no faults): what it does to training apart from precision.
+   Placement arms (the LM demo only; examples/train_lm.c): place-RULE-B
+   runs a set of units on the f32 path chosen by RULE, at a high-precision
+   budget of B% of the units' GEMM FLOPs:
+     nvfp4      static: the head, then the last block's Linears, back to
+                front (NVIDIA's NVFP4 recipe keeps the last blocks in BF16)
+     firstlast  static: the first block's Linears, then the last's (the
+                Megatron-Core option), then the head
+     rand1..3   static: three seeded random orders
+     once       measured once: the units with the largest relative output
+                quantization error over a calibration window before step
+                steps / 10, then fixed
+     late       every unit f32 for the last B% of steps (told the schedule)
+     nvfp4-late nvfp4 at B/2, the late switch for the rest of B
+     upd-max, upd-both, upd-all, upd-late
+                measured in time, not told the schedule (train_lm.c's
+                LM_PLACE_* rules): a unit goes to f32 for good once the
+                running mean of its weight update's norm falls, relative to
+                the run, against its weights' quantization error's norm
+                (upd-all: every unit at once, on the units' mean); the
+                budget a token bucket that earns B% of a step's FLOPs per
+                step
+   A static rule takes units in its order while their FLOPs fit the budget.
    Every demo also takes --global-clip X: each arm's gradient is clipped to
    global norm X after the arm's own control (what production trainers run
    anyway), so "lowp" becomes lowp+clip, "gnmr" lowp+clip+gnmr.
@@ -54,7 +76,7 @@
 
 #include <math.h>
 
-enum { ARM_F32, ARM_LOWP, ARM_CLIP, ARM_ADAGC, ARM_ZCLIP, ARM_GNMR };
+enum { ARM_F32, ARM_LOWP, ARM_CLIP, ARM_ADAGC, ARM_ZCLIP, ARM_GNMR, ARM_PLACE };
 
 #define ARM_GLOBAL_CLIP 1.0   /* clip arm: max global norm */
 #define ARM_ADAGC_LAMBDA 1.05 /* adagc arm: clip to 1.05 x EMA of unit norm */
@@ -112,6 +134,14 @@ ARM_SHIFT_Q(ARM_SHIFT_FNS, 32, )
   ARM_SHIFT_ROW("shift-p" #P "-q" #Q, arm_shift_p##P##_q##ID),                 \
       ARM_SHIFT_ROW("noise-shift-p" #P "-q" #Q, arm_noise_shift_p##P##_q##ID)
 
+/* A placement rule's arms at 5%, 10% and 20% of the GEMM FLOPs. */
+/* clang-format off */
+#define ARM_PLACE_ROWS(rule)                                                   \
+  {"place-" rule "-5", ARM_PLACE, NULL, 0, 1, 0},                              \
+  {"place-" rule "-10", ARM_PLACE, NULL, 0, 1, 0},                             \
+  {"place-" rule "-20", ARM_PLACE, NULL, 0, 1, 0}
+/* clang-format on */
+
 typedef struct demo_arm {
   const char *name;
   int kind;                    /* ARM_* */
@@ -156,6 +186,19 @@ static const demo_arm ARMS[] = {
     {"f32-adagc", ARM_ADAGC, NULL, 1, 1, 0},
     {"f32-gnmr", ARM_GNMR, gnmr_config_default, 1, 1, 0},
     {"f32-gnmr-noise", ARM_GNMR, gnmr_config_noise, 1, 1, 0},
+    ARM_PLACE_ROWS("nvfp4"),
+    ARM_PLACE_ROWS("firstlast"),
+    ARM_PLACE_ROWS("rand1"),
+    ARM_PLACE_ROWS("rand2"),
+    ARM_PLACE_ROWS("rand3"),
+    ARM_PLACE_ROWS("once"),
+    ARM_PLACE_ROWS("late"),
+    ARM_PLACE_ROWS("nvfp4-late"),
+    ARM_PLACE_ROWS("upd-max"),
+    ARM_PLACE_ROWS("upd-both"),
+    ARM_PLACE_ROWS("upd-all"),
+    ARM_PLACE_ROWS("upd-late"),
+#undef ARM_PLACE_ROWS
 };
 #define ARM_COUNT ((int)(sizeof ARMS / sizeof ARMS[0]))
 

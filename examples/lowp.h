@@ -23,18 +23,23 @@
 
 /* A minifloat with `mbits` mantissa bits, smallest normal exponent `emin`
    (subnormals below it) and largest finite value `max`. Every value it holds
-   is exact in float, so quantization is emulated in float. */
+   is exact in float, so quantization is emulated in float. `block` > 0: the
+   format is scaled per block of that many values along the GEMM's inner
+   dimension (NVFP4 style, each block's scale in E4M3 under a per-tensor
+   scale; lp_quantize_block) instead of per tensor by delayed scaling. */
 typedef struct lp_format {
   const char *name;
   int mbits;
   int emin;
   float max;
+  int block;
 } lp_format;
 
 static const lp_format LP_FORMATS[] = {
-    {"e4m3", 3, -6, 448.0f},    /* OCP FP8 E4M3 (no Inf; NaN S.1111.111) */
-    {"e5m2", 2, -14, 57344.0f}, /* OCP FP8 E5M2 */
-    {"e2m1", 1, 0, 6.0f},       /* OCP FP4 E2M1 (no Inf, no NaN) */
+    {"e4m3", 3, -6, 448.0f, 0},    /* OCP FP8 E4M3 (no Inf; NaN S.1111.111) */
+    {"e5m2", 2, -14, 57344.0f, 0}, /* OCP FP8 E5M2 */
+    {"e2m1", 1, 0, 6.0f, 0},       /* OCP FP4 E2M1 (no Inf, no NaN) */
+    {"nvfp4", 1, 0, 6.0f, 16},     /* E2M1, a scale per 1x16 block */
 };
 #define LP_N_FORMATS (sizeof LP_FORMATS / sizeof LP_FORMATS[0])
 
@@ -135,6 +140,23 @@ LP_FN float lp_quant_error(const float *x, const float *xq, size_t n,
     ref += (double)x[i] * (double)x[i];
   }
   return ref > 0 ? (float)sqrt(err / ref) : 0.0f;
+}
+
+/* NVFP4-style block scaling (formats with block > 0): a block (f->block
+   values along the GEMM's inner dimension) is quantized as Q(x / s) x s
+   with its own scale s, which maps the block's amax to f->max and is held
+   in E4M3 relative to the tensor's scale (the tensor's amax / (f->max x
+   448), lp_block_tensor_scale), as NVFP4 stores it. A scale that rounds to
+   zero in E4M3 makes the block zeros (s = 0: the caller writes 0). */
+LP_FN float lp_block_tensor_scale(float amax, const lp_format *f) {
+  return amax / (f->max * LP_FORMATS[0].max);
+}
+
+LP_FN float lp_block_scale(float block_amax, const lp_format *f,
+                           float tensor_scale) {
+  if (!(tensor_scale > 0.0f) || !isfinite(tensor_scale)) return 0.0f;
+  return lp_quantize(block_amax / f->max / tensor_scale, &LP_FORMATS[0]) *
+         tensor_scale;
 }
 
 #endif /* LOWP_H */

@@ -3,14 +3,17 @@
 
    The model (read top to bottom): token and position embeddings, pre-LayerNorm
    blocks with causal multi-head attention and a GELU MLP, a final LayerNorm
-   and the LM head; forward, backward, AdamW with warm-up and cosine decay.
+   and the LM head; forward, backward, AdamW with warm-up and cosine decay
+   (or --schedule wsd: constant, then a linear decay over the last 20%).
    Every linear layer is a recoverable unit: per block qkv, attention output,
    MLP up and MLP down, and the head (4 x layers + 1 units). A unit's low-cost
    path quantizes its GEMM inputs (activation and weight) per tensor to FP8
    E4M3, FP8 E5M2 or FP4 E2M1 with delayed scaling from a 16-step amax history
-   (examples/lowp.h, shared with train_stress.c); its high-fidelity path is
+   (examples/lowp.h, shared with train_stress.c), or to FP4 E2M1 with a scale
+   per 1x16 block (--format nvfp4, NVFP4 style); its high-fidelity path is
    plain f32. Gradients, attention, LayerNorm and the optimizer are f32 on
-   every path.
+   every path, except that --grad-format F quantizes the low-cost path's
+   output gradients (the backward GEMMs' input) too.
 
    Two kinds of stress (ground truth in stress.csv):
      natural   no injection: a format or learning rate where low precision
@@ -52,6 +55,11 @@
      f32-clip, f32-adagc, f32-gnmr, f32-gnmr-noise (only when --arms names
             them): the control on the f32 model, no faults: what the
             control does to training, apart from precision.
+     place-RULE-B (only when --arms names them): a placement rule puts
+            units on the f32 path within B% of the units' GEMM FLOPs, in
+            space (static sets, a set measured once), in time (the late
+            switch) or by a measured signal (the placement section below,
+            examples/arms.h).
 
    The GEMMs, attention (over batch x heads), LayerNorm, GELU, softmax and
    AdamW run on --threads pthreads; each output element is computed by
@@ -62,9 +70,12 @@
    /usr/share/games/fortunes): every file without a '.' in its name, in name
    order, split at the "%" lines; every LM_VAL_EVERY-th fortune is validation.
 
-   Outputs in --out: summary.csv, loss.csv (every step's training loss),
-   trace.csv (the first gnmr arm, first seed), stress.csv, loss.svg,
-   recovery.svg; with --sweep, sweep.csv.
+   Outputs in --out: summary.csv (hf_flops: the share of the units' GEMM
+   FLOPs on the f32 path), loss.csv (every step's training loss), trace.csv
+   (the first gnmr arm, first seed), stress.csv, units.csv (each arm's
+   unit-steps on the f32 path and its first, per unit), place_trace.csv
+   (the placement signals of the lowp and placement arms, first seed),
+   loss.svg, recovery.svg; with --sweep, sweep.csv.
 
    Build and run: make demo-lm (both settings, every arm x 3 seeds),
    make demo-lm-quick, make demo-lm-sweep. Define LM_DOUBLE to build the
@@ -235,6 +246,15 @@ typedef struct lm_linear {
   lp_scaler sx, sw; /* delayed scaling of the activation and the weight */
   float qerr;       /* forward signal: ||Q(x) - x|| / ||x|| this step */
   float gain;       /* output multiplier: 1, DEMO_SHIFT_GAIN after --shift */
+  /* The placement arms' signals (lm_path.measure, .out_err): */
+  lm_real *yref;  /* scratch: the output from unquantized inputs */
+  lm_real *wprev; /* the weights before this step's update */
+  /* --grad-format: the low-cost path's output gradient, quantized */
+  const lp_format *gfmt; /* this step's (NULL: f32) */
+  lp_scaler sg;          /* its delayed scaling */
+  lm_real *dyq;          /* N x out */
+  float wqerr;           /* ||Q(w) - w|| of this step's weight quantization */
+  float oerr; /* ||y - yref|| / ||yref||: the output's relative error */
 } lm_linear;
 
 /* What a unit's path does this step. */
@@ -250,6 +270,9 @@ typedef struct lm_path {
      GEMM input's relative quantization error goes to lm_linear.qerr; on
      the f32 path, the error this format would give at the current scale. */
   const lp_format *probe;
+  const lp_format *gfmt; /* low-cost path: --grad-format, or NULL */
+  int measure;           /* low-cost path: lm_linear.wqerr */
+  int out_err;           /* low-cost path: lm_linear.oerr (one more f32 GEMM) */
 } lm_path;
 
 typedef struct lm_gemm_ctx {
@@ -341,13 +364,44 @@ static float lm_amax(const lm_real *x, size_t n) {
   return (float)a;
 }
 
+/* A block-scaled format (lowp.h lp_block_scale) on rows x cols of x: blocks
+   of fmt->block along a row, or, with `down`, along a column (the weight's
+   inner dimension is its rows). In place is allowed. */
+static void lm_quantize_blocks(const lm_real *x, int rows, int cols, int down,
+                               const lp_format *fmt, float amax, lm_real *out) {
+  float ts = lp_block_tensor_scale(amax, fmt);
+  int outer = down ? cols : rows, len = down ? rows : cols, o, b, i;
+  size_t stride = down ? (size_t)cols : 1, ostride = down ? 1 : (size_t)cols;
+  for (o = 0; o < outer; o++)
+    for (b = 0; b < len; b += fmt->block) {
+      size_t at = (size_t)o * ostride + (size_t)b * stride;
+      int e = len - b < fmt->block ? len - b : fmt->block;
+      float ba = 0.0f, sc;
+      for (i = 0; i < e; i++) {
+        float v = (float)fabs((double)x[at + (size_t)i * stride]);
+        if (v > ba) ba = v;
+      }
+      sc = lp_block_scale(ba, fmt, ts);
+      for (i = 0; i < e; i++) {
+        size_t k = at + (size_t)i * stride;
+        out[k] =
+            sc > 0.0f ? (lm_real)(lp_quantize((float)x[k] / sc, fmt) * sc) : 0;
+      }
+    }
+}
+
 /* Quantize rows x cols of x into out with the scaler's delayed scale (times
-   `gain`), then push this tensor's amax into the history. */
-static void lm_quantize(const lm_real *x, int rows, int cols,
+   `gain`), then push this tensor's amax into the history; a block-scaled
+   format scales per block (`down`: blocks along the columns) instead. */
+static void lm_quantize(const lm_real *x, int rows, int cols, int down,
                         const lp_format *fmt, lp_scaler *s, float gain,
                         lm_real *out) {
   lm_quant_ctx c;
   float amax = lm_amax(x, (size_t)rows * (size_t)cols);
+  if (fmt->block) {
+    lm_quantize_blocks(x, rows, cols, down, fmt, amax, out);
+    return;
+  }
   c.x = x;
   c.out = out;
   c.fmt = fmt;
@@ -355,6 +409,17 @@ static void lm_quantize(const lm_real *x, int rows, int cols,
   c.cols = cols;
   lm_parallel(lm_quant_rows, &c, rows);
   lp_scaler_push(s, amax);
+}
+
+/* ||a - b|| over n values (b NULL: ||a||). */
+static double lm_dist(const lm_real *a, const lm_real *b, size_t n) {
+  double s = 0;
+  size_t i;
+  for (i = 0; i < n; i++) {
+    double d = (double)a[i] - (b ? (double)b[i] : 0.0);
+    s += d * d;
+  }
+  return sqrt(s);
 }
 
 /* The forward signal (lowp.h's lp_quant_error). The double build checks
@@ -375,6 +440,7 @@ static void lm_linear_forward(lm_linear *L, const lm_real *x, int n,
                               const lm_path *p, lm_real *y) {
   size_t nx = (size_t)n * (size_t)L->in, nw = (size_t)L->in * (size_t)L->out;
   lm_gemm_ctx c;
+  L->gfmt = p->fmt ? p->gfmt : NULL;
   memcpy(L->xq, x, nx * sizeof *x);
   if (!p->fmt) {
     memcpy(L->wq, L->w, nw * sizeof *x);
@@ -395,10 +461,11 @@ static void lm_linear_forward(lm_linear *L, const lm_real *x, int n,
                 (size_t)((p->outlier_c0 + k) % L->in)] *=
               (lm_real)p->outlier_gain;
     }
-    lm_quantize(L->xq, n, L->in, p->fmt, &L->sx,
+    lm_quantize(L->xq, n, L->in, 0, p->fmt, &L->sx,
                 p->stale ? LM_STALE_GAIN : 1.0f, L->xq);
-    lm_quantize(L->w, L->in, L->out, p->fmt, &L->sw, 1.0f, L->wq);
+    lm_quantize(L->w, L->in, L->out, 1, p->fmt, &L->sw, 1.0f, L->wq);
     if (p->probe) L->qerr = lm_quant_error(x, L->xq, nx, NULL, 1.0f);
+    if (p->measure) L->wqerr = (float)lm_dist(L->wq, L->w, nw);
   }
   c.x = L->xq;
   c.w = L->wq;
@@ -408,6 +475,14 @@ static void lm_linear_forward(lm_linear *L, const lm_real *x, int n,
   c.in = L->in;
   c.out = L->out;
   lm_parallel(lm_gemm_fwd_rows, &c, n);
+  if (p->fmt && p->out_err) {
+    size_t ny = (size_t)n * (size_t)L->out;
+    c.x = x;
+    c.w = L->w;
+    c.y = L->yref;
+    lm_parallel(lm_gemm_fwd_rows, &c, n);
+    L->oerr = (float)(lm_dist(y, L->yref, ny) / lm_dist(L->yref, NULL, ny));
+  }
   if (L->gain != 1.0f) {
     size_t i, ny = (size_t)n * (size_t)L->out;
     for (i = 0; i < ny; i++) y[i] *= (lm_real)L->gain;
@@ -426,10 +501,16 @@ static void lm_linear_forward(lm_linear *L, const lm_real *x, int n,
 }
 
 /* dw, db from dy; dx (n x in) written, through the GEMM inputs used (the
-   straight-through estimator on the quantizers). */
+   straight-through estimator on the quantizers). With --grad-format the
+   low-cost path quantizes dy first (per tensor, delayed scaling; a block
+   format along its rows), for all three: dw, db and dx. */
 static void lm_linear_backward(lm_linear *L, const lm_real *dy, int n,
                                lm_real *dx) {
   lm_gemm_ctx c;
+  if (L->gfmt) {
+    lm_quantize(dy, n, L->out, 0, L->gfmt, &L->sg, 1.0f, L->dyq);
+    dy = L->dyq;
+  }
   c.x = L->xq;
   c.dy = dy;
   c.dw = L->dw;
@@ -831,6 +912,9 @@ static void lm_model_init(lm_model *m, lm_shape s, demo_rng *r) {
     U->xq = DEMO_CALLOC((size_t)N * (size_t)U->in, lm_real);
     U->wq = DEMO_CALLOC(nw, lm_real);
     U->wt = DEMO_CALLOC(nw, lm_real);
+    U->yref = DEMO_CALLOC((size_t)N * (size_t)U->out, lm_real);
+    U->wprev = DEMO_CALLOC(nw, lm_real);
+    U->dyq = DEMO_CALLOC((size_t)N * (size_t)U->out, lm_real);
   }
   for (l = 0; l < L; l++) {
     lm_block_acts *a = &m->acts[l];
@@ -867,7 +951,8 @@ static void lm_model_free(lm_model *m) {
   int l, u;
   free(m->params), free(m->grads), free(m->m), free(m->v);
   for (u = 0; u < m->n_units; u++)
-    free(m->unit[u].xq), free(m->unit[u].wq), free(m->unit[u].wt);
+    free(m->unit[u].xq), free(m->unit[u].wq), free(m->unit[u].wt),
+        free(m->unit[u].yref), free(m->unit[u].wprev), free(m->unit[u].dyq);
   for (l = 0; l < m->s.L; l++) {
     lm_block_acts *a = &m->acts[l];
     free(a->res), free(a->ln1), free(a->ln1_mean), free(a->ln1_rstd);
@@ -1264,6 +1349,286 @@ static int lm_make_events(int per_k, int steps, const lm_shape *s,
 #define LM_ARMS ARMS
 #define LM_N_ARMS ARM_COUNT
 
+/* ---- placement: the placement arms (examples/arms.h, place-RULE-B) --------
+ */
+
+/* A unit's GEMM FLOPs per step are 6 N in out (forward, input gradient,
+   weight gradient, N = B x T rows); shares need only in x out. The
+   attention's score and value products are f32 on every path and not a
+   unit: the placement budget and hf_flops count the units' GEMMs only. */
+static double lm_unit_flops(const lm_shape *s, int u) {
+  static const double per_c2[4] = {3, 1, 4, 4}; /* LM_QKV .. LM_MLP_DOWN */
+  double C = s->C;
+  return u == 4 * s->L ? C * LM_VOCAB : per_c2[u % 4] * C * C;
+}
+
+enum {
+  LM_PLACE_NVFP4,
+  LM_PLACE_FIRSTLAST,
+  LM_PLACE_RANDOM,
+  LM_PLACE_ONCE,
+  LM_PLACE_LATE,
+  LM_PLACE_NVFP4_LATE,
+  LM_PLACE_UPD_MAX,
+  LM_PLACE_UPD_BOTH,
+  LM_PLACE_UPD_ALL,
+  LM_PLACE_UPD_LATE
+};
+
+static const struct {
+  const char *name;
+  int rule, draw;
+} LM_PLACE_RULES[] = {
+    {"nvfp4", LM_PLACE_NVFP4, 0},     {"firstlast", LM_PLACE_FIRSTLAST, 0},
+    {"rand1", LM_PLACE_RANDOM, 1},    {"rand2", LM_PLACE_RANDOM, 2},
+    {"rand3", LM_PLACE_RANDOM, 3},    {"once", LM_PLACE_ONCE, 0},
+    {"late", LM_PLACE_LATE, 0},       {"nvfp4-late", LM_PLACE_NVFP4_LATE, 0},
+    {"upd-max", LM_PLACE_UPD_MAX, 0}, {"upd-both", LM_PLACE_UPD_BOTH, 0},
+    {"upd-all", LM_PLACE_UPD_ALL, 0}, {"upd-late", LM_PLACE_UPD_LATE, 0},
+};
+
+/* The measured rules (upd-*). Each step a unit on the low-cost path has
+   u_t = ||W_t+1 - W_t||, the norm of what the optimizer moved its weights
+   by, and q_t = ||Q(W_t) - W_t||, its weights' quantization error as the
+   cheap path used them; r_t = (running mean of u) / q_t says how far a step
+   moves the weights against what the format can resolve. It falls as the
+   learning rate decays, and as the weights grow. The thresholds are
+   relative to the run's own r (its running maximum, its slow mean), not
+   absolute levels:
+     upd-max   a unit fires when r_t < LM_PLACE_MAX_FRAC x its running max
+     upd-both  that, or its fast mean of r under LM_PLACE_FALL_FRAC x its
+               slow mean: r falling now, whatever its level (a WSD decay)
+     upd-all   the same two tests on the FLOPs-weighted mean of r_t / max
+               over the units: when it fires, every unit fires at once
+               (in time, not in space: the late switch, found by the
+               signal), the units with the lowest r_t / max first
+     upd-late  upd-all at the lower level LM_PLACE_LATE_FRAC: it fires
+               later, so that its credit lasts to the end of the run
+               (upd-all, firing before the last B% of steps, runs out of
+               credit before the end, and the last steps matter most)
+   A unit that fires goes to f32 for good. None fires in its first
+   LM_PLACE_WARM steps. The budget is a token bucket: every step earns B%
+   of the step's unit FLOPs; the fired units, in the order they fired, run
+   f32 while the credit covers them, so the run's share stays under B
+   without knowing its length. The two fractions were read off the lowp
+   arm's trace of lm-natural-clip (cosine, seed 1, bench/RESULTS.md); the
+   WSD and NVFP4 runs are where they are tested. */
+#define LM_PLACE_UPD_BETA 0.95  /* running mean of u_t */
+#define LM_PLACE_MAX_FRAC 0.06  /* level: r_t against its running max */
+#define LM_PLACE_FALL_FAST 0.9  /* fast mean of r_t */
+#define LM_PLACE_FALL_SLOW 0.99 /* slow mean of r_t */
+#define LM_PLACE_FALL_FRAC 0.6  /* fall: fast mean against slow mean */
+#define LM_PLACE_LATE_FRAC 0.05 /* upd-late's level */
+#define LM_PLACE_WARM 50
+#define LM_PLACE_CALIB_WINDOW 10 /* once: steps averaged before the choice */
+
+typedef struct lm_placer {
+  int rule, n_units, late_from, calib, calib_from;
+  double budget, total, credit, flops[LM_MAX_UNITS];
+  uint8_t fixed[LM_MAX_UNITS]; /* space rules: f32 for the whole run */
+  uint8_t hf[LM_MAX_UNITS];    /* this step: the unit runs f32 */
+  double oerr_sum[LM_MAX_UNITS];
+  double upd[LM_MAX_UNITS], rmax[LM_MAX_UNITS], fast[LM_MAX_UNITS],
+      slow[LM_MAX_UNITS], ratio[LM_MAX_UNITS];
+  double all_fast, all_slow; /* upd-all: the weighted mean's fast, slow */
+  int seen[LM_MAX_UNITS], fired[LM_MAX_UNITS], n_fired, all_seen;
+} lm_placer;
+
+static int lm_place_measured(int rule) {
+  return rule == LM_PLACE_UPD_MAX || rule == LM_PLACE_UPD_BOTH ||
+         rule == LM_PLACE_UPD_ALL || rule == LM_PLACE_UPD_LATE;
+}
+
+/* The units of `order` in turn while their FLOPs fit share x total. */
+static double lm_place_fill(lm_placer *pl, const int *order, int n,
+                            double share) {
+  double used = 0;
+  int k;
+  for (k = 0; k < n; k++) {
+    int u = order[k];
+    if (used + pl->flops[u] <= share * pl->total * (1 + 1e-12)) {
+      pl->fixed[u] = 1;
+      used += pl->flops[u];
+    }
+  }
+  return used / pl->total;
+}
+
+/* The NVFP4 recipe's order: the head, then the blocks from the last,
+   each back to front. */
+static int lm_place_nvfp4_order(int L, int *order) {
+  int n = 0, l, k;
+  order[n++] = 4 * L;
+  for (l = L - 1; l >= 0; l--)
+    for (k = 3; k >= 0; k--) order[n++] = 4 * l + k;
+  return n;
+}
+
+/* The arm's rule from its name place-RULE-B; arm NULL: no rule, the
+   signals only (the lowp arm's, for the trace). */
+static void lm_place_init(lm_placer *pl, const char *arm, const lm_model *m,
+                          int steps, int seed) {
+  const char *rule = arm ? arm + strlen("place-") : NULL,
+             *dash = arm ? strrchr(arm, '-') : NULL;
+  int order[LM_MAX_UNITS], U = m->n_units, L = m->s.L, n = 0, u, l, k;
+  size_t r;
+  memset(pl, 0, sizeof *pl);
+  pl->rule = -1;
+  pl->n_units = U;
+  pl->late_from = steps;
+  pl->calib = -1;
+  if (!arm) return;
+  for (r = 0; r < sizeof LM_PLACE_RULES / sizeof LM_PLACE_RULES[0]; r++)
+    if (strlen(LM_PLACE_RULES[r].name) == (size_t)(dash - rule) &&
+        strncmp(rule, LM_PLACE_RULES[r].name, (size_t)(dash - rule)) == 0)
+      break;
+  if (r == sizeof LM_PLACE_RULES / sizeof LM_PLACE_RULES[0])
+    DEMO_DIE("arm %s: no such placement rule", arm);
+  pl->rule = LM_PLACE_RULES[r].rule;
+  pl->budget = atof(dash + 1) / 100.0;
+  for (u = 0; u < U; u++) {
+    pl->flops[u] = lm_unit_flops(&m->s, u);
+    pl->total += pl->flops[u];
+  }
+  switch (pl->rule) {
+  case LM_PLACE_NVFP4:
+    lm_place_fill(pl, order, lm_place_nvfp4_order(L, order), pl->budget);
+    break;
+  case LM_PLACE_FIRSTLAST: /* blocks 0, L-1, 1, L-2, ... then the head */
+    for (k = 0; k < L; k++) {
+      l = k % 2 ? L - 1 - k / 2 : k / 2;
+      for (u = 0; u < 4; u++) order[n++] = 4 * l + u;
+    }
+    order[n++] = 4 * L;
+    lm_place_fill(pl, order, n, pl->budget);
+    break;
+  case LM_PLACE_RANDOM: {
+    demo_rng g = {(uint64_t)LM_PLACE_RULES[r].draw * 0x9E3779B97F4A7C15ull +
+                  (uint64_t)seed * 7919u + 5};
+    for (u = 0; u < U; u++) order[u] = u;
+    for (u = U - 1; u > 0; u--) {
+      int j = (int)demo_below(&g, (uint32_t)(u + 1)), t = order[u];
+      order[u] = order[j];
+      order[j] = t;
+    }
+    lm_place_fill(pl, order, U, pl->budget);
+    break;
+  }
+  case LM_PLACE_ONCE:
+    pl->calib = steps / 10 > 1 ? steps / 10 : 1;
+    pl->calib_from = pl->calib - LM_PLACE_CALIB_WINDOW;
+    if (pl->calib_from < pl->calib / 2) pl->calib_from = pl->calib / 2;
+    break;
+  case LM_PLACE_LATE:
+    pl->late_from = steps - (int)(pl->budget * steps + 0.5);
+    break;
+  case LM_PLACE_NVFP4_LATE: {
+    double s = lm_place_fill(pl, order, lm_place_nvfp4_order(L, order),
+                             pl->budget / 2),
+           f = (pl->budget - s) / (1 - s);
+    pl->late_from = steps - (int)(f * steps + 0.5);
+    break;
+  }
+  default: break;
+  }
+}
+
+/* This step's f32 units into pl->hf. */
+static void lm_place_step(lm_placer *pl, int step) {
+  int u, k;
+  if (lm_place_measured(pl->rule)) {
+    memset(pl->hf, 0, sizeof pl->hf);
+    pl->credit += pl->budget * pl->total;
+    for (k = 0; k < pl->n_fired; k++) {
+      u = pl->fired[k];
+      if (pl->credit >= pl->flops[u]) {
+        pl->hf[u] = 1;
+        pl->credit -= pl->flops[u];
+      }
+    }
+    return;
+  }
+  for (u = 0; u < pl->n_units; u++)
+    pl->hf[u] = (uint8_t)(pl->fixed[u] || step >= pl->late_from);
+}
+
+/* After the forward pass: the once rule's calibration window. */
+static void lm_place_forward(lm_placer *pl, const lm_model *m, int step) {
+  int order[LM_MAX_UNITS], u, k, j;
+  if (pl->rule != LM_PLACE_ONCE || step < pl->calib_from || step >= pl->calib)
+    return;
+  for (u = 0; u < pl->n_units; u++) pl->oerr_sum[u] += m->unit[u].oerr;
+  if (step != pl->calib - 1) return;
+  for (u = 0; u < pl->n_units; u++) order[u] = u;
+  for (k = 1; k < pl->n_units; k++) /* by error, largest first */
+    for (j = k; j > 0 && pl->oerr_sum[order[j]] > pl->oerr_sum[order[j - 1]];
+         j--) {
+      int t = order[j];
+      order[j] = order[j - 1];
+      order[j - 1] = t;
+    }
+  lm_place_fill(pl, order, pl->n_units, pl->budget);
+}
+
+/* One step of a fast and a slow mean; the level test (x under `level` x
+   max) in bit 0, the fall test in bit 1. */
+static int lm_place_test(double x, double max, double level, double *fast,
+                         double *slow, int seen) {
+  *fast = seen ? LM_PLACE_FALL_FAST * *fast + (1 - LM_PLACE_FALL_FAST) * x : x;
+  *slow = seen ? LM_PLACE_FALL_SLOW * *slow + (1 - LM_PLACE_FALL_SLOW) * x : x;
+  return (x < level * max) * 1 + (*fast < LM_PLACE_FALL_FRAC * *slow) * 2;
+}
+
+/* After the update: the measured rules' signals (every arm that has a
+   placer); under a measured rule, units fire for good. */
+static void lm_place_update(lm_placer *pl, const lm_model *m) {
+  double level = 0, weight = 0;
+  int u, k, j, order[LM_MAX_UNITS], n = 0, fired[LM_MAX_UNITS] = {0};
+  for (k = 0; k < pl->n_fired; k++) fired[pl->fired[k]] = 1;
+  for (u = 0; u < pl->n_units; u++) {
+    const lm_linear *U = &m->unit[u];
+    size_t nw = (size_t)U->in * (size_t)U->out;
+    double d, r;
+    int test;
+    if (fired[u] || !(U->wqerr > 0)) continue;
+    d = lm_dist(U->w, U->wprev, nw);
+    pl->upd[u] = pl->seen[u] ? LM_PLACE_UPD_BETA * pl->upd[u] +
+                                   (1 - LM_PLACE_UPD_BETA) * d
+                             : d;
+    r = pl->upd[u] / U->wqerr;
+    if (r > pl->rmax[u]) pl->rmax[u] = r;
+    test = lm_place_test(r, pl->rmax[u], LM_PLACE_MAX_FRAC, &pl->fast[u],
+                         &pl->slow[u], pl->seen[u]);
+    pl->ratio[u] = r;
+    pl->seen[u]++;
+    level += pl->flops[u] * r / pl->rmax[u];
+    weight += pl->flops[u];
+    if (pl->seen[u] <= LM_PLACE_WARM) continue;
+    if ((pl->rule == LM_PLACE_UPD_MAX && (test & 1)) ||
+        (pl->rule == LM_PLACE_UPD_BOTH && test))
+      pl->fired[pl->n_fired++] = u;
+  }
+  if ((pl->rule != LM_PLACE_UPD_ALL && pl->rule != LM_PLACE_UPD_LATE) ||
+      pl->n_fired || !(weight > 0))
+    return;
+  if (!lm_place_test(level / weight, 1.0,
+                     pl->rule == LM_PLACE_UPD_LATE ? LM_PLACE_LATE_FRAC
+                                                   : LM_PLACE_MAX_FRAC,
+                     &pl->all_fast, &pl->all_slow, pl->all_seen++) ||
+      pl->all_seen <= LM_PLACE_WARM)
+    return;
+  for (u = 0; u < pl->n_units; u++) { /* lowest r / max first */
+    double x = pl->rmax[u] > 0 ? pl->ratio[u] / pl->rmax[u] : 0;
+    for (j = n; j > 0 && pl->rmax[order[j - 1]] > 0 &&
+                pl->ratio[order[j - 1]] / pl->rmax[order[j - 1]] > x;
+         j--)
+      order[j] = order[j - 1];
+    order[j] = u;
+    n++;
+  }
+  for (k = 0; k < n; k++) pl->fired[pl->n_fired++] = order[k];
+}
+
 /* ---- one training run ------------------------------------------------------
  */
 
@@ -1272,6 +1637,7 @@ typedef struct lm_opts {
   int steps, seed, seeds, stress, quiet, sweep, eval_seqs;
   int arms[LM_N_ARMS], n_arms;
   const lp_format *fmt;
+  const lp_format *grad_fmt; /* --grad-format, or NULL: f32 gradients */
   /* --sweep: learning rates x formats */
   double lrs[8];
   const lp_format *formats[LP_N_FORMATS];
@@ -1286,10 +1652,13 @@ typedef struct lm_opts {
   double global_clip;
   demo_at freeze; /* --freeze: block, share of the run frozen */
   demo_at shift;  /* --shift: unit, where it is reparametrised */
+  int wsd;        /* --schedule wsd (else cosine) */
 } lm_opts;
 
 typedef struct lm_result {
   double val_bpb, recovery_fraction, seconds, overhead_pct;
+  double hf_flops; /* share of the units' GEMM FLOPs on the f32 path */
+  int unit_hf_steps[LM_MAX_UNITS], unit_first_hf[LM_MAX_UNITS]; /* -1: never */
   int loss_spikes, diverged;
   uint64_t param_hash; /* FNV-1a of the final parameters' bytes */
   float *loss;         /* per step training loss in nats (caller frees) */
@@ -1298,6 +1667,7 @@ typedef struct lm_result {
 typedef struct lm_trace {
   FILE *f;             /* trace.csv rows of the gnmr arm, or NULL */
   uint8_t *recovering; /* steps x units: unit ran f32 at that step */
+  FILE *place;         /* place_trace.csv rows (lowp, measured arms) */
 } lm_trace;
 
 /* Validation bits per byte on the f32 path: eval_seqs windows of T+1 bytes
@@ -1360,6 +1730,22 @@ static gnmr_config lm_arm_config(const lm_opts *o, const demo_arm *arm,
   return c;
 }
 
+/* The learning rate at `step`: linear warm-up over the first 5%, then
+   cosine decay to lr / 10, or with --schedule wsd (warm-up, stable,
+   decay) constant until the last LM_WSD_DECAY of the steps and a linear
+   decay to lr / 10 over them. */
+#define LM_WSD_DECAY 0.2
+static double lm_lr(const lm_opts *o, int step) {
+  int warm = o->steps / 20 > 0 ? o->steps / 20 : 1,
+      d0 = o->steps - (int)(LM_WSD_DECAY * o->steps);
+  if (step < warm) return o->lr * (step + 1) / warm;
+  if (o->wsd)
+    return step < d0 ? o->lr
+                     : o->lr * (1.0 - 0.9 * (step - d0) / (o->steps - d0));
+  return o->lr * (0.1 + 0.45 * (1.0 + cos(3.141592653589793 * (step - warm) /
+                                          (o->steps - warm))));
+}
+
 /* Trains one arm for o->steps steps, then evaluates it in f32. Same seed:
    same initial weights, same batches, same faults. */
 static lm_result lm_train(const lm_opts *o, const demo_arm *arm, int seed,
@@ -1376,8 +1762,10 @@ static lm_result lm_train(const lm_opts *o, const demo_arm *arm, int seed,
   int T = o->shape.T, B = o->shape.B, N = B * T, U, step, u, b, e;
   int CU;            /* controller units: U, or 2U with forward signals */
   long hf_steps = 0; /* unit-steps on the f32 path (forward arms) */
-  int warm = o->steps / 20 > 0 ? o->steps / 20 : 1;
   int shift_step = o->shift.index >= 0 ? o->steps * o->shift.pct / 100 : -1;
+  lm_placer pl; /* placement arms; the lowp arm's signals */
+  int signals = arm->kind == ARM_LOWP || arm->kind == ARM_PLACE;
+  double hf_fl = 0, total_fl = 0;
   double ema_loss = 0, ctl_time = 0, t0, adagc_ema[LM_MAX_UNITS];
   arm_zclip zc = {0, 0, 0};
   uint8_t *tok = DEMO_CALLOC((size_t)N, uint8_t),
@@ -1392,6 +1780,12 @@ static lm_result lm_train(const lm_opts *o, const demo_arm *arm, int seed,
   lm_model_init(&m, o->shape, &init);
   U = m.n_units;
   CU = arm->forward ? 2 * U : U;
+  lm_place_init(&pl, arm->kind == ARM_PLACE ? arm->name : NULL, &m, o->steps,
+                seed);
+  for (u = 0; u < U; u++) {
+    total_fl += lm_unit_flops(&m.s, u);
+    res.unit_first_hf[u] = -1;
+  }
   if (arm->kind == ARM_GNMR) {
     int rc;
     cfg = lm_arm_config(o, arm, CU);
@@ -1419,9 +1813,18 @@ static lm_result lm_train(const lm_opts *o, const demo_arm *arm, int seed,
     }
     /* Each unit's path this step. */
     memset(paths, 0, sizeof paths);
+    if (arm->kind == ARM_PLACE) lm_place_step(&pl, step);
     for (u = 0; u < U; u++) {
       if (arm->f32) continue;
       if (arm->forward) paths[u].probe = o->fmt;
+      if (arm->kind == ARM_PLACE && pl.hf[u]) {
+        paths[u].track = 1;
+        hf_steps++;
+        continue;
+      }
+      paths[u].measure = signals;
+      paths[u].out_err =
+          pl.rule == LM_PLACE_ONCE && step >= pl.calib_from && step < pl.calib;
       if (arm->kind == ARM_GNMR &&
           (gnmr_recovering(&ctl, (uint32_t)u) == 1 ||
            (arm->forward && gnmr_recovering(&ctl, (uint32_t)(U + u)) == 1))) {
@@ -1432,6 +1835,7 @@ static lm_result lm_train(const lm_opts *o, const demo_arm *arm, int seed,
         continue;
       }
       paths[u].fmt = o->fmt;
+      paths[u].gfmt = o->grad_fmt;
       paths[u].n_head = o->shape.nh;
       for (e = 0; e < n_ev; e++) {
         int k = step - ev[e].start;
@@ -1449,7 +1853,14 @@ static lm_result lm_train(const lm_opts *o, const demo_arm *arm, int seed,
         }
       }
     }
+    for (u = 0; u < U; u++)
+      if (!paths[u].fmt) {
+        hf_fl += lm_unit_flops(&m.s, u);
+        res.unit_hf_steps[u]++;
+        if (res.unit_first_hf[u] < 0) res.unit_first_hf[u] = step;
+      }
     loss = lm_forward(&m, tok, tgt, paths);
+    lm_place_forward(&pl, &m, step);
     lm_backward(&m);
     if (step < opt.freeze_end) lm_zero_block(&m, opt.freeze_block);
     res.loss[step] = (float)loss;
@@ -1500,13 +1911,24 @@ static lm_result lm_train(const lm_opts *o, const demo_arm *arm, int seed,
                 gnmr_action_name(d[u].action));
       }
 
-    /* Linear warm-up over the first 5%, then cosine decay to lr / 10. */
-    if (step < warm)
-      lr = o->lr * (step + 1) / warm;
-    else
-      lr = o->lr * (0.1 + 0.45 * (1.0 + cos(3.141592653589793 * (step - warm) /
-                                            (o->steps - warm))));
+    lr = lm_lr(o, step);
+    if (signals)
+      for (u = 0; u < U; u++)
+        memcpy(m.unit[u].wprev, m.unit[u].w,
+               sizeof *m.unit[u].w * (size_t)m.unit[u].in *
+                   (size_t)m.unit[u].out);
     lm_adamw_update(&m, &opt, lr, step + 1);
+    if (signals) {
+      lm_place_update(&pl, &m);
+      if (trace && trace->place)
+        for (u = 0; u < U; u++) {
+          char name[32];
+          lm_unit_name(u, o->shape.L, name, sizeof name);
+          fprintf(trace->place, "%s,%d,%d,%s,%.6g,%.6g,%.6g,%d\n", arm->name,
+                  step, u, name, pl.ratio[u], pl.rmax[u], lr,
+                  paths[u].fmt == NULL);
+        }
+    }
   }
   res.seconds = lm_now() - t0;
   res.overhead_pct = res.seconds > 0 ? 100.0 * ctl_time / res.seconds : 0.0;
@@ -1517,6 +1939,9 @@ static lm_result lm_train(const lm_opts *o, const demo_arm *arm, int seed,
         (double)(CU > U ? hf_steps : (long)c.recovery_steps) /
         ((double)o->steps * U);
   }
+  if (arm->kind == ARM_PLACE)
+    res.recovery_fraction = (double)hf_steps / ((double)o->steps * U);
+  res.hf_flops = hf_fl / (total_fl * o->steps);
   res.val_bpb = lm_evaluate(&m, val, o->eval_seqs);
   lm_pool_stop();
   if (!isfinite(res.val_bpb) || res.val_bpb > 8.0) res.diverged = 1;
@@ -1568,12 +1993,13 @@ static void lm_svg_raster(const char *path, const lm_opts *o, int U,
 static int lm_run_arms(const lm_opts *o, const lm_text *train,
                        const lm_text *val) {
   char path[1100];
-  FILE *summary, *stress_f, *loss_f;
-  lm_trace trace;
+  FILE *summary, *stress_f, *loss_f, *units_f;
+  lm_trace trace, ptrace;
   FILE *trace_f;
   int traced = 0;
   float *curves[LM_N_ARMS];
-  double bpb[LM_N_ARMS][100], rf[LM_N_ARMS][100], secs[LM_N_ARMS];
+  double bpb[LM_N_ARMS][100], rf[LM_N_ARMS][100], hff[LM_N_ARMS][100],
+      secs[LM_N_ARMS];
   int spikes[LM_N_ARMS], div[LM_N_ARMS], a, s, i, n_ev0 = 0,
                                                   U = 4 * o->shape.L + 1;
   demo_event ev0[LM_MAX_EVENTS];
@@ -1583,11 +2009,21 @@ static int lm_run_arms(const lm_opts *o, const lm_text *train,
   summary = DEMO_FOPEN(path, "w");
   fprintf(summary, "setting,arm,seed,format,lr,stress,steps,val_bpb,"
                    "recovery_fraction,loss_spikes,diverged,seconds,"
-                   "overhead_pct\n");
+                   "overhead_pct,hf_flops\n");
   snprintf(path, sizeof path, "%s/trace.csv", o->out_dir);
   trace.f = trace_f = DEMO_FOPEN(path, "w");
   fprintf(trace_f, "step,unit,name,norm,ratio,delta,action\n");
   trace.recovering = DEMO_CALLOC((size_t)o->steps * (size_t)U, uint8_t);
+  trace.place = NULL;
+  snprintf(path, sizeof path, "%s/place_trace.csv", o->out_dir);
+  ptrace.f = NULL;
+  ptrace.recovering = NULL;
+  ptrace.place = DEMO_FOPEN(path, "w");
+  fprintf(ptrace.place, "arm,step,unit,name,ratio,ratio_max,lr,hf\n");
+  snprintf(path, sizeof path, "%s/units.csv", o->out_dir);
+  units_f = DEMO_FOPEN(path, "w");
+  fprintf(units_f,
+          "setting,arm,seed,unit,name,flops_share,hf_steps,first_hf_step\n");
   snprintf(path, sizeof path, "%s/loss.csv", o->out_dir);
   loss_f = DEMO_FOPEN(path, "w");
   fprintf(loss_f, "arm,seed,step,loss_bpb\n");
@@ -1619,9 +2055,25 @@ static int lm_run_arms(const lm_opts *o, const lm_text *train,
       const demo_arm *arm = &LM_ARMS[o->arms[a]];
       /* The trace: the first gnmr arm of the first seed. */
       lm_trace *tr = (!traced && arm->kind == ARM_GNMR) ? &trace : NULL;
-      lm_result r = lm_train(o, arm, seed, train, val, ev, n_ev, tr);
-      double ema = r.loss[0];
+      /* The placement signals' trace: the lowp and placement arms, first
+         seed. */
+      lm_result r =
+          lm_train(o, arm, seed, train, val, ev, n_ev,
+                   tr ? tr
+                   : s == 0 && (arm->kind == ARM_LOWP || arm->kind == ARM_PLACE)
+                       ? &ptrace
+                       : NULL);
+      double ema = r.loss[0], fl_total = 0;
       traced |= tr != NULL;
+      for (i = 0; i < U; i++) fl_total += lm_unit_flops(&o->shape, i);
+      for (i = 0; i < U; i++) {
+        char name[32];
+        lm_unit_name(i, o->shape.L, name, sizeof name);
+        fprintf(units_f, "%s,%s,%d,%d,%s,%.4f,%d,%d\n",
+                o->setting ? o->setting : "run", arm->name, seed, i, name,
+                lm_unit_flops(&o->shape, i) / fl_total, r.unit_hf_steps[i],
+                r.unit_first_hf[i]);
+      }
       for (i = 0; i < o->steps; i++) {
         fprintf(loss_f, "%s,%d,%d,%.5f\n", arm->name, seed, i,
                 r.loss[i] / log(2.0));
@@ -1630,13 +2082,14 @@ static int lm_run_arms(const lm_opts *o, const lm_text *train,
       }
       bpb[a][s] = r.val_bpb;
       rf[a][s] = r.recovery_fraction;
+      hff[a][s] = r.hf_flops;
       spikes[a] += r.loss_spikes;
       div[a] += r.diverged;
       secs[a] += r.seconds;
-      fprintf(summary, "%s,%s,%d,%s,%g,%d,%d,%.6f,%.6f,%d,%d,%.2f,%.3f\n",
+      fprintf(summary, "%s,%s,%d,%s,%g,%d,%d,%.6f,%.6f,%d,%d,%.2f,%.3f,%.6f\n",
               o->setting ? o->setting : "run", arm->name, seed, o->fmt->name,
               o->lr, o->stress, o->steps, r.val_bpb, r.recovery_fraction,
-              r.loss_spikes, r.diverged, r.seconds, r.overhead_pct);
+              r.loss_spikes, r.diverged, r.seconds, r.overhead_pct, r.hf_flops);
       fflush(summary);
       if (!o->quiet)
         fprintf(stderr, "  %s seed %d %-6s val %.4f bits/byte (%.1fs)\n",
@@ -1646,7 +2099,7 @@ static int lm_run_arms(const lm_opts *o, const lm_text *train,
     }
   }
   if (fclose(summary) != 0 || fclose(stress_f) != 0 || fclose(trace_f) != 0 ||
-      fclose(loss_f) != 0)
+      fclose(loss_f) != 0 || fclose(units_f) != 0 || fclose(ptrace.place) != 0)
     DEMO_DIE("writing the CSV files in %s failed", o->out_dir);
   snprintf(path, sizeof path, "%s/loss.svg", o->out_dir);
   lm_svg_loss(path, o, curves);
@@ -1658,15 +2111,15 @@ static int lm_run_arms(const lm_opts *o, const lm_text *train,
            o->setting ? o->setting : "run", o->fmt->name, o->lr, o->stress,
            o->steps, o->seeds, o->seed, o->shape.C, o->shape.L, o->shape.nh,
            o->shape.T, o->shape.B, lm_threads);
-    printf("%-8s %18s %9s %7s %8s %8s\n", "arm", "val_bpb(sd)", "recovery",
-           "spikes", "diverged", "wall_s");
+    printf("%-8s %18s %9s %9s %7s %8s %8s\n", "arm", "val_bpb(sd)", "recovery",
+           "hf_flops", "spikes", "diverged", "wall_s");
     for (a = 0; a < o->n_arms; a++)
-      printf("%-8s %9.4f (%6.4f) %8.2f%% %7d %8d %8.1f\n",
+      printf("%-8s %9.4f (%6.4f) %8.2f%% %8.2f%% %7d %8d %8.1f\n",
              LM_ARMS[o->arms[a]].name, demo_mean(bpb[a], o->seeds),
              demo_sd(bpb[a], o->seeds), 100 * demo_mean(rf[a], o->seeds),
-             spikes[a], div[a], secs[a]);
+             100 * demo_mean(hff[a], o->seeds), spikes[a], div[a], secs[a]);
     printf("outputs in %s/: summary.csv trace.csv stress.csv loss.svg "
-           "recovery.svg\n",
+           "recovery.svg units.csv place_trace.csv\n",
            o->out_dir);
   }
   for (a = 0; a < o->n_arms; a++) free(curves[a]);
@@ -1748,7 +2201,8 @@ static void lm_usage(FILE *f) {
           "  --dim C --layers L --heads H --ctx T --batch B\n"
           "                 model and batch (default 64, 2, 4, 64, 8)\n"
           "  --lr X         peak AdamW learning rate (default 2e-3)\n"
-          "  --format F     e4m3, e5m2 or e2m1 (default e4m3)\n"
+          "  --format F     e4m3, e5m2, e2m1 or nvfp4 (E2M1, a scale per\n"
+          "                 1x16 block; no --stress) (default e4m3)\n"
           "  --stress N     injected faults per 1000 steps (default 0)\n"
           "  --eval N       validation windows (default 512)\n"
           "  --threads N    GEMM threads (default 2; any count, same bits)\n"
@@ -1767,6 +2221,10 @@ static void lm_usage(FILE *f) {
           "b/10, output\n"
           "                 x 10 (same function, same updates, its gradient "
           "x 10)\n"
+          "  --grad-format F  the low-cost path also quantizes each unit's\n"
+          "                 output gradient to F (default: f32 gradients)\n"
+          "  --schedule S   cosine (default) or wsd: constant, then a linear\n"
+          "                 decay to lr/10 over the last 20%% of steps\n"
           "  --sweep        f32 vs lowp (every seed, with --stress faults)\n"
           "  --sweep-lrs LIST      learning rates (default 2e-3,3e-3)\n"
           "  --sweep-formats LIST  formats (default e4m3,e5m2,e2m1)\n"
@@ -1794,7 +2252,8 @@ static void lm_parse_formats(lm_opts *o, const char *list) {
   for (tok = strtok(buf, ","); tok; tok = strtok(NULL, ",")) {
     const lp_format *fm = lp_format_find(tok);
     if (!fm)
-      DEMO_DIE("--sweep-formats: expected e4m3, e5m2 or e2m1, got '%s'", tok);
+      DEMO_DIE("--sweep-formats: expected e4m3, e5m2, e2m1 or nvfp4, got '%s'",
+               tok);
     if (o->n_formats == (int)LP_N_FORMATS)
       DEMO_DIE("--sweep-formats: at most %d", (int)LP_N_FORMATS);
     o->formats[o->n_formats++] = fm;
@@ -1883,7 +2342,16 @@ static void lm_parse(lm_opts *o, int argc, char **argv) {
       o->lock = demo_parse_int(v, 1, 1 << 20, f);
     else if (strcmp(f, "--global-clip") == 0)
       o->global_clip = demo_parse_double(v, f, 1);
-    else if (strcmp(f, "--max-rec") == 0)
+    else if (strcmp(f, "--grad-format") == 0) {
+      o->grad_fmt = lp_format_find(v);
+      if (!o->grad_fmt)
+        DEMO_DIE("--grad-format: expected e4m3, e5m2, e2m1 or nvfp4, got '%s'",
+                 v);
+    } else if (strcmp(f, "--schedule") == 0) {
+      if (strcmp(v, "cosine") && strcmp(v, "wsd"))
+        DEMO_DIE("--schedule: expected cosine or wsd, got '%s'", v);
+      o->wsd = strcmp(v, "wsd") == 0;
+    } else if (strcmp(f, "--max-rec") == 0)
       o->max_rec = demo_parse_int(v, 0, LM_MAX_UNITS, f);
     else if (strcmp(f, "--freeze") == 0)
       o->freeze = demo_parse_at(v, f, LM_MAX_LAYERS - 1);
@@ -1892,7 +2360,7 @@ static void lm_parse(lm_opts *o, int argc, char **argv) {
     else if (strcmp(f, "--format") == 0) {
       o->fmt = lp_format_find(v);
       if (!o->fmt)
-        DEMO_DIE("--format: expected e4m3, e5m2 or e2m1, got '%s'", v);
+        DEMO_DIE("--format: expected e4m3, e5m2, e2m1 or nvfp4, got '%s'", v);
     } else {
       lm_usage(stderr);
       DEMO_DIE("unknown option '%s'", f);
@@ -1902,6 +2370,11 @@ static void lm_parse(lm_opts *o, int argc, char **argv) {
     DEMO_DIE("--freeze names a block, --shift a unit the model does not have "
              "(%d blocks, %d units)",
              o->shape.L, 4 * o->shape.L + 1);
+  /* The faults and the forward signal are defined on per-tensor scales. */
+  for (a = 0; a < o->n_arms; a++)
+    if (o->fmt->block && (o->stress > 0 || LM_ARMS[o->arms[a]].forward))
+      DEMO_DIE("--format %s: no --stress and no forward arms (%s)",
+               o->fmt->name, LM_ARMS[o->arms[a]].name);
   if (o->shape.C % o->shape.nh != 0)
     DEMO_DIE("--dim %d is not a multiple of --heads %d", o->shape.C,
              o->shape.nh);

@@ -948,9 +948,14 @@ static void ts_parse(ts_opts *o, int argc, char **argv) {
       o->data_dir = v;
     else if (strcmp(f, "--out") == 0)
       o->out_dir = v;
-    else if (strcmp(f, "--arms") == 0)
+    else if (strcmp(f, "--arms") == 0) {
+      int a;
       o->n_arms = demo_parse_arms(v, o->arms, TS_MAX_ARMS);
-    else if (strcmp(f, "--seed") == 0)
+      for (a = 0; a < o->n_arms; a++)
+        if (ARMS[o->arms[a]].kind == ARM_PLACE)
+          DEMO_DIE("--arms: %s is a placement arm of the LM demo only",
+                   ARMS[o->arms[a]].name);
+    } else if (strcmp(f, "--seed") == 0)
       o->seed = demo_parse_int(v, 0, 1 << 30, f);
     else if (strcmp(f, "--seeds") == 0)
       o->seeds = demo_parse_int(v, 1, 100, f);
@@ -986,7 +991,7 @@ static void ts_parse(ts_opts *o, int argc, char **argv) {
       o->stale_under = strcmp(v, "under") == 0;
     } else if (strcmp(f, "--format") == 0) {
       o->fmt = lp_format_find(v);
-      if (!o->fmt)
+      if (!o->fmt || o->fmt->block)
         DEMO_DIE("--format: expected e4m3, e5m2 or e2m1, got '%s'", v);
     } else if (strcmp(f, "--hidden") == 0) {
       if (sscanf(v, "%d,%d,%d", &o->hidden[0], &o->hidden[1], &o->hidden[2]) !=

@@ -1,7 +1,7 @@
 /* test_efficacy.c - the efficacy report (bench/efficacy.c) on summary files
    written here, with known answers: the gap recovered, the high-fidelity
-   share, the pairing by seed, both demos' column names, a run that never
-   started. */
+   share in unit-steps and in FLOPs, the pairing by seed, both demos' column
+   names, a run that never started, the frontier by placement rule. */
 #define main efficacy_report_main
 #include "../bench/efficacy.c"
 #undef main
@@ -32,9 +32,12 @@ static void make_runs(void) {
              "lm,lowp,2,e4m3,0.002,24,10,3.6,0,5,0,1,0\n");
   write_file(DIR "/lm/b/summary.csv",
              "setting,arm,seed,format,lr,stress,steps,val_bpb,recovery_"
-             "fraction,loss_spikes,diverged,seconds,overhead_pct\n"
-             "lm,gnmr,1,e4m3,0.002,24,10,3.25,0.05,2,0,1,0\n"
-             "lm,gnmr,2,e4m3,0.002,24,10,3.5,0.03,1,0,1,0\n");
+             "fraction,loss_spikes,diverged,seconds,overhead_pct,hf_flops\n"
+             "lm,gnmr,1,e4m3,0.002,24,10,3.25,0.05,2,0,1,0,0.04\n"
+             "lm,gnmr,2,e4m3,0.002,24,10,3.5,0.03,1,0,1,0,0.02\n"
+             "lm,place-late-5,1,e4m3,0.002,24,10,3.8,0.05,0,0,1,0,0.05\n"
+             "lm,place-late-10,1,e4m3,0.002,24,10,3.5,0.1,0,0,1,0,0.1\n"
+             "lm,place-nvfp4-20,1,e4m3,0.002,24,10,3.9,0.2,0,0,1,0,0.18\n");
   write_file(DIR "/mlp/all/summary.csv",
              "arm,seed,format,stress,test_loss,test_acc,recovery_fraction,"
              "loss_spikes,diverged,overhead_pct,bursts,bursts_caught,stales,"
@@ -74,7 +77,7 @@ TEST(gap_recovered_is_per_seed_against_the_same_settings_runs) {
   REQUIRE(ef_n_set == 2); /* dead/ holds no rows */
   lm = &ef_set[0];
   EXPECT(strcmp(lm->name, "lm") == 0);
-  EXPECT_EQ_INT(lm->n_arms, 3); /* parts a and b merged */
+  EXPECT_EQ_INT(lm->n_arms, 6); /* parts a and b merged */
   g = ef_find(lm, "gnmr");
   REQUIRE(g != NULL);
   /* seed 1: (4.0 - 3.25) / (4.0 - 3.0); seed 2: (3.6 - 3.5) / (3.6 - 3.2) */
@@ -82,6 +85,9 @@ TEST(gap_recovered_is_per_seed_against_the_same_settings_runs) {
   EXPECT_NEAR(ef_gap(lm, g, 1), 0.25, 1e-12);
   EXPECT(isnan(ef_gap(lm, ef_find(lm, "f32"), 0)));
   EXPECT_NEAR(ef_mean(g->hf, g->n), 0.04, 1e-12);
+  EXPECT_NEAR(ef_mean(g->flops, g->n), 0.03, 1e-12);
+  /* part a has no hf_flops column: unknown, not zero */
+  EXPECT(isnan(ef_mean(ef_find(lm, "lowp")->flops, 2)));
   /* the MLP's test_loss is its val_loss */
   EXPECT_NEAR(ef_gap(&ef_set[1], ef_find(&ef_set[1], "clip"), 0), 0.8, 1e-12);
 }
@@ -93,13 +99,17 @@ TEST(outputs_hold_every_row_and_the_paired_table) {
   ef_csv(DIR);
   ef_report(DIR);
   ef_svg(DIR);
-  /* header + 6 LM rows + 3 MLP rows */
-  EXPECT_EQ_INT(count_lines(DIR "/summary.csv"), 10);
-  EXPECT(file_has(DIR "/summary.csv", "lm,gnmr,1,3.250000,0.7500,0.05000,2,"
-                                      "0,8.333\n"));
-  EXPECT(file_has(DIR "/summary.csv", "lm,f32,2,3.200000,,0.00000,0,0,0.000"));
-  EXPECT(file_has(DIR "/summary.csv", "mlp,lowp,1,1.000000,0.0000,0.00000,3,"
+  /* header + 9 LM rows + 3 MLP rows */
+  EXPECT_EQ_INT(count_lines(DIR "/summary.csv"), 13);
+  EXPECT(file_has(DIR "/summary.csv", "setting,arm,seed,val_loss,gap_"
+                                      "recovered,hf_unit_steps,hf_flops,"
+                                      "loss_spikes,diverged,vs_f32_pct\n"));
+  EXPECT(file_has(DIR "/summary.csv", "lm,gnmr,1,3.250000,0.7500,0.05000,"
+                                      "0.04000,2,0,8.333\n"));
+  EXPECT(file_has(DIR "/summary.csv", "lm,f32,2,3.200000,,0.00000,,0,0,0.000"));
+  EXPECT(file_has(DIR "/summary.csv", "mlp,lowp,1,1.000000,0.0000,0.00000,,3,"
                                       "1,100.000"));
+  EXPECT(file_has(DIR "/report.md", "| 4.00% | 3.00% | 3 | 0 |"));
   /* gnmr against f32 +8.33% and +9.38%; against lowp -18.75% and -2.78% */
   EXPECT(
       file_has(DIR "/report.md", "| `gnmr` | +8.85 (0/2) | -10.76 (2/2) | |"));
@@ -108,10 +118,34 @@ TEST(outputs_hold_every_row_and_the_paired_table) {
   EXPECT_EQ_INT(svg_geometry_errors(DIR "/efficacy.svg"), 0);
 }
 
+/* The frontier: arms grouped by placement rule (the budget suffix dropped),
+   a rule's arms joined in order of FLOPs; only settings with hf_flops. */
+TEST(frontier_joins_a_rules_arms_in_order_of_flops) {
+  char rule[EF_NAME];
+  ef_rule("place-nvfp4-late-10", rule);
+  EXPECT(strcmp(rule, "place-nvfp4-late") == 0);
+  ef_rule("place-late-5", rule);
+  EXPECT(strcmp(rule, "place-late") == 0);
+  ef_rule("gnmr-noise", rule);
+  EXPECT(strcmp(rule, "gnmr-noise") == 0);
+  make_runs();
+  ef_n_set = 0;
+  ef_scan(DIR);
+  ef_frontier_svg(DIR);
+  /* late-5 (5%, gap 20%) then late-10 (10%, gap 50%): x over 0..20%, y
+     over -100..150% in a 340 x 260 panel at (50, 30) */
+  EXPECT(file_has(DIR "/frontier.svg", "<polyline fill='none' stroke='#ff7f0e' "
+                                       "points='135.0,165.2 220.0,134.0'/>"));
+  EXPECT(file_has(DIR "/frontier.svg", ">place-nvfp4</text>"));
+  EXPECT(!file_has(DIR "/frontier.svg", ">mlp</text>"));
+  EXPECT_EQ_INT(svg_geometry_errors(DIR "/frontier.svg"), 0);
+}
+
 int main(int argc, char **argv) {
   static const check_case cases[] = {
       CHECK_CASE(gap_recovered_is_per_seed_against_the_same_settings_runs),
       CHECK_CASE(outputs_hold_every_row_and_the_paired_table),
+      CHECK_CASE(frontier_joins_a_rules_arms_in_order_of_flops),
   };
   (void)efficacy_report_main;
   return check_main(cases, sizeof cases / sizeof cases[0], argc, argv);

@@ -182,6 +182,178 @@ TEST(arms_and_seeds_differ) {
   free(val.bytes);
 }
 
+/* ---- placement -----------------------------------------------------------
+ */
+
+static int placed(const lm_placer *pl, int u) { return pl->fixed[u]; }
+
+/* The rules' sets on the default model (2 blocks: qkv 3/28 of the FLOPs,
+   attn_out 1/28, MLP up and down and the head 4/28 each). A static rule
+   takes units in its order while they fit the budget. */
+TEST(placement_rules_choose_their_units_within_the_budget) {
+  lm_opts o = small_opts();
+  lm_model m;
+  lm_placer pl;
+  demo_rng r = {1};
+  int u, step, hf_unit_steps;
+  double hf, total = 0;
+  o.shape.C = 64;
+  lm_model_init(&m, o.shape, &r);
+  for (u = 0; u < m.n_units; u++) total += lm_unit_flops(&m.s, u);
+  EXPECT_NEAR(lm_unit_flops(&m.s, 8) / total, 4.0 / 28, 1e-12);
+  /* NVFP4-style at 20%: the head, then the last block back to front:
+     b1.mlp_down and mlp_up no longer fit, attn_out does. */
+  lm_place_init(&pl, "place-nvfp4-20", &m, 1000, 1);
+  for (u = 0; u < m.n_units; u++)
+    EXPECT_EQ_INT(placed(&pl, u), u == 8 || u == 5);
+  EXPECT_EQ_INT(pl.late_from, 1000);
+  /* Megatron-style at 20%: the first block's qkv and attn_out, then the
+     last block's attn_out. */
+  lm_place_init(&pl, "place-firstlast-20", &m, 1000, 1);
+  for (u = 0; u < m.n_units; u++)
+    EXPECT_EQ_INT(placed(&pl, u), u == 0 || u == 1 || u == 5);
+  /* The late switch: every unit for the last 10% of steps. */
+  lm_place_init(&pl, "place-late-10", &m, 1000, 1);
+  EXPECT_EQ_INT(pl.late_from, 900);
+  lm_place_step(&pl, 899);
+  EXPECT_EQ_INT(pl.hf[8], 0);
+  lm_place_step(&pl, 900);
+  for (u = 0; u < m.n_units; u++) EXPECT_EQ_INT(pl.hf[u], 1);
+  /* The combination spends the budget exactly: b1.attn_out (1/28) in
+     space, the rest of 10% late. */
+  lm_place_init(&pl, "place-nvfp4-late-10", &m, 1000, 1);
+  for (hf = 0, step = 0; step < 1000; step++) {
+    lm_place_step(&pl, step);
+    for (u = 0; u < m.n_units; u++)
+      hf += pl.hf[u] * lm_unit_flops(&m.s, u) / total;
+  }
+  EXPECT_NEAR(hf / 1000, 0.10, 0.001);
+  EXPECT_EQ_INT(placed(&pl, 5), 1);
+  /* Random draws differ by draw and by seed, and fit the budget. */
+  {
+    lm_placer a, b, c;
+    int same_ab = 1, same_ac = 1;
+    lm_place_init(&a, "place-rand1-20", &m, 1000, 1);
+    lm_place_init(&b, "place-rand2-20", &m, 1000, 1);
+    lm_place_init(&c, "place-rand1-20", &m, 1000, 2);
+    for (hf = 0, u = 0; u < m.n_units; u++) {
+      same_ab &= a.fixed[u] == b.fixed[u];
+      same_ac &= a.fixed[u] == c.fixed[u];
+      hf += a.fixed[u] * lm_unit_flops(&m.s, u) / total;
+    }
+    EXPECT(!same_ab || !same_ac);
+    EXPECT(hf > 0 && hf <= 0.20);
+  }
+  /* The token bucket of the measured rules: every unit fired from step 0
+     still spends at most the budget, at every step of the run. */
+  lm_place_init(&pl, "place-upd-max-10", &m, 1000, 1);
+  for (u = 0; u < m.n_units; u++) pl.fired[pl.n_fired++] = u;
+  for (hf = 0, hf_unit_steps = 0, step = 0; step < 1000; step++) {
+    lm_place_step(&pl, step);
+    for (u = 0; u < m.n_units; u++) {
+      hf += pl.hf[u] * lm_unit_flops(&m.s, u) / total;
+      hf_unit_steps += pl.hf[u];
+    }
+    EXPECT(hf <= 0.10 * (step + 1) + 1e-9);
+  }
+  EXPECT(hf > 0.09 * 1000 && hf_unit_steps > 0);
+  lm_model_free(&m);
+}
+
+/* NVFP4-style block scaling: each 1x16 block has its own scale, so a block
+   of small values keeps its resolution beside a block of large ones (one
+   scale per tensor flushes it); the weight's blocks run down its columns. */
+TEST(block_scales_are_per_block_along_the_inner_dimension) {
+  const lp_format *nv = lp_format_find("nvfp4");
+  lm_real x[2 * 32], q[2 * 32], w[32 * 2], wq[32 * 2];
+  int i;
+  REQUIRE(nv != NULL && nv->block == 16);
+  /* Row 0: a block of 1000s, then a block of 1s; row 1 the other way. */
+  for (i = 0; i < 64; i++)
+    x[i] = (lm_real)(((i % 32 < 16) == (i < 32) ? 1000.0 : 1.0) *
+                     (1 + (i % 7) / 7.0));
+  lm_quantize_blocks(x, 2, 32, 0, nv, lm_amax(x, 64), q);
+  for (i = 0; i < 64; i++)
+    EXPECT(fabs((double)(q[i] - x[i])) <= 0.3 * fabs((double)x[i]));
+  /* The weight (32 x 2), x transposed: the same blocks down its columns. */
+  for (i = 0; i < 64; i++) w[(i % 32) * 2 + i / 32] = x[i];
+  lm_quantize_blocks(w, 32, 2, 1, nv, lm_amax(w, 64), wq);
+  for (i = 0; i < 64; i++) EXPECT(wq[(i % 32) * 2 + i / 32] == q[i]);
+  /* Blocks across the weight's rows mix both magnitudes: the 1s are lost. */
+  lm_quantize_blocks(w, 32, 2, 0, nv, lm_amax(w, 64), wq);
+  EXPECT(wq[1] == 0 && w[1] != 0);
+}
+
+/* hf_flops: the share of the units' GEMM FLOPs on the f32 path, exact for
+   the late switch, 1 for f32, 0 for lowp; the placement arms run end to
+   end and differ from lowp. */
+TEST(hf_flops_counts_the_units_gemm_flops_on_the_f32_path) {
+  lm_opts o = small_opts();
+  lm_text train, val;
+  lm_result f, l, late, upd;
+  int u;
+  make_text(&train, 20000, 1);
+  make_text(&val, 2000, 2);
+  o.stress = 0;
+  o.steps = 100;
+  f = lm_train(&o, &LM_ARMS[arm_find("f32")], 1, &train, &val, NULL, 0, NULL);
+  l = lm_train(&o, &LM_ARMS[arm_find("lowp")], 1, &train, &val, NULL, 0, NULL);
+  late = lm_train(&o, &LM_ARMS[arm_find("place-late-10")], 1, &train, &val,
+                  NULL, 0, NULL);
+  upd = lm_train(&o, &LM_ARMS[arm_find("place-upd-max-20")], 1, &train, &val,
+                 NULL, 0, NULL);
+  EXPECT_NEAR(f.hf_flops, 1.0, 1e-12);
+  EXPECT_NEAR(l.hf_flops, 0.0, 1e-12);
+  EXPECT_NEAR(late.hf_flops, 0.10, 1e-12);
+  EXPECT_NEAR(late.recovery_fraction, 0.10, 1e-12);
+  for (u = 0; u < 9; u++) EXPECT_EQ_INT(late.unit_first_hf[u], 90);
+  EXPECT(late.param_hash != l.param_hash);
+  EXPECT(upd.hf_flops <= 0.20 + 1e-12);
+  free(f.loss), free(l.loss), free(late.loss), free(upd.loss);
+  free(train.bytes);
+  free(val.bytes);
+}
+
+/* --grad-format quantizes the low-cost path's output gradients only: lowp
+   changes, f32 (every unit on the f32 path) does not, bit for bit. */
+TEST(grad_format_touches_the_low_cost_path_only) {
+  lm_opts o = small_opts();
+  lm_text train, val;
+  lm_result f, l, fg, lg;
+  make_text(&train, 20000, 1);
+  make_text(&val, 2000, 2);
+  o.stress = 0;
+  o.steps = 20;
+  o.fmt = lp_format_find("e2m1");
+  f = lm_train(&o, &LM_ARMS[0], 1, &train, &val, NULL, 0, NULL);
+  l = lm_train(&o, &LM_ARMS[1], 1, &train, &val, NULL, 0, NULL);
+  o.grad_fmt = lp_format_find("e5m2");
+  fg = lm_train(&o, &LM_ARMS[0], 1, &train, &val, NULL, 0, NULL);
+  lg = lm_train(&o, &LM_ARMS[1], 1, &train, &val, NULL, 0, NULL);
+  EXPECT(f.param_hash == fg.param_hash);
+  EXPECT(l.param_hash != lg.param_hash);
+  EXPECT(l.loss[0] == lg.loss[0]); /* the forward pass is the same */
+  free(f.loss), free(l.loss), free(fg.loss), free(lg.loss);
+  free(train.bytes);
+  free(val.bytes);
+}
+
+/* The schedules: cosine from the peak to lr / 10; WSD flat until the last
+   20% of steps, then linearly to lr / 10. */
+TEST(schedules_cosine_and_wsd) {
+  lm_opts o = small_opts();
+  o.steps = 1000;
+  o.lr = 1.0;
+  EXPECT_NEAR(lm_lr(&o, 0), 1.0 / 50, 1e-12);
+  EXPECT_NEAR(lm_lr(&o, 50), 1.0, 1e-12);
+  EXPECT(lm_lr(&o, 500) < 0.6 && lm_lr(&o, 999) < 0.101);
+  o.wsd = 1;
+  EXPECT_NEAR(lm_lr(&o, 50), 1.0, 1e-12);
+  EXPECT_NEAR(lm_lr(&o, 799), 1.0, 1e-12);
+  EXPECT_NEAR(lm_lr(&o, 900), 0.55, 1e-12);
+  EXPECT(lm_lr(&o, 999) < 0.11);
+}
+
 /* ---- data and end to end -------------------------------------------------
  */
 
@@ -266,7 +438,7 @@ TEST(demo_runs_end_to_end) {
   EXPECT_EQ_INT(count_lines("build/test_lm_out/summary.csv",
                             "setting,arm,seed,format,lr,stress,steps,val_bpb,"
                             "recovery_fraction,loss_spikes,diverged,seconds,"
-                            "overhead_pct\n"),
+                            "overhead_pct,hf_flops\n"),
                 2 * n_default);
   EXPECT_EQ_INT(
       count_lines("build/test_lm_out/loss.csv", "arm,seed,step,loss_bpb\n"),
@@ -292,6 +464,11 @@ int main(int argc, char **argv) {
 #else
       CHECK_CASE(thread_count_does_not_change_a_bit),
       CHECK_CASE(arms_and_seeds_differ),
+      CHECK_CASE(placement_rules_choose_their_units_within_the_budget),
+      CHECK_CASE(block_scales_are_per_block_along_the_inner_dimension),
+      CHECK_CASE(hf_flops_counts_the_units_gemm_flops_on_the_f32_path),
+      CHECK_CASE(grad_format_touches_the_low_cost_path_only),
+      CHECK_CASE(schedules_cosine_and_wsd),
       CHECK_CASE(fortunes_split_by_fortune),
       CHECK_CASE(demo_runs_end_to_end),
 #endif
