@@ -107,7 +107,7 @@
         non-finite or absent step neither ends nor extends it. A fault that
         holds one level for P steps is learned too: P is the price of
         that, chosen in closed loop with the spread (bench/RESULTS.md,
-        "Level shifts"). Without it (the paper's rules) a unit whose level
+        "Training events"). Without it (the paper's rules) a unit whose level
         moves up for good is clipped to tau_r m and renewed step after step
         while m creeps up by about (1 - beta)(tau_r - 1) m a step: a 10x
         shift stays clipped for well over a hundred steps.
@@ -1196,7 +1196,7 @@ static int gnmr__finite_above(double x, double floor_) {
    config, n the unit count), listed once: gnmr_config_default() is the
    defaults, gnmr_config_paper() the same with rule 9 off; checked, sealed,
    saved and loaded in this order. Rule 9's settings were chosen in closed
-   loop (bench/RESULTS.md, "Level shifts"). The ratio
+   loop (bench/RESULTS.md, "Training events"). The ratio
    threshold is the demo sweep's best of 2, 3, 5 (README); the NOISE fields
    (two_sided on) come from bench/detect (bench/RESULTS.md, "Detection");
    the manual's table lists the same (tests/test_rules.c holds them to it). */
