@@ -68,6 +68,18 @@ static FILE *ef_open(const char *path, const char *mode) {
   return f;
 }
 
+/* An SVG of W x H at path, its white page written; the caller closes it. */
+static FILE *ef_svg_open(const char *path, double W, double H) {
+  FILE *f = ef_open(path, "w");
+  fprintf(f,
+          "<svg xmlns='http://www.w3.org/2000/svg' width='%.0f' "
+          "height='%.0f' viewBox='0 0 %.0f %.0f' font-family='sans-serif' "
+          "font-size='11'>\n"
+          "<rect width='100%%' height='100%%' fill='white'/>\n",
+          W, H, W, H);
+  return f;
+}
+
 static ef_setting *ef_setting_get(const char *name) {
   int i;
   for (i = 0; i < ef_n_set; i++)
@@ -388,13 +400,7 @@ static void ef_svg(const char *root) {
   H = mt + ph + 50;
   if (H < mt + 16.0 * n_names + 20) H = mt + 16.0 * n_names + 20;
   snprintf(path, sizeof path, "%.900s/efficacy.svg", root);
-  f = ef_open(path, "w");
-  fprintf(f,
-          "<svg xmlns='http://www.w3.org/2000/svg' width='%.0f' "
-          "height='%.0f' viewBox='0 0 %.0f %.0f' font-family='sans-serif' "
-          "font-size='11'>\n"
-          "<rect width='100%%' height='100%%' fill='white'/>\n",
-          W, H, W, H);
+  f = ef_svg_open(path, W, H);
   for (i = 0; i < ef_n_set; i++) {
     double x0 = ml + i * (pw + gapx), y0 = mt;
     fprintf(f,
@@ -505,13 +511,7 @@ static void ef_frontier_svg(const char *root) {
   H = mt + ph + 50;
   if (H < mt + 16.0 * n_rules + 20) H = mt + 16.0 * n_rules + 20;
   snprintf(path, sizeof path, "%.900s/frontier.svg", root);
-  f = ef_open(path, "w");
-  fprintf(f,
-          "<svg xmlns='http://www.w3.org/2000/svg' width='%.0f' "
-          "height='%.0f' viewBox='0 0 %.0f %.0f' font-family='sans-serif' "
-          "font-size='11'>\n"
-          "<rect width='100%%' height='100%%' fill='white'/>\n",
-          W, H, W, H);
+  f = ef_svg_open(path, W, H);
   for (i = 0, p = 0; i < ef_n_set; i++) {
     const ef_setting *s = &ef_set[i];
     double x0 = ml + p * (pw + gapx), y0 = mt;
