@@ -1503,8 +1503,8 @@ static void lm_place_init(lm_placer *pl, const char *arm, const lm_model *m,
     lm_place_fill(pl, order, n, pl->budget);
     break;
   case LM_PLACE_RANDOM: {
-    demo_rng g = {(uint64_t)LM_PLACE_RULES[r].draw * 0x9E3779B97F4A7C15ull +
-                  (uint64_t)seed * 7919u + 5};
+    uint64_t draw = (uint64_t)LM_PLACE_RULES[r].draw, sd = (uint64_t)seed;
+    demo_rng g = {draw * UINT64_C(0x9E3779B97F4A7C15) + sd * 7919u + 5u};
     for (u = 0; u < U; u++) order[u] = u;
     for (u = U - 1; u > 0; u--) {
       int j = (int)demo_below(&g, (uint32_t)(u + 1)), t = order[u];

@@ -949,7 +949,6 @@ static void ts_parse(ts_opts *o, int argc, char **argv) {
     else if (strcmp(f, "--out") == 0)
       o->out_dir = v;
     else if (strcmp(f, "--arms") == 0) {
-      int a;
       o->n_arms = demo_parse_arms(v, o->arms, TS_MAX_ARMS);
       for (a = 0; a < o->n_arms; a++)
         if (ARMS[o->arms[a]].kind == ARM_PLACE)
