@@ -30,7 +30,7 @@
 #   make fuzz            build the libFuzzer targets, run each FUZZ_SECONDS
 #   make test-asan       the whole suite under ASan+UBSan (gcc and clang)
 #   make test-valgrind   the whole suite under valgrind memcheck
-#   make test-warn       the whole suite with -Wconversion -Wshadow & co.
+#   make test-warn       builds the whole suite with -Wconversion -Wshadow & co.
 #   make tidy cppcheck   static analysis of gnmr.h
 
 CC_LIST ?= gcc clang
@@ -118,7 +118,7 @@ FASTMATH_BINS = $(foreach cc,$(CC_LIST),\
                   $(foreach t,$(FUZZ_TARGETS),$(B)/$(cc)-ofast/replay_$(t)) \
                   $(B)/$(cc)-ofast/cross)
 
-.PHONY: all help ab-norm test bench bench-norm demo demo-full demo-sweep demo-lm \
+.PHONY: all help ab-norm test test-build bench bench-norm demo demo-full demo-sweep demo-lm \
         demo-lm-quick demo-lm-sweep demo-lm-natural demo-lm-injected \
         fortunes-check mpi mpi-run cuda \
         cuda-test cuda-bench gpu-check detect detect-frontier ab-ctl \
@@ -127,11 +127,14 @@ FASTMATH_BINS = $(foreach cc,$(CC_LIST),\
 
 all: test
 
-test: $(TEST_BINS) $(B)/quickstart
+test: test-build
 	@for cxx in $(CXX_MISSING); do \
 	  echo "make test: $$cxx not found: its C++ checks (C++11/17, all modes) skipped"; \
 	done
 	@RUNNER='$(RUNNER)' sh tests/run.sh $(TEST_BINS)
+
+# Every test program built, none run: the extra-warnings lane needs only this.
+test-build: $(TEST_BINS) $(B)/quickstart
 
 $(B)/gcc/%: tests/%.c gnmr.h tests/check.h
 	@mkdir -p $(@D)
@@ -328,8 +331,10 @@ test-valgrind:
 	  RUNNER="$(VALGRIND)" FASTMATH_LANE=
 
 MORE_WARN = -Wconversion -Wsign-conversion -Wshadow -Wcast-align
+# Builds every test with the extra warnings; running them again would test
+# the same code as `make test` (warnings change no generated code).
 test-warn:
-	$(MAKE) test B=$(B)/warn WARN="$(WARN) $(MORE_WARN)" \
+	$(MAKE) test-build B=$(B)/warn WARN="$(WARN) $(MORE_WARN)" \
 	  CWARN=-Wstrict-prototypes
 
 # Static analysis of the header: checks in .clang-tidy, cppcheck's
@@ -1022,7 +1027,7 @@ help:
 	  'test              every test, gcc and clang, C++/STATIC/multi-file, vendoring, -Ofast lane' \
 	  'test-asan         the whole suite under ASan+UBSan' \
 	  'test-valgrind     the whole suite under valgrind memcheck' \
-	  'test-warn         the whole suite with -Wconversion -Wshadow and more' \
+	  'test-warn         builds the whole suite with -Wconversion -Wshadow and more' \
 	  'neon              the norm test cross-built for aarch64, run under qemu' \
 	  'fuzz              libFuzzer targets, FUZZ_SECONDS each' \
 	  'fuzz-build        build the libFuzzer targets only' \
