@@ -280,7 +280,7 @@
        common_min_units         >= 1                  8
        global_policy            NONE, CLIP, SKIP      NONE
      Both modes (rule 9):
-       shift_steps      P       0 = off, or >= 2      16
+       shift_steps      P       0 = off, 2..4096      16
        shift_spread             finite, >= 0          1
    gnmr_config_paper() is 0.1's defaults exactly (rule PAPER, warmup 16,
    shift_steps 0); gnmr_config_noise() the defaults with rule NOISE and
@@ -429,6 +429,9 @@
    every checkpoint) agrees on the layout of gnmr_slot. */
 #define GNMR_WINDOW_MAX 16
 
+/* The largest shift_steps (rule 9): a run's length is kept in 15 bits. */
+#define GNMR_SHIFT_STEPS_MAX 4096
+
 /* Canonical summation of the norm helpers: chunks of GNMR_SUM_CHUNK elements,
    GNMR_SUM_LANES lanes per chunk (one CUDA warp). Fixed: they define the bits.
  */
@@ -527,7 +530,7 @@ typedef struct gnmr_config {
   int global_policy;
   /* Both modes (rule 9): P, flagged steps in a row after which a unit whose
      norm held steady is taken to have moved to a new level; 0 = off, else
-     >= 2 */
+     2 ... GNMR_SHIFT_STEPS_MAX */
   uint32_t shift_steps;
   /* cppcheck-suppress unusedStructMember */
   uint32_t reserved_; /* 0: no padding, so configs compare byte for byte */
@@ -579,9 +582,11 @@ GNMR_DEF int gnmr_config_check(const gnmr_config *cfg, uint32_t n_units,
   X(level_shifts, uint64_t, ONE)
 
 /* Every field of a unit, listed once: X(name, C type, shape), shape ONE (a
-   value per unit) or RING (GNMR_WINDOW_MAX values: the last stored ratios,
-   observation k in element k mod GNMR_WINDOW_MAX). The slot size, the
-   layout and the checkpoint follow; a checkpoint saves the state, in this
+   value per unit), RING (GNMR_WINDOW_MAX values: the last stored ratios,
+   observation k in element k mod GNMR_WINDOW_MAX, each in an array of its
+   own) or PAIR (two values side by side: one 16-byte record a unit, so a
+   step that touches it touches one cache line, not two arrays). The slot size,
+   the layout and the checkpoint follow; a checkpoint saves the state, in this
    order, each value as the little-endian bits of its type. The scratch is
    the step's working space, never saved (score and heap are zero between
    steps). */
@@ -594,11 +599,7 @@ GNMR_DEF int gnmr_config_check(const gnmr_config *cfg, uint32_t n_units,
   X(fluct, double, ONE)          /* s, its fluctuation */                      \
   X(last_dev, double, ONE)       /* p, its last deviation */                   \
   GNMR__COUNTERS(X)                                                            \
-  X(shift_at, uint64_t, ONE) /* rule 9: k after the run's last step */         \
-  X(shift_lo, float, ONE)    /* rule 9: the run's least and greatest g */      \
-  X(shift_hi, float, ONE)                                                      \
-  X(shift_len, uint32_t, ONE)  /* flagged steps in the run (0: none) */        \
-  X(shift_fall, uint32_t, ONE) /* 1: a run of FALLs (NOISE) */                 \
+  X(shift_run, uint64_t, PAIR) /* rule 9's run (gnmr__run_*) */                \
   X(lock, uint32_t, ONE)       /* steps of recovery left */                    \
   X(cooldown, uint32_t, ONE)   /* steps of cooldown left */
 #define GNMR__UNIT_SCRATCH(X)                                                  \
@@ -607,6 +608,7 @@ GNMR_DEF int gnmr_config_check(const gnmr_config *cfg, uint32_t n_units,
   X(heap, uint32_t, ONE) /* admission heap; the candidates from the back */
 #define GNMR__COUNT_ONE 1
 #define GNMR__COUNT_RING GNMR_WINDOW_MAX
+#define GNMR__COUNT_PAIR 2
 #define GNMR__BYTES(name, type, shape) /* a term of a sum */                   \
   +sizeof(type) * GNMR__COUNT_##shape  /* NOLINT(bugprone-macro-parentheses) */
 #define GNMR__UNIT_BYTES                                                       \
@@ -1235,7 +1237,9 @@ static int gnmr__finite_above(double x, double floor_) {
   X(global_policy, GNMR_GLOBAL_NONE,                                           \
     c->global_policy >= GNMR_GLOBAL_NONE &&                                    \
         c->global_policy <= GNMR_GLOBAL_SKIP)                                  \
-  X(shift_steps, 16, c->shift_steps == 0 || c->shift_steps >= 2)               \
+  X(shift_steps, 16,                                                           \
+    c->shift_steps == 0 ||                                                     \
+        (c->shift_steps >= 2 && c->shift_steps <= GNMR_SHIFT_STEPS_MAX))       \
   X(shift_spread, 1.0,                                                         \
     gnmr__finite64(c->shift_spread) && c->shift_spread >= 0.0)
 
@@ -1428,6 +1432,7 @@ static GNMR_HOSTDEV gnmr__soa gnmr__carve(gnmr_slot *units, uint32_t n) {
 /* One unit's state gathered from the arrays (checkpoint, tests). */
 #define GNMR__DECL_ONE(type, name) type name;
 #define GNMR__DECL_RING(type, name) type name[GNMR_WINDOW_MAX];
+#define GNMR__DECL_PAIR(type, name) type name[2];
 #define GNMR__MEMBER(name, type, shape) GNMR__DECL_##shape(type, name)
 typedef struct gnmr__unit_state {
   GNMR__UNIT_STATE(GNMR__MEMBER)
@@ -1436,6 +1441,11 @@ typedef struct gnmr__unit_state {
 /* Element i of a field x of a gnmr__unit_state, for each i. */
 #define GNMR__AT_ONE(x, i) (x)
 #define GNMR__AT_RING(x, i) (x)[i]
+#define GNMR__AT_PAIR(x, i) (x)[i]
+/* Where element i of unit u of a field is in its array of n units. */
+#define GNMR__IDX_ONE(i, n, u) (u)
+#define GNMR__IDX_RING(i, n, u) ((size_t)(i) * (n) + (u))
+#define GNMR__IDX_PAIR(i, n, u) (2 * (size_t)(u) + (i))
 #define GNMR__EACH(shape) for (i = 0; i < GNMR__COUNT_##shape; i++)
 
 static void gnmr__unit_get(const gnmr__soa *s, uint32_t n, uint32_t u,
@@ -1443,7 +1453,7 @@ static void gnmr__unit_get(const gnmr__soa *s, uint32_t n, uint32_t u,
   uint32_t i;
 #define GNMR__GET(name, type, shape)                                           \
   GNMR__EACH(shape)                                                            \
-  GNMR__AT_##shape(out->name, i) = s->name[(size_t)i * n + u];
+  GNMR__AT_##shape(out->name, i) = s->name[GNMR__IDX_##shape(i, n, u)];
   GNMR__UNIT_STATE(GNMR__GET)
 #undef GNMR__GET
 }
@@ -1452,9 +1462,10 @@ static void gnmr__unit_set(const gnmr__soa *s, uint32_t n, uint32_t u,
                            gnmr__unit_state *in) {
   uint32_t i;
 #define GNMR__SET(name, type, shape)                                           \
-  GNMR__EACH(shape) s->name[(size_t)i * n + u] = GNMR__AT_##shape(in->name, i);
+  GNMR__EACH(shape)                                                            \
+  s->name[GNMR__IDX_##shape(i, n, u)] = GNMR__AT_##shape(in->name, i);
 #define GNMR__CLEAR(name, type, shape)                                         \
-  GNMR__EACH(shape) s->name[(size_t)i * n + u] = 0;
+  GNMR__EACH(shape) s->name[GNMR__IDX_##shape(i, n, u)] = 0;
   GNMR__UNIT_STATE(GNMR__SET)
   GNMR__UNIT_SCRATCH(GNMR__CLEAR)
 #undef GNMR__SET
@@ -1524,11 +1535,7 @@ GNMR_DEF int gnmr_reconfigure(gnmr_ctl *ctl, const gnmr_config *cfg) {
     memset(s.fluct, 0, sizeof *s.fluct * n);
     memset(s.last_dev, 0, sizeof *s.last_dev * n);
     /* rule 9's runs, which count in k */
-    memset(s.shift_at, 0, sizeof *s.shift_at * n);
-    memset(s.shift_lo, 0, sizeof *s.shift_lo * n);
-    memset(s.shift_hi, 0, sizeof *s.shift_hi * n);
-    memset(s.shift_len, 0, sizeof *s.shift_len * n);
-    memset(s.shift_fall, 0, sizeof *s.shift_fall * n);
+    memset(s.shift_run, 0, sizeof *s.shift_run * 2 * n);
   }
   if (c.rule != ctl->cfg.rule) {
 #define GNMR__ZERO(name, type, shape) ctl->name = 0;
@@ -2625,8 +2632,8 @@ static GNMR_HOSTDEV void gnmr__step_verdict(gnmr_ctl *ctl, gnmr__rules *r,
    times its jump from the level the unit had, L(lo) - level for a rise,
    level - L(hi) for a fall (PAPER: level L(m); NOISE: mu). A run that is
    not steady starts over, so a level is learned within about 2P steps of
-   settling. Only flagged steps touch the run's fields: a calm one breaks
-   the run by moving k past shift_at. */
+   settling. Only flagged steps touch the run's record: a calm one breaks
+   the run by moving k past the run's last step. */
 
 /* Rule 9's judgement of a run of P flagged observations of unit u, g in
    [lo, hi], k the unit's count: restarts the history at a steady run's
@@ -2654,35 +2661,60 @@ gnmr__shift_judge(const gnmr__rules *c, const gnmr__soa *s, uint32_t u,
   return 1;
 }
 
+/* Rule 9's run of unit u, one 16-byte record (shape PAIR), all 0 when
+   there is none: word 0 holds the unit's k after the run's last step,
+   modulo 2^48, in bits 0-47, the run's length in bits 48-62 and 1 for a
+   run of FALLs in bit 63; word 1 the bits of the run's least g in bits
+   0-31 and of its greatest in bits 32-63. (k modulo 2^48 could join a run
+   to one left 2^48 observations earlier: no training is that long.) */
+#define GNMR__RUN_K ((UINT64_C(1) << 48) - 1)
+#define GNMR__RUN_LEN(w) ((uint32_t)((w) >> 48) & 0x7FFFu)
+#define GNMR__RUN_FALL(w) ((uint32_t)((w) >> 63))
+static GNMR_HOSTDEV uint64_t gnmr__run_word(uint64_t k, uint32_t len,
+                                            uint32_t fall) {
+  return (k & GNMR__RUN_K) | (uint64_t)len << 48 | (uint64_t)fall << 63;
+}
+static GNMR_HOSTDEV uint64_t gnmr__run_span(float lo, float hi) {
+  uint32_t a, b;
+  memcpy(&a, &lo, 4);
+  memcpy(&b, &hi, 4);
+  return (uint64_t)a | (uint64_t)b << 32;
+}
+static GNMR_HOSTDEV float gnmr__run_bound(uint64_t span, int upper) {
+  const uint32_t b = (uint32_t)(span >> (upper ? 32 : 0));
+  float f;
+  memcpy(&f, &b, 4);
+  return f;
+}
+
 /* Rule 9 for unit u, flagged on a finite observation g (fall: a run of
    FALLs), after its rule set's rules have counted it (k its new count):
    the run goes on, or is judged. Returns 1 when the unit's history
    restarted at a new level. */
-static GNMR__HOT GNMR_HOSTDEV int gnmr__level_shift(const gnmr__rules *c,
-                                                    const gnmr__soa *s,
-                                                    uint32_t u, float g,
-                                                    uint32_t fall) {
-  const uint64_t k = s->finite_steps[u];
-  uint32_t len = s->shift_len[u];
+static GNMR__COLD GNMR_HOSTDEV int gnmr__level_shift(const gnmr__rules *c,
+                                                     const gnmr__soa *s,
+                                                     uint32_t u, float g,
+                                                     uint32_t fall) {
+  uint64_t *run = s->shift_run + 2 * (size_t)u;
+  const uint64_t k = s->finite_steps[u], w = run[0];
+  uint32_t len = GNMR__RUN_LEN(w);
   float lo = g, hi = g;
-  if (len > 0 && s->shift_at[u] + 1 == k && s->shift_fall[u] == fall) {
-    if (s->shift_lo[u] < lo) lo = s->shift_lo[u];
-    if (s->shift_hi[u] > hi) hi = s->shift_hi[u];
+  if (len > 0 && ((w + 1) & GNMR__RUN_K) == (k & GNMR__RUN_K) &&
+      GNMR__RUN_FALL(w) == fall) {
+    const uint64_t span = run[1];
+    const float plo = gnmr__run_bound(span, 0), phi = gnmr__run_bound(span, 1);
+    if (plo < lo) lo = plo;
+    if (phi > hi) hi = phi;
   } else {
     len = 0;
   }
   len++;
   if (len < c->shift_steps) { /* the run goes on */
-    s->shift_at[u] = k;
-    s->shift_lo[u] = lo;
-    s->shift_hi[u] = hi;
-    s->shift_len[u] = len;
-    s->shift_fall[u] = fall;
+    run[0] = gnmr__run_word(k, len, fall);
+    run[1] = gnmr__run_span(lo, hi);
     return 0;
   }
-  s->shift_at[u] = 0; /* judged: the next flagged step starts a new run */
-  s->shift_lo[u] = s->shift_hi[u] = 0.0f;
-  s->shift_len[u] = s->shift_fall[u] = 0;
+  run[0] = run[1] = 0; /* judged: the next flagged step starts a new run */
   return gnmr__shift_judge(c, s, u, lo, hi, fall, k);
 }
 
@@ -2829,7 +2861,8 @@ gnmr__unit_step(const gnmr__rules *c, const gnmr__soa *s, const float *norms,
     flags = gnmr__paper_unit(c, s, u, g, &ratio, &delta, &score, &scale);
     risky = (flags & (GNMR_FLAG_RATIO | GNMR_FLAG_DELTA)) != 0;
   }
-  if (risky && c->shift_steps && !(flags & GNMR_FLAG_NONFINITE) &&
+  if (GNMR__UNLIKELY(risky) && c->shift_steps &&
+      !(flags & GNMR_FLAG_NONFINITE) &&
       gnmr__level_shift(c, s, u, norms[u],
                         (flags & GNMR_FLAG_FALL) ? 1u : 0u)) {
     /* rule 9: not a fault; a lock ends this step (RELEASE) */
@@ -3427,21 +3460,21 @@ static int gnmr__noise_valid(double mu, double s, double p, uint64_t k) {
          k <= GNMR__K_MAX;
 }
 
-/* Rule 9's run: none (every field 0), or len flagged observations ending
-   at k = at <= the unit's k, g within [lo, hi], positive and finite; FALL
-   runs only in NOISE mode. (len may reach P after a gnmr_reconfigure: the
-   next flagged step judges it.) */
+/* Rule 9's run: none (both words 0), or len flagged observations ending at
+   k = at <= the unit's k (at and k modulo 2^48 when k is that large), g
+   within [lo, hi], positive and finite; FALL runs only in NOISE mode. (len
+   may reach P after a gnmr_reconfigure: the next flagged step judges it.) */
 static int gnmr__shift_valid(const gnmr__unit_state *s, const gnmr_config *c) {
-  if (s->shift_len == 0) {
-    uint32_t lo, hi;
-    memcpy(&lo, &s->shift_lo, 4);
-    memcpy(&hi, &s->shift_hi, 4);
-    return s->shift_at == 0 && s->shift_fall == 0 && lo == 0 && hi == 0;
-  }
-  return s->shift_at >= s->shift_len && s->shift_at <= s->finite_steps &&
-         gnmr__observed32(s->shift_lo) && gnmr__observed32(s->shift_hi) &&
-         s->shift_lo > 0.0f && s->shift_lo <= s->shift_hi &&
-         s->shift_fall <= (c->rule == GNMR_RULE_NOISE ? 1u : 0u);
+  const uint64_t w = s->shift_run[0], span = s->shift_run[1];
+  const uint64_t at = w & GNMR__RUN_K;
+  const uint32_t len = GNMR__RUN_LEN(w);
+  const float lo = gnmr__run_bound(span, 0), hi = gnmr__run_bound(span, 1);
+  if (len == 0) return w == 0 && span == 0;
+  return (s->finite_steps > GNMR__RUN_K ||
+          (at >= len && at <= s->finite_steps)) &&
+         len <= GNMR_SHIFT_STEPS_MAX && gnmr__observed32(lo) &&
+         gnmr__observed32(hi) && lo > 0.0f && lo <= hi &&
+         GNMR__RUN_FALL(w) <= (c->rule == GNMR_RULE_NOISE ? 1u : 0u);
 }
 
 /* 1 if a unit's state could have come from gnmr_step under config c. */

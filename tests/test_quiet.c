@@ -285,18 +285,22 @@ TEST(checkpoint_mid_run_resumes_identically) {
 }
 
 /* A checkpoint whose run no step can write is refused: a run of FALLs in
-   PAPER mode, lo above hi, a run ending past k, a cleared run with bits. */
+   PAPER mode, lo above hi, a run ending past k or longer than it, a
+   cleared run with bits. */
 TEST(checkpoint_refuses_a_run_no_step_can_write) {
   static unsigned char buf[1 << 14], bad[1 << 14];
-  /* unit 5's run fields, in the unit's record (gnmr.h, "checkpoint") */
+  /* unit 5's run, in the unit's record (gnmr.h, "checkpoint"): before
+     lock and cooldown, its two words (gnmr__run_*) */
   const size_t unit5 = GNMR__CKPT_HEADER + GNMR__CKPT_CONFIG +
                        GNMR__CKPT_TOTALS + 5 * (size_t)GNMR__CKPT_UNIT,
-               at = unit5 + GNMR__CKPT_UNIT - 32, lo = at + 8, hi = at + 12,
-               len_ = at + 16, fall = at + 20;
+               word = unit5 + GNMR__CKPT_UNIT - 24, lo = word + 8,
+               hi = word + 12;
+  const uint64_t k5 = (uint64_t)SHIFT_AT + 5; /* unit 5's k when saved */
   gnmr_config c = mode_config(0);
   gnmr_ctl a, b;
   size_t len;
-  uint32_t t, v;
+  uint32_t t;
+  uint64_t w, w5;
   float f;
   make_world();
   REQUIRE(gnmr_init(&a, &c, slots, N) == GNMR_OK);
@@ -304,11 +308,11 @@ TEST(checkpoint_refuses_a_run_no_step_can_write) {
     REQUIRE(gnmr_step(&a, world[t], NULL) == GNMR_OK);
   REQUIRE(gnmr_checkpoint_save(&a, buf, sizeof buf, &len) == GNMR_OK);
   REQUIRE(gnmr_init(&b, &c, slots_b, N) == GNMR_OK);
-  /* the run as saved: 5 flagged steps, [lo, hi] around 10 */
+  /* the run as saved: 5 flagged steps ending at k, [lo, hi] around 10 */
   {
-    const unsigned char *p = buf + len_;
-    gnmr__get(&p, &v, 4);
-    EXPECT_EQ_INT(v, 5);
+    const unsigned char *p = buf + word;
+    gnmr__get(&p, &w5, 8);
+    EXPECT(w5 == (k5 | (uint64_t)5 << 48));
     p = buf + lo;
     gnmr__get(&p, &f, 4);
     EXPECT(f > 9.0f && f < 11.0f);
@@ -320,30 +324,35 @@ TEST(checkpoint_refuses_a_run_no_step_can_write) {
     gnmr__put_u32(bad + len - 4, gnmr__crc32(bad, len - 4));                   \
     EXPECT_EQ_INT(gnmr_checkpoint_load(&b, bad, len), GNMR_ECORRUPT);          \
   } while (0)
-  v = 1;
-  FORGED(fall, 4, &v); /* FALLs in PAPER mode */
+  w = w5 | (uint64_t)1 << 63;
+  FORGED(word, 8, &w); /* FALLs in PAPER mode */
   f = 20.0f;
   FORGED(lo, 4, &f); /* lo above hi */
   f = -1.0f;
   FORGED(hi, 4, &f);
-  {
-    uint64_t k = (uint64_t)SHIFT_AT + 99; /* past the unit's k */
-    FORGED(at, 8, &k);
-  }
-  v = 0;
-  FORGED(len_, 4, &v); /* no run, but its fields set */
+  w = (k5 + 94) | (uint64_t)5 << 48; /* ending past the unit's k */
+  FORGED(word, 8, &w);
+  w = k5 | (uint64_t)(k5 + 1) << 48; /* longer than k */
+  FORGED(word, 8, &w);
+  w = k5; /* no run (length 0), but its fields set */
+  FORGED(word, 8, &w);
 #undef FORGED
   EXPECT_EQ_INT(gnmr_checkpoint_load(&b, buf, len), GNMR_OK);
 }
 
-/* Rule 9's settings: P = 1 and a spread that is not finite or negative
-   are refused, naming the field. */
+/* Rule 9's settings: P = 1, P over GNMR_SHIFT_STEPS_MAX and a spread that
+   is not finite or negative are refused, naming the field. */
 TEST(shift_settings_are_checked) {
   gnmr_config c = gnmr_config_default();
   const char *field = NULL;
   c.shift_steps = 1;
   EXPECT_EQ_INT(gnmr_config_check(&c, 4, &field), GNMR_ECONFIG);
   EXPECT(field && strcmp(field, "shift_steps") == 0);
+  c.shift_steps = GNMR_SHIFT_STEPS_MAX + 1; /* a run's length: 15 bits */
+  EXPECT_EQ_INT(gnmr_config_check(&c, 4, &field), GNMR_ECONFIG);
+  EXPECT(field && strcmp(field, "shift_steps") == 0);
+  c.shift_steps = GNMR_SHIFT_STEPS_MAX;
+  EXPECT_EQ_INT(gnmr_config_check(&c, 4, &field), GNMR_OK);
   c = gnmr_config_default();
   c.shift_spread = -0.5;
   EXPECT_EQ_INT(gnmr_config_check(&c, 4, &field), GNMR_ECONFIG);

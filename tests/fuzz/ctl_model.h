@@ -185,18 +185,25 @@ FUZZ_UNUSED static void fuzz_state_valid(const gnmr_ctl *ctl) {
        which stays below 2 W (W + 2) 2^-53 of the largest possible entry. */
     FUZZ_CHECK(fabs(s.window_sum - sum) <=
                1e-12 * (double)c->delta_window * (double)cap);
-    /* Rule 9's run: none, or len flagged observations ending at k = at,
-       g within [lo, hi], positive and finite; FALLs only in NOISE mode. */
-    if (s.shift_len == 0) {
-      FUZZ_CHECK(s.shift_at == 0 && s.shift_fall == 0 &&
-                 fuzz_f32_bits_of(s.shift_lo) == 0 &&
-                 fuzz_f32_bits_of(s.shift_hi) == 0);
-    } else {
-      FUZZ_CHECK(s.shift_len <= s.shift_at && s.shift_at <= s.finite_steps);
-      FUZZ_CHECK(isfinite(s.shift_lo) && isfinite(s.shift_hi) &&
-                 s.shift_lo > 0.0f && s.shift_lo <= s.shift_hi);
-      FUZZ_CHECK(s.shift_fall == 0 ||
-                 (s.shift_fall == 1 && c->rule == GNMR_RULE_NOISE));
+    /* Rule 9's run (two words, gnmr.h's gnmr__run_*): none, or len
+       flagged observations ending at k = at, g within [lo, hi], positive
+       and finite; FALLs only in NOISE mode. */
+    {
+      const uint64_t w = s.shift_run[0], at = w & ((UINT64_C(1) << 48) - 1);
+      const uint32_t len = (uint32_t)(w >> 48) & 0x7FFFu,
+                     fall = (uint32_t)(w >> 63);
+      const uint32_t lo_bits = (uint32_t)s.shift_run[1],
+                     hi_bits = (uint32_t)(s.shift_run[1] >> 32);
+      float lo, hi;
+      memcpy(&lo, &lo_bits, 4);
+      memcpy(&hi, &hi_bits, 4);
+      if (len == 0) {
+        FUZZ_CHECK(w == 0 && s.shift_run[1] == 0);
+      } else {
+        FUZZ_CHECK(len <= at && at <= s.finite_steps);
+        FUZZ_CHECK(isfinite(lo) && isfinite(hi) && lo > 0.0f && lo <= hi);
+        FUZZ_CHECK(fall == 0 || c->rule == GNMR_RULE_NOISE);
+      }
     }
     locked += s.lock > 0;
   }

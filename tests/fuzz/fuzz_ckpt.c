@@ -25,7 +25,7 @@
 /* The format's offsets mode 3 edits (below) are those of version 4. */
 typedef char
     fuzz_ckpt_layout[GNMR__CKPT_VERSION == 4 && GNMR__CKPT_CONFIG == 172 &&
-                             GNMR__CKPT_TOTALS == 188 && GNMR__CKPT_UNIT == 216
+                             GNMR__CKPT_TOTALS == 188 && GNMR__CKPT_UNIT == 208
                          ? 1
                          : -1];
 
@@ -225,9 +225,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         56,  60,  64,  68,  72,  76,  80,  84,  176, 180, 184, 196, 204,
         212, 220, 228, 236, 244, 252, 260, 268, 276, 284, 288, 316, 324,
         332, 340, 348, 356, 364, 368, 372, 376, 380, 12,  16,  20};
-    static const uint16_t unit_fields[] = {0,   4,   8,   12,  16,  80,  84,
-                                           92,  100, 108, 112, 184, 188, 192,
-                                           196, 200, 204, 208, 212, 76};
+    static const uint16_t unit_fields[] = {0,   4,   8,   12,  16,  80,
+                                           84,  92,  100, 108, 112, 184,
+                                           188, 192, 196, 200, 204, 76};
     const size_t unit0 =
         GNMR__CKPT_HEADER + GNMR__CKPT_CONFIG + GNMR__CKPT_TOTALS;
     uint8_t edits = fuzz_u8(&r) % 16u;
