@@ -26,7 +26,7 @@
 #   make gpu-check  on a GPU: those, compute-sanitizer and the PyTorch
 #                 bridge's CUDA cases, one log per step
 #   make format   clang-format in place; make format-check fails on a diff
-# Reliability lanes (README "Reliability"; .ci/run runs them all):
+# Reliability lanes (tests/README.md; .ci/run runs them all):
 #   make fuzz            build the libFuzzer targets, run each FUZZ_SECONDS
 #   make test-asan       the whole suite under ASan+UBSan (gcc and clang)
 #   make test-valgrind   the whole suite under valgrind memcheck
@@ -622,7 +622,8 @@ demo-sweep: $(B)/train_stress
 # build/demo-lm/{natural,injected}/; demo-lm runs the two side by side, one
 # GEMM thread each (the same bits as any thread count; LM_THREADS=2 make
 # demo-lm-natural runs one setting on both cores). The settings were found
-# with demo-lm-sweep (README "Language-model demo").
+# with demo-lm-sweep (bench/RESULTS.md, "LM demo: how its settings were
+# found").
 FORTUNES_DEB = /usr/share/games/fortunes
 FORTUNES ?= $(FORTUNES_DEB)
 LM_THREADS ?= 2
@@ -662,7 +663,8 @@ demo-lm-quick: $(B)/train_lm fortunes-check
 	$(LM_RUN) --setting injected $(LM_INJECTED) --steps 300 --eval 128 \
 	  --out $(B)/demo-lm/quick
 
-# f32 against lowp, every seed (README "Language-model demo"): FP4 E2M1
+# f32 against lowp, every seed (bench/RESULTS.md, "LM demo: how its
+# settings were found"): FP4 E2M1
 # without injection, then FP8 E4M3 with 12 and 24 faults per 1000 steps.
 demo-lm-sweep: $(B)/train_lm fortunes-check
 	$(LM_RUN) --sweep --sweep-lrs 2e-3,3e-3 --sweep-formats e2m1 \
@@ -958,7 +960,7 @@ detect-frontier: $(B)/detect
 	  $(B)/frontier.md
 	@echo "detect-frontier: bench/RESULTS.md, section Detection frontier, updated"
 
-# ---- PyTorch bridge (README "PyTorch") -----------------------------------
+# ---- PyTorch bridge (README "The PyTorch bridge") ------------------------
 # make libgnmr: build/libgnmr.so (gnmr.h, for examples/torch/gnmr_torch.py)
 # and, where nvcc is installed, build/libgnmr_cuda.so (the device norms of
 # examples/cuda/gnmr_norms.cuh). make test-torch: tests/torch with pytest,
@@ -1010,8 +1012,9 @@ test-torch: libgnmr $(B)/torch_replay
 	if [ $$rc = 5 ]; then echo "test-torch: pytest collected no tests"; fi; \
 	exit $$rc
 
-# The char-level GPT of examples/torch, every arm, a short run (README
-# "PyTorch" has the measured figures). TORCH_STEPS=N for another length.
+# The char-level GPT of examples/torch, every arm, a short run (bench/
+# RESULTS.md "PyTorch bridge" has the measured figures). TORCH_STEPS=N for
+# another length.
 TORCH_STEPS ?= 50
 demo-torch: libgnmr
 	@py=$$($(TORCH_PY)); test -n "$$py" || \

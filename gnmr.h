@@ -51,16 +51,14 @@
    thresholds in units of each unit's own fluctuation, falls as well as
    rises, and a step-level verdict; gnmr_config_noise()). The default was
    chosen by what training ends at, not by detection figures: in closed
-   loop (README "Does it help training?") the paper rules recover more of
-   the low-precision gap than the noise-aware ones in every setting with
-   sporadic faults (LM demo, injected FP8: 80% against 29%). A systematic
-   loss (FP4 on a small model, every step a little worse) neither fixes.
+   loop the paper rules recover more of the low-precision gap than the
+   noise-aware ones wherever the faults are sporadic, and neither fixes a
+   systematic loss (a format that makes every step a little worse).
    Where NOISE wins, and why it stays: detection, not recovery. On a noisy
-   norm it raises far fewer false alarms (README "The noise-aware rules":
-   0.004-0.076% of unit-steps against the paper rules' 0.06-6.8% on the
-   synthetic traces, 2.3-3.7 admissions per 1,000 steps against 34-35 on
-   real ones), what a monitor-only controller (max_recovering 0,
-   spike_policy PASS) that alerts a person needs.
+   norm it raises far fewer false alarms, what a monitor-only controller
+   (max_recovering 0, spike_policy PASS) that alerts a person needs. The
+   figures of both live in bench/RESULTS.md ("Closed-loop efficacy",
+   "Detection").
 
    What to feed it. A unit's gradient norm is the signal the rules below
    are written for, but any non-negative per-unit quantity with a stable
@@ -72,10 +70,9 @@
    runs high-fidelity when either of its two is recovering. A stale or
    saturating scale shows in it at its own layer on its first step, where
    the gradient norm shows it late and in every layer after. In closed
-   loop (README "Does it help training?") it takes the paper rules from
-   80% to 96% of the low-precision gap recovered on the LM demo's injected
-   faults (over a global clip 71%, where gradient norms alone give 77%:
-   so they stay the signal the manual assumes).
+   loop it recovers more of the gap than gradient norms alone on injected
+   faults, and is mixed over a global clip, so gradient norms stay the
+   signal the manual assumes (bench/RESULTS.md, "Closed-loop efficacy").
    examples/train_lm.c and train_stress.c (their forward arms) do this.
 
    Rules of one step, both modes. Rule 0 comes first, rule 9 after each
@@ -1199,7 +1196,8 @@ static int gnmr__finite_above(double x, double floor_) {
    defaults, gnmr_config_paper() the same with rule 9 off; checked, sealed,
    saved and loaded in this order. Rule 9's settings were chosen in closed
    loop (bench/RESULTS.md, "Training events"). The ratio
-   threshold is the demo sweep's best of 2, 3, 5 (README); the NOISE fields
+   threshold is the demo sweep's best of 2, 3, 5 (bench/RESULTS.md, "MLP
+   demo: the settings sweep and the defaults"); the NOISE fields
    (two_sided on) come from bench/detect (bench/RESULTS.md, "Detection");
    the manual's table lists the same (tests/test_rules.c holds them to it). */
 #define GNMR__CONFIG(X)                                                        \

@@ -17,8 +17,8 @@
 
    Two kinds of stress (ground truth in stress.csv):
      natural   no injection: a format or learning rate where low precision
-               alone hurts (--sweep: f32 against lowp, every seed; see the
-               README)
+               alone hurts (--sweep: f32 against lowp, every seed; see
+               bench/RESULTS.md, "LM demo: how its settings were found")
      injected  --stress N: N faults per 1000 steps on the low-cost path of
                one unit at a time, of three kinds known from LLM training:
        outlier  residual-stream channel outliers: LM_OUTLIER_CHANNELS input
