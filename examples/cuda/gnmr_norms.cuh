@@ -47,7 +47,10 @@
    Build with contraction off (nvcc --fmad=false, host -ffp-contract=off)
    and without --use_fast_math (it flushes subnormals): a fused
    multiply-add or a flushed subnormal would change the bits. Under
-   --use_fast_math (or --ftz=true) the build stops (below).
+   --use_fast_math (or --ftz=true) the build stops (below); without
+   --fmad=false it does not: nvcc lets no header see that flag (no macro,
+   no NVVM query), so such a build compiles and may give other bits (the
+   device tests then print GNMR_CUDA_BITS_HINT, gnmr_device.cuh).
 
    The arithmetic below the plan (GNMR_HOSTDEV functions) is plain C as
    well: tests/test_cuda_host.c runs it on the CPU, warp by warp, against
@@ -91,11 +94,9 @@
 #ifndef GNMR_NORMS_SHARED
 #define GNMR_NORMS_SHARED 2048
 #endif
-/* A CUDA call failed: plan->cuda_error says which. The one code of both
-   CUDA headers (gnmr_ctl.cuh keeps its failure in gc->cuda_error). */
-#ifndef GNMR_CUDA_ECUDA
-#define GNMR_CUDA_ECUDA (-100)
-#endif
+/* A CUDA call failed: plan->cuda_error says which. gnmr.h's
+   GNMR_CUDA_ECUDA, the one code of both CUDA headers (gnmr_ctl.cuh keeps
+   its failure in gc->cuda_error). */
 #define GNMR_NORMS_ECUDA GNMR_CUDA_ECUDA
 
 #ifdef __cplusplus
