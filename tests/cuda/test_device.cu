@@ -969,6 +969,7 @@ int main(void) {
   else
     failed++;
   cudaCheck(cudaStreamDestroy(stream));
+  if (failed) printf("test_device: " GNMR_CUDA_BITS_HINT "\n");
   printf("%d passed, %d failed\n", passed, failed);
   return failed ? 1 : 0;
 }
