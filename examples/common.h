@@ -225,6 +225,44 @@ static double demo_sd(const double *x, int n) {
   return n > 1 ? sqrt(s / (n - 1)) : 0.0;
 }
 
+/* ---- the table's legend -------------------------------------------------- */
+
+/* The lines under a demo's table: what its columns mean (columns, the
+   demo's own lines), that gnmr is gnmr.h's defaults and what the other
+   GNMR arms that ran are (their names, comma-separated, in others; "" for
+   none), and where the plots and the data are. */
+static void demo_legend(const char *const *columns, int n_columns,
+                        const char *others, const char *out_dir,
+                        const char *data) {
+  int i;
+  for (i = 0; i < n_columns; i++) printf("  %s\n", columns[i]);
+  printf("  gnmr: gnmr.h's defaults (gnmr_config_default(), the paper rules)");
+  if (others[0])
+    printf(";\n  %s: non-default settings, kept for comparison "
+           "(bench/RESULTS.md, Ablations: where each loses to gnmr)",
+           others);
+  printf("\nplots: %s/loss.svg (training loss per arm), %s/recovery.svg "
+         "(where gnmr ran each unit on f32, and the faults)\n"
+         "data:  %s in %s/\n",
+         out_dir, out_dir, data, out_dir);
+}
+
+/* The GNMR arms of arms[0..n) other than "gnmr", comma-separated. */
+static const char *demo_other_gnmr_arms(const int *arms, int n, char *buf,
+                                        size_t cap) {
+  size_t len = 0;
+  int a;
+  buf[0] = '\0';
+  for (a = 0; a < n; a++) {
+    const demo_arm *arm = &ARMS[arms[a]];
+    if (arm->kind != ARM_GNMR || strcmp(arm->name, "gnmr") == 0) continue;
+    if (len + strlen(arm->name) + 3 > cap) break;
+    len += (size_t)snprintf(buf + len, cap - len, "%s%s", len ? ", " : "",
+                            arm->name);
+  }
+  return buf;
+}
+
 /* ---- pictures ------------------------------------------------------------ */
 
 /* A colour per arm (its index in ARMS), the same in every picture. */

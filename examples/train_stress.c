@@ -1129,9 +1129,22 @@ static int ts_run_arms(const ts_opts *o, const ts_data *train,
                caught[a][1], faults[a][1], adm[a][0], adm[a][1]);
       putchar('\n');
     }
-    printf("outputs in %s/: summary.csv trace.csv stress.csv loss.svg "
-           "recovery.svg\n",
-           o->out_dir);
+    {
+      char line[2][160], others[256];
+      const char *columns[2];
+      snprintf(line[0], sizeof line[0],
+               "recovery: layer-steps on the f32 path; spikes: steps whose "
+               "loss passed %gx its EMA; overhead: the",
+               TS_SPIKE_FACTOR);
+      snprintf(line[1], sizeof line[1],
+               "control's share of the run's time; caught: bursts/stales "
+               "whose layer ran f32 in them; admissions (in a fault)");
+      columns[0] = line[0], columns[1] = line[1];
+      demo_legend(
+          columns, 2,
+          demo_other_gnmr_arms(o->arms, o->n_arms, others, sizeof others),
+          o->out_dir, "summary.csv trace.csv stress.csv");
+    }
   }
   for (a = 0; a < o->n_arms; a++) free(curves[a]);
   free(trace.recovering);
