@@ -47,7 +47,7 @@
 
    Outputs in --out (default demo-out/): summary.csv, trace.csv (the first
    GNMR arm listed, first seed), stress.csv, loss.svg, recovery.svg, and with
-   --sweep sweep.csv. A table on stdout.
+   --sweep sweep.csv. A table on stdout, with a legend under it.
 
    Build: make demo (built-in data), make demo-full (Fashion-MNIST),
    make demo-sweep. Define TRAIN_STRESS_NO_MAIN to include this file in a
@@ -1133,12 +1133,12 @@ static int ts_run_arms(const ts_opts *o, const ts_data *train,
       char line[2][160], others[256];
       const char *columns[2];
       snprintf(line[0], sizeof line[0],
-               "recovery: layer-steps on the f32 path; spikes: steps whose "
-               "loss passed %gx its EMA; overhead: the",
+               "recovery: share of layer-steps on the f32 path; spikes: steps "
+               "whose loss passed %gx its EMA;",
                TS_SPIKE_FACTOR);
       snprintf(line[1], sizeof line[1],
-               "control's share of the run's time; caught: bursts/stales "
-               "whose layer ran f32 in them; admissions (in a fault)");
+               "overhead: the control's share of run time; caught: faults "
+               "caught/injected (their layer ran f32 in them)");
       columns[0] = line[0], columns[1] = line[1];
       demo_legend(
           columns, 2,
