@@ -861,10 +861,23 @@ TEST(norms_header_helpers_are_private) {
   free(text);
 }
 
+/* GNMR_CUDA_ECUDA, gnmr.h's one code of the CUDA headers, has one copy
+   outside C: the PyTorch bridge's, which must read the same. */
+TEST(bridge_has_gnmr_cuda_ecuda) {
+  char *text = read_text("examples/torch/gnmr_torch.py");
+  const char *at;
+  REQUIRE(text != NULL);
+  at = strstr(text, "\nGNMR_CUDA_ECUDA = ");
+  EXPECT(at != NULL);
+  if (at) EXPECT_EQ_INT(atoi(at + 19), GNMR_CUDA_ECUDA);
+  free(text);
+}
+
 int main(int argc, char **argv) {
   static const check_case cases[] = {
       CHECK_CASE(lane_sum_is_the_canonical_lane),
       CHECK_CASE(norms_header_helpers_are_private),
+      CHECK_CASE(bridge_has_gnmr_cuda_ecuda),
       CHECK_CASE(wide_chunk_equals_library_chunk),
       CHECK_CASE(shuffle_down_fold_equals_library_fold),
       CHECK_CASE(tree_levels_equal_library_tree),
