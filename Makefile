@@ -496,7 +496,7 @@ NVCC_FLAGS = -O3 -std=c++17 --fmad=false -Xcompiler -ffp-contract=off \
 #     uses the norm plan and the controller without holding either
 #     implementation (no -rdc; CI compiles and links it)
 CUDA_HDRS = gnmr.h examples/cuda/gnmr_norms.cuh tests/cuda/regions.h \
-  tests/cuda/no_device.h
+  tests/cuda/no_device.h examples/cuda/gnmr_device.cuh
 CUDA_TESTS = $(B)/cuda/test_device $(B)/cuda/two_file_rdc \
              $(B)/cuda/two_file_static $(B)/test_ctl_cuda $(B)/ctl_two_files
 CUDA_CTL = $(B)/train_step $(B)/test_ctl_cuda $(B)/bench_ctl_cuda \
@@ -570,7 +570,8 @@ $(B)/cuda/fast_math_refused: tests/cuda/fast_math.cu $(CUDA_HDRS) \
 	@echo "cuda: --use_fast_math refused by gnmr_norms.cuh and gnmr_ctl.cuh"
 	@touch $@
 
-CUDA_CTL_DEPS = examples/cuda/gnmr_ctl.cuh gnmr.h tests/cuda/regions.h
+CUDA_CTL_DEPS = examples/cuda/gnmr_ctl.cuh gnmr.h tests/cuda/regions.h \
+                tests/cuda/no_device.h examples/cuda/gnmr_device.cuh
 # The example includes the headers by name, as a trainer that copied them
 # next to its own files would.
 $(B)/train_step: examples/cuda/train_step.cu $(CUDA_CTL_DEPS) \

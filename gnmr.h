@@ -956,6 +956,14 @@ GNMR_DEF int gnmr_ctl_isa_force(int isa);
 #endif
 #endif /* GNMR_H */
 
+/* The one error code of the CUDA headers (examples/cuda/gnmr_norms.cuh and
+   gnmr_ctl.cuh), defined here, the file both include: a CUDA call failed,
+   and the plan's or controller's cuda_error holds the cudaError_t. It is
+   not one of gnmr.h's codes (gnmr_strerror does not know it). */
+#ifndef GNMR_CUDA_ECUDA
+#define GNMR_CUDA_ECUDA (-100)
+#endif
+
 /* IEEE single precision or nothing, for the CUDA headers' kernels: nvcc
    --use_fast_math (llm.c's default) flushes f32 subnormals to zero
    (--ftz=true) and fuses multiply-adds, and the bits would no longer be

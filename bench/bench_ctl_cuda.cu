@@ -16,7 +16,7 @@
 #include "gnmr.h"
 #define GNMR_CUDA_IMPLEMENTATION
 #include "examples/cuda/gnmr_ctl.cuh"
-#include "tests/cuda/no_device.h"
+#include "examples/cuda/gnmr_device.cuh"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -178,7 +178,7 @@ int main(int argc, char **argv) {
       sizes[0] = (uint32_t)strtoul(argv[++i], NULL, 10);
       n_sizes = 1;
     }
-  if (no_cuda_device("bench_ctl_cuda", 0)) return NO_DEVICE_EXIT;
+  if (gnmr_cuda_no_device("bench_ctl_cuda")) return GNMR_CUDA_GPU_REQUIRED;
   CK(cudaGetDeviceProperties(&prop, 0));
   CK(cudaDriverGetVersion(&driver));
   printf("CUDA controller step, device time per step in us, graph of %d "

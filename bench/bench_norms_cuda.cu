@@ -21,7 +21,7 @@
 #define GNMR_IMPLEMENTATION
 #include "gnmr.h"
 #include "examples/cuda/gnmr_norms.cuh"
-#include "tests/cuda/no_device.h"
+#include "examples/cuda/gnmr_device.cuh"
 
 #include <cuda_runtime.h>
 #include <stdio.h>
@@ -182,7 +182,7 @@ int main(int argc, char **argv) {
     if (strcmp(argv[i], "--csv") == 0 && i + 1 < argc) csv_path = argv[++i];
     if (strcmp(argv[i], "--case") == 0 && i + 1 < argc) only = argv[++i];
   }
-  if (no_cuda_device("bench_norms_cuda", 0)) return NO_DEVICE_EXIT;
+  if (gnmr_cuda_no_device("bench_norms_cuda")) return GNMR_CUDA_GPU_REQUIRED;
   CUDA_TRY(cudaGetDeviceProperties(&prop, 0));
   sms = prop.multiProcessorCount;
   CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&probe_blocks,

@@ -225,6 +225,44 @@ static double demo_sd(const double *x, int n) {
   return n > 1 ? sqrt(s / (n - 1)) : 0.0;
 }
 
+/* ---- the table's legend -------------------------------------------------- */
+
+/* The lines under a demo's table: what its columns mean (columns, the
+   demo's own lines), that gnmr is gnmr.h's defaults and what the other
+   GNMR arms that ran are (their names, comma-separated, in others; "" for
+   none), and where the plots and the data are. */
+static void demo_legend(const char *const *columns, int n_columns,
+                        const char *others, const char *out_dir,
+                        const char *data) {
+  int i;
+  for (i = 0; i < n_columns; i++) printf("  %s\n", columns[i]);
+  printf("  gnmr: gnmr.h's defaults (gnmr_config_default(), the paper rules)");
+  if (others[0])
+    printf(";\n  %s: non-default settings, kept for comparison "
+           "(bench/RESULTS.md, Ablations: where each loses to gnmr)",
+           others);
+  printf("\nplots: %s/loss.svg (training loss per arm), %s/recovery.svg "
+         "(where gnmr ran each unit on f32, and the faults)\n"
+         "data:  %s in %s/\n",
+         out_dir, out_dir, data, out_dir);
+}
+
+/* The GNMR arms of arms[0..n) other than "gnmr", comma-separated. */
+static const char *demo_other_gnmr_arms(const int *arms, int n, char *buf,
+                                        size_t cap) {
+  size_t len = 0;
+  int a;
+  buf[0] = '\0';
+  for (a = 0; a < n; a++) {
+    const demo_arm *arm = &ARMS[arms[a]];
+    if (arm->kind != ARM_GNMR || strcmp(arm->name, "gnmr") == 0) continue;
+    if (len + strlen(arm->name) + 3 > cap) break;
+    len += (size_t)snprintf(buf + len, cap - len, "%s%s", len ? ", " : "",
+                            arm->name);
+  }
+  return buf;
+}
+
 /* ---- pictures ------------------------------------------------------------ */
 
 /* A colour per arm (its index in ARMS), the same in every picture. */
@@ -233,6 +271,16 @@ static const char *DEMO_COLORS[] = {"#000000", "#d62728", "#ff7f0e",
                                     "#8c564b", "#e377c2", "#7f7f7f"};
 #define DEMO_COLOR(a)                                                          \
   DEMO_COLORS[(a) % (int)(sizeof DEMO_COLORS / sizeof *DEMO_COLORS)]
+/* A line style per curve of one plot (its place in the plot, not its arm):
+   arms that train alike draw one over the other, so each curve has its own
+   dash pattern and the earlier ones are wider, and a curve under another
+   still shows at its edges. */
+static const char *DEMO_DASHES[] = {"none",         "10 3", "4 3",
+                                    "12 3 3 3",     "7 2",  "1 2",
+                                    "12 3 1 3 1 3", "2 5",  "16 5"};
+#define DEMO_N_DASHES (int)(sizeof DEMO_DASHES / sizeof *DEMO_DASHES)
+#define DEMO_DASH(c) DEMO_DASHES[(c) % DEMO_N_DASHES]
+#define DEMO_WIDTH(c, n) (1.0 + 2.0 * ((n)-1 - (c)) / ((n) > 1 ? (n)-1 : 1))
 
 /* Axis ticks: a spacing of 1, 2 or 5 x 10^k giving about n ticks over span,
    and the decimals its labels need. */
@@ -313,7 +361,7 @@ static void demo_loss_range(float *const *curves, int n_curves, int steps,
 #define DEMO_PLOT_Y0 30.0
 #define DEMO_PLOT_W 700.0
 #define DEMO_PLOT_H 360.0
-#define DEMO_LEGEND_W 150.0
+#define DEMO_LEGEND_W 170.0
 #define DEMO_LEGEND_ROW 16.0
 
 /* Training loss per step: n_curves curves of `steps` values, curve a of the
@@ -368,9 +416,9 @@ static void demo_svg_loss(const char *path, const char *title,
     const char *color = DEMO_COLOR(arm[a]);
     int edge; /* the edge the previous point was held to: -1, 0, 1 */
     fprintf(f,
-            "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"1.2\" "
-            "points=\"",
-            color);
+            "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"%.2f\" "
+            "stroke-dasharray=\"%s\" points=\"",
+            color, DEMO_WIDTH(a, n_curves), DEMO_DASH(a));
     for (s = 0; s < steps; s++) {
       double v = curves[a][s];
       int out = !isfinite(v) || v > hi ? 1 : v < lo ? -1 : 0;
@@ -400,8 +448,9 @@ static void demo_svg_loss(const char *path, const char *title,
     double x = x0 + pw + 20, y = y0 + DEMO_LEGEND_ROW * a + 8;
     fprintf(f,
             "<line x1=\"%g\" y1=\"%g\" x2=\"%g\" y2=\"%g\" stroke=\"%s\" "
-            "stroke-width=\"2\"/>\n<text x=\"%g\" y=\"%g\">%s</text>\n",
-            x, y, x + 18, y, DEMO_COLOR(arm[a]), x + 24, y + 4,
+            "stroke-width=\"2\" stroke-dasharray=\"%s\"/>\n"
+            "<text x=\"%g\" y=\"%g\">%s</text>\n",
+            x, y, x + 30, y, DEMO_COLOR(arm[a]), DEMO_DASH(a), x + 36, y + 4,
             ARMS[arm[a]].name);
   }
   fprintf(f, "</g>\n</svg>\n");
@@ -417,13 +466,20 @@ typedef struct demo_event {
 
 /* Units x steps: where the traced arm ran a unit on f32 (blue; rec[step *
    n_units + unit], NULL for none), and the injected faults (red frames,
-   each with the letter letters[kind]). */
+   each with the letter letters[kind]). Each unit's row is a strip for the
+   letters (DEMO_RASTER_LABEL, 11 px bold, centred over their frames) above
+   its lane of bars and frames, so no letter touches a frame or a bar.
+   Classes for tests/svg_check.h: rect "lane", "hf", "fault"; text
+   "fault". */
+#define DEMO_RASTER_LABEL 14.0 /* the letters' strip above each lane */
+#define DEMO_RASTER_FONT 11    /* their size in px */
 static void demo_svg_raster(const char *path, const char *title, int n_units,
                             const char *const *unit_name, int steps,
                             const uint8_t *rec, const demo_event *ev, int n_ev,
                             const char *letters) {
   const double x0 = 90, y0 = 30, pw = 900, rh = n_units > 8 ? 22 : 30;
-  const double W = x0 + pw + 20, H = y0 + rh * n_units + 44;
+  const double pitch = DEMO_RASTER_LABEL + rh;
+  const double W = x0 + pw + 20, H = y0 + pitch * n_units + 44;
   double dx = pw / steps;
   FILE *f = DEMO_FOPEN(path, "w");
   int u, s, e;
@@ -435,10 +491,11 @@ static void demo_svg_raster(const char *path, const char *title, int n_units,
           "<text x=\"%g\" y=\"18\">%s</text>\n",
           W, H, W, H, x0, title);
   for (u = 0; u < n_units; u++) {
-    double y = y0 + rh * u;
+    double y = y0 + pitch * u + DEMO_RASTER_LABEL; /* the lane's top */
     fprintf(f,
-            "<text x=\"5\" y=\"%g\">%s</text>\n<rect x=\"%g\" "
-            "y=\"%g\" width=\"%g\" height=\"%g\" fill=\"#f4f4f4\"/>\n",
+            "<text x=\"5\" y=\"%g\">%s</text>\n<rect class=\"lane\" "
+            "x=\"%g\" y=\"%g\" width=\"%g\" height=\"%g\" "
+            "fill=\"#f4f4f4\"/>\n",
             y + rh / 2 + 4, unit_name[u], x0, y + 2, pw, rh - 4);
     for (s = 0; s < steps;) {
       int end = s;
@@ -449,24 +506,28 @@ static void demo_svg_raster(const char *path, const char *title, int n_units,
       while (end < steps && rec[(size_t)end * (size_t)n_units + (size_t)u])
         end++;
       fprintf(f,
-              "<rect x=\"%.2f\" y=\"%g\" width=\"%.2f\" height=\"%g\" "
-              "fill=\"#1f77b4\"/>\n",
+              "<rect class=\"hf\" x=\"%.2f\" y=\"%g\" width=\"%.2f\" "
+              "height=\"%g\" fill=\"#1f77b4\"/>\n",
               x0 + dx * s, y + 4, dx * (end - s) > 1 ? dx * (end - s) : 1,
               rh - 8);
       s = end;
     }
   }
   for (e = 0; e < n_ev; e++) {
-    double y = y0 + rh * ev[e].unit, w = dx * ev[e].steps;
+    double y = y0 + pitch * ev[e].unit + DEMO_RASTER_LABEL,
+           w = dx * ev[e].steps;
     fprintf(f,
-            "<rect x=\"%.2f\" y=\"%g\" width=\"%.2f\" height=\"%g\" "
-            "fill=\"none\" stroke=\"#d62728\" stroke-width=\"1.5\"/>\n"
-            "<text x=\"%.2f\" y=\"%g\" fill=\"#d62728\" "
-            "font-size=\"9\">%c</text>\n",
+            "<rect class=\"fault\" x=\"%.2f\" y=\"%g\" width=\"%.2f\" "
+            "height=\"%g\" fill=\"none\" stroke=\"#d62728\" "
+            "stroke-width=\"1.5\"/>\n"
+            "<text class=\"fault\" x=\"%.2f\" y=\"%g\" fill=\"#d62728\" "
+            "font-size=\"%d\" font-weight=\"bold\" "
+            "text-anchor=\"middle\">%c</text>\n",
             x0 + dx * ev[e].start - 1, y + 1, (w > 2 ? w : 2) + 2, rh - 2,
-            x0 + dx * ev[e].start, y + rh + 1, letters[ev[e].kind]);
+            x0 + dx * ev[e].start + w / 2, y - 3, DEMO_RASTER_FONT,
+            letters[ev[e].kind]);
   }
-  demo_svg_steps(f, x0, y0 + rh * n_units, pw, steps);
+  demo_svg_steps(f, x0, y0 + pitch * n_units, pw, steps);
   fprintf(f, "</svg>\n");
   if (fclose(f) != 0) DEMO_DIE("writing %s failed", path);
 }

@@ -2118,9 +2118,23 @@ static int lm_run_arms(const lm_opts *o, const lm_text *train,
              LM_ARMS[o->arms[a]].name, demo_mean(bpb[a], o->seeds),
              demo_sd(bpb[a], o->seeds), 100 * demo_mean(rf[a], o->seeds),
              100 * demo_mean(hff[a], o->seeds), spikes[a], div[a], secs[a]);
-    printf("outputs in %s/: summary.csv trace.csv stress.csv loss.svg "
-           "recovery.svg units.csv place_trace.csv\n",
-           o->out_dir);
+    {
+      char line[160], others[256];
+      const char *columns[2];
+      snprintf(line, sizeof line,
+               "hf_flops: the share of GEMM FLOPs on f32; spikes: steps whose "
+               "loss passed %gx its EMA",
+               LM_SPIKE_FACTOR);
+      columns[0] = "val_bpb: validation loss, bits per byte (sd over seeds); "
+                   "recovery: unit-steps on the f32 path;";
+      columns[1] = line;
+      demo_legend(
+          columns, 2,
+          demo_other_gnmr_arms(o->arms, o->n_arms, others, sizeof others),
+          o->out_dir,
+          "summary.csv trace.csv stress.csv units.csv "
+          "place_trace.csv");
+    }
   }
   for (a = 0; a < o->n_arms; a++) free(curves[a]);
   free(trace.recovering);

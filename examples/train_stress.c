@@ -47,7 +47,7 @@
 
    Outputs in --out (default demo-out/): summary.csv, trace.csv (the first
    GNMR arm listed, first seed), stress.csv, loss.svg, recovery.svg, and with
-   --sweep sweep.csv. A table on stdout.
+   --sweep sweep.csv. A table on stdout, with a legend under it.
 
    Build: make demo (built-in data), make demo-full (Fashion-MNIST),
    make demo-sweep. Define TRAIN_STRESS_NO_MAIN to include this file in a
@@ -1129,9 +1129,22 @@ static int ts_run_arms(const ts_opts *o, const ts_data *train,
                caught[a][1], faults[a][1], adm[a][0], adm[a][1]);
       putchar('\n');
     }
-    printf("outputs in %s/: summary.csv trace.csv stress.csv loss.svg "
-           "recovery.svg\n",
-           o->out_dir);
+    {
+      char line[2][160], others[256];
+      const char *columns[2];
+      snprintf(line[0], sizeof line[0],
+               "recovery: share of layer-steps on the f32 path; spikes: steps "
+               "whose loss passed %gx its EMA;",
+               TS_SPIKE_FACTOR);
+      snprintf(line[1], sizeof line[1],
+               "overhead: the control's share of run time; caught: faults "
+               "caught/injected (their layer ran f32 in them)");
+      columns[0] = line[0], columns[1] = line[1];
+      demo_legend(
+          columns, 2,
+          demo_other_gnmr_arms(o->arms, o->n_arms, others, sizeof others),
+          o->out_dir, "summary.csv trace.csv stress.csv");
+    }
   }
   for (a = 0; a < o->n_arms; a++) free(curves[a]);
   free(trace.recovering);

@@ -34,7 +34,7 @@ static void block_tree(double *p, uint64_t m, uint32_t nthreads) {
   uint32_t tid;
   for (stride = 1; stride < m; stride *= 2)
     for (tid = 0; tid < nthreads; tid++)
-      gnmr_norms_tree_level(p, m, stride, tid, nthreads, 0);
+      gnmr_norms__tree_level(p, m, stride, tid, nthreads, 0);
 }
 
 static size_t dtype_size(uint32_t dtype) {
@@ -47,14 +47,14 @@ static double warp_lane_chunk(const void *chunk, uint32_t dtype, uint32_t len) {
   double lane[GNMR_SUM_LANES];
   uint32_t l, delta;
   for (l = 0; l < GNMR_SUM_LANES; l++)
-    lane[l] = gnmr_norms_lane_sum(chunk, dtype, len, l);
+    lane[l] = gnmr_norms__lane_sum(chunk, dtype, len, l);
   for (delta = GNMR_SUM_LANES / 2; delta >= 1; delta /= 2)
     shfl_down_add(lane, delta);
   return lane[0];
 }
 
 /* A warp on a chunk of 16-bit elements, 16 bytes a load, as
-   gnmr_norms_wide_chunk runs it: each batch of loads into the warp's
+   gnmr_norms__wide_chunk runs it: each batch of loads into the warp's
    buffer (thread t's word w = t + 32 (s + b), elements 8 w ... 8 w + 7,
    at 8 (32 b + t)), then every lane's additions from the buffer; then the
    fold. */
@@ -72,23 +72,23 @@ static double warp_wide_chunk(const void *chunk, uint32_t dtype, uint32_t len) {
           memcpy(dst, (const char *)chunk + 16 * (size_t)w, 16);
         else
           for (k = 0; k < 8; k++)
-            dst[k] = gnmr_norms_wide_part(chunk, len, w, k);
+            dst[k] = gnmr_norms__wide_part(chunk, len, w, k);
       }
     for (t = 0; t < GNMR_SUM_LANES; t++)
-      lane[t] = gnmr_norms_wide_rows(buf, 8 * GNMR_NORMS_WIDE_BATCH, t, dtype,
-                                     lane[t]);
+      lane[t] = gnmr_norms__wide_rows(buf, 8 * GNMR_NORMS_WIDE_BATCH, t, dtype,
+                                      lane[t]);
   }
   for (delta = GNMR_SUM_LANES / 2; delta >= 1; delta /= 2)
     shfl_down_add(lane, delta);
   return lane[0];
 }
 
-/* gnmr_norms_chunk_kernel: warp w sums chunk w. */
-static void run_chunk_kernel(const gnmr_norms_tensor *t, uint32_t nt,
+/* gnmr_norms__chunk_kernel: warp w sums chunk w. */
+static void run_chunk_kernel(const gnmr_norms__tensor *t, uint32_t nt,
                              uint64_t n_chunks, double *chunk_sums) {
   uint64_t w;
   for (w = 0; w < n_chunks; w++) {
-    const gnmr_norms_tensor *x = &t[gnmr_norms_chunk_tensor(t, nt, w)];
+    const gnmr_norms__tensor *x = &t[gnmr_norms__chunk_tensor(t, nt, w)];
     uint64_t start = (w - x->first_chunk) * GNMR_SUM_CHUNK;
     uint32_t len = (uint32_t)(x->n - start < GNMR_SUM_CHUNK ? x->n - start
                                                             : GNMR_SUM_CHUNK);
@@ -119,10 +119,10 @@ static void shuffle64(uint64_t *list, uint64_t n) {
   }
 }
 
-/* gnmr_norms_group_kernel: the blocks in a random order (the scheduler's);
+/* gnmr_norms__group_kernel: the blocks in a random order (the scheduler's);
    each block's warps, its tickets, and the trees of the tensors it
    completed, in shared memory (node) or in place. */
-static int run_group_kernel(const gnmr_norms_tensor *t, uint32_t nt,
+static int run_group_kernel(const gnmr_norms__tensor *t, uint32_t nt,
                             uint64_t n_groups, const double *chunk_sums,
                             double *group_sums, uint32_t *tickets,
                             double *tensor_sums) {
@@ -142,8 +142,8 @@ static int run_group_kernel(const gnmr_norms_tensor *t, uint32_t nt,
       double v;
       warp_tensor[w] = GNMR_NORMS_NONE;
       if (g >= n_groups) continue;
-      ti = gnmr_norms_group_tensor(t, nt, g);
-      m = gnmr_norms_chunks(t[ti].n);
+      ti = gnmr_norms__group_tensor(t, nt, g);
+      m = gnmr_norms__chunks(t[ti].n);
       v = warp_group_tree(chunk_sums + t[ti].first_chunk,
                           (g - t[ti].first_group) * GNMR_NORMS_GROUP, m);
       if (m <= GNMR_NORMS_GROUP) {
@@ -153,10 +153,10 @@ static int run_group_kernel(const gnmr_norms_tensor *t, uint32_t nt,
         warp_tensor[w] = ti;
       }
     }
-    n = gnmr_norms_claims(warp_tensor, tensor, count);
+    n = gnmr_norms__claims(warp_tensor, tensor, count);
     for (i = 0; i < n; i++) {
-      const gnmr_norms_tensor *x = &t[tensor[i]];
-      const uint64_t m = gnmr_norms_groups(gnmr_norms_chunks(x->n));
+      const gnmr_norms__tensor *x = &t[tensor[i]];
+      const uint64_t m = gnmr_norms__groups(gnmr_norms__chunks(x->n));
       double *p = group_sums + x->first_group;
       tickets[tensor[i]] += count[i];
       if (tickets[tensor[i]] != m) continue;
@@ -173,15 +173,16 @@ static int run_group_kernel(const gnmr_norms_tensor *t, uint32_t nt,
   return GNMR_OK;
 }
 
-/* gnmr_norms_unit_kernel: thread u adds unit u's tensors in order. */
-static void run_unit_kernel(const gnmr_norms_tensor *t,
+/* gnmr_norms__unit_kernel: thread u adds unit u's tensors in order. */
+static void run_unit_kernel(const gnmr_norms__tensor *t,
                             const uint32_t *unit_first,
                             const uint32_t *unit_tensors, uint32_t n_units,
                             const double *tensor_sums, double *sumsq,
                             float *norms) {
   uint32_t u;
   for (u = 0; u < n_units; u++) {
-    sumsq[u] = gnmr_norms_unit_sum(t, unit_first, unit_tensors, tensor_sums, u);
+    sumsq[u] =
+        gnmr_norms__unit_sum(t, unit_first, unit_tensors, tensor_sums, u);
     norms[u] = (float)sqrt(sumsq[u]);
   }
 }
@@ -192,7 +193,7 @@ static void run_unit_kernel(const gnmr_norms_tensor *t,
    bits). */
 static int run_plan(const gnmr_tensor *lib, size_t nt, uint32_t n_units,
                     double *sumsq, float *norms) {
-  gnmr_norms_tensor *t = (gnmr_norms_tensor *)malloc((nt + 1) * sizeof *t);
+  gnmr_norms__tensor *t = (gnmr_norms__tensor *)malloc((nt + 1) * sizeof *t);
   uint32_t *first = (uint32_t *)malloc((n_units + 1) * sizeof *first);
   uint32_t *order = (uint32_t *)malloc((nt + 1) * sizeof *order);
   uint32_t *tickets = (uint32_t *)calloc(nt + 1, sizeof *tickets);
@@ -202,7 +203,8 @@ static int run_plan(const gnmr_tensor *lib, size_t nt, uint32_t n_units,
   int rc = GNMR_ESIZE, launch;
   size_t i;
   if (t && first && order && tickets && tensor_sums)
-    rc = gnmr_norms_layout(lib, nt, n_units, t, first, order, &chunks, &groups);
+    rc =
+        gnmr_norms__layout(lib, nt, n_units, t, first, order, &chunks, &groups);
   if (rc == GNMR_OK) {
     chunk_sums = (double *)malloc((chunks + 1) * sizeof *chunk_sums);
     group_sums = (double *)malloc((groups + 1) * sizeof *group_sums);
@@ -261,7 +263,7 @@ static const uint64_t edge_sizes[] = {0,     1,     31,     32,    33,    4095,
                                       36869, 98304, 262145, 446764};
 #define N_EDGE (sizeof edge_sizes / sizeof edge_sizes[0])
 
-static double library_sumsq(const gnmr_norms_tensor *x) {
+static double library_sumsq(const gnmr_norms__tensor *x) {
   if (x->dtype == GNMR_DTYPE_F32)
     return gnmr_sumsq_f32((const float *)x->data, x->n);
   if (x->dtype == GNMR_DTYPE_F16)
@@ -286,7 +288,7 @@ TEST(lane_sum_is_the_canonical_lane) {
       uint32_t i;
       for (i = lane; i < lens[k]; i += GNMR_SUM_LANES)
         want += (double)x[i] * (double)x[i];
-      EXPECT_EQ_BITS(gnmr_norms_lane_sum(x, GNMR_DTYPE_F32, lens[k], lane),
+      EXPECT_EQ_BITS(gnmr_norms__lane_sum(x, GNMR_DTYPE_F32, lens[k], lane),
                      want);
     }
   }
@@ -361,7 +363,7 @@ TEST(group_tree_then_block_tree_equals_one_tree) {
   uint64_t m;
   for (m = 1; m <= 2200; m += m < 300 ? 1 : 37) {
     gnmr__tree tree;
-    uint64_t i, n_groups = gnmr_norms_groups(m);
+    uint64_t i, n_groups = gnmr_norms__groups(m);
     int special = (int)(m % 3);
     double want;
     memset(&tree, 0, sizeof tree);
@@ -393,10 +395,10 @@ TEST(claims_count_each_tensors_warps) {
   uint32_t tensor[GNMR_NORMS_WARPS], count[GNMR_NORMS_WARPS], k;
   EXPECT_EQ_INT(GNMR_NORMS_WARPS, 8);
   for (k = 0; k < 4; k++)
-    EXPECT_EQ_INT(gnmr_norms_claims(warps[k], tensor, count), want_n[k]);
-  gnmr_norms_claims(warps[0], tensor, count);
+    EXPECT_EQ_INT(gnmr_norms__claims(warps[k], tensor, count), want_n[k]);
+  gnmr_norms__claims(warps[0], tensor, count);
   EXPECT(tensor[0] == 3 && count[0] == 8);
-  gnmr_norms_claims(warps[1], tensor, count);
+  gnmr_norms__claims(warps[1], tensor, count);
   EXPECT(tensor[0] == 2 && count[0] == 2 && tensor[1] == 5 && count[1] == 3 &&
          tensor[2] == 6 && count[2] == 1);
 }
@@ -438,7 +440,7 @@ TEST(plan_tensors_spanning_blocks) {
 TEST(chunk_to_tensor_lookup_with_empty_tensors) {
   static const uint64_t sizes[] = {0, 5, 0, 0, 4096 * 3 + 1, 0, 4096, 0};
   gnmr_tensor lib[8];
-  gnmr_norms_tensor t[8];
+  gnmr_norms__tensor t[8];
   uint32_t first[9], order[8], i;
   uint64_t chunks, groups, c;
   for (i = 0; i < 8; i++) {
@@ -447,20 +449,21 @@ TEST(chunk_to_tensor_lookup_with_empty_tensors) {
     lib[i].dtype = GNMR_DTYPE_F32;
     lib[i].unit = i;
   }
-  REQUIRE(gnmr_norms_layout(lib, 8, 8, t, first, order, &chunks, &groups) ==
+  REQUIRE(gnmr_norms__layout(lib, 8, 8, t, first, order, &chunks, &groups) ==
           GNMR_OK);
   EXPECT_EQ_INT(chunks, 1 + 4 + 1);
   EXPECT_EQ_INT(groups, 3);
   for (c = 0; c < chunks; c++) {
-    const gnmr_norms_tensor *x = &t[gnmr_norms_chunk_tensor(t, 8, c)];
+    const gnmr_norms__tensor *x = &t[gnmr_norms__chunk_tensor(t, 8, c)];
     EXPECT(x->n > 0);
-    EXPECT(c >= x->first_chunk && c < x->first_chunk + gnmr_norms_chunks(x->n));
+    EXPECT(c >= x->first_chunk &&
+           c < x->first_chunk + gnmr_norms__chunks(x->n));
   }
   for (c = 0; c < groups; c++) {
-    const gnmr_norms_tensor *x = &t[gnmr_norms_group_tensor(t, 8, c)];
+    const gnmr_norms__tensor *x = &t[gnmr_norms__group_tensor(t, 8, c)];
     EXPECT(x->n > 0);
     EXPECT(c >= x->first_group &&
-           c < x->first_group + gnmr_norms_groups(gnmr_norms_chunks(x->n)));
+           c < x->first_group + gnmr_norms__groups(gnmr_norms__chunks(x->n)));
   }
 }
 
@@ -471,7 +474,7 @@ TEST(layout_groups_units_stably_and_refuses_whole) {
   static const uint32_t unit_of[NT] = {3, 0, 3, 1, 0, 3, 4, 1, 0};
   static float data[4];
   gnmr_tensor lib[NT];
-  gnmr_norms_tensor t[NT];
+  gnmr_norms__tensor t[NT];
   uint32_t first[NU + 1], order[NT], i, u, k = 0;
   uint64_t chunks = 77, groups = 77;
   for (i = 0; i < NT; i++) {
@@ -480,7 +483,7 @@ TEST(layout_groups_units_stably_and_refuses_whole) {
     lib[i].dtype = GNMR_DTYPE_F32;
     lib[i].unit = unit_of[i];
   }
-  REQUIRE(gnmr_norms_layout(lib, NT, NU, t, first, order, &chunks, &groups) ==
+  REQUIRE(gnmr_norms__layout(lib, NT, NU, t, first, order, &chunks, &groups) ==
           GNMR_OK);
   EXPECT_EQ_INT(chunks, NT);
   EXPECT_EQ_INT(groups, NT);
@@ -497,39 +500,39 @@ TEST(layout_groups_units_stably_and_refuses_whole) {
   memset(order, 0xAB, sizeof order);
   lib[4].unit = NU;
   EXPECT_EQ_INT(
-      gnmr_norms_layout(lib, NT, NU, t, first, order, &chunks, &groups),
+      gnmr_norms__layout(lib, NT, NU, t, first, order, &chunks, &groups),
       GNMR_EINVAL);
   lib[4].unit = 0;
   lib[4].dtype = 9;
   EXPECT_EQ_INT(
-      gnmr_norms_layout(lib, NT, NU, t, first, order, &chunks, &groups),
+      gnmr_norms__layout(lib, NT, NU, t, first, order, &chunks, &groups),
       GNMR_EINVAL);
   lib[4].data = (const char *)data + 2; /* f32 off 4-byte alignment */
   EXPECT_EQ_INT(
-      gnmr_norms_layout(lib, NT, NU, t, first, order, &chunks, &groups),
+      gnmr_norms__layout(lib, NT, NU, t, first, order, &chunks, &groups),
       GNMR_EINVAL);
   lib[4].dtype = GNMR_DTYPE_BF16; /* ... fine for 16-bit elements */
   EXPECT_EQ_INT(
-      gnmr_norms_layout(lib, NT, NU, t, first, order, &chunks, &groups),
+      gnmr_norms__layout(lib, NT, NU, t, first, order, &chunks, &groups),
       GNMR_OK);
   memset(order, 0xAB, sizeof order);
   chunks = 77;
   lib[4].data = (const char *)data + 1; /* odd: not even for bf16 */
   EXPECT_EQ_INT(
-      gnmr_norms_layout(lib, NT, NU, t, first, order, &chunks, &groups),
+      gnmr_norms__layout(lib, NT, NU, t, first, order, &chunks, &groups),
       GNMR_EINVAL);
   lib[4].data = NULL;
   EXPECT_EQ_INT(
-      gnmr_norms_layout(lib, NT, NU, t, first, order, &chunks, &groups),
+      gnmr_norms__layout(lib, NT, NU, t, first, order, &chunks, &groups),
       GNMR_EINVAL);
   EXPECT_EQ_INT(
-      gnmr_norms_layout(NULL, NT, NU, t, first, order, &chunks, &groups),
+      gnmr_norms__layout(NULL, NT, NU, t, first, order, &chunks, &groups),
       GNMR_EINVAL);
   EXPECT_EQ_INT(order[0], 0xABABABABu);
   EXPECT_EQ_INT(chunks, 77);
   lib[4].n = 0; /* NULL data is fine for an empty tensor */
   EXPECT_EQ_INT(
-      gnmr_norms_layout(lib, NT, NU, t, first, order, &chunks, &groups),
+      gnmr_norms__layout(lib, NT, NU, t, first, order, &chunks, &groups),
       GNMR_OK);
   EXPECT_EQ_INT(chunks, NT - 1);
 }
@@ -577,7 +580,7 @@ TEST(plan_equals_library_bits) {
 
   REQUIRE(run_plan(single, NT, NT, sumsq, norms) == GNMR_OK);
   for (i = 0; i < NT; i++) {
-    gnmr_norms_tensor x;
+    gnmr_norms__tensor x;
     double want;
     x.data = lib[i].data;
     x.n = lib[i].n;
@@ -626,7 +629,7 @@ TEST(plan_big_tensor_tree_in_global_scratch) {
   t[1].unit = 1;
   t[2] = t[0];
   t[2].unit = 0;
-  EXPECT(gnmr_norms_groups(gnmr_norms_chunks(big)) > GNMR_NORMS_SHARED);
+  EXPECT(gnmr_norms__groups(gnmr_norms__chunks(big)) > GNMR_NORMS_SHARED);
   REQUIRE(run_plan(t, 3, 2, sumsq, norms) == GNMR_OK);
   REQUIRE(gnmr_unit_sumsq(t, 3, lib_sumsq, 2) == GNMR_OK);
   REQUIRE(gnmr_unit_norms(t, 3, lib_norms, 2) == GNMR_OK);
@@ -677,7 +680,7 @@ TEST(plan_after_odd_bf16_region_needs_placement) {
   gnmr_tensor t[2];
   double sumsq[1], lib_sumsq[1];
   float norms[1], lib_norms[1];
-  gnmr_norms_tensor out[2];
+  gnmr_norms__tensor out[2];
   uint32_t first[2], order[2];
   uint64_t chunks, groups;
   REQUIRE(arena);
@@ -689,8 +692,9 @@ TEST(plan_after_odd_bf16_region_needs_placement) {
   t[1].n = 1000;
   t[1].dtype = GNMR_DTYPE_F32;
   t[1].unit = 0;
-  EXPECT_EQ_INT(gnmr_norms_layout(t, 2, 1, out, first, order, &chunks, &groups),
-                GNMR_EINVAL);
+  EXPECT_EQ_INT(
+      gnmr_norms__layout(t, 2, 1, out, first, order, &chunks, &groups),
+      GNMR_EINVAL);
   t[1].data = arena + at[1];
   fill(arena + at[0], GNMR_DTYPE_BF16, N);
   fill(arena + at[1], GNMR_DTYPE_F32, 1000);
@@ -824,9 +828,56 @@ TEST(cuda_headers_use_only_the_listed_private_names) {
   free(lib);
 }
 
+/* gnmr_norms.cuh's own names: those its manual (the opening comment) shows
+   are the API; every other one is private (gnmr_norms__), so that a
+   trainer's names cannot collide with a helper's. */
+TEST(norms_header_helpers_are_private) {
+  static const char prefix[] = "gnmr_norms_";
+  char *text = read_text("examples/cuda/gnmr_norms.cuh"), *manual_end, *p;
+  REQUIRE(text != NULL);
+  manual_end = strstr(text, "*/");
+  REQUIRE(manual_end != NULL);
+  for (p = manual_end; *p; p++) {
+    size_t n = 0;
+    int shown = 0;
+    const char *m;
+    if ((p != text && is_ident(p[-1])) ||
+        strncmp(p, prefix, sizeof prefix - 1) != 0 ||
+        p[sizeof prefix - 1] == '_')
+      continue;
+    while (is_ident(p[n])) n++;
+    for (m = strstr(text, prefix); !shown && m && m < manual_end;
+         m = strstr(m + 1, prefix))
+      shown = (m == text || !is_ident(m[-1])) && strncmp(m, p, n) == 0 &&
+              !is_ident(m[n]);
+    if (!shown) {
+      printf("  gnmr_norms.cuh: %.*s is neither in its manual nor private "
+             "(gnmr_norms__)\n",
+             (int)n, p);
+      EXPECT(0);
+    }
+    p += n - 1;
+  }
+  free(text);
+}
+
+/* GNMR_CUDA_ECUDA, gnmr.h's one code of the CUDA headers, has one copy
+   outside C: the PyTorch bridge's, which must read the same. */
+TEST(bridge_has_gnmr_cuda_ecuda) {
+  char *text = read_text("examples/torch/gnmr_torch.py");
+  const char *at;
+  REQUIRE(text != NULL);
+  at = strstr(text, "\nGNMR_CUDA_ECUDA = ");
+  EXPECT(at != NULL);
+  if (at) EXPECT_EQ_INT(atoi(at + 19), GNMR_CUDA_ECUDA);
+  free(text);
+}
+
 int main(int argc, char **argv) {
   static const check_case cases[] = {
       CHECK_CASE(lane_sum_is_the_canonical_lane),
+      CHECK_CASE(norms_header_helpers_are_private),
+      CHECK_CASE(bridge_has_gnmr_cuda_ecuda),
       CHECK_CASE(wide_chunk_equals_library_chunk),
       CHECK_CASE(shuffle_down_fold_equals_library_fold),
       CHECK_CASE(tree_levels_equal_library_tree),

@@ -348,6 +348,7 @@ TEST(loss_plot_range_survives_a_spike) {
   demo_svg_loss("build/test_demo_out/range.svg", "test", "loss", curves, arms,
                 3, N, 0);
   EXPECT_EQ_INT(svg_geometry_errors("build/test_demo_out/range.svg"), 0);
+  EXPECT_EQ_INT(svg_dash_errors("build/test_demo_out/range.svg"), 0);
   {
     /* the spike's marker and the diverged arm's, at the top edge */
     static const char *const marks[] = {
@@ -400,10 +401,60 @@ TEST(demo_runs_end_to_end) {
   EXPECT(file_starts_with("build/test_demo_out/recovery.svg", "<svg"));
   EXPECT_EQ_INT(svg_geometry_errors("build/test_demo_out/loss.svg"), 0);
   EXPECT_EQ_INT(svg_geometry_errors("build/test_demo_out/recovery.svg"), 0);
+  EXPECT_EQ_INT(svg_dash_errors("build/test_demo_out/loss.svg"), 0);
+  EXPECT_EQ_INT(svg_label_errors("build/test_demo_out/recovery.svg"), 0);
+}
+
+/* The two readability checks fail where they must: a 9 px letter on its
+   frame's bottom edge (0.4's raster), a letter clear of it but too small,
+   two curves in one dash pattern, a legend sample not in its curve's. */
+static void write_text(const char *path, const char *text) {
+  FILE *f = fopen(path, "w");
+  if (f) {
+    fputs(text, f);
+    fclose(f);
+  }
+}
+
+TEST(svg_checks_catch_unreadable_pictures) {
+  static const char frame[] =
+      "<svg viewBox=\"0 0 200 100\">\n<rect class=\"lane\" x=\"10\" "
+      "y=\"32\" width=\"180\" height=\"26\"/>\n<rect class=\"fault\" "
+      "x=\"50\" y=\"31\" width=\"6\" height=\"28\"/>\n";
+  char text[1024];
+  demo_mkdir("build/test_demo_out");
+  snprintf(text, sizeof text,
+           "%s<text class=\"fault\" x=\"50\" y=\"61\" "
+           "font-size=\"9\">B</text>\n</svg>\n",
+           frame);
+  write_text("build/test_demo_out/bad_label.svg", text);
+  EXPECT(svg_label_errors("build/test_demo_out/bad_label.svg") >= 2);
+  snprintf(text, sizeof text,
+           "%s<text class=\"fault\" x=\"53\" y=\"27\" font-size=\"9\" "
+           "text-anchor=\"middle\">B</text>\n</svg>\n",
+           frame);
+  write_text("build/test_demo_out/bad_label.svg", text);
+  EXPECT_EQ_INT(svg_label_errors("build/test_demo_out/bad_label.svg"), 1);
+  snprintf(text, sizeof text,
+           "%s<text class=\"fault\" x=\"53\" y=\"27\" font-size=\"11\" "
+           "text-anchor=\"middle\">B</text>\n</svg>\n",
+           frame);
+  write_text("build/test_demo_out/bad_label.svg", text);
+  EXPECT_EQ_INT(svg_label_errors("build/test_demo_out/bad_label.svg"), 0);
+  write_text("build/test_demo_out/bad_dash.svg",
+             "<svg viewBox=\"0 0 9 9\">\n"
+             "<polyline stroke-dasharray=\"none\" points=\"1,1\"/>\n"
+             "<polyline stroke-dasharray=\"3 3\" points=\"1,1\"/>\n"
+             "<polyline stroke-dasharray=\"3 3\" points=\"1,1\"/>\n"
+             "<g class=\"legend\">\n<line stroke-dasharray=\"none\"/>\n"
+             "<line stroke-dasharray=\"3 3\"/>\n"
+             "<line stroke-dasharray=\"3\"/>\n</g>\n</svg>\n");
+  EXPECT_EQ_INT(svg_dash_errors("build/test_demo_out/bad_dash.svg"), 2);
 }
 
 int main(int argc, char **argv) {
   static const check_case cases[] = {
+      CHECK_CASE(svg_checks_catch_unreadable_pictures),
       CHECK_CASE(e4m3_known_values),
       CHECK_CASE(e5m2_known_values),
       CHECK_CASE(e2m1_known_values),

@@ -453,6 +453,8 @@ TEST(demo_runs_end_to_end) {
   EXPECT(file_starts_with("build/test_lm_out/recovery.svg", "<svg"));
   EXPECT_EQ_INT(svg_geometry_errors("build/test_lm_out/loss.svg"), 0);
   EXPECT_EQ_INT(svg_geometry_errors("build/test_lm_out/recovery.svg"), 0);
+  EXPECT_EQ_INT(svg_dash_errors("build/test_lm_out/loss.svg"), 0);
+  EXPECT_EQ_INT(svg_label_errors("build/test_lm_out/recovery.svg"), 0);
 }
 #endif
 

@@ -13,7 +13,9 @@
    -Xcompiler -ffp-contract=off (sm_80 or newer) and without
    --use_fast_math, so the device rounds as the CPU does: decisions, state
    and the step report are then bit-identical to gnmr_step's (under
-   --use_fast_math or --ftz=true the build stops, see below).
+   --use_fast_math or --ftz=true the build stops, see below; nvcc lets no
+   header see --fmad, so a build without --fmad=false compiles and may
+   give other bits).
 
    Use:
        gnmr_ctl host;  gnmr_init(&host, &cfg, slots, N);  // as on the CPU
@@ -87,11 +89,8 @@
 #include <stdint.h>
 #include <string.h>
 
-/* A CUDA call failed; the object's cuda_error says which (also
-   gnmr_norms.cuh's GNMR_NORMS_ECUDA). */
-#ifndef GNMR_CUDA_ECUDA
-#define GNMR_CUDA_ECUDA (-100)
-#endif
+/* GNMR_CUDA_ECUDA (gnmr.h): a CUDA call failed; the object's cuda_error
+   says which (also gnmr_norms.cuh's GNMR_NORMS_ECUDA). */
 /* Threads of the admit kernel (one block). */
 #define GNMR_CUDA_ADMIT_THREADS 1024
 /* Threads per block of the scan and units kernels: one block is one block of

@@ -47,7 +47,10 @@
    Build with contraction off (nvcc --fmad=false, host -ffp-contract=off)
    and without --use_fast_math (it flushes subnormals): a fused
    multiply-add or a flushed subnormal would change the bits. Under
-   --use_fast_math (or --ftz=true) the build stops (below).
+   --use_fast_math (or --ftz=true) the build stops (below); without
+   --fmad=false it does not: nvcc lets no header see that flag (no macro,
+   no NVVM query), so such a build compiles and may give other bits (the
+   device tests then print GNMR_CUDA_BITS_HINT, gnmr_device.cuh).
 
    The arithmetic below the plan (GNMR_HOSTDEV functions) is plain C as
    well: tests/test_cuda_host.c runs it on the CPU, warp by warp, against
@@ -91,11 +94,9 @@
 #ifndef GNMR_NORMS_SHARED
 #define GNMR_NORMS_SHARED 2048
 #endif
-/* A CUDA call failed: plan->cuda_error says which. The one code of both
-   CUDA headers (gnmr_ctl.cuh keeps its failure in gc->cuda_error). */
-#ifndef GNMR_CUDA_ECUDA
-#define GNMR_CUDA_ECUDA (-100)
-#endif
+/* A CUDA call failed: plan->cuda_error says which. gnmr.h's
+   GNMR_CUDA_ECUDA, the one code of both CUDA headers (gnmr_ctl.cuh keeps
+   its failure in gc->cuda_error). */
 #define GNMR_NORMS_ECUDA GNMR_CUDA_ECUDA
 
 #ifdef __cplusplus
@@ -103,22 +104,22 @@ extern "C" {
 #endif
 
 /* One tensor as the kernels see it. */
-typedef struct gnmr_norms_tensor {
+typedef struct gnmr_norms__tensor {
   const void *data;     /* device memory */
   uint64_t n;           /* elements */
   uint64_t first_chunk; /* its first chunk in the launch-wide numbering */
   uint64_t first_group; /* its first node in the group scratch */
   uint32_t dtype;       /* GNMR_DTYPE_F32, GNMR_DTYPE_F16, GNMR_DTYPE_BF16 */
   uint32_t unit;
-} gnmr_norms_tensor;
+} gnmr_norms__tensor;
 
 /* ---- the arithmetic (host and device) ------------------------------------ */
 
-static inline GNMR_HOSTDEV uint64_t gnmr_norms_chunks(uint64_t n) {
+static inline GNMR_HOSTDEV uint64_t gnmr_norms__chunks(uint64_t n) {
   return (n + GNMR_SUM_CHUNK - 1) / GNMR_SUM_CHUNK;
 }
 
-static inline GNMR_HOSTDEV uint64_t gnmr_norms_groups(uint64_t chunks) {
+static inline GNMR_HOSTDEV uint64_t gnmr_norms__groups(uint64_t chunks) {
   return (chunks + GNMR_NORMS_GROUP - 1) / GNMR_NORMS_GROUP;
 }
 
@@ -126,7 +127,7 @@ static inline GNMR_HOSTDEV uint64_t gnmr_norms_groups(uint64_t chunks) {
    the last one whose first_chunk (first_group) <= at. An empty tensor
    shares its first with the next one, so it is never chosen. */
 static inline GNMR_HOSTDEV uint32_t gnmr_norms__owner(
-    const gnmr_norms_tensor *t, uint32_t nt, uint64_t at, int by_group) {
+    const gnmr_norms__tensor *t, uint32_t nt, uint64_t at, int by_group) {
   uint32_t lo = 0, hi = nt;
   while (hi - lo > 1) {
     uint32_t mid = lo + (hi - lo) / 2;
@@ -137,12 +138,12 @@ static inline GNMR_HOSTDEV uint32_t gnmr_norms__owner(
   }
   return lo;
 }
-static inline GNMR_HOSTDEV uint32_t gnmr_norms_chunk_tensor(
-    const gnmr_norms_tensor *t, uint32_t nt, uint64_t chunk) {
+static inline GNMR_HOSTDEV uint32_t gnmr_norms__chunk_tensor(
+    const gnmr_norms__tensor *t, uint32_t nt, uint64_t chunk) {
   return gnmr_norms__owner(t, nt, chunk, 0);
 }
-static inline GNMR_HOSTDEV uint32_t gnmr_norms_group_tensor(
-    const gnmr_norms_tensor *t, uint32_t nt, uint64_t group) {
+static inline GNMR_HOSTDEV uint32_t gnmr_norms__group_tensor(
+    const gnmr_norms__tensor *t, uint32_t nt, uint64_t group) {
   return gnmr_norms__owner(t, nt, group, 1);
 }
 
@@ -150,7 +151,7 @@ static inline GNMR_HOSTDEV uint32_t gnmr_norms_group_tensor(
    the read-only cache on the device, with gnmr.h's conversions on the
    host. */
 /* A 16-bit element's bits widened to float (exactly). */
-static inline GNMR_HOSTDEV float gnmr_norms_half(uint16_t h, uint32_t dtype) {
+static inline GNMR_HOSTDEV float gnmr_norms__half(uint16_t h, uint32_t dtype) {
 #if defined(__CUDA_ARCH__)
   if (dtype == GNMR_DTYPE_BF16) return __uint_as_float((unsigned)h << 16);
   return __half2float(__ushort_as_half(h));
@@ -160,13 +161,13 @@ static inline GNMR_HOSTDEV float gnmr_norms_half(uint16_t h, uint32_t dtype) {
 }
 
 static inline GNMR_HOSTDEV float
-gnmr_norms_widen(const void *chunk, uint32_t off, uint32_t dtype) {
+gnmr_norms__widen(const void *chunk, uint32_t off, uint32_t dtype) {
 #if defined(__CUDA_ARCH__)
   if (dtype == GNMR_DTYPE_F32) return __ldg((const float *)chunk + off);
-  return gnmr_norms_half(__ldg((const unsigned short *)chunk + off), dtype);
+  return gnmr_norms__half(__ldg((const unsigned short *)chunk + off), dtype);
 #else
   if (dtype == GNMR_DTYPE_F32) return ((const float *)chunk)[off];
-  return gnmr_norms_half(((const uint16_t *)chunk)[off], dtype);
+  return gnmr_norms__half(((const uint16_t *)chunk)[off], dtype);
 #endif
 }
 
@@ -174,10 +175,10 @@ gnmr_norms_widen(const void *chunk, uint32_t off, uint32_t dtype) {
    ... squared in double, added in that order from +0. Elements past len
    count as +0 (adding +0 to a sum of squares changes no bit), so every
    lane runs the same loop. */
-static inline GNMR_HOSTDEV double gnmr_norms_lane_sum(const void *chunk,
-                                                      uint32_t dtype,
-                                                      uint32_t len,
-                                                      uint32_t lane) {
+static inline GNMR_HOSTDEV double gnmr_norms__lane_sum(const void *chunk,
+                                                       uint32_t dtype,
+                                                       uint32_t len,
+                                                       uint32_t lane) {
   double acc = 0.0;
   uint32_t step, b;
   for (step = 0; step < GNMR_NORMS_LANE_STEPS; step += GNMR_NORMS_BATCH) {
@@ -185,7 +186,7 @@ static inline GNMR_HOSTDEV double gnmr_norms_lane_sum(const void *chunk,
     GNMR_NORMS_UNROLL
     for (b = 0; b < GNMR_NORMS_BATCH; b++) {
       uint32_t off = lane + (step + b) * GNMR_SUM_LANES;
-      v[b] = off < len ? gnmr_norms_widen(chunk, off, dtype) : 0.0f;
+      v[b] = off < len ? gnmr_norms__widen(chunk, off, dtype) : 0.0f;
     }
     GNMR_NORMS_UNROLL
     for (b = 0; b < GNMR_NORMS_BATCH; b++) acc += (double)v[b] * (double)v[b];
@@ -207,10 +208,10 @@ static inline GNMR_HOSTDEV double gnmr_norms_lane_sum(const void *chunk,
 
 /* Element 8 w + k of a chunk of len 16-bit elements, 0 past len (and not
    read): the partial last word of a tensor. */
-static inline GNMR_HOSTDEV uint16_t gnmr_norms_wide_part(const void *chunk,
-                                                         uint32_t len,
-                                                         uint32_t w,
-                                                         uint32_t k) {
+static inline GNMR_HOSTDEV uint16_t gnmr_norms__wide_part(const void *chunk,
+                                                          uint32_t len,
+                                                          uint32_t w,
+                                                          uint32_t k) {
   if (8 * w + k >= len) return 0;
 #if defined(__CUDA_ARCH__)
   return __ldg((const unsigned short *)chunk + 8 * w + k);
@@ -222,12 +223,12 @@ static inline GNMR_HOSTDEV uint16_t gnmr_norms_wide_part(const void *chunk,
 /* Lane lane's additions from the warp's buffer (rows rows of 32
    elements, in order) onto acc. */
 static inline GNMR_HOSTDEV double
-gnmr_norms_wide_rows(const uint16_t *buf, uint32_t rows, uint32_t lane,
-                     uint32_t dtype, double acc) {
+gnmr_norms__wide_rows(const uint16_t *buf, uint32_t rows, uint32_t lane,
+                      uint32_t dtype, double acc) {
   uint32_t r;
   GNMR_NORMS_UNROLL
   for (r = 0; r < rows; r++) {
-    const float v = gnmr_norms_half(buf[r * GNMR_SUM_LANES + lane], dtype);
+    const float v = gnmr_norms__half(buf[r * GNMR_SUM_LANES + lane], dtype);
     acc += (double)v * (double)v;
   }
   return acc;
@@ -248,8 +249,8 @@ gnmr_norms_wide_rows(const uint16_t *buf, uint32_t rows, uint32_t lane,
    nthreads-th pair; a barrier goes between levels. l2: p is global memory
    (GNMR_NORMS_NODE). */
 static inline GNMR_HOSTDEV void
-gnmr_norms_tree_level(double *p, uint64_t m, uint64_t stride, uint32_t tid,
-                      uint32_t nthreads, int l2) {
+gnmr_norms__tree_level(double *p, uint64_t m, uint64_t stride, uint32_t tid,
+                       uint32_t nthreads, int l2) {
   uint64_t j;
   for (j = 2 * stride * tid; j + stride < m; j += 2 * stride * nthreads)
     p[j] = GNMR_NORMS_NODE(&p[j], l2) + GNMR_NORMS_NODE(&p[j + stride], l2);
@@ -260,7 +261,7 @@ gnmr_norms_tree_level(double *p, uint64_t m, uint64_t stride, uint32_t tid,
    gets count[i] group nodes. A tensor's groups are consecutive, so its
    warps are too. Returns the number of claims. */
 #define GNMR_NORMS_NONE 0xFFFFFFFFu
-static inline GNMR_HOSTDEV uint32_t gnmr_norms_claims(
+static inline GNMR_HOSTDEV uint32_t gnmr_norms__claims(
     const uint32_t *warp_tensor, uint32_t *tensor, uint32_t *count) {
   uint32_t w, n = 0;
   for (w = 0; w < GNMR_NORMS_WARPS; w++) {
@@ -278,9 +279,9 @@ static inline GNMR_HOSTDEV uint32_t gnmr_norms_claims(
 /* Unit u's sum of squares: its tensors' sums added in order from +0 (an
    empty tensor skipped), as gnmr_unit_sumsq. The unit kernel's thread u. */
 static inline GNMR_HOSTDEV double
-gnmr_norms_unit_sum(const gnmr_norms_tensor *t, const uint32_t *unit_first,
-                    const uint32_t *unit_tensors, const double *tensor_sums,
-                    uint32_t u) {
+gnmr_norms__unit_sum(const gnmr_norms__tensor *t, const uint32_t *unit_first,
+                     const uint32_t *unit_tensors, const double *tensor_sums,
+                     uint32_t u) {
   double sum = 0.0;
   uint32_t i;
   for (i = unit_first[u]; i < unit_first[u + 1]; i++)
@@ -298,11 +299,11 @@ gnmr_norms_unit_sum(const gnmr_norms_tensor *t, const uint32_t *unit_first,
    bad dtype, NULL data with n > 0 or data not aligned to its element size
    (a device load would fault); GNMR_ESIZE if the chunks would not fit one
    launch. */
-static inline int gnmr_norms_layout(const gnmr_tensor *t, size_t nt,
-                                    uint32_t n_units, gnmr_norms_tensor *out,
-                                    uint32_t *unit_first,
-                                    uint32_t *unit_tensors, uint64_t *n_chunks,
-                                    uint64_t *n_groups) {
+static inline int gnmr_norms__layout(const gnmr_tensor *t, size_t nt,
+                                     uint32_t n_units, gnmr_norms__tensor *out,
+                                     uint32_t *unit_first,
+                                     uint32_t *unit_tensors, uint64_t *n_chunks,
+                                     uint64_t *n_groups) {
   uint64_t chunks = 0, groups = 0;
   size_t i;
   uint32_t u;
@@ -315,13 +316,13 @@ static inline int gnmr_norms_layout(const gnmr_tensor *t, size_t nt,
          t[i].dtype != GNMR_DTYPE_BF16) ||
         (uintptr_t)t[i].data % (t[i].dtype == GNMR_DTYPE_F32 ? 4u : 2u) != 0)
       return GNMR_EINVAL;
-    chunks += gnmr_norms_chunks((uint64_t)t[i].n);
+    chunks += gnmr_norms__chunks((uint64_t)t[i].n);
   }
   /* one warp per chunk, blocks of GNMR_NORMS_WARPS: a grid of < 2^31 */
   if (chunks / GNMR_NORMS_WARPS >= 0x7FFFFFFFu) return GNMR_ESIZE;
   chunks = 0;
   for (i = 0; i < nt; i++) {
-    uint64_t c = gnmr_norms_chunks((uint64_t)t[i].n);
+    uint64_t c = gnmr_norms__chunks((uint64_t)t[i].n);
     out[i].data = t[i].data;
     out[i].n = (uint64_t)t[i].n;
     out[i].first_chunk = chunks;
@@ -329,7 +330,7 @@ static inline int gnmr_norms_layout(const gnmr_tensor *t, size_t nt,
     out[i].dtype = (uint32_t)t[i].dtype;
     out[i].unit = t[i].unit;
     chunks += c;
-    groups += gnmr_norms_groups(c);
+    groups += gnmr_norms__groups(c);
   }
   /* counting sort by unit, stable: each unit keeps its tensors' order */
   for (u = 0; u <= n_units; u++) unit_first[u] = 0;
@@ -350,12 +351,12 @@ static inline int gnmr_norms_layout(const gnmr_tensor *t, size_t nt,
 /* ---- the kernels and the plan (CUDA) ----------------------------------- */
 #if defined(__CUDACC__)
 
-/* A chunk of 16-bit elements, 16 bytes a load (see gnmr_norms_wide_rows):
+/* A chunk of 16-bit elements, 16 bytes a load (see gnmr_norms__wide_rows):
    the chunk's canonical sum, in thread 0 of the warp. buf: the warp's
    GNMR_NORMS_WIDE_BUF elements of shared memory. */
 static __device__ __forceinline__ double
-gnmr_norms_wide_chunk(const void *chunk, uint32_t dtype, uint32_t len,
-                      uint32_t lane, uint16_t *buf) {
+gnmr_norms__wide_chunk(const void *chunk, uint32_t dtype, uint32_t len,
+                       uint32_t lane, uint16_t *buf) {
   double acc = 0.0;
   for (uint32_t s = 0; s < GNMR_NORMS_WIDE_LOADS; s += GNMR_NORMS_WIDE_BATCH) {
     uint4 v[GNMR_NORMS_WIDE_BATCH];
@@ -367,8 +368,9 @@ gnmr_norms_wide_chunk(const void *chunk, uint32_t dtype, uint32_t len,
       } else {
         uint32_t h[4];
         for (uint32_t k = 0; k < 4; k++)
-          h[k] = gnmr_norms_wide_part(chunk, len, w, 2 * k) |
-                 (uint32_t)gnmr_norms_wide_part(chunk, len, w, 2 * k + 1) << 16;
+          h[k] = gnmr_norms__wide_part(chunk, len, w, 2 * k) |
+                 (uint32_t)gnmr_norms__wide_part(chunk, len, w, 2 * k + 1)
+                     << 16;
         v[b] = make_uint4(h[0], h[1], h[2], h[3]);
       }
     }
@@ -378,7 +380,7 @@ gnmr_norms_wide_chunk(const void *chunk, uint32_t dtype, uint32_t len,
       ((uint4 *)buf)[b * GNMR_SUM_LANES + lane] = v[b];
     __syncwarp();
     acc =
-        gnmr_norms_wide_rows(buf, 8 * GNMR_NORMS_WIDE_BATCH, lane, dtype, acc);
+        gnmr_norms__wide_rows(buf, 8 * GNMR_NORMS_WIDE_BATCH, lane, dtype, acc);
   }
   for (uint32_t delta = GNMR_SUM_LANES / 2; delta >= 1; delta /= 2)
     acc += __shfl_down_sync(0xFFFFFFFFu, acc, delta);
@@ -387,17 +389,17 @@ gnmr_norms_wide_chunk(const void *chunk, uint32_t dtype, uint32_t len,
 
 /* Warp w of the grid: chunk w of the launch-wide numbering. */
 static __global__ void __launch_bounds__(GNMR_NORMS_THREADS)
-    gnmr_norms_chunk_kernel(const gnmr_norms_tensor *tensors,
-                            uint32_t n_tensors, uint64_t n_chunks,
-                            double *chunk_sums) {
+    gnmr_norms__chunk_kernel(const gnmr_norms__tensor *tensors,
+                             uint32_t n_tensors, uint64_t n_chunks,
+                             double *chunk_sums) {
   __shared__ __align__(16) uint16_t buf[GNMR_NORMS_WARPS][GNMR_NORMS_WIDE_BUF];
   const uint32_t warp = threadIdx.x / GNMR_SUM_LANES;
   const uint64_t chunk = (uint64_t)blockIdx.x * GNMR_NORMS_WARPS + warp;
   const uint32_t lane = threadIdx.x % GNMR_SUM_LANES;
   gnmr__cuda_ieee_guard();
   if (chunk >= n_chunks) return; /* the whole warp */
-  const gnmr_norms_tensor x =
-      tensors[gnmr_norms_chunk_tensor(tensors, n_tensors, chunk)];
+  const gnmr_norms__tensor x =
+      tensors[gnmr_norms__chunk_tensor(tensors, n_tensors, chunk)];
   const uint64_t start = (chunk - x.first_chunk) * GNMR_SUM_CHUNK;
   const uint32_t len =
       (uint32_t)(x.n - start < GNMR_SUM_CHUNK ? x.n - start : GNMR_SUM_CHUNK);
@@ -407,15 +409,15 @@ static __global__ void __launch_bounds__(GNMR_NORMS_THREADS)
   /* a constant dtype per call: each loop specialised */
   if (x.dtype != GNMR_DTYPE_F32 && ((uintptr_t)x.data & 15u) == 0) {
     acc = x.dtype == GNMR_DTYPE_BF16
-              ? gnmr_norms_wide_chunk(p, GNMR_DTYPE_BF16, len, lane, buf[warp])
-              : gnmr_norms_wide_chunk(p, GNMR_DTYPE_F16, len, lane, buf[warp]);
+              ? gnmr_norms__wide_chunk(p, GNMR_DTYPE_BF16, len, lane, buf[warp])
+              : gnmr_norms__wide_chunk(p, GNMR_DTYPE_F16, len, lane, buf[warp]);
   } else {
     if (x.dtype == GNMR_DTYPE_F32)
-      acc = gnmr_norms_lane_sum(p, GNMR_DTYPE_F32, len, lane);
+      acc = gnmr_norms__lane_sum(p, GNMR_DTYPE_F32, len, lane);
     else if (x.dtype == GNMR_DTYPE_BF16)
-      acc = gnmr_norms_lane_sum(p, GNMR_DTYPE_BF16, len, lane);
+      acc = gnmr_norms__lane_sum(p, GNMR_DTYPE_BF16, len, lane);
     else
-      acc = gnmr_norms_lane_sum(p, GNMR_DTYPE_F16, len, lane);
+      acc = gnmr_norms__lane_sum(p, GNMR_DTYPE_F16, len, lane);
     for (uint32_t delta = GNMR_SUM_LANES / 2; delta >= 1; delta /= 2)
       acc += __shfl_down_sync(0xFFFFFFFFu, acc, delta);
   }
@@ -427,10 +429,10 @@ static __global__ void __launch_bounds__(GNMR_NORMS_THREADS)
    shared memory up to GNMR_NORMS_SHARED nodes, else in place. The root
    into tensor_sums[ti], the tensor's ticket back to 0 for the next
    launch. */
-static __device__ void gnmr_norms_tensor_tree(double *node, double *p,
-                                              uint64_t m, uint32_t ti,
-                                              uint32_t *tickets,
-                                              double *tensor_sums) {
+static __device__ void gnmr_norms__tensor_tree(double *node, double *p,
+                                               uint64_t m, uint32_t ti,
+                                               uint32_t *tickets,
+                                               double *tensor_sums) {
   const int l2 = m > GNMR_NORMS_SHARED;
   if (!l2) {
     for (uint64_t j = threadIdx.x; j < m; j += blockDim.x)
@@ -439,7 +441,7 @@ static __device__ void gnmr_norms_tensor_tree(double *node, double *p,
   }
   __syncthreads();
   for (uint64_t stride = 1; stride < m; stride *= 2) {
-    gnmr_norms_tree_level(p, m, stride, threadIdx.x, blockDim.x, l2);
+    gnmr_norms__tree_level(p, m, stride, threadIdx.x, blockDim.x, l2);
     __syncthreads();
   }
   if (threadIdx.x == 0) {
@@ -457,10 +459,10 @@ static __device__ void gnmr_norms_tensor_tree(double *node, double *p,
    works, none waits, and the additions are the tree's whichever block
    comes last. */
 static __global__ void __launch_bounds__(GNMR_NORMS_THREADS)
-    gnmr_norms_group_kernel(const gnmr_norms_tensor *tensors,
-                            uint32_t n_tensors, uint64_t n_groups,
-                            const double *chunk_sums, double *group_sums,
-                            uint32_t *tickets, double *tensor_sums) {
+    gnmr_norms__group_kernel(const gnmr_norms__tensor *tensors,
+                             uint32_t n_tensors, uint64_t n_groups,
+                             const double *chunk_sums, double *group_sums,
+                             uint32_t *tickets, double *tensor_sums) {
   __shared__ double node[GNMR_NORMS_SHARED];
   __shared__ uint32_t warp_tensor[GNMR_NORMS_WARPS], done[GNMR_NORMS_WARPS];
   __shared__ uint32_t n_done;
@@ -468,9 +470,9 @@ static __global__ void __launch_bounds__(GNMR_NORMS_THREADS)
   const uint32_t lane = threadIdx.x % GNMR_SUM_LANES;
   const uint64_t g = (uint64_t)blockIdx.x * GNMR_NORMS_WARPS + warp;
   if (g < n_groups) { /* the whole warp */
-    const uint32_t ti = gnmr_norms_group_tensor(tensors, n_tensors, g);
-    const gnmr_norms_tensor x = tensors[ti];
-    const uint64_t m = gnmr_norms_chunks(x.n);
+    const uint32_t ti = gnmr_norms__group_tensor(tensors, n_tensors, g);
+    const gnmr_norms__tensor x = tensors[ti];
+    const uint64_t m = gnmr_norms__chunks(x.n);
     const uint64_t k = (g - x.first_group) * GNMR_NORMS_GROUP + lane;
     double v = k < m ? chunk_sums[x.first_chunk + k] : 0.0;
     for (uint32_t delta = 1; delta < GNMR_NORMS_GROUP; delta *= 2)
@@ -491,7 +493,7 @@ static __global__ void __launch_bounds__(GNMR_NORMS_THREADS)
   __syncthreads();
   if (threadIdx.x == 0) {
     uint32_t tensor[GNMR_NORMS_WARPS], count[GNMR_NORMS_WARPS];
-    const uint32_t n = gnmr_norms_claims(warp_tensor, tensor, count);
+    const uint32_t n = gnmr_norms__claims(warp_tensor, tensor, count);
     /* the block's nodes (fenced by their writers, then the barrier) before
        its tickets, fenced again by the thread that takes them, as the
        memory model asks of a release */
@@ -499,7 +501,7 @@ static __global__ void __launch_bounds__(GNMR_NORMS_THREADS)
     n_done = 0;
     for (uint32_t i = 0; i < n; i++) {
       const uint64_t groups =
-          gnmr_norms_groups(gnmr_norms_chunks(tensors[tensor[i]].n));
+          gnmr_norms__groups(gnmr_norms__chunks(tensors[tensor[i]].n));
       if (atomicAdd(&tickets[tensor[i]], count[i]) + count[i] == groups)
         done[n_done++] = tensor[i];
     }
@@ -507,37 +509,35 @@ static __global__ void __launch_bounds__(GNMR_NORMS_THREADS)
   }
   __syncthreads();
   for (uint32_t i = 0; i < n_done; i++) {
-    const gnmr_norms_tensor x = tensors[done[i]];
-    gnmr_norms_tensor_tree(node, group_sums + x.first_group,
-                           gnmr_norms_groups(gnmr_norms_chunks(x.n)), done[i],
-                           tickets, tensor_sums);
+    const gnmr_norms__tensor x = tensors[done[i]];
+    gnmr_norms__tensor_tree(node, group_sums + x.first_group,
+                            gnmr_norms__groups(gnmr_norms__chunks(x.n)),
+                            done[i], tickets, tensor_sums);
   }
 }
 
 /* Thread u: unit u's sum from its tensors' sums, in order. sumsq and norms
    may each be NULL. */
-static __global__ void gnmr_norms_unit_kernel(const gnmr_norms_tensor *tensors,
-                                              const uint32_t *unit_first,
-                                              const uint32_t *unit_tensors,
-                                              uint32_t n_units,
-                                              const double *tensor_sums,
-                                              double *sumsq, float *norms) {
+static __global__ void gnmr_norms__unit_kernel(
+    const gnmr_norms__tensor *tensors, const uint32_t *unit_first,
+    const uint32_t *unit_tensors, uint32_t n_units, const double *tensor_sums,
+    double *sumsq, float *norms) {
   const uint32_t u = blockIdx.x * blockDim.x + threadIdx.x;
   if (u >= n_units) return;
   const double sum =
-      gnmr_norms_unit_sum(tensors, unit_first, unit_tensors, tensor_sums, u);
+      gnmr_norms__unit_sum(tensors, unit_first, unit_tensors, tensor_sums, u);
   if (sumsq) sumsq[u] = sum;
   if (norms) norms[u] = (float)sqrt(sum);
 }
 
 typedef struct gnmr_norms_plan {
-  gnmr_norms_tensor *tensors; /* device, n_tensors */
-  uint32_t *unit_first;       /* device, n_units + 1 */
-  uint32_t *unit_tensors;     /* device, n_tensors */
-  double *chunk_sums;         /* device scratch, n_chunks */
-  double *group_sums;         /* device scratch, n_groups */
-  double *tensor_sums;        /* device scratch, n_tensors */
-  uint32_t *tickets;          /* device, n_tensors, 0 between launches */
+  gnmr_norms__tensor *tensors; /* device, n_tensors */
+  uint32_t *unit_first;        /* device, n_units + 1 */
+  uint32_t *unit_tensors;      /* device, n_tensors */
+  double *chunk_sums;          /* device scratch, n_chunks */
+  double *group_sums;          /* device scratch, n_groups */
+  double *tensor_sums;         /* device scratch, n_tensors */
+  uint32_t *tickets;           /* device, n_tensors, 0 between launches */
   uint32_t n_tensors, n_units;
   uint64_t n_chunks, n_groups;
   cudaError_t cuda_error; /* the failure behind GNMR_NORMS_ECUDA */
@@ -568,19 +568,19 @@ static inline int gnmr_norms__cuda(gnmr_norms_plan *plan, cudaError_t err) {
 static inline int gnmr_norms_plan_init(gnmr_norms_plan *plan,
                                        const gnmr_tensor *tensors, size_t nt,
                                        uint32_t n_units) {
-  gnmr_norms_tensor *t;
+  gnmr_norms__tensor *t;
   uint32_t *first, *order;
   uint64_t chunks, groups;
   int rc;
   if (!plan || n_units == UINT32_MAX) return GNMR_EINVAL;
   memset(plan, 0, sizeof *plan);
-  t = (gnmr_norms_tensor *)malloc((nt ? nt : 1) * sizeof *t);
+  t = (gnmr_norms__tensor *)malloc((nt ? nt : 1) * sizeof *t);
   first = (uint32_t *)malloc(((size_t)n_units + 1) * sizeof *first);
   order = (uint32_t *)malloc((nt ? nt : 1) * sizeof *order);
   rc = t && first && order ? GNMR_OK : GNMR_ESIZE;
   if (rc == GNMR_OK)
-    rc = gnmr_norms_layout(tensors, nt, n_units, t, first, order, &chunks,
-                           &groups);
+    rc = gnmr_norms__layout(tensors, nt, n_units, t, first, order, &chunks,
+                            &groups);
   if (rc == GNMR_OK) {
     plan->n_tensors = (uint32_t)nt;
     plan->n_units = n_units;
@@ -655,7 +655,7 @@ static inline int gnmr_norms_enqueue(gnmr_norms_plan *plan, double *sumsq,
   if (plan->n_chunks > 0) {
     const unsigned blocks =
         (unsigned)((plan->n_chunks + GNMR_NORMS_WARPS - 1) / GNMR_NORMS_WARPS);
-    gnmr_norms_chunk_kernel<<<blocks, GNMR_NORMS_THREADS, 0, stream>>>(
+    gnmr_norms__chunk_kernel<<<blocks, GNMR_NORMS_THREADS, 0, stream>>>(
         plan->tensors, plan->n_tensors, plan->n_chunks, plan->chunk_sums);
     if (gnmr_norms__cuda(plan, cudaGetLastError()) != GNMR_OK)
       return GNMR_NORMS_ECUDA;
@@ -663,16 +663,16 @@ static inline int gnmr_norms_enqueue(gnmr_norms_plan *plan, double *sumsq,
   if (plan->n_groups > 0) {
     const unsigned blocks =
         (unsigned)((plan->n_groups + GNMR_NORMS_WARPS - 1) / GNMR_NORMS_WARPS);
-    gnmr_norms_group_kernel<<<blocks, GNMR_NORMS_THREADS, 0, stream>>>(
+    gnmr_norms__group_kernel<<<blocks, GNMR_NORMS_THREADS, 0, stream>>>(
         plan->tensors, plan->n_tensors, plan->n_groups, plan->chunk_sums,
         plan->group_sums, plan->tickets, plan->tensor_sums);
     if (gnmr_norms__cuda(plan, cudaGetLastError()) != GNMR_OK)
       return GNMR_NORMS_ECUDA;
   }
-  gnmr_norms_unit_kernel<<<(unsigned)(((uint64_t)plan->n_units + 255) / 256),
-                           256, 0, stream>>>(plan->tensors, plan->unit_first,
-                                             plan->unit_tensors, plan->n_units,
-                                             plan->tensor_sums, sumsq, norms);
+  gnmr_norms__unit_kernel<<<(unsigned)(((uint64_t)plan->n_units + 255) / 256),
+                            256, 0, stream>>>(plan->tensors, plan->unit_first,
+                                              plan->unit_tensors, plan->n_units,
+                                              plan->tensor_sums, sumsq, norms);
   return gnmr_norms__cuda(plan, cudaGetLastError());
 }
 

@@ -24,7 +24,7 @@
                        rounded through bf16 (the cheap path)
 
    Build: make cuda (nvcc -I. -Iexamples/cuda: the headers are included by
-   name, so a trainer copies gnmr.h and the two .cuh files next to this
+   name, so a trainer copies gnmr.h and the three .cuh files next to this
    file and builds it as it is). Runs where a CUDA device is present, else
    says so and exits 0. In a trainer of several .cu files only one holds
    the two implementation macros below; the others include the headers
@@ -33,6 +33,7 @@
 #include "gnmr.h"
 #define GNMR_CUDA_IMPLEMENTATION
 #include "gnmr_ctl.cuh"
+#include "gnmr_device.cuh"
 #include "gnmr_norms.cuh"
 
 #include <stdio.h>
@@ -184,16 +185,11 @@ int main(void) {
   cudaGraph_t graph;
   cudaGraphExec_t exec;
   float *init;
-  int count = 0, last, first_error, step;
-  cudaError_t e;
+  int last, first_error, step;
   unsigned high_steps = 0;
 
-  e = cudaGetDeviceCount(&count);
-  if (e != cudaSuccess || count == 0) {
-    printf("train_step: skipped: no CUDA device (%s)\n",
-           e != cudaSuccess ? cudaGetErrorString(e) : "0 devices");
-    return getenv("GNMR_REQUIRE_GPU") != NULL; /* make gpu-check: a failure */
-  }
+  if (gnmr_cuda_no_device("train_step"))
+    return GNMR_CUDA_GPU_REQUIRED; /* make gpu-check: a failure */
   /* Model and controller: parameter groups of 1 Ki to 64 Ki floats. */
   m.total = m.max_len = 0;
   for (u = 0; u < UNITS; u++) {

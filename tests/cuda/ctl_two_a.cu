@@ -9,7 +9,9 @@
    (gnmr_unit_norms, gnmr_step) bit for bit. Without a CUDA device it says
    so and exits 0. */
 #define GNMR_IMPLEMENTATION
-#include "gnmr.h"
+/* The norms header first here, after the controller's in ctl_two_b.cu:
+   either order builds (GNMR_CUDA_ECUDA is gnmr.h's, not theirs). */
+#include "examples/cuda/gnmr_norms.cuh"
 #define GNMR_CUDA_IMPLEMENTATION
 #include "examples/cuda/gnmr_ctl.cuh"
 

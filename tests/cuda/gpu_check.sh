@@ -32,7 +32,7 @@ fi
 echo "gpu-check: $(cat "$out/device.txt"); logs in $out"
 # A GPU is here: a program that finds none (a driver older than the CUDA
 # runtime, a container without the device files) fails instead of skipping
-# (tests/cuda/no_device.h, the torch tests' CUDA cases).
+# (examples/cuda/gnmr_device.cuh, the torch tests' CUDA cases).
 GNMR_REQUIRE_GPU=1
 export GNMR_REQUIRE_GPU
 

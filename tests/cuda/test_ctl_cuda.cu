@@ -475,6 +475,7 @@ TEST(bad_arguments_refused) {
 }
 
 int main(int argc, char **argv) {
+  int rc;
   static const check_case cases[] = {
       CHECK_CASE(graph_steps_match_the_cpu_for_1_to_65536_units),
       CHECK_CASE(zero_units),
@@ -484,5 +485,7 @@ int main(int argc, char **argv) {
       CHECK_CASE(scale_grads_after_a_refused_step_changes_nothing),
       CHECK_CASE(bad_arguments_refused)};
   if (no_cuda_device("test_ctl_cuda", 1)) return NO_DEVICE_EXIT;
-  return check_main(cases, sizeof cases / sizeof cases[0], argc, argv);
+  rc = check_main(cases, sizeof cases / sizeof cases[0], argc, argv);
+  if (rc) printf("test_ctl_cuda: " GNMR_CUDA_BITS_HINT "\n");
+  return rc;
 }

@@ -151,13 +151,13 @@ __host__ __device__ static int poison(uint32_t u, uint32_t step) {
 
 /* One block per chunk of the norm layout. first_tensor[u]: unit u's first
    tensor (the model's units hold consecutive tensors). */
-__global__ void make_grads(const gnmr_norms_tensor *base,
-                           const gnmr_norms_tensor *grad, uint32_t n_tensors,
+__global__ void make_grads(const gnmr_norms__tensor *base,
+                           const gnmr_norms__tensor *grad, uint32_t n_tensors,
                            const uint32_t *first_tensor, const gnmr_ctl *ctl,
                            const uint32_t *step) {
   const uint64_t chunk = blockIdx.x;
-  const uint32_t t = gnmr_norms_chunk_tensor(base, n_tensors, chunk);
-  const gnmr_norms_tensor in = base[t];
+  const uint32_t t = gnmr_norms__chunk_tensor(base, n_tensors, chunk);
+  const gnmr_norms__tensor in = base[t];
   const uint32_t s = *step, u = in.unit;
   /* The trainer's read of last step's decision: on the device, no copy. */
   const int high_fidelity = gnmr_recovering(ctl, u) == 1;
@@ -172,7 +172,8 @@ __global__ void make_grads(const gnmr_norms_tensor *base,
   for (uint64_t i = begin + threadIdx.x; i < end; i += blockDim.x) {
     /* Exact: a power-of-two multiple of a representable value. */
     const float v =
-        gnmr_norms_widen((const char *)in.data + i * size, 0, in.dtype) * scale;
+        gnmr_norms__widen((const char *)in.data + i * size, 0, in.dtype) *
+        scale;
     if (in.dtype == GNMR_DTYPE_F32) {
       ((float *)out)[i] =
           i == bad_at ? (bad == POISON_NAN ? NAN : INFINITY) : v;
@@ -296,7 +297,7 @@ static model model_build(void) {
       x->n = (size_t)n;
       x->dtype = (int)dtype;
       x->unit = u;
-      chunks += gnmr_norms_chunks(n);
+      chunks += gnmr_norms__chunks(n);
       offset = region_after(offset + n * dtype_size(dtype));
     }
   }
@@ -320,18 +321,18 @@ static gnmr_tensor *model_place(const model *m, const void *arena,
 }
 
 /* The kernels' view of tensors (device data), on the device. */
-static gnmr_norms_tensor *device_layout(const gnmr_tensor *t, uint32_t nt,
-                                        uint32_t n_units) {
-  gnmr_norms_tensor *x = (gnmr_norms_tensor *)mallocCheck(nt * sizeof *x);
+static gnmr_norms__tensor *device_layout(const gnmr_tensor *t, uint32_t nt,
+                                         uint32_t n_units) {
+  gnmr_norms__tensor *x = (gnmr_norms__tensor *)mallocCheck(nt * sizeof *x);
   uint32_t *first = (uint32_t *)mallocCheck((n_units + 1) * sizeof *first);
   uint32_t *order = (uint32_t *)mallocCheck(nt * sizeof *order);
   uint64_t chunks, groups;
-  if (gnmr_norms_layout(t, nt, n_units, x, first, order, &chunks, &groups) !=
+  if (gnmr_norms__layout(t, nt, n_units, x, first, order, &chunks, &groups) !=
       GNMR_OK) {
-    fprintf(stderr, "gnmr_norms_layout refused the model\n");
+    fprintf(stderr, "gnmr_norms__layout refused the model\n");
     exit(1);
   }
-  gnmr_norms_tensor *d = (gnmr_norms_tensor *)device_copy(x, nt * sizeof *x);
+  gnmr_norms__tensor *d = (gnmr_norms__tensor *)device_copy(x, nt * sizeof *x);
   free(x);
   free(first);
   free(order);
@@ -644,8 +645,8 @@ static int run_training(cudaStream_t stream) {
     fprintf(stderr, "gnmr_norms_plan_init failed\n");
     exit(1);
   }
-  gnmr_norms_tensor *base_layout = device_layout(d_tensors, nt, N_UNITS);
-  gnmr_norms_tensor *grad_layout = device_layout(grad_tensors, nt, N_UNITS);
+  gnmr_norms__tensor *base_layout = device_layout(d_tensors, nt, N_UNITS);
+  gnmr_norms__tensor *grad_layout = device_layout(grad_tensors, nt, N_UNITS);
   uint32_t first_tensor[N_UNITS];
   for (u = 0; u < N_UNITS; u++) first_tensor[u] = m.units[u].first_tensor;
   uint32_t *d_first =
@@ -968,6 +969,7 @@ int main(void) {
   else
     failed++;
   cudaCheck(cudaStreamDestroy(stream));
+  if (failed) printf("test_device: " GNMR_CUDA_BITS_HINT "\n");
   printf("%d passed, %d failed\n", passed, failed);
   return failed ? 1 : 0;
 }
