@@ -291,6 +291,69 @@
    Monitor-only use: max_recovering = 0 and spike_policy =
    GNMR_SPIKE_PASS.
 
+   Placement (gnmr_place_*, rules P1-P6): a second, separate rule for the
+   format's own loss (FP4: every step a little worse, no step much worse),
+   where the rules above do nothing. It holds units on the high-fidelity
+   path by a budget of compute, not of units: each unit has a cost (its
+   GEMM FLOPs per step, given at init) and the high-fidelity units' cost
+   over the run stays within a share B of the units' total. It is told
+   neither the schedule nor the run's length: it reads, per unit and step,
+   what the optimizer moved the weights by against what the format
+   resolves of them, and fires when that falls against the run's own
+   history, late in training, where the format's loss is made (the LM
+   demo: bench/RESULTS.md, "Placement"). The controller (gnmr_step) does
+   not see it and is not changed by it; a unit runs high-fidelity when
+   either says so. Each step, after the optimizer's update, for each unit
+   u (C the sum of the costs c_u):
+     P1 signals: a = ||W_t+1 - W_t||, the update's norm, and q = ||Q(W_t) -
+        W_t||, the weights' quantization error as the cheap path used them.
+        A finite negative one refuses the whole step (GNMR_ENORM). A NaN or
+        Inf a or q, or q = 0, is no observation: the unit's state is not
+        touched this step. After the fire (P5) the signals are checked but
+        not read.
+     P2 m = a at the unit's first observation, else update_decay m + (1 -
+        update_decay) a; r = m / q (a non-finite r: no observation); M =
+        max(M, r), the unit's running maximum.
+     P3 the run's level x = sum of c_u r_u / M_u over the units observed
+        this step with M_u > 0, over the sum of their c_u: 1 at the peak of
+        every unit, falling as the learning rate decays (or the weights
+        grow). Scaling a unit's a or q by a constant changes nothing
+        (rounding aside). A step with no such unit has no level: P4 and
+        P5 skip it.
+     P4 its fast and slow means: F = S = x at the first level, then F =
+        fast_decay F + (1 - fast_decay) x, S = slow_decay S + (1 -
+        slow_decay) x.
+     P5 fire, once, from the level's (warmup_steps + 1)-th step on: when x <
+        fire_level (a low level) or F < fall_ratio S (a fall, at any level:
+        a WSD decay). Every unit fires, for good, in the order of r_u / M_u
+        at its last observation (0 without a maximum), lowest first, ties
+        by the lower index.
+     P6 budget, a token bucket: every step earns B C (the first at init),
+        and the fired units, in firing order, run high-fidelity on the next
+        step while the credit covers their cost, which is paid. So through
+        any step t the high-fidelity cost is at most B C (t + 1), without
+        the run's length; the credit banked before the fire is what the
+        late phase spends, so a rule that fires early runs out before the
+        end (RESULTS: why the level is low).
+   The defaults are the LM demo's upd-late prototype (fire_level and
+   fall_ratio read off one trace: lm-natural-clip, seed 1; RESULTS has
+   them on the other seeds and settings, and where they lose to the late
+   switch that is told the schedule). Placement configuration
+   (gnmr_place_config_default; gnmr_place_config_check names the field):
+       field            symbol  valid                 default
+       budget           B       (0, 1]                0.1
+       update_decay             [0, 1)                0.95
+       fire_level               [0, 1)                0.05
+       fall_ratio               [0, 1); 0 = no fall   0.6
+       fast_decay               [0, 1)                0.9
+       slow_decay               [0, 1)                0.99
+       warmup_steps             any                   50
+   The state is the caller's: a gnmr_place and n gnmr_place_unit. The step
+   is GNMR_HOSTDEV plain C (examples/cuda/gnmr_ctl.cuh runs it in one
+   device thread, the same bits). Checkpoints: gnmr_place_checkpoint_*,
+   the controller's format rules (CRC-32, validated whole), format version
+   1, magic "GNMRPLCE".
+
    API at a glance (every public function; declarations below):
        gnmr_version              GNMR_VERSION_STRING, from the library
        gnmr_strerror             a GNMR_E* code's meaning
@@ -323,6 +386,17 @@
        gnmr_isa_active, gnmr_isa_supported, gnmr_isa_force, gnmr_isa_name
                                  the norm helpers' SIMD path
        gnmr_ctl_isa_active, gnmr_ctl_isa_force  the controller's path
+     Placement (rules P1-P6):
+       gnmr_place_config_default the placer's defaults
+       gnmr_place_config_check   a placer config valid? names the field
+       gnmr_place_init           a placer over the caller's unit states
+       gnmr_place_step           one step: update and error norms in,
+                                 next step's high-fidelity units out
+       gnmr_place_high           1 if unit u runs high-fidelity next step
+       gnmr_place_info           steps, the fire's step, level, credit
+       gnmr_place_checkpoint_size  bytes a placer's checkpoint takes
+       gnmr_place_checkpoint_save  the placer into a buffer
+       gnmr_place_checkpoint_load  a buffer into a placer
 
    Errors: every function that can fail returns GNMR_OK (0) or a negative
    GNMR_E* code (gnmr_strerror names it), and a refused call changes nothing:
@@ -346,7 +420,8 @@
                        of units                       _config
        GNMR_ECONFIG    a config field out of range    config_check, init,
                        (gnmr_config_check names it)   reconfigure
-       GNMR_ENORM      a finite negative norm         step
+       GNMR_ENORM      a finite negative norm         step, place_step
+                       (placement: signal)
        GNMR_ESTATE     controller not from gnmr_init, step, reconfigure,
                        edited by hand, a stale copy;  recovering_check,
                        (save) a state it could not    counters_get,
@@ -355,6 +430,10 @@
                                                       _load, _config
        GNMR_EISA       instruction set not available  isa_force,
                                                       ctl_isa_force
+   The placer's functions (gnmr_place_*) answer with the same codes for
+   the same causes: EINVAL also for n_units 0 or a cost out of range,
+   ECONFIG for its config, ESTATE for a placer not from gnmr_place_init,
+   and its checkpoint's as the controller's.
    gnmr_recovering never returns a code (0 where gnmr_recovering_check
    refuses); gnmr_checkpoint_size answers 0 where a save would be refused.
 
@@ -838,6 +917,111 @@ GNMR_DEF int gnmr_checkpoint_load(gnmr_ctl *ctl, const void *buf, size_t len);
 GNMR_DEF int gnmr_checkpoint_config(const gnmr_ctl *ctl, const void *buf,
                                     size_t len, gnmr_config *out,
                                     const char **differs);
+
+/* ---- placement (rules P1-P6, top of this file) ------------------------- */
+
+/* The placer's settings (gnmr_place_config_default; the manual's table). */
+typedef struct gnmr_place_config {
+  /* B: share of the units' cost (FLOPs) on the high-fidelity path; (0, 1] */
+  double budget;
+  /* weight of the history in each unit's mean update norm; [0, 1) */
+  double update_decay;
+  /* the run fires when its level (rule P3) is below this; [0, 1) */
+  double fire_level;
+  /* ... or when the level's fast mean is below this times its slow; [0, 1)
+   */
+  double fall_ratio;
+  /* weight of the history in the level's fast mean; [0, 1) */
+  double fast_decay;
+  /* ... and in its slow mean; [0, 1) */
+  double slow_decay;
+  /* steps with a level before the run may fire; any */
+  uint32_t warmup_steps;
+  /* cppcheck-suppress unusedStructMember */
+  uint32_t reserved_; /* 0: no padding */
+} gnmr_place_config;
+
+/* The defaults: budget 0.1, the rest as the manual's table. */
+GNMR_DEF gnmr_place_config gnmr_place_config_default(void);
+/* GNMR_OK, or GNMR_ECONFIG with *field (field may be NULL) naming the first
+   field out of range, NULL when valid. GNMR_EINVAL for a NULL cfg. */
+GNMR_DEF int gnmr_place_config_check(const gnmr_place_config *cfg,
+                                     const char **field);
+
+/* One unit's state: plain data, the library's; the caller owns an array of
+   n of them. */
+typedef struct gnmr_place_unit {
+  double cost;      /* its cost per step (GEMM FLOPs), from init */
+  double update;    /* the mean of its update norm (rule P2) */
+  double ratio;     /* r, at its last observation */
+  double ratio_max; /* its running maximum of r */
+  uint64_t seen;    /* its observations */
+  uint32_t order;   /* entry k of the firing order: the unit that fired k-th */
+  uint32_t high;    /* 1: high-fidelity on the next step */
+} gnmr_place_unit;
+
+/* The placer. Its fields are the library's: read them through
+   gnmr_place_high and gnmr_place_info; copy a placer with a checkpoint (a
+   struct copy shares the unit array). */
+typedef struct gnmr_place {
+  gnmr_place_config cfg;
+  gnmr_place_unit *units;
+  uint32_t n_units;
+  uint32_t n_fired;  /* 0, or n_units once the run has fired (rule P5) */
+  double total;      /* C: the sum of the costs, in unit order */
+  double earn;       /* B x C: what a step earns (rule P6) */
+  double credit;     /* what is left to spend, >= 0 */
+  double level;      /* x, the last step's level (rule P3) */
+  double level_fast; /* its fast and slow means (rule P4) */
+  double level_slow;
+  uint64_t steps;      /* gnmr_place_step calls that were not refused */
+  uint64_t level_seen; /* steps with a level */
+  uint64_t fired_step; /* the step that fired (0-based); UINT64_MAX: none */
+  uint32_t magic;      /* set by gnmr_place_init */
+  uint32_t reserved_;
+} gnmr_place;
+
+/* A placer over the caller's n_units (>= 1) states, unit u costing
+   costs[u] per step (finite, > 0; their sum finite): nothing fired, the
+   credit one step's earning, no unit high-fidelity. GNMR_EINVAL: a NULL
+   pointer, n_units 0, or a cost out of range; GNMR_ECONFIG: cfg
+   (gnmr_place_config_check names the field). Refused, nothing changes. */
+GNMR_DEF int gnmr_place_init(gnmr_place *pl, const gnmr_place_config *cfg,
+                             gnmr_place_unit *units, const double *costs,
+                             uint32_t n_units);
+/* One training step, after its optimizer update: update[u] = ||W_t+1 -
+   W_t||, qerr[u] = ||Q(W_t) - W_t|| (the unit's weights' quantization error
+   as the cheap path used them), rules P1-P6. high (may be NULL) gets, per
+   unit, 1 if it runs high-fidelity on the next step, else 0. A finite
+   negative signal: GNMR_ENORM; NULL pl, update or qerr: GNMR_EINVAL; a
+   placer not from gnmr_place_init: GNMR_ESTATE. Refused, nothing changes,
+   high included. */
+GNMR_DEF GNMR_HOSTDEV int gnmr_place_step(gnmr_place *pl, const double *update,
+                                          const double *qerr, uint8_t *high);
+/* 1 if unit u runs high-fidelity on the next step; 0 otherwise and for a
+   NULL or uninitialised placer or a unit >= n. */
+GNMR_DEF GNMR_HOSTDEV int gnmr_place_high(const gnmr_place *pl, uint32_t u);
+
+typedef struct gnmr_place_report {
+  uint64_t steps;      /* steps so far */
+  uint64_t fired_step; /* the step that fired (0-based); UINT64_MAX: none */
+  double level;        /* the last level x (rule P3); 0 before the first */
+  double credit;       /* the credit left after the last decision */
+  double high_cost;    /* cost of the units high-fidelity on the next step */
+  double high_share;   /* ... over C */
+} gnmr_place_report;
+GNMR_DEF int gnmr_place_info(const gnmr_place *pl, gnmr_place_report *out);
+
+/* Checkpoints of a placer, as the controller's: little-endian, CRC-32,
+   version 1; a load validates everything before it writes, restores config,
+   costs and state (into a placer initialised over the same number of
+   units), and a run continued from it decides exactly as one never
+   interrupted. Size 0 where a save would be refused. */
+GNMR_DEF size_t gnmr_place_checkpoint_size(const gnmr_place *pl);
+GNMR_DEF int gnmr_place_checkpoint_save(const gnmr_place *pl, void *buf,
+                                        size_t cap, size_t *written);
+GNMR_DEF int gnmr_place_checkpoint_load(gnmr_place *pl, const void *buf,
+                                        size_t len);
 
 /* ---- norm helpers ------------------------------------------------------ */
 
@@ -3678,6 +3862,410 @@ GNMR_DEF int gnmr_checkpoint_config(const gnmr_ctl *ctl, const void *buf,
 #undef GNMR__DIFFERS
   if (out) *out = t.cfg;
   if (differs) *differs = first;
+  return GNMR_OK;
+}
+
+/* ---- placement --------------------------------------------------------------
+   Rules P1-P6 (top of this file). The step is plain C on doubles, every
+   product through gnmr__mul: the host and a CUDA device (one thread,
+   examples/cuda/gnmr_ctl.cuh) give the same bits. */
+
+#define GNMR__PLACE_MAGIC 0x504d4e47u /* "GNMP" */
+#define GNMR__PLACE_VERSION 1u
+
+static int gnmr__place_share(double x) {
+  return gnmr__finite64(x) && x >= 0.0 && x < 1.0;
+}
+
+/* Every field of gnmr_place_config with its default and its valid range,
+   listed once (defaults, check, checkpoint). The defaults are the LM demo's
+   upd-late prototype (bench/RESULTS.md, "Placement"): fire_level and
+   fall_ratio were read off the lowp arm's trace of lm-natural-clip, seed
+   1. */
+#define GNMR__PLACE_CONFIG(X)                                                  \
+  X(budget, 0.1, gnmr__finite_above(c->budget, 0.0) && c->budget <= 1.0)       \
+  X(update_decay, 0.95, gnmr__place_share(c->update_decay))                    \
+  X(fire_level, 0.05, gnmr__place_share(c->fire_level))                        \
+  X(fall_ratio, 0.6, gnmr__place_share(c->fall_ratio))                         \
+  X(fast_decay, 0.9, gnmr__place_share(c->fast_decay))                         \
+  X(slow_decay, 0.99, gnmr__place_share(c->slow_decay))                        \
+  X(warmup_steps, 50, 1)
+
+GNMR_DEF gnmr_place_config gnmr_place_config_default(void) {
+  gnmr_place_config c;
+  c.reserved_ = 0;
+#define GNMR__DEFAULT(name, value, valid) c.name = value;
+  GNMR__PLACE_CONFIG(GNMR__DEFAULT)
+#undef GNMR__DEFAULT
+  return c;
+}
+
+GNMR_DEF int gnmr_place_config_check(const gnmr_place_config *c,
+                                     const char **field) {
+  const char *bad = NULL;
+  if (!c) return GNMR_EINVAL;
+#define GNMR__CHECK(name, value, valid)                                        \
+  if (!bad && !(valid)) bad = #name;
+  GNMR__PLACE_CONFIG(GNMR__CHECK)
+#undef GNMR__CHECK
+  if (field) *field = bad;
+  return bad ? GNMR_ECONFIG : GNMR_OK;
+}
+
+static GNMR_HOSTDEV int gnmr__place_ok(const gnmr_place *pl) {
+  return pl->magic == GNMR__PLACE_MAGIC && pl->units && pl->n_units >= 1 &&
+         (pl->n_fired == 0 || pl->n_fired == pl->n_units);
+}
+
+GNMR_DEF int gnmr_place_init(gnmr_place *pl, const gnmr_place_config *cfg,
+                             gnmr_place_unit *units, const double *costs,
+                             uint32_t n) {
+  double total = 0.0;
+  uint32_t u;
+  if (!pl || !cfg || !units || !costs || n == 0) return GNMR_EINVAL;
+  if (gnmr_place_config_check(cfg, NULL) != GNMR_OK) return GNMR_ECONFIG;
+  for (u = 0; u < n; u++) {
+    if (!gnmr__finite_above(costs[u], 0.0)) return GNMR_EINVAL;
+    total += costs[u];
+  }
+  if (!gnmr__finite64(total)) return GNMR_EINVAL;
+  memset(pl, 0, sizeof *pl);
+  pl->cfg = *cfg;
+  pl->cfg.reserved_ = 0;
+  pl->units = units;
+  pl->n_units = n;
+  pl->total = total;
+  pl->earn = gnmr__mul(cfg->budget, total);
+  pl->credit = pl->earn; /* the first step's, spent on nothing */
+  pl->fired_step = UINT64_MAX;
+  for (u = 0; u < n; u++) {
+    memset(&units[u], 0, sizeof units[u]);
+    units[u].cost = costs[u];
+  }
+  pl->magic = GNMR__PLACE_MAGIC;
+  return GNMR_OK;
+}
+
+/* Rule P5's order: r / max (0 for a unit with no maximum yet), lowest
+   first, ties by the lower index: a strict total order, so the heap sort
+   below gives what a stable sort would. */
+static GNMR_HOSTDEV double gnmr__place_key(const gnmr_place_unit *s) {
+  return s->ratio_max > 0.0 ? s->ratio / s->ratio_max : 0.0;
+}
+static GNMR_HOSTDEV int gnmr__place_before(const gnmr_place_unit *s, uint32_t a,
+                                           uint32_t b) {
+  double ka = gnmr__place_key(&s[a]), kb = gnmr__place_key(&s[b]);
+  return ka < kb || (ka == kb && a < b);
+}
+static GNMR_HOSTDEV void gnmr__place_sift(gnmr_place_unit *s, uint64_t root,
+                                          uint64_t end) {
+  for (;;) {
+    uint64_t child = 2 * root + 1;
+    uint32_t t;
+    if (child >= end) return;
+    if (child + 1 < end &&
+        gnmr__place_before(s, s[child].order, s[child + 1].order))
+      child++;
+    if (!gnmr__place_before(s, s[root].order, s[child].order)) return;
+    t = s[root].order;
+    s[root].order = s[child].order;
+    s[child].order = t;
+    root = child;
+  }
+}
+static GNMR_HOSTDEV void gnmr__place_fire(gnmr_place_unit *s, uint32_t n) {
+  uint32_t u;
+  for (u = 0; u < n; u++) s[u].order = u;
+  for (u = n / 2; u-- > 0;) gnmr__place_sift(s, u, n);
+  for (u = n; u > 1; u--) {
+    const uint32_t t = s[0].order;
+    s[0].order = s[u - 1].order;
+    s[u - 1].order = t;
+    gnmr__place_sift(s, 0, u - 1);
+  }
+}
+
+GNMR_DEF GNMR_HOSTDEV int gnmr_place_step(gnmr_place *pl, const double *update,
+                                          const double *qerr, uint8_t *high) {
+  gnmr_place_unit *s;
+  const gnmr_place_config *c;
+  double credit;
+  uint32_t n, u, k;
+  if (!pl || !update || !qerr) return GNMR_EINVAL;
+  if (!gnmr__place_ok(pl)) return GNMR_ESTATE;
+  n = pl->n_units;
+  s = pl->units;
+  c = &pl->cfg;
+  for (u = 0; u < n; u++) /* P1: refused whole, before any change */
+    if ((gnmr__finite64(update[u]) && update[u] < 0.0) ||
+        (gnmr__finite64(qerr[u]) && qerr[u] < 0.0))
+      return GNMR_ENORM;
+  if (pl->n_fired == 0) {
+    const double wu = c->update_decay, wa = 1.0 - c->update_decay;
+    double sum = 0.0, weight = 0.0;
+    for (u = 0; u < n; u++) { /* P2 */
+      double a = update[u], q = qerr[u], m, r;
+      if (!gnmr__finite64(a) || !gnmr__finite64(q) || !(q > 0.0)) continue;
+      m = s[u].seen ? gnmr__mul(wu, s[u].update) + gnmr__mul(wa, a) : a;
+      r = m / q;
+      if (!gnmr__finite64(r)) continue;
+      s[u].update = m;
+      s[u].ratio = r;
+      if (r > s[u].ratio_max) s[u].ratio_max = r;
+      s[u].seen++;
+      if (s[u].ratio_max > 0.0) { /* P3 */
+        sum += gnmr__mul(s[u].cost, r) / s[u].ratio_max;
+        weight += s[u].cost;
+      }
+    }
+    if (weight > 0.0) {
+      const double x = sum / weight;
+      if (pl->level_seen) { /* P4 */
+        pl->level_fast = gnmr__mul(c->fast_decay, pl->level_fast) +
+                         gnmr__mul(1.0 - c->fast_decay, x);
+        pl->level_slow = gnmr__mul(c->slow_decay, pl->level_slow) +
+                         gnmr__mul(1.0 - c->slow_decay, x);
+      } else {
+        pl->level_fast = x;
+        pl->level_slow = x;
+      }
+      pl->level = x;
+      pl->level_seen++;
+      if (pl->level_seen > c->warmup_steps && /* P5 */
+          (x < c->fire_level ||
+           pl->level_fast < gnmr__mul(c->fall_ratio, pl->level_slow))) {
+        gnmr__place_fire(s, n);
+        pl->n_fired = n;
+        pl->fired_step = pl->steps;
+      }
+    }
+  }
+  credit = pl->credit + pl->earn; /* P6 */
+  for (u = 0; u < n; u++) s[u].high = 0;
+  for (k = 0; k < pl->n_fired; k++) {
+    u = s[k].order;
+    if (credit >= s[u].cost) {
+      s[u].high = 1;
+      credit -= s[u].cost;
+    }
+  }
+  pl->credit = credit;
+  pl->steps++;
+  if (high)
+    for (u = 0; u < n; u++) high[u] = (uint8_t)s[u].high;
+  return GNMR_OK;
+}
+
+GNMR_DEF GNMR_HOSTDEV int gnmr_place_high(const gnmr_place *pl, uint32_t u) {
+  if (!pl || !gnmr__place_ok(pl) || u >= pl->n_units) return 0;
+  return pl->units[u].high != 0;
+}
+
+GNMR_DEF int gnmr_place_info(const gnmr_place *pl, gnmr_place_report *out) {
+  double cost = 0.0;
+  uint32_t u;
+  if (!pl || !out) return GNMR_EINVAL;
+  if (!gnmr__place_ok(pl)) return GNMR_ESTATE;
+  for (u = 0; u < pl->n_units; u++)
+    if (pl->units[u].high) cost += pl->units[u].cost;
+  out->steps = pl->steps;
+  out->fired_step = pl->fired_step;
+  out->level = pl->level;
+  out->credit = pl->credit;
+  out->high_cost = cost;
+  out->high_share = cost / pl->total;
+  return GNMR_OK;
+}
+
+/* The placer's checkpoint: magic, version, n; the config (reserved_ as 0);
+   the placer's state; each unit's state; CRC-32 of all before it. Each
+   value as the little-endian bits of its type. A change to a list changes
+   the format: bump GNMR__PLACE_VERSION. */
+#define GNMR__PLACE_STATE(X)                                                   \
+  X(n_fired, uint32_t)                                                         \
+  X(reserved_, uint32_t)                                                       \
+  X(total, double)                                                             \
+  X(earn, double)                                                              \
+  X(credit, double)                                                            \
+  X(level, double)                                                             \
+  X(level_fast, double)                                                        \
+  X(level_slow, double)                                                        \
+  X(steps, uint64_t)                                                           \
+  X(level_seen, uint64_t)                                                      \
+  X(fired_step, uint64_t)
+#define GNMR__PLACE_UNIT(X)                                                    \
+  X(cost, double)                                                              \
+  X(update, double)                                                            \
+  X(ratio, double)                                                             \
+  X(ratio_max, double)                                                         \
+  X(seen, uint64_t)                                                            \
+  X(order, uint32_t)                                                           \
+  X(high, uint32_t)
+#define GNMR__PLACE_BYTES(name, type)                                          \
+  +sizeof(type) /* NOLINT(bugprone-macro-parentheses) */
+#define GNMR__PLACE_CFG_BYTES(name, value, valid)                              \
+  +sizeof(((gnmr_place_config *)0)->name) /* NOLINT */
+#define GNMR__PLACE_HEADER 16u
+#define GNMR__PLACE_FIXED                                                      \
+  (GNMR__PLACE_HEADER + (4 GNMR__PLACE_CONFIG(GNMR__PLACE_CFG_BYTES)) +        \
+   (0 GNMR__PLACE_STATE(GNMR__PLACE_BYTES)))
+#define GNMR__PLACE_UNIT_BYTES (0 GNMR__PLACE_UNIT(GNMR__PLACE_BYTES))
+
+static const char gnmr__place_magic[8] = {'G', 'N', 'M', 'R',
+                                          'P', 'L', 'C', 'E'};
+
+static size_t gnmr__place_size(uint32_t n) {
+  return GNMR__PLACE_FIXED + (size_t)n * GNMR__PLACE_UNIT_BYTES + 4u;
+}
+
+/* Unit j's state, from memory (src a gnmr_place_unit array) or from a
+   checkpoint's bytes (src its first unit). */
+typedef void (*gnmr__place_get_fn)(const void *src, uint32_t j,
+                                   gnmr_place_unit *out);
+static void gnmr__place_get_mem(const void *src, uint32_t j,
+                                gnmr_place_unit *out) {
+  *out = ((const gnmr_place_unit *)src)[j];
+}
+static void gnmr__place_get_buf(const void *src, uint32_t j,
+                                gnmr_place_unit *out) {
+  const unsigned char *p =
+      (const unsigned char *)src + (size_t)j * GNMR__PLACE_UNIT_BYTES;
+#define GNMR__GET_UNIT(name, type) gnmr__get(&p, &out->name, sizeof(type));
+  GNMR__PLACE_UNIT(GNMR__GET_UNIT)
+#undef GNMR__GET_UNIT
+}
+
+static int gnmr__place_nonneg(double x) {
+  return gnmr__finite64(x) && x >= 0.0;
+}
+
+/* What steps can reach: t's config, totals and every unit (get(src, j)).
+   The firing order is checked strictly increasing in rule P5's order,
+   which makes it a permutation without a scratch array. */
+static int gnmr__place_valid(const gnmr_place *t, gnmr__place_get_fn get,
+                             const void *src) {
+  const int fired = t->n_fired == t->n_units;
+  double total = 0.0;
+  uint32_t j;
+  gnmr_place_unit a, b;
+  if (gnmr_place_config_check(&t->cfg, NULL) != GNMR_OK ||
+      t->cfg.reserved_ != 0 || t->reserved_ != 0)
+    return 0;
+  if (t->n_fired != 0 && !fired) return 0;
+  if (!gnmr__place_nonneg(t->credit) || !gnmr__place_nonneg(t->level) ||
+      !gnmr__place_nonneg(t->level_fast) || !gnmr__place_nonneg(t->level_slow))
+    return 0;
+  if (t->level_seen > t->steps ||
+      (t->level_seen == 0 &&
+       (t->level != 0.0 || t->level_fast != 0.0 || t->level_slow != 0.0)))
+    return 0;
+  if (fired ? t->fired_step >= t->steps : t->fired_step != UINT64_MAX) return 0;
+  for (j = 0; j < t->n_units; j++) {
+    get(src, j, &a);
+    if (!gnmr__finite_above(a.cost, 0.0) || !gnmr__place_nonneg(a.update) ||
+        !gnmr__place_nonneg(a.ratio) || !gnmr__place_nonneg(a.ratio_max) ||
+        a.ratio > a.ratio_max || a.seen > t->steps || a.high > 1 ||
+        a.order >= t->n_units || (!fired && (a.order != 0 || a.high)))
+      return 0;
+    if (a.seen == 0 && (a.update != 0.0 || a.ratio_max != 0.0)) return 0;
+    total += a.cost;
+  }
+  /* the values, as a step computes them (a NaN differs from both) */
+  if (total != t->total || gnmr__mul(t->cfg.budget, total) != t->earn) return 0;
+  if (fired)
+    for (j = 1; j < t->n_units; j++) {
+      gnmr_place_unit ua, ub;
+      get(src, j - 1, &a);
+      get(src, j, &b);
+      get(src, a.order, &ua);
+      get(src, b.order, &ub);
+      {
+        double ka = gnmr__place_key(&ua), kb = gnmr__place_key(&ub);
+        if (!(ka < kb || (ka == kb && a.order < b.order))) return 0;
+      }
+    }
+  return 1;
+}
+
+GNMR_DEF size_t gnmr_place_checkpoint_size(const gnmr_place *pl) {
+  if (!pl || !gnmr__place_ok(pl)) return 0;
+  return gnmr__place_size(pl->n_units);
+}
+
+GNMR_DEF int gnmr_place_checkpoint_save(const gnmr_place *pl, void *buf,
+                                        size_t cap, size_t *written) {
+  const gnmr_place_config *c;
+  unsigned char *p;
+  size_t size;
+  uint32_t u, zero = 0;
+  if (!pl || !written) return GNMR_EINVAL;
+  if (!gnmr__place_ok(pl) ||
+      !gnmr__place_valid(pl, gnmr__place_get_mem, pl->units))
+    return GNMR_ESTATE;
+  size = gnmr__place_size(pl->n_units);
+  *written = size;
+  if (!buf) return GNMR_OK;
+  if (cap < size) return GNMR_ESIZE;
+  c = &pl->cfg;
+  p = (unsigned char *)buf;
+  memcpy(p, gnmr__place_magic, 8);
+  p = gnmr__put_u32(p + 8, GNMR__PLACE_VERSION);
+  p = gnmr__put_u32(p, pl->n_units);
+#define GNMR__PUT_CFG(name, value, valid)                                      \
+  p = gnmr__put(p, &c->name, sizeof c->name);
+  GNMR__PLACE_CONFIG(GNMR__PUT_CFG)
+#undef GNMR__PUT_CFG
+  p = gnmr__put(p, &zero, 4);
+#define GNMR__PUT_STATE(name, type) p = gnmr__put(p, &pl->name, sizeof(type));
+  GNMR__PLACE_STATE(GNMR__PUT_STATE)
+#undef GNMR__PUT_STATE
+  for (u = 0; u < pl->n_units; u++) {
+#define GNMR__PUT_UNIT(name, type)                                             \
+  p = gnmr__put(p, &pl->units[u].name, sizeof(type));
+    GNMR__PLACE_UNIT(GNMR__PUT_UNIT)
+#undef GNMR__PUT_UNIT
+  }
+  p = gnmr__put_u32(p, gnmr__crc32((const unsigned char *)buf,
+                                   (size_t)(p - (unsigned char *)buf)));
+  GNMR_ASSERT((size_t)(p - (unsigned char *)buf) == size);
+  return GNMR_OK;
+}
+
+GNMR_DEF int gnmr_place_checkpoint_load(gnmr_place *pl, const void *buf,
+                                        size_t len) {
+  const unsigned char *b = (const unsigned char *)buf, *p;
+  gnmr_place t;
+  uint32_t n, u;
+  if (!pl || !buf) return GNMR_EINVAL;
+  if (!gnmr__place_ok(pl)) return GNMR_ESTATE;
+  if (len < GNMR__PLACE_HEADER) return GNMR_ESIZE;
+  if (memcmp(b, gnmr__place_magic, 8) != 0) return GNMR_ECORRUPT;
+  p = b + 8;
+  if (gnmr__get_u32(&p) != GNMR__PLACE_VERSION) return GNMR_EVERSION;
+  n = gnmr__get_u32(&p);
+  if (n > (SIZE_MAX - gnmr__place_size(0)) / GNMR__PLACE_UNIT_BYTES ||
+      len != gnmr__place_size(n))
+    return GNMR_ESIZE;
+  p = b + len - 4;
+  if (gnmr__crc32(b, len - 4) != gnmr__get_u32(&p)) return GNMR_ECORRUPT;
+  if (n != pl->n_units) return GNMR_EMISMATCH;
+  memset(&t, 0, sizeof t);
+  t.n_units = n;
+  p = b + GNMR__PLACE_HEADER;
+#define GNMR__GET_CFG(name, value, valid)                                      \
+  gnmr__get(&p, &t.cfg.name, sizeof t.cfg.name);
+  GNMR__PLACE_CONFIG(GNMR__GET_CFG)
+#undef GNMR__GET_CFG
+  gnmr__get(&p, &t.cfg.reserved_, 4);
+#define GNMR__GET_STATE(name, type) gnmr__get(&p, &t.name, sizeof(type));
+  GNMR__PLACE_STATE(GNMR__GET_STATE)
+#undef GNMR__GET_STATE
+  /* Everything validated before anything is written. */
+  if (!gnmr__place_valid(&t, gnmr__place_get_buf, p)) return GNMR_ECORRUPT;
+  for (u = 0; u < n; u++) gnmr__place_get_buf(p, u, &pl->units[u]);
+  t.units = pl->units;
+  t.magic = GNMR__PLACE_MAGIC;
+  *pl = t;
   return GNMR_OK;
 }
 
