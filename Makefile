@@ -744,7 +744,7 @@ efficacy-quick: $(B)/train_lm $(B)/train_stress $(B)/efficacy_report \
 	@head -1 $(EFF)/summary.csv | grep -qx '$(EFF_CSV_HEADER)' && \
 	  for s in lm-injected mlp mlp-clip mlp-freeze; do \
 	    grep -q "^$$s,gnmr,1," $(EFF)/summary.csv || exit 1; done && \
-	  for a in place-nvfp4-20 place-upd-all-10; do \
+	  for a in place-nvfp4-20 place-gnmr-10; do \
 	    grep -Eq "^lm-injected,$$a,1,[^,]+,[^,]*,[^,]+,0\.[0-9]+," \
 	      $(EFF)/summary.csv || exit 1; done && \
 	  grep -q '<circle' $(EFF)/efficacy.svg && \
@@ -778,11 +778,12 @@ eff-lm-nat-clip2:
 	$(EFF_LM_NAT) --setting lm-natural-clip --steps $(EFF_STEPS) \
 	  --seeds $(EFF_SEEDS) --arms paper-tau3,$(EFF_FWD) \
 	  --out $(EFF)/lm-natural-clip/fwd
-# CI's placement arms: one static, one measured, beside eff-lm-inj-core's
-# f32 and lowp (their hf_flops must come through to the report).
+# CI's placement arms: one static, one measured by the library's placer
+# (gnmr.h, rules P1-P6), beside eff-lm-inj-core's f32 and lowp (their
+# hf_flops must come through to the report).
 eff-lm-inj-place:
 	$(EFF_LM_INJ) --setting lm-injected --steps $(EFF_STEPS) \
-	  --seeds $(EFF_SEEDS) --arms place-nvfp4-20,place-upd-all-10 \
+	  --seeds $(EFF_SEEDS) --arms place-nvfp4-20,place-gnmr-10 \
 	  --out $(EFF)/lm-injected/place
 eff-mlp:
 	$(EFF_MLP) --steps 1000 --seeds $(EFF_MLP_SEEDS) \
@@ -885,14 +886,14 @@ shift-replay: $(B)/shift_replay
 #                        E5M2 (per tensor, delayed scaling) (3 seeds)
 #   lm-natural-clip-wsd  lm-natural-clip under WSD (seed 1): the late switch,
 #                        told the schedule, against the measured rule
-# 87 LM runs of 1000 steps: about an hour on 2 cores (40-50 s a run).
+# 94 LM runs of 1000 steps: about an hour on 2 cores (40-50 s a run).
 EFFP = $(B)/efficacy-place
 EFF_LM_E5M2 = $(EFF_LM_NAT) --grad-format e5m2
 EFFP_SPACE = place-nvfp4-10,place-nvfp4-20,place-firstlast-20,$\
   place-rand1-20,place-rand2-20,place-rand3-20,place-once-20
 EFFP_TIME = place-late-5,place-late-10,place-late-20,place-nvfp4-late-10
 EFFP_MEASURED = place-upd-max-10,place-upd-both-10,place-upd-all-10,$\
-  place-upd-late-10
+  place-upd-late-10,place-gnmr-10
 EFFP_PARTS = effp-nat-space effp-nat-time effp-e5m2grad effp-wsd
 effp-nat-space:
 	$(EFF_LM_NAT) --setting lm-natural-clip --steps $(EFF_STEPS) \
