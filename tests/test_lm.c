@@ -333,8 +333,8 @@ TEST(library_placer_runs_as_the_prototype) {
   REQUIRE(o.fmt != NULL);
   a = lm_train(&o, &LM_ARMS[arm_find("place-upd-late-10")], 1, &train, &val,
                NULL, 0, NULL);
-  b = lm_train(&o, &LM_ARMS[arm_find("place-gnmr-10")], 1, &train, &val,
-               NULL, 0, NULL);
+  b = lm_train(&o, &LM_ARMS[arm_find("place-gnmr-10")], 1, &train, &val, NULL,
+               0, NULL);
   printf("  hf_flops %.4f / %.4f\n", a.hf_flops, b.hf_flops);
   EXPECT(a.param_hash == b.param_hash);
   EXPECT_EQ_BITS(a.val_bpb, b.val_bpb);
