@@ -123,7 +123,7 @@ FASTMATH_BINS = $(foreach cc,$(CC_LIST),\
         fortunes-check mpi mpi-run cuda \
         cuda-test cuda-bench gpu-check detect detect-frontier ab-ctl \
         neon format format-check clean fuzz fuzz-build test-asan \
-        test-valgrind test-warn tidy cppcheck
+        test-valgrind test-warn tidy cppcheck bench-place
 
 all: test
 
@@ -354,6 +354,14 @@ BENCH_FLAGS = -std=c99 $(WARN) -O2 -ffp-contract=off -I.
 $(B)/bench_ctl: bench/bench_ctl.c gnmr.h
 	@mkdir -p $(@D)
 	$(firstword $(CC_LIST)) $(BENCH_FLAGS) -o $@ $< -lm
+
+# The placer's step against the paper rules' gnmr_step, interleaved in one
+# process (bench/RESULTS.md, "Placement": the library's rule).
+$(B)/bench_place: bench/bench_place.c gnmr.h
+	@mkdir -p $(@D)
+	$(firstword $(CC_LIST)) $(BENCH_FLAGS) -o $@ $< -lm
+bench-place: $(B)/bench_place
+	$(B)/bench_place 4096
 
 # Norm helpers: the library built -O2, with a -march=native copy linked
 # beside it (runtime dispatch should make them equal); cblas_snrm2 where
@@ -1040,6 +1048,7 @@ help:
 	  'bench-norm        norm-helper benchmark and its targets' \
 	  'ab-norm BASE=rev  out-of-cache norms, this tree against rev, interleaved' \
 	  'ab-ctl BASE=rev   controller cost, this tree against rev, interleaved' \
+	  'bench-place       the placer step against gnmr_step, interleaved' \
 	  'detect            detection benchmark tables (bench/RESULTS.md)' \
 	  'detect-frontier   recall at 0.1% false alarms (bench/RESULTS.md)' \
 	  'demo              training stress demo on built-in data' \
