@@ -3985,74 +3985,93 @@ static GNMR_HOSTDEV void gnmr__place_fire(gnmr_place_unit *s, uint32_t n) {
   }
 }
 
+/* P1's refusal: a finite negative signal (-0 and -Inf are not), told by
+   the bits; one pass without an early exit. */
+static GNMR_HOSTDEV int gnmr__place_negative(const double *x, uint32_t n) {
+  uint32_t u, bad = 0;
+  for (u = 0; u < n; u++) {
+    uint64_t b;
+    memcpy(&b, &x[u], 8);
+    /* sign set, magnitude in (0, Inf): b in (0x8000..0, 0xFFF0..0) */
+    bad |= (uint32_t)(b - UINT64_C(0x8000000000000001) <
+                      UINT64_C(0x7FEFFFFFFFFFFFFF));
+  }
+  return bad != 0;
+}
+
+/* P2-P5 over the units (the run has not fired). */
+static GNMR_HOSTDEV void
+gnmr__place_observe(gnmr_place *pl, const double *update, const double *qerr) {
+  gnmr_place_unit *s = pl->units;
+  const gnmr_place_config *c = &pl->cfg;
+  const double wu = c->update_decay, wa = 1.0 - c->update_decay;
+  double sum = 0.0, weight = 0.0;
+  uint32_t u;
+  for (u = 0; u < pl->n_units; u++) { /* P2 */
+    const double a = update[u], q = qerr[u];
+    double m, r;
+    if (!gnmr__finite64(a) || !gnmr__finite64(q) || !(q > 0.0)) continue;
+    m = s[u].seen ? gnmr__mul(wu, s[u].update) + gnmr__mul(wa, a) : a;
+    r = m / q;
+    if (!gnmr__finite64(r)) continue;
+    s[u].update = m;
+    s[u].ratio = r;
+    if (r > s[u].ratio_max) s[u].ratio_max = r;
+    s[u].seen++;
+    if (s[u].ratio_max > 0.0) { /* P3 */
+      sum += gnmr__mul(s[u].cost, r) / s[u].ratio_max;
+      weight += s[u].cost;
+    }
+  }
+  if (weight > 0.0) {
+    const double x = sum / weight;
+    if (pl->level_seen) { /* P4 */
+      pl->level_fast = gnmr__mul(c->fast_decay, pl->level_fast) +
+                       gnmr__mul(1.0 - c->fast_decay, x);
+      pl->level_slow = gnmr__mul(c->slow_decay, pl->level_slow) +
+                       gnmr__mul(1.0 - c->slow_decay, x);
+    } else {
+      pl->level_fast = x;
+      pl->level_slow = x;
+    }
+    pl->level = x;
+    pl->level_seen++;
+    if (pl->level_seen > c->warmup_steps && /* P5 */
+        (x < c->fire_level ||
+         pl->level_fast < gnmr__mul(c->fall_ratio, pl->level_slow))) {
+      gnmr__place_fire(s, pl->n_units);
+      pl->n_fired = pl->n_units;
+      pl->fired_step = pl->steps;
+    }
+  }
+}
+
 GNMR_DEF GNMR_HOSTDEV int gnmr_place_step(gnmr_place *pl, const double *update,
                                           const double *qerr, uint8_t *high) {
   gnmr_place_unit *s;
-  const gnmr_place_config *c;
   double credit;
-  uint32_t n, u, k;
+  uint32_t n, k;
   if (!pl || !update || !qerr) return GNMR_EINVAL;
   if (!gnmr__place_ok(pl)) return GNMR_ESTATE;
   n = pl->n_units;
   s = pl->units;
-  c = &pl->cfg;
-  for (u = 0; u < n; u++) /* P1: refused whole, before any change */
-    if ((gnmr__finite64(update[u]) && update[u] < 0.0) ||
-        (gnmr__finite64(qerr[u]) && qerr[u] < 0.0))
-      return GNMR_ENORM;
-  if (pl->n_fired == 0) {
-    const double wu = c->update_decay, wa = 1.0 - c->update_decay;
-    double sum = 0.0, weight = 0.0;
-    for (u = 0; u < n; u++) { /* P2 */
-      double a = update[u], q = qerr[u], m, r;
-      if (!gnmr__finite64(a) || !gnmr__finite64(q) || !(q > 0.0)) continue;
-      m = s[u].seen ? gnmr__mul(wu, s[u].update) + gnmr__mul(wa, a) : a;
-      r = m / q;
-      if (!gnmr__finite64(r)) continue;
-      s[u].update = m;
-      s[u].ratio = r;
-      if (r > s[u].ratio_max) s[u].ratio_max = r;
-      s[u].seen++;
-      if (s[u].ratio_max > 0.0) { /* P3 */
-        sum += gnmr__mul(s[u].cost, r) / s[u].ratio_max;
-        weight += s[u].cost;
-      }
-    }
-    if (weight > 0.0) {
-      const double x = sum / weight;
-      if (pl->level_seen) { /* P4 */
-        pl->level_fast = gnmr__mul(c->fast_decay, pl->level_fast) +
-                         gnmr__mul(1.0 - c->fast_decay, x);
-        pl->level_slow = gnmr__mul(c->slow_decay, pl->level_slow) +
-                         gnmr__mul(1.0 - c->slow_decay, x);
-      } else {
-        pl->level_fast = x;
-        pl->level_slow = x;
-      }
-      pl->level = x;
-      pl->level_seen++;
-      if (pl->level_seen > c->warmup_steps && /* P5 */
-          (x < c->fire_level ||
-           pl->level_fast < gnmr__mul(c->fall_ratio, pl->level_slow))) {
-        gnmr__place_fire(s, n);
-        pl->n_fired = n;
-        pl->fired_step = pl->steps;
-      }
-    }
-  }
+  /* P1: refused whole, before any change */
+  if (gnmr__place_negative(update, n) || gnmr__place_negative(qerr, n))
+    return GNMR_ENORM;
+  if (pl->n_fired == 0) gnmr__place_observe(pl, update, qerr);
   credit = pl->credit + pl->earn; /* P6 */
-  for (u = 0; u < n; u++) s[u].high = 0;
-  for (k = 0; k < pl->n_fired; k++) {
-    u = s[k].order;
-    if (credit >= s[u].cost) {
-      s[u].high = 1;
-      credit -= s[u].cost;
+  if (pl->n_fired == 0) {         /* every unit low: its high is 0 since init */
+    if (high) memset(high, 0, n);
+  } else { /* every unit fired: each visited once, in firing order */
+    for (k = 0; k < n; k++) {
+      const uint32_t v = s[k].order, on = credit >= s[v].cost;
+      if (on) credit -= s[v].cost;
+      s[v].high = on;
+      if (high) high[v] = (uint8_t)on;
     }
   }
   pl->credit = credit;
   pl->steps++;
-  if (high)
-    for (u = 0; u < n; u++) high[u] = (uint8_t)s[u].high;
   return GNMR_OK;
 }
 
