@@ -4050,7 +4050,7 @@ GNMR_DEF GNMR_HOSTDEV int gnmr_place_step(gnmr_place *pl, const double *update,
                                           const double *qerr, uint8_t *high) {
   gnmr_place_unit *s;
   double credit;
-  uint32_t n, k;
+  uint32_t n;
   if (!pl || !update || !qerr) return GNMR_EINVAL;
   if (!gnmr__place_ok(pl)) return GNMR_ESTATE;
   n = pl->n_units;
@@ -4063,6 +4063,7 @@ GNMR_DEF GNMR_HOSTDEV int gnmr_place_step(gnmr_place *pl, const double *update,
   if (pl->n_fired == 0) {         /* every unit low: its high is 0 since init */
     if (high) memset(high, 0, n);
   } else { /* every unit fired: each visited once, in firing order */
+    uint32_t k;
     for (k = 0; k < n; k++) {
       const uint32_t v = s[k].order, on = credit >= s[v].cost;
       if (on) credit -= s[v].cost;
