@@ -109,7 +109,7 @@ FUZZ_HDRS = gnmr.h tests/fuzz/fuzz.h tests/fuzz/ctl_model.h
 # below). Defined before the test rule reads TEST_BINS.
 FASTMATH_LANE ?= yes
 FASTMATH_FLAGS = $(CSTD) $(WARN) $(CWARN) -Ofast -I.
-FASTMATH_TESTS = test_ctl test_rules test_refuse test_norm
+FASTMATH_TESTS = test_ctl test_rules test_refuse test_norm test_place
 # The CUDA controller's kernels run on the CPU, as an -Ofast trainer would.
 FASTMATH_TESTS += test_ctl_parallel
 FASTMATH_test_norm = $(NORM_SMALL)

@@ -393,6 +393,7 @@
        gnmr_place_step           one step: update and error norms in,
                                  next step's high-fidelity units out
        gnmr_place_high           1 if unit u runs high-fidelity next step
+       gnmr_place_unit_info      a unit's state, and the firing order
        gnmr_place_info           steps, the fire's step, level, credit
        gnmr_place_checkpoint_size  bytes a placer's checkpoint takes
        gnmr_place_checkpoint_save  the placer into a buffer
@@ -948,8 +949,10 @@ GNMR_DEF gnmr_place_config gnmr_place_config_default(void);
 GNMR_DEF int gnmr_place_config_check(const gnmr_place_config *cfg,
                                      const char **field);
 
-/* One unit's state: plain data, the library's; the caller owns an array of
-   n of them. */
+/* Storage for one unit: plain data of fixed size, the library's. The caller
+   owns a block of n; gnmr_place_init lays the block out as one array per
+   field (never copy or move single entries), so read a unit through
+   gnmr_place_unit_info, which fills one of these with its fields. */
 typedef struct gnmr_place_unit {
   double cost;      /* its cost per step (GEMM FLOPs), from init */
   double update;    /* the mean of its update norm (rule P2) */
@@ -1001,6 +1004,11 @@ GNMR_DEF GNMR_HOSTDEV int gnmr_place_step(gnmr_place *pl, const double *update,
 /* 1 if unit u runs high-fidelity on the next step; 0 otherwise and for a
    NULL or uninitialised placer or a unit >= n. */
 GNMR_DEF GNMR_HOSTDEV int gnmr_place_high(const gnmr_place *pl, uint32_t u);
+/* Unit u's state into *out, its order field the u-th entry of the firing
+   order (the unit that fired u-th; 0 before the fire). GNMR_EINVAL: NULL,
+   or u >= n; GNMR_ESTATE: a placer not from gnmr_place_init. */
+GNMR_DEF int gnmr_place_unit_info(const gnmr_place *pl, uint32_t u,
+                                  gnmr_place_unit *out);
 
 typedef struct gnmr_place_report {
   uint64_t steps;      /* steps so far */
@@ -3912,6 +3920,54 @@ GNMR_DEF int gnmr_place_config_check(const gnmr_place_config *c,
   return bad ? GNMR_ECONFIG : GNMR_OK;
 }
 
+/* A block of n gnmr_place_unit is laid out as one array per field, in
+   GNMR__PLACE_UNIT's order below (the n costs, then the n updates, ...):
+   the AVX-512 path reads eight units of a field in one load. */
+typedef struct gnmr__place_soa {
+  double *cost, *update, *ratio, *ratio_max;
+  uint64_t *seen;
+  uint32_t *order, *high;
+} gnmr__place_soa;
+
+static GNMR_HOSTDEV gnmr__place_soa gnmr__place_carve(const gnmr_place *pl) {
+  gnmr__place_soa s;
+  const size_t n = pl->n_units;
+  unsigned char *p = (unsigned char *)(void *)pl->units;
+  s.cost = (double *)(void *)p;
+  s.update = s.cost + n;
+  s.ratio = s.update + n;
+  s.ratio_max = s.ratio + n;
+  s.seen = (uint64_t *)(void *)(s.ratio_max + n);
+  s.order = (uint32_t *)(void *)(s.seen + n);
+  s.high = s.order + n;
+  return s;
+}
+
+/* Unit j's fields, and back. */
+static void gnmr__place_unit_get(const gnmr_place *pl, uint32_t j,
+                                 gnmr_place_unit *out) {
+  const gnmr__place_soa s = gnmr__place_carve(pl);
+  out->cost = s.cost[j];
+  out->update = s.update[j];
+  out->ratio = s.ratio[j];
+  out->ratio_max = s.ratio_max[j];
+  out->seen = s.seen[j];
+  out->order = s.order[j];
+  out->high = s.high[j];
+}
+static void gnmr__place_unit_set(const gnmr_place *pl, uint32_t j,
+                                 const gnmr_place_unit *in) {
+  const gnmr__place_soa s = gnmr__place_carve(pl);
+  s.cost[j] = in->cost;
+  s.update[j] = in->update;
+  s.ratio[j] = in->ratio;
+  s.ratio_max[j] = in->ratio_max;
+  s.seen[j] = in->seen;
+  s.order[j] = in->order;
+  /* cppcheck-suppress unreadVariable ; the block's array, not s's field */
+  s.high[j] = in->high;
+}
+
 static GNMR_HOSTDEV int gnmr__place_ok(const gnmr_place *pl) {
   return pl->magic == GNMR__PLACE_MAGIC && pl->units && pl->n_units >= 1 &&
          (pl->n_fired == 0 || pl->n_fired == pl->n_units);
@@ -3938,10 +3994,8 @@ GNMR_DEF int gnmr_place_init(gnmr_place *pl, const gnmr_place_config *cfg,
   pl->earn = gnmr__mul(cfg->budget, total);
   pl->credit = pl->earn; /* the first step's, spent on nothing */
   pl->fired_step = UINT64_MAX;
-  for (u = 0; u < n; u++) {
-    memset(&units[u], 0, sizeof units[u]);
-    units[u].cost = costs[u];
-  }
+  memset(units, 0, sizeof *units * n);
+  memcpy(gnmr__place_carve(pl).cost, costs, sizeof *costs * n);
   pl->magic = GNMR__PLACE_MAGIC;
   return GNMR_OK;
 }
@@ -3949,38 +4003,40 @@ GNMR_DEF int gnmr_place_init(gnmr_place *pl, const gnmr_place_config *cfg,
 /* Rule P5's order: r / max (0 for a unit with no maximum yet), lowest
    first, ties by the lower index: a strict total order, so the heap sort
    below gives what a stable sort would. */
-static GNMR_HOSTDEV double gnmr__place_key(const gnmr_place_unit *s) {
-  return s->ratio_max > 0.0 ? s->ratio / s->ratio_max : 0.0;
+static GNMR_HOSTDEV double gnmr__place_key(double ratio, double ratio_max) {
+  return ratio_max > 0.0 ? ratio / ratio_max : 0.0;
 }
-static GNMR_HOSTDEV int gnmr__place_before(const gnmr_place_unit *s, uint32_t a,
+static GNMR_HOSTDEV int gnmr__place_before(const gnmr__place_soa *s, uint32_t a,
                                            uint32_t b) {
-  double ka = gnmr__place_key(&s[a]), kb = gnmr__place_key(&s[b]);
+  const double ka = gnmr__place_key(s->ratio[a], s->ratio_max[a]),
+               kb = gnmr__place_key(s->ratio[b], s->ratio_max[b]);
   return ka < kb || (ka == kb && a < b);
 }
-static GNMR_HOSTDEV void gnmr__place_sift(gnmr_place_unit *s, uint64_t root,
-                                          uint64_t end) {
+static GNMR_HOSTDEV void gnmr__place_sift(const gnmr__place_soa *s,
+                                          uint64_t root, uint64_t end) {
+  uint32_t *o = s->order;
   for (;;) {
     uint64_t child = 2 * root + 1;
     uint32_t t;
     if (child >= end) return;
-    if (child + 1 < end &&
-        gnmr__place_before(s, s[child].order, s[child + 1].order))
+    if (child + 1 < end && gnmr__place_before(s, o[child], o[child + 1]))
       child++;
-    if (!gnmr__place_before(s, s[root].order, s[child].order)) return;
-    t = s[root].order;
-    s[root].order = s[child].order;
-    s[child].order = t;
+    if (!gnmr__place_before(s, o[root], o[child])) return;
+    t = o[root];
+    o[root] = o[child];
+    o[child] = t;
     root = child;
   }
 }
-static GNMR_HOSTDEV void gnmr__place_fire(gnmr_place_unit *s, uint32_t n) {
-  uint32_t u;
-  for (u = 0; u < n; u++) s[u].order = u;
+static GNMR_HOSTDEV void gnmr__place_fire(const gnmr__place_soa *s,
+                                          uint32_t n) {
+  uint32_t *o = s->order, u;
+  for (u = 0; u < n; u++) o[u] = u;
   for (u = n / 2; u-- > 0;) gnmr__place_sift(s, u, n);
   for (u = n; u > 1; u--) {
-    const uint32_t t = s[0].order;
-    s[0].order = s[u - 1].order;
-    s[u - 1].order = t;
+    const uint32_t t = o[0];
+    o[0] = o[u - 1];
+    o[u - 1] = t;
     gnmr__place_sift(s, 0, u - 1);
   }
 }
@@ -3999,28 +4055,130 @@ static GNMR_HOSTDEV int gnmr__place_negative(const double *x, uint32_t n) {
   return bad != 0;
 }
 
-/* P2-P5 over the units (the run has not fired). */
+/* P2 and P3's terms for unit u: 1 if it is observed, with *term its
+   c r / M (0 when M is 0) and *cost its c (0 when M is 0). */
+static GNMR_HOSTDEV int gnmr__place_unit(const gnmr__place_soa *s, uint32_t u,
+                                         double a, double q, double wu,
+                                         double wa, double *term,
+                                         double *cost) {
+  double m, r;
+  *term = 0.0;
+  *cost = 0.0;
+  if (!gnmr__finite64(a) || !gnmr__finite64(q) || !(q > 0.0)) return 0;
+  m = s->seen[u] ? gnmr__mul(wu, s->update[u]) + gnmr__mul(wa, a) : a;
+  r = m / q;
+  if (!gnmr__finite64(r)) return 0;
+  s->update[u] = m;
+  s->ratio[u] = r;
+  if (r > s->ratio_max[u]) s->ratio_max[u] = r;
+  s->seen[u]++;
+  if (s->ratio_max[u] > 0.0) { /* P3 */
+    *term = gnmr__mul(s->cost[u], r) / s->ratio_max[u];
+    *cost = s->cost[u];
+  }
+  return 1;
+}
+
+#if GNMR__CTL_AVX512
+/* gnmr__place_negative of both arrays, eight lanes at a time. */
+GNMR__TARGET_AVX512
+static int gnmr__place_negative8(const double *x, const double *y, uint32_t n) {
+  const __m512i lo = _mm512_set1_epi64((long long)UINT64_C(0x8000000000000001));
+  const __m512i span = _mm512_set1_epi64(0x7FEFFFFFFFFFFFFFLL);
+  __mmask8 bad = 0;
+  uint32_t u = 0;
+  for (; u + 8 <= n; u += 8) {
+    const __m512i a = _mm512_loadu_si512((const void *)(x + u));
+    const __m512i b = _mm512_loadu_si512((const void *)(y + u));
+    bad |= _mm512_cmplt_epu64_mask(_mm512_sub_epi64(a, lo), span);
+    bad |= _mm512_cmplt_epu64_mask(_mm512_sub_epi64(b, lo), span);
+  }
+  return bad != 0 || gnmr__place_negative(x + u, n - u) ||
+         gnmr__place_negative(y + u, n - u);
+}
+
+/* P2 and P3's terms of units u ... u + 7, the bits of gnmr__place_unit in
+   each lane (IEEE products and quotients, no FMA), masked lanes as its
+   early returns; term and cost get the eight lanes, 0 where not counted. */
+GNMR__TARGET_AVX512
+static void gnmr__place_units8(const gnmr__place_soa *s, uint32_t u,
+                               const double *update, const double *qerr,
+                               double wu, double wa, double *term,
+                               double *cost) {
+  const __m512d zero = _mm512_setzero_pd();
+  const __m512d a = _mm512_loadu_pd(update + u), q = _mm512_loadu_pd(qerr + u);
+  const __m512i seen = _mm512_loadu_si512((const void *)(s->seen + u));
+  const __m512d m_old = _mm512_loadu_pd(s->update + u);
+  const __m512d max_old = _mm512_loadu_pd(s->ratio_max + u);
+  const __m512d c = _mm512_loadu_pd(s->cost + u);
+  /* NaN (quiet, signalling) and +-Inf: fpclass 0x01 | 0x08 | 0x10 | 0x80 */
+  const __mmask8 ok_in = (__mmask8)(~_mm512_fpclass_pd_mask(a, 0x99) &
+                                    ~_mm512_fpclass_pd_mask(q, 0x99) &
+                                    _mm512_cmp_pd_mask(q, zero, _CMP_GT_OQ));
+  const __mmask8 first = _mm512_cmpeq_epu64_mask(seen, _mm512_setzero_si512());
+  const __m512d mixed = gnmr__add8(gnmr__mul8(_mm512_set1_pd(wu), m_old),
+                                   gnmr__mul8(_mm512_set1_pd(wa), a));
+  const __m512d m = _mm512_mask_blend_pd(first, mixed, a);
+  const __m512d r = gnmr__div8(m, q);
+  const __mmask8 ok = (__mmask8)(ok_in & ~_mm512_fpclass_pd_mask(r, 0x99));
+  const __mmask8 up =
+      (__mmask8)(ok & _mm512_cmp_pd_mask(r, max_old, _CMP_GT_OQ));
+  const __m512d mx = _mm512_mask_blend_pd(up, max_old, r);
+  const __mmask8 counted =
+      (__mmask8)(ok & _mm512_cmp_pd_mask(mx, zero, _CMP_GT_OQ));
+  _mm512_mask_storeu_pd(s->update + u, ok, m);
+  _mm512_mask_storeu_pd(s->ratio + u, ok, r);
+  _mm512_storeu_pd(s->ratio_max + u, mx);
+  _mm512_storeu_si512(
+      (void *)(s->seen + u),
+      _mm512_mask_add_epi64(seen, ok, seen, _mm512_set1_epi64(1)));
+  /* the quotient in every lane (a masked-off lane's is discarded: it may
+     be 0 / 0, quietly, as MXCSR's exceptions are masked) */
+  _mm512_storeu_pd(
+      term, _mm512_maskz_mov_pd(counted, gnmr__div8(gnmr__mul8(c, r), mx)));
+  _mm512_storeu_pd(cost, _mm512_maskz_mov_pd(counted, c));
+}
+#endif
+
+/* P1: a finite negative signal in either array refuses the step whole,
+   before any change. */
+static GNMR_HOSTDEV int gnmr__place_refused(const double *update,
+                                            const double *qerr, uint32_t n) {
+#if GNMR__CTL_AVX512
+  if (gnmr_ctl_isa_active() == GNMR_ISA_AVX512)
+    return gnmr__place_negative8(update, qerr, n);
+#endif
+  return gnmr__place_negative(update, n) || gnmr__place_negative(qerr, n);
+}
+
+/* P2-P5 over the units (the run has not fired). The sums in unit order,
+   lanes or not: a unit not counted adds +0, which leaves a sum >= +0 as it
+   was. */
 static GNMR_HOSTDEV void
 gnmr__place_observe(gnmr_place *pl, const double *update, const double *qerr) {
-  gnmr_place_unit *s = pl->units;
+  const gnmr__place_soa s = gnmr__place_carve(pl);
   const gnmr_place_config *c = &pl->cfg;
   const double wu = c->update_decay, wa = 1.0 - c->update_decay;
   double sum = 0.0, weight = 0.0;
-  uint32_t u;
-  for (u = 0; u < pl->n_units; u++) { /* P2 */
-    const double a = update[u], q = qerr[u];
-    double m, r;
-    if (!gnmr__finite64(a) || !gnmr__finite64(q) || !(q > 0.0)) continue;
-    m = s[u].seen ? gnmr__mul(wu, s[u].update) + gnmr__mul(wa, a) : a;
-    r = m / q;
-    if (!gnmr__finite64(r)) continue;
-    s[u].update = m;
-    s[u].ratio = r;
-    if (r > s[u].ratio_max) s[u].ratio_max = r;
-    s[u].seen++;
-    if (s[u].ratio_max > 0.0) { /* P3 */
-      sum += gnmr__mul(s[u].cost, r) / s[u].ratio_max;
-      weight += s[u].cost;
+  uint32_t u = 0;
+#if GNMR__CTL_AVX512
+  if (gnmr_ctl_isa_active() == GNMR_ISA_AVX512) {
+    for (; u + 8 <= pl->n_units; u += 8) {
+      double term[8], cost[8];
+      int k;
+      gnmr__place_units8(&s, u, update, qerr, wu, wa, term, cost);
+      for (k = 0; k < 8; k++) {
+        sum += term[k];
+        weight += cost[k];
+      }
+    }
+  }
+#endif
+  for (; u < pl->n_units; u++) { /* P2, P3 */
+    double term, cost;
+    if (gnmr__place_unit(&s, u, update[u], qerr[u], wu, wa, &term, &cost)) {
+      sum += term;
+      weight += cost;
     }
   }
   if (weight > 0.0) {
@@ -4039,7 +4197,7 @@ gnmr__place_observe(gnmr_place *pl, const double *update, const double *qerr) {
     if (pl->level_seen > c->warmup_steps && /* P5 */
         (x < c->fire_level ||
          pl->level_fast < gnmr__mul(c->fall_ratio, pl->level_slow))) {
-      gnmr__place_fire(s, pl->n_units);
+      gnmr__place_fire(&s, pl->n_units);
       pl->n_fired = pl->n_units;
       pl->fired_step = pl->steps;
     }
@@ -4048,26 +4206,23 @@ gnmr__place_observe(gnmr_place *pl, const double *update, const double *qerr) {
 
 GNMR_DEF GNMR_HOSTDEV int gnmr_place_step(gnmr_place *pl, const double *update,
                                           const double *qerr, uint8_t *high) {
-  gnmr_place_unit *s;
   double credit;
   uint32_t n;
   if (!pl || !update || !qerr) return GNMR_EINVAL;
   if (!gnmr__place_ok(pl)) return GNMR_ESTATE;
   n = pl->n_units;
-  s = pl->units;
-  /* P1: refused whole, before any change */
-  if (gnmr__place_negative(update, n) || gnmr__place_negative(qerr, n))
-    return GNMR_ENORM;
+  if (gnmr__place_refused(update, qerr, n)) return GNMR_ENORM; /* P1 */
   if (pl->n_fired == 0) gnmr__place_observe(pl, update, qerr);
   credit = pl->credit + pl->earn; /* P6 */
   if (pl->n_fired == 0) {         /* every unit low: its high is 0 since init */
     if (high) memset(high, 0, n);
   } else { /* every unit fired: each visited once, in firing order */
+    const gnmr__place_soa s = gnmr__place_carve(pl);
     uint32_t k;
     for (k = 0; k < n; k++) {
-      const uint32_t v = s[k].order, on = credit >= s[v].cost;
-      if (on) credit -= s[v].cost;
-      s[v].high = on;
+      const uint32_t v = s.order[k], on = credit >= s.cost[v];
+      if (on) credit -= s.cost[v];
+      s.high[v] = on;
       if (high) high[v] = (uint8_t)on;
     }
   }
@@ -4078,16 +4233,27 @@ GNMR_DEF GNMR_HOSTDEV int gnmr_place_step(gnmr_place *pl, const double *update,
 
 GNMR_DEF GNMR_HOSTDEV int gnmr_place_high(const gnmr_place *pl, uint32_t u) {
   if (!pl || !gnmr__place_ok(pl) || u >= pl->n_units) return 0;
-  return pl->units[u].high != 0;
+  return gnmr__place_carve(pl).high[u] != 0;
+}
+
+GNMR_DEF int gnmr_place_unit_info(const gnmr_place *pl, uint32_t u,
+                                  gnmr_place_unit *out) {
+  if (!pl || !out) return GNMR_EINVAL;
+  if (!gnmr__place_ok(pl)) return GNMR_ESTATE;
+  if (u >= pl->n_units) return GNMR_EINVAL;
+  gnmr__place_unit_get(pl, u, out);
+  return GNMR_OK;
 }
 
 GNMR_DEF int gnmr_place_info(const gnmr_place *pl, gnmr_place_report *out) {
   double cost = 0.0;
   uint32_t u;
+  gnmr__place_soa s;
   if (!pl || !out) return GNMR_EINVAL;
   if (!gnmr__place_ok(pl)) return GNMR_ESTATE;
+  s = gnmr__place_carve(pl);
   for (u = 0; u < pl->n_units; u++)
-    if (pl->units[u].high) cost += pl->units[u].cost;
+    if (s.high[u]) cost += s.cost[u];
   out->steps = pl->steps;
   out->fired_step = pl->fired_step;
   out->level = pl->level;
@@ -4138,13 +4304,13 @@ static size_t gnmr__place_size(uint32_t n) {
   return GNMR__PLACE_FIXED + (size_t)n * GNMR__PLACE_UNIT_BYTES + 4u;
 }
 
-/* Unit j's state, from memory (src a gnmr_place_unit array) or from a
-   checkpoint's bytes (src its first unit). */
+/* Unit j's state, from memory (src a gnmr_place) or from a checkpoint's
+   bytes (src its first unit). */
 typedef void (*gnmr__place_get_fn)(const void *src, uint32_t j,
                                    gnmr_place_unit *out);
 static void gnmr__place_get_mem(const void *src, uint32_t j,
                                 gnmr_place_unit *out) {
-  *out = ((const gnmr_place_unit *)src)[j];
+  gnmr__place_unit_get((const gnmr_place *)src, j, out);
 }
 static void gnmr__place_get_buf(const void *src, uint32_t j,
                                 gnmr_place_unit *out) {
@@ -4200,7 +4366,8 @@ static int gnmr__place_valid(const gnmr_place *t, gnmr__place_get_fn get,
       get(src, a.order, &ua);
       get(src, b.order, &ub);
       {
-        double ka = gnmr__place_key(&ua), kb = gnmr__place_key(&ub);
+        const double ka = gnmr__place_key(ua.ratio, ua.ratio_max),
+                     kb = gnmr__place_key(ub.ratio, ub.ratio_max);
         if (!(ka < kb || (ka == kb && a.order < b.order))) return 0;
       }
     }
@@ -4219,8 +4386,7 @@ GNMR_DEF int gnmr_place_checkpoint_save(const gnmr_place *pl, void *buf,
   size_t size;
   uint32_t u, zero = 0;
   if (!pl || !written) return GNMR_EINVAL;
-  if (!gnmr__place_ok(pl) ||
-      !gnmr__place_valid(pl, gnmr__place_get_mem, pl->units))
+  if (!gnmr__place_ok(pl) || !gnmr__place_valid(pl, gnmr__place_get_mem, pl))
     return GNMR_ESTATE;
   size = gnmr__place_size(pl->n_units);
   *written = size;
@@ -4240,8 +4406,9 @@ GNMR_DEF int gnmr_place_checkpoint_save(const gnmr_place *pl, void *buf,
   GNMR__PLACE_STATE(GNMR__PUT_STATE)
 #undef GNMR__PUT_STATE
   for (u = 0; u < pl->n_units; u++) {
-#define GNMR__PUT_UNIT(name, type)                                             \
-  p = gnmr__put(p, &pl->units[u].name, sizeof(type));
+    gnmr_place_unit st;
+    gnmr__place_unit_get(pl, u, &st);
+#define GNMR__PUT_UNIT(name, type) p = gnmr__put(p, &st.name, sizeof(type));
     GNMR__PLACE_UNIT(GNMR__PUT_UNIT)
 #undef GNMR__PUT_UNIT
   }
@@ -4282,8 +4449,12 @@ GNMR_DEF int gnmr_place_checkpoint_load(gnmr_place *pl, const void *buf,
 #undef GNMR__GET_STATE
   /* Everything validated before anything is written. */
   if (!gnmr__place_valid(&t, gnmr__place_get_buf, p)) return GNMR_ECORRUPT;
-  for (u = 0; u < n; u++) gnmr__place_get_buf(p, u, &pl->units[u]);
   t.units = pl->units;
+  for (u = 0; u < n; u++) {
+    gnmr_place_unit st;
+    gnmr__place_get_buf(p, u, &st);
+    gnmr__place_unit_set(&t, u, &st);
+  }
   t.magic = GNMR__PLACE_MAGIC;
   *pl = t;
   return GNMR_OK;

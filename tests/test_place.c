@@ -74,6 +74,15 @@ static int run(gnmr_place *pl, gnmr_place_unit *units,
   return 1;
 }
 
+/* Unit u's state (the block is laid out by field: read it through the
+   library). */
+static gnmr_place_unit unit_of(const gnmr_place *pl, uint32_t u) {
+  gnmr_place_unit x;
+  memset(&x, 0xEE, sizeof x);
+  if (gnmr_place_unit_info(pl, u, &x) != GNMR_OK) memset(&x, 0xEE, sizeof x);
+  return x;
+}
+
 static uint32_t fired_step(const gnmr_place *pl) {
   gnmr_place_report r;
   if (gnmr_place_info(pl, &r) != GNMR_OK) return 0;
@@ -303,20 +312,23 @@ TEST(nan_and_inf_signals_are_skipped_and_negatives_refused) {
                                  -(double)INFINITY};
     size_t k;
     for (k = 0; k < 3; k++) {
-      gnmr_place_unit u3 = units[3], u5 = units[5];
-      uint64_t seen0 = units[0].seen;
+      gnmr_place_unit u3 = unit_of(&pl, 3), u5 = unit_of(&pl, 5), x;
+      uint64_t seen0 = unit_of(&pl, 0).seen;
       up[3] = odd[k];
       q[5] = odd[k];
       REQUIRE(gnmr_place_step(&pl, up, q, high) == GNMR_OK);
-      EXPECT(memcmp(&units[3], &u3, sizeof u3) == 0);
-      EXPECT(memcmp(&units[5], &u5, sizeof u5) == 0);
-      EXPECT_EQ_INT(units[0].seen, seen0 + 1);
+      x = unit_of(&pl, 3);
+      EXPECT(memcmp(&x, &u3, sizeof u3) == 0);
+      x = unit_of(&pl, 5);
+      EXPECT(memcmp(&x, &u5, sizeof u5) == 0);
+      EXPECT_EQ_INT(unit_of(&pl, 0).seen, seen0 + 1);
     }
     q[5] = 0.0; /* no error to compare with: no observation */
     {
-      gnmr_place_unit u5 = units[5];
+      gnmr_place_unit u5 = unit_of(&pl, 5), x;
       REQUIRE(gnmr_place_step(&pl, up, q, high) == GNMR_OK);
-      EXPECT(memcmp(&units[5], &u5, sizeof u5) == 0);
+      x = unit_of(&pl, 5);
+      EXPECT(memcmp(&x, &u5, sizeof u5) == 0);
     }
     q[5] = -0.0; /* not negative */
     EXPECT_EQ_INT(gnmr_place_step(&pl, up, q, high), GNMR_OK);
@@ -489,6 +501,63 @@ TEST(damaged_checkpoints_are_refused_whole) {
   EXPECT_EQ_INT(gnmr_place_checkpoint_save(&b, buf, n, NULL), GNMR_EINVAL);
 }
 
+/* The controller's path (gnmr_ctl_isa_active: AVX-512 where the CPU has
+   it, eight units a lane) and the scalar path give the same bits: 37 units
+   (four blocks of eight and a tail), signals with NaN, Inf, zeros and a
+   decay that fires, every step's decisions and the final checkpoint
+   compared. Where the CPU has no AVX-512 both runs are scalar. */
+#define NP 37
+static unsigned char ckpt_paths[2][4096];
+static uint8_t high_paths[2][STEPS][NP];
+TEST(the_scalar_and_avx512_paths_agree_bit_for_bit) {
+  const int wide = gnmr_ctl_isa_active();
+  static const double costs[NP] = {3, 1, 4, 4, 3, 1, 4, 4, 4, 2, 2, 2, 7,
+                                   7, 1, 1, 1, 5, 5, 9, 1, 2, 3, 4, 5, 6,
+                                   7, 8, 9, 1, 2, 3, 4, 5, 6, 7, 8};
+  size_t len[2] = {0, 0};
+  int path;
+  printf("  controller path: %s\n", gnmr_isa_name(wide));
+  for (path = 0; path < 2; path++) {
+    gnmr_place pl;
+    gnmr_place_unit units[NP];
+    const gnmr_place_config c = gnmr_place_config_default();
+    uint32_t t, u;
+    if (path == 1) REQUIRE(gnmr_ctl_isa_force(GNMR_ISA_SCALAR) == GNMR_OK);
+    REQUIRE(gnmr_place_init(&pl, &c, units, costs, NP) == GNMR_OK);
+    for (t = 0; t < STEPS; t++) {
+      double up[NP], q[NP];
+      for (u = 0; u < NP; u++) {
+        const double e = noise(u, t, 3);
+        up[u] = update_of(W_COSINE, u % NU, t) * (1 + 0.5 * e);
+        q[u] = (double)qerr_of(W_COSINE, u % NU, t);
+        if (e > 0.97) up[u] = (double)NAN;
+        if (e < -0.98) q[u] = 0.0;
+        if (e > 0.95 && e <= 0.96) q[u] = (double)INFINITY;
+        if (t < 3 && u % 5 == 0) up[u] = 0.0; /* r = 0: M stays 0 */
+      }
+      REQUIRE(gnmr_place_step(&pl, up, q, high_paths[path][t]) == GNMR_OK);
+    }
+    EXPECT(pl.n_fired == NP);
+    { /* the refusal on this path too: in a block of eight, in the tail */
+      double up[NP], q[NP];
+      for (u = 0; u < NP; u++) up[u] = q[u] = 1.0;
+      up[9] = -1.0;
+      EXPECT_EQ_INT(gnmr_place_step(&pl, up, q, NULL), GNMR_ENORM);
+      up[9] = -0.0;
+      q[NP - 1] = -1e-300;
+      EXPECT_EQ_INT(gnmr_place_step(&pl, up, q, NULL), GNMR_ENORM);
+      q[NP - 1] = -(double)INFINITY; /* a signal, not a refusal */
+      EXPECT_EQ_INT(gnmr_place_step(&pl, up, q, NULL), GNMR_OK);
+    }
+    REQUIRE(gnmr_place_checkpoint_save(&pl, ckpt_paths[path],
+                                       sizeof ckpt_paths[path],
+                                       &len[path]) == GNMR_OK);
+  }
+  REQUIRE(gnmr_ctl_isa_force(wide) == GNMR_OK);
+  EXPECT(len[0] == len[1] && memcmp(ckpt_paths[0], ckpt_paths[1], len[0]) == 0);
+  EXPECT(memcmp(high_paths[0], high_paths[1], sizeof high_paths[0]) == 0);
+}
+
 /* ---- the LM demo's upd-late, transcribed --------------------------------
    examples/train_lm.c before the library had a placer: lm_place_step (at
    the start of a step) and lm_place_update (after its update) under rule
@@ -597,7 +666,7 @@ TEST(decisions_equal_the_demo_prototype) {
       EXPECT_EQ_INT(pl.n_fired, p.n_fired);
       fired += p.n_fired > 0;
       for (u = 0; u < pl.n_fired; u++)
-        EXPECT_EQ_INT(units[u].order, p.fired[u]);
+        EXPECT_EQ_INT(unit_of(&pl, u).order, p.fired[u]);
     }
   EXPECT_EQ_INT(fired, 9); /* every case fires: the order is compared too */
 }
@@ -614,6 +683,7 @@ int main(int argc, char **argv) {
       CHECK_CASE(checkpoint_mid_run_resumes_identically),
       CHECK_CASE(damaged_checkpoints_are_refused_whole),
       CHECK_CASE(decisions_equal_the_demo_prototype),
+      CHECK_CASE(the_scalar_and_avx512_paths_agree_bit_for_bit),
   };
   return check_main(cases, sizeof cases / sizeof cases[0], argc, argv);
 }
