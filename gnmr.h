@@ -348,9 +348,17 @@
        fast_decay               [0, 1)                0.9
        slow_decay               [0, 1)                0.99
        warmup_steps             any                   50
-   The state is the caller's: a gnmr_place and n gnmr_place_unit. The step
-   is GNMR_HOSTDEV plain C (examples/cuda/gnmr_ctl.cuh runs it in one
-   device thread, the same bits). Checkpoints: gnmr_place_checkpoint_*,
+   The state is the caller's: a gnmr_place and a block of n
+   gnmr_place_unit, laid out by field (read a unit with
+   gnmr_place_unit_info). The sums of P3 run in unit order on every path,
+   so the bits are one: the scalar step is GNMR_HOSTDEV plain C
+   (examples/cuda/gnmr_ctl.cuh runs it in one device thread), and where
+   the controller takes AVX-512 (gnmr_ctl_isa_active) the step takes
+   eight units at a time with IEEE products and quotients. Its cost:
+   about the paper rules' gnmr_step per unit (bench/RESULTS.md). The LM
+   demo feeds it (examples/train_lm.c, arm place-gnmr-B); its decisions
+   are the demo's prototype upd-late's bit for bit (tests/test_place.c,
+   tests/test_lm.c). Checkpoints: gnmr_place_checkpoint_*,
    the controller's format rules (CRC-32, validated whole), format version
    1, magic "GNMRPLCE".
 
