@@ -49,7 +49,7 @@ B = build
 RUNNER =
 
 TESTS = test_ctl test_rules test_quiet test_refuse test_cuda_host test_norm \
-        test_demo test_ctl_parallel test_lm test_efficacy
+        test_demo test_ctl_parallel test_lm test_efficacy test_place
 TEST_BINS = $(foreach cc,$(CC_LIST),$(foreach t,$(TESTS),$(B)/$(cc)/$(t))) \
             $(foreach cc,$(CC_LIST),$(B)/$(cc)/test_lm_double) \
             $(foreach cc,$(CC_LIST),$(B)/$(cc)/test_norm_nosimd \
@@ -109,7 +109,7 @@ FUZZ_HDRS = gnmr.h tests/fuzz/fuzz.h tests/fuzz/ctl_model.h
 # below). Defined before the test rule reads TEST_BINS.
 FASTMATH_LANE ?= yes
 FASTMATH_FLAGS = $(CSTD) $(WARN) $(CWARN) -Ofast -I.
-FASTMATH_TESTS = test_ctl test_rules test_refuse test_norm
+FASTMATH_TESTS = test_ctl test_rules test_refuse test_norm test_place
 # The CUDA controller's kernels run on the CPU, as an -Ofast trainer would.
 FASTMATH_TESTS += test_ctl_parallel
 FASTMATH_test_norm = $(NORM_SMALL)
@@ -123,7 +123,7 @@ FASTMATH_BINS = $(foreach cc,$(CC_LIST),\
         fortunes-check mpi mpi-run cuda \
         cuda-test cuda-bench gpu-check detect detect-frontier ab-ctl \
         neon format format-check clean fuzz fuzz-build test-asan \
-        test-valgrind test-warn tidy cppcheck
+        test-valgrind test-warn tidy cppcheck bench-place
 
 all: test
 
@@ -354,6 +354,14 @@ BENCH_FLAGS = -std=c99 $(WARN) -O2 -ffp-contract=off -I.
 $(B)/bench_ctl: bench/bench_ctl.c gnmr.h
 	@mkdir -p $(@D)
 	$(firstword $(CC_LIST)) $(BENCH_FLAGS) -o $@ $< -lm
+
+# The placer's step against the paper rules' gnmr_step, interleaved in one
+# process (bench/RESULTS.md, "Placement": the library's rule).
+$(B)/bench_place: bench/bench_place.c gnmr.h
+	@mkdir -p $(@D)
+	$(firstword $(CC_LIST)) $(BENCH_FLAGS) -o $@ $< -lm
+bench-place: $(B)/bench_place
+	$(B)/bench_place 4096
 
 # Norm helpers: the library built -O2, with a -march=native copy linked
 # beside it (runtime dispatch should make them equal); cblas_snrm2 where
@@ -747,7 +755,7 @@ efficacy-quick: $(B)/train_lm $(B)/train_stress $(B)/efficacy_report \
 	@head -1 $(EFF)/summary.csv | grep -qx '$(EFF_CSV_HEADER)' && \
 	  for s in lm-injected mlp mlp-clip mlp-freeze; do \
 	    grep -q "^$$s,gnmr,1," $(EFF)/summary.csv || exit 1; done && \
-	  for a in place-nvfp4-20 place-upd-all-10; do \
+	  for a in place-nvfp4-20 place-gnmr-10; do \
 	    grep -Eq "^lm-injected,$$a,1,[^,]+,[^,]*,[^,]+,0\.[0-9]+," \
 	      $(EFF)/summary.csv || exit 1; done && \
 	  grep -q '<circle' $(EFF)/efficacy.svg && \
@@ -781,11 +789,12 @@ eff-lm-nat-clip2:
 	$(EFF_LM_NAT) --setting lm-natural-clip --steps $(EFF_STEPS) \
 	  --seeds $(EFF_SEEDS) --arms paper-tau3,$(EFF_FWD) \
 	  --out $(EFF)/lm-natural-clip/fwd
-# CI's placement arms: one static, one measured, beside eff-lm-inj-core's
-# f32 and lowp (their hf_flops must come through to the report).
+# CI's placement arms: one static, one measured by the library's placer
+# (gnmr.h, rules P1-P6), beside eff-lm-inj-core's f32 and lowp (their
+# hf_flops must come through to the report).
 eff-lm-inj-place:
 	$(EFF_LM_INJ) --setting lm-injected --steps $(EFF_STEPS) \
-	  --seeds $(EFF_SEEDS) --arms place-nvfp4-20,place-upd-all-10 \
+	  --seeds $(EFF_SEEDS) --arms place-nvfp4-20,place-gnmr-10 \
 	  --out $(EFF)/lm-injected/place
 eff-mlp:
 	$(EFF_MLP) --steps 1000 --seeds $(EFF_MLP_SEEDS) \
@@ -888,14 +897,14 @@ shift-replay: $(B)/shift_replay
 #                        E5M2 (per tensor, delayed scaling) (3 seeds)
 #   lm-natural-clip-wsd  lm-natural-clip under WSD (seed 1): the late switch,
 #                        told the schedule, against the measured rule
-# 87 LM runs of 1000 steps: about an hour on 2 cores (40-50 s a run).
+# 94 LM runs of 1000 steps: about an hour on 2 cores (40-50 s a run).
 EFFP = $(B)/efficacy-place
 EFF_LM_E5M2 = $(EFF_LM_NAT) --grad-format e5m2
 EFFP_SPACE = place-nvfp4-10,place-nvfp4-20,place-firstlast-20,$\
   place-rand1-20,place-rand2-20,place-rand3-20,place-once-20
 EFFP_TIME = place-late-5,place-late-10,place-late-20,place-nvfp4-late-10
 EFFP_MEASURED = place-upd-max-10,place-upd-both-10,place-upd-all-10,$\
-  place-upd-late-10
+  place-upd-late-10,place-gnmr-10
 EFFP_PARTS = effp-nat-space effp-nat-time effp-e5m2grad effp-wsd
 effp-nat-space:
 	$(EFF_LM_NAT) --setting lm-natural-clip --steps $(EFF_STEPS) \
@@ -1043,6 +1052,7 @@ help:
 	  'bench-norm        norm-helper benchmark and its targets' \
 	  'ab-norm BASE=rev  out-of-cache norms, this tree against rev, interleaved' \
 	  'ab-ctl BASE=rev   controller cost, this tree against rev, interleaved' \
+	  'bench-place       the placer step against gnmr_step, interleaved' \
 	  'detect            detection benchmark tables (bench/RESULTS.md)' \
 	  'detect-frontier   recall at 0.1% false alarms (bench/RESULTS.md)' \
 	  'demo              training stress demo on built-in data' \

@@ -288,6 +288,77 @@
    Monitor-only use: max_recovering = 0 and spike_policy =
    GNMR_SPIKE_PASS.
 
+   Placement (gnmr_place_*, rules P1-P6): a second, separate rule for the
+   format's own loss (FP4: every step a little worse, no step much worse),
+   where the rules above do nothing. It holds units on the high-fidelity
+   path by a budget of compute, not of units: each unit has a cost (its
+   GEMM FLOPs per step, given at init) and the high-fidelity units' cost
+   over the run stays within a share B of the units' total. It is told
+   neither the schedule nor the run's length: it reads, per unit and step,
+   what the optimizer moved the weights by against what the format
+   resolves of them, and fires when that falls against the run's own
+   history, late in training, where the format's loss is made (the LM
+   demo: bench/RESULTS.md, "Placement"). The controller (gnmr_step) does
+   not see it and is not changed by it; a unit runs high-fidelity when
+   either says so. Each step, after the optimizer's update, for each unit
+   u (C the sum of the costs c_u):
+     P1 signals: a = ||W_t+1 - W_t||, the update's norm, and q = ||Q(W_t) -
+        W_t||, the weights' quantization error as the cheap path used them.
+        A finite negative one refuses the whole step (GNMR_ENORM). A NaN or
+        Inf a or q, or q = 0, is no observation: the unit's state is not
+        touched this step. After the fire (P5) the signals are checked but
+        not read.
+     P2 m = a at the unit's first observation, else update_decay m + (1 -
+        update_decay) a; r = m / q (a non-finite r: no observation); M =
+        max(M, r), the unit's running maximum.
+     P3 the run's level x = sum of c_u r_u / M_u over the units observed
+        this step with M_u > 0, over the sum of their c_u: 1 at the peak of
+        every unit, falling as the learning rate decays (or the weights
+        grow). Scaling a unit's a or q by a constant changes nothing
+        (rounding aside). A step with no such unit has no level: P4 and
+        P5 skip it.
+     P4 its fast and slow means: F = S = x at the first level, then F =
+        fast_decay F + (1 - fast_decay) x, S = slow_decay S + (1 -
+        slow_decay) x.
+     P5 fire, once, from the level's (warmup_steps + 1)-th step on: when x <
+        fire_level (a low level) or F < fall_ratio S (a fall, at any level:
+        a WSD decay). Every unit fires, for good, in the order of r_u / M_u
+        at its last observation (0 without a maximum), lowest first, ties
+        by the lower index.
+     P6 budget, a token bucket: every step earns B C (the first at init),
+        and the fired units, in firing order, run high-fidelity on the next
+        step while the credit covers their cost, which is paid. So through
+        any step t the high-fidelity cost is at most B C (t + 1), without
+        the run's length; the credit banked before the fire is what the
+        late phase spends, so a rule that fires early runs out before the
+        end (RESULTS: why the level is low).
+   The defaults are the LM demo's upd-late prototype (fire_level and
+   fall_ratio read off one trace: lm-natural-clip, seed 1; RESULTS has
+   them on the other seeds and settings, and where they lose to the late
+   switch that is told the schedule). Placement configuration
+   (gnmr_place_config_default; gnmr_place_config_check names the field):
+       field            symbol  valid                 default
+       budget           B       (0, 1]                0.1
+       update_decay             [0, 1)                0.95
+       fire_level               [0, 1)                0.05
+       fall_ratio               [0, 1); 0 = no fall   0.6
+       fast_decay               [0, 1)                0.9
+       slow_decay               [0, 1)                0.99
+       warmup_steps             any                   50
+   The state is the caller's: a gnmr_place and a block of n
+   gnmr_place_unit, laid out by field (read a unit with
+   gnmr_place_unit_info). The sums of P3 run in unit order on every path,
+   so the bits are one: the scalar step is GNMR_HOSTDEV plain C
+   (examples/cuda/gnmr_ctl.cuh runs it in one device thread), and where
+   the controller takes AVX-512 (gnmr_ctl_isa_active) the step takes
+   eight units at a time with IEEE products and quotients. Its cost:
+   about the paper rules' gnmr_step per unit (bench/RESULTS.md). The LM
+   demo feeds it (examples/train_lm.c, arm place-gnmr-B); its decisions
+   are the demo's prototype upd-late's bit for bit (tests/test_place.c,
+   tests/test_lm.c). Checkpoints: gnmr_place_checkpoint_*,
+   the controller's format rules (CRC-32, validated whole), format version
+   1, magic "GNMRPLCE".
+
    API at a glance (every public function; declarations below):
        gnmr_version              GNMR_VERSION_STRING, from the library
        gnmr_strerror             a GNMR_E* code's meaning
@@ -320,6 +391,18 @@
        gnmr_isa_active, gnmr_isa_supported, gnmr_isa_force, gnmr_isa_name
                                  the norm helpers' SIMD path
        gnmr_ctl_isa_active, gnmr_ctl_isa_force  the controller's path
+     Placement (rules P1-P6):
+       gnmr_place_config_default the placer's defaults
+       gnmr_place_config_check   a placer config valid? names the field
+       gnmr_place_init           a placer over the caller's unit states
+       gnmr_place_step           one step: update and error norms in,
+                                 next step's high-fidelity units out
+       gnmr_place_high           1 if unit u runs high-fidelity next step
+       gnmr_place_unit_info      a unit's state, and the firing order
+       gnmr_place_info           steps, the fire's step, level, credit
+       gnmr_place_checkpoint_size  bytes a placer's checkpoint takes
+       gnmr_place_checkpoint_save  the placer into a buffer
+       gnmr_place_checkpoint_load  a buffer into a placer
 
    Errors: every function that can fail returns GNMR_OK (0) or a negative
    GNMR_E* code (gnmr_strerror names it), and a refused call changes nothing:
@@ -343,7 +426,8 @@
                        of units                       _config
        GNMR_ECONFIG    a config field out of range    config_check, init,
                        (gnmr_config_check names it)   reconfigure
-       GNMR_ENORM      a finite negative norm         step
+       GNMR_ENORM      a finite negative norm         step, place_step
+                       (placement: signal)
        GNMR_ESTATE     controller not from gnmr_init, step, reconfigure,
                        edited by hand, a stale copy;  recovering_check,
                        (save) a state it could not    counters_get,
@@ -352,6 +436,10 @@
                                                       _load, _config
        GNMR_EISA       instruction set not available  isa_force,
                                                       ctl_isa_force
+   The placer's functions (gnmr_place_*) answer with the same codes for
+   the same causes: EINVAL also for n_units 0 or a cost out of range,
+   ECONFIG for its config, ESTATE for a placer not from gnmr_place_init,
+   and its checkpoint's as the controller's.
    gnmr_recovering never returns a code (0 where gnmr_recovering_check
    refuses); gnmr_checkpoint_size answers 0 where a save would be refused.
 
@@ -837,6 +925,118 @@ GNMR_DEF int gnmr_checkpoint_load(gnmr_ctl *ctl, const void *buf, size_t len);
 GNMR_DEF int gnmr_checkpoint_config(const gnmr_ctl *ctl, const void *buf,
                                     size_t len, gnmr_config *out,
                                     const char **differs);
+
+/* ---- placement (rules P1-P6, top of this file) ------------------------- */
+
+/* The placer's settings (gnmr_place_config_default; the manual's table). */
+typedef struct gnmr_place_config {
+  /* B: share of the units' cost (FLOPs) on the high-fidelity path; (0, 1] */
+  double budget;
+  /* weight of the history in each unit's mean update norm; [0, 1) */
+  double update_decay;
+  /* the run fires when its level (rule P3) is below this; [0, 1) */
+  double fire_level;
+  /* ... or when the level's fast mean is below this times its slow; [0, 1)
+   */
+  double fall_ratio;
+  /* weight of the history in the level's fast mean; [0, 1) */
+  double fast_decay;
+  /* ... and in its slow mean; [0, 1) */
+  double slow_decay;
+  /* steps with a level before the run may fire; any */
+  uint32_t warmup_steps;
+  /* cppcheck-suppress unusedStructMember */
+  uint32_t reserved_; /* 0: no padding */
+} gnmr_place_config;
+
+/* The defaults: budget 0.1, the rest as the manual's table. */
+GNMR_DEF gnmr_place_config gnmr_place_config_default(void);
+/* GNMR_OK, or GNMR_ECONFIG with *field (field may be NULL) naming the first
+   field out of range, NULL when valid. GNMR_EINVAL for a NULL cfg. */
+GNMR_DEF int gnmr_place_config_check(const gnmr_place_config *cfg,
+                                     const char **field);
+
+/* Storage for one unit: plain data of fixed size, the library's. The caller
+   owns a block of n; gnmr_place_init lays the block out as one array per
+   field (never copy or move single entries), so read a unit through
+   gnmr_place_unit_info, which fills one of these with its fields. */
+typedef struct gnmr_place_unit {
+  double cost;      /* its cost per step (GEMM FLOPs), from init */
+  double update;    /* the mean of its update norm (rule P2) */
+  double ratio;     /* r, at its last observation */
+  double ratio_max; /* its running maximum of r */
+  uint64_t seen;    /* its observations */
+  uint32_t order;   /* entry k of the firing order: the unit that fired k-th */
+  uint32_t high;    /* 1: high-fidelity on the next step */
+} gnmr_place_unit;
+
+/* The placer. Its fields are the library's: read them through
+   gnmr_place_high and gnmr_place_info; copy a placer with a checkpoint (a
+   struct copy shares the unit array). */
+typedef struct gnmr_place {
+  gnmr_place_config cfg;
+  gnmr_place_unit *units;
+  uint32_t n_units;
+  uint32_t n_fired;  /* 0, or n_units once the run has fired (rule P5) */
+  double total;      /* C: the sum of the costs, in unit order */
+  double earn;       /* B x C: what a step earns (rule P6) */
+  double credit;     /* what is left to spend, >= 0 */
+  double level;      /* x, the last step's level (rule P3) */
+  double level_fast; /* its fast and slow means (rule P4) */
+  double level_slow;
+  uint64_t steps;      /* gnmr_place_step calls that were not refused */
+  uint64_t level_seen; /* steps with a level */
+  uint64_t fired_step; /* the step that fired (0-based); UINT64_MAX: none */
+  uint32_t magic;      /* set by gnmr_place_init */
+  uint32_t reserved_;
+} gnmr_place;
+
+/* A placer over the caller's n_units (>= 1) states, unit u costing
+   costs[u] per step (finite, > 0; their sum finite): nothing fired, the
+   credit one step's earning, no unit high-fidelity. GNMR_EINVAL: a NULL
+   pointer, n_units 0, or a cost out of range; GNMR_ECONFIG: cfg
+   (gnmr_place_config_check names the field). Refused, nothing changes. */
+GNMR_DEF int gnmr_place_init(gnmr_place *pl, const gnmr_place_config *cfg,
+                             gnmr_place_unit *units, const double *costs,
+                             uint32_t n_units);
+/* One training step, after its optimizer update: update[u] = ||W_t+1 -
+   W_t||, qerr[u] = ||Q(W_t) - W_t|| (the unit's weights' quantization error
+   as the cheap path used them), rules P1-P6. high (may be NULL) gets, per
+   unit, 1 if it runs high-fidelity on the next step, else 0. A finite
+   negative signal: GNMR_ENORM; NULL pl, update or qerr: GNMR_EINVAL; a
+   placer not from gnmr_place_init: GNMR_ESTATE. Refused, nothing changes,
+   high included. */
+GNMR_DEF GNMR_HOSTDEV int gnmr_place_step(gnmr_place *pl, const double *update,
+                                          const double *qerr, uint8_t *high);
+/* 1 if unit u runs high-fidelity on the next step; 0 otherwise and for a
+   NULL or uninitialised placer or a unit >= n. */
+GNMR_DEF GNMR_HOSTDEV int gnmr_place_high(const gnmr_place *pl, uint32_t u);
+/* Unit u's state into *out, its order field the u-th entry of the firing
+   order (the unit that fired u-th; 0 before the fire). GNMR_EINVAL: NULL,
+   or u >= n; GNMR_ESTATE: a placer not from gnmr_place_init. */
+GNMR_DEF int gnmr_place_unit_info(const gnmr_place *pl, uint32_t u,
+                                  gnmr_place_unit *out);
+
+typedef struct gnmr_place_report {
+  uint64_t steps;      /* steps so far */
+  uint64_t fired_step; /* the step that fired (0-based); UINT64_MAX: none */
+  double level;        /* the last level x (rule P3); 0 before the first */
+  double credit;       /* the credit left after the last decision */
+  double high_cost;    /* cost of the units high-fidelity on the next step */
+  double high_share;   /* ... over C */
+} gnmr_place_report;
+GNMR_DEF int gnmr_place_info(const gnmr_place *pl, gnmr_place_report *out);
+
+/* Checkpoints of a placer, as the controller's: little-endian, CRC-32,
+   version 1; a load validates everything before it writes, restores config,
+   costs and state (into a placer initialised over the same number of
+   units), and a run continued from it decides exactly as one never
+   interrupted. Size 0 where a save would be refused. */
+GNMR_DEF size_t gnmr_place_checkpoint_size(const gnmr_place *pl);
+GNMR_DEF int gnmr_place_checkpoint_save(const gnmr_place *pl, void *buf,
+                                        size_t cap, size_t *written);
+GNMR_DEF int gnmr_place_checkpoint_load(gnmr_place *pl, const void *buf,
+                                        size_t len);
 
 /* ---- norm helpers ------------------------------------------------------ */
 
@@ -3717,6 +3917,593 @@ GNMR_DEF int gnmr_checkpoint_config(const gnmr_ctl *ctl, const void *buf,
 #undef GNMR__DIFFERS
   if (out) *out = t.cfg;
   if (differs) *differs = first;
+  return GNMR_OK;
+}
+
+/* ---- placement --------------------------------------------------------------
+   Rules P1-P6 (top of this file). The step is plain C on doubles, every
+   product through gnmr__mul: the host and a CUDA device (one thread,
+   examples/cuda/gnmr_ctl.cuh) give the same bits. */
+
+#define GNMR__PLACE_MAGIC 0x504d4e47u /* "GNMP" */
+#define GNMR__PLACE_VERSION 1u
+
+static int gnmr__place_share(double x) {
+  return gnmr__finite64(x) && x >= 0.0 && x < 1.0;
+}
+
+/* Every field of gnmr_place_config with its default and its valid range,
+   listed once (defaults, check, checkpoint). The defaults are the LM demo's
+   upd-late prototype (bench/RESULTS.md, "Placement"): fire_level and
+   fall_ratio were read off the lowp arm's trace of lm-natural-clip, seed
+   1. */
+#define GNMR__PLACE_CONFIG(X)                                                  \
+  X(budget, 0.1, gnmr__finite_above(c->budget, 0.0) && c->budget <= 1.0)       \
+  X(update_decay, 0.95, gnmr__place_share(c->update_decay))                    \
+  X(fire_level, 0.05, gnmr__place_share(c->fire_level))                        \
+  X(fall_ratio, 0.6, gnmr__place_share(c->fall_ratio))                         \
+  X(fast_decay, 0.9, gnmr__place_share(c->fast_decay))                         \
+  X(slow_decay, 0.99, gnmr__place_share(c->slow_decay))                        \
+  X(warmup_steps, 50, 1)
+
+GNMR_DEF gnmr_place_config gnmr_place_config_default(void) {
+  gnmr_place_config c;
+  c.reserved_ = 0;
+#define GNMR__DEFAULT(name, value, valid) c.name = value;
+  GNMR__PLACE_CONFIG(GNMR__DEFAULT)
+#undef GNMR__DEFAULT
+  return c;
+}
+
+GNMR_DEF int gnmr_place_config_check(const gnmr_place_config *c,
+                                     const char **field) {
+  const char *bad = NULL;
+  if (!c) return GNMR_EINVAL;
+#define GNMR__CHECK(name, value, valid)                                        \
+  if (!bad && !(valid)) bad = #name;
+  GNMR__PLACE_CONFIG(GNMR__CHECK)
+#undef GNMR__CHECK
+  if (field) *field = bad;
+  return bad ? GNMR_ECONFIG : GNMR_OK;
+}
+
+/* A block of n gnmr_place_unit is laid out as one array per field, in
+   GNMR__PLACE_UNIT's order below (the n costs, then the n updates, ...):
+   the AVX-512 path reads eight units of a field in one load. */
+typedef struct gnmr__place_soa {
+  double *cost, *update, *ratio, *ratio_max;
+  uint64_t *seen;
+  uint32_t *order, *high;
+} gnmr__place_soa;
+
+static GNMR_HOSTDEV gnmr__place_soa gnmr__place_carve(const gnmr_place *pl) {
+  gnmr__place_soa s;
+  const size_t n = pl->n_units;
+  unsigned char *p = (unsigned char *)(void *)pl->units;
+  s.cost = (double *)(void *)p;
+  s.update = s.cost + n;
+  s.ratio = s.update + n;
+  s.ratio_max = s.ratio + n;
+  s.seen = (uint64_t *)(void *)(s.ratio_max + n);
+  s.order = (uint32_t *)(void *)(s.seen + n);
+  s.high = s.order + n;
+  return s;
+}
+
+/* Unit j's fields, and back. */
+static void gnmr__place_unit_get(const gnmr_place *pl, uint32_t j,
+                                 gnmr_place_unit *out) {
+  const gnmr__place_soa s = gnmr__place_carve(pl);
+  out->cost = s.cost[j];
+  out->update = s.update[j];
+  out->ratio = s.ratio[j];
+  out->ratio_max = s.ratio_max[j];
+  out->seen = s.seen[j];
+  out->order = s.order[j];
+  out->high = s.high[j];
+}
+static void gnmr__place_unit_set(const gnmr_place *pl, uint32_t j,
+                                 const gnmr_place_unit *in) {
+  const gnmr__place_soa s = gnmr__place_carve(pl);
+  s.cost[j] = in->cost;
+  s.update[j] = in->update;
+  s.ratio[j] = in->ratio;
+  s.ratio_max[j] = in->ratio_max;
+  s.seen[j] = in->seen;
+  s.order[j] = in->order;
+  /* cppcheck-suppress unreadVariable ; the block's array, not s's field */
+  s.high[j] = in->high;
+}
+
+static GNMR_HOSTDEV int gnmr__place_ok(const gnmr_place *pl) {
+  return pl->magic == GNMR__PLACE_MAGIC && pl->units && pl->n_units >= 1 &&
+         (pl->n_fired == 0 || pl->n_fired == pl->n_units);
+}
+
+GNMR_DEF int gnmr_place_init(gnmr_place *pl, const gnmr_place_config *cfg,
+                             gnmr_place_unit *units, const double *costs,
+                             uint32_t n) {
+  double total = 0.0;
+  uint32_t u;
+  if (!pl || !cfg || !units || !costs || n == 0) return GNMR_EINVAL;
+  if (gnmr_place_config_check(cfg, NULL) != GNMR_OK) return GNMR_ECONFIG;
+  for (u = 0; u < n; u++) {
+    if (!gnmr__finite_above(costs[u], 0.0)) return GNMR_EINVAL;
+    total += costs[u];
+  }
+  if (!gnmr__finite64(total)) return GNMR_EINVAL;
+  memset(pl, 0, sizeof *pl);
+  pl->cfg = *cfg;
+  pl->cfg.reserved_ = 0;
+  pl->units = units;
+  pl->n_units = n;
+  pl->total = total;
+  pl->earn = gnmr__mul(cfg->budget, total);
+  pl->credit = pl->earn; /* the first step's, spent on nothing */
+  pl->fired_step = UINT64_MAX;
+  memset(units, 0, sizeof *units * n);
+  memcpy(gnmr__place_carve(pl).cost, costs, sizeof *costs * n);
+  pl->magic = GNMR__PLACE_MAGIC;
+  return GNMR_OK;
+}
+
+/* Rule P5's order: r / max (0 for a unit with no maximum yet), lowest
+   first, ties by the lower index: a strict total order, so the heap sort
+   below gives what a stable sort would. */
+static GNMR_HOSTDEV double gnmr__place_key(double ratio, double ratio_max) {
+  return ratio_max > 0.0 ? ratio / ratio_max : 0.0;
+}
+static GNMR_HOSTDEV int gnmr__place_before(const gnmr__place_soa *s, uint32_t a,
+                                           uint32_t b) {
+  const double ka = gnmr__place_key(s->ratio[a], s->ratio_max[a]),
+               kb = gnmr__place_key(s->ratio[b], s->ratio_max[b]);
+  return ka < kb || (ka == kb && a < b);
+}
+static GNMR_HOSTDEV void gnmr__place_sift(const gnmr__place_soa *s,
+                                          uint64_t root, uint64_t end) {
+  uint32_t *o = s->order;
+  for (;;) {
+    uint64_t child = 2 * root + 1;
+    uint32_t t;
+    if (child >= end) return;
+    if (child + 1 < end && gnmr__place_before(s, o[child], o[child + 1]))
+      child++;
+    if (!gnmr__place_before(s, o[root], o[child])) return;
+    t = o[root];
+    o[root] = o[child];
+    o[child] = t;
+    root = child;
+  }
+}
+static GNMR_HOSTDEV void gnmr__place_fire(const gnmr__place_soa *s,
+                                          uint32_t n) {
+  uint32_t *o = s->order, u;
+  for (u = 0; u < n; u++) o[u] = u;
+  for (u = n / 2; u-- > 0;) gnmr__place_sift(s, u, n);
+  for (u = n; u > 1; u--) {
+    const uint32_t t = o[0];
+    o[0] = o[u - 1];
+    o[u - 1] = t;
+    gnmr__place_sift(s, 0, u - 1);
+  }
+}
+
+/* P1's refusal: a finite negative signal (-0 and -Inf are not), told by
+   the bits; one pass without an early exit. */
+static GNMR_HOSTDEV int gnmr__place_negative(const double *x, uint32_t n) {
+  uint32_t u, bad = 0;
+  for (u = 0; u < n; u++) {
+    uint64_t b;
+    memcpy(&b, &x[u], 8);
+    /* sign set, magnitude in (0, Inf): b in (0x8000..0, 0xFFF0..0) */
+    bad |= (uint32_t)(b - UINT64_C(0x8000000000000001) <
+                      UINT64_C(0x7FEFFFFFFFFFFFFF));
+  }
+  return bad != 0;
+}
+
+/* P2 and P3's terms for unit u: 1 if it is observed, with *term its
+   c r / M (0 when M is 0) and *cost its c (0 when M is 0). */
+static GNMR_HOSTDEV int gnmr__place_unit(const gnmr__place_soa *s, uint32_t u,
+                                         double a, double q, double wu,
+                                         double wa, double *term,
+                                         double *cost) {
+  double m, r;
+  *term = 0.0;
+  *cost = 0.0;
+  if (!gnmr__finite64(a) || !gnmr__finite64(q) || !(q > 0.0)) return 0;
+  m = s->seen[u] ? gnmr__mul(wu, s->update[u]) + gnmr__mul(wa, a) : a;
+  r = m / q;
+  if (!gnmr__finite64(r)) return 0;
+  s->update[u] = m;
+  s->ratio[u] = r;
+  if (r > s->ratio_max[u]) s->ratio_max[u] = r;
+  s->seen[u]++;
+  if (s->ratio_max[u] > 0.0) { /* P3 */
+    *term = gnmr__mul(s->cost[u], r) / s->ratio_max[u];
+    *cost = s->cost[u];
+  }
+  return 1;
+}
+
+#if GNMR__CTL_AVX512
+/* gnmr__place_negative of both arrays, eight lanes at a time. */
+GNMR__TARGET_AVX512
+static int gnmr__place_negative8(const double *x, const double *y, uint32_t n) {
+  const __m512i lo = _mm512_set1_epi64((long long)UINT64_C(0x8000000000000001));
+  const __m512i span = _mm512_set1_epi64(0x7FEFFFFFFFFFFFFFLL);
+  __mmask8 bad = 0;
+  uint32_t u = 0;
+  for (; u + 8 <= n; u += 8) {
+    const __m512i a = _mm512_loadu_si512((const void *)(x + u));
+    const __m512i b = _mm512_loadu_si512((const void *)(y + u));
+    bad |= _mm512_cmplt_epu64_mask(_mm512_sub_epi64(a, lo), span);
+    bad |= _mm512_cmplt_epu64_mask(_mm512_sub_epi64(b, lo), span);
+  }
+  return bad != 0 || gnmr__place_negative(x + u, n - u) ||
+         gnmr__place_negative(y + u, n - u);
+}
+
+/* P2 and P3's terms of units u ... u + 7, the bits of gnmr__place_unit in
+   each lane (IEEE products and quotients, no FMA), masked lanes as its
+   early returns; term and cost get the eight lanes, 0 where not counted. */
+GNMR__TARGET_AVX512
+static void gnmr__place_units8(const gnmr__place_soa *s, uint32_t u,
+                               const double *update, const double *qerr,
+                               double wu, double wa, double *term,
+                               double *cost) {
+  const __m512d zero = _mm512_setzero_pd();
+  const __m512d a = _mm512_loadu_pd(update + u), q = _mm512_loadu_pd(qerr + u);
+  const __m512i seen = _mm512_loadu_si512((const void *)(s->seen + u));
+  const __m512d m_old = _mm512_loadu_pd(s->update + u);
+  const __m512d max_old = _mm512_loadu_pd(s->ratio_max + u);
+  const __m512d c = _mm512_loadu_pd(s->cost + u);
+  /* NaN (quiet, signalling) and +-Inf: fpclass 0x01 | 0x08 | 0x10 | 0x80 */
+  const __mmask8 ok_in = (__mmask8)(~_mm512_fpclass_pd_mask(a, 0x99) &
+                                    ~_mm512_fpclass_pd_mask(q, 0x99) &
+                                    _mm512_cmp_pd_mask(q, zero, _CMP_GT_OQ));
+  const __mmask8 first = _mm512_cmpeq_epu64_mask(seen, _mm512_setzero_si512());
+  const __m512d mixed = gnmr__add8(gnmr__mul8(_mm512_set1_pd(wu), m_old),
+                                   gnmr__mul8(_mm512_set1_pd(wa), a));
+  const __m512d m = _mm512_mask_blend_pd(first, mixed, a);
+  const __m512d r = gnmr__div8(m, q);
+  const __mmask8 ok = (__mmask8)(ok_in & ~_mm512_fpclass_pd_mask(r, 0x99));
+  const __mmask8 up =
+      (__mmask8)(ok & _mm512_cmp_pd_mask(r, max_old, _CMP_GT_OQ));
+  const __m512d mx = _mm512_mask_blend_pd(up, max_old, r);
+  const __mmask8 counted =
+      (__mmask8)(ok & _mm512_cmp_pd_mask(mx, zero, _CMP_GT_OQ));
+  _mm512_mask_storeu_pd(s->update + u, ok, m);
+  _mm512_mask_storeu_pd(s->ratio + u, ok, r);
+  _mm512_storeu_pd(s->ratio_max + u, mx);
+  _mm512_storeu_si512(
+      (void *)(s->seen + u),
+      _mm512_mask_add_epi64(seen, ok, seen, _mm512_set1_epi64(1)));
+  /* the quotient in every lane (a masked-off lane's is discarded: it may
+     be 0 / 0, quietly, as MXCSR's exceptions are masked) */
+  _mm512_storeu_pd(
+      term, _mm512_maskz_mov_pd(counted, gnmr__div8(gnmr__mul8(c, r), mx)));
+  _mm512_storeu_pd(cost, _mm512_maskz_mov_pd(counted, c));
+}
+#endif
+
+/* P1: a finite negative signal in either array refuses the step whole,
+   before any change. */
+static GNMR_HOSTDEV int gnmr__place_refused(const double *update,
+                                            const double *qerr, uint32_t n) {
+#if GNMR__CTL_AVX512
+  if (gnmr_ctl_isa_active() == GNMR_ISA_AVX512)
+    return gnmr__place_negative8(update, qerr, n);
+#endif
+  return gnmr__place_negative(update, n) || gnmr__place_negative(qerr, n);
+}
+
+/* P2-P5 over the units (the run has not fired). The sums in unit order,
+   lanes or not: a unit not counted adds +0, which leaves a sum >= +0 as it
+   was. */
+static GNMR_HOSTDEV void
+gnmr__place_observe(gnmr_place *pl, const double *update, const double *qerr) {
+  const gnmr__place_soa s = gnmr__place_carve(pl);
+  const gnmr_place_config *c = &pl->cfg;
+  const double wu = c->update_decay, wa = 1.0 - c->update_decay;
+  double sum = 0.0, weight = 0.0;
+  uint32_t u = 0;
+#if GNMR__CTL_AVX512
+  if (gnmr_ctl_isa_active() == GNMR_ISA_AVX512) {
+    for (; u + 8 <= pl->n_units; u += 8) {
+      double term[8], cost[8];
+      int k;
+      gnmr__place_units8(&s, u, update, qerr, wu, wa, term, cost);
+      for (k = 0; k < 8; k++) {
+        sum += term[k];
+        weight += cost[k];
+      }
+    }
+  }
+#endif
+  for (; u < pl->n_units; u++) { /* P2, P3 */
+    double term, cost;
+    if (gnmr__place_unit(&s, u, update[u], qerr[u], wu, wa, &term, &cost)) {
+      sum += term;
+      weight += cost;
+    }
+  }
+  if (weight > 0.0) {
+    const double x = sum / weight;
+    if (pl->level_seen) { /* P4 */
+      pl->level_fast = gnmr__mul(c->fast_decay, pl->level_fast) +
+                       gnmr__mul(1.0 - c->fast_decay, x);
+      pl->level_slow = gnmr__mul(c->slow_decay, pl->level_slow) +
+                       gnmr__mul(1.0 - c->slow_decay, x);
+    } else {
+      pl->level_fast = x;
+      pl->level_slow = x;
+    }
+    pl->level = x;
+    pl->level_seen++;
+    if (pl->level_seen > c->warmup_steps && /* P5 */
+        (x < c->fire_level ||
+         pl->level_fast < gnmr__mul(c->fall_ratio, pl->level_slow))) {
+      gnmr__place_fire(&s, pl->n_units);
+      pl->n_fired = pl->n_units;
+      pl->fired_step = pl->steps;
+    }
+  }
+}
+
+GNMR_DEF GNMR_HOSTDEV int gnmr_place_step(gnmr_place *pl, const double *update,
+                                          const double *qerr, uint8_t *high) {
+  double credit;
+  uint32_t n;
+  if (!pl || !update || !qerr) return GNMR_EINVAL;
+  if (!gnmr__place_ok(pl)) return GNMR_ESTATE;
+  n = pl->n_units;
+  if (gnmr__place_refused(update, qerr, n)) return GNMR_ENORM; /* P1 */
+  if (pl->n_fired == 0) gnmr__place_observe(pl, update, qerr);
+  credit = pl->credit + pl->earn; /* P6 */
+  if (pl->n_fired == 0) {         /* every unit low: its high is 0 since init */
+    if (high) memset(high, 0, n);
+  } else { /* every unit fired: each visited once, in firing order */
+    const gnmr__place_soa s = gnmr__place_carve(pl);
+    uint32_t k;
+    for (k = 0; k < n; k++) {
+      const uint32_t v = s.order[k], on = credit >= s.cost[v];
+      if (on) credit -= s.cost[v];
+      s.high[v] = on;
+      if (high) high[v] = (uint8_t)on;
+    }
+  }
+  pl->credit = credit;
+  pl->steps++;
+  return GNMR_OK;
+}
+
+GNMR_DEF GNMR_HOSTDEV int gnmr_place_high(const gnmr_place *pl, uint32_t u) {
+  if (!pl || !gnmr__place_ok(pl) || u >= pl->n_units) return 0;
+  return gnmr__place_carve(pl).high[u] != 0;
+}
+
+GNMR_DEF int gnmr_place_unit_info(const gnmr_place *pl, uint32_t u,
+                                  gnmr_place_unit *out) {
+  if (!pl || !out) return GNMR_EINVAL;
+  if (!gnmr__place_ok(pl)) return GNMR_ESTATE;
+  if (u >= pl->n_units) return GNMR_EINVAL;
+  gnmr__place_unit_get(pl, u, out);
+  return GNMR_OK;
+}
+
+GNMR_DEF int gnmr_place_info(const gnmr_place *pl, gnmr_place_report *out) {
+  double cost = 0.0;
+  uint32_t u;
+  gnmr__place_soa s;
+  if (!pl || !out) return GNMR_EINVAL;
+  if (!gnmr__place_ok(pl)) return GNMR_ESTATE;
+  s = gnmr__place_carve(pl);
+  for (u = 0; u < pl->n_units; u++)
+    if (s.high[u]) cost += s.cost[u];
+  out->steps = pl->steps;
+  out->fired_step = pl->fired_step;
+  out->level = pl->level;
+  out->credit = pl->credit;
+  out->high_cost = cost;
+  out->high_share = cost / pl->total;
+  return GNMR_OK;
+}
+
+/* The placer's checkpoint: magic, version, n; the config (reserved_ as 0);
+   the placer's state; each unit's state; CRC-32 of all before it. Each
+   value as the little-endian bits of its type. A change to a list changes
+   the format: bump GNMR__PLACE_VERSION. */
+#define GNMR__PLACE_STATE(X)                                                   \
+  X(n_fired, uint32_t)                                                         \
+  X(reserved_, uint32_t)                                                       \
+  X(total, double)                                                             \
+  X(earn, double)                                                              \
+  X(credit, double)                                                            \
+  X(level, double)                                                             \
+  X(level_fast, double)                                                        \
+  X(level_slow, double)                                                        \
+  X(steps, uint64_t)                                                           \
+  X(level_seen, uint64_t)                                                      \
+  X(fired_step, uint64_t)
+#define GNMR__PLACE_UNIT(X)                                                    \
+  X(cost, double)                                                              \
+  X(update, double)                                                            \
+  X(ratio, double)                                                             \
+  X(ratio_max, double)                                                         \
+  X(seen, uint64_t)                                                            \
+  X(order, uint32_t)                                                           \
+  X(high, uint32_t)
+#define GNMR__PLACE_BYTES(name, type)                                          \
+  +sizeof(type) /* NOLINT(bugprone-macro-parentheses) */
+#define GNMR__PLACE_CFG_BYTES(name, value, valid)                              \
+  +sizeof(((gnmr_place_config *)0)->name) /* NOLINT */
+#define GNMR__PLACE_HEADER 16u
+#define GNMR__PLACE_FIXED                                                      \
+  (GNMR__PLACE_HEADER + (4 GNMR__PLACE_CONFIG(GNMR__PLACE_CFG_BYTES)) +        \
+   (0 GNMR__PLACE_STATE(GNMR__PLACE_BYTES)))
+#define GNMR__PLACE_UNIT_BYTES (0 GNMR__PLACE_UNIT(GNMR__PLACE_BYTES))
+
+static const char gnmr__place_magic[8] = {'G', 'N', 'M', 'R',
+                                          'P', 'L', 'C', 'E'};
+
+static size_t gnmr__place_size(uint32_t n) {
+  return GNMR__PLACE_FIXED + (size_t)n * GNMR__PLACE_UNIT_BYTES + 4u;
+}
+
+/* Unit j's state, from memory (src a gnmr_place) or from a checkpoint's
+   bytes (src its first unit). */
+typedef void (*gnmr__place_get_fn)(const void *src, uint32_t j,
+                                   gnmr_place_unit *out);
+static void gnmr__place_get_mem(const void *src, uint32_t j,
+                                gnmr_place_unit *out) {
+  gnmr__place_unit_get((const gnmr_place *)src, j, out);
+}
+static void gnmr__place_get_buf(const void *src, uint32_t j,
+                                gnmr_place_unit *out) {
+  const unsigned char *p =
+      (const unsigned char *)src + (size_t)j * GNMR__PLACE_UNIT_BYTES;
+#define GNMR__GET_UNIT(name, type) gnmr__get(&p, &out->name, sizeof(type));
+  GNMR__PLACE_UNIT(GNMR__GET_UNIT)
+#undef GNMR__GET_UNIT
+}
+
+static int gnmr__place_nonneg(double x) {
+  return gnmr__finite64(x) && x >= 0.0;
+}
+
+/* What steps can reach: t's config, totals and every unit (get(src, j)).
+   The firing order is checked strictly increasing in rule P5's order,
+   which makes it a permutation without a scratch array. */
+static int gnmr__place_valid(const gnmr_place *t, gnmr__place_get_fn get,
+                             const void *src) {
+  const int fired = t->n_fired == t->n_units;
+  double total = 0.0;
+  uint32_t j;
+  gnmr_place_unit a, b;
+  if (gnmr_place_config_check(&t->cfg, NULL) != GNMR_OK ||
+      t->cfg.reserved_ != 0 || t->reserved_ != 0)
+    return 0;
+  if (t->n_fired != 0 && !fired) return 0;
+  if (!gnmr__place_nonneg(t->credit) || !gnmr__place_nonneg(t->level) ||
+      !gnmr__place_nonneg(t->level_fast) || !gnmr__place_nonneg(t->level_slow))
+    return 0;
+  if (t->level_seen > t->steps ||
+      (t->level_seen == 0 &&
+       (t->level != 0.0 || t->level_fast != 0.0 || t->level_slow != 0.0)))
+    return 0;
+  if (fired ? t->fired_step >= t->steps : t->fired_step != UINT64_MAX) return 0;
+  for (j = 0; j < t->n_units; j++) {
+    get(src, j, &a);
+    if (!gnmr__finite_above(a.cost, 0.0) || !gnmr__place_nonneg(a.update) ||
+        !gnmr__place_nonneg(a.ratio) || !gnmr__place_nonneg(a.ratio_max) ||
+        a.ratio > a.ratio_max || a.seen > t->steps || a.high > 1 ||
+        a.order >= t->n_units || (!fired && (a.order != 0 || a.high)))
+      return 0;
+    if (a.seen == 0 && (a.update != 0.0 || a.ratio_max != 0.0)) return 0;
+    total += a.cost;
+  }
+  /* the values, as a step computes them (a NaN differs from both) */
+  if (total != t->total || gnmr__mul(t->cfg.budget, total) != t->earn) return 0;
+  if (fired)
+    for (j = 1; j < t->n_units; j++) {
+      gnmr_place_unit ua, ub;
+      get(src, j - 1, &a);
+      get(src, j, &b);
+      get(src, a.order, &ua);
+      get(src, b.order, &ub);
+      {
+        const double ka = gnmr__place_key(ua.ratio, ua.ratio_max),
+                     kb = gnmr__place_key(ub.ratio, ub.ratio_max);
+        if (!(ka < kb || (ka == kb && a.order < b.order))) return 0;
+      }
+    }
+  return 1;
+}
+
+GNMR_DEF size_t gnmr_place_checkpoint_size(const gnmr_place *pl) {
+  if (!pl || !gnmr__place_ok(pl)) return 0;
+  return gnmr__place_size(pl->n_units);
+}
+
+GNMR_DEF int gnmr_place_checkpoint_save(const gnmr_place *pl, void *buf,
+                                        size_t cap, size_t *written) {
+  const gnmr_place_config *c;
+  unsigned char *p;
+  size_t size;
+  uint32_t u, zero = 0;
+  if (!pl || !written) return GNMR_EINVAL;
+  if (!gnmr__place_ok(pl) || !gnmr__place_valid(pl, gnmr__place_get_mem, pl))
+    return GNMR_ESTATE;
+  size = gnmr__place_size(pl->n_units);
+  *written = size;
+  if (!buf) return GNMR_OK;
+  if (cap < size) return GNMR_ESIZE;
+  c = &pl->cfg;
+  p = (unsigned char *)buf;
+  memcpy(p, gnmr__place_magic, 8);
+  p = gnmr__put_u32(p + 8, GNMR__PLACE_VERSION);
+  p = gnmr__put_u32(p, pl->n_units);
+#define GNMR__PUT_CFG(name, value, valid)                                      \
+  p = gnmr__put(p, &c->name, sizeof c->name);
+  GNMR__PLACE_CONFIG(GNMR__PUT_CFG)
+#undef GNMR__PUT_CFG
+  p = gnmr__put(p, &zero, 4);
+#define GNMR__PUT_STATE(name, type) p = gnmr__put(p, &pl->name, sizeof(type));
+  GNMR__PLACE_STATE(GNMR__PUT_STATE)
+#undef GNMR__PUT_STATE
+  for (u = 0; u < pl->n_units; u++) {
+    gnmr_place_unit st;
+    gnmr__place_unit_get(pl, u, &st);
+#define GNMR__PUT_UNIT(name, type) p = gnmr__put(p, &st.name, sizeof(type));
+    GNMR__PLACE_UNIT(GNMR__PUT_UNIT)
+#undef GNMR__PUT_UNIT
+  }
+  p = gnmr__put_u32(p, gnmr__crc32((const unsigned char *)buf,
+                                   (size_t)(p - (unsigned char *)buf)));
+  GNMR_ASSERT((size_t)(p - (unsigned char *)buf) == size);
+  return GNMR_OK;
+}
+
+GNMR_DEF int gnmr_place_checkpoint_load(gnmr_place *pl, const void *buf,
+                                        size_t len) {
+  const unsigned char *b = (const unsigned char *)buf, *p;
+  gnmr_place t;
+  uint32_t n, u;
+  if (!pl || !buf) return GNMR_EINVAL;
+  if (!gnmr__place_ok(pl)) return GNMR_ESTATE;
+  if (len < GNMR__PLACE_HEADER) return GNMR_ESIZE;
+  if (memcmp(b, gnmr__place_magic, 8) != 0) return GNMR_ECORRUPT;
+  p = b + 8;
+  if (gnmr__get_u32(&p) != GNMR__PLACE_VERSION) return GNMR_EVERSION;
+  n = gnmr__get_u32(&p);
+  if (n > (SIZE_MAX - gnmr__place_size(0)) / GNMR__PLACE_UNIT_BYTES ||
+      len != gnmr__place_size(n))
+    return GNMR_ESIZE;
+  p = b + len - 4;
+  if (gnmr__crc32(b, len - 4) != gnmr__get_u32(&p)) return GNMR_ECORRUPT;
+  if (n != pl->n_units) return GNMR_EMISMATCH;
+  memset(&t, 0, sizeof t);
+  t.n_units = n;
+  p = b + GNMR__PLACE_HEADER;
+#define GNMR__GET_CFG(name, value, valid)                                      \
+  gnmr__get(&p, &t.cfg.name, sizeof t.cfg.name);
+  GNMR__PLACE_CONFIG(GNMR__GET_CFG)
+#undef GNMR__GET_CFG
+  gnmr__get(&p, &t.cfg.reserved_, 4);
+#define GNMR__GET_STATE(name, type) gnmr__get(&p, &t.name, sizeof(type));
+  GNMR__PLACE_STATE(GNMR__GET_STATE)
+#undef GNMR__GET_STATE
+  /* Everything validated before anything is written. */
+  if (!gnmr__place_valid(&t, gnmr__place_get_buf, p)) return GNMR_ECORRUPT;
+  t.units = pl->units;
+  for (u = 0; u < n; u++) {
+    gnmr_place_unit st;
+    gnmr__place_get_buf(p, u, &st);
+    gnmr__place_unit_set(&t, u, &st);
+  }
+  t.magic = GNMR__PLACE_MAGIC;
+  *pl = t;
   return GNMR_OK;
 }
 

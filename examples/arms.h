@@ -65,6 +65,8 @@
                 (upd-all: every unit at once, on the units' mean); the
                 budget a token bucket that earns B% of a step's FLOPs per
                 step
+     gnmr       upd-late's rule from the library: gnmr.h's placer
+                (gnmr_place_*, rules P1-P6) makes the decisions
    A static rule takes units in its order while their FLOPs fit the budget.
    Every demo also takes --global-clip X: each arm's gradient is clipped to
    global norm X after the arm's own control (what production trainers run
@@ -198,6 +200,7 @@ static const demo_arm ARMS[] = {
     ARM_PLACE_ROWS("upd-both"),
     ARM_PLACE_ROWS("upd-all"),
     ARM_PLACE_ROWS("upd-late"),
+    ARM_PLACE_ROWS("gnmr"),
 #undef ARM_PLACE_ROWS
 };
 #define ARM_COUNT ((int)(sizeof ARMS / sizeof ARMS[0]))

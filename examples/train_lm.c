@@ -1372,7 +1372,8 @@ enum {
   LM_PLACE_UPD_MAX,
   LM_PLACE_UPD_BOTH,
   LM_PLACE_UPD_ALL,
-  LM_PLACE_UPD_LATE
+  LM_PLACE_UPD_LATE,
+  LM_PLACE_GNMR
 };
 
 static const struct {
@@ -1385,6 +1386,7 @@ static const struct {
     {"late", LM_PLACE_LATE, 0},       {"nvfp4-late", LM_PLACE_NVFP4_LATE, 0},
     {"upd-max", LM_PLACE_UPD_MAX, 0}, {"upd-both", LM_PLACE_UPD_BOTH, 0},
     {"upd-all", LM_PLACE_UPD_ALL, 0}, {"upd-late", LM_PLACE_UPD_LATE, 0},
+    {"gnmr", LM_PLACE_GNMR, 0},
 };
 
 /* The measured rules (upd-*). Each step a unit on the low-cost path has
@@ -1432,6 +1434,10 @@ typedef struct lm_placer {
       slow[LM_MAX_UNITS], ratio[LM_MAX_UNITS];
   double all_fast, all_slow; /* upd-all: the weighted mean's fast, slow */
   int seen[LM_MAX_UNITS], fired[LM_MAX_UNITS], n_fired, all_seen;
+  /* place-gnmr-B: the library's placer (gnmr.h, rules P1-P6), the
+     prototype upd-late's rule, its decisions the library's */
+  gnmr_place lib;
+  gnmr_place_unit lib_units[LM_MAX_UNITS];
 } lm_placer;
 
 static int lm_place_measured(int rule) {
@@ -1522,6 +1528,14 @@ static void lm_place_init(lm_placer *pl, const char *arm, const lm_model *m,
   case LM_PLACE_LATE:
     pl->late_from = steps - (int)(pl->budget * steps + 0.5);
     break;
+  case LM_PLACE_GNMR: {
+    gnmr_place_config c = gnmr_place_config_default();
+    c.budget = pl->budget;
+    if (gnmr_place_init(&pl->lib, &c, pl->lib_units, pl->flops, (uint32_t)U) !=
+        GNMR_OK)
+      DEMO_DIE("arm %s: gnmr_place_init refused the budget", arm);
+    break;
+  }
   case LM_PLACE_NVFP4_LATE: {
     double s = lm_place_fill(pl, order, lm_place_nvfp4_order(L, order),
                              pl->budget / 2),
@@ -1536,6 +1550,11 @@ static void lm_place_init(lm_placer *pl, const char *arm, const lm_model *m,
 /* This step's f32 units into pl->hf. */
 static void lm_place_step(lm_placer *pl, int step) {
   int u, k;
+  if (pl->rule == LM_PLACE_GNMR) { /* decided after the last update */
+    for (u = 0; u < pl->n_units; u++)
+      pl->hf[u] = (uint8_t)gnmr_place_high(&pl->lib, (uint32_t)u);
+    return;
+  }
   if (lm_place_measured(pl->rule)) {
     memset(pl->hf, 0, sizeof pl->hf);
     pl->credit += pl->budget * pl->total;
@@ -1584,6 +1603,24 @@ static int lm_place_test(double x, double max, double level, double *fast,
 static void lm_place_update(lm_placer *pl, const lm_model *m) {
   double level = 0, weight = 0;
   int u, k, j, order[LM_MAX_UNITS], n = 0, fired[LM_MAX_UNITS] = {0};
+  if (pl->rule == LM_PLACE_GNMR) { /* the library reads the signals */
+    double upd[LM_MAX_UNITS], qerr[LM_MAX_UNITS];
+    for (u = 0; u < pl->n_units; u++) {
+      const lm_linear *U = &m->unit[u];
+      upd[u] = lm_dist(U->w, U->wprev, (size_t)U->in * (size_t)U->out);
+      qerr[u] = U->wqerr; /* stale on the f32 path: read before the fire */
+    }
+    if (gnmr_place_step(&pl->lib, upd, qerr, NULL) != GNMR_OK)
+      DEMO_DIE("gnmr_place_step refused the signals");
+    for (u = 0; u < pl->n_units; u++) { /* for place_trace.csv */
+      gnmr_place_unit x;
+      if (gnmr_place_unit_info(&pl->lib, (uint32_t)u, &x) != GNMR_OK)
+        DEMO_DIE("gnmr_place_unit_info refused");
+      pl->ratio[u] = x.ratio;
+      pl->rmax[u] = x.ratio_max;
+    }
+    return;
+  }
   for (k = 0; k < pl->n_fired; k++) fired[pl->fired[k]] = 1;
   for (u = 0; u < pl->n_units; u++) {
     const lm_linear *U = &m->unit[u];

@@ -757,6 +757,54 @@ TEST(refused_steps_change_nothing) {
   }
 }
 
+/* The device placer (gnmr_ctl.cuh's one-thread kernel over a device copy
+   of a gnmr_place) against gnmr_place_step on the host: the copy made as
+   gnmr_cuda_place_create makes it (the struct with its units pointer
+   moved), the kernel's body run for 1000 steps of a decaying signal with
+   NaNs, zeros and a refused step: the same high-fidelity units, state and
+   codes bit for bit, and the run fires. */
+#define PLACE_UNITS 300u
+static double place_unit_noise(void) { /* in [-1, 1) */
+  return (double)(check_rand() >> 11) / 4503599627370496.0 - 1.0;
+}
+static gnmr_place_unit place_a[PLACE_UNITS], place_b[PLACE_UNITS];
+TEST(placer_kernel_body_equals_gnmr_place_step) {
+  gnmr_place a, b;
+  gnmr_place_config c = gnmr_place_config_default();
+  double costs[PLACE_UNITS], up[PLACE_UNITS], q[PLACE_UNITS];
+  uint8_t high_a[PLACE_UNITS], high_b[PLACE_UNITS];
+  int32_t status[2] = {GNMR_OK, GNMR_OK};
+  uint32_t u, t;
+  int same = 1;
+  for (u = 0; u < PLACE_UNITS; u++) costs[u] = 1 + (double)(u % 7);
+  c.budget = 0.2;
+  REQUIRE(gnmr_place_init(&a, &c, place_a, costs, PLACE_UNITS) == GNMR_OK);
+  memcpy(place_b, place_a, sizeof place_b); /* create's two copies */
+  b = a;
+  b.units = place_b;
+  for (t = 0; t < 1000; t++) {
+    const double lr = 0.1 + 0.45 * (1 + cos(3.14159265358979 * t / 1000.0));
+    for (u = 0; u < PLACE_UNITS; u++) {
+      up[u] = lr * (1 + 0.2 * place_unit_noise()) * (1 + u % 5);
+      q[u] = (1 + 2.0 * t / 1000.0) * (1 + 0.01 * place_unit_noise());
+    }
+    if (t % 97 == 3) up[t % PLACE_UNITS] = (double)NAN;
+    if (t % 89 == 5) q[(t * 7) % PLACE_UNITS] = 0.0;
+    if (t == 400) q[17] = -1.0; /* refused: neither changes */
+    EXPECT_EQ_INT(gnmr_place_step(&a, up, q, high_a),
+                  t == 400 ? GNMR_ENORM : GNMR_OK);
+    gnmr_cuda__place_one(&b, up, q, high_b, status);
+    EXPECT_EQ_INT(status[0], t == 400 ? GNMR_ENORM : GNMR_OK);
+    if (t != 400 && memcmp(high_a, high_b, sizeof high_a) != 0) same = 0;
+  }
+  EXPECT(same);
+  EXPECT_EQ_INT(status[1], GNMR_ENORM); /* the first refused step's */
+  EXPECT(memcmp(place_a, place_b, sizeof place_a) == 0);
+  b.units = place_a;
+  EXPECT(memcmp(&a, &b, sizeof a) == 0);
+  EXPECT_EQ_INT(a.n_fired, PLACE_UNITS);
+}
+
 int main(int argc, char **argv) {
   static const check_case cases[] = {
       CHECK_CASE(small_unit_counts_every_kind_of_input),
@@ -771,6 +819,7 @@ int main(int argc, char **argv) {
       CHECK_CASE(a_perturbed_emulation_is_caught),
       CHECK_CASE(median_search_equals_the_walk),
       CHECK_CASE(select_matches_a_full_ranking),
-      CHECK_CASE(refused_steps_change_nothing)};
+      CHECK_CASE(refused_steps_change_nothing),
+      CHECK_CASE(placer_kernel_body_equals_gnmr_place_step)};
   return check_main(cases, sizeof cases / sizeof cases[0], argc, argv);
 }

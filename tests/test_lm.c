@@ -314,6 +314,37 @@ TEST(hf_flops_counts_the_units_gemm_flops_on_the_f32_path) {
   free(val.bytes);
 }
 
+/* place-gnmr-B is the prototype upd-late's rule with the library's
+   decisions: the same run, bit for bit, fired or not (tests/test_place.c
+   holds the two rules to each other on synthetic signals). A short run at
+   FP4 with a fast decay fires: the library's placer, and the run's hf
+   FLOPs within the budget. */
+TEST(library_placer_runs_as_the_prototype) {
+  lm_opts o = small_opts();
+  lm_text train, val;
+  lm_result a, b;
+  make_text(&train, 20000, 1);
+  make_text(&val, 2000, 2);
+  o.stress = 0;
+  o.steps = 300;
+  o.fmt = lp_format_find("e2m1");
+  o.lr = 4e-3;
+  o.global_clip = 1.0;
+  REQUIRE(o.fmt != NULL);
+  a = lm_train(&o, &LM_ARMS[arm_find("place-upd-late-10")], 1, &train, &val,
+               NULL, 0, NULL);
+  b = lm_train(&o, &LM_ARMS[arm_find("place-gnmr-10")], 1, &train, &val, NULL,
+               0, NULL);
+  printf("  hf_flops %.4f / %.4f\n", a.hf_flops, b.hf_flops);
+  EXPECT(a.param_hash == b.param_hash);
+  EXPECT_EQ_BITS(a.val_bpb, b.val_bpb);
+  EXPECT_EQ_BITS(a.hf_flops, b.hf_flops);
+  EXPECT(b.hf_flops > 0 && b.hf_flops <= 0.10 + 1e-12);
+  free(a.loss), free(b.loss);
+  free(train.bytes);
+  free(val.bytes);
+}
+
 /* --grad-format quantizes the low-cost path's output gradients only: lowp
    changes, f32 (every unit on the f32 path) does not, bit for bit. */
 TEST(grad_format_touches_the_low_cost_path_only) {
@@ -469,6 +500,7 @@ int main(int argc, char **argv) {
       CHECK_CASE(placement_rules_choose_their_units_within_the_budget),
       CHECK_CASE(block_scales_are_per_block_along_the_inner_dimension),
       CHECK_CASE(hf_flops_counts_the_units_gemm_flops_on_the_f32_path),
+      CHECK_CASE(library_placer_runs_as_the_prototype),
       CHECK_CASE(grad_format_touches_the_low_cost_path_only),
       CHECK_CASE(schedules_cosine_and_wsd),
       CHECK_CASE(fortunes_split_by_fortune),

@@ -275,6 +275,50 @@ int gnmr_cuda_paths_publish(gnmr_cuda_paths *p, const gnmr_cuda_ctl *gc,
    only) and sets *bits to its buffer: gnmr_cuda_path_high(*bits, u). */
 int gnmr_cuda_paths_wait(gnmr_cuda_paths *p, const uint32_t **bits);
 void gnmr_cuda_paths_destroy(gnmr_cuda_paths *p);
+
+/* ---- the placer (gnmr.h, rules P1-P6) on the device ---------------------
+   One thread runs gnmr.h's gnmr_place_step itself over a device copy of
+   the placer, so the decisions and state are the host's bit for bit (the
+   build flags above); tests/test_ctl_parallel.c runs the kernel's body on
+   the CPU against gnmr_place_step. One launch per step, O(units) in one
+   thread: for the few hundred units of a model's GEMMs, not for millions.
+
+       gnmr_place host;  gnmr_place_init(&host, &cfg, units, costs, N);
+       gnmr_cuda_place gp;
+       gnmr_cuda_place_create(&gp, &host);
+       each step, after the optimizer's update:
+         gnmr_cuda_place_step(&gp, d_update, d_qerr, d_high, stream);
+         // d_high[u] (device, N bytes): unit u high-fidelity next step
+       gnmr_cuda_place_status(&gp, &last, &first);  // syncs
+       gnmr_cuda_place_download(&gp, &host);   // back, e.g. to checkpoint
+       gnmr_cuda_place_destroy(&gp);
+   Codes as the controller's: GNMR_EINVAL, GNMR_ESTATE, GNMR_EMISMATCH,
+   GNMR_CUDA_ECUDA (gp->cuda_error); a step's own code (GNMR_ENORM for a
+   finite negative signal: the step changes nothing) stays on the device
+   until gnmr_cuda_place_status reads it. */
+typedef struct gnmr_cuda_place {
+  gnmr_place *pl;         /* device: its units pointer is device */
+  gnmr_place_unit *units; /* device: the state */
+  int32_t *status;        /* device: the last step's code, the first error */
+  uint32_t n_units;
+  cudaError_t cuda_error; /* the failure behind GNMR_CUDA_ECUDA */
+} gnmr_cuda_place;
+
+/* Device copy of an initialised host placer. Allocates and copies
+   (syncs). On failure gp holds nothing. */
+int gnmr_cuda_place_create(gnmr_cuda_place *gp, const gnmr_place *host);
+/* One step: update and qerr (device, n_units doubles each) to high
+   (device, n_units bytes, or NULL). Launches only (no sync). */
+int gnmr_cuda_place_step(gnmr_cuda_place *gp, const double *update,
+                         const double *qerr, uint8_t *high,
+                         cudaStream_t stream);
+/* The last step's code and the first refused step's (GNMR_OK if none);
+   syncs. Either pointer may be NULL. */
+int gnmr_cuda_place_status(gnmr_cuda_place *gp, int *last, int *first_error);
+/* The device state back into host (initialised over as many units); host
+   keeps its own units pointer. Syncs. */
+int gnmr_cuda_place_download(gnmr_cuda_place *gp, gnmr_place *host);
+void gnmr_cuda_place_destroy(gnmr_cuda_place *gp);
 #endif /* __CUDACC__ */
 #endif /* GNMR_CTL_CUH */
 
@@ -638,6 +682,16 @@ gnmr_cuda__admit_end(const gnmr_cuda_select *sel, gnmr_ctl *ctl,
   memset(&w->t, 0, sizeof w->t);
   w->negative = w->unusable = 0;
   w->finite = w->settled = w->up = 0;
+}
+
+/* The placer's kernel, one thread: gnmr_place_step itself; status[0] its
+   code, status[1] the first refused step's. */
+static inline GNMR_HOSTDEV void
+gnmr_cuda__place_one(gnmr_place *pl, const double *update, const double *qerr,
+                     uint8_t *high, int32_t *status) {
+  const int rc = gnmr_place_step(pl, update, qerr, high);
+  status[0] = (int32_t)rc;
+  if (rc != GNMR_OK && status[1] == GNMR_OK) status[1] = (int32_t)rc;
 }
 
 /* ---- CUDA -------------------------------------------------------------- */
@@ -1150,6 +1204,102 @@ int gnmr_cuda_status(gnmr_cuda_ctl *gc, int *last, int *first_error) {
   if (e != cudaSuccess) return gnmr_cuda__fail(gc, e);
   if (last) *last = w.status;
   if (first_error) *first_error = w.first_error;
+  return GNMR_OK;
+}
+
+static __global__ void gnmr_cuda__place_kernel(gnmr_place *pl,
+                                               const double *update,
+                                               const double *qerr,
+                                               uint8_t *high, int32_t *status) {
+  gnmr__cuda_ieee_guard();
+  if (blockIdx.x == 0 && threadIdx.x == 0)
+    gnmr_cuda__place_one(pl, update, qerr, high, status);
+}
+
+void gnmr_cuda_place_destroy(gnmr_cuda_place *gp) {
+  if (!gp) return;
+  cudaFree(gp->pl); /* NULL does nothing */
+  cudaFree(gp->units);
+  cudaFree(gp->status);
+  memset(gp, 0, sizeof *gp);
+}
+
+int gnmr_cuda_place_create(gnmr_cuda_place *gp, const gnmr_place *host) {
+  gnmr_place image;
+  cudaError_t e;
+  if (!gp || !host) return GNMR_EINVAL;
+  memset(gp, 0, sizeof *gp);
+  if (gnmr_place_checkpoint_size(host) == 0) return GNMR_ESTATE;
+  gp->n_units = host->n_units;
+  image = *host;
+  e = cudaMalloc((void **)&gp->pl, sizeof *gp->pl);
+  if (e == cudaSuccess)
+    e = cudaMalloc((void **)&gp->units, sizeof *gp->units * gp->n_units);
+  if (e == cudaSuccess)
+    e = cudaMalloc((void **)&gp->status, 2 * sizeof(int32_t));
+  if (e == cudaSuccess) e = cudaMemset(gp->status, 0, 2 * sizeof(int32_t));
+  if (e == cudaSuccess)
+    e = cudaMemcpy(gp->units, host->units, sizeof *gp->units * gp->n_units,
+                   cudaMemcpyHostToDevice);
+  image.units = gp->units;
+  if (e == cudaSuccess)
+    e = cudaMemcpy(gp->pl, &image, sizeof image, cudaMemcpyHostToDevice);
+  if (e == cudaSuccess) e = cudaDeviceSynchronize();
+  if (e != cudaSuccess) {
+    gnmr_cuda_place_destroy(gp);
+    gp->cuda_error = e;
+    return GNMR_CUDA_ECUDA;
+  }
+  return GNMR_OK;
+}
+
+int gnmr_cuda_place_step(gnmr_cuda_place *gp, const double *update,
+                         const double *qerr, uint8_t *high,
+                         cudaStream_t stream) {
+  cudaError_t e;
+  if (!gp || !gp->pl || !update || !qerr) return GNMR_EINVAL;
+  gnmr_cuda__place_kernel<<<1, 1, 0, stream>>>(gp->pl, update, qerr, high,
+                                               gp->status);
+  e = cudaGetLastError();
+  if (e == cudaSuccess) return GNMR_OK;
+  gp->cuda_error = e;
+  return GNMR_CUDA_ECUDA;
+}
+
+int gnmr_cuda_place_status(gnmr_cuda_place *gp, int *last, int *first_error) {
+  int32_t st[2];
+  cudaError_t e;
+  if (!gp || !gp->status) return GNMR_EINVAL;
+  e = cudaDeviceSynchronize();
+  if (e == cudaSuccess)
+    e = cudaMemcpy(st, gp->status, sizeof st, cudaMemcpyDeviceToHost);
+  if (e != cudaSuccess) {
+    gp->cuda_error = e;
+    return GNMR_CUDA_ECUDA;
+  }
+  if (last) *last = st[0];
+  if (first_error) *first_error = st[1];
+  return GNMR_OK;
+}
+
+int gnmr_cuda_place_download(gnmr_cuda_place *gp, gnmr_place *host) {
+  gnmr_place image;
+  cudaError_t e;
+  if (!gp || !gp->pl || !host) return GNMR_EINVAL;
+  if (gnmr_place_checkpoint_size(host) == 0) return GNMR_ESTATE;
+  if (host->n_units != gp->n_units) return GNMR_EMISMATCH;
+  e = cudaDeviceSynchronize();
+  if (e == cudaSuccess)
+    e = cudaMemcpy(&image, gp->pl, sizeof image, cudaMemcpyDeviceToHost);
+  if (e == cudaSuccess)
+    e = cudaMemcpy(host->units, gp->units, sizeof *gp->units * gp->n_units,
+                   cudaMemcpyDeviceToHost);
+  if (e != cudaSuccess) {
+    gp->cuda_error = e;
+    return GNMR_CUDA_ECUDA;
+  }
+  image.units = host->units;
+  *host = image;
   return GNMR_OK;
 }
 #endif /* __CUDACC__ */

@@ -474,6 +474,64 @@ TEST(bad_arguments_refused) {
   gnmr_cuda_ctl_destroy(&gc);
 }
 
+/* The placer (gnmr_cuda_place_*, one device thread) against
+   gnmr_place_step on the CPU: 1000 steps of a decaying signal with NaNs and
+   one refused step; every step's high-fidelity units, the codes and the
+   final state (checkpoint bytes) bit for bit, and the run fires. */
+TEST(placer_matches_the_cpu) {
+  enum { N = 300, T = 1000 };
+  static gnmr_place_unit ua[N], ub[N];
+  static double up[N], q[N], costs[N];
+  static uint8_t ha[N], hb[N];
+  static unsigned char ka[64 * N + 256], kb[64 * N + 256];
+  gnmr_place_config pc = gnmr_place_config_default();
+  gnmr_place a, b;
+  gnmr_cuda_place dev;
+  double *d_up = NULL, *d_q = NULL;
+  uint8_t *d_h = NULL;
+  size_t na, nb;
+  int last = 0, first = 0, same = 1;
+  uint32_t u, t;
+  for (u = 0; u < N; u++) costs[u] = 1 + (double)(u % 7);
+  pc.budget = 0.2;
+  REQUIRE(gnmr_place_init(&a, &pc, ua, costs, N) == GNMR_OK);
+  REQUIRE(gnmr_place_init(&b, &pc, ub, costs, N) == GNMR_OK);
+  GNMR_REQUIRE(gnmr_cuda_place_create(&dev, &b));
+  CUDA_REQUIRE(cudaMalloc((void **)&d_up, sizeof up));
+  CUDA_REQUIRE(cudaMalloc((void **)&d_q, sizeof q));
+  CUDA_REQUIRE(cudaMalloc((void **)&d_h, sizeof hb));
+  for (t = 0; t < T; t++) {
+    const double lr = 0.1 + 0.45 * (1 + cos(3.14159265358979 * t / T));
+    for (u = 0; u < N; u++) {
+      up[u] =
+          lr * (1 + 0.2 * (double)(check_rand() % 1000) * 1e-3) * (1 + u % 5);
+      q[u] = (1 + 2.0 * t / T) * (1 + 0.01 * (double)(check_rand() % 100));
+    }
+    if (t % 97 == 3) up[t % N] = (double)NAN;
+    if (t == 400) q[17] = -1.0;
+    gnmr_place_step(&a, up, q, ha);
+    CUDA_REQUIRE(cudaMemcpy(d_up, up, sizeof up, cudaMemcpyHostToDevice));
+    CUDA_REQUIRE(cudaMemcpy(d_q, q, sizeof q, cudaMemcpyHostToDevice));
+    GNMR_REQUIRE(gnmr_cuda_place_step(&dev, d_up, d_q, d_h, 0));
+    GNMR_REQUIRE(gnmr_cuda_place_status(&dev, &last, &first));
+    EXPECT_EQ_INT(last, t == 400 ? GNMR_ENORM : GNMR_OK);
+    if (t == 400) continue;
+    CUDA_REQUIRE(cudaMemcpy(hb, d_h, sizeof hb, cudaMemcpyDeviceToHost));
+    if (memcmp(ha, hb, sizeof ha) != 0) same = 0;
+  }
+  EXPECT(same);
+  EXPECT_EQ_INT(first, GNMR_ENORM);
+  GNMR_REQUIRE(gnmr_cuda_place_download(&dev, &b));
+  EXPECT_EQ_INT(b.n_fired, N);
+  REQUIRE(gnmr_place_checkpoint_save(&a, ka, sizeof ka, &na) == GNMR_OK);
+  REQUIRE(gnmr_place_checkpoint_save(&b, kb, sizeof kb, &nb) == GNMR_OK);
+  EXPECT(na == nb && memcmp(ka, kb, na) == 0);
+  gnmr_cuda_place_destroy(&dev);
+  cudaFree(d_up);
+  cudaFree(d_q);
+  cudaFree(d_h);
+}
+
 int main(int argc, char **argv) {
   int rc;
   static const check_case cases[] = {
@@ -483,7 +541,8 @@ int main(int argc, char **argv) {
       CHECK_CASE(checkpoint_round_trip_through_the_host),
       CHECK_CASE(scale_grads_f32),
       CHECK_CASE(scale_grads_after_a_refused_step_changes_nothing),
-      CHECK_CASE(bad_arguments_refused)};
+      CHECK_CASE(bad_arguments_refused),
+      CHECK_CASE(placer_matches_the_cpu)};
   if (no_cuda_device("test_ctl_cuda", 1)) return NO_DEVICE_EXIT;
   rc = check_main(cases, sizeof cases / sizeof cases[0], argc, argv);
   if (rc) printf("test_ctl_cuda: " GNMR_CUDA_BITS_HINT "\n");

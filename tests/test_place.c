@@ -1,0 +1,689 @@
+/* test_place.c - the placer (rules P1-P6): a budget of high precision
+   placed in time by each unit's update against its weights' quantization
+   error. Synthetic runs of 9 units shaped like the LM demo's (costs 3, 1,
+   4, 4 per block and a head), the update norm following a learning-rate
+   schedule (cosine to 1/10, or WSD: constant, then a linear decay over the
+   last 20%) and the quantization error growing as the weights grow:
+     - nothing fires in warm-up; a falling signal fires, a flat one never;
+     - the budget holds at every prefix of the run, for any budget;
+     - scaling the signals leaves the decisions as they were;
+     - refusals leave the placer bit for bit as it was;
+     - a checkpoint resumes identically; damaged ones are refused whole;
+     - the decisions equal the LM demo's upd-late prototype's
+       (examples/train_lm.c), transcribed below, on the same inputs. */
+#define GNMR_IMPLEMENTATION
+#include "gnmr.h"
+#include "tests/check.h"
+
+#define NU 9
+#define STEPS 1000
+
+static const double COSTS[NU] = {3, 1, 4, 4, 3, 1, 4, 4, 4};
+
+/* Uniform in [-1, 1) from (u, t, salt). */
+static double noise(uint32_t u, uint32_t t, uint32_t salt) {
+  uint64_t x = ((uint64_t)u << 40) ^ ((uint64_t)t << 8) ^ salt;
+  x += 0x9E3779B97F4A7C15ull;
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+  x ^= x >> 31;
+  return (double)(x >> 11) / 4503599627370496.0 - 1.0;
+}
+
+enum { W_COSINE, W_WSD, W_FLAT, W_STEP };
+
+/* The learning rate of schedule w at step t of STEPS (1 at its peak). */
+static double lr_of(int w, uint32_t t) {
+  const double x = (double)t / STEPS, pi = 3.14159265358979323846;
+  if (t < 20) return (t + 1) / 20.0; /* warm-up */
+  switch (w) {
+  case W_COSINE: return 0.1 + 0.45 * (1 + cos(pi * x));
+  case W_WSD: return x < 0.8 ? 1.0 : 1.0 - 0.9 * (x - 0.8) / 0.2;
+  case W_STEP: return t < 600 ? 1.0 : 0.02; /* a sudden fall */
+  default: return 1.0;
+  }
+}
+
+/* Unit u's signals at step t of world w: the update's norm, and the
+   weights' quantization error (a float, as the demo measures it). */
+static double update_of(int w, uint32_t u, uint32_t t) {
+  return 0.01 * (1 + 0.2 * u) * lr_of(w, t) * (1 + 0.1 * noise(u, t, 1));
+}
+static float qerr_of(int w, uint32_t u, uint32_t t) {
+  const double grow = w == W_FLAT ? 1.0 : 1.0 + 2.0 * t / STEPS;
+  return (float)(0.5 * (1 + 0.1 * u) * grow * (1 + 0.01 * noise(u, t, 2)));
+}
+
+/* A run: decisions[t][u] is unit u's path on step t + 1. */
+static uint8_t decisions[STEPS][NU];
+
+static int run(gnmr_place *pl, gnmr_place_unit *units,
+               const gnmr_place_config *c, int w, double su, double sq,
+               uint32_t from, uint32_t to) {
+  uint32_t t, u;
+  if (from == 0 && gnmr_place_init(pl, c, units, COSTS, NU) != GNMR_OK)
+    return 0;
+  for (t = from; t < to; t++) {
+    double up[NU], q[NU];
+    for (u = 0; u < NU; u++) {
+      up[u] = su * update_of(w, u, t);
+      q[u] = sq * (double)qerr_of(w, u, t);
+    }
+    if (gnmr_place_step(pl, up, q, decisions[t]) != GNMR_OK) return 0;
+  }
+  return 1;
+}
+
+/* Unit u's state (the block is laid out by field: read it through the
+   library). */
+static gnmr_place_unit unit_of(const gnmr_place *pl, uint32_t u) {
+  gnmr_place_unit x;
+  memset(&x, 0xEE, sizeof x);
+  if (gnmr_place_unit_info(pl, u, &x) != GNMR_OK) memset(&x, 0xEE, sizeof x);
+  return x;
+}
+
+static uint32_t fired_step(const gnmr_place *pl) {
+  gnmr_place_report r;
+  if (gnmr_place_info(pl, &r) != GNMR_OK) return 0;
+  return r.fired_step == UINT64_MAX ? UINT32_MAX : (uint32_t)r.fired_step;
+}
+
+TEST(config_defaults_and_checks_name_the_field) {
+  gnmr_place_config c = gnmr_place_config_default();
+  const char *field = "x";
+  EXPECT_EQ_INT(gnmr_place_config_check(&c, &field), GNMR_OK);
+  EXPECT(field == NULL);
+  EXPECT_EQ_BITS(c.budget, 0.1);
+  EXPECT_EQ_BITS(c.update_decay, 0.95);
+  EXPECT_EQ_BITS(c.fire_level, 0.05);
+  EXPECT_EQ_BITS(c.fall_ratio, 0.6);
+  EXPECT_EQ_BITS(c.fast_decay, 0.9);
+  EXPECT_EQ_BITS(c.slow_decay, 0.99);
+  EXPECT_EQ_INT(c.warmup_steps, 50);
+#define BAD(field_, value, name)                                               \
+  do {                                                                         \
+    gnmr_place_config b = gnmr_place_config_default();                         \
+    b.field_ = value;                                                          \
+    field = NULL;                                                              \
+    EXPECT_EQ_INT(gnmr_place_config_check(&b, &field), GNMR_ECONFIG);          \
+    EXPECT(field &&strcmp(field, name) == 0);                                  \
+  } while (0)
+  BAD(budget, 0.0, "budget");
+  BAD(budget, 1.5, "budget");
+  BAD(budget, (double)NAN, "budget");
+  BAD(update_decay, 1.0, "update_decay");
+  BAD(update_decay, -0.1, "update_decay");
+  BAD(fire_level, (double)INFINITY, "fire_level");
+  BAD(fall_ratio, 1.0, "fall_ratio");
+  BAD(fast_decay, (double)NAN, "fast_decay");
+  BAD(slow_decay, 2.0, "slow_decay");
+#undef BAD
+  c.budget = 1.0; /* the whole run may be high-fidelity */
+  EXPECT_EQ_INT(gnmr_place_config_check(&c, NULL), GNMR_OK);
+  EXPECT_EQ_INT(gnmr_place_config_check(NULL, &field), GNMR_EINVAL);
+  EXPECT(gnmr_config_check(NULL, 1, NULL) == GNMR_EINVAL); /* untouched */
+}
+
+TEST(init_refuses_bad_arguments_and_changes_nothing) {
+  gnmr_place pl, before;
+  gnmr_place_unit units[NU], ubefore[NU];
+  gnmr_place_config c = gnmr_place_config_default();
+  double costs[NU];
+  memset(&pl, 0xA5, sizeof pl);
+  memset(units, 0x5A, sizeof units);
+  before = pl;
+  memcpy(ubefore, units, sizeof units);
+  memcpy(costs, COSTS, sizeof costs);
+  EXPECT_EQ_INT(gnmr_place_init(NULL, &c, units, costs, NU), GNMR_EINVAL);
+  EXPECT_EQ_INT(gnmr_place_init(&pl, NULL, units, costs, NU), GNMR_EINVAL);
+  EXPECT_EQ_INT(gnmr_place_init(&pl, &c, NULL, costs, NU), GNMR_EINVAL);
+  EXPECT_EQ_INT(gnmr_place_init(&pl, &c, units, NULL, NU), GNMR_EINVAL);
+  EXPECT_EQ_INT(gnmr_place_init(&pl, &c, units, costs, 0), GNMR_EINVAL);
+  costs[3] = 0.0;
+  EXPECT_EQ_INT(gnmr_place_init(&pl, &c, units, costs, NU), GNMR_EINVAL);
+  costs[3] = -1.0;
+  EXPECT_EQ_INT(gnmr_place_init(&pl, &c, units, costs, NU), GNMR_EINVAL);
+  costs[3] = (double)NAN;
+  EXPECT_EQ_INT(gnmr_place_init(&pl, &c, units, costs, NU), GNMR_EINVAL);
+  costs[3] = (double)INFINITY;
+  EXPECT_EQ_INT(gnmr_place_init(&pl, &c, units, costs, NU), GNMR_EINVAL);
+  costs[3] = DBL_MAX;
+  costs[4] = DBL_MAX; /* each finite, their sum not */
+  EXPECT_EQ_INT(gnmr_place_init(&pl, &c, units, costs, NU), GNMR_EINVAL);
+  memcpy(costs, COSTS, sizeof costs);
+  c.fire_level = 2.0;
+  EXPECT_EQ_INT(gnmr_place_init(&pl, &c, units, costs, NU), GNMR_ECONFIG);
+  EXPECT(memcmp(&pl, &before, sizeof pl) == 0);
+  EXPECT(memcmp(units, ubefore, sizeof units) == 0);
+  /* an uninitialised placer is refused by every call */
+  {
+    double s[NU] = {0};
+    size_t w = 0;
+    gnmr_place_report r;
+    EXPECT_EQ_INT(gnmr_place_step(&pl, s, s, NULL), GNMR_ESTATE);
+    EXPECT_EQ_INT(gnmr_place_high(&pl, 0), 0);
+    EXPECT_EQ_INT(gnmr_place_info(&pl, &r), GNMR_ESTATE);
+    EXPECT_EQ_INT(gnmr_place_checkpoint_size(&pl), 0);
+    EXPECT_EQ_INT(gnmr_place_checkpoint_save(&pl, NULL, 0, &w), GNMR_ESTATE);
+    EXPECT(memcmp(&pl, &before, sizeof pl) == 0);
+  }
+}
+
+TEST(nothing_fires_in_warmup_then_a_fall_fires) {
+  gnmr_place pl;
+  gnmr_place_unit units[NU];
+  gnmr_place_config c = gnmr_place_config_default();
+  uint32_t t, u;
+  REQUIRE(gnmr_place_init(&pl, &c, units, COSTS, NU) == GNMR_OK);
+  /* r falls to 1% of its maximum on the second step: the level is under
+     fire_level from then on, and still nothing fires in warm-up */
+  for (t = 0; t < 200; t++) {
+    double up[NU], q[NU];
+    for (u = 0; u < NU; u++) {
+      up[u] = t == 0 ? 1.0 : 1e-4;
+      q[u] = 1.0;
+    }
+    REQUIRE(gnmr_place_step(&pl, up, q, decisions[t]) == GNMR_OK);
+    if (t < c.warmup_steps) {
+      EXPECT_EQ_INT(pl.n_fired, 0);
+      for (u = 0; u < NU; u++) EXPECT_EQ_INT(decisions[t][u], 0);
+    }
+  }
+  /* the level's 51st step (warm-up 50) is step 50 */
+  EXPECT_EQ_INT(fired_step(&pl), c.warmup_steps);
+  /* the first step after it runs high-fidelity what its credit covers */
+  {
+    double spent = 0;
+    for (u = 0; u < NU; u++) spent += decisions[c.warmup_steps][u] * COSTS[u];
+    EXPECT(spent > 0);
+  }
+  /* the same with warm-up 120: fires at 120, not before */
+  c.warmup_steps = 120;
+  REQUIRE(gnmr_place_init(&pl, &c, units, COSTS, NU) == GNMR_OK);
+  for (t = 0; t < 200; t++) {
+    double up[NU], q[NU];
+    for (u = 0; u < NU; u++) {
+      up[u] = t == 0 ? 1.0 : 1e-4;
+      q[u] = 1.0;
+    }
+    REQUIRE(gnmr_place_step(&pl, up, q, NULL) == GNMR_OK);
+  }
+  EXPECT_EQ_INT(fired_step(&pl), 120);
+}
+
+TEST(a_falling_signal_fires_a_flat_one_never) {
+  gnmr_place pl;
+  gnmr_place_unit units[NU];
+  const gnmr_place_config c = gnmr_place_config_default();
+  uint32_t f;
+  REQUIRE(run(&pl, units, &c, W_FLAT, 1, 1, 0, STEPS));
+  EXPECT_EQ_INT(fired_step(&pl), UINT32_MAX);
+  EXPECT_EQ_INT(pl.n_fired, 0);
+  REQUIRE(run(&pl, units, &c, W_COSINE, 1, 1, 0, STEPS));
+  f = fired_step(&pl);
+  printf("  cosine fires at step %u\n", (unsigned)f);
+  EXPECT(f > 700 && f < STEPS); /* late: the level is relative to the run */
+  REQUIRE(run(&pl, units, &c, W_WSD, 1, 1, 0, STEPS));
+  f = fired_step(&pl);
+  printf("  WSD fires at step %u\n", (unsigned)f);
+  EXPECT(f > 800 && f < STEPS); /* in the decay, not in the long flat part */
+  REQUIRE(run(&pl, units, &c, W_STEP, 1, 1, 0, STEPS));
+  f = fired_step(&pl);
+  printf("  a sudden fall at step 600 fires at step %u\n", (unsigned)f);
+  EXPECT(f >= 600 && f < 630); /* caught within steps */
+}
+
+/* Unit-steps' cost through step t never above what t + 1 steps earn. */
+TEST(the_budget_holds_at_every_prefix) {
+  static const double budgets[] = {0.01, 0.05, 0.1, 0.3, 1.0};
+  const double total = 28;
+  size_t b;
+  int w, checked = 0;
+  for (b = 0; b < sizeof budgets / sizeof budgets[0]; b++)
+    for (w = W_COSINE; w <= W_STEP; w++) {
+      gnmr_place pl;
+      gnmr_place_unit units[NU];
+      gnmr_place_config c = gnmr_place_config_default();
+      double spent = 0;
+      uint32_t t, u;
+      int ok = 1, any = 0;
+      c.budget = budgets[b];
+      REQUIRE(run(&pl, units, &c, w, 1, 1, 0, STEPS));
+      /* step 0 runs low precision (no decision yet): decisions[t] is step
+         t + 1's, which t + 2 steps' earnings pay for */
+      for (t = 0; t < STEPS; t++) {
+        for (u = 0; u < NU; u++) spent += decisions[t][u] * COSTS[u];
+        if (spent > c.budget * total * (t + 2) * (1 + 1e-12)) ok = 0;
+        any |= spent > 0;
+      }
+      EXPECT(ok);
+      if (w != W_FLAT) {
+        EXPECT(any); /* and it does spend */
+        checked++;
+      }
+      /* with the whole budget, every unit runs high from the fire on */
+      if (budgets[b] == 1.0 && w != W_FLAT)
+        for (u = 0; u < NU; u++) EXPECT_EQ_INT(decisions[STEPS - 1][u], 1);
+    }
+  EXPECT_EQ_INT(checked, 15);
+}
+
+TEST(scaling_the_signals_changes_no_decision) {
+  static uint8_t first[STEPS][NU];
+  static const double scales[][2] = {{4, 1}, {1, 0.25}, {1024, 1024},
+                                     {3, 1}, {1, 7},    {1e-6, 1e3}};
+  const gnmr_place_config c = gnmr_place_config_default();
+  int w;
+  size_t k;
+  for (w = W_COSINE; w <= W_STEP; w++) {
+    gnmr_place pl;
+    gnmr_place_unit units[NU];
+    uint32_t f;
+    REQUIRE(run(&pl, units, &c, w, 1, 1, 0, STEPS));
+    memcpy(first, decisions, sizeof first);
+    f = fired_step(&pl);
+    for (k = 0; k < sizeof scales / sizeof scales[0]; k++) {
+      REQUIRE(run(&pl, units, &c, w, scales[k][0], scales[k][1], 0, STEPS));
+      EXPECT_EQ_INT(fired_step(&pl), f);
+      EXPECT(memcmp(first, decisions, sizeof first) == 0);
+    }
+  }
+}
+
+TEST(nan_and_inf_signals_are_skipped_and_negatives_refused) {
+  gnmr_place pl, before;
+  gnmr_place_unit units[NU], ubefore[NU];
+  const gnmr_place_config c = gnmr_place_config_default();
+  double up[NU], q[NU];
+  uint8_t high[NU], hbefore[NU];
+  uint32_t u, t;
+  REQUIRE(gnmr_place_init(&pl, &c, units, COSTS, NU) == GNMR_OK);
+  for (t = 0; t < 100; t++) {
+    for (u = 0; u < NU; u++) {
+      up[u] = update_of(W_COSINE, u, t);
+      q[u] = qerr_of(W_COSINE, u, t);
+    }
+    REQUIRE(gnmr_place_step(&pl, up, q, high) == GNMR_OK);
+  }
+  /* non-finite or zero: that unit's signal is skipped this step */
+  {
+    static const double odd[] = {(double)NAN, (double)INFINITY,
+                                 -(double)INFINITY};
+    size_t k;
+    for (k = 0; k < 3; k++) {
+      gnmr_place_unit u3 = unit_of(&pl, 3), u5 = unit_of(&pl, 5), x;
+      uint64_t seen0 = unit_of(&pl, 0).seen;
+      up[3] = odd[k];
+      q[5] = odd[k];
+      REQUIRE(gnmr_place_step(&pl, up, q, high) == GNMR_OK);
+      x = unit_of(&pl, 3);
+      EXPECT(memcmp(&x, &u3, sizeof u3) == 0);
+      x = unit_of(&pl, 5);
+      EXPECT(memcmp(&x, &u5, sizeof u5) == 0);
+      EXPECT_EQ_INT(unit_of(&pl, 0).seen, seen0 + 1);
+    }
+    q[5] = 0.0; /* no error to compare with: no observation */
+    {
+      gnmr_place_unit u5 = unit_of(&pl, 5), x;
+      REQUIRE(gnmr_place_step(&pl, up, q, high) == GNMR_OK);
+      x = unit_of(&pl, 5);
+      EXPECT(memcmp(&x, &u5, sizeof u5) == 0);
+    }
+    q[5] = -0.0; /* not negative */
+    EXPECT_EQ_INT(gnmr_place_step(&pl, up, q, high), GNMR_OK);
+    q[5] = 1.0;
+    up[3] = 0.0; /* no update is an observation: r = 0 */
+    EXPECT_EQ_INT(gnmr_place_step(&pl, up, q, high), GNMR_OK);
+    up[3] = 1.0;
+  }
+  /* refused whole: the placer, its units and high stay bit for bit */
+  before = pl;
+  memcpy(ubefore, units, sizeof units);
+  memset(high, 7, sizeof high);
+  memcpy(hbefore, high, sizeof high);
+  up[8] = -1e-30;
+  EXPECT_EQ_INT(gnmr_place_step(&pl, up, q, high), GNMR_ENORM);
+  up[8] = 1.0;
+  q[0] = -2.0;
+  EXPECT_EQ_INT(gnmr_place_step(&pl, up, q, high), GNMR_ENORM);
+  q[0] = 1.0;
+  EXPECT_EQ_INT(gnmr_place_step(NULL, up, q, high), GNMR_EINVAL);
+  EXPECT_EQ_INT(gnmr_place_step(&pl, NULL, q, high), GNMR_EINVAL);
+  EXPECT_EQ_INT(gnmr_place_step(&pl, up, NULL, high), GNMR_EINVAL);
+  EXPECT(memcmp(&pl, &before, sizeof pl) == 0);
+  EXPECT(memcmp(units, ubefore, sizeof units) == 0);
+  EXPECT(memcmp(high, hbefore, sizeof high) == 0);
+  EXPECT_EQ_INT(gnmr_place_high(NULL, 0), 0);
+  EXPECT_EQ_INT(gnmr_place_high(&pl, NU), 0);
+  EXPECT_EQ_INT(gnmr_place_info(&pl, NULL), GNMR_EINVAL);
+}
+
+TEST(checkpoint_mid_run_resumes_identically) {
+  static uint8_t whole[STEPS][NU];
+  static unsigned char buf[4096];
+  static const uint32_t cuts[] = {1, 30, 500, 960, 999};
+  const gnmr_place_config c = gnmr_place_config_default();
+  gnmr_place a, b;
+  gnmr_place_unit ua[NU], ub[NU];
+  size_t k, n = 0;
+  int w;
+  for (w = W_COSINE; w <= W_STEP; w++) {
+    uint32_t f;
+    REQUIRE(run(&a, ua, &c, w, 1, 1, 0, STEPS));
+    memcpy(whole, decisions, sizeof whole);
+    f = fired_step(&a);
+    for (k = 0; k < sizeof cuts / sizeof cuts[0]; k++) {
+      gnmr_place_config other = gnmr_place_config_default();
+      double ones[NU];
+      uint32_t u;
+      for (u = 0; u < NU; u++) ones[u] = 1.0;
+      REQUIRE(run(&a, ua, &c, w, 1, 1, 0, cuts[k]));
+      REQUIRE(gnmr_place_checkpoint_save(&a, buf, sizeof buf, &n) == GNMR_OK);
+      REQUIRE(n == gnmr_place_checkpoint_size(&a));
+      /* into a placer of another config and costs: the checkpoint's win */
+      other.budget = 0.5;
+      REQUIRE(gnmr_place_init(&b, &other, ub, ones, NU) == GNMR_OK);
+      REQUIRE(gnmr_place_checkpoint_load(&b, buf, n) == GNMR_OK);
+      REQUIRE(run(&b, ub, &c, w, 1, 1, cuts[k], STEPS));
+      REQUIRE(run(&a, ua, &c, w, 1, 1, 0, STEPS)); /* a's whole run again */
+      EXPECT(memcmp(whole, decisions, sizeof whole) == 0);
+      EXPECT_EQ_INT(fired_step(&b), f);
+      b.units = ua; /* the rest bit for bit */
+      EXPECT(memcmp(&a, &b, sizeof a) == 0);
+      EXPECT(memcmp(ua, ub, sizeof ua) == 0);
+    }
+  }
+  /* b resumed on its own from the cut and decided as a: checked above
+     through decisions, which run() wrote from b's steps after the cut and
+     a's whole run overwrote; now check b's alone */
+  REQUIRE(run(&a, ua, &c, W_COSINE, 1, 1, 0, 700));
+  REQUIRE(gnmr_place_checkpoint_save(&a, buf, sizeof buf, &n) == GNMR_OK);
+  REQUIRE(run(&a, ua, &c, W_COSINE, 1, 1, 0, STEPS));
+  memcpy(whole, decisions, sizeof whole);
+  memset(decisions, 9, sizeof decisions);
+  REQUIRE(gnmr_place_init(&b, &c, ub, COSTS, NU) == GNMR_OK);
+  REQUIRE(gnmr_place_checkpoint_load(&b, buf, n) == GNMR_OK);
+  REQUIRE(run(&b, ub, &c, W_COSINE, 1, 1, 700, STEPS));
+  EXPECT(memcmp(whole[700], decisions[700], (STEPS - 700) * NU) == 0);
+}
+
+static void put_u32(unsigned char *p, uint32_t v) {
+  p[0] = (unsigned char)v;
+  p[1] = (unsigned char)(v >> 8);
+  p[2] = (unsigned char)(v >> 16);
+  p[3] = (unsigned char)(v >> 24);
+}
+
+/* CRC-32 (IEEE), as the checkpoint's. */
+static uint32_t crc32_of(const unsigned char *p, size_t n) {
+  uint32_t crc = 0xFFFFFFFFu;
+  while (n--) {
+    int j;
+    crc ^= *p++;
+    for (j = 0; j < 8; j++)
+      crc = (crc >> 1) ^ (0xEDB88320u & (0u - (crc & 1u)));
+  }
+  return crc ^ 0xFFFFFFFFu;
+}
+
+TEST(damaged_checkpoints_are_refused_whole) {
+  static unsigned char buf[4096], bad[4096];
+  const gnmr_place_config c = gnmr_place_config_default();
+  gnmr_place a, b, before;
+  gnmr_place_unit ua[NU], ub[NU], ubefore[NU];
+  size_t n = 0, i, w = 0;
+  int cut;
+  for (cut = 0; cut < 2; cut++) {
+    /* before the fire, and after it */
+    REQUIRE(run(&a, ua, &c, W_COSINE, 1, 1, 0, cut ? 990 : 400));
+    REQUIRE(cut ? a.n_fired == NU : a.n_fired == 0);
+    REQUIRE(gnmr_place_checkpoint_save(&a, buf, sizeof buf, &n) == GNMR_OK);
+    REQUIRE(run(&b, ub, &c, W_WSD, 1, 1, 0, 100));
+    before = b;
+    memcpy(ubefore, ub, sizeof ub);
+    EXPECT_EQ_INT(gnmr_place_checkpoint_save(&a, buf, n - 1, &w), GNMR_ESIZE);
+    EXPECT_EQ_INT(w, n);
+    for (i = 0; i < n; i++) /* every cut short, and one byte too many */
+      EXPECT_EQ_INT(gnmr_place_checkpoint_load(&b, buf, i), GNMR_ESIZE);
+    EXPECT_EQ_INT(gnmr_place_checkpoint_load(&b, buf, n + 1), GNMR_ESIZE);
+    for (i = 0; i < n; i++) { /* every byte flipped */
+      int rc;
+      memcpy(bad, buf, n);
+      bad[i] ^= 0x10;
+      rc = gnmr_place_checkpoint_load(&b, bad, n);
+      EXPECT(rc == GNMR_ECORRUPT || rc == GNMR_ESIZE || rc == GNMR_EVERSION);
+    }
+    memcpy(bad, buf, n); /* another version, CRC fixed */
+    put_u32(bad + 8, 2);
+    put_u32(bad + n - 4, crc32_of(bad, n - 4));
+    EXPECT_EQ_INT(gnmr_place_checkpoint_load(&b, bad, n), GNMR_EVERSION);
+    /* contents no step can write, each with its CRC fixed: a negative
+       credit (the state's 3rd double), a cost of 0 (unit 2's first
+       double), a unit marked high before the fire, a firing order out of
+       order */
+    {
+      const size_t state = 16 + 56, unit0 = state + 80;
+      double neg = -1.0, zero = 0.0;
+      memcpy(bad, buf, n);
+      memcpy(bad + state + 8 + 16, &neg, 8);
+      put_u32(bad + n - 4, crc32_of(bad, n - 4));
+      EXPECT_EQ_INT(gnmr_place_checkpoint_load(&b, bad, n), GNMR_ECORRUPT);
+      memcpy(bad, buf, n);
+      memcpy(bad + unit0 + 2 * 48, &zero, 8);
+      put_u32(bad + n - 4, crc32_of(bad, n - 4));
+      EXPECT_EQ_INT(gnmr_place_checkpoint_load(&b, bad, n), GNMR_ECORRUPT);
+      memcpy(bad, buf, n);
+      if (!cut) {
+        put_u32(bad + unit0 + 4 * 48 + 44, 1); /* high */
+      } else { /* swap the first two entries of the firing order */
+        memcpy(bad + unit0 + 40, buf + unit0 + 48 + 40, 4);
+        memcpy(bad + unit0 + 48 + 40, buf + unit0 + 40, 4);
+      }
+      put_u32(bad + n - 4, crc32_of(bad, n - 4));
+      EXPECT_EQ_INT(gnmr_place_checkpoint_load(&b, bad, n), GNMR_ECORRUPT);
+      memcpy(bad, buf, n); /* and unchanged, it loads: the offsets hold */
+      put_u32(bad + n - 4, crc32_of(bad, n - 4));
+      EXPECT(memcmp(bad, buf, n) == 0);
+    }
+    EXPECT(memcmp(&b, &before, sizeof b) == 0);
+    EXPECT(memcmp(ub, ubefore, sizeof ub) == 0);
+  }
+  { /* another number of units */
+    gnmr_place small;
+    gnmr_place_unit us[3];
+    REQUIRE(gnmr_place_init(&small, &c, us, COSTS, 3) == GNMR_OK);
+    EXPECT_EQ_INT(gnmr_place_checkpoint_load(&small, buf, n), GNMR_EMISMATCH);
+  }
+  EXPECT_EQ_INT(gnmr_place_checkpoint_load(&b, buf, n), GNMR_OK);
+  EXPECT_EQ_INT(gnmr_place_checkpoint_load(NULL, buf, n), GNMR_EINVAL);
+  EXPECT_EQ_INT(gnmr_place_checkpoint_load(&b, NULL, n), GNMR_EINVAL);
+  EXPECT_EQ_INT(gnmr_place_checkpoint_save(&b, buf, n, NULL), GNMR_EINVAL);
+}
+
+/* The controller's path (gnmr_ctl_isa_active: AVX-512 where the CPU has
+   it, eight units a lane) and the scalar path give the same bits: 37 units
+   (four blocks of eight and a tail), signals with NaN, Inf, zeros and a
+   decay that fires, every step's decisions and the final checkpoint
+   compared. Where the CPU has no AVX-512 both runs are scalar. */
+#define NP 37
+static unsigned char ckpt_paths[2][4096];
+static uint8_t high_paths[2][STEPS][NP];
+TEST(the_scalar_and_avx512_paths_agree_bit_for_bit) {
+  const int wide = gnmr_ctl_isa_active();
+  static const double costs[NP] = {3, 1, 4, 4, 3, 1, 4, 4, 4, 2, 2, 2, 7,
+                                   7, 1, 1, 1, 5, 5, 9, 1, 2, 3, 4, 5, 6,
+                                   7, 8, 9, 1, 2, 3, 4, 5, 6, 7, 8};
+  size_t len[2] = {0, 0};
+  int path;
+  printf("  controller path: %s\n", gnmr_isa_name(wide));
+  for (path = 0; path < 2; path++) {
+    gnmr_place pl;
+    gnmr_place_unit units[NP];
+    const gnmr_place_config c = gnmr_place_config_default();
+    uint32_t t, u;
+    if (path == 1) REQUIRE(gnmr_ctl_isa_force(GNMR_ISA_SCALAR) == GNMR_OK);
+    REQUIRE(gnmr_place_init(&pl, &c, units, costs, NP) == GNMR_OK);
+    for (t = 0; t < STEPS; t++) {
+      double up[NP], q[NP];
+      for (u = 0; u < NP; u++) {
+        const double e = noise(u, t, 3);
+        up[u] = update_of(W_COSINE, u % NU, t) * (1 + 0.5 * e);
+        q[u] = (double)qerr_of(W_COSINE, u % NU, t);
+        if (e > 0.97) up[u] = (double)NAN;
+        if (e < -0.98) q[u] = 0.0;
+        if (e > 0.95 && e <= 0.96) q[u] = (double)INFINITY;
+        if (t < 3 && u % 5 == 0) up[u] = 0.0; /* r = 0: M stays 0 */
+      }
+      REQUIRE(gnmr_place_step(&pl, up, q, high_paths[path][t]) == GNMR_OK);
+    }
+    EXPECT(pl.n_fired == NP);
+    { /* the refusal on this path too: in a block of eight, in the tail */
+      double up[NP], q[NP];
+      for (u = 0; u < NP; u++) up[u] = q[u] = 1.0;
+      up[9] = -1.0;
+      EXPECT_EQ_INT(gnmr_place_step(&pl, up, q, NULL), GNMR_ENORM);
+      up[9] = -0.0;
+      q[NP - 1] = -1e-300;
+      EXPECT_EQ_INT(gnmr_place_step(&pl, up, q, NULL), GNMR_ENORM);
+      q[NP - 1] = -(double)INFINITY; /* a signal, not a refusal */
+      EXPECT_EQ_INT(gnmr_place_step(&pl, up, q, NULL), GNMR_OK);
+    }
+    REQUIRE(gnmr_place_checkpoint_save(&pl, ckpt_paths[path],
+                                       sizeof ckpt_paths[path],
+                                       &len[path]) == GNMR_OK);
+  }
+  REQUIRE(gnmr_ctl_isa_force(wide) == GNMR_OK);
+  EXPECT(len[0] == len[1] && memcmp(ckpt_paths[0], ckpt_paths[1], len[0]) == 0);
+  EXPECT(memcmp(high_paths[0], high_paths[1], sizeof high_paths[0]) == 0);
+}
+
+/* ---- the LM demo's upd-late, transcribed --------------------------------
+   examples/train_lm.c before the library had a placer: lm_place_step (at
+   the start of a step) and lm_place_update (after its update) under rule
+   LM_PLACE_UPD_LATE, on arrays instead of the model. The per-unit fast and
+   slow means it also kept are read by its per-unit rules only. */
+typedef struct proto {
+  double budget, total, credit, flops[NU];
+  uint8_t hf[NU];
+  double upd[NU], rmax[NU], ratio[NU];
+  double all_fast, all_slow;
+  int seen[NU], fired[NU], n_fired, all_seen;
+} proto;
+
+static int proto_test(double x, double max, double level, double *fast,
+                      double *slow, int seen) {
+  *fast = seen ? 0.9 * *fast + (1 - 0.9) * x : x;
+  *slow = seen ? 0.99 * *slow + (1 - 0.99) * x : x;
+  return (x < level * max) * 1 + (*fast < 0.6 * *slow) * 2;
+}
+
+static void proto_step(proto *pl) {
+  int u, k;
+  memset(pl->hf, 0, sizeof pl->hf);
+  pl->credit += pl->budget * pl->total;
+  for (k = 0; k < pl->n_fired; k++) {
+    u = pl->fired[k];
+    if (pl->credit >= pl->flops[u]) {
+      pl->hf[u] = 1;
+      pl->credit -= pl->flops[u];
+    }
+  }
+}
+
+static void proto_update(proto *pl, const double *dist, const float *wqerr) {
+  double level = 0, weight = 0;
+  int u, k, j, order[NU], n = 0, fired[NU] = {0};
+  for (k = 0; k < pl->n_fired; k++) fired[pl->fired[k]] = 1;
+  for (u = 0; u < NU; u++) {
+    double d, r;
+    if (fired[u] || !(wqerr[u] > 0)) continue;
+    d = dist[u];
+    pl->upd[u] = pl->seen[u] ? 0.95 * pl->upd[u] + (1 - 0.95) * d : d;
+    r = pl->upd[u] / wqerr[u];
+    if (r > pl->rmax[u]) pl->rmax[u] = r;
+    pl->ratio[u] = r;
+    pl->seen[u]++;
+    level += pl->flops[u] * r / pl->rmax[u];
+    weight += pl->flops[u];
+  }
+  if (pl->n_fired || !(weight > 0)) return;
+  if (!proto_test(level / weight, 1.0, 0.05, &pl->all_fast, &pl->all_slow,
+                  pl->all_seen++) ||
+      pl->all_seen <= 50)
+    return;
+  for (u = 0; u < NU; u++) { /* lowest r / max first */
+    double x = pl->rmax[u] > 0 ? pl->ratio[u] / pl->rmax[u] : 0;
+    for (j = n; j > 0 && pl->rmax[order[j - 1]] > 0 &&
+                pl->ratio[order[j - 1]] / pl->rmax[order[j - 1]] > x;
+         j--)
+      order[j] = order[j - 1];
+    order[j] = u;
+    n++;
+  }
+  for (k = 0; k < n; k++) pl->fired[pl->n_fired++] = order[k];
+}
+
+TEST(decisions_equal_the_demo_prototype) {
+  static const double budgets[] = {0.05, 0.1, 0.2};
+  size_t b;
+  int w, fired = 0;
+  for (b = 0; b < sizeof budgets / sizeof budgets[0]; b++)
+    for (w = W_COSINE; w <= W_STEP; w++) {
+      gnmr_place pl;
+      gnmr_place_unit units[NU];
+      gnmr_place_config c = gnmr_place_config_default();
+      proto p;
+      uint32_t t, u;
+      int same = 1;
+      c.budget = budgets[b];
+      memset(&p, 0, sizeof p);
+      p.budget = budgets[b];
+      for (u = 0; u < NU; u++) {
+        p.flops[u] = COSTS[u];
+        p.total += COSTS[u];
+      }
+      REQUIRE(gnmr_place_init(&pl, &c, units, COSTS, NU) == GNMR_OK);
+      proto_step(&p); /* step 0 */
+      for (t = 0; t < STEPS; t++) {
+        double d[NU], q[NU];
+        float qf[NU];
+        uint8_t high[NU];
+        for (u = 0; u < NU; u++) {
+          /* unit 4 gets no quantization error for a while: skipped by
+             both */
+          d[u] = update_of(w, u, t);
+          qf[u] = u == 4 && t > 300 && t < 320 ? 0.0f : qerr_of(w, u, t);
+          q[u] = qf[u];
+        }
+        REQUIRE(gnmr_place_step(&pl, d, q, high) == GNMR_OK);
+        proto_update(&p, d, qf);
+        proto_step(&p); /* step t + 1 */
+        if (memcmp(high, p.hf, NU) != 0) same = 0;
+        if (memcmp(&pl.credit, &p.credit, sizeof p.credit) != 0) same = 0;
+      }
+      EXPECT(same);
+      EXPECT_EQ_INT(pl.n_fired, p.n_fired);
+      fired += p.n_fired > 0;
+      for (u = 0; u < pl.n_fired; u++)
+        EXPECT_EQ_INT(unit_of(&pl, u).order, p.fired[u]);
+    }
+  EXPECT_EQ_INT(fired, 9); /* every case fires: the order is compared too */
+}
+
+int main(int argc, char **argv) {
+  static const check_case cases[] = {
+      CHECK_CASE(config_defaults_and_checks_name_the_field),
+      CHECK_CASE(init_refuses_bad_arguments_and_changes_nothing),
+      CHECK_CASE(nothing_fires_in_warmup_then_a_fall_fires),
+      CHECK_CASE(a_falling_signal_fires_a_flat_one_never),
+      CHECK_CASE(the_budget_holds_at_every_prefix),
+      CHECK_CASE(scaling_the_signals_changes_no_decision),
+      CHECK_CASE(nan_and_inf_signals_are_skipped_and_negatives_refused),
+      CHECK_CASE(checkpoint_mid_run_resumes_identically),
+      CHECK_CASE(damaged_checkpoints_are_refused_whole),
+      CHECK_CASE(decisions_equal_the_demo_prototype),
+      CHECK_CASE(the_scalar_and_avx512_paths_agree_bit_for_bit),
+  };
+  return check_main(cases, sizeof cases / sizeof cases[0], argc, argv);
+}
