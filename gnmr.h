@@ -2843,8 +2843,11 @@ static GNMR_HOSTDEV void gnmr__step_verdict(gnmr_ctl *ctl, gnmr__rules *r,
 
 /* Rule 9's judgement of a run of P flagged observations of unit u, g in
    [lo, hi], k the unit's count: restarts the history at a steady run's
-   level and returns 1, else 0. Once per P flagged steps: out of line. */
-static GNMR__COLD GNMR_HOSTDEV int
+   level and returns 1, else 0. Inlined like the rest of rule 9: a call
+   anywhere in the scalar unit loop, however rare, made the compiler
+   reload the loop's constants on every unit (14 more instructions a calm
+   unit, 10% of the scalar step; cachegrind, bench/RESULTS.md). */
+static GNMR__HOT GNMR_HOSTDEV int
 gnmr__shift_judge(const gnmr__rules *c, const gnmr__soa *s, uint32_t u,
                   float lo, float hi, uint32_t fall, uint64_t k) {
   double llo, lhi, level, jump;
@@ -2897,7 +2900,7 @@ static GNMR_HOSTDEV float gnmr__run_bound(uint64_t span, int upper) {
    FALLs), after its rule set's rules have counted it (k its new count):
    the run goes on, or is judged. Returns 1 when the unit's history
    restarted at a new level. */
-static GNMR__COLD GNMR_HOSTDEV int gnmr__level_shift(const gnmr__rules *c,
+static GNMR__HOT GNMR_HOSTDEV int gnmr__level_shift(const gnmr__rules *c,
                                                      const gnmr__soa *s,
                                                      uint32_t u, float g,
                                                      uint32_t fall) {
