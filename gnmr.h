@@ -2901,9 +2901,9 @@ static GNMR_HOSTDEV float gnmr__run_bound(uint64_t span, int upper) {
    the run goes on, or is judged. Returns 1 when the unit's history
    restarted at a new level. */
 static GNMR__HOT GNMR_HOSTDEV int gnmr__level_shift(const gnmr__rules *c,
-                                                     const gnmr__soa *s,
-                                                     uint32_t u, float g,
-                                                     uint32_t fall) {
+                                                    const gnmr__soa *s,
+                                                    uint32_t u, float g,
+                                                    uint32_t fall) {
   uint64_t *run = s->shift_run + 2 * (size_t)u;
   const uint64_t k = s->finite_steps[u], w = run[0];
   uint32_t len = GNMR__RUN_LEN(w);
