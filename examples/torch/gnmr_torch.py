@@ -337,21 +337,30 @@ class Decision:
         return [n for i, n in enumerate(FLAGS) if self.flags & (1 << i)]
 
     def __repr__(self):
-        return "Decision(%s %s%s scale=%g)" % (
+        return "Decision(%s %s%s ratio=%.4g scale=%g)" % (
             self.unit, self.action,
-            " " + "|".join(self.flag_names) if self.flags else "", self.scale)
+            " " + "|".join(self.flag_names) if self.flags else "",
+            self.ratio, self.scale)
 
 
 class StepReport:
-    """gnmr_step_info: the step-level verdict (NOISE mode fills it all)."""
+    """gnmr_step_info: the step-level verdict. Both rule sets set
+    `flagged` (units flagged this step); only the noise-aware rules
+    (`noise` True) set the rest: `rises`, `falls` (flagged up, down),
+    `settled`, `global_norm`, `global_dev`, `global_ratio`, `common`,
+    `global_` and `global_scale`. Under the paper rules those read 0
+    (`global_scale` 1) and the printout leaves them out."""
 
-    def __init__(self, r):
+    def __init__(self, r, noise=True):
         for f, _ in StepReportC._fields_:
             if f != "reserved_":
                 setattr(self, f, getattr(r, f))
         self.global_ = bool(r.__getattribute__("global"))
+        self.noise = noise
 
     def __repr__(self):
+        if not self.noise:
+            return "StepReport(flagged=%d)" % self.flagged
         return ("StepReport(flagged=%d, rises=%d, falls=%d, global=%s, "
                 "global_scale=%g)" % (self.flagged, self.rises, self.falls,
                                       self.global_, self.global_scale))
@@ -858,7 +867,7 @@ class Controller:
         _raise(self._lib.gnmr_step_info(ctypes.byref(self._ctl),
                                         ctypes.byref(r)), "gnmr_step_info",
                self._lib)
-        return StepReport(r)
+        return StepReport(r, noise=self._ctl.cfg.rule == 1)
 
     def counters(self, unit=None):
         """gnmr_counters_get as a dict (unit None: the totals)."""

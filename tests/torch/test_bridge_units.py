@@ -296,3 +296,22 @@ def test_flag_names_are_the_librarys():
     lib = G.load_library()
     assert [lib.gnmr_flag_name(1 << i).decode()
             for i in range(len(G.FLAGS))] == list(G.FLAGS)
+
+
+def test_printouts_say_what_each_rule_set_sets():
+    """A decision prints its ratio; the step's report prints only what the
+    rule set fills (the paper rules set `flagged` alone)."""
+    for rule, noise in (("PAPER", False), ("NOISE", True)):
+        ctl = G.Controller(["a", "b"], config={
+            "rule": rule, "warmup_steps": 2, "max_recovering": 1})
+        for step in range(60):
+            ctl.step(norms=[1.0 + 0.01 * (step % 3), 1.0])
+        res = ctl.step(norms=[50.0, 1.0])
+        d = res.decisions["a"]
+        assert "a" in res.flagged
+        assert ("ratio=%.4g" % d.ratio) in repr(d) and d.ratio > 10
+        text = repr(res.report)
+        assert res.report.flagged == 1 and "flagged=1" in text
+        assert ("rises=" in text) == noise and ("global=" in text) == noise
+        if noise:
+            assert res.report.rises == 1
