@@ -375,6 +375,45 @@ static const char *EF_COLORS[] = {
     "#756bb1", "#636363", "#000000"};
 #define EF_N_COLORS (int)(sizeof EF_COLORS / sizeof *EF_COLORS)
 
+/* One panel of a plot: its title and frame, the gap axis (ylo .. yhi %,
+   a gridline every 50, 0 and 100 darker), the x axis (0 .. xmax %, four
+   ticks) and its label, and the y label where ylabel is not NULL (the
+   first panel). */
+static void ef_panel(FILE *f, double x0, double y0, double pw, double ph,
+                     double ylo, double yhi, double xmax, const char *title,
+                     const char *xlabel, const char *ylabel) {
+  int t;
+  fprintf(f,
+          "<text x='%.0f' y='%.0f' text-anchor='middle' "
+          "font-size='13'>%s</text>\n<rect x='%.0f' y='%.0f' "
+          "width='%.0f' height='%.0f' fill='none' stroke='#444'/>\n",
+          x0 + pw / 2, y0 - 10, title, x0, y0, pw, ph);
+  for (t = -100; t <= 150; t += 50) { /* y ticks */
+    double y = y0 + ph * (yhi - t) / (yhi - ylo);
+    fprintf(f,
+            "<line x1='%.0f' x2='%.0f' y1='%.1f' y2='%.1f' "
+            "stroke='%s'/>\n<text x='%.0f' y='%.1f' "
+            "text-anchor='end'>%d%%</text>\n",
+            x0, x0 + pw, y, y, t == 100 || t == 0 ? "#bbb" : "#eee", x0 - 4,
+            y + 4, t);
+  }
+  for (t = 0; t <= 4; t++) { /* x ticks */
+    double x = x0 + pw * t / 4;
+    fprintf(f,
+            "<line x1='%.1f' x2='%.1f' y1='%.0f' y2='%.0f' "
+            "stroke='#888'/>\n<text x='%.1f' y='%.0f' "
+            "text-anchor='middle'>%.1f%%</text>\n",
+            x, x, y0 + ph, y0 + ph + 4, x, y0 + ph + 16, xmax * t / 4);
+  }
+  fprintf(f, "<text x='%.0f' y='%.0f' text-anchor='middle'>%s</text>\n",
+          x0 + pw / 2, y0 + ph + 34, xlabel);
+  if (ylabel)
+    fprintf(f,
+            "<text transform='translate(12,%.0f) rotate(-90)' "
+            "text-anchor='middle'>%s</text>\n",
+            y0 + ph / 2, ylabel);
+}
+
 /* One panel per setting; x: hf unit-steps (%), y: gap recovered (%), held
    to [-100, 150] (a point beyond sits on the edge, drawn hollow). Colours
    follow the arm's name across panels; the legend stands right of them. */
@@ -403,40 +442,9 @@ static void ef_svg(const char *root) {
   f = ef_svg_open(path, W, H);
   for (i = 0; i < ef_n_set; i++) {
     double x0 = ml + i * (pw + gapx), y0 = mt;
-    fprintf(f,
-            "<text x='%.0f' y='%.0f' text-anchor='middle' "
-            "font-size='13'>%s</text>\n",
-            x0 + pw / 2, y0 - 10, ef_set[i].name);
-    fprintf(f,
-            "<rect x='%.0f' y='%.0f' width='%.0f' height='%.0f' "
-            "fill='none' stroke='#444'/>\n",
-            x0, y0, pw, ph);
-    for (t = -100; t <= 150; t += 50) { /* y ticks */
-      double y = y0 + ph * (yhi - t) / (yhi - ylo);
-      fprintf(f,
-              "<line x1='%.0f' x2='%.0f' y1='%.1f' y2='%.1f' "
-              "stroke='%s'/>\n<text x='%.0f' y='%.1f' "
-              "text-anchor='end'>%d%%</text>\n",
-              x0, x0 + pw, y, y, t == 100 || t == 0 ? "#bbb" : "#eee", x0 - 4,
-              y + 4, t);
-    }
-    for (t = 0; t <= 4; t++) { /* x ticks */
-      double xv = xmax * t / 4, x = x0 + pw * t / 4;
-      fprintf(f,
-              "<line x1='%.1f' x2='%.1f' y1='%.0f' y2='%.0f' "
-              "stroke='#888'/>\n<text x='%.1f' y='%.0f' "
-              "text-anchor='middle'>%.1f%%</text>\n",
-              x, x, y0 + ph, y0 + ph + 4, x, y0 + ph + 16, xv);
-    }
-    fprintf(f,
-            "<text x='%.0f' y='%.0f' text-anchor='middle'>unit-steps on "
-            "the high-fidelity path</text>\n",
-            x0 + pw / 2, y0 + ph + 34);
-    if (i == 0)
-      fprintf(f,
-              "<text transform='translate(12,%.0f) rotate(-90)' "
-              "text-anchor='middle'>lowp gap recovered</text>\n",
-              y0 + ph / 2);
+    ef_panel(f, x0, y0, pw, ph, ylo, yhi, xmax, ef_set[i].name,
+             "unit-steps on the high-fidelity path",
+             i == 0 ? "lowp gap recovered" : NULL);
     for (j = 0; j < ef_set[i].n_arms; j++) {
       const ef_arm *a = &ef_set[i].arm[j];
       if (ef_all_f32(a)) continue;
@@ -521,37 +529,9 @@ static void ef_frontier_svg(const char *root) {
              !isnan(ef_mean(s->arm[j].flops, s->arm[j].n));
     if (!has) continue;
     p++;
-    fprintf(f,
-            "<text x='%.0f' y='%.0f' text-anchor='middle' "
-            "font-size='13'>%s</text>\n<rect x='%.0f' y='%.0f' "
-            "width='%.0f' height='%.0f' fill='none' stroke='#444'/>\n",
-            x0 + pw / 2, y0 - 10, s->name, x0, y0, pw, ph);
-    for (t = -100; t <= 150; t += 50) {
-      double y = y0 + ph * (yhi - t) / (yhi - ylo);
-      fprintf(f,
-              "<line x1='%.0f' x2='%.0f' y1='%.1f' y2='%.1f' "
-              "stroke='%s'/>\n<text x='%.0f' y='%.1f' "
-              "text-anchor='end'>%d%%</text>\n",
-              x0, x0 + pw, y, y, t == 100 || t == 0 ? "#bbb" : "#eee", x0 - 4,
-              y + 4, t);
-    }
-    for (t = 0; t <= 4; t++) {
-      double x = x0 + pw * t / 4;
-      fprintf(f,
-              "<line x1='%.1f' x2='%.1f' y1='%.0f' y2='%.0f' "
-              "stroke='#888'/>\n<text x='%.1f' y='%.0f' "
-              "text-anchor='middle'>%.1f%%</text>\n",
-              x, x, y0 + ph, y0 + ph + 4, x, y0 + ph + 16, xmax * t / 4);
-    }
-    fprintf(f,
-            "<text x='%.0f' y='%.0f' text-anchor='middle'>GEMM FLOPs on "
-            "the high-fidelity path (mean over seeds)</text>\n",
-            x0 + pw / 2, y0 + ph + 34);
-    if (p == 1)
-      fprintf(f,
-              "<text transform='translate(12,%.0f) rotate(-90)' "
-              "text-anchor='middle'>lowp gap recovered (mean)</text>\n",
-              y0 + ph / 2);
+    ef_panel(f, x0, y0, pw, ph, ylo, yhi, xmax, s->name,
+             "GEMM FLOPs on the high-fidelity path (mean over seeds)",
+             p == 1 ? "lowp gap recovered (mean)" : NULL);
     for (t = 0; t < n_rules; t++) {
       double xs[EF_MAX_ARMS], ys[EF_MAX_ARMS];
       int n = 0;
