@@ -115,5 +115,16 @@ CHECK_UNUSED static uint64_t check_rand(void) {
 CHECK_UNUSED static double check_uniform(void) {
   return (double)(check_rand() >> 11) * (1.0 / 9007199254740992.0);
 }
+/* Uniform in [-1, 1) as a function of (u, t, salt), no state: a scripted
+   world the same on every run and in any order of reading (splitmix64's
+   finaliser over the three). */
+CHECK_UNUSED static double check_noise(uint32_t u, uint32_t t, uint32_t salt) {
+  uint64_t x = ((uint64_t)u << 40) ^ ((uint64_t)t << 8) ^ salt;
+  x += 0x9E3779B97F4A7C15ull;
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+  x ^= x >> 31;
+  return (double)(x >> 11) / 4503599627370496.0 - 1.0;
+}
 
 #endif

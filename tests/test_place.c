@@ -20,16 +20,6 @@
 
 static const double COSTS[NU] = {3, 1, 4, 4, 3, 1, 4, 4, 4};
 
-/* Uniform in [-1, 1) from (u, t, salt). */
-static double noise(uint32_t u, uint32_t t, uint32_t salt) {
-  uint64_t x = ((uint64_t)u << 40) ^ ((uint64_t)t << 8) ^ salt;
-  x += 0x9E3779B97F4A7C15ull;
-  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
-  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
-  x ^= x >> 31;
-  return (double)(x >> 11) / 4503599627370496.0 - 1.0;
-}
-
 enum { W_COSINE, W_WSD, W_FLAT, W_STEP };
 
 /* The learning rate of schedule w at step t of STEPS (1 at its peak). */
@@ -47,11 +37,12 @@ static double lr_of(int w, uint32_t t) {
 /* Unit u's signals at step t of world w: the update's norm, and the
    weights' quantization error (a float, as the demo measures it). */
 static double update_of(int w, uint32_t u, uint32_t t) {
-  return 0.01 * (1 + 0.2 * u) * lr_of(w, t) * (1 + 0.1 * noise(u, t, 1));
+  return 0.01 * (1 + 0.2 * u) * lr_of(w, t) * (1 + 0.1 * check_noise(u, t, 1));
 }
 static float qerr_of(int w, uint32_t u, uint32_t t) {
   const double grow = w == W_FLAT ? 1.0 : 1.0 + 2.0 * t / STEPS;
-  return (float)(0.5 * (1 + 0.1 * u) * grow * (1 + 0.01 * noise(u, t, 2)));
+  return (float)(0.5 * (1 + 0.1 * u) * grow *
+                 (1 + 0.01 * check_noise(u, t, 2)));
 }
 
 /* A run: decisions[t][u] is unit u's path on step t + 1. */
@@ -527,7 +518,7 @@ TEST(the_scalar_and_avx512_paths_agree_bit_for_bit) {
     for (t = 0; t < STEPS; t++) {
       double up[NP], q[NP];
       for (u = 0; u < NP; u++) {
-        const double e = noise(u, t, 3);
+        const double e = check_noise(u, t, 3);
         up[u] = update_of(W_COSINE, u % NU, t) * (1 + 0.5 * e);
         q[u] = (double)qerr_of(W_COSINE, u % NU, t);
         if (e > 0.97) up[u] = (double)NAN;

@@ -27,22 +27,12 @@ static gnmr_slot slots[N], slots_b[N];
 static gnmr_decision dec[STEPS][N];
 static float world[STEPS][N];
 
-/* Uniform in [-1, 1) from (u, t): the same world on every run. */
-static double noise(uint32_t u, uint32_t t, uint32_t salt) {
-  uint64_t x = ((uint64_t)u << 40) ^ ((uint64_t)t << 8) ^ salt;
-  x += 0x9E3779B97F4A7C15ull;
-  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
-  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
-  x ^= x >> 31;
-  return (double)(x >> 11) / 4503599627370496.0 - 1.0;
-}
-
 static float norm_of(uint32_t u, uint32_t t) {
-  const double e = noise(u, t, 1);
+  const double e = check_noise(u, t, 1);
   switch (u % ROLES) {
   case 0: return (float)(1.0 + 0.01 * e);
   case 1: return t < 30 ? 0.0f : 1.0f;
-  case 2: return noise(u, t, 2) < -0.8 ? (float)(exp(0.1 * e)) : 0.0f;
+  case 2: return check_noise(u, t, 2) < -0.8 ? (float)(exp(0.1 * e)) : 0.0f;
   case 3: return t < 200 ? 0.0f : (float)(2.0 + 0.06 * e);
   case 4:
     return t == 0 ? 0.0f : (float)(0.5 * (1.0 - pow(0.95, t)) * (1 + 0.02 * e));
