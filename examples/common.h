@@ -124,31 +124,6 @@ static int demo_parse_int(const char *s, int lo, int hi, const char *flag) {
   return (int)v;
 }
 
-/* The value of the option at argv[*i], stepping *i past it; NULL for the
-   options the demos take without a value (--sweep, --quiet: set here).
-   --help prints the usage and exits; a bad or incomplete option dies. */
-static const char *demo_option(int argc, char **argv, int *i,
-                               void (*usage)(FILE *), int *sweep, int *quiet) {
-  const char *f = argv[*i];
-  if (strcmp(f, "--help") == 0 || strcmp(f, "-h") == 0) {
-    usage(stdout);
-    exit(0);
-  }
-  if (strcmp(f, "--sweep") == 0) {
-    *sweep = 1;
-    return NULL;
-  }
-  if (strcmp(f, "--quiet") == 0) {
-    *quiet = 1;
-    return NULL;
-  }
-  if (*i + 1 >= argc || strncmp(f, "--", 2) != 0) {
-    usage(stderr);
-    DEMO_DIE("bad or incomplete option '%s'", f);
-  }
-  return argv[++*i];
-}
-
 /* A finite number; with `positive`, one above zero. */
 static double demo_parse_double(const char *s, const char *flag, int positive) {
   char *end;
@@ -197,6 +172,159 @@ static demo_at demo_parse_at(const char *v, const char *flag, int max_index) {
              "0..100, got '%s'",
              flag, max_index, v);
   return at;
+}
+
+/* A demo's options are one table: a row names an option, the kind of its
+   value, where the value goes and the line --help prints for it. The
+   kinds, and what a row's dst points to:
+     DEMO_FLAG  int, set to 1; the option takes no value
+     DEMO_STR   const char *, the value itself
+     DEMO_INT   int, an integer in lo..hi
+     DEMO_U32   uint32_t, an integer in lo..hi
+     DEMO_REAL  double, finite; lo 1: above zero
+     DEMO_AT    demo_at, "I:P" with I in 0..hi
+     DEMO_CALL  anything: parse(dst, value, name) reads it, show(f, dst)
+                writes its default into a buffer (NULL: none)
+   --help prints the usage, every row's default read from where its value
+   goes (after the caller's defaults are set; a negative number or NULL
+   string is "not given" and is not printed); a parsed row's `given` is 1. */
+typedef enum demo_opt_kind {
+  DEMO_FLAG,
+  DEMO_STR,
+  DEMO_INT,
+  DEMO_U32,
+  DEMO_REAL,
+  DEMO_AT,
+  DEMO_CALL
+} demo_opt_kind;
+
+typedef struct demo_opt {
+  const char *name, *arg; /* "--seed", "S" */
+  demo_opt_kind kind;
+  void *dst;
+  int lo, hi;
+  void (*parse)(void *dst, const char *value, const char *name);
+  void (*show)(char *buf, size_t cap, const void *dst);
+  const char *help; /* lines after the first start with '\n' */
+  int given;
+} demo_opt;
+
+#define DEMO_OPT(name, arg, kind, dst, lo, hi, help)                           \
+  { name, arg, kind, dst, lo, hi, NULL, NULL, help, 0 }
+#define DEMO_OPT_CALL(name, arg, parse, show, dst, help)                       \
+  { name, arg, DEMO_CALL, dst, 0, 0, parse, show, help, 0 }
+
+/* Appends to the string in buf (a row's show builds its default so). */
+static void demo_cat(char *buf, size_t cap, const char *fmt, ...) {
+  size_t len = strlen(buf);
+  va_list ap;
+  va_start(ap, fmt);
+  if (len < cap) vsnprintf(buf + len, cap - len, fmt, ap);
+  va_end(ap);
+}
+
+/* The default of a row, from where its value goes, into buf ("" if none). */
+static void demo_opt_default(char *buf, size_t cap, const demo_opt *o) {
+  buf[0] = 0;
+  switch (o->kind) {
+  case DEMO_STR:
+    if (*(const char *const *)o->dst)
+      snprintf(buf, cap, "%s", *(const char *const *)o->dst);
+    break;
+  case DEMO_INT:
+    if (*(const int *)o->dst >= 0)
+      snprintf(buf, cap, "%d", *(const int *)o->dst);
+    break;
+  case DEMO_U32:
+    snprintf(buf, cap, "%u", (unsigned)*(const uint32_t *)o->dst);
+    break;
+  case DEMO_REAL:
+    if (*(const double *)o->dst >= 0)
+      snprintf(buf, cap, "%g", *(const double *)o->dst);
+    break;
+  case DEMO_CALL:
+    if (o->show) o->show(buf, cap, o->dst);
+    break;
+  case DEMO_FLAG:
+  case DEMO_AT: break;
+  }
+}
+
+/* Every row: the option at column 2, its help at column 17, then its
+   default, on a line of its own where it would pass column 79. */
+static void demo_usage(FILE *f, const demo_opt *opts, int n) {
+  int r;
+  fprintf(f, "usage: " DEMO_PROGRAM " [options]\n");
+  for (r = 0; r < n; r++) {
+    const demo_opt *o = &opts[r];
+    const char *h = o->help, *nl;
+    char def[256];
+    int w = fprintf(f, "  %s%s%s", o->name, o->arg ? " " : "",
+                    o->arg ? o->arg : "");
+    if (w > 16) fprintf(f, "\n"), w = 0;
+    for (;;) {
+      int len = (nl = strchr(h, '\n')) ? (int)(nl - h) : (int)strlen(h);
+      w += fprintf(f, "%*s%.*s", 17 - w, "", len, h);
+      if (!nl) break;
+      fprintf(f, "\n");
+      h = nl + 1, w = 0;
+    }
+    demo_opt_default(def, sizeof def, o);
+    if (def[0]) {
+      if (w + 11 + (int)strlen(def) > 79) fprintf(f, "\n%16s", ""), w = 16;
+      fprintf(f, " (default %s)", def);
+    }
+    fprintf(f, "\n");
+  }
+  fprintf(f, "  --help         this text\n");
+}
+
+/* Reads argv[1..] against the table; --help (or -h) prints the usage and
+   exits; an unknown option, a missing or bad value dies naming it. */
+static void demo_parse_options(int argc, char **argv, demo_opt *opts, int n) {
+  int i, r;
+  for (i = 1; i < argc; i++) {
+    const char *f = argv[i], *v;
+    demo_opt *o = NULL;
+    if (strcmp(f, "--help") == 0 || strcmp(f, "-h") == 0) {
+      demo_usage(stdout, opts, n);
+      exit(0);
+    }
+    for (r = 0; r < n && !o; r++)
+      if (strcmp(f, opts[r].name) == 0) o = &opts[r];
+    if (!o) {
+      demo_usage(stderr, opts, n);
+      DEMO_DIE("unknown option '%s'", f);
+    }
+    o->given = 1;
+    if (o->kind == DEMO_FLAG) {
+      *(int *)o->dst = 1;
+      continue;
+    }
+    if (i + 1 >= argc) DEMO_DIE("%s: expected a value (%s)", f, o->arg);
+    v = argv[++i];
+    switch (o->kind) {
+    case DEMO_STR: *(const char **)o->dst = v; break;
+    case DEMO_INT: *(int *)o->dst = demo_parse_int(v, o->lo, o->hi, f); break;
+    case DEMO_U32:
+      *(uint32_t *)o->dst = (uint32_t)demo_parse_int(v, o->lo, o->hi, f);
+      break;
+    case DEMO_REAL: *(double *)o->dst = demo_parse_double(v, f, o->lo); break;
+    case DEMO_AT: *(demo_at *)o->dst = demo_parse_at(v, f, o->hi); break;
+    case DEMO_CALL: o->parse(o->dst, v, f); break;
+    case DEMO_FLAG: break;
+    }
+  }
+}
+
+/* Whether the option `name` of the table was given. */
+static __attribute__((unused)) int demo_given(const demo_opt *opts, int n,
+                                              const char *name) {
+  int r;
+  for (r = 0; r < n; r++)
+    if (strcmp(opts[r].name, name) == 0) return opts[r].given;
+  DEMO_DIE("no option '%s' in the table", name);
+  return 0;
 }
 
 /* --shift: the gain of the reparametrisation. At the step, the unit's

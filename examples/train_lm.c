@@ -2256,81 +2256,96 @@ static int lm_run_sweep(const lm_opts *o, const lm_text *train,
 /* ---- command line ----------------------------------------------------------
  */
 
-static void lm_usage(FILE *f) {
-  fprintf(f,
-          "usage: train_lm [options]\n"
-          "  --data DIR     fortune files (default /usr/share/games/fortunes)\n"
-          "  --arms LIST    comma list (default f32,lowp,clip,adagc,gnmr,\n"
-          "                 gnmr-noise,gnmr-global); --arms list\n"
-          "                 prints every arm\n"
-          "  --setting S    a name for the run in the outputs (default run)\n"
-          "  --seed S --seeds N   seeds S, S+1, ... (default 1, 1)\n"
-          "  --steps N      training steps (default 1500)\n"
-          "  --dim C --layers L --heads H --ctx T --batch B\n"
-          "                 model and batch (default 64, 2, 4, 64, 8)\n"
-          "  --lr X         peak AdamW learning rate (default 2e-3)\n"
-          "  --format F     e4m3, e5m2, e2m1 or nvfp4 (E2M1, a scale per\n"
-          "                 1x16 block; no --stress) (default e4m3)\n"
-          "  --stress N     injected faults per 1000 steps (default 0)\n"
-          "  --eval N       validation windows (default 512)\n"
-          "  --threads N    GEMM threads (default 2; any count, same bits)\n"
-          "  --isa NAME     gnmr.h's norm path: scalar, sse2, avx2, avx512, "
-          "neon\n"
-          "  --ctl-isa NAME gnmr.h's controller path: scalar, avx512\n"
-          "                 (default: the best this CPU runs; same bits)\n"
-          "  --tau-r X --tau-d X --lock N --max-rec N   GNMR overrides\n"
-          "  --global-clip X   every arm: clip the global gradient norm to X\n"
-          "                 after the arm's own control (default off)\n"
-          "  --freeze B:P   block B frozen for the first P%% of steps (no "
-          "gradient: its\n"
-          "                 units' norms are exactly 0; no update), then "
-          "trained\n"
-          "  --shift U:P    unit U reparametrised at P%% of the steps: W/10, "
-          "b/10, output\n"
-          "                 x 10 (same function, same updates, its gradient "
-          "x 10)\n"
-          "  --grad-format F  the low-cost path also quantizes each unit's\n"
-          "                 output gradient to F (default: f32 gradients)\n"
-          "  --schedule S   cosine (default) or wsd: constant, then a linear\n"
-          "                 decay to lr/10 over the last 20%% of steps\n"
-          "  --sweep        f32 vs lowp (every seed, with --stress faults)\n"
-          "  --sweep-lrs LIST      learning rates (default 2e-3,3e-3)\n"
-          "  --sweep-formats LIST  formats (default e4m3,e5m2,e2m1)\n"
-          "  --out DIR      output directory (default build/demo-lm)\n"
-          "  --quiet        no table on stdout\n");
+/* ---- the command line: one table (examples/common.h reads it) ----------- */
+
+static void lm_opt_arms(void *dst, const char *v, const char *name) {
+  lm_opts *o = (lm_opts *)dst;
+  (void)name;
+  o->n_arms = demo_parse_arms(v, o->arms, LM_N_ARMS);
 }
 
-static void lm_parse_lrs(lm_opts *o, const char *list) {
+static void lm_show_arms(char *buf, size_t cap, const void *dst) {
+  const lm_opts *o = (const lm_opts *)dst;
+  int a;
+  for (a = 0; a < o->n_arms; a++)
+    demo_cat(buf, cap, "%s%s", a ? "," : "", LM_ARMS[o->arms[a]].name);
+}
+
+/* --format and --grad-format */
+static void lm_opt_format(void *dst, const char *v, const char *name) {
+  const lp_format **fmt = (const lp_format **)dst;
+  *fmt = lp_format_find(v);
+  if (!*fmt)
+    DEMO_DIE("%s: expected e4m3, e5m2, e2m1 or nvfp4, got '%s'", name, v);
+}
+
+static void lm_show_format(char *buf, size_t cap, const void *dst) {
+  demo_cat(buf, cap, "%s", (*(const lp_format *const *)dst)->name);
+}
+
+/* --isa and --ctl-isa: gnmr.h's norm or controller path */
+static void lm_opt_isa(void *dst, const char *v, const char *name) {
+  int isa, ctl = strcmp(name, "--ctl-isa") == 0;
+  (void)dst;
+  for (isa = GNMR_ISA_SCALAR; isa <= GNMR_ISA_NEON; isa++)
+    if (strcmp(v, gnmr_isa_name(isa)) == 0) break;
+  if (isa > GNMR_ISA_NEON ||
+      (ctl ? gnmr_ctl_isa_force(isa) : gnmr_isa_force(isa)) != GNMR_OK)
+    DEMO_DIE("%s: '%s' is not a path this build and CPU can run", name, v);
+}
+
+static void lm_opt_schedule(void *dst, const char *v, const char *name) {
+  if (strcmp(v, "cosine") && strcmp(v, "wsd"))
+    DEMO_DIE("%s: expected cosine or wsd, got '%s'", name, v);
+  *(int *)dst = strcmp(v, "wsd") == 0;
+}
+
+static void lm_show_schedule(char *buf, size_t cap, const void *dst) {
+  demo_cat(buf, cap, "%s", *(const int *)dst ? "wsd" : "cosine");
+}
+
+static void lm_opt_lrs(void *dst, const char *list, const char *name) {
+  lm_opts *o = (lm_opts *)dst;
   char buf[256], *tok;
   snprintf(buf, sizeof buf, "%s", list);
   o->n_lrs = 0;
   for (tok = strtok(buf, ","); tok; tok = strtok(NULL, ",")) {
     if (o->n_lrs == (int)(sizeof o->lrs / sizeof o->lrs[0]))
-      DEMO_DIE("--sweep-lrs: at most %d",
-               (int)(sizeof o->lrs / sizeof o->lrs[0]));
-    o->lrs[o->n_lrs++] = demo_parse_double(tok, "--sweep-lrs", 1);
+      DEMO_DIE("%s: at most %d", name, (int)(sizeof o->lrs / sizeof o->lrs[0]));
+    o->lrs[o->n_lrs++] = demo_parse_double(tok, name, 1);
   }
-  if (o->n_lrs == 0) DEMO_DIE("--sweep-lrs: empty list");
+  if (o->n_lrs == 0) DEMO_DIE("%s: empty list", name);
 }
 
-static void lm_parse_formats(lm_opts *o, const char *list) {
+static void lm_show_lrs(char *buf, size_t cap, const void *dst) {
+  const lm_opts *o = (const lm_opts *)dst;
+  int k;
+  for (k = 0; k < o->n_lrs; k++)
+    demo_cat(buf, cap, "%s%g", k ? "," : "", o->lrs[k]);
+}
+
+static void lm_opt_formats(void *dst, const char *list, const char *name) {
+  lm_opts *o = (lm_opts *)dst;
   char buf[256], *tok;
   snprintf(buf, sizeof buf, "%s", list);
   o->n_formats = 0;
   for (tok = strtok(buf, ","); tok; tok = strtok(NULL, ",")) {
-    const lp_format *fm = lp_format_find(tok);
-    if (!fm)
-      DEMO_DIE("--sweep-formats: expected e4m3, e5m2, e2m1 or nvfp4, got '%s'",
-               tok);
     if (o->n_formats == (int)LP_N_FORMATS)
-      DEMO_DIE("--sweep-formats: at most %d", (int)LP_N_FORMATS);
-    o->formats[o->n_formats++] = fm;
+      DEMO_DIE("%s: at most %d", name, (int)LP_N_FORMATS);
+    lm_opt_format(&o->formats[o->n_formats++], tok, name);
   }
-  if (o->n_formats == 0) DEMO_DIE("--sweep-formats: empty list");
+  if (o->n_formats == 0) DEMO_DIE("%s: empty list", name);
+}
+
+static void lm_show_formats(char *buf, size_t cap, const void *dst) {
+  const lm_opts *o = (const lm_opts *)dst;
+  int k;
+  for (k = 0; k < o->n_formats; k++)
+    demo_cat(buf, cap, "%s%s", k ? "," : "", o->formats[k]->name);
 }
 
 static void lm_parse(lm_opts *o, int argc, char **argv) {
-  int i, a;
+  int a;
   memset(o, 0, sizeof *o);
   o->shape.C = 64;
   o->shape.L = 2;
@@ -2355,84 +2370,84 @@ static void lm_parse(lm_opts *o, int argc, char **argv) {
   lm_threads = 2;
   for (a = 0; a < LM_N_ARMS; a++)
     if (!LM_ARMS[a].extra) o->arms[o->n_arms++] = a;
-  for (i = 1; i < argc; i++) {
-    const char *f = argv[i],
-               *v = demo_option(argc, argv, &i, lm_usage, &o->sweep, &o->quiet);
-    if (!v) continue;
-    if (strcmp(f, "--data") == 0)
-      o->data_dir = v;
-    else if (strcmp(f, "--out") == 0)
-      o->out_dir = v;
-    else if (strcmp(f, "--setting") == 0)
-      o->setting = v;
-    else if (strcmp(f, "--arms") == 0)
-      o->n_arms = demo_parse_arms(v, o->arms, LM_N_ARMS);
-    else if (strcmp(f, "--sweep-lrs") == 0)
-      lm_parse_lrs(o, v);
-    else if (strcmp(f, "--sweep-formats") == 0)
-      lm_parse_formats(o, v);
-    else if (strcmp(f, "--seed") == 0)
-      o->seed = demo_parse_int(v, 0, 1 << 30, f);
-    else if (strcmp(f, "--seeds") == 0)
-      o->seeds = demo_parse_int(v, 1, 100, f);
-    else if (strcmp(f, "--steps") == 0)
-      o->steps = demo_parse_int(v, 2, 10000000, f);
-    else if (strcmp(f, "--dim") == 0)
-      o->shape.C = demo_parse_int(v, 1, 4096, f);
-    else if (strcmp(f, "--layers") == 0)
-      o->shape.L = demo_parse_int(v, 1, LM_MAX_LAYERS, f);
-    else if (strcmp(f, "--heads") == 0)
-      o->shape.nh = demo_parse_int(v, 1, 64, f);
-    else if (strcmp(f, "--ctx") == 0)
-      o->shape.T = demo_parse_int(v, 2, 1024, f);
-    else if (strcmp(f, "--batch") == 0)
-      o->shape.B = demo_parse_int(v, 1, 4096, f);
-    else if (strcmp(f, "--eval") == 0)
-      o->eval_seqs = demo_parse_int(v, 1, 1 << 20, f);
-    else if (strcmp(f, "--threads") == 0)
-      lm_threads = demo_parse_int(v, 1, LM_MAX_THREADS, f);
-    else if (strcmp(f, "--stress") == 0)
-      o->stress = demo_parse_int(v, 0, 1000, f);
-    else if (strcmp(f, "--isa") == 0 || strcmp(f, "--ctl-isa") == 0) {
-      int isa, ctl = strcmp(f, "--ctl-isa") == 0;
-      for (isa = GNMR_ISA_SCALAR; isa <= GNMR_ISA_NEON; isa++)
-        if (strcmp(v, gnmr_isa_name(isa)) == 0) break;
-      if (isa > GNMR_ISA_NEON ||
-          (ctl ? gnmr_ctl_isa_force(isa) : gnmr_isa_force(isa)) != GNMR_OK)
-        DEMO_DIE("%s: '%s' is not a path this build and CPU can run", f, v);
-    } else if (strcmp(f, "--lr") == 0)
-      o->lr = demo_parse_double(v, f, 1);
-    else if (strcmp(f, "--tau-r") == 0)
-      o->tau_r = demo_parse_double(v, f, 1);
-    else if (strcmp(f, "--tau-d") == 0)
-      o->tau_d = demo_parse_double(v, f, 1);
-    else if (strcmp(f, "--lock") == 0)
-      o->lock = demo_parse_int(v, 1, 1 << 20, f);
-    else if (strcmp(f, "--global-clip") == 0)
-      o->global_clip = demo_parse_double(v, f, 1);
-    else if (strcmp(f, "--grad-format") == 0) {
-      o->grad_fmt = lp_format_find(v);
-      if (!o->grad_fmt)
-        DEMO_DIE("--grad-format: expected e4m3, e5m2, e2m1 or nvfp4, got '%s'",
-                 v);
-    } else if (strcmp(f, "--schedule") == 0) {
-      if (strcmp(v, "cosine") && strcmp(v, "wsd"))
-        DEMO_DIE("--schedule: expected cosine or wsd, got '%s'", v);
-      o->wsd = strcmp(v, "wsd") == 0;
-    } else if (strcmp(f, "--max-rec") == 0)
-      o->max_rec = demo_parse_int(v, 0, LM_MAX_UNITS, f);
-    else if (strcmp(f, "--freeze") == 0)
-      o->freeze = demo_parse_at(v, f, LM_MAX_LAYERS - 1);
-    else if (strcmp(f, "--shift") == 0)
-      o->shift = demo_parse_at(v, f, LM_MAX_UNITS - 1);
-    else if (strcmp(f, "--format") == 0) {
-      o->fmt = lp_format_find(v);
-      if (!o->fmt)
-        DEMO_DIE("--format: expected e4m3, e5m2, e2m1 or nvfp4, got '%s'", v);
-    } else {
-      lm_usage(stderr);
-      DEMO_DIE("unknown option '%s'", f);
-    }
+  {
+    demo_opt opts[] = {
+        DEMO_OPT("--data", "DIR", DEMO_STR, &o->data_dir, 0, 0,
+                 "fortune files"),
+        DEMO_OPT_CALL("--arms", "LIST", lm_opt_arms, lm_show_arms, o,
+                      "comma list of arms; --arms list names them all"),
+        DEMO_OPT("--setting", "S", DEMO_STR, &o->setting, 0, 0,
+                 "a name for the run in the outputs (default run)"),
+        DEMO_OPT("--seed", "S", DEMO_INT, &o->seed, 0, 1 << 30, "first seed"),
+        DEMO_OPT("--seeds", "N", DEMO_INT, &o->seeds, 1, 100,
+                 "seeds S, S+1, ..."),
+        DEMO_OPT("--steps", "N", DEMO_INT, &o->steps, 2, 10000000,
+                 "training steps"),
+        DEMO_OPT("--dim", "C", DEMO_INT, &o->shape.C, 1, 4096, "model width"),
+        DEMO_OPT("--layers", "L", DEMO_INT, &o->shape.L, 1, LM_MAX_LAYERS,
+                 "transformer blocks"),
+        DEMO_OPT("--heads", "H", DEMO_INT, &o->shape.nh, 1, 64,
+                 "attention heads (they divide --dim)"),
+        DEMO_OPT("--ctx", "T", DEMO_INT, &o->shape.T, 2, 1024,
+                 "context length"),
+        DEMO_OPT("--batch", "B", DEMO_INT, &o->shape.B, 1, 4096,
+                 "sequences a step"),
+        DEMO_OPT("--lr", "X", DEMO_REAL, &o->lr, 1, 0,
+                 "peak AdamW learning rate"),
+        DEMO_OPT_CALL("--format", "F", lm_opt_format, lm_show_format, &o->fmt,
+                      "e4m3, e5m2, e2m1 or nvfp4 (E2M1, a scale per\n"
+                      "1x16 block; no --stress)"),
+        DEMO_OPT("--stress", "N", DEMO_INT, &o->stress, 0, 1000,
+                 "injected faults per 1000 steps"),
+        DEMO_OPT("--eval", "N", DEMO_INT, &o->eval_seqs, 1, 1 << 20,
+                 "validation windows"),
+        DEMO_OPT("--threads", "N", DEMO_INT, &lm_threads, 1, LM_MAX_THREADS,
+                 "GEMM threads (any count, same bits)"),
+        DEMO_OPT_CALL("--isa", "NAME", lm_opt_isa, NULL, NULL,
+                      "gnmr.h's norm path: scalar, sse2, avx2, avx512,\n"
+                      "neon (default: the best this CPU runs; same bits)"),
+        DEMO_OPT_CALL("--ctl-isa", "NAME", lm_opt_isa, NULL, NULL,
+                      "gnmr.h's controller path: scalar, avx512\n"
+                      "(default: the best this CPU runs; same bits)"),
+        DEMO_OPT("--tau-r", "X", DEMO_REAL, &o->tau_r, 1, 0,
+                 "GNMR override: the ratio threshold (default: the arm's)"),
+        DEMO_OPT("--tau-d", "X", DEMO_REAL, &o->tau_d, 1, 0,
+                 "GNMR override: the delta threshold (default: the arm's)"),
+        DEMO_OPT("--lock", "N", DEMO_INT, &o->lock, 1, 1 << 20,
+                 "GNMR override: the lock steps (default: the arm's)"),
+        DEMO_OPT(
+            "--max-rec", "N", DEMO_INT, &o->max_rec, 0, LM_MAX_UNITS,
+            "GNMR override: units in recovery at once (default: the arm's)"),
+        DEMO_OPT("--global-clip", "X", DEMO_REAL, &o->global_clip, 1, 0,
+                 "every arm: clip the global gradient norm to X\n"
+                 "after the arm's own control (0: off)"),
+        DEMO_OPT("--freeze", "B:P", DEMO_AT, &o->freeze, 0, LM_MAX_LAYERS - 1,
+                 "block B frozen for the first P% of steps (no\n"
+                 "gradient: its units' norms are exactly 0; no\n"
+                 "update), then trained"),
+        DEMO_OPT("--shift", "U:P", DEMO_AT, &o->shift, 0, LM_MAX_UNITS - 1,
+                 "unit U reparametrised at P% of the steps: W/10,\n"
+                 "b/10, output x 10 (same function, same updates,\n"
+                 "its gradient x 10)"),
+        DEMO_OPT_CALL("--grad-format", "F", lm_opt_format, NULL, &o->grad_fmt,
+                      "the low-cost path also quantizes each unit's\n"
+                      "output gradient to F (default: f32 gradients)"),
+        DEMO_OPT_CALL("--schedule", "S", lm_opt_schedule, lm_show_schedule,
+                      &o->wsd,
+                      "cosine or wsd: constant, then a linear decay to\n"
+                      "lr/10 over the last 20% of steps"),
+        DEMO_OPT("--sweep", NULL, DEMO_FLAG, &o->sweep, 0, 0,
+                 "f32 vs lowp (every seed, with --stress faults)"),
+        DEMO_OPT_CALL("--sweep-lrs", "LIST", lm_opt_lrs, lm_show_lrs, o,
+                      "learning rates of --sweep"),
+        DEMO_OPT_CALL("--sweep-formats", "LIST", lm_opt_formats,
+                      lm_show_formats, o, "formats of --sweep"),
+        DEMO_OPT("--out", "DIR", DEMO_STR, &o->out_dir, 0, 0,
+                 "output directory"),
+        DEMO_OPT("--quiet", NULL, DEMO_FLAG, &o->quiet, 0, 0,
+                 "no table on stdout"),
+    };
+    demo_parse_options(argc, argv, opts, (int)(sizeof opts / sizeof opts[0]));
   }
   if (o->freeze.index >= o->shape.L || o->shift.index > 4 * o->shape.L)
     DEMO_DIE("--freeze names a block, --shift a unit the model does not have "

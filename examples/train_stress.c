@@ -879,46 +879,61 @@ static void ts_svg_raster(const char *path, const ts_opts *o,
 /* ---- command line ---------------------------------------------------------
  */
 
-static void ts_usage(FILE *f) {
-  fprintf(f,
-          "usage: train_stress [options]\n"
-          "  --data DIR     Fashion-MNIST IDX files (default: built-in "
-          "synthetic task)\n"
-          "  --arms LIST    comma list of arms (examples/arms.h; default "
-          "f32,lowp,clip,\n"
-          "                 adagc,gnmr,gnmr-noise,gnmr-global); --arms list "
-          "names them all\n"
-          "  --global-clip X   every arm: clip the global gradient norm to X "
-          "after its own control\n"
-          "  --seed S       first seed (default 1)\n"
-          "  --seeds N      number of seeds S, S+1, ... (default 1)\n"
-          "  --steps N      training steps (default 1000)\n"
-          "  --batch N      batch size (default 128)\n"
-          "  --hidden A,B,C hidden layer widths (default 256,128,64)\n"
-          "  --lr X         AdamW learning rate (default 1e-3)\n"
-          "  --format F     e4m3, e5m2 or e2m1 (default e4m3)\n"
-          "  --stress N     faults per 1000 steps on the low-precision path "
-          "(default 0)\n"
-          "  --stale over|under  stale scales too large (saturate; default) or "
-          "too small (underflow)\n"
-          "  --freeze L:P   layer L (0-3) frozen for the first P%% of steps: "
-          "no gradient\n"
-          "                 (norm exactly 0), no update; then it trains\n"
-          "  --shift L:P    layer L reparametrised at P%% of the steps: W/10, "
-          "b/10, output\n"
-          "                 x 10 (same function, same updates, its gradient "
-          "x 10)\n"
-          "  --tau-r X --tau-d X --window N --lock N --max-rec N\n"
-          "                 GNMR settings of the gnmr arm (default: "
-          "gnmr_config_default());\n"
-          "                 the other GNMR arms take --max-rec and --lock\n"
-          "  --sweep        sweep the GNMR settings (gnmr arm) instead\n"
-          "  --out DIR      output directory (default demo-out)\n"
-          "  --quiet        no table on stdout\n");
+/* ---- the command line: one table (examples/common.h reads it) ----------- */
+
+static void ts_opt_arms(void *dst, const char *v, const char *name) {
+  ts_opts *o = (ts_opts *)dst;
+  int a;
+  o->n_arms = demo_parse_arms(v, o->arms, TS_MAX_ARMS);
+  for (a = 0; a < o->n_arms; a++)
+    if (ARMS[o->arms[a]].kind == ARM_PLACE)
+      DEMO_DIE("%s: %s is a placement arm of the LM demo only", name,
+               ARMS[o->arms[a]].name);
+}
+
+static void ts_show_arms(char *buf, size_t cap, const void *dst) {
+  const ts_opts *o = (const ts_opts *)dst;
+  int a;
+  for (a = 0; a < o->n_arms; a++)
+    demo_cat(buf, cap, "%s%s", a ? "," : "", ARMS[o->arms[a]].name);
+}
+
+static void ts_opt_format(void *dst, const char *v, const char *name) {
+  const lp_format **fmt = (const lp_format **)dst;
+  *fmt = lp_format_find(v);
+  if (!*fmt || (*fmt)->block)
+    DEMO_DIE("%s: expected e4m3, e5m2 or e2m1, got '%s'", name, v);
+}
+
+static void ts_show_format(char *buf, size_t cap, const void *dst) {
+  demo_cat(buf, cap, "%s", (*(const lp_format *const *)dst)->name);
+}
+
+static void ts_opt_stale(void *dst, const char *v, const char *name) {
+  if (strcmp(v, "over") && strcmp(v, "under"))
+    DEMO_DIE("%s: expected over or under, got '%s'", name, v);
+  *(int *)dst = strcmp(v, "under") == 0;
+}
+
+static void ts_show_stale(char *buf, size_t cap, const void *dst) {
+  demo_cat(buf, cap, "%s", *(const int *)dst ? "under" : "over");
+}
+
+static void ts_opt_hidden(void *dst, const char *v, const char *name) {
+  int *h = (int *)dst;
+  char tail;
+  if (sscanf(v, "%d,%d,%d%c", &h[0], &h[1], &h[2], &tail) != 3 || h[0] < 1 ||
+      h[1] < 1 || h[2] < 1)
+    DEMO_DIE("%s: expected three positive widths A,B,C, got '%s'", name, v);
+}
+
+static void ts_show_hidden(char *buf, size_t cap, const void *dst) {
+  const int *h = (const int *)dst;
+  demo_cat(buf, cap, "%d,%d,%d", h[0], h[1], h[2]);
 }
 
 static void ts_parse(ts_opts *o, int argc, char **argv) {
-  int i, a;
+  int a;
   memset(o, 0, sizeof *o);
   o->steps = 1000;
   o->batch = 128;
@@ -940,67 +955,63 @@ static void ts_parse(ts_opts *o, int argc, char **argv) {
     DEMO_DIE("examples/arms.h: f32, lowp, gnmr are not ARMS[0], [1], [4]");
   for (a = 0; a < TS_N_DEFAULT_ARMS; a++) o->arms[a] = a;
   o->n_arms = TS_N_DEFAULT_ARMS;
-  for (i = 1; i < argc; i++) {
-    const char *f = argv[i],
-               *v = demo_option(argc, argv, &i, ts_usage, &o->sweep, &o->quiet);
-    if (!v) continue;
-    if (strcmp(f, "--data") == 0)
-      o->data_dir = v;
-    else if (strcmp(f, "--out") == 0)
-      o->out_dir = v;
-    else if (strcmp(f, "--arms") == 0) {
-      o->n_arms = demo_parse_arms(v, o->arms, TS_MAX_ARMS);
-      for (a = 0; a < o->n_arms; a++)
-        if (ARMS[o->arms[a]].kind == ARM_PLACE)
-          DEMO_DIE("--arms: %s is a placement arm of the LM demo only",
-                   ARMS[o->arms[a]].name);
-    } else if (strcmp(f, "--seed") == 0)
-      o->seed = demo_parse_int(v, 0, 1 << 30, f);
-    else if (strcmp(f, "--seeds") == 0)
-      o->seeds = demo_parse_int(v, 1, 100, f);
-    else if (strcmp(f, "--steps") == 0)
-      o->steps = demo_parse_int(v, 1, 10000000, f);
-    else if (strcmp(f, "--batch") == 0)
-      o->batch = demo_parse_int(v, 1, 4096, f);
-    else if (strcmp(f, "--stress") == 0)
-      o->stress = demo_parse_int(v, 0, 1000, f);
-    else if (strcmp(f, "--lr") == 0)
-      o->lr = demo_parse_double(v, f, 0);
-    else if (strcmp(f, "--tau-r") == 0)
-      o->gnmr.ratio_threshold = demo_parse_double(v, f, 0);
-    else if (strcmp(f, "--tau-d") == 0)
-      o->gnmr.delta_threshold = demo_parse_double(v, f, 0);
-    else if (strcmp(f, "--window") == 0)
-      o->gnmr.delta_window = (uint32_t)demo_parse_int(v, 1, GNMR_WINDOW_MAX, f);
-    else if (strcmp(f, "--lock") == 0) {
-      o->gnmr.lock_steps = (uint32_t)demo_parse_int(v, 1, 1 << 20, f);
-      o->set_lock = 1;
-    } else if (strcmp(f, "--global-clip") == 0) {
-      o->global_clip = demo_parse_double(v, f, 1);
-    } else if (strcmp(f, "--max-rec") == 0) {
-      o->gnmr.max_recovering = (uint32_t)demo_parse_int(v, 0, TS_LAYERS, f);
-      o->set_max_rec = 1;
-    } else if (strcmp(f, "--freeze") == 0) {
-      o->freeze = demo_parse_at(v, f, TS_LAYERS - 1);
-    } else if (strcmp(f, "--shift") == 0) {
-      o->shift = demo_parse_at(v, f, TS_LAYERS - 1);
-    } else if (strcmp(f, "--stale") == 0) {
-      if (strcmp(v, "over") && strcmp(v, "under"))
-        DEMO_DIE("--stale: expected over or under, got '%s'", v);
-      o->stale_under = strcmp(v, "under") == 0;
-    } else if (strcmp(f, "--format") == 0) {
-      o->fmt = lp_format_find(v);
-      if (!o->fmt || o->fmt->block)
-        DEMO_DIE("--format: expected e4m3, e5m2 or e2m1, got '%s'", v);
-    } else if (strcmp(f, "--hidden") == 0) {
-      if (sscanf(v, "%d,%d,%d", &o->hidden[0], &o->hidden[1], &o->hidden[2]) !=
-              3 ||
-          o->hidden[0] < 1 || o->hidden[1] < 1 || o->hidden[2] < 1)
-        DEMO_DIE("--hidden: expected three positive widths A,B,C, got '%s'", v);
-    } else {
-      ts_usage(stderr);
-      DEMO_DIE("unknown option '%s'", f);
-    }
+  {
+    demo_opt opts[] = {
+        DEMO_OPT("--data", "DIR", DEMO_STR, &o->data_dir, 0, 0,
+                 "Fashion-MNIST IDX files (default: a built-in\n"
+                 "synthetic task)"),
+        DEMO_OPT_CALL("--arms", "LIST", ts_opt_arms, ts_show_arms, o,
+                      "comma list of arms (examples/arms.h); --arms\n"
+                      "list names them all"),
+        DEMO_OPT("--global-clip", "X", DEMO_REAL, &o->global_clip, 1, 0,
+                 "every arm: clip the global gradient norm to X\n"
+                 "after its own control (0: off)"),
+        DEMO_OPT("--seed", "S", DEMO_INT, &o->seed, 0, 1 << 30, "first seed"),
+        DEMO_OPT("--seeds", "N", DEMO_INT, &o->seeds, 1, 100,
+                 "seeds S, S+1, ..."),
+        DEMO_OPT("--steps", "N", DEMO_INT, &o->steps, 1, 10000000,
+                 "training steps"),
+        DEMO_OPT("--batch", "N", DEMO_INT, &o->batch, 1, 4096, "batch size"),
+        DEMO_OPT_CALL("--hidden", "A,B,C", ts_opt_hidden, ts_show_hidden,
+                      o->hidden, "hidden layer widths"),
+        DEMO_OPT("--lr", "X", DEMO_REAL, &o->lr, 0, 0, "AdamW learning rate"),
+        DEMO_OPT_CALL("--format", "F", ts_opt_format, ts_show_format, &o->fmt,
+                      "e4m3, e5m2 or e2m1"),
+        DEMO_OPT("--stress", "N", DEMO_INT, &o->stress, 0, 1000,
+                 "faults per 1000 steps on the low-precision path"),
+        DEMO_OPT_CALL("--stale", "S", ts_opt_stale, ts_show_stale,
+                      &o->stale_under,
+                      "over or under: stale scales too large\n"
+                      "(saturate) or too small (underflow)"),
+        DEMO_OPT("--freeze", "L:P", DEMO_AT, &o->freeze, 0, TS_LAYERS - 1,
+                 "layer L frozen for the first P% of steps: no\n"
+                 "gradient (norm exactly 0), no update; then it\n"
+                 "trains"),
+        DEMO_OPT("--shift", "L:P", DEMO_AT, &o->shift, 0, TS_LAYERS - 1,
+                 "layer L reparametrised at P% of the steps: W/10,\n"
+                 "b/10, output x 10 (same function, same updates,\n"
+                 "its gradient x 10)"),
+        DEMO_OPT("--tau-r", "X", DEMO_REAL, &o->gnmr.ratio_threshold, 0, 0,
+                 "the gnmr arm's ratio threshold"),
+        DEMO_OPT("--tau-d", "X", DEMO_REAL, &o->gnmr.delta_threshold, 0, 0,
+                 "the gnmr arm's delta threshold"),
+        DEMO_OPT("--window", "N", DEMO_U32, &o->gnmr.delta_window, 1,
+                 GNMR_WINDOW_MAX, "the gnmr arm's delta window"),
+        DEMO_OPT("--lock", "N", DEMO_U32, &o->gnmr.lock_steps, 1, 1 << 20,
+                 "lock steps (every GNMR arm)"),
+        DEMO_OPT("--max-rec", "N", DEMO_U32, &o->gnmr.max_recovering, 0,
+                 TS_LAYERS, "units in recovery at once (every GNMR arm)"),
+        DEMO_OPT("--sweep", NULL, DEMO_FLAG, &o->sweep, 0, 0,
+                 "sweep the GNMR settings (gnmr arm) instead"),
+        DEMO_OPT("--out", "DIR", DEMO_STR, &o->out_dir, 0, 0,
+                 "output directory"),
+        DEMO_OPT("--quiet", NULL, DEMO_FLAG, &o->quiet, 0, 0,
+                 "no table on stdout"),
+    };
+    int n = (int)(sizeof opts / sizeof opts[0]);
+    demo_parse_options(argc, argv, opts, n);
+    o->set_lock = demo_given(opts, n, "--lock");
+    o->set_max_rec = demo_given(opts, n, "--max-rec");
   }
   if (gnmr_config_check(&o->gnmr, UINT32_MAX, NULL) != GNMR_OK)
     DEMO_DIE("the GNMR settings are out of range");

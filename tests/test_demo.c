@@ -1,11 +1,14 @@
 /* test_demo.c - the training stress demo: its quantizers against the formats'
    value tables, its MLP gradients against finite differences, the loss
    plot's y range against a spike, and a short end-to-end run that must
-   write well-formed CSV files and pictures (tests/svg_check.h). */
+   write well-formed CSV files and pictures (tests/svg_check.h), and the
+   command line (examples/common.h's option table). */
 #define TRAIN_STRESS_NO_MAIN
 #include "../examples/train_stress.c"
 #include "check.h"
 #include "svg_check.h"
+#include <sys/wait.h>
+#include <unistd.h>
 
 /* ---- quantizers ------------------------------------------------------------
  */
@@ -452,6 +455,109 @@ TEST(svg_checks_catch_unreadable_pictures) {
   EXPECT_EQ_INT(svg_dash_errors("build/test_demo_out/bad_dash.svg"), 2);
 }
 
+/* ---- the command line ------------------------------------------------------
+ */
+
+TEST(options_land_where_the_table_says) {
+  char *argv[] = {"train_stress", "--seeds", "3",        "--hidden", "10,20,30",
+                  "--tau-r",      "2.5",     "--lock",   "5",        "--freeze",
+                  "2:40",         "--stale", "under",    "--quiet",  "--format",
+                  "e5m2",         "--arms",  "f32,gnmr", "--out",    "x"};
+  ts_opts o;
+  ts_parse(&o, (int)(sizeof argv / sizeof argv[0]), argv);
+  EXPECT_EQ_INT(o.seeds, 3);
+  EXPECT(o.hidden[0] == 10 && o.hidden[1] == 20 && o.hidden[2] == 30);
+  EXPECT(o.gnmr.ratio_threshold == 2.5);
+  EXPECT_EQ_INT((int)o.gnmr.lock_steps, 5);
+  EXPECT_EQ_INT(o.set_lock, 1);
+  EXPECT_EQ_INT(o.set_max_rec, 0); /* not given: the arms keep their own */
+  EXPECT(o.freeze.index == 2 && o.freeze.pct == 40);
+  EXPECT_EQ_INT(o.stale_under, 1);
+  EXPECT_EQ_INT(o.quiet, 1);
+  EXPECT(strcmp(o.fmt->name, "e5m2") == 0);
+  EXPECT(o.n_arms == 2 && o.arms[0] == TS_ARM_F32 && o.arms[1] == TS_ARM_GNMR);
+  EXPECT(strcmp(o.out_dir, "x") == 0);
+  EXPECT_EQ_INT(o.steps, 1000); /* untouched: the default */
+}
+
+/* Runs ts_parse on argv in a child, its stdout to `out` (may be NULL) and
+   its stderr dropped; the child's exit status, or -1 if it did not exit. */
+static int parse_in_child(char **argv, int argc, const char *out) {
+  int status;
+  pid_t pid;
+  fflush(stdout);
+  pid = fork();
+  if (pid == 0) {
+    ts_opts o;
+    if (!freopen("/dev/null", "w", stderr) ||
+        !freopen(out ? out : "/dev/null", "w", stdout))
+      _exit(99);
+    ts_parse(&o, argc, argv);
+    exit(0);
+  }
+  if (pid < 0 || waitpid(pid, &status, 0) != pid || !WIFEXITED(status))
+    return -1;
+  return WEXITSTATUS(status);
+}
+
+TEST(options_refuse_bad_values) {
+  static const char *bad[][2] = {
+      {"--seeds", "0"},
+      {"--seeds", "x"},
+      {"--bogus", "1"},
+      {"--hidden", "1,2"},
+      {"--hidden", "1,2,3x"},
+      {"--format", "nvfp4"},
+      {"--freeze", "9:10"},
+      {"--stale", "sideways"},
+      {"--lr", "nan"},
+      {"--window", "99"},
+      {"--arms", "nope"},
+      {"--max-rec", "-1"},
+      {"--arms", "place-gnmr-10"},
+  };
+  char *argv[3];
+  size_t k;
+  int taken = 0;
+  argv[0] = (char *)"train_stress";
+  for (k = 0; k < sizeof bad / sizeof bad[0]; k++) {
+    argv[1] = (char *)bad[k][0];
+    argv[2] = (char *)bad[k][1];
+    if (parse_in_child(argv, 3, NULL) != 1) {
+      fprintf(stderr, "  taken: %s %s\n", argv[1], argv[2]);
+      taken++;
+    }
+  }
+  EXPECT_EQ_INT(taken, 0);
+  argv[1] = (char *)"--seeds"; /* no value */
+  EXPECT_EQ_INT(parse_in_child(argv, 2, NULL), 1);
+  argv[2] = (char *)"7"; /* the control: a good one */
+  EXPECT_EQ_INT(parse_in_child(argv, 3, NULL), 0);
+}
+
+/* --help exits 0 and prints every row with the default it has in the code. */
+TEST(help_prints_each_option_and_its_default) {
+  const char *path = "build/test_demo_out/help.txt";
+  char *argv[] = {"train_stress", "--help"}, line[512], want[64];
+  int seen_tau = 0, seen_steps = 0, seen_hidden = 0, seen_help = 0;
+  FILE *f;
+  demo_mkdir("build/test_demo_out");
+  EXPECT_EQ_INT(parse_in_child(argv, 2, path), 0);
+  REQUIRE(f = fopen(path, "r"));
+  snprintf(want, sizeof want, "(default %g)",
+           gnmr_config_default().ratio_threshold);
+  while (fgets(line, sizeof line, f)) {
+    if (strstr(line, "--tau-r X") && strstr(line, want)) seen_tau = 1;
+    if (strstr(line, "--steps N") && strstr(line, "(default 1000)"))
+      seen_steps = 1;
+    if (strstr(line, "--hidden A,B,C") && strstr(line, "(default 256,128,64)"))
+      seen_hidden = 1;
+    if (strstr(line, "--help")) seen_help = 1;
+  }
+  fclose(f);
+  EXPECT(seen_tau && seen_steps && seen_hidden && seen_help);
+}
+
 int main(int argc, char **argv) {
   static const check_case cases[] = {
       CHECK_CASE(svg_checks_catch_unreadable_pictures),
@@ -464,6 +570,9 @@ int main(int argc, char **argv) {
       CHECK_CASE(mlp_gradients_match_finite_differences),
       CHECK_CASE(loss_plot_range_survives_a_spike),
       CHECK_CASE(demo_runs_end_to_end),
+      CHECK_CASE(options_land_where_the_table_says),
+      CHECK_CASE(options_refuse_bad_values),
+      CHECK_CASE(help_prints_each_option_and_its_default),
   };
   return check_main(cases, sizeof cases / sizeof cases[0], argc, argv);
 }
