@@ -3,7 +3,7 @@
    norms kept out of every statistic, a spike's bounded effect, the global
    policy's scales, the checkpoint, the scalar/AVX-512 identity, switching
    modes; PAPER mode untouched by NOISE mode's fields; and the defaults as
-   the header's and README's tables give them. */
+   the header's table gives them (the README points to it). */
 #define GNMR_IMPLEMENTATION
 #include "gnmr.h"
 #include "tests/check.h"
@@ -1042,47 +1042,6 @@ TEST(manual_table_gives_the_code_defaults) {
   EXPECT(strstr(p, noise) != NULL && strstr(p, noise) < strchr(p, '\n'));
 }
 
-/* README's table: | `field` ... | meaning | valid | default |, where a row
-   of several fields lists their defaults in order, comma-separated. */
-TEST(readme_table_gives_the_code_defaults) {
-  int seen[N_FIELDS] = {0}, rows = 0;
-  char *p, *end, noise[48];
-  REQUIRE(read_doc("README.md"));
-  p = strstr(doc_text, "### Configuration");
-  REQUIRE(p != NULL);
-  end = strstr(p, "\n\n`");
-  REQUIRE(end != NULL);
-  for (p = strstr(p, "\n| `"); p && p < end; p = strstr(p + 1, "\n| `")) {
-    char *line_end = strchr(p + 1, '\n'), *cell, *q;
-    int names[4], n = 0, k;
-    /* the field names: backquoted words in the first cell */
-    for (q = p + 3; *q != '|'; q++)
-      if (*q == '`') {
-        size_t len = strcspn(q + 1, "`");
-        int field = field_index(q + 1, len);
-        if (field >= 0 && n < 4) names[n++] = field;
-        q += len + 1;
-      }
-    /* the last cell */
-    REQUIRE(line_end != NULL && line_end[-1] == '|');
-    for (cell = line_end - 2; cell > p && *cell != '|'; cell--) continue;
-    cell += 1 + strspn(cell + 1, " ");
-    for (k = 0; k < n; k++) {
-      doc_default(seen, names[k], cell, "README's table");
-      cell = strstr(cell, ", ");
-      if (k + 1 < n) REQUIRE(cell && cell < line_end);
-      if (cell) cell += 2;
-    }
-    rows += n > 0;
-  }
-  EXPECT(rows >= 10);
-  all_seen(seen, "README's table");
-  sprintf(noise, "`gnmr_config_noise()` %u)", gnmr_config_noise().warmup_steps);
-  p = strstr(doc_text, "| `warmup_steps` |");
-  REQUIRE(p != NULL);
-  EXPECT(strstr(p, noise) != NULL && strstr(p, noise) < strchr(p, '\n'));
-}
-
 /* What the tables cannot say: the noise rules are the defaults but for the
    rule and the warm-up, and the library's defaults are the paper rules. */
 TEST(defaults_paper_and_noise_differ_where_documented) {
@@ -1149,7 +1108,6 @@ int main(int argc, char **argv) {
       CHECK_CASE(paper_mode_ignores_noise_fields),
       CHECK_CASE(reconfigure_between_modes_restarts_the_statistics),
       CHECK_CASE(manual_table_gives_the_code_defaults),
-      CHECK_CASE(readme_table_gives_the_code_defaults),
       CHECK_CASE(defaults_paper_and_noise_differ_where_documented),
       CHECK_CASE(step_info_refuses_bad_arguments),
   };
