@@ -155,6 +155,22 @@ static int demo_parse_arms(const char *list, int *arms, int cap) {
   return n;
 }
 
+/* Appends to the string in buf (how --help's defaults are built). */
+static void demo_cat(char *buf, size_t cap, const char *fmt, ...) {
+  size_t len = strlen(buf);
+  va_list ap;
+  va_start(ap, fmt);
+  if (len < cap) vsnprintf(buf + len, cap - len, fmt, ap);
+  va_end(ap);
+}
+
+/* Appends the names of `arms` to buf, comma-separated. */
+static void demo_show_arms(char *buf, size_t cap, const int *arms, int n) {
+  int a;
+  for (a = 0; a < n; a++)
+    demo_cat(buf, cap, "%s%s", a ? "," : "", ARMS[arms[a]].name);
+}
+
 /* Training events that are not faults (--freeze, --shift): a layer or unit
    index and the point of the run, in percent of its steps, where the event
    happens; index -1: no event. */
@@ -183,6 +199,7 @@ static demo_at demo_parse_at(const char *v, const char *flag, int max_index) {
      DEMO_U32   uint32_t, an integer in lo..hi
      DEMO_REAL  double, finite; lo 1: above zero
      DEMO_AT    demo_at, "I:P" with I in 0..hi
+     DEMO_CHOICE int, the index of the value among arg's words ("a|b")
      DEMO_CALL  anything: parse(dst, value, name) reads it, show(f, dst)
                 writes its default into a buffer (NULL: none)
    --help prints the usage, every row's default read from where its value
@@ -195,6 +212,7 @@ typedef enum demo_opt_kind {
   DEMO_U32,
   DEMO_REAL,
   DEMO_AT,
+  DEMO_CHOICE,
   DEMO_CALL
 } demo_opt_kind;
 
@@ -214,13 +232,16 @@ typedef struct demo_opt {
 #define DEMO_OPT_CALL(name, arg, parse, show, dst, help)                       \
   { name, arg, DEMO_CALL, dst, 0, 0, parse, show, help, 0 }
 
-/* Appends to the string in buf (a row's show builds its default so). */
-static void demo_cat(char *buf, size_t cap, const char *fmt, ...) {
-  size_t len = strlen(buf);
-  va_list ap;
-  va_start(ap, fmt);
-  if (len < cap) vsnprintf(buf + len, cap - len, fmt, ap);
-  va_end(ap);
+/* The index of the word v among "a|b|c", or -1. */
+static int demo_choice_find(const char *choices, const char *v) {
+  size_t len = strlen(v), w;
+  int k;
+  for (k = 0;; k++) {
+    w = strcspn(choices, "|");
+    if (w == len && strncmp(choices, v, len) == 0) return k;
+    if (!choices[w]) return -1;
+    choices += w + 1;
+  }
 }
 
 /* The default of a row, from where its value goes, into buf ("" if none). */
@@ -242,6 +263,14 @@ static void demo_opt_default(char *buf, size_t cap, const demo_opt *o) {
     if (*(const double *)o->dst >= 0)
       snprintf(buf, cap, "%g", *(const double *)o->dst);
     break;
+  case DEMO_CHOICE: {
+    const char *w = o->arg;
+    int k;
+    for (k = *(const int *)o->dst; k > 0 && strchr(w, '|'); k--)
+      w = strchr(w, '|') + 1;
+    snprintf(buf, cap, "%.*s", (int)strcspn(w, "|"), w);
+    break;
+  }
   case DEMO_CALL:
     if (o->show) o->show(buf, cap, o->dst);
     break;
@@ -311,6 +340,10 @@ static void demo_parse_options(int argc, char **argv, demo_opt *opts, int n) {
       break;
     case DEMO_REAL: *(double *)o->dst = demo_parse_double(v, f, o->lo); break;
     case DEMO_AT: *(demo_at *)o->dst = demo_parse_at(v, f, o->hi); break;
+    case DEMO_CHOICE:
+      if ((*(int *)o->dst = demo_choice_find(o->arg, v)) < 0)
+        DEMO_DIE("%s: expected one of %s, got '%s'", f, o->arg, v);
+      break;
     case DEMO_CALL: o->parse(o->dst, v, f); break;
     case DEMO_FLAG: break;
     }
@@ -336,6 +369,15 @@ static __attribute__((unused)) int demo_given(const demo_opt *opts, int n,
    is the one it would have been: training goes on unchanged (to rounding),
    and only the unit's gradient norm moves, up by g, for good. */
 #define DEMO_SHIFT_GAIN 10.0
+
+/* --freeze and --shift in --help, after "layer L" or "unit U" */
+#define DEMO_FREEZE_HELP                                                       \
+  "frozen for the first P% of steps: no gradient\n"                            \
+  "(norms exactly 0), no update; then it trains"
+#define DEMO_SHIFT_HELP                                                        \
+  "reparametrised at P% of the steps: W/10, b/10,\n"                           \
+  "output x 10 (the same function and updates, its\n"                          \
+  "gradient x 10)"
 
 /* ---- statistics over seeds ----------------------------------------------- */
 

@@ -2266,9 +2266,7 @@ static void lm_opt_arms(void *dst, const char *v, const char *name) {
 
 static void lm_show_arms(char *buf, size_t cap, const void *dst) {
   const lm_opts *o = (const lm_opts *)dst;
-  int a;
-  for (a = 0; a < o->n_arms; a++)
-    demo_cat(buf, cap, "%s%s", a ? "," : "", LM_ARMS[o->arms[a]].name);
+  demo_show_arms(buf, cap, o->arms, o->n_arms);
 }
 
 /* --format and --grad-format */
@@ -2292,16 +2290,6 @@ static void lm_opt_isa(void *dst, const char *v, const char *name) {
   if (isa > GNMR_ISA_NEON ||
       (ctl ? gnmr_ctl_isa_force(isa) : gnmr_isa_force(isa)) != GNMR_OK)
     DEMO_DIE("%s: '%s' is not a path this build and CPU can run", name, v);
-}
-
-static void lm_opt_schedule(void *dst, const char *v, const char *name) {
-  if (strcmp(v, "cosine") && strcmp(v, "wsd"))
-    DEMO_DIE("%s: expected cosine or wsd, got '%s'", name, v);
-  *(int *)dst = strcmp(v, "wsd") == 0;
-}
-
-static void lm_show_schedule(char *buf, size_t cap, const void *dst) {
-  demo_cat(buf, cap, "%s", *(const int *)dst ? "wsd" : "cosine");
 }
 
 static void lm_opt_lrs(void *dst, const char *list, const char *name) {
@@ -2422,20 +2410,15 @@ static void lm_parse(lm_opts *o, int argc, char **argv) {
                  "every arm: clip the global gradient norm to X\n"
                  "after the arm's own control (0: off)"),
         DEMO_OPT("--freeze", "B:P", DEMO_AT, &o->freeze, 0, LM_MAX_LAYERS - 1,
-                 "block B frozen for the first P% of steps (no\n"
-                 "gradient: its units' norms are exactly 0; no\n"
-                 "update), then trained"),
+                 "block B " DEMO_FREEZE_HELP),
         DEMO_OPT("--shift", "U:P", DEMO_AT, &o->shift, 0, LM_MAX_UNITS - 1,
-                 "unit U reparametrised at P% of the steps: W/10,\n"
-                 "b/10, output x 10 (same function, same updates,\n"
-                 "its gradient x 10)"),
+                 "unit U " DEMO_SHIFT_HELP),
         DEMO_OPT_CALL("--grad-format", "F", lm_opt_format, NULL, &o->grad_fmt,
                       "the low-cost path also quantizes each unit's\n"
                       "output gradient to F (default: f32 gradients)"),
-        DEMO_OPT_CALL("--schedule", "S", lm_opt_schedule, lm_show_schedule,
-                      &o->wsd,
-                      "cosine or wsd: constant, then a linear decay to\n"
-                      "lr/10 over the last 20% of steps"),
+        DEMO_OPT("--schedule", "cosine|wsd", DEMO_CHOICE, &o->wsd, 0, 0,
+                 "wsd: constant, then a linear decay to lr/10 over\n"
+                 "the last 20% of steps"),
         DEMO_OPT("--sweep", NULL, DEMO_FLAG, &o->sweep, 0, 0,
                  "f32 vs lowp (every seed, with --stress faults)"),
         DEMO_OPT_CALL("--sweep-lrs", "LIST", lm_opt_lrs, lm_show_lrs, o,

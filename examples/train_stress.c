@@ -893,9 +893,7 @@ static void ts_opt_arms(void *dst, const char *v, const char *name) {
 
 static void ts_show_arms(char *buf, size_t cap, const void *dst) {
   const ts_opts *o = (const ts_opts *)dst;
-  int a;
-  for (a = 0; a < o->n_arms; a++)
-    demo_cat(buf, cap, "%s%s", a ? "," : "", ARMS[o->arms[a]].name);
+  demo_show_arms(buf, cap, o->arms, o->n_arms);
 }
 
 static void ts_opt_format(void *dst, const char *v, const char *name) {
@@ -907,16 +905,6 @@ static void ts_opt_format(void *dst, const char *v, const char *name) {
 
 static void ts_show_format(char *buf, size_t cap, const void *dst) {
   demo_cat(buf, cap, "%s", (*(const lp_format *const *)dst)->name);
-}
-
-static void ts_opt_stale(void *dst, const char *v, const char *name) {
-  if (strcmp(v, "over") && strcmp(v, "under"))
-    DEMO_DIE("%s: expected over or under, got '%s'", name, v);
-  *(int *)dst = strcmp(v, "under") == 0;
-}
-
-static void ts_show_stale(char *buf, size_t cap, const void *dst) {
-  demo_cat(buf, cap, "%s", *(const int *)dst ? "under" : "over");
 }
 
 static void ts_opt_hidden(void *dst, const char *v, const char *name) {
@@ -979,18 +967,13 @@ static void ts_parse(ts_opts *o, int argc, char **argv) {
                       "e4m3, e5m2 or e2m1"),
         DEMO_OPT("--stress", "N", DEMO_INT, &o->stress, 0, 1000,
                  "faults per 1000 steps on the low-precision path"),
-        DEMO_OPT_CALL("--stale", "S", ts_opt_stale, ts_show_stale,
-                      &o->stale_under,
-                      "over or under: stale scales too large\n"
-                      "(saturate) or too small (underflow)"),
+        DEMO_OPT("--stale", "over|under", DEMO_CHOICE, &o->stale_under, 0, 0,
+                 "stale scales too large (saturate) or too small\n"
+                 "(underflow)"),
         DEMO_OPT("--freeze", "L:P", DEMO_AT, &o->freeze, 0, TS_LAYERS - 1,
-                 "layer L frozen for the first P% of steps: no\n"
-                 "gradient (norm exactly 0), no update; then it\n"
-                 "trains"),
+                 "layer L " DEMO_FREEZE_HELP),
         DEMO_OPT("--shift", "L:P", DEMO_AT, &o->shift, 0, TS_LAYERS - 1,
-                 "layer L reparametrised at P% of the steps: W/10,\n"
-                 "b/10, output x 10 (same function, same updates,\n"
-                 "its gradient x 10)"),
+                 "layer L " DEMO_SHIFT_HELP),
         DEMO_OPT("--tau-r", "X", DEMO_REAL, &o->gnmr.ratio_threshold, 0, 0,
                  "the gnmr arm's ratio threshold"),
         DEMO_OPT("--tau-d", "X", DEMO_REAL, &o->gnmr.delta_threshold, 0, 0,
