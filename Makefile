@@ -49,7 +49,7 @@ B = build
 RUNNER =
 
 TESTS = test_ctl test_rules test_quiet test_refuse test_cuda_host test_norm \
-        test_demo test_ctl_parallel test_lm test_efficacy test_place
+        test_demo test_ctl_parallel test_lm test_efficacy test_place test_docs
 TEST_BINS = $(foreach cc,$(CC_LIST),$(foreach t,$(TESTS),$(B)/$(cc)/$(t))) \
             $(foreach cc,$(CC_LIST),$(B)/$(cc)/test_lm_double) \
             $(foreach cc,$(CC_LIST),$(B)/$(cc)/test_norm_nosimd \
