@@ -102,7 +102,7 @@ FORMAT_FILES = $(wildcard *.h tests/*.c tests/*.h tests/*/*.c tests/*/*.h \
 # The CUDA headers, device tests, two-file builds and benchmarks.
 FORMAT_FILES += $(wildcard examples/*/*.cuh tests/*/*.cu bench/*.cu)
 
-FUZZ_TARGETS = ctl ckpt norm
+FUZZ_TARGETS = ctl ckpt norm place
 FUZZ_HDRS = gnmr.h tests/fuzz/fuzz.h tests/fuzz/ctl_model.h
 
 # The -Ofast lane's programs (rules and what they check: "fast-math lane"

@@ -315,8 +315,8 @@
         this step with M_u > 0, over the sum of their c_u: 1 at the peak of
         every unit, falling as the learning rate decays (or the weights
         grow). Scaling a unit's a or q by a constant changes nothing
-        (rounding aside). A step with no such unit has no level: P4 and
-        P5 skip it.
+        (rounding aside). A step with no such unit, or where a term's
+        c r overflows (r near DBL_MAX), has no level: P4 and P5 skip it.
      P4 its fast and slow means: F = S = x at the first level, then F =
         fast_decay F + (1 - fast_decay) x, S = slow_decay S + (1 -
         slow_decay) x.
@@ -325,9 +325,10 @@
         a WSD decay). Every unit fires, for good, in the order of r_u / M_u
         at its last observation (0 without a maximum), lowest first, ties
         by the lower index.
-     P6 budget, a token bucket: every step earns B C (the first at init),
-        and the fired units, in firing order, run high-fidelity on the next
-        step while the credit covers their cost, which is paid. So through
+     P6 budget, a token bucket: every step earns B C (the first at init;
+        the credit saturates at DBL_MAX rather than overflow), and the
+        fired units, in firing order, run high-fidelity on the next step
+        while the credit covers their cost, which is paid. So through
         any step t the high-fidelity cost is at most B C (t + 1), without
         the run's length; the credit banked before the fire is what the
         late phase spends, so a rule that fires early runs out before the
@@ -4231,7 +4232,8 @@ gnmr__place_observe(gnmr_place *pl, const double *update, const double *qerr) {
       weight += cost;
     }
   }
-  if (weight > 0.0) {
+  /* sum is finite but where a term's c r overflowed (r near DBL_MAX) */
+  if (weight > 0.0 && gnmr__finite64(sum)) {
     const double x = sum / weight;
     if (pl->level_seen) { /* P4 */
       pl->level_fast = gnmr__mul(c->fast_decay, pl->level_fast) +
@@ -4263,8 +4265,9 @@ GNMR_DEF GNMR_HOSTDEV int gnmr_place_step(gnmr_place *pl, const double *update,
   n = pl->n_units;
   if (gnmr__place_refused(update, qerr, n)) return GNMR_ENORM; /* P1 */
   if (pl->n_fired == 0) gnmr__place_observe(pl, update, qerr);
-  credit = pl->credit + pl->earn; /* P6 */
-  if (pl->n_fired == 0) {         /* every unit low: its high is 0 since init */
+  credit = pl->credit + pl->earn;             /* P6 */
+  if (!(credit <= DBL_MAX)) credit = DBL_MAX; /* saturates: stays finite */
+  if (pl->n_fired == 0) { /* every unit low: its high is 0 since init */
     if (high) memset(high, 0, n);
   } else { /* every unit fired: each visited once, in firing order */
     const gnmr__place_soa s = gnmr__place_carve(pl);

@@ -9,11 +9,16 @@
      - scaling the signals leaves the decisions as they were;
      - refusals leave the placer bit for bit as it was;
      - a checkpoint resumes identically; damaged ones are refused whole;
+     - the credit saturates rather than overflow, and a level whose term
+       overflows is no level, so a placer of huge costs or signals still
+       saves (both found by tests/fuzz/fuzz_place.c);
      - the decisions equal the LM demo's upd-late prototype's
        (examples/train_lm.c), transcribed below, on the same inputs. */
 #define GNMR_IMPLEMENTATION
 #include "gnmr.h"
 #include "tests/check.h"
+
+#include <float.h>
 
 #define NU 9
 #define STEPS 1000
@@ -418,6 +423,49 @@ static uint32_t crc32_of(const unsigned char *p, size_t n) {
   return crc ^ 0xFFFFFFFFu;
 }
 
+/* Costs near DBL_MAX: the credit would overflow to Inf on the first step,
+   and a placer with an infinite credit is a state no checkpoint holds (its
+   save was refused). It saturates at DBL_MAX instead. */
+TEST(credit_saturates_and_the_placer_still_saves) {
+  static unsigned char buf[1024];
+  gnmr_place pl, copy;
+  gnmr_place_unit units[2], copy_units[2];
+  gnmr_place_config c = gnmr_place_config_default();
+  gnmr_place_report rep;
+  const double costs[2] = {DBL_MAX / 2, DBL_MAX / 4}, ones[2] = {1, 1};
+  size_t w = 0;
+  int s;
+  c.budget = 1.0;
+  REQUIRE(gnmr_place_init(&pl, &c, units, costs, 2) == GNMR_OK);
+  for (s = 0; s < 4; s++)
+    REQUIRE(gnmr_place_step(&pl, ones, ones, NULL) == GNMR_OK);
+  REQUIRE(gnmr_place_info(&pl, &rep) == GNMR_OK);
+  EXPECT(rep.credit == DBL_MAX);
+  EXPECT_EQ_INT(gnmr_place_checkpoint_save(&pl, buf, sizeof buf, &w), GNMR_OK);
+  REQUIRE(gnmr_place_init(&copy, &c, copy_units, ones, 2) == GNMR_OK);
+  EXPECT_EQ_INT(gnmr_place_checkpoint_load(&copy, buf, w), GNMR_OK);
+}
+
+/* A mean update near DBL_MAX over q = 1: r is finite, but the level's term
+   c r / M overflows in c r. That step has no level (P3), and the placer
+   keeps a state its checkpoint holds (before, the level went to Inf and
+   the save was refused). */
+TEST(an_overflowing_term_gives_no_level) {
+  static unsigned char buf[1024];
+  gnmr_place pl;
+  gnmr_place_unit units[1];
+  gnmr_place_config c = gnmr_place_config_default();
+  gnmr_place_report rep;
+  const double cost = 1.5, one = 1.0, half = 0.5, big = DBL_MAX;
+  size_t w = 0;
+  REQUIRE(gnmr_place_init(&pl, &c, units, &cost, 1) == GNMR_OK);
+  REQUIRE(gnmr_place_step(&pl, &big, &big, NULL) == GNMR_OK);  /* r = 1 */
+  REQUIRE(gnmr_place_step(&pl, &half, &one, NULL) == GNMR_OK); /* r huge */
+  REQUIRE(gnmr_place_info(&pl, &rep) == GNMR_OK);
+  EXPECT(rep.level == 1.0); /* the first step's */
+  EXPECT_EQ_INT(gnmr_place_checkpoint_save(&pl, buf, sizeof buf, &w), GNMR_OK);
+}
+
 TEST(damaged_checkpoints_are_refused_whole) {
   static unsigned char buf[4096], bad[4096];
   const gnmr_place_config c = gnmr_place_config_default();
@@ -673,6 +721,8 @@ int main(int argc, char **argv) {
       CHECK_CASE(nan_and_inf_signals_are_skipped_and_negatives_refused),
       CHECK_CASE(checkpoint_mid_run_resumes_identically),
       CHECK_CASE(damaged_checkpoints_are_refused_whole),
+      CHECK_CASE(credit_saturates_and_the_placer_still_saves),
+      CHECK_CASE(an_overflowing_term_gives_no_level),
       CHECK_CASE(decisions_equal_the_demo_prototype),
       CHECK_CASE(the_scalar_and_avx512_paths_agree_bit_for_bit),
   };
