@@ -201,9 +201,8 @@
    exp, c, the settled units, the units flagged, rises and falls, GLOBAL
    and the global scale. The step is one pass over the units more than
    PAPER mode's; on the AVX-512 path both passes take eight units at a
-   time (the units not calm take the scalar rules, with the same bits), and
-   a calm step costs about 1.4x PAPER mode's (N = 4096): bench/RESULTS.md
-   has the cost.
+   time (the units not calm take the scalar rules, with the same bits);
+   bench/RESULTS.md has the cost.
 
    Decision fields (gnmr_decision), one meaning in both modes unless a
    mode is named:
