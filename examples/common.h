@@ -200,8 +200,8 @@ static demo_at demo_parse_at(const char *v, const char *flag, int max_index) {
      DEMO_REAL  double, finite; lo 1: above zero
      DEMO_AT    demo_at, "I:P" with I in 0..hi
      DEMO_CHOICE int, the index of the value among arg's words ("a|b")
-     DEMO_CALL  anything: parse(dst, value, name) reads it, show(f, dst)
-                writes its default into a buffer (NULL: none)
+     DEMO_CALL  anything: parse(dst, value, name) reads it, show(buf, cap,
+                dst) writes its default into buf (NULL: none shown)
    --help prints the usage, every row's default read from where its value
    goes (after the caller's defaults are set; a negative number or NULL
    string is "not given" and is not printed); a parsed row's `given` is 1. */
