@@ -14,14 +14,6 @@
 
 #define FUZZ_MAX_UNITS 32u
 
-/* Mostly valid values first (a zero byte picks entry 0), then the edges of
-   the valid ranges, then invalid ones; a byte >= 0xF0 reads raw bits. */
-static double fuzz_pick(fuzz_reader *r, const double *table, size_t n) {
-  uint8_t sel = fuzz_u8(r);
-  if (sel >= 0xF0) return fuzz_f64_bits(r);
-  return table[sel % n];
-}
-
 static uint32_t fuzz_pick_u32(fuzz_reader *r, uint32_t modulo) {
   uint8_t sel = fuzz_u8(r);
   if (sel >= 0xF8) return fuzz_u32(r);

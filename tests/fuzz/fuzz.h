@@ -3,7 +3,8 @@
    FUZZ_CHECK(cond) aborts with file, line and condition when an invariant
    fails: libFuzzer reports the abort as a crash and saves the input.
    fuzz_reader hands out the input bytes; once they run out it hands out
-   zeros, so every input, however short, is a complete program. */
+   zeros, so every input, however short, is a complete program. Include
+   after gnmr.h (the checkpoint helpers return its error codes). */
 #ifndef FUZZ_H
 #define FUZZ_H
 
@@ -84,6 +85,73 @@ FUZZ_UNUSED static uint32_t fuzz_crc32(const uint8_t *p, size_t n) {
 FUZZ_UNUSED static void fuzz_put_u32(uint8_t *p, uint32_t v) {
   int i;
   for (i = 0; i < 4; i++) p[i] = (uint8_t)(v >> (8 * i));
+}
+
+/* Mostly valid values first (a zero byte picks entry 0), then the edges of
+   the valid ranges, then invalid ones; a byte >= 0xF0 reads raw bits. */
+FUZZ_UNUSED static double fuzz_pick(fuzz_reader *r, const double *table,
+                                    size_t n) {
+  uint8_t sel = fuzz_u8(r);
+  if (sel >= 0xF0) return fuzz_f64_bits(r);
+  return table[sel % n];
+}
+
+FUZZ_UNUSED static uint32_t fuzz_get_u32(const uint8_t *p) {
+  return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
+         (uint32_t)p[3] << 24;
+}
+
+/* ---- checkpoints: both formats (the controller's and the placer's) open
+   with an 8-byte magic, a 32-bit version and a 32-bit unit count, and end
+   in a CRC-32 of what precedes it. */
+
+FUZZ_UNUSED static void fuzz_forge_crc(uint8_t *buf, size_t len) {
+  if (len >= 4) fuzz_put_u32(buf + len - 4, fuzz_crc32(buf, len - 4));
+}
+
+/* The error a damaged-but-otherwise-valid buffer of the same length must
+   get: the loaders check magic, version, size (the unit count), then the
+   checksum. */
+FUZZ_UNUSED static int fuzz_header_error(const uint8_t *valid,
+                                         const uint8_t *bad) {
+  size_t i;
+  for (i = 0; i < 8; i++)
+    if (valid[i] != bad[i]) return GNMR_ECORRUPT;
+  for (; i < 12; i++)
+    if (valid[i] != bad[i]) return GNMR_EVERSION;
+  for (; i < 16; i++)
+    if (valid[i] != bad[i]) return GNMR_ESIZE;
+  return GNMR_ECORRUPT;
+}
+
+/* The valid checkpoint valid[0 .. len) damaged into bad (room for len + 16
+   bytes): truncated, extended, or hit by one burst of up to 32 bits. Sets
+   *bad_len; returns the error a load must give, or GNMR_OK where the
+   burst fell off the end and changed nothing. */
+FUZZ_UNUSED static int fuzz_damage(fuzz_reader *r, const uint8_t *valid,
+                                   size_t len, uint8_t *bad, size_t *bad_len) {
+  uint8_t kind = fuzz_u8(r);
+  size_t i;
+  memcpy(bad, valid, len);
+  *bad_len = len;
+  if (kind % 4 == 0) {
+    *bad_len = (size_t)fuzz_u32(r) % len; /* truncated */
+    return GNMR_ESIZE;
+  }
+  if (kind % 4 == 1) {
+    *bad_len = len + 1u + fuzz_u8(r) % 16u; /* trailing bytes */
+    for (i = len; i < *bad_len; i++) bad[i] = fuzz_u8(r);
+    return GNMR_ESIZE;
+  }
+  {
+    size_t at = (size_t)fuzz_u32(r) % len;
+    uint32_t mask = fuzz_u32(r);
+    if (mask == 0) mask = 1;
+    for (i = 0; i < 4 && at + i < len; i++)
+      bad[at + i] ^= (uint8_t)(mask >> (8 * i));
+  }
+  if (memcmp(bad, valid, len) == 0) return GNMR_OK;
+  return fuzz_header_error(valid, bad);
 }
 
 #endif

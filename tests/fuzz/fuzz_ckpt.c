@@ -105,8 +105,7 @@ static int load_checked(const unsigned char *buf, size_t len, uint32_t n,
 static uint32_t claimed_units(const unsigned char *buf, size_t len) {
   uint32_t n;
   if (len < 16) return 1;
-  n = (uint32_t)buf[12] | (uint32_t)buf[13] << 8 | (uint32_t)buf[14] << 16 |
-      (uint32_t)buf[15] << 24;
+  n = fuzz_get_u32(buf + 12);
   return n <= FUZZ_MAX_UNITS ? n : 1;
 }
 
@@ -134,25 +133,6 @@ static size_t make_valid(fuzz_reader *r, unsigned char *out) {
   return written;
 }
 
-static void forge_crc(unsigned char *buf, size_t len) {
-  if (len >= 4) fuzz_put_u32(buf + len - 4, fuzz_crc32(buf, len - 4));
-}
-
-/* The error a damaged-but-otherwise-valid buffer must get: the checks run
-   magic, version, size, then the checksum. */
-static int expected_error(const unsigned char *valid, const unsigned char *bad,
-                          size_t len) {
-  size_t i;
-  for (i = 0; i < 8; i++)
-    if (valid[i] != bad[i]) return GNMR_ECORRUPT;
-  for (; i < 12; i++)
-    if (valid[i] != bad[i]) return GNMR_EVERSION;
-  for (; i < 16; i++)
-    if (valid[i] != bad[i]) return GNMR_ESIZE;
-  (void)len;
-  return GNMR_ECORRUPT;
-}
-
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   static unsigned char valid[CKPT_MAX], bad[CKPT_MAX + 16];
@@ -170,7 +150,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     buf = (unsigned char *)malloc(len ? len : 1);
     FUZZ_CHECK(buf != NULL);
     if (len) memcpy(buf, data + 1, len);
-    if (mode == 1) forge_crc(buf, len);
+    if (mode == 1) fuzz_forge_crc(buf, len);
     r.p = data + 1;
     r.left = size - 1;
     load_checked(buf, len, claimed_units(buf, len), &r);
@@ -183,25 +163,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   len = make_valid(&r, valid);
   memcpy(bad, valid, len);
   if (mode == 2) {
-    uint8_t kind = fuzz_u8(&r);
-    size_t bad_len = len;
-    int want;
-    if (kind % 4 == 0) {
-      bad_len = (size_t)fuzz_u32(&r) % len; /* truncated */
-      want = GNMR_ESIZE;
-    } else if (kind % 4 == 1) {
-      bad_len = len + 1u + fuzz_u8(&r) % 16u; /* trailing bytes */
-      for (i = len; i < bad_len; i++) bad[i] = fuzz_u8(&r);
-      want = GNMR_ESIZE;
-    } else {
-      size_t at = (size_t)fuzz_u32(&r) % len;
-      uint32_t mask = fuzz_u32(&r);
-      if (mask == 0) mask = 1;
-      for (i = 0; i < 4 && at + i < len; i++)
-        bad[at + i] ^= (unsigned char)(mask >> (8 * i));
-      if (memcmp(bad, valid, len) == 0) return 0; /* mask fell off the end */
-      want = expected_error(valid, bad, len);
-    }
+    size_t bad_len;
+    const int want = fuzz_damage(&r, valid, len, bad, &bad_len);
+    if (want == GNMR_OK) return 0; /* the burst fell off the end */
     buf = (unsigned char *)malloc(bad_len ? bad_len : 1);
     FUZZ_CHECK(buf != NULL);
     memcpy(buf, bad, bad_len);
@@ -249,7 +213,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       }
       if (at + 4 <= len - 4) fuzz_put_u32(bad + at, fuzz_pick_u32(&r, 24));
     }
-    forge_crc(bad, len);
+    fuzz_forge_crc(bad, len);
     buf = (unsigned char *)malloc(len);
     FUZZ_CHECK(buf != NULL);
     memcpy(buf, bad, len);

@@ -79,12 +79,6 @@ static double place_cost(fuzz_reader *r) {
   }
 }
 
-static double place_pick(fuzz_reader *r, const double *table, size_t n) {
-  uint8_t sel = fuzz_u8(r);
-  if (sel >= 0xF0) return fuzz_f64_bits(r);
-  return table[sel % n];
-}
-
 /* A config: each field from its valid values first, then the edges and
    beyond (0xF0 and up reads raw bits). */
 static gnmr_place_config place_config(fuzz_reader *r) {
@@ -95,12 +89,12 @@ static gnmr_place_config place_config(fuzz_reader *r) {
   gnmr_place_config c = gnmr_place_config_default();
   uint8_t sel = fuzz_u8(r);
   if (sel & 1) return c;
-  c.budget = place_pick(r, budget, sizeof budget / sizeof budget[0]);
-  c.update_decay = place_pick(r, unit, sizeof unit / sizeof unit[0]);
-  c.fire_level = place_pick(r, unit, sizeof unit / sizeof unit[0]);
-  c.fall_ratio = place_pick(r, unit, sizeof unit / sizeof unit[0]);
-  c.fast_decay = place_pick(r, unit, sizeof unit / sizeof unit[0]);
-  c.slow_decay = place_pick(r, unit, sizeof unit / sizeof unit[0]);
+  c.budget = fuzz_pick(r, budget, sizeof budget / sizeof budget[0]);
+  c.update_decay = fuzz_pick(r, unit, sizeof unit / sizeof unit[0]);
+  c.fire_level = fuzz_pick(r, unit, sizeof unit / sizeof unit[0]);
+  c.fall_ratio = fuzz_pick(r, unit, sizeof unit / sizeof unit[0]);
+  c.fast_decay = fuzz_pick(r, unit, sizeof unit / sizeof unit[0]);
+  c.slow_decay = fuzz_pick(r, unit, sizeof unit / sizeof unit[0]);
   c.warmup_steps = fuzz_u8(r) % 12u;
   if (sel & 2) c.reserved_ = fuzz_u8(r);
   return c;
@@ -246,8 +240,7 @@ static int load_checked(const unsigned char *buf, size_t len, uint32_t n,
 static uint32_t claimed_units(const unsigned char *buf, size_t len) {
   uint32_t n;
   if (len < 16) return 1;
-  n = (uint32_t)buf[12] | (uint32_t)buf[13] << 8 | (uint32_t)buf[14] << 16 |
-      (uint32_t)buf[15] << 24;
+  n = fuzz_get_u32(buf + 12);
   return n >= 1 && n <= PLACE_MAX_UNITS ? n : 1;
 }
 
@@ -279,24 +272,6 @@ static size_t make_valid(fuzz_reader *r, unsigned char *out) {
   FUZZ_CHECK(gnmr_place_checkpoint_save(&pl, out, PLACE_CKPT_MAX, &written) ==
              GNMR_OK);
   return written;
-}
-
-static void forge_crc(unsigned char *buf, size_t len) {
-  if (len >= 4) fuzz_put_u32(buf + len - 4, fuzz_crc32(buf, len - 4));
-}
-
-/* The error a damaged-but-otherwise-valid buffer must get: the checks run
-   magic, version, size (the unit count), then the checksum. */
-static int expected_error(const unsigned char *valid,
-                          const unsigned char *bad) {
-  size_t i;
-  for (i = 0; i < 8; i++)
-    if (valid[i] != bad[i]) return GNMR_ECORRUPT;
-  for (; i < 12; i++)
-    if (valid[i] != bad[i]) return GNMR_EVERSION;
-  for (; i < 16; i++)
-    if (valid[i] != bad[i]) return GNMR_ESIZE;
-  return GNMR_ECORRUPT;
 }
 
 /* An edit of mode 3 at a 4-byte boundary of the body: a byte, a 32-bit
@@ -422,7 +397,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     buf = (unsigned char *)malloc(len ? len : 1);
     FUZZ_CHECK(buf != NULL);
     if (len) memcpy(buf, data + 1, len);
-    if (mode == 1) forge_crc(buf, len);
+    if (mode == 1) fuzz_forge_crc(buf, len);
     load_checked(buf, len, claimed_units(buf, len), &r);
     free(buf);
     return 0;
@@ -431,25 +406,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   len = make_valid(&r, valid);
   memcpy(bad, valid, len);
   if (mode == 2) {
-    uint8_t kind = fuzz_u8(&r);
-    size_t bad_len = len;
-    int want;
-    if (kind % 4 == 0) {
-      bad_len = (size_t)fuzz_u32(&r) % len; /* truncated */
-      want = GNMR_ESIZE;
-    } else if (kind % 4 == 1) {
-      bad_len = len + 1u + fuzz_u8(&r) % 16u; /* trailing bytes */
-      for (i = len; i < bad_len; i++) bad[i] = fuzz_u8(&r);
-      want = GNMR_ESIZE;
-    } else {
-      size_t at = (size_t)fuzz_u32(&r) % len;
-      uint32_t mask = fuzz_u32(&r);
-      if (mask == 0) mask = 1;
-      for (i = 0; i < 4 && at + i < len; i++)
-        bad[at + i] ^= (unsigned char)(mask >> (8 * i));
-      if (memcmp(bad, valid, len) == 0) return 0; /* mask fell off the end */
-      want = expected_error(valid, bad);
-    }
+    size_t bad_len;
+    const int want = fuzz_damage(&r, valid, len, bad, &bad_len);
+    if (want == GNMR_OK) return 0; /* the burst fell off the end */
     buf = (unsigned char *)malloc(bad_len ? bad_len : 1);
     FUZZ_CHECK(buf != NULL);
     memcpy(buf, bad, bad_len);
@@ -463,7 +422,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   {
     uint8_t edits = 1u + fuzz_u8(&r) % 8u;
     for (i = 0; i < edits; i++) edit(&r, bad, len);
-    forge_crc(bad, len);
+    fuzz_forge_crc(bad, len);
     buf = (unsigned char *)malloc(len);
     FUZZ_CHECK(buf != NULL);
     memcpy(buf, bad, len);
