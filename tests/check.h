@@ -127,4 +127,17 @@ CHECK_UNUSED static double check_noise(uint32_t u, uint32_t t, uint32_t salt) {
   return (double)(x >> 11) / 4503599627370496.0 - 1.0;
 }
 
+/* A whole file as a string (malloc'd; the caller frees), or NULL. */
+CHECK_UNUSED static char *check_read_text(const char *path) {
+  FILE *f = fopen(path, "rb");
+  char *text = NULL;
+  long len;
+  if (!f) return NULL;
+  if (fseek(f, 0, SEEK_END) == 0 && (len = ftell(f)) >= 0 &&
+      fseek(f, 0, SEEK_SET) == 0 && (text = (char *)malloc((size_t)len + 1)))
+    text[fread(text, 1, (size_t)len, f)] = '\0';
+  fclose(f);
+  return text;
+}
+
 #endif

@@ -745,19 +745,6 @@ TEST(power_of_two_scaling_scales_the_sum_exactly) {
 
 /* The CUDA headers use gnmr.h's private names only as gnmr.h's contract
    block lists them, and every listed name still exists in gnmr.h. */
-static char *read_text(const char *path) {
-  FILE *f = fopen(path, "rb");
-  char *text = NULL;
-  long len;
-  if (!f) return NULL;
-  if (fseek(f, 0, SEEK_END) == 0 && (len = ftell(f)) >= 0 &&
-      fseek(f, 0, SEEK_SET) == 0 && (text = (char *)malloc((size_t)len + 1))) {
-    text[fread(text, 1, (size_t)len, f)] = '\0';
-  }
-  fclose(f);
-  return text;
-}
-
 static int is_ident(char c) {
   return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
          (c >= '0' && c <= '9') || c == '_';
@@ -781,7 +768,7 @@ static int in_contract(const char *block, const char *name, size_t len) {
 TEST(cuda_headers_use_only_the_listed_private_names) {
   static const char *const headers[] = {"examples/cuda/gnmr_ctl.cuh",
                                         "examples/cuda/gnmr_norms.cuh"};
-  char *lib = read_text("gnmr.h"), *start, *end;
+  char *lib = check_read_text("gnmr.h"), *start, *end;
   size_t h;
   REQUIRE(lib != NULL);
   start = strstr(lib, "The private names the CUDA headers");
@@ -790,7 +777,7 @@ TEST(cuda_headers_use_only_the_listed_private_names) {
   REQUIRE(end != NULL);
   *end = '\0';
   for (h = 0; h < sizeof headers / sizeof headers[0]; h++) {
-    char *text = read_text(headers[h]), *p;
+    char *text = check_read_text(headers[h]), *p;
     REQUIRE(text != NULL);
     for (p = text; *p; p++) {
       size_t n = 0;
@@ -833,7 +820,7 @@ TEST(cuda_headers_use_only_the_listed_private_names) {
    trainer's names cannot collide with a helper's. */
 TEST(norms_header_helpers_are_private) {
   static const char prefix[] = "gnmr_norms_";
-  char *text = read_text("examples/cuda/gnmr_norms.cuh"), *manual_end, *p;
+  char *text = check_read_text("examples/cuda/gnmr_norms.cuh"), *manual_end, *p;
   REQUIRE(text != NULL);
   manual_end = strstr(text, "*/");
   REQUIRE(manual_end != NULL);
@@ -864,7 +851,7 @@ TEST(norms_header_helpers_are_private) {
 /* GNMR_CUDA_ECUDA, gnmr.h's one code of the CUDA headers, has one copy
    outside C: the PyTorch bridge's, which must read the same. */
 TEST(bridge_has_gnmr_cuda_ecuda) {
-  char *text = read_text("examples/torch/gnmr_torch.py");
+  char *text = check_read_text("examples/torch/gnmr_torch.py");
   const char *at;
   REQUIRE(text != NULL);
   at = strstr(text, "\nGNMR_CUDA_ECUDA = ");

@@ -9,24 +9,6 @@
 
 #include <ctype.h>
 
-static char *read_all(const char *path) {
-  FILE *f = fopen(path, "rb");
-  char *text = NULL;
-  long len;
-  if (!f) return NULL;
-  if (fseek(f, 0, SEEK_END) == 0 && (len = ftell(f)) >= 0 &&
-      fseek(f, 0, SEEK_SET) == 0 && (text = (char *)malloc((size_t)len + 1))) {
-    if (fread(text, 1, (size_t)len, f) != (size_t)len) {
-      free(text);
-      text = NULL;
-    } else {
-      text[len] = '\0';
-    }
-  }
-  fclose(f);
-  return text;
-}
-
 #define BEGIN_MARK "<!-- BEGIN quote "
 #define END_MARK "<!-- END quote "
 
@@ -82,7 +64,8 @@ static int blocks_match(const char *from, const char *from_name, const char *in,
 }
 
 TEST(readme_quotes_equal_results_blocks) {
-  char *readme = read_all("README.md"), *results = read_all("bench/RESULTS.md");
+  char *readme = check_read_text("README.md"),
+       *results = check_read_text("bench/RESULTS.md");
   int bad = 0;
   if (readme && results) {
     EXPECT(blocks_match(readme, "README.md", results, "RESULTS.md", &bad) >= 4);
@@ -121,7 +104,7 @@ static const char *const not_figures[] = {
 };
 
 TEST(readme_states_figures_only_in_quotes) {
-  char *readme = read_all("README.md");
+  char *readme = check_read_text("README.md");
   const char *p;
   int line = 1, quoted = 0, found = 0;
   REQUIRE(readme != NULL);
