@@ -101,6 +101,15 @@ FUZZ_UNUSED static uint32_t fuzz_get_u32(const uint8_t *p) {
          (uint32_t)p[3] << 24;
 }
 
+/* A copy of p[0 .. len) in a buffer of exactly len bytes (1 if len is 0),
+   so ASan sees a read past its end; the caller frees it. */
+FUZZ_UNUSED static uint8_t *fuzz_dup(const uint8_t *p, size_t len) {
+  uint8_t *buf = (uint8_t *)malloc(len ? len : 1);
+  FUZZ_CHECK(buf != NULL);
+  if (len) memcpy(buf, p, len);
+  return buf;
+}
+
 /* ---- checkpoints: both formats (the controller's and the placer's) open
    with an 8-byte magic, a 32-bit version and a 32-bit unit count, and end
    in a CRC-32 of what precedes it. */

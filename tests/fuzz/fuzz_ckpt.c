@@ -147,9 +147,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     /* The buffer is the input; the harness reads norms after it from a
        copy of the same bytes (any bytes will do). */
     len = size - 1;
-    buf = (unsigned char *)malloc(len ? len : 1);
-    FUZZ_CHECK(buf != NULL);
-    if (len) memcpy(buf, data + 1, len);
+    buf = fuzz_dup(data + 1, len);
     if (mode == 1) fuzz_forge_crc(buf, len);
     r.p = data + 1;
     r.left = size - 1;
@@ -166,9 +164,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     size_t bad_len;
     const int want = fuzz_damage(&r, valid, len, bad, &bad_len);
     if (want == GNMR_OK) return 0; /* the burst fell off the end */
-    buf = (unsigned char *)malloc(bad_len ? bad_len : 1);
-    FUZZ_CHECK(buf != NULL);
-    memcpy(buf, bad, bad_len);
+    buf = fuzz_dup(bad, bad_len);
     FUZZ_CHECK(load_checked(buf, bad_len, claimed_units(valid, len), &r) ==
                want);
     free(buf);
@@ -214,9 +210,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       if (at + 4 <= len - 4) fuzz_put_u32(bad + at, fuzz_pick_u32(&r, 24));
     }
     fuzz_forge_crc(bad, len);
-    buf = (unsigned char *)malloc(len);
-    FUZZ_CHECK(buf != NULL);
-    memcpy(buf, bad, len);
+    buf = fuzz_dup(bad, len);
     load_checked(buf, len, claimed_units(valid, len), &r);
     free(buf);
   }
