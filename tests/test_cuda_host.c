@@ -658,6 +658,13 @@ TEST(regions_align_each_dtype_after_odd_sizes) {
   EXPECT(!region_aligned((const void *)(uintptr_t)(2 * odd_n),
                          4)); /* the old one */
   EXPECT(region_aligned((const void *)(uintptr_t)(2 * odd_n), 2));
+  /* a struct's size need not be a power of two: a 40-byte gnmr_decision at
+     cudaMalloc's 256-byte alignment is fine, at 4 mod 8 it is not */
+  EXPECT(region_aligned((const void *)(uintptr_t)REGION_ALIGN, 40));
+  EXPECT(region_aligned((const void *)(uintptr_t)(REGION_ALIGN + 40), 40));
+  EXPECT(!region_aligned((const void *)(uintptr_t)(REGION_ALIGN + 4), 40));
+  EXPECT(region_aligned((const void *)(uintptr_t)(REGION_ALIGN + 4), 12));
+  EXPECT(!region_aligned((const void *)(uintptr_t)(REGION_ALIGN + 2), 12));
   for (trial = 0; trial < 1000; trial++) {
     for (i = 0; i < 7; i++) bytes[i] = (size_t)(check_rand() % 5000);
     total = regions_place(bytes, 7, off);

@@ -33,9 +33,14 @@ static inline size_t regions_place(const size_t *bytes, size_t n,
   return end;
 }
 
-/* 1 if p may hold elements of elem_size bytes (a power of two). */
+/* 1 if p may hold elements of elem_size bytes: p a multiple of the largest
+   power of two that divides elem_size (a type's alignment is a power of two
+   that divides its size, so this asks at least as much). Not elem_size
+   itself: gnmr_decision is 40 bytes, and cudaMalloc's 256-byte aligned
+   addresses are not multiples of 40 (the first GPU run of 0.4 failed so). */
 static inline int region_aligned(const void *p, size_t elem_size) {
-  return (uintptr_t)p % elem_size == 0;
+  const size_t align = elem_size & (~elem_size + 1);
+  return align == 0 || (uintptr_t)p % align == 0;
 }
 
 /* Before a launch that writes elements of elem_size bytes at p: a
