@@ -768,6 +768,21 @@ static double place_unit_noise(void) { /* in [-1, 1) */
   return (double)(check_rand() >> 11) / 4503599627370496.0 - 1.0;
 }
 static gnmr_place_unit place_a[PLACE_UNITS], place_b[PLACE_UNITS];
+/* The scale kernel's element: a non-finite gradient (rule 8's scale 0)
+   becomes 0, not NaN * 0; other scales are the double product (the first
+   GPU run of 0.4 found train_step's NaN surviving its scale of 0). */
+TEST(scale_zero_clears_a_non_finite_gradient) {
+  const double bad[4] = {(double)NAN, (double)INFINITY, -(double)INFINITY,
+                         -2.5};
+  int i;
+  for (i = 0; i < 4; i++) {
+    const double y = gnmr_cuda__scaled(bad[i], 0.0);
+    EXPECT(y == 0.0 && !signbit(y));
+  }
+  EXPECT(gnmr_cuda__scaled(3.0, 0.5) == 1.5);
+  EXPECT(isnan(gnmr_cuda__scaled((double)NAN, 0.5)));
+}
+
 TEST(placer_kernel_body_equals_gnmr_place_step) {
   gnmr_place a, b;
   gnmr_place_config c = gnmr_place_config_default();
@@ -820,6 +835,7 @@ int main(int argc, char **argv) {
       CHECK_CASE(median_search_equals_the_walk),
       CHECK_CASE(select_matches_a_full_ranking),
       CHECK_CASE(refused_steps_change_nothing),
+      CHECK_CASE(scale_zero_clears_a_non_finite_gradient),
       CHECK_CASE(placer_kernel_body_equals_gnmr_place_step)};
   return check_main(cases, sizeof cases / sizeof cases[0], argc, argv);
 }

@@ -198,7 +198,8 @@ typedef struct gnmr_cuda_ctl {
 } gnmr_cuda_ctl;
 
 /* One tensor whose gradient gnmr_cuda_scale_grads multiplies by its unit's
-   decision.scale (device array of these). */
+   decision.scale, writing 0 where the scale is 0 (a NaN or Inf gradient
+   included) (device array of these). */
 typedef struct gnmr_cuda_grad {
   void *data; /* device, n elements of dtype */
   uint64_t n;
@@ -694,6 +695,16 @@ gnmr_cuda__place_one(gnmr_place *pl, const double *update, const double *qerr,
   if (rc != GNMR_OK && status[1] == GNMR_OK) status[1] = (int32_t)rc;
 }
 
+/* One gradient element times its unit's scale, in double (the kernel
+   rounds it once to the tensor's type). Scale 0 writes 0: rule 8 gives 0
+   to a non-finite norm, whose gradient holds the NaN or Inf, and NaN * 0
+   is NaN (the first GPU run of 0.4: train_step's one NaN, multiplied by
+   0, reached the update and the unit's parameter stayed NaN for the rest of
+   the run). */
+static inline GNMR_HOSTDEV double gnmr_cuda__scaled(double x, double scale) {
+  return scale == 0.0 ? 0.0 : x * scale;
+}
+
 /* ---- CUDA -------------------------------------------------------------- */
 #if defined(__CUDACC__)
 #include <cuda_bf16.h>
@@ -936,9 +947,9 @@ static __global__ void __launch_bounds__(GNMR_CUDA_ADMIT_THREADS)
   gnmr_cuda__admit_block(&sel, ctl, out, w);
 }
 
-/* x * scale in double, rounded once to the tensor's type; nothing after a
-   refused step, whose decisions were not written (they hold the step
-   before's). */
+/* x * scale in double (gnmr_cuda__scaled: 0 where the scale is 0), rounded
+   once to the tensor's type; nothing after a refused step, whose decisions were
+   not written (they hold the step before's). */
 static __global__ void gnmr_cuda__scale_kernel(const gnmr_cuda_grad *grads,
                                                const gnmr_decision *decisions,
                                                const gnmr_cuda_work *w) {
@@ -953,13 +964,15 @@ static __global__ void gnmr_cuda__scale_kernel(const gnmr_cuda_grad *grads,
        i += (uint64_t)gridDim.x * blockDim.x) {
     if (g.dtype == GNMR_DTYPE_F32) {
       float *x = (float *)g.data;
-      x[i] = (float)((double)x[i] * scale);
+      x[i] = (float)gnmr_cuda__scaled((double)x[i], scale);
     } else if (g.dtype == GNMR_DTYPE_BF16) {
       __nv_bfloat16 *x = (__nv_bfloat16 *)g.data;
-      x[i] = __double2bfloat16((double)__bfloat162float(x[i]) * scale);
+      x[i] = __double2bfloat16(
+          gnmr_cuda__scaled((double)__bfloat162float(x[i]), scale));
     } else {
       __half *x = (__half *)g.data;
-      x[i] = __double2half((double)__half2float(x[i]) * scale);
+      x[i] =
+          __double2half(gnmr_cuda__scaled((double)__half2float(x[i]), scale));
     }
   }
 }

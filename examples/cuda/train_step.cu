@@ -36,6 +36,7 @@
 #include "gnmr_device.cuh"
 #include "gnmr_norms.cuh"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -262,6 +263,21 @@ int main(void) {
          (unsigned long long)tot.falls, (unsigned long long)tot.admissions,
          (unsigned long long)tot.renewals, (unsigned long long)tot.over_budget,
          (unsigned long long)tot.global_steps);
+  /* The NaN of step 120 was scaled by 0 (rule 8): no parameter saw it. */
+  init = (float *)malloc(sizeof(float) * m.total);
+  if (!init) return 1;
+  CK(cudaMemcpy(init, m.param, sizeof(float) * m.total,
+                cudaMemcpyDeviceToHost));
+  for (u = 0; u < m.total && isfinite(init[u]); u++) continue;
+  free(init);
+  if (u < m.total) {
+    printf("train_step: parameter %u is not finite: a gradient the "
+           "controller scaled by 0 reached the update\n",
+           u);
+    return 1;
+  }
+  printf("  every parameter finite after the run (the NaN of step 120 "
+         "dropped)\n");
   for (step = 0; step < STEPS; step++)
     if (log[step].global || log[step].flagged)
       printf("  step %3d: G %.4g (x%.3g of its mean), flagged %u%s\n", step,
