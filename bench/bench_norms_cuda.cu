@@ -15,6 +15,10 @@
    plan's three kernels, or around the probe), after two warm-up runs. The
    probe reads every byte of the case once, 16 bytes per thread per load,
    and keeps nothing: what reading the data costs at best. GB/s = 1e9 B/s.
+   After the timing, each case of at most BITS_MAX bytes (all but LLaMA-7B)
+   is copied to the host and every norm held to gnmr_unit_norms' bits on
+   the CPU ("bits" column: tensors equal / tensors; the exit status is 1 if
+   one differs).
 
    usage: bench_norms_cuda [--csv FILE] [--case NAME]
    Without a CUDA device it says so and exits 0. */
@@ -29,6 +33,7 @@
 #include <string.h>
 
 #define REPS 15
+#define BITS_MAX (1ull << 31)
 
 static int failed;
 #define CUDA_TRY(call)                                                         \
@@ -170,6 +175,37 @@ static float median(float *x, int n) {
   return x[n / 2];
 }
 
+/* The case's norms (d_norms, one per tensor) against gnmr_unit_norms on a
+   host copy of the arena: how many are bit-identical, or -1 if the copy
+   could not be made. */
+static long bits_vs_cpu(const gnmr_tensor *t, size_t nt, const char *arena,
+                        uint64_t bytes, const float *d_norms) {
+  char *host = (char *)malloc(bytes);
+  gnmr_tensor *h = (gnmr_tensor *)malloc(nt * sizeof *h);
+  float *dev = (float *)malloc(nt * sizeof *dev),
+        *ref = (float *)malloc(nt * sizeof *ref);
+  long same = -1;
+  if (host && h && dev && ref &&
+      cudaMemcpy(host, arena, bytes, cudaMemcpyDeviceToHost) == cudaSuccess &&
+      cudaMemcpy(dev, d_norms, nt * sizeof *dev, cudaMemcpyDeviceToHost) ==
+          cudaSuccess) {
+    for (size_t k = 0; k < nt; k++) {
+      h[k] = t[k];
+      h[k].data = host + ((const char *)t[k].data - arena);
+    }
+    if (gnmr_unit_norms(h, nt, ref, (uint32_t)nt) == GNMR_OK) {
+      same = 0;
+      for (size_t k = 0; k < nt; k++)
+        same += memcmp(&dev[k], &ref[k], sizeof(float)) == 0;
+    }
+  }
+  free(host);
+  free(h);
+  free(dev);
+  free(ref);
+  return same;
+}
+
 int main(int argc, char **argv) {
   const char *only = NULL, *csv_path = NULL;
   FILE *csv = NULL;
@@ -200,12 +236,12 @@ int main(int argc, char **argv) {
       goto done;
     }
     fprintf(csv, "case,dtype,tensors,bytes,norms_ms,norms_gbs,probe_ms,"
-                 "probe_gbs,ratio\n");
+                 "probe_gbs,ratio,bits_same\n");
   }
   printf("bench_norms_cuda on %s (%d SMs), gnmr.h %s, median of %d\n\n",
          prop.name, sms, gnmr_version(), REPS);
   printf("| case | dtype | tensors | MB | norms ms | norms GB/s | probe GB/s "
-         "| norms/probe |\n|---|---|---|---|---|---|---|---|\n");
+         "| norms/probe | bits |\n|---|---|---|---|---|---|---|---|---|\n");
   for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
     if (only && strcmp(only, cases[c].name) != 0) continue;
     for (int dtype = 0; dtype < 3; dtype++) {
@@ -224,7 +260,7 @@ int main(int argc, char **argv) {
       case_tensors(&cases[c], dtype, t, nt, &bytes);
       CUDA_TRY(cudaMemGetInfo(&free_b, &total_b));
       if (bytes + (256u << 20) > free_b) {
-        printf("| %s | %s | %zu | %.0f | skipped: %zu MiB free | | | |\n",
+        printf("| %s | %s | %zu | %.0f | skipped: %zu MiB free | | | | |\n",
                cases[c].name, dtype_name(dtype), nt, (double)bytes / 1e6,
                free_b >> 20);
         free(t);
@@ -266,13 +302,23 @@ int main(int argc, char **argv) {
         const double ms = median(tn, REPS), pms = median(tp, REPS);
         const double gbs = (double)bytes / (ms * 1e6),
                      pgbs = (double)bytes / (pms * 1e6);
-        printf("| %s | %s | %zu | %.0f | %.3f | %.0f | %.0f | %.1f%% |\n",
+        const long same =
+            bytes <= BITS_MAX ? bits_vs_cpu(t, nt, arena, bytes, d_norms) : -2;
+        char bits[48];
+        if (same == -2)
+          snprintf(bits, sizeof bits, "not checked (size)");
+        else
+          snprintf(bits, sizeof bits, "%ld/%zu%s", same, nt,
+                   same == (long)nt ? "" : " DIFFER");
+        if (same != -2 && same != (long)nt) failed = 1;
+        printf("| %s | %s | %zu | %.0f | %.3f | %.0f | %.0f | %.1f%% | %s |\n",
                cases[c].name, dtype_name(dtype), nt, (double)bytes / 1e6, ms,
-               gbs, pgbs, 100.0 * gbs / pgbs);
+               gbs, pgbs, 100.0 * gbs / pgbs, bits);
         if (csv)
-          fprintf(csv, "%s,%s,%zu,%llu,%.4f,%.1f,%.4f,%.1f,%.4f\n",
+          fprintf(csv, "%s,%s,%zu,%llu,%.4f,%.1f,%.4f,%.1f,%.4f,%ld\n",
                   cases[c].name, dtype_name(dtype), nt,
-                  (unsigned long long)bytes, ms, gbs, pms, pgbs, gbs / pgbs);
+                  (unsigned long long)bytes, ms, gbs, pms, pgbs, gbs / pgbs,
+                  same);
       }
       gnmr_norms_plan_free(&plan);
       cudaFree(arena);
