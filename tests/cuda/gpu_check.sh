@@ -7,7 +7,9 @@
 #   usage: tests/cuda/gpu_check.sh OUT BUILD [GROUP ...]
 #   GROUP: test (make cuda-test), bench (make cuda-bench), memcheck,
 #          racecheck (compute-sanitizer on every CUDA test program and
-#          the training-step example), torch (make test-torch and
+#          the training-step example, all at once, test_ctl_cuda one
+#          process per test case: serially they outlast a short lease),
+#          torch (make test-torch and
 #          bench/torch_step.py --device cuda); all of them by default, in
 #          that order: the figures first, the slow sanitizer runs after;
 #          initcheck and synccheck (compute-sanitizer's other tools, on the
@@ -53,6 +55,35 @@ step() { # step NAME COMMAND ...: runs COMMAND, its output to OUT/NAME.log
   fi
 }
 
+# step_bg NAME COMMAND ...: step in the background; steps_wait reports
+# every step started so, in order, once all are done.
+started=
+step_bg() {
+  name=$1
+  shift
+  started="$started $name"
+  (
+    timeout "$limit" "$@" >"$out/$name.log" 2>&1
+    echo $? >"$out/$name.rc"
+  ) &
+}
+steps_wait() {
+  wait
+  for name in $started; do
+    rc=$(cat "$out/$name.rc" 2>/dev/null || echo 1)
+    if [ "$rc" = 0 ]; then
+      echo "ok       $name"
+    elif [ "$rc" = 124 ]; then
+      echo "TIMEOUT  $name (over ${limit} s; $out/$name.log)"
+      failed=$((failed + 1))
+    else
+      echo "FAILED   $name (exit $rc; $out/$name.log)"
+      failed=$((failed + 1))
+    fi
+  done
+  started=
+}
+
 sanitizer=$(command -v compute-sanitizer ||
   ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null)
 programs="$b/cuda/test_device $b/cuda/two_file_rdc $b/cuda/two_file_static
@@ -74,8 +105,17 @@ for g in $groups; do
       continue
     }
     for p in $programs; do
-      step "$g-${p##*/}" "$sanitizer" --tool "$g" --error-exitcode 1 "$p"
+      if [ "${p##*/}" = test_ctl_cuda ]; then
+        for c in $(sed -n 's/^ *CHECK_CASE(\([a-z0-9_]*\)).*/\1/p' \
+          tests/cuda/test_ctl_cuda.cu); do
+          step_bg "$g-test_ctl_cuda-$c" "$sanitizer" --tool "$g" \
+            --error-exitcode 1 "$p" --filter="$c"
+        done
+      else
+        step_bg "$g-${p##*/}" "$sanitizer" --tool "$g" --error-exitcode 1 "$p"
+      fi
     done
+    steps_wait
     ;;
   torch)
     step test-torch make B="$b" test-torch
