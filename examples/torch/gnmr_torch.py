@@ -743,10 +743,7 @@ class Controller:
         return out.reshape(-1)
 
     def _hook(self, u, switch):
-        cheap = getattr(switch, "cheap", None)
-        quant = None if cheap is None else next(
-            (m for m in cheap.modules() if hasattr(m, "quantize_input")),
-            None)
+        quant = _quantizer(getattr(switch, "cheap", None))
         if quant is None:
             raise TypeError("forward_signals: %r (unit %s) has no cheap "
                             "path with a quantizer (a module with "
@@ -801,8 +798,24 @@ class Controller:
                          self.report())
         if apply:
             self._apply_scales()
+        self._restart_admitted()
         self._follow()
         return res
+
+    def _restart_admitted(self):
+        """gnmr.h's manual: a unit admitted this step (RECOVER, its own or
+        its forward unit's) starts its amax histories afresh; its
+        high-fidelity steps refill them (PrecisionSwitch.observe)."""
+        for name, switches in self._switches.items():
+            u = self.names.index(name)
+            rec = ACTIONS.index("RECOVER")
+            admitted = self._decisions[u].action == rec or (
+                self._forward and
+                self._decisions[u + self._n_grad].action == rec)
+            if admitted:
+                for s in switches:
+                    if hasattr(s, "restart"):
+                        s.restart()
 
     def _apply_scales(self):
         with torch.no_grad():
@@ -946,6 +959,15 @@ def c_step(ctl, norms, lib=None):
 
 # ---- the precision switch -----------------------------------------------
 
+def _quantizer(cheap):
+    """The quantizer of a cheap path: its first module with
+    quantize_input(x) (FP8Delayed), or None."""
+    if cheap is None or not isinstance(cheap, torch.nn.Module):
+        return None
+    return next((m for m in cheap.modules()
+                 if hasattr(m, "quantize_input")), None)
+
+
 class PrecisionSwitch(torch.nn.Module):
     """Runs `cheap` normally and `high` while its unit recovers. The two
     should share their parameters (e.g. cheap = FP8Delayed(linear), high =
@@ -966,8 +988,20 @@ class PrecisionSwitch(torch.nn.Module):
         return self.high_fidelity if self._forced is None else self._forced
 
     def forward(self, *args, **kwargs):
-        return (self.high if self.high_fidelity_now else self.cheap)(
-            *args, **kwargs)
+        if self.high_fidelity_now:
+            q = _quantizer(self.cheap)
+            if self.training and q is not None and hasattr(q, "observe"):
+                q.observe(args[0])  # the history follows the true tensors
+            return self.high(*args, **kwargs)
+        return self.cheap(*args, **kwargs)
+
+    def restart(self):
+        """Starts the cheap path's scaling state afresh (its quantizer's
+        restart(), if it has one): what Controller.step does when the
+        switch's unit is admitted (RECOVER), as gnmr.h's manual says."""
+        q = _quantizer(self.cheap)
+        if q is not None and hasattr(q, "restart"):
+            q.restart()
 
     def forced(self, high_fidelity):
         switch = self
@@ -1034,7 +1068,10 @@ class FP8Delayed(torch.nn.Module):
     E4M3_MAX / (max of its last `history` amaxes * margin), from steps
     before this one (the amax of this step enters the history after it is
     used, as Transformer Engine's delayed scaling does), so an outlier that
-    arrives overflows (saturates) this step and is scaled for later."""
+    arrives overflows (saturates) this step and is scaled for later.
+    Behind a PrecisionSwitch the histories follow the true tensors on the
+    high-fidelity steps too (observe), and start afresh when the unit is
+    admitted (restart, called by Controller.step on RECOVER)."""
 
     def __init__(self, linear, history=16, margin=1.0):
         super().__init__()
@@ -1043,9 +1080,30 @@ class FP8Delayed(torch.nn.Module):
         self.register_buffer("amax_x", torch.zeros(history))
         self.register_buffer("amax_w", torch.zeros(history))
 
-    def _scale(self, hist):
-        m = float(hist.max()) * self.margin
+    def _scale(self, hist, t):
+        """E4M3_MAX / (the history's largest amax * margin); an empty
+        history (the first step, or restarted) scales by t's own amax, as
+        examples/lowp.h does."""
+        m = float(hist.max())
+        if not m > 0:
+            m = float(t.detach().abs().max()) if t.numel() else 0.0
+        m *= self.margin
         return E4M3_MAX / m if m > 0 and math.isfinite(m) else 1.0
+
+    def restart(self):
+        """Empties both amax histories (on admission: the fault's amax
+        values would leave a stale scale behind the lock)."""
+        with torch.no_grad():
+            self.amax_x.zero_()
+            self.amax_w.zero_()
+
+    def observe(self, x):
+        """On a high-fidelity step: x's and the weight's amax enter the
+        histories, as the cheap path's forward would push them, so the
+        scales are current when the unit comes back (the C demos' f32
+        steps do the same)."""
+        self._push(self.amax_x, x)
+        self._push(self.amax_w, self.linear.weight)
 
     def _push(self, hist, t):
         with torch.no_grad():
@@ -1059,12 +1117,12 @@ class FP8Delayed(torch.nn.Module):
         """x as this step's GEMM would read it: rounded to E4M3 at the
         input's current scale (the forward signal's Q(x))."""
         with torch.no_grad():
-            sx = self._scale(self.amax_x)
+            sx = self._scale(self.amax_x, x)
             return round_e4m3(x * sx) / sx
 
     def forward(self, x):
         w = self.linear.weight
-        sx, sw = self._scale(self.amax_x), self._scale(self.amax_w)
+        sx, sw = self._scale(self.amax_x, x), self._scale(self.amax_w, w)
         if self.training:
             self._push(self.amax_x, x)
             self._push(self.amax_w, w)
