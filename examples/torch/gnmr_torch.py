@@ -42,10 +42,12 @@ outside the repository); $GNMR_CUDA_LIB likewise for libgnmr_cuda.so.
 import ctypes
 import math
 import os
+import warnings
 
 import torch
 
-__all__ = ["Controller", "GnmrError", "LayoutError", "StepResult",
+__all__ = ["Controller", "GnmrError", "LayoutError", "RankMismatch",
+           "StepResult",
            "Decision", "StepReport", "PrecisionSwitch", "FP8Delayed",
            "round_e4m3", "load_library", "config_default", "c_step"]
 
@@ -144,6 +146,12 @@ class GnmrError(RuntimeError):
 
 class LayoutError(RuntimeError):
     """The ctypes mirror disagrees with the library's struct layout."""
+
+
+class RankMismatch(RuntimeError):
+    """The ranks of a job disagree where they must agree: their units
+    (names, parameters, shapes, order) at the first step, or this step's
+    decisions (Controller.check_decisions). Raised on every rank alike."""
 
 
 # ---- loading ------------------------------------------------------------
@@ -403,6 +411,11 @@ _DTYPES = {torch.float32: DTYPE_F32, torch.float16: DTYPE_F16,
            torch.bfloat16: DTYPE_BF16}
 
 
+def _dist_ready():
+    dist = torch.distributed
+    return dist.is_available() and dist.is_initialized()
+
+
 def _f32(x):
     """x (a double) rounded to float32, as C's (float)x."""
     return ctypes.c_float(x).value
@@ -438,7 +451,14 @@ class Controller:
 
     Data parallel (DDP): nothing to add. After DDP's all-reduce every rank
     holds the same gradients, reads the same norms and decides the same,
-    with no collective of its own.
+    with no collective of its own but one at the first step: in a job of
+    several ranks (torch.distributed initialised by then), the first step
+    compares every rank's layout (units, their parameters' names and
+    shapes, order; layout()) in one all_gather and raises RankMismatch on
+    every rank where they differ (check_layout=False: not). A gradient
+    changed on one rank after DDP's all-reduce (a hook writing into .grad,
+    a rank-local clip) makes that rank decide alone: check_decisions()
+    after step() compares the decisions in one all_gather.
 
     sharded=True: each rank holds a part of each gradient (a ZeRO-2 style
     slice, FSDP with use_orig_params=True). step() adds the ranks' per-unit
@@ -446,7 +466,8 @@ class Controller:
     default group), on the gradients' device, so every rank steps on the
     same norms; scales are applied to the local parts. grad_of(p) gives
     this rank's part of p's gradient (a tensor, None where it holds none;
-    default p.grad).
+    default p.grad). Sharded, unit_norms() is itself a collective: call it
+    on every rank or on none (for logging, read step()'s result.norms).
 
     forward_signals=True: each unit u gets a second unit "u.fwd", fed by
     forward pre-hooks on the PrecisionSwitch modules attached to u
@@ -454,17 +475,19 @@ class Controller:
     the switch's cheap format, sqrt(sum ||Q(x) - x||^2 / sum ||x||^2) over
     the unit's GEMMs and the step's forward passes (in training mode; in a
     job of several ranks the two sums are all-reduced, so every rank sees
-    the same signal). x is the GEMM's true input, Q(x) what the cheap path
-    feeds its GEMM (on the high-fidelity path: what it would, at its
-    current scale). A unit runs high fidelity while either of its two
+    the same signal; whether to is decided at the first step, so the
+    controller may be built before init_process_group). x is the GEMM's
+    true input, Q(x) what the cheap path feeds its GEMM (on the
+    high-fidelity path: what it would, at its current scale). A unit runs high fidelity while either of its two
     recovers; the forward unit's scale is not applied to gradients.
     """
 
     def __init__(self, units, config=None, named_parameters=None, lib=None,
                  forward_signals=False, sharded=False, group=None,
-                 grad_of=None):
+                 grad_of=None, check_layout=True):
         self._lib = lib or load_library()
-        names, params, self._norms_only = self._group(units, named_parameters)
+        names, params, self._norms_only, pnames = self._group(
+            units, named_parameters)
         self._n_grad = len(names)
         if forward_signals:
             fwd = [n + ".fwd" for n in names]
@@ -473,6 +496,7 @@ class Controller:
                 raise ValueError("forward_signals: unit names %s are taken "
                                  "by gradient units" % clash)
             names, params = names + fwd, params + [[] for _ in fwd]
+            pnames = pnames + [[] for _ in fwd]
         self.names, self.params = names, params
         n = len(self.names)
         if n == 0:
@@ -481,15 +505,16 @@ class Controller:
         self._sharded = bool(sharded)
         self._grad_of = grad_of or (lambda p: p.grad)
         self._group_arg = group
-        self._reduce = self._sharded
-        if self._sharded or self._forward:
-            dist = torch.distributed
-            ready = dist.is_available() and dist.is_initialized()
-            if self._sharded and not ready:
-                raise RuntimeError("sharded=True: call torch.distributed."
-                                   "init_process_group before Controller")
-            self._reduce = ready and (self._sharded or
-                                      dist.get_world_size(group) > 1)
+        if self._sharded and not _dist_ready():
+            raise RuntimeError("sharded=True: call torch.distributed."
+                               "init_process_group before Controller")
+        # Whether to all-reduce the forward sums, and the ranks' layouts
+        # compared: decided at the first step (the process group may be
+        # made after the controller).
+        self._reduce = None
+        self._check_layout = bool(check_layout)
+        self._pnames = pnames
+        self._warned_absent = False
         first = next((p for ps in self.params for p in ps), None)
         self._device = first.device if first is not None else \
             torch.device("cpu")
@@ -514,7 +539,7 @@ class Controller:
                 names = [str(u) for u in units]
                 if len(set(names)) != len(names):
                     raise ValueError("unit names repeat: %s" % names)
-                return names, [[] for _ in names], True
+                return names, [[] for _ in names], True, [[] for _ in names]
             if not hasattr(units, "items"):
                 raise TypeError("units: a dict {unit name: parameters}, a "
                                 "list of unit names, or a mapping with "
@@ -539,7 +564,12 @@ class Controller:
                 names.append(str(key))
                 params.append(ps)
             Controller._no_repeats(names, params, where)
-            return names, params, False
+            return names, params, False, [[None] * len(ps) for ps in params]
+        if units is None or not (callable(units) or hasattr(units, "get")):
+            raise TypeError(
+                "units: with named_parameters, a dict {parameter name: unit "
+                "name} or a function parameter name -> unit name (None: not "
+                "watched), not %s" % type(units).__name__)
         pairs = list(named_parameters)
         if not pairs:
             raise ValueError("named_parameters yielded nothing (an "
@@ -571,7 +601,8 @@ class Controller:
         if not names:
             raise ValueError("no parameter was mapped to a unit")
         Controller._no_repeats(names, params, where)
-        return names, params, False
+        return names, params, False, [[where[id(p)] for p in ps]
+                                      for ps in params]
 
     @staticmethod
     def _no_repeats(names, params, where):
@@ -619,6 +650,7 @@ class Controller:
         """The norm of every unit (a list of floats): the L2 norm of its
         gradients as gnmr_unit_norms gives it (sharded: of the sums of
         squares all-reduced over the ranks), then the forward signals."""
+        self._first_step()
         U, n = self._n_grad, self.n_units
         fwd = self._fwd_sums() if self._forward else None
         if self._sharded:
@@ -640,6 +672,89 @@ class Controller:
                     for e, r in zip(fwd[:U], fwd[U:])]
         assert len(out) == n
         return out
+
+    def _first_step(self):
+        """Once, at the first step (or unit_norms), in a job of several
+        ranks: whether the forward sums are all-reduced, and the layout
+        check (one all_gather) before any collective that a mismatched
+        layout would hang or misread."""
+        if self._reduce is not None:
+            return
+        ready = _dist_ready()
+        many = ready and torch.distributed.get_world_size(
+            self._group_arg) > 1
+        self._reduce = self._sharded or (self._forward and many)
+        if many and self._check_layout and not self._norms_only:
+            self._compare_layouts()
+
+    def layout(self):
+        """What the ranks must share: the units in order, each with its
+        parameters (their names where named_parameters gave them) and
+        shapes (not under sharded=True, where a shard's shape is the
+        rank's own), and the options that change the collectives."""
+        units = []
+        for name, ps, pn in zip(self.names, self.params, self._pnames):
+            units.append([name, [[n, None if self._sharded else
+                                  list(p.shape)] for n, p in zip(pn, ps)]])
+        return {"units": units, "sharded": self._sharded,
+                "forward_signals": self._forward}
+
+    def _gather_digest(self, data):
+        """Every rank's sha256 of data (bytes): one all_gather of 4 int64
+        on the group's backend device."""
+        import hashlib
+        dist = torch.distributed
+        dev = torch.device("cpu")
+        if dist.get_backend(self._group_arg) == "nccl":
+            dev = torch.device("cuda", torch.cuda.current_device())
+        digest = hashlib.sha256(data).digest()
+        mine = torch.tensor([int.from_bytes(digest[i:i + 8], "little",
+                                            signed=True)
+                             for i in range(0, 32, 8)], dtype=torch.int64,
+                            device=dev)
+        world = dist.get_world_size(self._group_arg)
+        parts = [torch.zeros_like(mine) for _ in range(world)]
+        dist.all_gather(parts, mine, group=self._group_arg)
+        return [p.cpu().tolist() for p in parts]
+
+    def _compare_layouts(self):
+        import json
+        lay = self.layout()
+        parts = self._gather_digest(json.dumps(lay).encode())
+        differ = [r for r, p in enumerate(parts) if p != parts[0]]
+        if differ:
+            mine = ", ".join("%s (%d parameters)" % (u, len(ps))
+                             for u, ps in lay["units"])
+            raise RankMismatch(
+                "the controller's units differ across ranks: rank%s %s "
+                "differ%s from rank 0 (names, parameters, shapes and order "
+                "must be the same on every rank; build the Controller from "
+                "the same model and the same mapping everywhere). This "
+                "rank's units: %s" % (
+                    "s" if len(differ) > 1 else "",
+                    ", ".join(map(str, differ)),
+                    "" if len(differ) > 1 else "s", mine))
+
+    def check_decisions(self):
+        """One all_gather of a digest of this step's decisions (every
+        unit's gnmr_decision bytes and recovering flag): raises
+        RankMismatch on every rank if some rank decided otherwise (under
+        DDP, a gradient changed on one rank after the all-reduce: a hook
+        writing into .grad, a rank-local clip). Call it after step()."""
+        dist = torch.distributed
+        if not _dist_ready() or dist.get_world_size(self._group_arg) < 2:
+            return
+        rec = bytes(self._lib.gnmr_recovering(ctypes.byref(self._ctl), u)
+                    == 1 for u in range(self.n_units))
+        parts = self._gather_digest(bytes(self._decisions) + rec)
+        differ = [r for r, p in enumerate(parts) if p != parts[0]]
+        if differ:
+            raise RankMismatch(
+                "step %d: rank%s %s decided otherwise than rank 0 (a "
+                "gradient changed on one rank after the all-reduce?); the "
+                "replicas will diverge" % (
+                    self._ctl.steps - 1, "s" if len(differ) > 1 else "",
+                    ", ".join(map(str, differ))))
 
     def _grad_norms(self):
         out = [0.0] * self._n_grad
@@ -783,8 +898,10 @@ class Controller:
                 raise ValueError("units given as names alone: pass "
                                  "step(norms=[...])")
             norms = self.unit_norms()
-        elif isinstance(norms, torch.Tensor):
-            norms = norms.detach().to("cpu", torch.float32).tolist()
+        else:
+            self._first_step()
+            if isinstance(norms, torch.Tensor):
+                norms = norms.detach().to("cpu", torch.float32).tolist()
         norms = list(norms)
         if len(norms) != self.n_units:
             raise ValueError("%d norms for %d units" % (len(norms),
@@ -792,6 +909,16 @@ class Controller:
         buf = (ctypes.c_float * self.n_units)(*[float(x) for x in norms])
         _raise(self._lib.gnmr_step(ctypes.byref(self._ctl), buf,
                                    self._decisions), "gnmr_step", self._lib)
+        if not self._warned_absent and all(
+                x == 0.0 for x in list(buf)[:self._n_grad]):
+            self._warned_absent = True
+            warnings.warn(
+                "gnmr_torch: every unit is absent (no gradient, or all "
+                "zero) on step %d: is step() called after "
+                "optimizer.zero_grad() or before backward()? The order is "
+                "backward(), ctl.step(), optimizer.step(), zero_grad() "
+                "(warned once)" % (self._ctl.steps - 1), RuntimeWarning,
+                stacklevel=2)
         rec = [self._lib.gnmr_recovering(ctypes.byref(self._ctl), u) == 1
                for u in range(self.n_units)]
         res = StepResult(self.names, list(buf), self._decisions, rec,
