@@ -944,6 +944,43 @@ class Controller:
                     if hasattr(s, "restart"):
                         s.restart()
 
+    def step_scaled(self, scaler, optimizer, apply=True):
+        """step() in a mixed-precision loop with a GradScaler
+        (torch.cuda.amp.GradScaler, torch.amp.GradScaler):
+
+            scaler.scale(loss).backward()
+            res = ctl.step_scaled(scaler, opt)  # None: the scaler skips it
+            scaler.step(opt)
+            scaler.update()
+
+        Unscales the gradients first (scaler.unscale_(optimizer), unless
+        already done this step, e.g. for clipping), so the controller reads
+        the true gradients and not ones times a loss scale that doubles and
+        halves on its own schedule. A step in which the scaler found Inf or
+        NaN (scaler.step will not step the optimizer) is skipped here too:
+        returns None, the controller unchanged (the step's forward sums
+        dropped). optimizer may be a list of them (every one unscaled; the
+        step skipped if any found Inf). A disabled scaler: plain step()."""
+        if scaler is None or not scaler.is_enabled():
+            return self.step(apply=apply)
+        opts = optimizer if isinstance(optimizer, (list, tuple)) else \
+            [optimizer]
+        states = getattr(scaler, "_per_optimizer_states", None)
+        if states is None or not hasattr(scaler, "_found_inf_per_device"):
+            raise TypeError("step_scaled: a torch GradScaler expected, not "
+                            "%s" % type(scaler).__name__)
+        found = 0.0
+        for opt in opts:
+            stage = states[id(opt)]["stage"]
+            if getattr(stage, "name", None) != "UNSCALED":
+                scaler.unscale_(opt)
+            found += sum(float(v) for v in
+                         scaler._found_inf_per_device(opt).values())
+        if found:
+            self._fwd_acc = {}
+            return None
+        return self.step(apply=apply)
+
     def _apply_scales(self):
         with torch.no_grad():
             for u in range(self._n_grad):
