@@ -1012,7 +1012,12 @@ $(B)/torch_replay: tests/torch/replay.c gnmr.h
 	@mkdir -p $(@D)
 	gcc $(CFLAGS_ALL) -o $@ $< -lm
 
-test-torch: libgnmr $(B)/torch_replay
+# examples/lowp.h's quantizers, the reference of the bridge's fake ones.
+$(B)/torch_lowp: tests/torch/lowp_ref.c examples/lowp.h
+	@mkdir -p $(@D)
+	gcc $(CFLAGS_ALL) -o $@ $< -lm
+
+test-torch: libgnmr $(B)/torch_replay $(B)/torch_lowp
 	@py=$$($(TORCH_PY)); \
 	if [ -z "$$py" ]; then echo "test-torch: no Python of" \
 	  "'$(TORCH_PYTHON_LIST)' imports torch (Debian: apt-get install" \

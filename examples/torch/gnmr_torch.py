@@ -49,7 +49,9 @@ import torch
 __all__ = ["Controller", "GnmrError", "LayoutError", "RankMismatch",
            "StepResult",
            "Decision", "StepReport", "PrecisionSwitch", "FP8Delayed",
-           "round_e4m3", "load_library", "config_default", "c_step"]
+           "round_e4m3", "round_e5m2", "round_e2m1", "round_format",
+           "quantize_nvfp4", "fake_quantize", "FORMATS", "load_library",
+           "config_default", "c_step"]
 
 # ---- the C structs, mirrored (gnmr.h); checked against the library ------
 
@@ -1185,51 +1187,130 @@ class PrecisionSwitch(torch.nn.Module):
 
 E4M3_MAX = 448.0
 
+# The cheap formats, as examples/lowp.h has them: (mantissa bits, smallest
+# normal exponent, largest finite value, block). OCP FP8 E4M3 and E5M2, OCP
+# FP4 E2M1, and NVFP4 (E2M1 with a scale per block of 16 values along the
+# last dimension, held in E4M3 under a per-tensor scale).
+FORMATS = {"e4m3": (3, -6, 448.0, 0), "e5m2": (2, -14, 57344.0, 0),
+           "e2m1": (1, 0, 6.0, 0), "nvfp4": (1, 0, 6.0, 16)}
 
-def _round_e4m3_emulated(x):
-    """x (float32, already in E4M3's range) rounded to the nearest E4M3
-    value, ties to even, in float32 arithmetic: 3 mantissa bits, normal
-    exponents down to 2^-6, subnormals in steps of 2^-9. Exact: frexp gives
-    the binade without a log, the step is a power of two, and torch.round
-    rounds half to even."""
+
+def _round_emulated(x, mbits, emin, fmax):
+    """x (float32, already in the format's range) rounded to the nearest
+    value of the minifloat with mbits mantissa bits and normal exponents
+    down to 2^emin (subnormals below), ties to even, in float32
+    arithmetic. Exact: frexp gives the binade without a log, the step is a
+    power of two, and torch.round rounds half to even."""
     a = x.abs()
     _, e = torch.frexp(a)  # a = m * 2^e, m in [0.5, 1)
-    e = torch.clamp(e - 1, min=-6)  # the binade's exponent; subnormals: -6
-    step = torch.pow(2.0, (e - 3).to(torch.float32))
+    e = torch.clamp(e - 1, min=emin)  # the binade's exponent
+    step = torch.pow(2.0, (e - mbits).to(torch.float32))
     q = torch.round(a / step) * step
-    return torch.copysign(torch.clamp(q, max=E4M3_MAX), x)
+    return torch.copysign(torch.clamp(q, max=fmax), x)
 
 
-_F8 = getattr(torch, "float8_e4m3fn", None)
+def _round_e4m3_emulated(x):
+    """E4M3 (3 mantissa bits, exponents down to 2^-6, subnormals in steps
+    of 2^-9) by _round_emulated."""
+    return _round_emulated(x, 3, -6, E4M3_MAX)
 
 
-def round_e4m3(x, native=None):
-    """x rounded to FP8 E4M3 (OCP, saturating to +-448), in x's dtype:
-    torch's float8_e4m3fn where this torch has it (2.1 and later), else the
-    float32 emulation (torch 1.13). NaN stays NaN."""
-    use_native = (_F8 is not None) if native is None else native
-    y = x.float().clamp(-E4M3_MAX, E4M3_MAX)
-    y = y.to(_F8).float() if use_native else _round_e4m3_emulated(y)
+_NATIVE = {"e4m3": getattr(torch, "float8_e4m3fn", None),
+           "e5m2": getattr(torch, "float8_e5m2", None)}
+_F8 = _NATIVE["e4m3"]
+
+
+def round_format(x, fmt="e4m3", native=None):
+    """x rounded to an element format of FORMATS ("e4m3", "e5m2", "e2m1";
+    per element, no block scale), saturating to +-its largest value, in
+    x's dtype: torch's float8 dtypes where this torch has them (2.1 and
+    later) and native is not False, else the float32 emulation (torch
+    1.13; always for E2M1). NaN stays NaN (E2M1 has no NaN code: the
+    emulation lets it through, as examples/lowp.h does)."""
+    mbits, emin, fmax, _ = FORMATS[fmt]
+    cast = _NATIVE.get(fmt)
+    use_native = (cast is not None) if native is None else native
+    y = x.float().clamp(-fmax, fmax)
+    y = y.to(cast).float() if use_native else _round_emulated(
+        y, mbits, emin, fmax)
     return y.to(x.dtype)
 
 
+def round_e4m3(x, native=None):
+    """x rounded to FP8 E4M3 (OCP, saturating to +-448): round_format."""
+    return round_format(x, "e4m3", native)
+
+
+def round_e5m2(x, native=None):
+    """x rounded to FP8 E5M2 (OCP, saturating to +-57344)."""
+    return round_format(x, "e5m2", native)
+
+
+def round_e2m1(x):
+    """x rounded to FP4 E2M1 (OCP: 0, 0.5, 1, 1.5, 2, 3, 4, 6)."""
+    return round_format(x, "e2m1", native=False)
+
+
+def quantize_nvfp4(x, amax=None):
+    """x (dequantized) as NVFP4 reads it, as examples/lowp.h and
+    train_lm.c compute it: blocks of 16 values along the last dimension
+    (a shorter last block where it does not divide), each as
+    Q_e2m1(v / s) * s with its own scale s = Q_e4m3(block amax / 6 / t) * t
+    under the tensor scale t = amax / (6 * 448) (amax: x's own unless
+    given); a block whose scale rounds to 0 reads 0. float32 arithmetic."""
+    mbits, emin, fmax, block = FORMATS["nvfp4"]
+    y = x.float()
+    shape = y.shape
+    n = shape[-1] if y.dim() else 1
+    y = y.reshape(-1, n)
+    pad = (-n) % block
+    if pad:
+        y = torch.nn.functional.pad(y, (0, pad))
+    y = y.reshape(y.shape[0], -1, block)
+    if amax is None:
+        amax = x.detach().abs().max().float() if x.numel() else \
+            torch.tensor(0.0)
+    t = torch.as_tensor(amax, dtype=torch.float32) / torch.tensor(
+        fmax * E4M3_MAX, dtype=torch.float32)
+    if not (bool(t > 0) and bool(torch.isfinite(t))):
+        return torch.zeros_like(x)
+    ba = y.abs().amax(dim=-1, keepdim=True)
+    sc = _round_e4m3_emulated((ba / fmax / t).clamp(max=E4M3_MAX)) * t
+    safe = torch.where(sc > 0, sc, torch.ones_like(sc))
+    q = _round_emulated((y / safe).clamp(-fmax, fmax), mbits, emin,
+                        fmax) * safe
+    q = torch.where(sc > 0, q, torch.zeros_like(q))
+    q = q.reshape(q.shape[0], -1)[:, :n]
+    return q.reshape(shape).to(x.dtype)
+
+
+def fake_quantize(x, scale, fmt="e4m3"):
+    """x * scale rounded to fmt, divided back (the dequantized GEMM input);
+    "nvfp4" scales per block itself (scale unused)."""
+    if FORMATS[fmt][3]:
+        return quantize_nvfp4(x)
+    return round_format(x * scale, fmt) / scale
+
+
 class _FakeQuant(torch.autograd.Function):
-    """Forward: x * scale rounded to E4M3, divided back. Backward: the
-    straight-through estimator (the gradient passes unchanged)."""
+    """Forward: fake_quantize. Backward: the straight-through estimator
+    (the gradient passes unchanged)."""
 
     @staticmethod
-    def forward(ctx, x, scale):
-        return round_e4m3(x * scale) / scale
+    def forward(ctx, x, scale, fmt="e4m3"):
+        return fake_quantize(x, scale, fmt)
 
     @staticmethod
     def backward(ctx, grad):
-        return grad, None
+        return grad, None, None
 
 
 class FP8Delayed(torch.nn.Module):
     """The cheap path of a Linear: its input and weight fake-quantised to
-    FP8 E4M3 with per-tensor delayed scaling. Each tensor's scale is
-    E4M3_MAX / (max of its last `history` amaxes * margin), from steps
+    FP8 E4M3 (fmt: any of FORMATS, "e5m2", "e2m1" too) with per-tensor
+    delayed scaling, or to "nvfp4" with its block scales (no history
+    used). Each tensor's scale is the format's largest value /
+    (max of its last `history` amaxes * margin), from steps
     before this one (the amax of this step enters the history after it is
     used, as Transformer Engine's delayed scaling does), so an outlier that
     arrives overflows (saturates) this step and is scaled for later.
@@ -1237,22 +1318,27 @@ class FP8Delayed(torch.nn.Module):
     high-fidelity steps too (observe), and start afresh when the unit is
     admitted (restart, called by Controller.step on RECOVER)."""
 
-    def __init__(self, linear, history=16, margin=1.0):
+    def __init__(self, linear, history=16, margin=1.0, fmt="e4m3"):
         super().__init__()
+        if fmt not in FORMATS:
+            raise ValueError("fmt: %r is not one of %s" % (
+                fmt, sorted(FORMATS)))
         self.linear = linear
         self.margin = margin
+        self.fmt = fmt
         self.register_buffer("amax_x", torch.zeros(history))
         self.register_buffer("amax_w", torch.zeros(history))
 
     def _scale(self, hist, t):
-        """E4M3_MAX / (the history's largest amax * margin); an empty
+        """The format's max / (the history's largest amax * margin); an empty
         history (the first step, or restarted) scales by t's own amax, as
         examples/lowp.h does."""
         m = float(hist.max())
         if not m > 0:
             m = float(t.detach().abs().max()) if t.numel() else 0.0
         m *= self.margin
-        return E4M3_MAX / m if m > 0 and math.isfinite(m) else 1.0
+        fmax = FORMATS[self.fmt][2]
+        return fmax / m if m > 0 and math.isfinite(m) else 1.0
 
     def restart(self):
         """Empties both amax histories (on admission: the fault's amax
@@ -1278,11 +1364,10 @@ class FP8Delayed(torch.nn.Module):
             hist[0] = a
 
     def quantize_input(self, x):
-        """x as this step's GEMM would read it: rounded to E4M3 at the
-        input's current scale (the forward signal's Q(x))."""
+        """x as this step's GEMM would read it: rounded to the format at
+        the input's current scale (the forward signal's Q(x))."""
         with torch.no_grad():
-            sx = self._scale(self.amax_x, x)
-            return round_e4m3(x * sx) / sx
+            return fake_quantize(x, self._scale(self.amax_x, x), self.fmt)
 
     def forward(self, x):
         w = self.linear.weight
@@ -1290,6 +1375,6 @@ class FP8Delayed(torch.nn.Module):
         if self.training:
             self._push(self.amax_x, x)
             self._push(self.amax_w, w)
-        xq = _FakeQuant.apply(x, sx)
-        wq = _FakeQuant.apply(w, sw)
+        xq = _FakeQuant.apply(x, sx, self.fmt)
+        wq = _FakeQuant.apply(w, sw, self.fmt)
         return torch.nn.functional.linear(xq, wq, self.linear.bias)
