@@ -1012,12 +1012,18 @@ $(B)/torch_replay: tests/torch/replay.c gnmr.h
 	@mkdir -p $(@D)
 	gcc $(CFLAGS_ALL) -o $@ $< -lm
 
+# The C placer the placer's tests compare the bridge with, likewise.
+$(B)/torch_place_replay: tests/torch/place_replay.c gnmr.h
+	@mkdir -p $(@D)
+	gcc $(CFLAGS_ALL) -o $@ $< -lm
+
 # examples/lowp.h's quantizers, the reference of the bridge's fake ones.
 $(B)/torch_lowp: tests/torch/lowp_ref.c examples/lowp.h
 	@mkdir -p $(@D)
 	gcc $(CFLAGS_ALL) -o $@ $< -lm
 
-test-torch: libgnmr $(B)/torch_replay $(B)/torch_lowp
+test-torch: libgnmr $(B)/torch_replay $(B)/torch_place_replay \
+  $(B)/torch_lowp
 	@py=$$($(TORCH_PY)); \
 	if [ -z "$$py" ]; then echo "test-torch: no Python of" \
 	  "'$(TORCH_PYTHON_LIST)' imports torch (Debian: apt-get install" \

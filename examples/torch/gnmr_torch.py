@@ -49,6 +49,7 @@ import torch
 __all__ = ["Controller", "GnmrError", "LayoutError", "RankMismatch",
            "StepResult",
            "Decision", "StepReport", "PrecisionSwitch", "FP8Delayed",
+           "Placer",
            "round_e4m3", "round_e5m2", "round_e2m1", "round_format",
            "quantize_nvfp4", "fake_quantize", "FORMATS", "load_library",
            "config_default", "c_step"]
@@ -117,7 +118,35 @@ class Tensor(ctypes.Structure):
                 ("dtype", ctypes.c_int), ("unit", _u32)]
 
 
+class PlaceConfig(ctypes.Structure):
+    _fields_ = [("budget", _d), ("update_decay", _d), ("fire_level", _d),
+                ("fall_ratio", _d), ("fast_decay", _d), ("slow_decay", _d),
+                ("warmup_steps", _u32), ("reserved_", _u32)]
+
+
+class PlaceUnit(ctypes.Structure):
+    _fields_ = [("cost", _d), ("update", _d), ("ratio", _d),
+                ("ratio_max", _d), ("seen", _u64), ("order", _u32),
+                ("high", _u32)]
+
+
+class Place(ctypes.Structure):
+    _fields_ = [("cfg", PlaceConfig), ("units", ctypes.c_void_p),
+                ("n_units", _u32), ("n_fired", _u32), ("total", _d),
+                ("earn", _d), ("credit", _d), ("level", _d),
+                ("level_fast", _d), ("level_slow", _d), ("steps", _u64),
+                ("level_seen", _u64), ("fired_step", _u64),
+                ("magic", _u32), ("reserved_", _u32)]
+
+
+class PlaceReportC(ctypes.Structure):
+    _fields_ = [("steps", _u64), ("fired_step", _u64), ("level", _d),
+                ("credit", _d), ("high_cost", _d), ("high_share", _d)]
+
+
 _MIRRORS = {"gnmr_config": Config,
+            "gnmr_place_config": PlaceConfig, "gnmr_place_unit": PlaceUnit,
+            "gnmr_place": Place, "gnmr_place_report": PlaceReportC,
             "gnmr_step_report": StepReportC, "gnmr_ctl": Ctl,
             "gnmr_decision": DecisionC, "gnmr_counters": Counters,
             "gnmr_tensor": Tensor}
@@ -252,6 +281,22 @@ def load_library(path=None):
                                            P(ctypes.c_float), _u32]),
         "gnmr_unit_sumsq": (ctypes.c_int, [P(Tensor), ctypes.c_size_t,
                                            P(_d), _u32]),
+        "gnmr_place_config_default": (PlaceConfig, []),
+        "gnmr_place_config_check": (ctypes.c_int, [P(PlaceConfig),
+                                                   P(ctypes.c_char_p)]),
+        "gnmr_place_init": (ctypes.c_int, [P(Place), P(PlaceConfig), vp,
+                                           P(_d), _u32]),
+        "gnmr_place_step": (ctypes.c_int, [P(Place), P(_d), P(_d),
+                                           P(ctypes.c_uint8)]),
+        "gnmr_place_high": (ctypes.c_int, [P(Place), _u32]),
+        "gnmr_place_info": (ctypes.c_int, [P(Place), P(PlaceReportC)]),
+        "gnmr_place_unit_info": (ctypes.c_int, [P(Place), _u32,
+                                                P(PlaceUnit)]),
+        "gnmr_place_checkpoint_save": (ctypes.c_int, [P(Place), vp,
+                                                      ctypes.c_size_t,
+                                                      P(ctypes.c_size_t)]),
+        "gnmr_place_checkpoint_load": (ctypes.c_int, [P(Place), vp,
+                                                      ctypes.c_size_t]),
         "gnmr_action_name": (ctypes.c_char_p, [ctypes.c_int]),
         "gnmr_flag_name": (ctypes.c_char_p, [_u32]),
     }
@@ -1123,6 +1168,235 @@ def c_step(ctl, norms, lib=None):
     return out
 
 
+# ---- the placer -----------------------------------------------------------
+
+def _linears(module):
+    """The Linears of a unit's module: itself, a PrecisionSwitch's high
+    path, or every Linear inside it."""
+    if isinstance(module, torch.nn.Linear):
+        return [module]
+    if isinstance(module, PrecisionSwitch):
+        return _linears(module.high)
+    return [m for m in module.modules() if isinstance(m, torch.nn.Linear)]
+
+
+class Placer:
+    """gnmr.h's placer (its manual's rules P1-P6: gnmr_place_*): which
+    units run high fidelity, within a budget (a share of the units' GEMM
+    cost), from each unit's update norm ||W_t+1 - W_t|| against its
+    weights' quantization error ||Q(W_t) - W_t||.
+
+    units: {unit name: a module or an iterable of modules}: Linears, or
+    PrecisionSwitch modules (the Linear of their high path; the placer
+    drives their .placed: high fidelity while placed), or modules holding
+    Linears. costs: per unit (None: from the shapes, per token, 6 x in x
+    out per Linear: the forward GEMM and the backward's two). config:
+    gnmr_place_config fields over gnmr_place_config_default().
+    quantizer(weight, module) -> the weight as the cheap path uses it
+    (None: the switch's cheap path's quantize_weight() where it has one,
+    else E4M3 at the weight's own amax scale).
+
+        loss.backward(); ctl.step()
+        pl.snapshot()        # W_t and ||Q(W_t) - W_t||, before the update
+        opt.step()
+        pl.step()            # ||W_t+1 - W_t||, gnmr_place_step, switches
+
+    step(update=[...], qerr=[...]) takes signals computed elsewhere.
+    Errors as the Controller's (GnmrError, nothing changed); the ctypes
+    mirrors are checked against the library's layout at load. Under DDP
+    every rank holds the same weights and places the same."""
+
+    def __init__(self, units, config=None, costs=None, quantizer=None,
+                 lib=None):
+        self._lib = lib or load_library()
+        if not hasattr(units, "items"):
+            raise TypeError("units: a dict {unit name: module or modules}")
+        self.names, self.modules, self.linears = [], [], []
+        for name, mods in units.items():
+            mods = [mods] if isinstance(mods, torch.nn.Module) else \
+                list(mods)
+            lins = [lin for m in mods for lin in _linears(m)]
+            if not lins:
+                raise ValueError("unit %r has no Linear" % name)
+            self.names.append(str(name))
+            self.modules.append(mods)
+            self.linears.append(lins)
+        n = len(self.names)
+        if n == 0:
+            raise ValueError("no units")
+        if costs is None:
+            costs = [float(sum(6 * lin.in_features * lin.out_features
+                               for lin in lins)) for lins in self.linears]
+        costs = [float(c) for c in costs]
+        if len(costs) != n:
+            raise ValueError("%d costs for %d units" % (len(costs), n))
+        self.costs = costs
+        self._quantizer = quantizer
+        self.config = self._lib.gnmr_place_config_default()
+        names = {f for f, _ in PlaceConfig._fields_ if not f.endswith("_")}
+        for key, value in dict(config or {}).items():
+            if key not in names:
+                raise KeyError("gnmr_place_config has no field %r" % key)
+            setattr(self.config, key, value)
+        self._pl = Place()
+        self._units = (PlaceUnit * n)()
+        rc = self._lib.gnmr_place_init(ctypes.byref(self._pl),
+                                       ctypes.byref(self.config),
+                                       self._units, (_d * n)(*costs), n)
+        if rc == GNMR_ECONFIG:
+            name = ctypes.c_char_p()
+            self._lib.gnmr_place_config_check(ctypes.byref(self.config),
+                                              ctypes.byref(name))
+            field = name.value.decode() if name.value else None
+            raise GnmrError(rc, "gnmr_place_config.%s = %r is out of range"
+                            % (field, getattr(self.config, field, None)),
+                            "gnmr_place_init", field)
+        _raise(rc, "gnmr_place_init", self._lib)
+        self.high = [False] * n
+        self._snap = None
+
+    @property
+    def n_units(self):
+        return len(self.names)
+
+    def _qweight(self, lin, mods):
+        if self._quantizer is not None:
+            return self._quantizer(lin.weight, lin)
+        for m in mods:
+            if isinstance(m, PrecisionSwitch) and (m.high is lin or any(
+                    x is lin for x in _linears(m.high))):
+                q = _quantizer(m.cheap)
+                if q is not None and hasattr(q, "quantize_weight"):
+                    return q.quantize_weight()
+        w = lin.weight.detach()
+        amax = float(w.abs().max()) if w.numel() else 0.0
+        scale = E4M3_MAX / amax if amax > 0 and math.isfinite(amax) else 1.0
+        return fake_quantize(w, scale, "e4m3")
+
+    def snapshot(self):
+        """Before the optimizer's update: keeps W_t and computes each
+        unit's ||Q(W_t) - W_t|| (float64)."""
+        with torch.no_grad():
+            weights, qerr = [], []
+            for lins, mods in zip(self.linears, self.modules):
+                e = 0.0
+                for lin in lins:
+                    w = lin.weight.detach()
+                    e += float((self._qweight(lin, mods).double()
+                                - w.double()).square().sum())
+                weights.append([lin.weight.detach().clone() for lin in lins])
+                qerr.append(math.sqrt(e))
+            self._snap = (weights, qerr)
+
+    def signals(self):
+        """(update, qerr) per unit: ||W_t+1 - W_t|| against snapshot()'s
+        W_t, and snapshot()'s quantization errors."""
+        if self._snap is None:
+            raise RuntimeError("Placer.step(): call snapshot() before the "
+                               "optimizer's update")
+        weights, qerr = self._snap
+        update = []
+        with torch.no_grad():
+            for lins, olds in zip(self.linears, weights):
+                update.append(math.sqrt(sum(
+                    float((lin.weight.detach().double() - old.double())
+                          .square().sum()) for lin, old in zip(lins, olds))))
+        return update, qerr
+
+    def step(self, update=None, qerr=None):
+        """One gnmr_place_step (after the optimizer's update); sets
+        .placed on the units' switches and returns the list of units high
+        fidelity on the next step. Raises GnmrError (nothing changed) on a
+        refused step (a finite negative signal)."""
+        if update is None and qerr is None:
+            update, qerr = self.signals()
+        elif update is None or qerr is None:
+            raise ValueError("step: both update and qerr, or neither")
+        update, qerr = [float(x) for x in update], [float(x) for x in qerr]
+        n = self.n_units
+        if len(update) != n or len(qerr) != n:
+            raise ValueError("%d/%d signals for %d units" % (
+                len(update), len(qerr), n))
+        high = (ctypes.c_uint8 * n)()
+        _raise(self._lib.gnmr_place_step(ctypes.byref(self._pl),
+                                         (_d * n)(*update), (_d * n)(*qerr),
+                                         high), "gnmr_place_step", self._lib)
+        self._snap = None
+        self.high = [bool(h) for h in high]
+        self._follow()
+        return [nm for nm, h in zip(self.names, self.high) if h]
+
+    def _follow(self):
+        for mods, h in zip(self.modules, self.high):
+            for m in mods:
+                if isinstance(m, PrecisionSwitch):
+                    m.placed = h
+
+    def unit_info(self, unit):
+        """gnmr_place_unit_info of unit (a name or index) as a dict."""
+        u = self.names.index(unit) if isinstance(unit, str) else unit
+        out = PlaceUnit()
+        _raise(self._lib.gnmr_place_unit_info(ctypes.byref(self._pl), u,
+                                              ctypes.byref(out)),
+               "gnmr_place_unit_info", self._lib)
+        return {f: getattr(out, f) for f, _ in PlaceUnit._fields_}
+
+    def report(self):
+        """gnmr_place_info as a dict (fired_step None before the fire)."""
+        r = PlaceReportC()
+        _raise(self._lib.gnmr_place_info(ctypes.byref(self._pl),
+                                         ctypes.byref(r)),
+               "gnmr_place_info", self._lib)
+        out = {f: getattr(r, f) for f, _ in PlaceReportC._fields_}
+        if out["fired_step"] == 0xFFFFFFFFFFFFFFFF:
+            out["fired_step"] = None
+        return out
+
+    def checkpoint(self):
+        size = ctypes.c_size_t()
+        _raise(self._lib.gnmr_place_checkpoint_save(
+            ctypes.byref(self._pl), None, 0, ctypes.byref(size)),
+            "gnmr_place_checkpoint_save", self._lib)
+        buf = ctypes.create_string_buffer(size.value)
+        _raise(self._lib.gnmr_place_checkpoint_save(
+            ctypes.byref(self._pl), buf, size.value, ctypes.byref(size)),
+            "gnmr_place_checkpoint_save", self._lib)
+        return buf.raw[:size.value]
+
+    def state_dict(self):
+        """{"units": names, "checkpoint": gnmr_place_checkpoint_save's
+        bytes as a uint8 tensor} (config and costs are inside)."""
+        return {"units": list(self.names), "checkpoint": torch.frombuffer(
+            bytearray(self.checkpoint()), dtype=torch.uint8)}
+
+    def load_state_dict(self, state):
+        """Restores state_dict()'s output; raises (nothing changed) on
+        other units or a checkpoint gnmr.h refuses."""
+        if not isinstance(state, dict) or "checkpoint" not in state:
+            raise TypeError("expected a Placer.state_dict()")
+        if list(state.get("units", [])) != self.names:
+            raise ValueError("the state holds units %s, this placer %s"
+                             % (state.get("units"), self.names))
+        data = state["checkpoint"]
+        if isinstance(data, torch.Tensor):
+            if data.dtype != torch.uint8 or data.dim() != 1:
+                raise TypeError("checkpoint: a 1-D uint8 tensor expected")
+            data = bytes(data.cpu().tolist())
+        if not isinstance(data, (bytes, bytearray)):
+            raise TypeError("checkpoint: bytes expected")
+        buf = ctypes.create_string_buffer(bytes(data), len(data))
+        _raise(self._lib.gnmr_place_checkpoint_load(ctypes.byref(self._pl),
+                                                    buf, len(data)),
+               "gnmr_place_checkpoint_load", self._lib)
+        self.config = PlaceConfig.from_buffer_copy(self._pl.cfg)
+        self.costs = [self.unit_info(u)["cost"] for u in range(
+            self.n_units)]  # the checkpoint's
+        self.high = [self._lib.gnmr_place_high(ctypes.byref(self._pl), u)
+                     == 1 for u in range(self.n_units)]
+        self._snap = None
+        self._follow()
+
+
 # ---- the precision switch -----------------------------------------------
 
 def _quantizer(cheap):
@@ -1146,12 +1420,17 @@ class PrecisionSwitch(torch.nn.Module):
         super().__init__()
         self.cheap, self.high = cheap, high
         self.high_fidelity = False
+        self.placed = False  # set by a Placer
         self._forced = None
 
     @property
     def high_fidelity_now(self):
-        """The path the next forward takes (.high_fidelity unless forced)."""
-        return self.high_fidelity if self._forced is None else self._forced
+        """The path the next forward takes: high while its unit recovers
+        (.high_fidelity, from a Controller) or is placed there (.placed,
+        from a Placer), unless forced."""
+        if self._forced is not None:
+            return self._forced
+        return self.high_fidelity or self.placed
 
     def forward(self, *args, **kwargs):
         if self.high_fidelity_now:
@@ -1362,6 +1641,13 @@ class FP8Delayed(torch.nn.Module):
                 return  # a NaN/Inf batch does not poison the scale
             hist.copy_(torch.roll(hist, 1))
             hist[0] = a
+
+    def quantize_weight(self):
+        """The weight as this step's GEMM would read it (the placer's
+        Q(W)), at the weight's current scale."""
+        with torch.no_grad():
+            w = self.linear.weight.detach()
+            return fake_quantize(w, self._scale(self.amax_w, w), self.fmt)
 
     def quantize_input(self, x):
         """x as this step's GEMM would read it: rounded to the format at
