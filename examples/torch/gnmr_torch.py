@@ -559,7 +559,7 @@ class Controller:
         # compared: decided at the first step (the process group may be
         # made after the controller).
         self._reduce = None
-        self._check_layout = bool(check_layout)
+        self._layout_check = bool(check_layout)
         self._pnames = pnames
         self._warned_absent = False
         first = next((p for ps in self.params for p in ps), None)
@@ -731,7 +731,7 @@ class Controller:
         many = ready and torch.distributed.get_world_size(
             self._group_arg) > 1
         self._reduce = self._sharded or (self._forward and many)
-        if many and self._check_layout and not self._norms_only:
+        if many and self._layout_check and not self._norms_only:
             self._compare_layouts()
 
     def layout(self):
