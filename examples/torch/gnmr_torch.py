@@ -525,8 +525,9 @@ class Controller:
     the same signal; whether to is decided at the first step, so the
     controller may be built before init_process_group). x is the GEMM's
     true input, Q(x) what the cheap path feeds its GEMM (on the
-    high-fidelity path: what it would, at its current scale). A unit runs high fidelity while either of its two
-    recovers; the forward unit's scale is not applied to gradients.
+    high-fidelity path: what it would, at its current scale). A unit runs
+    high fidelity while either of its two recovers; the forward unit's
+    scale is not applied to gradients.
     """
 
     def __init__(self, units, config=None, named_parameters=None, lib=None,
