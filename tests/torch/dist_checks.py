@@ -5,10 +5,10 @@ each run on every rank, each rank writing what happened.
 - fwd_before_init: a Controller with forward_signals=True built before
   init_process_group; under DDP its forward sums must still be all-reduced
   (decided at the first step).
-- ddp_order, ddp_fewer, ddp_grouping, zero2_fewer: rank 1 builds its units
-  otherwise (another order, one unit fewer, another grouping; sharded: one
-  unit fewer); the first step must raise RankMismatch on every rank, not
-  diverge or hang.
+- ddp_order, ddp_fewer, ddp_grouping, zero2_fewer, zero2_order: rank 1
+  builds its units otherwise (another order, one unit fewer, another
+  grouping; sharded: one unit fewer, another order); the first step must
+  raise RankMismatch on every rank, not diverge, misread or hang.
 - ddp_nan_after_reduce: NaN written into rank 1's gradient after DDP's
   all-reduce; check_decisions() after the step must raise on every rank.
 
@@ -80,12 +80,20 @@ def ddp_case(kind):
     return case
 
 
-def zero2_fewer(rank, world, out):
+def zero2_case(kind):
+    def case(rank, world, out):
+        return zero2(rank, world, kind)
+    return case
+
+
+def zero2(rank, world, kind):
     m = D.model()
     zero = D.Zero2(m.parameters(), rank, world)
     units = D.units(m)
-    if rank == 1:
+    if rank == 1 and kind == "fewer":
         del units["out"]
+    elif rank == 1:  # order: the same count, each sum added to another's
+        units = {k: units[k] for k in ("out", "mid", "in")}
     ctl = G.Controller(units, config=D.CONFIG, sharded=True,
                        grad_of=zero.grad_of)
     x, y = local_batch(0, rank, world)
@@ -108,7 +116,8 @@ def ddp_nan_after_reduce(rank, world, out):
 CASES = [("fwd_before_init", fwd_before_init),
          ("ddp_order", ddp_case("order")), ("ddp_fewer", ddp_case("fewer")),
          ("ddp_grouping", ddp_case("grouping")),
-         ("zero2_fewer", zero2_fewer),
+         ("zero2_fewer", zero2_case("fewer")),
+         ("zero2_order", zero2_case("order")),
          ("ddp_nan_after_reduce", ddp_nan_after_reduce)]
 
 

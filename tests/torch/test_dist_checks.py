@@ -59,7 +59,8 @@ def test_forward_signals_built_before_init_process_group(runs):
     ("ddp_order", "differ across ranks"),
     ("ddp_fewer", "differ across ranks"),
     ("ddp_grouping", "differ across ranks"),
-    ("zero2_fewer", "differ across ranks")])
+    ("zero2_fewer", "differ across ranks"),
+    ("zero2_order", "differ across ranks")])
 def test_a_layout_that_differs_across_ranks_is_refused(runs, case, says):
     for rank, r in enumerate(runs):
         got = r[case]
