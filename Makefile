@@ -978,7 +978,10 @@ detect-frontier: $(B)/detect
 # python3-torch lives in /usr/bin/python3, which a pyenv python3 on PATH
 # does not see); CUDA cases skip without a GPU. The distributed cases
 # (tests/torch/test_distributed.py) spawn 2 and 4 gloo processes on
-# localhost: DDP and sharded gradients, about 15 s on 2 cores.
+# localhost: DDP and sharded gradients, about 15 s on 2 cores;
+# tests/torch/test_dist_checks.py 2 more (the mistakes the bridge catches).
+# build/torch_replay, build/torch_place_replay and build/torch_lowp are the
+# C references (controller, placer, quantizers) the tests compare with.
 .PHONY: libgnmr test-torch demo-torch
 FORMAT_FILES += $(wildcard examples/torch/*.c)
 TORCH_PYTHON_LIST ?= python3 /usr/bin/python3
@@ -1012,7 +1015,18 @@ $(B)/torch_replay: tests/torch/replay.c gnmr.h
 	@mkdir -p $(@D)
 	gcc $(CFLAGS_ALL) -o $@ $< -lm
 
-test-torch: libgnmr $(B)/torch_replay
+# The C placer the placer's tests compare the bridge with, likewise.
+$(B)/torch_place_replay: tests/torch/place_replay.c gnmr.h
+	@mkdir -p $(@D)
+	gcc $(CFLAGS_ALL) -o $@ $< -lm
+
+# examples/lowp.h's quantizers, the reference of the bridge's fake ones.
+$(B)/torch_lowp: tests/torch/lowp_ref.c examples/lowp.h
+	@mkdir -p $(@D)
+	gcc $(CFLAGS_ALL) -o $@ $< -lm
+
+test-torch: libgnmr $(B)/torch_replay $(B)/torch_place_replay \
+  $(B)/torch_lowp
 	@py=$$($(TORCH_PY)); \
 	if [ -z "$$py" ]; then echo "test-torch: no Python of" \
 	  "'$(TORCH_PYTHON_LIST)' imports torch (Debian: apt-get install" \

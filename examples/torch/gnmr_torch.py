@@ -42,12 +42,17 @@ outside the repository); $GNMR_CUDA_LIB likewise for libgnmr_cuda.so.
 import ctypes
 import math
 import os
+import warnings
 
 import torch
 
-__all__ = ["Controller", "GnmrError", "LayoutError", "StepResult",
+__all__ = ["Controller", "GnmrError", "LayoutError", "RankMismatch",
+           "StepResult",
            "Decision", "StepReport", "PrecisionSwitch", "FP8Delayed",
-           "round_e4m3", "load_library", "config_default", "c_step"]
+           "Placer",
+           "round_e4m3", "round_e5m2", "round_e2m1", "round_format",
+           "quantize_nvfp4", "fake_quantize", "FORMATS", "load_library",
+           "config_default", "c_step"]
 
 # ---- the C structs, mirrored (gnmr.h); checked against the library ------
 
@@ -113,7 +118,35 @@ class Tensor(ctypes.Structure):
                 ("dtype", ctypes.c_int), ("unit", _u32)]
 
 
+class PlaceConfig(ctypes.Structure):
+    _fields_ = [("budget", _d), ("update_decay", _d), ("fire_level", _d),
+                ("fall_ratio", _d), ("fast_decay", _d), ("slow_decay", _d),
+                ("warmup_steps", _u32), ("reserved_", _u32)]
+
+
+class PlaceUnit(ctypes.Structure):
+    _fields_ = [("cost", _d), ("update", _d), ("ratio", _d),
+                ("ratio_max", _d), ("seen", _u64), ("order", _u32),
+                ("high", _u32)]
+
+
+class Place(ctypes.Structure):
+    _fields_ = [("cfg", PlaceConfig), ("units", ctypes.c_void_p),
+                ("n_units", _u32), ("n_fired", _u32), ("total", _d),
+                ("earn", _d), ("credit", _d), ("level", _d),
+                ("level_fast", _d), ("level_slow", _d), ("steps", _u64),
+                ("level_seen", _u64), ("fired_step", _u64),
+                ("magic", _u32), ("reserved_", _u32)]
+
+
+class PlaceReportC(ctypes.Structure):
+    _fields_ = [("steps", _u64), ("fired_step", _u64), ("level", _d),
+                ("credit", _d), ("high_cost", _d), ("high_share", _d)]
+
+
 _MIRRORS = {"gnmr_config": Config,
+            "gnmr_place_config": PlaceConfig, "gnmr_place_unit": PlaceUnit,
+            "gnmr_place": Place, "gnmr_place_report": PlaceReportC,
             "gnmr_step_report": StepReportC, "gnmr_ctl": Ctl,
             "gnmr_decision": DecisionC, "gnmr_counters": Counters,
             "gnmr_tensor": Tensor}
@@ -144,6 +177,12 @@ class GnmrError(RuntimeError):
 
 class LayoutError(RuntimeError):
     """The ctypes mirror disagrees with the library's struct layout."""
+
+
+class RankMismatch(RuntimeError):
+    """The ranks of a job disagree where they must agree: their units
+    (names, parameters, shapes, order) at the first step, or this step's
+    decisions (Controller.check_decisions). Raised on every rank alike."""
 
 
 # ---- loading ------------------------------------------------------------
@@ -242,6 +281,22 @@ def load_library(path=None):
                                            P(ctypes.c_float), _u32]),
         "gnmr_unit_sumsq": (ctypes.c_int, [P(Tensor), ctypes.c_size_t,
                                            P(_d), _u32]),
+        "gnmr_place_config_default": (PlaceConfig, []),
+        "gnmr_place_config_check": (ctypes.c_int, [P(PlaceConfig),
+                                                   P(ctypes.c_char_p)]),
+        "gnmr_place_init": (ctypes.c_int, [P(Place), P(PlaceConfig), vp,
+                                           P(_d), _u32]),
+        "gnmr_place_step": (ctypes.c_int, [P(Place), P(_d), P(_d),
+                                           P(ctypes.c_uint8)]),
+        "gnmr_place_high": (ctypes.c_int, [P(Place), _u32]),
+        "gnmr_place_info": (ctypes.c_int, [P(Place), P(PlaceReportC)]),
+        "gnmr_place_unit_info": (ctypes.c_int, [P(Place), _u32,
+                                                P(PlaceUnit)]),
+        "gnmr_place_checkpoint_save": (ctypes.c_int, [P(Place), vp,
+                                                      ctypes.c_size_t,
+                                                      P(ctypes.c_size_t)]),
+        "gnmr_place_checkpoint_load": (ctypes.c_int, [P(Place), vp,
+                                                      ctypes.c_size_t]),
         "gnmr_action_name": (ctypes.c_char_p, [ctypes.c_int]),
         "gnmr_flag_name": (ctypes.c_char_p, [_u32]),
     }
@@ -403,6 +458,11 @@ _DTYPES = {torch.float32: DTYPE_F32, torch.float16: DTYPE_F16,
            torch.bfloat16: DTYPE_BF16}
 
 
+def _dist_ready():
+    dist = torch.distributed
+    return dist.is_available() and dist.is_initialized()
+
+
 def _f32(x):
     """x (a double) rounded to float32, as C's (float)x."""
     return ctypes.c_float(x).value
@@ -438,7 +498,14 @@ class Controller:
 
     Data parallel (DDP): nothing to add. After DDP's all-reduce every rank
     holds the same gradients, reads the same norms and decides the same,
-    with no collective of its own.
+    with no collective of its own but one at the first step: in a job of
+    several ranks (torch.distributed initialised by then), the first step
+    compares every rank's layout (units, their parameters' names and
+    shapes, order; layout()) in one all_gather and raises RankMismatch on
+    every rank where they differ (check_layout=False: not). A gradient
+    changed on one rank after DDP's all-reduce (a hook writing into .grad,
+    a rank-local clip) makes that rank decide alone: check_decisions()
+    after step() compares the decisions in one all_gather.
 
     sharded=True: each rank holds a part of each gradient (a ZeRO-2 style
     slice, FSDP with use_orig_params=True). step() adds the ranks' per-unit
@@ -446,7 +513,8 @@ class Controller:
     default group), on the gradients' device, so every rank steps on the
     same norms; scales are applied to the local parts. grad_of(p) gives
     this rank's part of p's gradient (a tensor, None where it holds none;
-    default p.grad).
+    default p.grad). Sharded, unit_norms() is itself a collective: call it
+    on every rank or on none (for logging, read step()'s result.norms).
 
     forward_signals=True: each unit u gets a second unit "u.fwd", fed by
     forward pre-hooks on the PrecisionSwitch modules attached to u
@@ -454,17 +522,20 @@ class Controller:
     the switch's cheap format, sqrt(sum ||Q(x) - x||^2 / sum ||x||^2) over
     the unit's GEMMs and the step's forward passes (in training mode; in a
     job of several ranks the two sums are all-reduced, so every rank sees
-    the same signal). x is the GEMM's true input, Q(x) what the cheap path
-    feeds its GEMM (on the high-fidelity path: what it would, at its
-    current scale). A unit runs high fidelity while either of its two
-    recovers; the forward unit's scale is not applied to gradients.
+    the same signal; whether to is decided at the first step, so the
+    controller may be built before init_process_group). x is the GEMM's
+    true input, Q(x) what the cheap path feeds its GEMM (on the
+    high-fidelity path: what it would, at its current scale). A unit runs
+    high fidelity while either of its two recovers; the forward unit's
+    scale is not applied to gradients.
     """
 
     def __init__(self, units, config=None, named_parameters=None, lib=None,
                  forward_signals=False, sharded=False, group=None,
-                 grad_of=None):
+                 grad_of=None, check_layout=True):
         self._lib = lib or load_library()
-        names, params, self._norms_only = self._group(units, named_parameters)
+        names, params, self._norms_only, pnames = self._group(
+            units, named_parameters)
         self._n_grad = len(names)
         if forward_signals:
             fwd = [n + ".fwd" for n in names]
@@ -473,6 +544,7 @@ class Controller:
                 raise ValueError("forward_signals: unit names %s are taken "
                                  "by gradient units" % clash)
             names, params = names + fwd, params + [[] for _ in fwd]
+            pnames = pnames + [[] for _ in fwd]
         self.names, self.params = names, params
         n = len(self.names)
         if n == 0:
@@ -481,15 +553,16 @@ class Controller:
         self._sharded = bool(sharded)
         self._grad_of = grad_of or (lambda p: p.grad)
         self._group_arg = group
-        self._reduce = self._sharded
-        if self._sharded or self._forward:
-            dist = torch.distributed
-            ready = dist.is_available() and dist.is_initialized()
-            if self._sharded and not ready:
-                raise RuntimeError("sharded=True: call torch.distributed."
-                                   "init_process_group before Controller")
-            self._reduce = ready and (self._sharded or
-                                      dist.get_world_size(group) > 1)
+        if self._sharded and not _dist_ready():
+            raise RuntimeError("sharded=True: call torch.distributed."
+                               "init_process_group before Controller")
+        # Whether to all-reduce the forward sums, and the ranks' layouts
+        # compared: decided at the first step (the process group may be
+        # made after the controller).
+        self._reduce = None
+        self._layout_check = bool(check_layout)
+        self._pnames = pnames
+        self._warned_absent = False
         first = next((p for ps in self.params for p in ps), None)
         self._device = first.device if first is not None else \
             torch.device("cpu")
@@ -514,7 +587,7 @@ class Controller:
                 names = [str(u) for u in units]
                 if len(set(names)) != len(names):
                     raise ValueError("unit names repeat: %s" % names)
-                return names, [[] for _ in names], True
+                return names, [[] for _ in names], True, [[] for _ in names]
             if not hasattr(units, "items"):
                 raise TypeError("units: a dict {unit name: parameters}, a "
                                 "list of unit names, or a mapping with "
@@ -539,7 +612,12 @@ class Controller:
                 names.append(str(key))
                 params.append(ps)
             Controller._no_repeats(names, params, where)
-            return names, params, False
+            return names, params, False, [[None] * len(ps) for ps in params]
+        if units is None or not (callable(units) or hasattr(units, "get")):
+            raise TypeError(
+                "units: with named_parameters, a dict {parameter name: unit "
+                "name} or a function parameter name -> unit name (None: not "
+                "watched), not %s" % type(units).__name__)
         pairs = list(named_parameters)
         if not pairs:
             raise ValueError("named_parameters yielded nothing (an "
@@ -571,7 +649,8 @@ class Controller:
         if not names:
             raise ValueError("no parameter was mapped to a unit")
         Controller._no_repeats(names, params, where)
-        return names, params, False
+        return names, params, False, [[where[id(p)] for p in ps]
+                                      for ps in params]
 
     @staticmethod
     def _no_repeats(names, params, where):
@@ -619,6 +698,7 @@ class Controller:
         """The norm of every unit (a list of floats): the L2 norm of its
         gradients as gnmr_unit_norms gives it (sharded: of the sums of
         squares all-reduced over the ranks), then the forward signals."""
+        self._first_step()
         U, n = self._n_grad, self.n_units
         fwd = self._fwd_sums() if self._forward else None
         if self._sharded:
@@ -640,6 +720,89 @@ class Controller:
                     for e, r in zip(fwd[:U], fwd[U:])]
         assert len(out) == n
         return out
+
+    def _first_step(self):
+        """Once, at the first step (or unit_norms), in a job of several
+        ranks: whether the forward sums are all-reduced, and the layout
+        check (one all_gather) before any collective that a mismatched
+        layout would hang or misread."""
+        if self._reduce is not None:
+            return
+        ready = _dist_ready()
+        many = ready and torch.distributed.get_world_size(
+            self._group_arg) > 1
+        self._reduce = self._sharded or (self._forward and many)
+        if many and self._layout_check and not self._norms_only:
+            self._compare_layouts()
+
+    def layout(self):
+        """What the ranks must share: the units in order, each with its
+        parameters (their names where named_parameters gave them) and
+        shapes (not under sharded=True, where a shard's shape is the
+        rank's own), and the options that change the collectives."""
+        units = []
+        for name, ps, pn in zip(self.names, self.params, self._pnames):
+            units.append([name, [[n, None if self._sharded else
+                                  list(p.shape)] for n, p in zip(pn, ps)]])
+        return {"units": units, "sharded": self._sharded,
+                "forward_signals": self._forward}
+
+    def _gather_digest(self, data):
+        """Every rank's sha256 of data (bytes): one all_gather of 4 int64
+        on the group's backend device."""
+        import hashlib
+        dist = torch.distributed
+        dev = torch.device("cpu")
+        if dist.get_backend(self._group_arg) == "nccl":
+            dev = torch.device("cuda", torch.cuda.current_device())
+        digest = hashlib.sha256(data).digest()
+        mine = torch.tensor([int.from_bytes(digest[i:i + 8], "little",
+                                            signed=True)
+                             for i in range(0, 32, 8)], dtype=torch.int64,
+                            device=dev)
+        world = dist.get_world_size(self._group_arg)
+        parts = [torch.zeros_like(mine) for _ in range(world)]
+        dist.all_gather(parts, mine, group=self._group_arg)
+        return [p.cpu().tolist() for p in parts]
+
+    def _compare_layouts(self):
+        import json
+        lay = self.layout()
+        parts = self._gather_digest(json.dumps(lay).encode())
+        differ = [r for r, p in enumerate(parts) if p != parts[0]]
+        if differ:
+            mine = ", ".join("%s (%d parameters)" % (u, len(ps))
+                             for u, ps in lay["units"])
+            raise RankMismatch(
+                "the controller's units differ across ranks: rank%s %s "
+                "differ%s from rank 0 (names, parameters, shapes and order "
+                "must be the same on every rank; build the Controller from "
+                "the same model and the same mapping everywhere). This "
+                "rank's units: %s" % (
+                    "s" if len(differ) > 1 else "",
+                    ", ".join(map(str, differ)),
+                    "" if len(differ) > 1 else "s", mine))
+
+    def check_decisions(self):
+        """One all_gather of a digest of this step's decisions (every
+        unit's gnmr_decision bytes and recovering flag): raises
+        RankMismatch on every rank if some rank decided otherwise (under
+        DDP, a gradient changed on one rank after the all-reduce: a hook
+        writing into .grad, a rank-local clip). Call it after step()."""
+        dist = torch.distributed
+        if not _dist_ready() or dist.get_world_size(self._group_arg) < 2:
+            return
+        rec = bytes(self._lib.gnmr_recovering(ctypes.byref(self._ctl), u)
+                    == 1 for u in range(self.n_units))
+        parts = self._gather_digest(bytes(self._decisions) + rec)
+        differ = [r for r, p in enumerate(parts) if p != parts[0]]
+        if differ:
+            raise RankMismatch(
+                "step %d: rank%s %s decided otherwise than rank 0 (a "
+                "gradient changed on one rank after the all-reduce?); the "
+                "replicas will diverge" % (
+                    self._ctl.steps - 1, "s" if len(differ) > 1 else "",
+                    ", ".join(map(str, differ))))
 
     def _grad_norms(self):
         out = [0.0] * self._n_grad
@@ -743,10 +906,7 @@ class Controller:
         return out.reshape(-1)
 
     def _hook(self, u, switch):
-        cheap = getattr(switch, "cheap", None)
-        quant = None if cheap is None else next(
-            (m for m in cheap.modules() if hasattr(m, "quantize_input")),
-            None)
+        quant = _quantizer(getattr(switch, "cheap", None))
         if quant is None:
             raise TypeError("forward_signals: %r (unit %s) has no cheap "
                             "path with a quantizer (a module with "
@@ -786,8 +946,10 @@ class Controller:
                 raise ValueError("units given as names alone: pass "
                                  "step(norms=[...])")
             norms = self.unit_norms()
-        elif isinstance(norms, torch.Tensor):
-            norms = norms.detach().to("cpu", torch.float32).tolist()
+        else:
+            self._first_step()
+            if isinstance(norms, torch.Tensor):
+                norms = norms.detach().to("cpu", torch.float32).tolist()
         norms = list(norms)
         if len(norms) != self.n_units:
             raise ValueError("%d norms for %d units" % (len(norms),
@@ -795,14 +957,77 @@ class Controller:
         buf = (ctypes.c_float * self.n_units)(*[float(x) for x in norms])
         _raise(self._lib.gnmr_step(ctypes.byref(self._ctl), buf,
                                    self._decisions), "gnmr_step", self._lib)
+        if not self._warned_absent and all(
+                x == 0.0 for x in list(buf)[:self._n_grad]):
+            self._warned_absent = True
+            warnings.warn(
+                "gnmr_torch: every unit is absent (no gradient, or all "
+                "zero) on step %d: is step() called after "
+                "optimizer.zero_grad() or before backward()? The order is "
+                "backward(), ctl.step(), optimizer.step(), zero_grad() "
+                "(warned once)" % (self._ctl.steps - 1), RuntimeWarning,
+                stacklevel=2)
         rec = [self._lib.gnmr_recovering(ctypes.byref(self._ctl), u) == 1
                for u in range(self.n_units)]
         res = StepResult(self.names, list(buf), self._decisions, rec,
                          self.report())
         if apply:
             self._apply_scales()
+        self._restart_admitted()
         self._follow()
         return res
+
+    def _restart_admitted(self):
+        """gnmr.h's manual: a unit admitted this step (RECOVER, its own or
+        its forward unit's) starts its amax histories afresh; its
+        high-fidelity steps refill them (PrecisionSwitch.observe)."""
+        for name, switches in self._switches.items():
+            u = self.names.index(name)
+            rec = ACTIONS.index("RECOVER")
+            admitted = self._decisions[u].action == rec or (
+                self._forward and
+                self._decisions[u + self._n_grad].action == rec)
+            if admitted:
+                for s in switches:
+                    if hasattr(s, "restart"):
+                        s.restart()
+
+    def step_scaled(self, scaler, optimizer, apply=True):
+        """step() in a mixed-precision loop with a GradScaler
+        (torch.cuda.amp.GradScaler, torch.amp.GradScaler):
+
+            scaler.scale(loss).backward()
+            res = ctl.step_scaled(scaler, opt)  # None: the scaler skips it
+            scaler.step(opt)
+            scaler.update()
+
+        Unscales the gradients first (scaler.unscale_(optimizer), unless
+        already done this step, e.g. for clipping), so the controller reads
+        the true gradients and not ones times a loss scale that doubles and
+        halves on its own schedule. A step in which the scaler found Inf or
+        NaN (scaler.step will not step the optimizer) is skipped here too:
+        returns None, the controller unchanged (the step's forward sums
+        dropped). optimizer may be a list of them (every one unscaled; the
+        step skipped if any found Inf). A disabled scaler: plain step()."""
+        if scaler is None or not scaler.is_enabled():
+            return self.step(apply=apply)
+        opts = optimizer if isinstance(optimizer, (list, tuple)) else \
+            [optimizer]
+        states = getattr(scaler, "_per_optimizer_states", None)
+        if states is None or not hasattr(scaler, "_found_inf_per_device"):
+            raise TypeError("step_scaled: a torch GradScaler expected, not "
+                            "%s" % type(scaler).__name__)
+        found = 0.0
+        for opt in opts:
+            stage = states[id(opt)]["stage"]
+            if getattr(stage, "name", None) != "UNSCALED":
+                scaler.unscale_(opt)
+            found += sum(float(v) for v in
+                         scaler._found_inf_per_device(opt).values())
+        if found:
+            self._fwd_acc = {}
+            return None
+        return self.step(apply=apply)
 
     def _apply_scales(self):
         with torch.no_grad():
@@ -944,7 +1169,245 @@ def c_step(ctl, norms, lib=None):
     return out
 
 
+# ---- the placer -----------------------------------------------------------
+
+def _linears(module):
+    """The Linears of a unit's module: itself, a PrecisionSwitch's high
+    path, or every Linear inside it."""
+    if isinstance(module, torch.nn.Linear):
+        return [module]
+    if isinstance(module, PrecisionSwitch):
+        return _linears(module.high)
+    return [m for m in module.modules() if isinstance(m, torch.nn.Linear)]
+
+
+class Placer:
+    """gnmr.h's placer (its manual's rules P1-P6: gnmr_place_*): which
+    units run high fidelity, within a budget (a share of the units' GEMM
+    cost), from each unit's update norm ||W_t+1 - W_t|| against its
+    weights' quantization error ||Q(W_t) - W_t||.
+
+    units: {unit name: a module or an iterable of modules}: Linears, or
+    PrecisionSwitch modules (the Linear of their high path; the placer
+    drives their .placed: high fidelity while placed), or modules holding
+    Linears. costs: per unit (None: from the shapes, per token, 6 x in x
+    out per Linear: the forward GEMM and the backward's two). config:
+    gnmr_place_config fields over gnmr_place_config_default().
+    quantizer(weight, module) -> the weight as the cheap path uses it
+    (None: the switch's cheap path's quantize_weight() where it has one,
+    else E4M3 at the weight's own amax scale).
+
+        loss.backward(); ctl.step()
+        pl.snapshot()        # W_t and ||Q(W_t) - W_t||, before the update
+        opt.step()
+        pl.step()            # ||W_t+1 - W_t||, gnmr_place_step, switches
+
+    step(update=[...], qerr=[...]) takes signals computed elsewhere.
+    Errors as the Controller's (GnmrError, nothing changed); the ctypes
+    mirrors are checked against the library's layout at load. Under DDP
+    every rank holds the same weights and places the same."""
+
+    def __init__(self, units, config=None, costs=None, quantizer=None,
+                 lib=None):
+        self._lib = lib or load_library()
+        if not hasattr(units, "items"):
+            raise TypeError("units: a dict {unit name: module or modules}")
+        self.names, self.modules, self.linears = [], [], []
+        for name, mods in units.items():
+            mods = [mods] if isinstance(mods, torch.nn.Module) else \
+                list(mods)
+            lins = [lin for m in mods for lin in _linears(m)]
+            if not lins:
+                raise ValueError("unit %r has no Linear" % name)
+            self.names.append(str(name))
+            self.modules.append(mods)
+            self.linears.append(lins)
+        n = len(self.names)
+        if n == 0:
+            raise ValueError("no units")
+        if costs is None:
+            costs = [float(sum(6 * lin.in_features * lin.out_features
+                               for lin in lins)) for lins in self.linears]
+        costs = [float(c) for c in costs]
+        if len(costs) != n:
+            raise ValueError("%d costs for %d units" % (len(costs), n))
+        self.costs = costs
+        self._quantizer = quantizer
+        self.config = self._lib.gnmr_place_config_default()
+        names = {f for f, _ in PlaceConfig._fields_ if not f.endswith("_")}
+        for key, value in dict(config or {}).items():
+            if key not in names:
+                raise KeyError("gnmr_place_config has no field %r" % key)
+            setattr(self.config, key, value)
+        self._pl = Place()
+        self._units = (PlaceUnit * n)()
+        rc = self._lib.gnmr_place_init(ctypes.byref(self._pl),
+                                       ctypes.byref(self.config),
+                                       self._units, (_d * n)(*costs), n)
+        if rc == GNMR_ECONFIG:
+            name = ctypes.c_char_p()
+            self._lib.gnmr_place_config_check(ctypes.byref(self.config),
+                                              ctypes.byref(name))
+            field = name.value.decode() if name.value else None
+            raise GnmrError(rc, "gnmr_place_config.%s = %r is out of range"
+                            % (field, getattr(self.config, field, None)),
+                            "gnmr_place_init", field)
+        _raise(rc, "gnmr_place_init", self._lib)
+        self.high = [False] * n
+        self._snap = None
+
+    @property
+    def n_units(self):
+        return len(self.names)
+
+    def _qweight(self, lin, mods):
+        if self._quantizer is not None:
+            return self._quantizer(lin.weight, lin)
+        for m in mods:
+            if isinstance(m, PrecisionSwitch) and (m.high is lin or any(
+                    x is lin for x in _linears(m.high))):
+                q = _quantizer(m.cheap)
+                if q is not None and hasattr(q, "quantize_weight"):
+                    return q.quantize_weight()
+        w = lin.weight.detach()
+        amax = float(w.abs().max()) if w.numel() else 0.0
+        scale = E4M3_MAX / amax if amax > 0 and math.isfinite(amax) else 1.0
+        return fake_quantize(w, scale, "e4m3")
+
+    def snapshot(self):
+        """Before the optimizer's update: keeps W_t and computes each
+        unit's ||Q(W_t) - W_t|| (float64)."""
+        with torch.no_grad():
+            weights, qerr = [], []
+            for lins, mods in zip(self.linears, self.modules):
+                e = 0.0
+                for lin in lins:
+                    w = lin.weight.detach()
+                    e += float((self._qweight(lin, mods).double()
+                                - w.double()).square().sum())
+                weights.append([lin.weight.detach().clone() for lin in lins])
+                qerr.append(math.sqrt(e))
+            self._snap = (weights, qerr)
+
+    def signals(self):
+        """(update, qerr) per unit: ||W_t+1 - W_t|| against snapshot()'s
+        W_t, and snapshot()'s quantization errors."""
+        if self._snap is None:
+            raise RuntimeError("Placer.step(): call snapshot() before the "
+                               "optimizer's update")
+        weights, qerr = self._snap
+        update = []
+        with torch.no_grad():
+            for lins, olds in zip(self.linears, weights):
+                update.append(math.sqrt(sum(
+                    float((lin.weight.detach().double() - old.double())
+                          .square().sum()) for lin, old in zip(lins, olds))))
+        return update, qerr
+
+    def step(self, update=None, qerr=None):
+        """One gnmr_place_step (after the optimizer's update); sets
+        .placed on the units' switches and returns the list of units high
+        fidelity on the next step. Raises GnmrError (nothing changed) on a
+        refused step (a finite negative signal)."""
+        if update is None and qerr is None:
+            update, qerr = self.signals()
+        elif update is None or qerr is None:
+            raise ValueError("step: both update and qerr, or neither")
+        update, qerr = [float(x) for x in update], [float(x) for x in qerr]
+        n = self.n_units
+        if len(update) != n or len(qerr) != n:
+            raise ValueError("%d/%d signals for %d units" % (
+                len(update), len(qerr), n))
+        high = (ctypes.c_uint8 * n)()
+        _raise(self._lib.gnmr_place_step(ctypes.byref(self._pl),
+                                         (_d * n)(*update), (_d * n)(*qerr),
+                                         high), "gnmr_place_step", self._lib)
+        self._snap = None
+        self.high = [bool(h) for h in high]
+        self._follow()
+        return [nm for nm, h in zip(self.names, self.high) if h]
+
+    def _follow(self):
+        for mods, h in zip(self.modules, self.high):
+            for m in mods:
+                if isinstance(m, PrecisionSwitch):
+                    m.placed = h
+
+    def unit_info(self, unit):
+        """gnmr_place_unit_info of unit (a name or index) as a dict."""
+        u = self.names.index(unit) if isinstance(unit, str) else unit
+        out = PlaceUnit()
+        _raise(self._lib.gnmr_place_unit_info(ctypes.byref(self._pl), u,
+                                              ctypes.byref(out)),
+               "gnmr_place_unit_info", self._lib)
+        return {f: getattr(out, f) for f, _ in PlaceUnit._fields_}
+
+    def report(self):
+        """gnmr_place_info as a dict (fired_step None before the fire)."""
+        r = PlaceReportC()
+        _raise(self._lib.gnmr_place_info(ctypes.byref(self._pl),
+                                         ctypes.byref(r)),
+               "gnmr_place_info", self._lib)
+        out = {f: getattr(r, f) for f, _ in PlaceReportC._fields_}
+        if out["fired_step"] == 0xFFFFFFFFFFFFFFFF:
+            out["fired_step"] = None
+        return out
+
+    def checkpoint(self):
+        size = ctypes.c_size_t()
+        _raise(self._lib.gnmr_place_checkpoint_save(
+            ctypes.byref(self._pl), None, 0, ctypes.byref(size)),
+            "gnmr_place_checkpoint_save", self._lib)
+        buf = ctypes.create_string_buffer(size.value)
+        _raise(self._lib.gnmr_place_checkpoint_save(
+            ctypes.byref(self._pl), buf, size.value, ctypes.byref(size)),
+            "gnmr_place_checkpoint_save", self._lib)
+        return buf.raw[:size.value]
+
+    def state_dict(self):
+        """{"units": names, "checkpoint": gnmr_place_checkpoint_save's
+        bytes as a uint8 tensor} (config and costs are inside)."""
+        return {"units": list(self.names), "checkpoint": torch.frombuffer(
+            bytearray(self.checkpoint()), dtype=torch.uint8)}
+
+    def load_state_dict(self, state):
+        """Restores state_dict()'s output; raises (nothing changed) on
+        other units or a checkpoint gnmr.h refuses."""
+        if not isinstance(state, dict) or "checkpoint" not in state:
+            raise TypeError("expected a Placer.state_dict()")
+        if list(state.get("units", [])) != self.names:
+            raise ValueError("the state holds units %s, this placer %s"
+                             % (state.get("units"), self.names))
+        data = state["checkpoint"]
+        if isinstance(data, torch.Tensor):
+            if data.dtype != torch.uint8 or data.dim() != 1:
+                raise TypeError("checkpoint: a 1-D uint8 tensor expected")
+            data = bytes(data.cpu().tolist())
+        if not isinstance(data, (bytes, bytearray)):
+            raise TypeError("checkpoint: bytes expected")
+        buf = ctypes.create_string_buffer(bytes(data), len(data))
+        _raise(self._lib.gnmr_place_checkpoint_load(ctypes.byref(self._pl),
+                                                    buf, len(data)),
+               "gnmr_place_checkpoint_load", self._lib)
+        self.config = PlaceConfig.from_buffer_copy(self._pl.cfg)
+        self.costs = [self.unit_info(u)["cost"] for u in range(
+            self.n_units)]  # the checkpoint's
+        self.high = [self._lib.gnmr_place_high(ctypes.byref(self._pl), u)
+                     == 1 for u in range(self.n_units)]
+        self._snap = None
+        self._follow()
+
+
 # ---- the precision switch -----------------------------------------------
+
+def _quantizer(cheap):
+    """The quantizer of a cheap path: its first module with
+    quantize_input(x) (FP8Delayed), or None."""
+    if cheap is None or not isinstance(cheap, torch.nn.Module):
+        return None
+    return next((m for m in cheap.modules()
+                 if hasattr(m, "quantize_input")), None)
+
 
 class PrecisionSwitch(torch.nn.Module):
     """Runs `cheap` normally and `high` while its unit recovers. The two
@@ -958,16 +1421,34 @@ class PrecisionSwitch(torch.nn.Module):
         super().__init__()
         self.cheap, self.high = cheap, high
         self.high_fidelity = False
+        self.placed = False  # set by a Placer
         self._forced = None
 
     @property
     def high_fidelity_now(self):
-        """The path the next forward takes (.high_fidelity unless forced)."""
-        return self.high_fidelity if self._forced is None else self._forced
+        """The path the next forward takes: high while its unit recovers
+        (.high_fidelity, from a Controller) or is placed there (.placed,
+        from a Placer), unless forced."""
+        if self._forced is not None:
+            return self._forced
+        return self.high_fidelity or self.placed
 
     def forward(self, *args, **kwargs):
-        return (self.high if self.high_fidelity_now else self.cheap)(
-            *args, **kwargs)
+        if self.high_fidelity_now:
+            q = _quantizer(self.cheap)
+            if self.training and args and q is not None and hasattr(
+                    q, "observe"):
+                q.observe(args[0])  # the history follows the true tensors
+            return self.high(*args, **kwargs)
+        return self.cheap(*args, **kwargs)
+
+    def restart(self):
+        """Starts the cheap path's scaling state afresh (its quantizer's
+        restart(), if it has one): what Controller.step does when the
+        switch's unit is admitted (RECOVER), as gnmr.h's manual says."""
+        q = _quantizer(self.cheap)
+        if q is not None and hasattr(q, "restart"):
+            q.restart()
 
     def forced(self, high_fidelity):
         switch = self
@@ -987,65 +1468,173 @@ class PrecisionSwitch(torch.nn.Module):
 
 E4M3_MAX = 448.0
 
+# The cheap formats, as examples/lowp.h has them: (mantissa bits, smallest
+# normal exponent, largest finite value, block). OCP FP8 E4M3 and E5M2, OCP
+# FP4 E2M1, and NVFP4 (E2M1 with a scale per block of 16 values along the
+# last dimension, held in E4M3 under a per-tensor scale).
+FORMATS = {"e4m3": (3, -6, 448.0, 0), "e5m2": (2, -14, 57344.0, 0),
+           "e2m1": (1, 0, 6.0, 0), "nvfp4": (1, 0, 6.0, 16)}
 
-def _round_e4m3_emulated(x):
-    """x (float32, already in E4M3's range) rounded to the nearest E4M3
-    value, ties to even, in float32 arithmetic: 3 mantissa bits, normal
-    exponents down to 2^-6, subnormals in steps of 2^-9. Exact: frexp gives
-    the binade without a log, the step is a power of two, and torch.round
-    rounds half to even."""
+
+def _round_emulated(x, mbits, emin, fmax):
+    """x (float32, already in the format's range) rounded to the nearest
+    value of the minifloat with mbits mantissa bits and normal exponents
+    down to 2^emin (subnormals below), ties to even, in float32
+    arithmetic. Exact: frexp gives the binade without a log, the step is a
+    power of two, and torch.round rounds half to even."""
     a = x.abs()
     _, e = torch.frexp(a)  # a = m * 2^e, m in [0.5, 1)
-    e = torch.clamp(e - 1, min=-6)  # the binade's exponent; subnormals: -6
-    step = torch.pow(2.0, (e - 3).to(torch.float32))
+    e = torch.clamp(e - 1, min=emin)  # the binade's exponent
+    step = torch.pow(2.0, (e - mbits).to(torch.float32))
     q = torch.round(a / step) * step
-    return torch.copysign(torch.clamp(q, max=E4M3_MAX), x)
+    return torch.copysign(torch.clamp(q, max=fmax), x)
 
 
-_F8 = getattr(torch, "float8_e4m3fn", None)
+def _round_e4m3_emulated(x):
+    """E4M3 (3 mantissa bits, exponents down to 2^-6, subnormals in steps
+    of 2^-9) by _round_emulated."""
+    return _round_emulated(x, 3, -6, E4M3_MAX)
 
 
-def round_e4m3(x, native=None):
-    """x rounded to FP8 E4M3 (OCP, saturating to +-448), in x's dtype:
-    torch's float8_e4m3fn where this torch has it (2.1 and later), else the
-    float32 emulation (torch 1.13). NaN stays NaN."""
-    use_native = (_F8 is not None) if native is None else native
-    y = x.float().clamp(-E4M3_MAX, E4M3_MAX)
-    y = y.to(_F8).float() if use_native else _round_e4m3_emulated(y)
+_NATIVE = {"e4m3": getattr(torch, "float8_e4m3fn", None),
+           "e5m2": getattr(torch, "float8_e5m2", None)}
+_F8 = _NATIVE["e4m3"]
+
+
+def round_format(x, fmt="e4m3", native=None):
+    """x rounded to an element format of FORMATS ("e4m3", "e5m2", "e2m1";
+    per element, no block scale), saturating to +-its largest value, in
+    x's dtype: torch's float8 dtypes where this torch has them (2.1 and
+    later) and native is not False, else the float32 emulation (torch
+    1.13; always for E2M1). NaN stays NaN (E2M1 has no NaN code: the
+    emulation lets it through, as examples/lowp.h does)."""
+    mbits, emin, fmax, _ = FORMATS[fmt]
+    cast = _NATIVE.get(fmt)
+    use_native = (cast is not None) if native is None else native
+    y = x.float().clamp(-fmax, fmax)
+    y = y.to(cast).float() if use_native else _round_emulated(
+        y, mbits, emin, fmax)
     return y.to(x.dtype)
 
 
+def round_e4m3(x, native=None):
+    """x rounded to FP8 E4M3 (OCP, saturating to +-448): round_format."""
+    return round_format(x, "e4m3", native)
+
+
+def round_e5m2(x, native=None):
+    """x rounded to FP8 E5M2 (OCP, saturating to +-57344)."""
+    return round_format(x, "e5m2", native)
+
+
+def round_e2m1(x):
+    """x rounded to FP4 E2M1 (OCP: 0, 0.5, 1, 1.5, 2, 3, 4, 6)."""
+    return round_format(x, "e2m1", native=False)
+
+
+def quantize_nvfp4(x, amax=None):
+    """x (dequantized) as NVFP4 reads it, as examples/lowp.h and
+    train_lm.c compute it: blocks of 16 values along the last dimension
+    (a shorter last block where it does not divide), each as
+    Q_e2m1(v / s) * s with its own scale s = Q_e4m3(block amax / 6 / t) * t
+    under the tensor scale t = amax / (6 * 448) (amax: x's own unless
+    given); a block whose scale rounds to 0 reads 0. float32 arithmetic."""
+    mbits, emin, fmax, block = FORMATS["nvfp4"]
+    y = x.float()
+    shape = y.shape
+    n = shape[-1] if y.dim() else 1
+    y = y.reshape(-1, n)
+    pad = (-n) % block
+    if pad:
+        y = torch.nn.functional.pad(y, (0, pad))
+    y = y.reshape(y.shape[0], -1, block)
+    if amax is None:
+        amax = x.detach().abs().max().float() if x.numel() else \
+            torch.tensor(0.0)
+    t = torch.as_tensor(amax, dtype=torch.float32) / torch.tensor(
+        fmax * E4M3_MAX, dtype=torch.float32)
+    if not (bool(t > 0) and bool(torch.isfinite(t))):
+        return torch.zeros_like(x)
+    ba = y.abs().amax(dim=-1, keepdim=True)
+    sc = _round_e4m3_emulated((ba / fmax / t).clamp(max=E4M3_MAX)) * t
+    safe = torch.where(sc > 0, sc, torch.ones_like(sc))
+    q = _round_emulated((y / safe).clamp(-fmax, fmax), mbits, emin,
+                        fmax) * safe
+    q = torch.where(sc > 0, q, torch.zeros_like(q))
+    q = q.reshape(q.shape[0], -1)[:, :n]
+    return q.reshape(shape).to(x.dtype)
+
+
+def fake_quantize(x, scale, fmt="e4m3"):
+    """x * scale rounded to fmt, divided back (the dequantized GEMM input);
+    "nvfp4" scales per block itself (scale unused)."""
+    if FORMATS[fmt][3]:
+        return quantize_nvfp4(x)
+    return round_format(x * scale, fmt) / scale
+
+
 class _FakeQuant(torch.autograd.Function):
-    """Forward: x * scale rounded to E4M3, divided back. Backward: the
-    straight-through estimator (the gradient passes unchanged)."""
+    """Forward: fake_quantize. Backward: the straight-through estimator
+    (the gradient passes unchanged)."""
 
     @staticmethod
-    def forward(ctx, x, scale):
-        return round_e4m3(x * scale) / scale
+    def forward(ctx, x, scale, fmt="e4m3"):
+        return fake_quantize(x, scale, fmt)
 
     @staticmethod
     def backward(ctx, grad):
-        return grad, None
+        return grad, None, None
 
 
 class FP8Delayed(torch.nn.Module):
     """The cheap path of a Linear: its input and weight fake-quantised to
-    FP8 E4M3 with per-tensor delayed scaling. Each tensor's scale is
-    E4M3_MAX / (max of its last `history` amaxes * margin), from steps
+    FP8 E4M3 (fmt: any of FORMATS, "e5m2", "e2m1" too) with per-tensor
+    delayed scaling, or to "nvfp4" with its block scales (no history
+    used). Each tensor's scale is the format's largest value /
+    (max of its last `history` amaxes * margin), from steps
     before this one (the amax of this step enters the history after it is
     used, as Transformer Engine's delayed scaling does), so an outlier that
-    arrives overflows (saturates) this step and is scaled for later."""
+    arrives overflows (saturates) this step and is scaled for later.
+    Behind a PrecisionSwitch the histories follow the true tensors on the
+    high-fidelity steps too (observe), and start afresh when the unit is
+    admitted (restart, called by Controller.step on RECOVER)."""
 
-    def __init__(self, linear, history=16, margin=1.0):
+    def __init__(self, linear, history=16, margin=1.0, fmt="e4m3"):
         super().__init__()
+        if fmt not in FORMATS:
+            raise ValueError("fmt: %r is not one of %s" % (
+                fmt, sorted(FORMATS)))
         self.linear = linear
         self.margin = margin
+        self.fmt = fmt
         self.register_buffer("amax_x", torch.zeros(history))
         self.register_buffer("amax_w", torch.zeros(history))
 
-    def _scale(self, hist):
-        m = float(hist.max()) * self.margin
-        return E4M3_MAX / m if m > 0 and math.isfinite(m) else 1.0
+    def _scale(self, hist, t):
+        """The format's max / (the history's largest amax * margin); an empty
+        history (the first step, or restarted) scales by t's own amax, as
+        examples/lowp.h does."""
+        m = float(hist.max())
+        if not m > 0:
+            m = float(t.detach().abs().max()) if t.numel() else 0.0
+        m *= self.margin
+        fmax = FORMATS[self.fmt][2]
+        return fmax / m if m > 0 and math.isfinite(m) else 1.0
+
+    def restart(self):
+        """Empties both amax histories (on admission: the fault's amax
+        values would leave a stale scale behind the lock)."""
+        with torch.no_grad():
+            self.amax_x.zero_()
+            self.amax_w.zero_()
+
+    def observe(self, x):
+        """On a high-fidelity step: x's and the weight's amax enter the
+        histories, as the cheap path's forward would push them, so the
+        scales are current when the unit comes back (the C demos' f32
+        steps do the same)."""
+        self._push(self.amax_x, x)
+        self._push(self.amax_w, self.linear.weight)
 
     def _push(self, hist, t):
         with torch.no_grad():
@@ -1055,19 +1644,25 @@ class FP8Delayed(torch.nn.Module):
             hist.copy_(torch.roll(hist, 1))
             hist[0] = a
 
-    def quantize_input(self, x):
-        """x as this step's GEMM would read it: rounded to E4M3 at the
-        input's current scale (the forward signal's Q(x))."""
+    def quantize_weight(self):
+        """The weight as this step's GEMM would read it (the placer's
+        Q(W)), at the weight's current scale."""
         with torch.no_grad():
-            sx = self._scale(self.amax_x)
-            return round_e4m3(x * sx) / sx
+            w = self.linear.weight.detach()
+            return fake_quantize(w, self._scale(self.amax_w, w), self.fmt)
+
+    def quantize_input(self, x):
+        """x as this step's GEMM would read it: rounded to the format at
+        the input's current scale (the forward signal's Q(x))."""
+        with torch.no_grad():
+            return fake_quantize(x, self._scale(self.amax_x, x), self.fmt)
 
     def forward(self, x):
         w = self.linear.weight
-        sx, sw = self._scale(self.amax_x), self._scale(self.amax_w)
+        sx, sw = self._scale(self.amax_x, x), self._scale(self.amax_w, w)
         if self.training:
             self._push(self.amax_x, x)
             self._push(self.amax_w, w)
-        xq = _FakeQuant.apply(x, sx)
-        wq = _FakeQuant.apply(w, sw)
+        xq = _FakeQuant.apply(x, sx, self.fmt)
+        wq = _FakeQuant.apply(w, sw, self.fmt)
         return torch.nn.functional.linear(xq, wq, self.linear.bias)

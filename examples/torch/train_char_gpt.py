@@ -8,12 +8,20 @@ arm:
                applied, a unit in recovery runs its Linears in float32
     gnmr+clip  both (gnmr first)
     gnmr-fwd   gnmr with forward signals (Controller(forward_signals=True))
+    place      the cheap path, with gnmr.h's placer (gnmr_torch.Placer)
+               choosing which units run float32 within --place budget=B
+               (a share of the GEMM cost), from each unit's update norm
+               against its weights' quantization error; try it on FP4
+               (--fmt e2m1 or nvfp4)
     f32        float32 throughout (a reference; --arms f32,...)
+
+--fmt: the cheap path's format, FP8 E4M3 by default (e5m2, e2m1: FP4,
+nvfp4: FP4 with 1x16 block scales), every arm but f32.
 
 Usage (from the repository root, after `make libgnmr`):
     python3 examples/torch/train_char_gpt.py [--steps N] [--arms a,b]
         [--data DIR] [--out DIR] [--device cpu|cuda] [--gnmr key=value]
-        [--ddp N]
+        [--fmt e4m3|e5m2|e2m1|nvfp4] [--place key=value] [--ddp N]
 
 --ddp N: N processes on this machine (torch.distributed, gloo, CPU), the
 model under DistributedDataParallel, each rank on its 1/N of the global
@@ -90,27 +98,28 @@ class CheapPathFault(nn.Module):
         return self.cheap(x)
 
 
-def switched(lin, fp8, faults=False):
-    """lin alone, or the precision switch: FP8 normally, lin itself (float32)
-    while its unit recovers; with faults, the FP8 path can be given one."""
+def switched(lin, fp8, faults=False, fmt="e4m3"):
+    """lin alone, or the precision switch: the cheap format (FP8 E4M3 by
+    default) normally, lin itself (float32) while its unit recovers or is
+    placed high; with faults, the cheap path can be given one."""
     if not fp8:
         return lin
-    cheap = gnmr_torch.FP8Delayed(lin)
+    cheap = gnmr_torch.FP8Delayed(lin, fmt=fmt)
     return gnmr_torch.PrecisionSwitch(
         CheapPathFault(cheap) if faults else cheap, lin)
 
 
 class Block(nn.Module):
-    def __init__(self, d, heads, fp8):
+    def __init__(self, d, heads, fp8, fmt="e4m3"):
         super().__init__()
         self.heads = heads
         self.ln1, self.ln2 = nn.LayerNorm(d), nn.LayerNorm(d)
         self.qkv_lin, self.proj_lin = nn.Linear(d, 3 * d), nn.Linear(d, d)
         self.fc_lin, self.out_lin = nn.Linear(d, 4 * d), nn.Linear(4 * d, d)
-        self.qkv, self.proj = switched(self.qkv_lin, fp8), switched(
-            self.proj_lin, fp8)
-        self.fc, self.out = switched(self.fc_lin, fp8, faults=True), switched(
-            self.out_lin, fp8)
+        self.qkv = switched(self.qkv_lin, fp8, fmt=fmt)
+        self.proj = switched(self.proj_lin, fp8, fmt=fmt)
+        self.fc = switched(self.fc_lin, fp8, faults=True, fmt=fmt)
+        self.out = switched(self.out_lin, fp8, fmt=fmt)
 
     @property
     def fault(self):
@@ -140,14 +149,14 @@ def fp8_switch(m):
 
 
 class GPT(nn.Module):
-    def __init__(self, layers, d, heads, ctx, fp8):
+    def __init__(self, layers, d, heads, ctx, fp8, fmt="e4m3"):
         super().__init__()
         self.tok, self.pos = nn.Embedding(256, d), nn.Embedding(ctx, d)
-        self.blocks = nn.ModuleList(Block(d, heads, fp8)
+        self.blocks = nn.ModuleList(Block(d, heads, fp8, fmt)
                                     for _ in range(layers))
         self.lnf = nn.LayerNorm(d)
         self.head_lin = nn.Linear(d, 256, bias=False)
-        self.head = switched(self.head_lin, fp8)
+        self.head = switched(self.head_lin, fp8, fmt=fmt)
         # uint8, not bool: DDP broadcasts buffers, and gloo has no bool
         self.register_buffer("mask", torch.ones(ctx, ctx).triu(1).to(
             torch.uint8))
@@ -253,8 +262,8 @@ FAULT_STEPS = 8
 
 def run_arm(arm, train, val, a, rows, rank=0, world=1):
     torch.manual_seed(a.seed)
-    model = GPT(a.layers, a.d, a.heads, a.ctx, fp8=(arm != "f32")).to(
-        a.device)
+    model = GPT(a.layers, a.d, a.heads, a.ctx, fp8=(arm != "f32"),
+                fmt=a.fmt).to(a.device)
     net = model
     if world > 1:  # DDP: after backward every rank holds the same gradients
         net = nn.parallel.DistributedDataParallel(model)
@@ -272,6 +281,10 @@ def run_arm(arm, train, val, a, rows, rank=0, world=1):
         for n, (_, sw) in units.items():
             if sw:
                 ctl.attach(n, *sw)
+    pl = None
+    if arm == "place":  # units and their switches as the controller's
+        pl = gnmr_torch.Placer({n: sw for n, (_, sw) in
+                                model.units().items()}, config=a.place)
     t0 = time.time()
     val_loss = float("nan")
     admissions = 0
@@ -298,7 +311,14 @@ def run_arm(arm, train, val, a, rows, rank=0, world=1):
             gn = float(torch.norm(torch.stack([
                 p.grad.detach().float().norm() for p in model.parameters()
                 if p.grad is not None])))
-        opt.step()
+        placed = ""
+        if pl is not None:
+            pl.snapshot()  # W_t and ||Q(W_t) - W_t||
+            opt.step()
+            placed = "|".join(pl.step())  # float32 next step
+            digest.update(bytes(pl.high))
+        else:
+            opt.step()
         last = step + 1 == a.steps
         if last or (a.eval_every and (step + 1) % a.eval_every == 0):
             for b in model.blocks:
@@ -307,16 +327,25 @@ def run_arm(arm, train, val, a, rows, rank=0, world=1):
         rows.append([arm, step, "%.5f" % loss.item(), "%.5f" % gn,
                      "%.5f" % val_loss if (last or (
                          a.eval_every and (step + 1) % a.eval_every == 0))
-                     else "", rec, flagged])
+                     else "", rec, flagged, placed])
         if not math.isfinite(loss.item()):
             print("\n%s: the loss is not finite at step %d" % (arm, step))
             break
         if rank == 0 and (step % 5 == 0 or last):
             bar(arm, step + 1, a.steps, loss.item(), t0,
-                "recovering %s" % rec if rec else "")
+                "recovering %s" % rec if rec else
+                "placed %s" % placed if placed else "")
     if rank == 0:
         sys.stderr.write("\n")
-    if world > 1 and ctl is not None:
+    if pl is not None and rank == 0:
+        r = pl.report()
+        print("%s: %s" % (arm, "the placer fired at step %d; float32 on "
+                          "the last step: %s (share of the GEMM cost %.3f)"
+                          % (r["fired_step"], placed or "none",
+                             r["high_share"])
+                          if r["fired_step"] is not None else
+                          "the placer has not fired (all cheap)"))
+    if world > 1 and (ctl is not None or pl is not None):
         digests = [None] * world
         torch.distributed.all_gather_object(digests, digest.hexdigest())
         if len(set(digests)) != 1:
@@ -410,9 +439,21 @@ def parse_args(argv=None):
     p.add_argument("--gnmr", action="append", default=[],
                    metavar="FIELD=VALUE",
                    help="a gnmr_config field over gnmr_config_default()")
+    p.add_argument("--fmt", default="e4m3",
+                   choices=sorted(gnmr_torch.FORMATS),
+                   help="the cheap path's format")
+    p.add_argument("--place", action="append", default=[],
+                   metavar="FIELD=VALUE",
+                   help="a gnmr_place_config field over\n"
+                   "gnmr_place_config_default() (the place arm)")
     a = p.parse_args(argv)
+    a.gnmr, a.place = fields(a.gnmr), fields(a.place)
+    return a
+
+
+def fields(pairs):
     cfg = {}
-    for kv in a.gnmr:
+    for kv in pairs:
         k, _, v = kv.partition("=")
         try:
             v = int(v)
@@ -422,11 +463,10 @@ def parse_args(argv=None):
             except ValueError:
                 pass
         cfg[k] = v
-    a.gnmr = cfg
-    return a
+    return cfg
 
 
-ARMS = ("none", "clip", "gnmr", "gnmr+clip", "gnmr-fwd", "f32")
+ARMS = ("none", "clip", "gnmr", "gnmr+clip", "gnmr-fwd", "place", "f32")
 
 
 def main(argv=None):
@@ -477,7 +517,7 @@ def run(rank, a, arms, rendezvous=None):
     with open(csv_path, "w", newline="") as f:
         w = csv.writer(f)
         w.writerow(["arm", "step", "train_loss", "grad_norm", "val_loss",
-                    "recovering", "flagged"])
+                    "recovering", "flagged", "placed"])
         w.writerows(rows)
     svg_plot(os.path.join(a.out, "loss.svg"), rows, arms)
     try:

@@ -241,6 +241,39 @@ def test_groups_that_cannot_be_meant_are_refused():
         G.Controller(["a", "b"]).step()
 
 
+def test_units_none_with_named_parameters_says_what_was_expected():
+    m = mlp()
+    for units in (None, 3, ["a", "b"]):
+        with pytest.raises(TypeError, match="a dict {parameter name: unit "
+                           "name} or a function"):
+            G.Controller(units, named_parameters=m.named_parameters())
+
+
+def test_a_step_with_every_unit_absent_warns_once():
+    """step() after zero_grad(set_to_none=True): every unit reads absent
+    and decides KEEP; the bridge says so, once."""
+    import warnings
+    m = mlp()
+    ctl = G.Controller({"a": m[0].parameters(), "b": m[2].parameters()})
+    opt = torch.optim.SGD(m.parameters(), lr=0.1)
+    x, y = next(data(1))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        ((m(x) - y) ** 2).mean().backward()
+        ctl.step()  # the right order: no warning
+        assert not caught
+        for _ in range(3):
+            ((m(x) - y) ** 2).mean().backward()
+            opt.step()
+            opt.zero_grad(set_to_none=True)
+            res = ctl.step()  # the wrong order
+            assert res.absent == ["a", "b"]
+    assert len(caught) == 1 and issubclass(caught[0].category,
+                                           RuntimeWarning)
+    assert "every unit is absent" in str(caught[0].message)
+    assert "zero_grad" in str(caught[0].message)
+
+
 @pytest.mark.parametrize("field,value", [("lock_steps", 0),
                                          ("ratio_threshold", 0.5),
                                          ("history_decay", 1.5),

@@ -299,6 +299,43 @@ def test_precision_switch_follows_recovery():
     assert not sw.high_fidelity  # released after lock_steps = 2
 
 
+def test_amax_history_restarts_on_recover_and_follows_high_steps():
+    """gnmr.h's manual (RECOVER): an admitted unit's amax history starts
+    afresh, and its high-fidelity steps refill it from the true tensors;
+    a fault's amax must not outlive the lock."""
+    torch.manual_seed(0)
+    lin = torch.nn.Linear(8, 8)
+    sw = G.PrecisionSwitch(G.FP8Delayed(lin), lin)
+    q = sw.cheap
+    other = torch.nn.Linear(2, 2)
+    ctl = G.Controller({"u": lin.parameters(), "v": other.parameters()},
+                       config={"rule": "PAPER", "warmup_steps": 2,
+                               "max_recovering": 1, "lock_steps": 3,
+                               "cooldown_steps": 0})
+    ctl.attach("u", sw)
+    for _ in range(3):
+        sw(torch.randn(4, 8))
+        ctl.step(norms=[1.0, 1.0], apply=False)
+    sw(torch.full((4, 8), 2376.6))  # the fault's amax enters the history
+    assert float(q.amax_x.max()) == pytest.approx(2376.6)
+    res = ctl.step(norms=[100.0, 1.0], apply=False)
+    assert res.admitted == ["u"] and sw.high_fidelity
+    assert float(q.amax_x.max()) == 0 and float(q.amax_w.max()) == 0
+    seen = []
+    for _ in range(3):  # the lock: high fidelity, the true amax pushed
+        x = torch.randn(4, 8)
+        assert torch.equal(sw(x), lin(x))
+        seen.insert(0, float(x.abs().max()))
+        ctl.step(norms=[1.0, 1.0], apply=False)
+    assert not sw.high_fidelity  # released: back on the cheap path
+    assert q.amax_x[:3].tolist() == seen and float(q.amax_x[3:].max()) == 0
+    assert float(q.amax_w[0]) == float(lin.weight.abs().max())
+    sw.eval()  # evaluation pushes nothing
+    with sw.forced(True):
+        sw(torch.full((4, 8), 1e4))
+    assert q.amax_x[:3].tolist() == seen
+
+
 def test_e4m3_rounding():
     # every E4M3 value round-trips; midpoints go to the even neighbour
     vals = []

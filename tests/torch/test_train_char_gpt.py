@@ -55,9 +55,11 @@ def test_a_float32_block_has_no_fault():
 
 
 def test_ddp_two_ranks_run_and_agree(tmp_path):
-    """--ddp 2 (gloo, CPU) end to end on a small text: both ranks decide
-    the same on every step (the script checks a digest of every step's
-    decisions and fails otherwise)."""
+    """--ddp 2 (gloo, CPU) end to end on a small text, on an FP4 (E2M1)
+    cheap path: both ranks decide the same on every step (the script checks
+    a digest of every step's decisions, and of the placer's placements,
+    and fails otherwise); the place arm's placer fires (its warm-up cut
+    short, the learning rate decaying from the first step)."""
     import subprocess
     data = tmp_path / "data"
     data.mkdir()
@@ -69,11 +71,14 @@ def test_ddp_two_ranks_run_and_agree(tmp_path):
     r = subprocess.run(
         [sys.executable, os.path.join(ROOT, "examples", "torch",
                                       "train_char_gpt.py"),
-         "--ddp", "2", "--steps", "6", "--arms", "gnmr,gnmr-fwd",
-         "--eval-batches", "1", "--data", str(data),
+         "--ddp", "2", "--steps", "6", "--arms", "gnmr,gnmr-fwd,place",
+         "--fmt", "e2m1", "--warmup", "1", "--place", "warmup_steps=1",
+         "--place", "fire_level=0.9", "--eval-batches", "1",
+         "--data", str(data),
          "--out", str(tmp_path / "out"), "--device", "cpu"],
         capture_output=True, text=True, timeout=150)
     assert r.returncode == 0, r.stdout + r.stderr
-    for arm in ("gnmr", "gnmr-fwd"):
+    for arm in ("gnmr", "gnmr-fwd", "place"):
         assert "%s: decisions identical on 2 ranks" % arm in r.stdout
+    assert "place: the placer fired at step" in r.stdout, r.stdout
     assert (tmp_path / "out" / "train_char_gpt.csv").exists()

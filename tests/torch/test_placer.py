@@ -1,0 +1,162 @@
+"""gnmr_torch.Placer: gnmr.h's placer from PyTorch. Its placements must
+equal those of gnmr.h's placer compiled on its own (tests/torch/
+place_replay.c, build/torch_place_replay) on the same signals, bit for
+bit, checkpoint included; a run resumed from its state_dict must go on as
+one never interrupted; its switches must follow it."""
+
+import ctypes
+import os
+import struct
+import subprocess
+import sys
+
+import pytest
+import torch
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(ROOT, "examples", "torch"))
+import gnmr_torch as G  # noqa: E402
+
+REPLAY = os.path.join(ROOT, "build", "torch_place_replay")
+STEPS = 120
+CONFIG = {"budget": 0.4, "warmup_steps": 10}
+
+
+def run_c(cfg, costs, signals, save_at):
+    if not os.path.exists(REPLAY):
+        pytest.fail("%s missing: run `make test-torch`" % REPLAY)
+    n = len(costs)
+    data = bytes(cfg) + struct.pack("III", n, len(signals), save_at)
+    data += struct.pack("%dd" % n, *costs)
+    for update, qerr in signals:
+        data += struct.pack("%dd" % n, *update) + struct.pack("%dd" % n,
+                                                              *qerr)
+    out = subprocess.run([REPLAY], input=data, stdout=subprocess.PIPE,
+                         check=True).stdout
+    highs = [list(out[t * n:(t + 1) * n]) for t in range(len(signals))]
+    rest = out[len(signals) * n:]
+    (length,) = struct.unpack("Q", rest[:8])
+    return highs, rest[8:8 + length]
+
+
+def model(seed=0):
+    torch.manual_seed(seed)
+    lins = [torch.nn.Linear(16, 64), torch.nn.Linear(64, 64),
+            torch.nn.Linear(64, 64), torch.nn.Linear(64, 4)]
+    sws = [G.PrecisionSwitch(G.FP8Delayed(lin, fmt="e2m1"), lin)
+           for lin in lins]
+    net = torch.nn.Sequential(sws[0], torch.nn.Tanh(), sws[1],
+                              torch.nn.Tanh(), sws[2], torch.nn.Tanh(),
+                              sws[3])
+    return net, lins, sws
+
+
+def train(steps=STEPS):
+    """An FP4 (E2M1) MLP trained with AdamW, the learning rate decaying to
+    nothing (updates shrink against the weights' quantization error: the
+    placer fires). Returns the placer, its signals, placements and the
+    switches' paths."""
+    net, lins, sws = model()
+    pl = G.Placer({"l%d" % i: sw for i, sw in enumerate(sws)},
+                  config=CONFIG)
+    opt = torch.optim.AdamW(net.parameters(), lr=3e-3)
+    sched = torch.optim.lr_scheduler.LambdaLR(
+        opt, lambda t: max(0.0, 1 - t / steps) ** 2)
+    gen = torch.Generator().manual_seed(1)
+    w = torch.randn(16, 4, generator=gen)
+    signals, highs, paths = [], [], []
+    for _ in range(steps):
+        x = torch.randn(32, 16, generator=gen)
+        y = torch.tanh(x @ w)
+        opt.zero_grad(set_to_none=True)
+        ((net(x) - y) ** 2).mean().backward()
+        pl.snapshot()
+        opt.step()
+        sched.step()
+        signals.append(pl.signals())
+        placed = pl.step()
+        highs.append([1 if n in placed else 0 for n in pl.names])
+        paths.append([sw.high_fidelity_now for sw in sws])
+    return pl, signals, highs, paths, lins
+
+
+@pytest.fixture(scope="module")
+def trained():
+    return train()
+
+
+def test_placements_equal_the_c_placer(trained):
+    pl, signals, highs, paths, lins = trained
+    assert pl.costs == [6.0 * lin.in_features * lin.out_features
+                        for lin in lins]
+    c_highs, c_ckpt = run_c(pl.config, pl.costs, signals, STEPS + 1)
+    assert highs == c_highs
+    assert pl.checkpoint() == c_ckpt
+    rep = pl.report()
+    # not vacuous: it fired, some units went high and some stayed low
+    assert rep["fired_step"] is not None, rep
+    after = highs[rep["fired_step"]:]
+    assert any(any(h) for h in after) and any(not all(h) for h in after)
+    # the switches ran what the placer said
+    assert paths == [[bool(x) for x in h] for h in highs]
+
+
+def test_state_dict_resumes_bit_identically(trained):
+    pl, signals, highs, _, _ = trained
+    half = STEPS // 2
+    first = G.Placer({"l%d" % i: lin for i, lin in enumerate(model()[1])},
+                     config=CONFIG)
+    for update, qerr in signals[:half]:
+        first.step(update=update, qerr=qerr)
+    _, c_ckpt = run_c(first.config, first.costs, signals, half)
+    assert first.checkpoint() == c_ckpt
+    second = G.Placer({"l%d" % i: lin for i, lin in enumerate(model()[1])},
+                      config={"budget": 1.0})  # the checkpoint's config wins
+    second.load_state_dict(first.state_dict())
+    assert second.config.budget == CONFIG["budget"]
+    got = []
+    for update, qerr in signals[half:]:
+        placed = second.step(update=update, qerr=qerr)
+        got.append([1 if n in placed else 0 for n in second.names])
+    assert got == highs[half:]
+    assert second.checkpoint() == pl.checkpoint()
+
+
+def test_bad_input_raises_and_changes_nothing():
+    _, lins, sws = model()
+    pl = G.Placer({"a": sws[0], "b": [lins[1], lins[2]]}, config=CONFIG)
+    assert pl.costs[1] == 6.0 * (64 * 64 * 2)
+    with pytest.raises(RuntimeError, match="snapshot"):
+        pl.step()
+    pl.step(update=[1.0, 1.0], qerr=[0.5, 0.5])
+    state = pl.checkpoint()
+    for update, qerr, exc in [([-1.0, 1.0], [1.0, 1.0], G.GnmrError),
+                              ([1.0], [1.0, 1.0], ValueError),
+                              ([1.0, 1.0], None, ValueError)]:
+        with pytest.raises(exc):
+            pl.step(update=update, qerr=qerr)
+        assert pl.checkpoint() == state
+    with pytest.raises(G.GnmrError) as info:
+        G.Placer({"a": lins[0]}, config={"budget": 2.0})
+    assert info.value.field == "budget"
+    with pytest.raises(ValueError, match="no Linear"):
+        G.Placer({"a": torch.nn.Tanh()})
+    with pytest.raises(ValueError, match="units"):
+        pl.load_state_dict(dict(pl.state_dict(), units=["x", "y"]))
+    assert pl.checkpoint() == state
+
+
+def test_placer_layout_mismatch_is_refused(monkeypatch):
+    class Shorter(ctypes.Structure):  # a field gone: size and offsets
+        _fields_ = [f for f in G.Place._fields_ if f[0] != "credit"]
+
+    class Moved(ctypes.Structure):  # two fields swapped: offsets only
+        _fields_ = [f for f in G.PlaceReportC._fields_]
+        _fields_[2], _fields_[3] = _fields_[3], _fields_[2]
+    for name, mirror in (("gnmr_place", Shorter),
+                         ("gnmr_place_report", Moved)):
+        with monkeypatch.context() as m:
+            m.setitem(G._MIRRORS, name, mirror)
+            with pytest.raises(G.LayoutError, match=name):
+                G._check_layout(G.load_library())
