@@ -1201,7 +1201,8 @@ static __device__ __forceinline__ void gnmr__cuda_ieee_guard(void) {
      gnmr__soa             the units' arrays, carved from the slots
      gnmr__carve           gnmr__soa over a controller's slots
      gnmr__usable          the controller's guard (initialised, not moved)
-     gnmr__unit_step       rules 1-8 / N4-N9 for one unit: GNMR__EV_* bits
+     gnmr__unit_step       rules 0-6, 8, 9 / N1, N2, N4-N9 for one unit:
+                           GNMR__EV_* bits
      GNMR__EV_             the bits gnmr__unit_step returns
      GNMR__EV_CANDIDATE    the unit is a candidate for admission
      gnmr__tally           one step's sums over the units
@@ -2927,7 +2928,7 @@ static GNMR__HOT GNMR_HOSTDEV int gnmr__level_shift(const gnmr__rules *c,
   return gnmr__shift_judge(c, s, u, lo, hi, fall, k);
 }
 
-/* ---- locks and admission (rules 6, 7), shared by both rule sets ---------- */
+/* ---- locks and admission (rules 6, 7 and N8), shared by both rule sets -- */
 
 /* Rule 6, and rule 7 up to the mark, for unit u after its rule set's rules
    (risky, score, flags so far): a lock counts down (HOLD), and at zero is
@@ -2961,6 +2962,7 @@ gnmr__unit_locks(const gnmr__rules *c, const gnmr__soa *s, uint32_t u,
     if (cooling && risky && !(*flags & GNMR_FLAG_NONFINITE)) {
       *flags |= GNMR_FLAG_COOLDOWN;
     } else if (risky && (!c->global || (*flags & GNMR_FLAG_NONFINITE))) {
+      /* rule N8: on a GLOBAL step only NONFINITE units are candidates */
       s->score[u] = score;
       ev |= GNMR__EV_CANDIDATE;
     }
@@ -3024,7 +3026,8 @@ static GNMR_HOSTDEV uint32_t gnmr__admit_count(const gnmr__tally *t,
 /* ---- one unit, and phase 3's loops -----------------------------------------
  */
 
-/* Rules 1-6 and 8 for unit u (N1-N9 in NOISE mode): its decision (KEEP,
+/* Rules 0-6, 8 and 9 for unit u (0, N1, N2, N4-N9 and 9 in NOISE mode):
+   its decision (KEEP,
    HOLD or RELEASE), its statistics, its lock and cooldown. A unit that
    waits for a slot (rule 7, decided after every unit) is marked by
    score[u] = its score, > 0 (risky scores are >= 1 or +inf); whoever runs
@@ -3074,7 +3077,9 @@ gnmr__unit_step(const gnmr__rules *c, const gnmr__soa *s, const float *norms,
       !(flags & GNMR_FLAG_NONFINITE) &&
       gnmr__level_shift(c, s, u, norms[u],
                         (flags & GNMR_FLAG_FALL) ? 1u : 0u)) {
-    /* rule 9: not a fault; a lock ends this step (RELEASE) */
+    /* rule 9: not a fault; a lock ends this step (RELEASE): it is set to
+       1 here, and gnmr__unit_locks below counts it down to 0 and, the
+       unit no longer risky, releases it and starts its cooldown */
     flags = GNMR_FLAG_SHIFT;
     risky = 0;
     score = 0.0;
@@ -3206,9 +3211,10 @@ static void gnmr__units_noise_avx512(gnmr__step_ctx *c) {
      2 common  N3        gnmr__step_common        gnmr__common_scalar or
                (NOISE)                            gnmr__common_avx512, then
                                                   gnmr__step_verdict*
-     3 units   1-6, 8;   gnmr__step_units         gnmr__unit_step* per unit
-               N1-N9                              (gnmr__paper_unit or
-                                                  gnmr__noise_unit, then
+     3 units   0-6, 8,   gnmr__step_units         gnmr__unit_step* per unit
+               9; N1,                             (gnmr__paper_unit or
+               N2, N4-                            gnmr__noise_unit, then
+               N9                                 gnmr__level_shift,
                                                   gnmr__unit_locks), or the
                                                   rule set's eight-wide
                                                   loop; gnmr__tally_add
@@ -3217,9 +3223,12 @@ static void gnmr__units_noise_avx512(gnmr__step_ctx *c) {
      5 admit   7         gnmr__step_admit         (RECOVER, lock L)
      6 refuse  7         gnmr__step_over_budget   (KEEP, OVER_BUDGET)
      7 totals  -         gnmr__step_totals*       (counters, the report)
-   The rules themselves: "PAPER rules", "NOISE rules" (each scalar function
-   with its AVX-512 copy beside it), rule 1 in gnmr__unit_step, rules 6-7
-   in "locks and admission". */
+   Phase 1's refusals (a finite negative norm, a NULL, a controller not
+   usable) come before any rule. Rule N0 is gnmr__log, which phases 2 and
+   3 call; N3 is phase 2's alone. The rules themselves: "PAPER rules",
+   "NOISE rules" (each scalar function with its AVX-512 copy beside it),
+   rules 0, 1 and 9's outcome in gnmr__unit_step, rule 9's runs in "level
+   shifts", rules 6-7 and N8 in "locks and admission". */
 
 /* The rules' constants of this step, from the controller (the device's
    kernels read them the same way). */
@@ -3265,8 +3274,9 @@ static GNMR_HOSTDEV void gnmr__rules_of(const gnmr_ctl *ctl, gnmr__rules *r) {
 }
 
 #if GNMR__CTL_AVX512
-/* The refusal check of rule 0 sixteen norms at a time; returns how many it
-   looked at (the rest go to the scalar loop). */
+/* Phase 1's refusal of a finite negative norm (not a rule: rule 0 is a
+   norm of exactly 0), sixteen norms at a time; returns how many it looked
+   at (the rest go to the scalar loop). */
 GNMR__TARGET_AVX512
 static uint32_t gnmr__negative16_avx512(const float *norms, uint32_t n,
                                         int *negative) {
@@ -3343,8 +3353,8 @@ static GNMR_HOSTDEV void gnmr__step_common(gnmr_ctl *ctl, gnmr__step_ctx *c,
   gnmr__step_verdict(ctl, r, rep, sumsq, finite, settled, up);
 }
 
-/* Phase 3, rules 1-6 and 8 (N1-N9) for every unit; candidates listed for
-   rule 7. */
+/* Phase 3, rules 0-6, 8 and 9 (0, N1, N2, N4-N9 and 9) for every unit;
+   candidates listed for rule 7. */
 static GNMR_HOSTDEV void gnmr__step_units(gnmr__step_ctx *c, int wide) {
   uint32_t u;
 #if GNMR__CTL_AVX512
