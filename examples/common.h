@@ -16,6 +16,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "splitmix.h"
+
 #ifndef DEMO_PROGRAM
 #error "define DEMO_PROGRAM (the program's name) before including common.h"
 #endif
@@ -71,15 +73,7 @@ typedef struct demo_rng {
   uint64_t s;
 } demo_rng;
 
-static uint64_t demo_next(demo_rng *r) {
-  uint64_t z = (r->s += 0x9E3779B97F4A7C15ull);
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
-}
-static double demo_uniform(demo_rng *r) {
-  return (double)(demo_next(r) >> 11) * (1.0 / 9007199254740992.0);
-}
+static double demo_uniform(demo_rng *r) { return splitmix_uniform(&r->s); }
 static uint32_t demo_below(demo_rng *r, uint32_t n) {
   return (uint32_t)(demo_uniform(r) * n);
 }

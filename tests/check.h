@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "examples/splitmix.h"
 #include "tests/fastmath.h"
 
 #if defined(__GNUC__) || defined(__clang__)
@@ -137,27 +138,20 @@ CHECK_UNUSED static int check_main(const check_case *cases, size_t n, int argc,
   return k.failed ? 1 : 0;
 }
 
-/* A small deterministic generator for the tests (splitmix64). */
+/* A small deterministic generator for the tests (examples/splitmix.h). */
 static uint64_t check_rand_state = 0x9E3779B97F4A7C15ull;
 CHECK_UNUSED static uint64_t check_rand(void) {
-  uint64_t z = (check_rand_state += 0x9E3779B97F4A7C15ull);
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
+  return splitmix_next(&check_rand_state);
 }
 CHECK_UNUSED static double check_uniform(void) {
-  return (double)(check_rand() >> 11) * (1.0 / 9007199254740992.0);
+  return splitmix_uniform(&check_rand_state);
 }
 /* Uniform in [-1, 1) as a function of (u, t, salt), no state: a scripted
    world the same on every run and in any order of reading (splitmix64's
    finaliser over the three). */
 CHECK_UNUSED static double check_noise(uint32_t u, uint32_t t, uint32_t salt) {
   uint64_t x = ((uint64_t)u << 40) ^ ((uint64_t)t << 8) ^ salt;
-  x += 0x9E3779B97F4A7C15ull;
-  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
-  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
-  x ^= x >> 31;
-  return (double)(x >> 11) / 4503599627370496.0 - 1.0;
+  return (double)(splitmix_next(&x) >> 11) / 4503599627370496.0 - 1.0;
 }
 
 /* A whole file as a string (malloc'd; the caller frees), or NULL. */
