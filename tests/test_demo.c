@@ -286,6 +286,10 @@ static void summary_row(char **f) {
     row_errors++;
   /* recovery only in the GNMR arms */
   if (!gnmr && atof(f[6]) != 0) row_errors++;
+  /* no overhead where no control runs (the run has no global clip) */
+  if (a >= 0 && (ARMS[a].kind == ARM_F32 || ARMS[a].kind == ARM_LOWP) &&
+      atof(f[9]) != 0)
+    row_errors++;
 }
 
 static void trace_row(char **f) {
