@@ -1129,7 +1129,7 @@ static int ts_run_arms(const ts_opts *o, const ts_data *train,
     }
     {
       char line[2][160], others[256];
-      const char *columns[2];
+      const char *columns[3];
       snprintf(line[0], sizeof line[0],
                "recovery: share of layer-steps on the f32 path; spikes: steps "
                "whose loss passed %gx its EMA;",
@@ -1138,8 +1138,11 @@ static int ts_run_arms(const ts_opts *o, const ts_data *train,
                "overhead: the control's share of run time; caught: faults "
                "caught/injected (their layer ran f32 in them)");
       columns[0] = line[0], columns[1] = line[1];
+      columns[2] = "admissions (in a fault): layers admitted to f32, and how "
+                   "many in an injected fault; the rest answered the run's "
+                   "own spikes (blue outside the red frames of recovery.svg)";
       demo_legend(
-          columns, 2,
+          columns, 3,
           demo_other_gnmr_arms(o->arms, o->n_arms, others, sizeof others),
           o->out_dir, "summary.csv trace.csv stress.csv");
     }
