@@ -965,9 +965,8 @@ GNMR_DEF int gnmr_place_config_check(const gnmr_place_config *cfg,
   X(ratio, double)     /* r, at its last observation */                        \
   X(ratio_max, double) /* its running maximum of r */                          \
   X(seen, uint64_t)    /* its observations */                                  \
-  X(order,                                                                     \
-    uint32_t) /* entry k of the firing order: the unit that fired k-th */      \
-  X(high, uint32_t) /* 1: high-fidelity on the next step */
+  X(order, uint32_t)   /* entry k of the firing order: who fired k-th */       \
+  X(high, uint32_t)    /* 1: high-fidelity on the next step */
 #define GNMR__PLACE_FIELD(name, type) type name;
 #define GNMR__PLACE_BYTES(name, type)                                          \
   +sizeof(type) /* NOLINT(bugprone-macro-parentheses) */
@@ -4007,6 +4006,10 @@ GNMR_DEF int gnmr_place_config_check(const gnmr_place_config *c,
 /* A block of n gnmr_place_unit is laid out as a header (gen, n), then one
    array per field of GNMR__PLACE_UNIT in its order (the n costs, then the
    n updates, ...), each array aligned to its type. */
+#define GNMR__PLACE_SIZE_OK(name, type)                                        \
+  &&(sizeof(type) == 8 || sizeof(type) == 4)
+GNMR__STATIC_ASSERT(gnmr__place_fields_align,
+                    1 GNMR__PLACE_UNIT(GNMR__PLACE_SIZE_OK));
 #define GNMR__PLACE_POINTER(name, type) type *name;
 typedef struct gnmr__place_soa {
   GNMR__PLACE_UNIT(GNMR__PLACE_POINTER)
