@@ -48,7 +48,7 @@ B = build
 # A command the test programs run under (valgrind in make test-valgrind).
 RUNNER =
 
-TESTS = test_ctl test_rules test_quiet test_refuse test_cuda_host test_norm \
+TESTS = test_check test_readme test_ctl test_rules test_quiet test_refuse test_cuda_host test_norm \
         test_demo test_ctl_parallel test_lm test_efficacy test_place test_docs
 TEST_BINS = $(foreach cc,$(CC_LIST),$(foreach t,$(TESTS),$(B)/$(cc)/$(t))) \
             $(foreach cc,$(CC_LIST),$(B)/$(cc)/test_lm_double) \
@@ -76,7 +76,8 @@ $(B)/gcc/test_ctl_parallel $(B)/clang/test_ctl_parallel: tests/random_config.h
 $(B)/gcc/test_efficacy $(B)/clang/test_efficacy: bench/efficacy.c tests/svg_check.h
 
 # The headers the training demos include (and their tests with them).
-DEMO_HDRS = examples/lowp.h examples/arms.h examples/common.h
+DEMO_HDRS = examples/lowp.h examples/arms.h examples/common.h \
+            examples/splitmix.h
 
 # The demo's test includes the demo itself.
 $(B)/gcc/test_demo $(B)/clang/test_demo: examples/train_stress.c $(DEMO_HDRS) \
@@ -88,7 +89,7 @@ $(B)/gcc/test_lm $(B)/clang/test_lm: examples/train_lm.c $(DEMO_HDRS) \
                                      tests/svg_check.h
 LDFLAGS_test_lm = -pthread
 $(B)/%/test_lm_double: tests/test_lm.c examples/train_lm.c $(DEMO_HDRS) \
-                       gnmr.h tests/check.h tests/svg_check.h
+                       gnmr.h tests/check.h examples/splitmix.h tests/svg_check.h
 	@mkdir -p $(@D)
 	$* $(CFLAGS_ALL) -DLM_DOUBLE -o $@ $< -pthread -lm
 
@@ -136,11 +137,11 @@ test: test-build
 # Every test program built, none run: the extra-warnings lane needs only this.
 test-build: $(TEST_BINS) $(B)/quickstart
 
-$(B)/gcc/%: tests/%.c gnmr.h tests/check.h
+$(B)/gcc/%: tests/%.c gnmr.h tests/check.h examples/splitmix.h
 	@mkdir -p $(@D)
 	gcc $(CFLAGS_ALL) -o $@ $< $(LDFLAGS_$(*F)) -lm
 
-$(B)/clang/%: tests/%.c gnmr.h tests/check.h
+$(B)/clang/%: tests/%.c gnmr.h tests/check.h examples/splitmix.h
 	@mkdir -p $(@D)
 	clang $(CFLAGS_ALL) -o $@ $< $(LDFLAGS_$(*F)) -lm
 
@@ -155,7 +156,7 @@ $(foreach cc,$(CC_LIST),$(B)/$(cc)/test_ctl_parallel \
 # -ffp-contract=fast, where the AVX-512 function (FMA-capable by its target
 # attribute) would fuse what the baseline scalar code cannot, and split the
 # two paths, if the library let it.
-$(B)/gcc/test_ctl_gnu: tests/test_ctl.c gnmr.h tests/check.h
+$(B)/gcc/test_ctl_gnu: tests/test_ctl.c gnmr.h tests/check.h examples/splitmix.h
 	@mkdir -p $(@D)
 	gcc -std=gnu11 $(WARN) -O2 -ffp-contract=fast -I. -o $@ $< \
 	  $(LDFLAGS_test_ctl) -lm
@@ -163,10 +164,10 @@ $(B)/gcc/test_ctl_gnu: tests/test_ctl.c gnmr.h tests/check.h
 # The norm test again with paths switched off at compile time (a smaller
 # large case: the full one runs above).
 NORM_SMALL = -DTEST_NORM_BIG=1048576
-$(B)/%/test_norm_nosimd: tests/test_norm.c gnmr.h tests/check.h
+$(B)/%/test_norm_nosimd: tests/test_norm.c gnmr.h tests/check.h examples/splitmix.h
 	@mkdir -p $(@D)
 	$* $(CFLAGS_ALL) $(NORM_SMALL) -DGNMR_NO_SIMD -o $@ $< -lm
-$(B)/%/test_norm_noavx512: tests/test_norm.c gnmr.h tests/check.h
+$(B)/%/test_norm_noavx512: tests/test_norm.c gnmr.h tests/check.h examples/splitmix.h
 	@mkdir -p $(@D)
 	$* $(CFLAGS_ALL) $(NORM_SMALL) -DGNMR_NO_AVX512 -o $@ $< -lm
 
@@ -191,7 +192,7 @@ neon:
 # and two files built GNMR_STATIC in the same program: no duplicate symbols.
 LINK_SRCS = tests/compile/impl.c tests/compile/use_a.c tests/compile/use_b.c \
             tests/compile/static_a.c tests/compile/static_b.c tests/compile/link_main.c
-$(B)/%/compile_link: $(LINK_SRCS) gnmr.h tests/check.h
+$(B)/%/compile_link: $(LINK_SRCS) gnmr.h tests/check.h examples/splitmix.h
 	@mkdir -p $(@D)
 	$* $(CFLAGS_ALL) -o $@ $(LINK_SRCS) -lm
 
@@ -201,31 +202,31 @@ CXXFLAGS_ALL = $(WARN) $(OPT) -ffp-contract=off -I.
 # C (built by the C compiler of the same family, so sanitizer runtimes
 # match) while every user is C++: extern "C" must make the two link.
 LINK_USERS = $(filter-out tests/compile/impl.c,$(LINK_SRCS))
-$(B)/%/compile_link_cxx: $(LINK_SRCS) gnmr.h tests/check.h
+$(B)/%/compile_link_cxx: $(LINK_SRCS) gnmr.h tests/check.h examples/splitmix.h
 	@mkdir -p $(@D)
 	$* -x c++ -std=c++11 $(CXXFLAGS_ALL) -o $@ $(LINK_SRCS) -x none -lm
-$(B)/%/compile_link_mixed: $(LINK_SRCS) gnmr.h tests/check.h
+$(B)/%/compile_link_mixed: $(LINK_SRCS) gnmr.h tests/check.h examples/splitmix.h
 	@mkdir -p $(@D)
 	$(if $(findstring clang,$*),clang,gcc) $(CFLAGS_ALL) -c -o $(@D)/impl_c.o \
 	  tests/compile/impl.c
 	$* -x c++ -std=c++11 $(CXXFLAGS_ALL) -o $@ $(LINK_USERS) -x none \
 	  $(@D)/impl_c.o -lm
-$(B)/%/compile_cxx11: tests/compile/cxx.cc gnmr.h tests/check.h
+$(B)/%/compile_cxx11: tests/compile/cxx.cc gnmr.h tests/check.h examples/splitmix.h
 	@mkdir -p $(@D)
 	$* -std=c++11 $(CXXFLAGS_ALL) -o $@ $<
-$(B)/%/compile_cxx17: tests/compile/cxx.cc gnmr.h tests/check.h
+$(B)/%/compile_cxx17: tests/compile/cxx.cc gnmr.h tests/check.h examples/splitmix.h
 	@mkdir -p $(@D)
 	$* -std=c++17 $(CXXFLAGS_ALL) -o $@ $<
 
 # The header included in every mode one file can hold (interface, again,
 # implementation after it, again), built plain, GNMR_STATIC and as C++; and
 # GNMR_STATIC defined after the first include must stop the build.
-$(B)/%/all_modes_static: tests/compile/all_modes.c gnmr.h tests/check.h
+$(B)/%/all_modes_static: tests/compile/all_modes.c gnmr.h tests/check.h examples/splitmix.h
 	@mkdir -p $(@D)
 	$* $(CFLAGS_ALL) -DGNMR_STATIC -o $@ $< -lm
 	@if $* $(CFLAGS_ALL) -DALL_MODES_LATE_STATIC -fsyntax-only $< 2>/dev/null; \
 	then echo "GNMR_STATIC after the first include was not refused"; exit 1; fi
-$(B)/%/all_modes_cxx: tests/compile/all_modes.c gnmr.h tests/check.h
+$(B)/%/all_modes_cxx: tests/compile/all_modes.c gnmr.h tests/check.h examples/splitmix.h
 	@mkdir -p $(@D)
 	$* -x c++ -std=c++11 $(CXXFLAGS_ALL) -o $@ $< -x none -lm
 
@@ -258,7 +259,7 @@ $(foreach cc,$(CC_LIST),$(foreach t,$(FUZZ_TARGETS),\
 # bits and compiles itself with fast-math off (gnmr.h, "fast-math"). The
 # tests' own checks stay exact under it (tests/fastmath.h). FASTMATH_LANE=
 # leaves it out.
-FASTMATH_HDRS = gnmr.h tests/check.h tests/fastmath.h
+FASTMATH_HDRS = gnmr.h tests/check.h examples/splitmix.h tests/fastmath.h
 # cross: one workload through a copy of gnmr.h built plain and one built
 # -Ofast, linked together; every digest of decisions, checkpoints and norms
 # must agree (tests/fastmath/cross.c).
@@ -351,7 +352,7 @@ cppcheck:
 
 # ---- benchmarks ------------------------------------------------------------
 BENCH_FLAGS = -std=c99 $(WARN) -O2 -ffp-contract=off -I.
-$(B)/bench_ctl: bench/bench_ctl.c gnmr.h
+$(B)/bench_ctl: bench/bench_ctl.c gnmr.h examples/splitmix.h
 	@mkdir -p $(@D)
 	$(firstword $(CC_LIST)) $(BENCH_FLAGS) -o $@ $< -lm
 
@@ -373,7 +374,8 @@ endif
 $(B)/bench_norm_native.o: bench/bench_norm_native.c gnmr.h
 	@mkdir -p $(@D)
 	$(firstword $(CC_LIST)) $(BENCH_FLAGS) -march=native -c -o $@ $<
-$(B)/bench_norm: bench/bench_norm.c $(B)/bench_norm_native.o gnmr.h
+$(B)/bench_norm: bench/bench_norm.c $(B)/bench_norm_native.o gnmr.h \
+                  examples/splitmix.h
 	@mkdir -p $(@D)
 	$(firstword $(CC_LIST)) $(BENCH_FLAGS) -DHAVE_NATIVE $(NORM_CBLAS) -o $@ \
 	  $< $(B)/bench_norm_native.o $(OPENBLAS_LIBS) -lm
@@ -951,7 +953,8 @@ DETECT_DATA = $(patsubst bench/data/%.csv.gz,$(B)/data/%.csv,\
 $(B)/data/%.csv: bench/data/%.csv.gz
 	@mkdir -p $(@D)
 	gunzip -c $< > $@
-$(B)/detect: bench/detect/detect.c $(wildcard bench/detect/*.h) gnmr.h
+$(B)/detect: bench/detect/detect.c $(wildcard bench/detect/*.h) gnmr.h \
+             examples/splitmix.h
 	@mkdir -p $(@D)
 	$(firstword $(CC_LIST)) $(BENCH_FLAGS) -o $@ $< -lm
 

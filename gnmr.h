@@ -346,13 +346,13 @@
        slow_decay               [0, 1)                0.99
        warmup_steps             any                   50
    The state is the caller's: a gnmr_place and a block of n
-   gnmr_place_unit, laid out by field (read a unit with
-   gnmr_place_unit_info). The sums of P3 run in unit order on every path,
-   so the bits are one: the scalar step is GNMR_HOSTDEV plain C
-   (examples/cuda/gnmr_ctl.cuh runs it in one device thread), and where
-   the controller takes AVX-512 (gnmr_ctl_isa_active) the step takes
-   eight units at a time with IEEE products and quotients. Its cost:
-   about the paper rules' gnmr_step per unit (bench/RESULTS.md). The LM
+   gnmr_place_unit, opaque (read a unit with gnmr_place_unit_info), sealed
+   as the controller's: a placer edited by hand or a struct copy whose
+   twin has stepped is refused (GNMR_ESTATE). The step is one path of
+   GNMR_HOSTDEV plain C, the sums of P3 in unit order
+   (examples/cuda/gnmr_ctl.cuh runs it in one device thread): a few
+   microseconds a step for a model's few hundred units (bench/RESULTS.md).
+   The LM
    demo feeds it (examples/train_lm.c, arm place-gnmr-B); its decisions
    are the demo's prototype upd-late's bit for bit (tests/test_place.c,
    tests/test_lm.c). Checkpoints: gnmr_place_checkpoint_*,
@@ -956,23 +956,43 @@ GNMR_DEF gnmr_place_config gnmr_place_config_default(void);
 GNMR_DEF int gnmr_place_config_check(const gnmr_place_config *cfg,
                                      const char **field);
 
-/* Storage for one unit: plain data of fixed size, the library's. The caller
-   owns a block of n; gnmr_place_init lays the block out as one array per
-   field (never copy or move single entries), so read a unit through
-   gnmr_place_unit_info, which fills one of these with its fields. */
+/* A placer unit's state, every field listed once: X(name, type), 8-byte
+   fields first. It gives gnmr_place_unit_state, the layout of the unit
+   block, the checkpoint's unit record and its checks. */
+#define GNMR__PLACE_UNIT(X)                                                    \
+  X(cost, double)      /* its cost per step (GEMM FLOPs), from init */         \
+  X(update, double)    /* the mean of its update norm (rule P2) */             \
+  X(ratio, double)     /* r, at its last observation */                        \
+  X(ratio_max, double) /* its running maximum of r */                          \
+  X(seen, uint64_t)    /* its observations */                                  \
+  X(order, uint32_t)   /* entry k of the firing order: who fired k-th */       \
+  X(high, uint32_t)    /* 1: high-fidelity on the next step */
+#define GNMR__PLACE_FIELD(name, type) type name;
+#define GNMR__PLACE_BYTES(name, type)                                          \
+  +sizeof(type) /* NOLINT(bugprone-macro-parentheses) */
+#define GNMR__PLACE_UNIT_BYTES (0 GNMR__PLACE_UNIT(GNMR__PLACE_BYTES))
+
+/* One unit's state, as gnmr_place_unit_info reads it. */
+typedef struct gnmr_place_unit_state {
+  GNMR__PLACE_UNIT(GNMR__PLACE_FIELD)
+} gnmr_place_unit_state;
+
+/* Storage for one unit: plain data of fixed size, opaque. The caller owns a
+   block of n; gnmr_place_init lays the block out as a header of 8 bytes,
+   then one array per field, so the block is one whole: never copy or move
+   single entries. Read a unit with gnmr_place_unit_info. */
 typedef struct gnmr_place_unit {
-  double cost;      /* its cost per step (GEMM FLOPs), from init */
-  double update;    /* the mean of its update norm (rule P2) */
-  double ratio;     /* r, at its last observation */
-  double ratio_max; /* its running maximum of r */
-  uint64_t seen;    /* its observations */
-  uint32_t order;   /* entry k of the firing order: the unit that fired k-th */
-  uint32_t high;    /* 1: high-fidelity on the next step */
+  /* cppcheck-suppress unusedStructMember */
+  uint64_t opaque[(GNMR__PLACE_UNIT_BYTES + 8 + 7) / 8];
 } gnmr_place_unit;
 
-/* The placer. Its fields are the library's: read them through
-   gnmr_place_high and gnmr_place_info; copy a placer with a checkpoint (a
-   struct copy shares the unit array). */
+/* The placer. Its fields are the library's: reading them is fine, writing
+   them is not. A struct copy shares the units: once either of the two
+   steps, the other is refused with GNMR_ESTATE, as is a placer edited by
+   hand (its config included). A copy that runs on its own is made with a
+   checkpoint. One move is allowed, as the controller's: the placer and its
+   whole unit block copied byte for byte, units set to the moved block, and
+   only the moved one used from then on. */
 typedef struct gnmr_place {
   gnmr_place_config cfg;
   gnmr_place_unit *units;
@@ -987,6 +1007,8 @@ typedef struct gnmr_place {
   uint64_t steps;      /* gnmr_place_step calls that were not refused */
   uint64_t level_seen; /* steps with a level */
   uint64_t fired_step; /* the step that fired (0-based); UINT64_MAX: none */
+  uint64_t gen;        /* advanced by every change; also in the units' header */
+  uint64_t seal;       /* hash of what a step trusts (config, n, totals, gen) */
   uint32_t magic;      /* set by gnmr_place_init */
   uint32_t reserved_;
 } gnmr_place;
@@ -1004,8 +1026,8 @@ GNMR_DEF int gnmr_place_init(gnmr_place *pl, const gnmr_place_config *cfg,
    as the cheap path used them), rules P1-P6. high (may be NULL) gets, per
    unit, 1 if it runs high-fidelity on the next step, else 0. A finite
    negative signal: GNMR_ENORM; NULL pl, update or qerr: GNMR_EINVAL; a
-   placer not from gnmr_place_init: GNMR_ESTATE. Refused, nothing changes,
-   high included. */
+   placer not from gnmr_place_init, edited by hand, or a struct copy whose
+   twin has stepped: GNMR_ESTATE. Refused, nothing changes, high included. */
 GNMR_DEF GNMR_HOSTDEV int gnmr_place_step(gnmr_place *pl, const double *update,
                                           const double *qerr, uint8_t *high);
 /* 1 if unit u runs high-fidelity on the next step; 0 otherwise and for a
@@ -1015,7 +1037,7 @@ GNMR_DEF GNMR_HOSTDEV int gnmr_place_high(const gnmr_place *pl, uint32_t u);
    order (the unit that fired u-th; 0 before the fire). GNMR_EINVAL: NULL,
    or u >= n; GNMR_ESTATE: a placer not from gnmr_place_init. */
 GNMR_DEF int gnmr_place_unit_info(const gnmr_place *pl, uint32_t u,
-                                  gnmr_place_unit *out);
+                                  gnmr_place_unit_state *out);
 
 typedef struct gnmr_place_report {
   uint64_t steps;      /* steps so far */
@@ -1201,7 +1223,8 @@ static __device__ __forceinline__ void gnmr__cuda_ieee_guard(void) {
      gnmr__soa             the units' arrays, carved from the slots
      gnmr__carve           gnmr__soa over a controller's slots
      gnmr__usable          the controller's guard (initialised, not moved)
-     gnmr__unit_step       rules 1-8 / N4-N9 for one unit: GNMR__EV_* bits
+     gnmr__unit_step       rules 0-6, 8, 9 / N1, N2, N4-N9 for one unit:
+                           GNMR__EV_* bits
      GNMR__EV_             the bits gnmr__unit_step returns
      GNMR__EV_CANDIDATE    the unit is a candidate for admission
      gnmr__tally           one step's sums over the units
@@ -1385,7 +1408,8 @@ GNMR_DEF const char *gnmr_strerror(int code) {
   case GNMR_ECONFIG: return "configuration field out of range";
   case GNMR_ENORM: return "negative gradient norm";
   case GNMR_ESTATE:
-    return "controller not initialised, edited by hand, or a stale copy";
+    return "controller or placer not initialised, edited by hand, or a stale "
+           "copy";
   case GNMR_EISA: return "instruction set not available";
   default: return "unknown error";
   }
@@ -2927,7 +2951,7 @@ static GNMR__HOT GNMR_HOSTDEV int gnmr__level_shift(const gnmr__rules *c,
   return gnmr__shift_judge(c, s, u, lo, hi, fall, k);
 }
 
-/* ---- locks and admission (rules 6, 7), shared by both rule sets ---------- */
+/* ---- locks and admission (rules 6, 7 and N8), shared by both rule sets -- */
 
 /* Rule 6, and rule 7 up to the mark, for unit u after its rule set's rules
    (risky, score, flags so far): a lock counts down (HOLD), and at zero is
@@ -2961,6 +2985,7 @@ gnmr__unit_locks(const gnmr__rules *c, const gnmr__soa *s, uint32_t u,
     if (cooling && risky && !(*flags & GNMR_FLAG_NONFINITE)) {
       *flags |= GNMR_FLAG_COOLDOWN;
     } else if (risky && (!c->global || (*flags & GNMR_FLAG_NONFINITE))) {
+      /* rule N8: on a GLOBAL step only NONFINITE units are candidates */
       s->score[u] = score;
       ev |= GNMR__EV_CANDIDATE;
     }
@@ -3024,7 +3049,8 @@ static GNMR_HOSTDEV uint32_t gnmr__admit_count(const gnmr__tally *t,
 /* ---- one unit, and phase 3's loops -----------------------------------------
  */
 
-/* Rules 1-6 and 8 for unit u (N1-N9 in NOISE mode): its decision (KEEP,
+/* Rules 0-6, 8 and 9 for unit u (0, N1, N2, N4-N9 and 9 in NOISE mode):
+   its decision (KEEP,
    HOLD or RELEASE), its statistics, its lock and cooldown. A unit that
    waits for a slot (rule 7, decided after every unit) is marked by
    score[u] = its score, > 0 (risky scores are >= 1 or +inf); whoever runs
@@ -3074,7 +3100,9 @@ gnmr__unit_step(const gnmr__rules *c, const gnmr__soa *s, const float *norms,
       !(flags & GNMR_FLAG_NONFINITE) &&
       gnmr__level_shift(c, s, u, norms[u],
                         (flags & GNMR_FLAG_FALL) ? 1u : 0u)) {
-    /* rule 9: not a fault; a lock ends this step (RELEASE) */
+    /* rule 9: not a fault; a lock ends this step (RELEASE): it is set to
+       1 here, and gnmr__unit_locks below counts it down to 0 and, the
+       unit no longer risky, releases it and starts its cooldown */
     flags = GNMR_FLAG_SHIFT;
     risky = 0;
     score = 0.0;
@@ -3206,9 +3234,10 @@ static void gnmr__units_noise_avx512(gnmr__step_ctx *c) {
      2 common  N3        gnmr__step_common        gnmr__common_scalar or
                (NOISE)                            gnmr__common_avx512, then
                                                   gnmr__step_verdict*
-     3 units   1-6, 8;   gnmr__step_units         gnmr__unit_step* per unit
-               N1-N9                              (gnmr__paper_unit or
-                                                  gnmr__noise_unit, then
+     3 units   0-6, 8,   gnmr__step_units         gnmr__unit_step* per unit
+               9; N1,                             (gnmr__paper_unit or
+               N2, N4-                            gnmr__noise_unit, then
+               N9                                 gnmr__level_shift,
                                                   gnmr__unit_locks), or the
                                                   rule set's eight-wide
                                                   loop; gnmr__tally_add
@@ -3217,9 +3246,12 @@ static void gnmr__units_noise_avx512(gnmr__step_ctx *c) {
      5 admit   7         gnmr__step_admit         (RECOVER, lock L)
      6 refuse  7         gnmr__step_over_budget   (KEEP, OVER_BUDGET)
      7 totals  -         gnmr__step_totals*       (counters, the report)
-   The rules themselves: "PAPER rules", "NOISE rules" (each scalar function
-   with its AVX-512 copy beside it), rule 1 in gnmr__unit_step, rules 6-7
-   in "locks and admission". */
+   Phase 1's refusals (a finite negative norm, a NULL, a controller not
+   usable) come before any rule. Rule N0 is gnmr__log, which phases 2 and
+   3 call; N3 is phase 2's alone. The rules themselves: "PAPER rules",
+   "NOISE rules" (each scalar function with its AVX-512 copy beside it),
+   rules 0, 1 and 9's outcome in gnmr__unit_step, rule 9's runs in "level
+   shifts", rules 6-7 and N8 in "locks and admission". */
 
 /* The rules' constants of this step, from the controller (the device's
    kernels read them the same way). */
@@ -3265,8 +3297,9 @@ static GNMR_HOSTDEV void gnmr__rules_of(const gnmr_ctl *ctl, gnmr__rules *r) {
 }
 
 #if GNMR__CTL_AVX512
-/* The refusal check of rule 0 sixteen norms at a time; returns how many it
-   looked at (the rest go to the scalar loop). */
+/* Phase 1's refusal of a finite negative norm (not a rule: rule 0 is a
+   norm of exactly 0), sixteen norms at a time; returns how many it looked
+   at (the rest go to the scalar loop). */
 GNMR__TARGET_AVX512
 static uint32_t gnmr__negative16_avx512(const float *norms, uint32_t n,
                                         int *negative) {
@@ -3343,8 +3376,8 @@ static GNMR_HOSTDEV void gnmr__step_common(gnmr_ctl *ctl, gnmr__step_ctx *c,
   gnmr__step_verdict(ctl, r, rep, sumsq, finite, settled, up);
 }
 
-/* Phase 3, rules 1-6 and 8 (N1-N9) for every unit; candidates listed for
-   rule 7. */
+/* Phase 3, rules 0-6, 8 and 9 (0, N1, N2, N4-N9 and 9) for every unit;
+   candidates listed for rule 7. */
 static GNMR_HOSTDEV void gnmr__step_units(gnmr__step_ctx *c, int wide) {
   uint32_t u;
 #if GNMR__CTL_AVX512
@@ -3970,57 +4003,85 @@ GNMR_DEF int gnmr_place_config_check(const gnmr_place_config *c,
   return bad ? GNMR_ECONFIG : GNMR_OK;
 }
 
-/* A block of n gnmr_place_unit is laid out as one array per field, in
-   GNMR__PLACE_UNIT's order below (the n costs, then the n updates, ...):
-   the AVX-512 path reads eight units of a field in one load. */
+/* A block of n gnmr_place_unit is laid out as a header (gen, n), then one
+   array per field of GNMR__PLACE_UNIT in its order (the n costs, then the
+   n updates, ...), each array aligned to its type. */
+#define GNMR__PLACE_SIZE_OK(name, type)                                        \
+  &&(sizeof(type) == 8 || sizeof(type) == 4)
+GNMR__STATIC_ASSERT(gnmr__place_fields_align,
+                    1 GNMR__PLACE_UNIT(GNMR__PLACE_SIZE_OK));
+#define GNMR__PLACE_POINTER(name, type) type *name;
 typedef struct gnmr__place_soa {
-  double *cost, *update, *ratio, *ratio_max;
-  uint64_t *seen;
-  uint32_t *order, *high;
+  GNMR__PLACE_UNIT(GNMR__PLACE_POINTER)
 } gnmr__place_soa;
+
+static GNMR_HOSTDEV uint32_t *gnmr__place_header(const gnmr_place *pl) {
+  return (uint32_t *)(void *)pl->units; /* gen, n_units */
+}
 
 static GNMR_HOSTDEV gnmr__place_soa gnmr__place_carve(const gnmr_place *pl) {
   gnmr__place_soa s;
   const size_t n = pl->n_units;
-  unsigned char *p = (unsigned char *)(void *)pl->units;
-  s.cost = (double *)(void *)p;
-  s.update = s.cost + n;
-  s.ratio = s.update + n;
-  s.ratio_max = s.ratio + n;
-  s.seen = (uint64_t *)(void *)(s.ratio_max + n);
-  s.order = (uint32_t *)(void *)(s.seen + n);
-  s.high = s.order + n;
+  unsigned char *p = (unsigned char *)(void *)pl->units + 8;
+#define GNMR__PLACE_CARVE(name, type)                                          \
+  s.name = (type *)(void *)p;                                                  \
+  p += sizeof(type) * n;
+  GNMR__PLACE_UNIT(GNMR__PLACE_CARVE)
+#undef GNMR__PLACE_CARVE
+  (void)p;
   return s;
 }
 
 /* Unit j's fields, and back. */
 static void gnmr__place_unit_get(const gnmr_place *pl, uint32_t j,
-                                 gnmr_place_unit *out) {
+                                 gnmr_place_unit_state *out) {
   const gnmr__place_soa s = gnmr__place_carve(pl);
-  out->cost = s.cost[j];
-  out->update = s.update[j];
-  out->ratio = s.ratio[j];
-  out->ratio_max = s.ratio_max[j];
-  out->seen = s.seen[j];
-  out->order = s.order[j];
-  out->high = s.high[j];
+#define GNMR__PLACE_GET(name, type) out->name = s.name[j];
+  GNMR__PLACE_UNIT(GNMR__PLACE_GET)
+#undef GNMR__PLACE_GET
 }
 static void gnmr__place_unit_set(const gnmr_place *pl, uint32_t j,
-                                 const gnmr_place_unit *in) {
+                                 const gnmr_place_unit_state *in) {
   const gnmr__place_soa s = gnmr__place_carve(pl);
-  s.cost[j] = in->cost;
-  s.update[j] = in->update;
-  s.ratio[j] = in->ratio;
-  s.ratio_max[j] = in->ratio_max;
-  s.seen[j] = in->seen;
-  s.order[j] = in->order;
-  /* cppcheck-suppress unreadVariable ; the block's array, not s's field */
-  s.high[j] = in->high;
+#define GNMR__PLACE_SET(name, type) s.name[j] = in->name;
+  GNMR__PLACE_UNIT(GNMR__PLACE_SET)
+#undef GNMR__PLACE_SET
+}
+
+/* The placer's guard, as the controller's (gnmr__seal): gen advances with
+   every change and is kept in the units' header, so a struct copy whose
+   twin has stepped finds another value there; the seal hashes the config
+   and what a step trusts without re-checking it, so a placer edited by
+   hand does not match it. */
+static GNMR_HOSTDEV uint64_t gnmr__place_seal(const gnmr_place *pl) {
+  const gnmr_place_config *c = &pl->cfg;
+  uint64_t h = GNMR__PLACE_MAGIC, k = UINT64_C(0xD6E8FEB86659FD93);
+#define GNMR__PLACE_MIX(name, value, valid)                                    \
+  gnmr__mix(&h, &k, &c->name, sizeof c->name);
+  GNMR__PLACE_CONFIG(GNMR__PLACE_MIX)
+#undef GNMR__PLACE_MIX
+  gnmr__mix(&h, &k, &pl->n_units, 4);
+  gnmr__mix(&h, &k, &pl->n_fired, 4);
+  gnmr__mix(&h, &k, &pl->total, 8);
+  gnmr__mix(&h, &k, &pl->earn, 8);
+  gnmr__mix(&h, &k, &pl->gen, 8);
+  return h;
 }
 
 static GNMR_HOSTDEV int gnmr__place_ok(const gnmr_place *pl) {
   return pl->magic == GNMR__PLACE_MAGIC && pl->units && pl->n_units >= 1 &&
-         (pl->n_fired == 0 || pl->n_fired == pl->n_units);
+         gnmr__place_header(pl)[0] == (uint32_t)pl->gen &&
+         gnmr__place_header(pl)[1] == pl->n_units &&
+         (pl->n_fired == 0 || pl->n_fired == pl->n_units) &&
+         pl->seal == gnmr__place_seal(pl);
+}
+
+/* After every change of state. */
+static GNMR_HOSTDEV void gnmr__place_commit(gnmr_place *pl) {
+  pl->gen++;
+  gnmr__place_header(pl)[0] = (uint32_t)pl->gen;
+  gnmr__place_header(pl)[1] = pl->n_units;
+  pl->seal = gnmr__place_seal(pl);
 }
 
 GNMR_DEF int gnmr_place_init(gnmr_place *pl, const gnmr_place_config *cfg,
@@ -4047,6 +4108,7 @@ GNMR_DEF int gnmr_place_init(gnmr_place *pl, const gnmr_place_config *cfg,
   memset(units, 0, sizeof *units * n);
   memcpy(gnmr__place_carve(pl).cost, costs, sizeof *costs * n);
   pl->magic = GNMR__PLACE_MAGIC;
+  gnmr__place_commit(pl);
   return GNMR_OK;
 }
 
@@ -4129,102 +4191,23 @@ static GNMR_HOSTDEV int gnmr__place_unit(const gnmr__place_soa *s, uint32_t u,
   return 1;
 }
 
-#if GNMR__CTL_AVX512
-/* gnmr__place_negative of both arrays, eight lanes at a time. */
-GNMR__TARGET_AVX512
-static int gnmr__place_negative8(const double *x, const double *y, uint32_t n) {
-  const __m512i lo = _mm512_set1_epi64((long long)UINT64_C(0x8000000000000001));
-  const __m512i span = _mm512_set1_epi64(0x7FEFFFFFFFFFFFFFLL);
-  __mmask8 bad = 0;
-  uint32_t u = 0;
-  for (; u + 8 <= n; u += 8) {
-    const __m512i a = _mm512_loadu_si512((const void *)(x + u));
-    const __m512i b = _mm512_loadu_si512((const void *)(y + u));
-    bad |= _mm512_cmplt_epu64_mask(_mm512_sub_epi64(a, lo), span);
-    bad |= _mm512_cmplt_epu64_mask(_mm512_sub_epi64(b, lo), span);
-  }
-  return bad != 0 || gnmr__place_negative(x + u, n - u) ||
-         gnmr__place_negative(y + u, n - u);
-}
-
-/* P2 and P3's terms of units u ... u + 7, the bits of gnmr__place_unit in
-   each lane (IEEE products and quotients, no FMA), masked lanes as its
-   early returns; term and cost get the eight lanes, 0 where not counted. */
-GNMR__TARGET_AVX512
-static void gnmr__place_units8(const gnmr__place_soa *s, uint32_t u,
-                               const double *update, const double *qerr,
-                               double wu, double wa, double *term,
-                               double *cost) {
-  const __m512d zero = _mm512_setzero_pd();
-  const __m512d a = _mm512_loadu_pd(update + u), q = _mm512_loadu_pd(qerr + u);
-  const __m512i seen = _mm512_loadu_si512((const void *)(s->seen + u));
-  const __m512d m_old = _mm512_loadu_pd(s->update + u);
-  const __m512d max_old = _mm512_loadu_pd(s->ratio_max + u);
-  const __m512d c = _mm512_loadu_pd(s->cost + u);
-  /* NaN (quiet, signalling) and +-Inf: fpclass 0x01 | 0x08 | 0x10 | 0x80 */
-  const __mmask8 ok_in = (__mmask8)(~_mm512_fpclass_pd_mask(a, 0x99) &
-                                    ~_mm512_fpclass_pd_mask(q, 0x99) &
-                                    _mm512_cmp_pd_mask(q, zero, _CMP_GT_OQ));
-  const __mmask8 first = _mm512_cmpeq_epu64_mask(seen, _mm512_setzero_si512());
-  const __m512d mixed = gnmr__add8(gnmr__mul8(_mm512_set1_pd(wu), m_old),
-                                   gnmr__mul8(_mm512_set1_pd(wa), a));
-  const __m512d m = _mm512_mask_blend_pd(first, mixed, a);
-  const __m512d r = gnmr__div8(m, q);
-  const __mmask8 ok = (__mmask8)(ok_in & ~_mm512_fpclass_pd_mask(r, 0x99));
-  const __mmask8 up =
-      (__mmask8)(ok & _mm512_cmp_pd_mask(r, max_old, _CMP_GT_OQ));
-  const __m512d mx = _mm512_mask_blend_pd(up, max_old, r);
-  const __mmask8 counted =
-      (__mmask8)(ok & _mm512_cmp_pd_mask(mx, zero, _CMP_GT_OQ));
-  _mm512_mask_storeu_pd(s->update + u, ok, m);
-  _mm512_mask_storeu_pd(s->ratio + u, ok, r);
-  _mm512_storeu_pd(s->ratio_max + u, mx);
-  _mm512_storeu_si512(
-      (void *)(s->seen + u),
-      _mm512_mask_add_epi64(seen, ok, seen, _mm512_set1_epi64(1)));
-  /* the quotient in every lane (a masked-off lane's is discarded: it may
-     be 0 / 0, quietly, as MXCSR's exceptions are masked) */
-  _mm512_storeu_pd(
-      term, _mm512_maskz_mov_pd(counted, gnmr__div8(gnmr__mul8(c, r), mx)));
-  _mm512_storeu_pd(cost, _mm512_maskz_mov_pd(counted, c));
-}
-#endif
-
 /* P1: a finite negative signal in either array refuses the step whole,
    before any change. */
 static GNMR_HOSTDEV int gnmr__place_refused(const double *update,
                                             const double *qerr, uint32_t n) {
-#if GNMR__CTL_AVX512
-  if (gnmr_ctl_isa_active() == GNMR_ISA_AVX512)
-    return gnmr__place_negative8(update, qerr, n);
-#endif
   return gnmr__place_negative(update, n) || gnmr__place_negative(qerr, n);
 }
 
-/* P2-P5 over the units (the run has not fired). The sums in unit order,
-   lanes or not: a unit not counted adds +0, which leaves a sum >= +0 as it
-   was. */
+/* P2-P5 over the units (the run has not fired). The sums in unit order: a
+   unit not counted adds +0, which leaves a sum >= +0 as it was. */
 static GNMR_HOSTDEV void
 gnmr__place_observe(gnmr_place *pl, const double *update, const double *qerr) {
   const gnmr__place_soa s = gnmr__place_carve(pl);
   const gnmr_place_config *c = &pl->cfg;
   const double wu = c->update_decay, wa = 1.0 - c->update_decay;
   double sum = 0.0, weight = 0.0;
-  uint32_t u = 0;
-#if GNMR__CTL_AVX512
-  if (gnmr_ctl_isa_active() == GNMR_ISA_AVX512) {
-    for (; u + 8 <= pl->n_units; u += 8) {
-      double term[8], cost[8];
-      int k;
-      gnmr__place_units8(&s, u, update, qerr, wu, wa, term, cost);
-      for (k = 0; k < 8; k++) {
-        sum += term[k];
-        weight += cost[k];
-      }
-    }
-  }
-#endif
-  for (; u < pl->n_units; u++) { /* P2, P3 */
+  uint32_t u;
+  for (u = 0; u < pl->n_units; u++) { /* P2, P3 */
     double term, cost;
     if (gnmr__place_unit(&s, u, update[u], qerr[u], wu, wa, &term, &cost)) {
       sum += term;
@@ -4280,6 +4263,7 @@ GNMR_DEF GNMR_HOSTDEV int gnmr_place_step(gnmr_place *pl, const double *update,
   }
   pl->credit = credit;
   pl->steps++;
+  gnmr__place_commit(pl);
   return GNMR_OK;
 }
 
@@ -4289,7 +4273,7 @@ GNMR_DEF GNMR_HOSTDEV int gnmr_place_high(const gnmr_place *pl, uint32_t u) {
 }
 
 GNMR_DEF int gnmr_place_unit_info(const gnmr_place *pl, uint32_t u,
-                                  gnmr_place_unit *out) {
+                                  gnmr_place_unit_state *out) {
   if (!pl || !out) return GNMR_EINVAL;
   if (!gnmr__place_ok(pl)) return GNMR_ESTATE;
   if (u >= pl->n_units) return GNMR_EINVAL;
@@ -4331,23 +4315,12 @@ GNMR_DEF int gnmr_place_info(const gnmr_place *pl, gnmr_place_report *out) {
   X(steps, uint64_t)                                                           \
   X(level_seen, uint64_t)                                                      \
   X(fired_step, uint64_t)
-#define GNMR__PLACE_UNIT(X)                                                    \
-  X(cost, double)                                                              \
-  X(update, double)                                                            \
-  X(ratio, double)                                                             \
-  X(ratio_max, double)                                                         \
-  X(seen, uint64_t)                                                            \
-  X(order, uint32_t)                                                           \
-  X(high, uint32_t)
-#define GNMR__PLACE_BYTES(name, type)                                          \
-  +sizeof(type) /* NOLINT(bugprone-macro-parentheses) */
 #define GNMR__PLACE_CFG_BYTES(name, value, valid)                              \
   +sizeof(((gnmr_place_config *)0)->name) /* NOLINT */
 #define GNMR__PLACE_HEADER 16u
 #define GNMR__PLACE_FIXED                                                      \
   (GNMR__PLACE_HEADER + (4 GNMR__PLACE_CONFIG(GNMR__PLACE_CFG_BYTES)) +        \
    (0 GNMR__PLACE_STATE(GNMR__PLACE_BYTES)))
-#define GNMR__PLACE_UNIT_BYTES (0 GNMR__PLACE_UNIT(GNMR__PLACE_BYTES))
 
 static const char gnmr__place_magic[8] = {'G', 'N', 'M', 'R',
                                           'P', 'L', 'C', 'E'};
@@ -4359,13 +4332,13 @@ static size_t gnmr__place_size(uint32_t n) {
 /* Unit j's state, from memory (src a gnmr_place) or from a checkpoint's
    bytes (src its first unit). */
 typedef void (*gnmr__place_get_fn)(const void *src, uint32_t j,
-                                   gnmr_place_unit *out);
+                                   gnmr_place_unit_state *out);
 static void gnmr__place_get_mem(const void *src, uint32_t j,
-                                gnmr_place_unit *out) {
+                                gnmr_place_unit_state *out) {
   gnmr__place_unit_get((const gnmr_place *)src, j, out);
 }
 static void gnmr__place_get_buf(const void *src, uint32_t j,
-                                gnmr_place_unit *out) {
+                                gnmr_place_unit_state *out) {
   const unsigned char *p =
       (const unsigned char *)src + (size_t)j * GNMR__PLACE_UNIT_BYTES;
 #define GNMR__GET_UNIT(name, type) gnmr__get(&p, &out->name, sizeof(type));
@@ -4385,7 +4358,7 @@ static int gnmr__place_valid(const gnmr_place *t, gnmr__place_get_fn get,
   const int fired = t->n_fired == t->n_units;
   double total = 0.0;
   uint32_t j;
-  gnmr_place_unit a, b;
+  gnmr_place_unit_state a, b;
   if (gnmr_place_config_check(&t->cfg, NULL) != GNMR_OK ||
       t->cfg.reserved_ != 0 || t->reserved_ != 0)
     return 0;
@@ -4412,7 +4385,7 @@ static int gnmr__place_valid(const gnmr_place *t, gnmr__place_get_fn get,
   if (total != t->total || gnmr__mul(t->cfg.budget, total) != t->earn) return 0;
   if (fired)
     for (j = 1; j < t->n_units; j++) {
-      gnmr_place_unit ua, ub;
+      gnmr_place_unit_state ua, ub;
       get(src, j - 1, &a);
       get(src, j, &b);
       get(src, a.order, &ua);
@@ -4458,7 +4431,7 @@ GNMR_DEF int gnmr_place_checkpoint_save(const gnmr_place *pl, void *buf,
   GNMR__PLACE_STATE(GNMR__PUT_STATE)
 #undef GNMR__PUT_STATE
   for (u = 0; u < pl->n_units; u++) {
-    gnmr_place_unit st;
+    gnmr_place_unit_state st;
     gnmr__place_unit_get(pl, u, &st);
 #define GNMR__PUT_UNIT(name, type) p = gnmr__put(p, &st.name, sizeof(type));
     GNMR__PLACE_UNIT(GNMR__PUT_UNIT)
@@ -4503,12 +4476,14 @@ GNMR_DEF int gnmr_place_checkpoint_load(gnmr_place *pl, const void *buf,
   if (!gnmr__place_valid(&t, gnmr__place_get_buf, p)) return GNMR_ECORRUPT;
   t.units = pl->units;
   for (u = 0; u < n; u++) {
-    gnmr_place_unit st;
+    gnmr_place_unit_state st;
     gnmr__place_get_buf(p, u, &st);
     gnmr__place_unit_set(&t, u, &st);
   }
   t.magic = GNMR__PLACE_MAGIC;
+  t.gen = pl->gen; /* a change: a copy of pl is stale after it */
   *pl = t;
+  gnmr__place_commit(pl);
   return GNMR_OK;
 }
 

@@ -13,6 +13,8 @@
 #define GNMR_IMPLEMENTATION
 #include "gnmr.h"
 
+#include "examples/splitmix.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,13 +30,7 @@ static double now_ns(void) {
 }
 
 static uint64_t rng_state = 0x243F6A8885A308D3ull;
-static double uniform(void) {
-  uint64_t z = (rng_state += 0x9E3779B97F4A7C15ull);
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  z ^= z >> 31;
-  return (double)(z >> 11) * (1.0 / 9007199254740992.0);
-}
+static double uniform(void) { return splitmix_uniform(&rng_state); }
 
 static int cmp_double(const void *a, const void *b) {
   double x = *(const double *)a, y = *(const double *)b;

@@ -28,6 +28,8 @@
 #define GNMR_IMPLEMENTATION
 #include "gnmr.h"
 
+#include "examples/splitmix.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -460,12 +462,7 @@ static uint64_t rng = 0x9E3779B97F4A7C15ull;
 static float gauss(void) {
   double g = 0;
   int i;
-  for (i = 0; i < 4; i++) {
-    uint64_t z = (rng += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    g += (double)((z ^ (z >> 31)) >> 11) * (1.0 / 9007199254740992.0) - 0.5;
-  }
+  for (i = 0; i < 4; i++) g += splitmix_uniform(&rng) - 0.5;
   return (float)(g * 1e-2);
 }
 

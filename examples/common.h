@@ -16,6 +16,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "splitmix.h"
+
 #ifndef DEMO_PROGRAM
 #error "define DEMO_PROGRAM (the program's name) before including common.h"
 #endif
@@ -71,15 +73,7 @@ typedef struct demo_rng {
   uint64_t s;
 } demo_rng;
 
-static uint64_t demo_next(demo_rng *r) {
-  uint64_t z = (r->s += 0x9E3779B97F4A7C15ull);
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
-}
-static double demo_uniform(demo_rng *r) {
-  return (double)(demo_next(r) >> 11) * (1.0 / 9007199254740992.0);
-}
+static double demo_uniform(demo_rng *r) { return splitmix_uniform(&r->s); }
 static uint32_t demo_below(demo_rng *r, uint32_t n) {
   return (uint32_t)(demo_uniform(r) * n);
 }
@@ -541,19 +535,59 @@ static void demo_loss_range(float *const *curves, int n_curves, int steps,
    curve runs onto an edge a triangle in its colour marks the clipped
    stretch. Axes with ticks and labels; the legend stands right of the
    plot, outside the data. */
+/* Where value v of a curve is drawn: its y on the plot, held to the edge
+   it passed (a non-finite one to the top). */
+static double demo_loss_y(double v, double lo, double hi) {
+  const double y0 = DEMO_PLOT_Y0, ph = DEMO_PLOT_H;
+  if (!isfinite(v) || v > hi) return y0;
+  if (v < lo) return y0 + ph;
+  return y0 + ph * (1.0 - (v - lo) / (hi - lo));
+}
+
+/* Curve a's legend entry: its arm's name, and, where it is drawn within
+   2 px of another curve on at least two thirds of the steps, "on" that
+   curve's arm: the two are one line on the plot, and the legend says so
+   (make demo's gnmr-noise ran on lowp, hidden under it). */
+static void demo_loss_legend(char *buf, size_t cap, float *const *curves,
+                             const int *arm, int n_curves, int a, int steps,
+                             double lo, double hi) {
+  int b, s, best = -1, best_near = 0;
+  for (b = 0; b < n_curves; b++) {
+    int near = 0;
+    if (b == a) continue;
+    for (s = 0; s < steps; s++)
+      near += fabs(demo_loss_y(curves[a][s], lo, hi) -
+                   demo_loss_y(curves[b][s], lo, hi)) < 2.0;
+    if (near > best_near) best = b, best_near = near;
+  }
+  if (best >= 0 && 3 * best_near >= 2 * steps)
+    snprintf(buf, cap, "%s, on %s", ARMS[arm[a]].name, ARMS[arm[best]].name);
+  else
+    snprintf(buf, cap, "%s", ARMS[arm[a]].name);
+}
+
 static void demo_svg_loss(const char *path, const char *title,
                           const char *ylabel, float *const *curves,
                           const int *arm, int n_curves, int steps, int skip) {
   const double x0 = DEMO_PLOT_X0, y0 = DEMO_PLOT_Y0, pw = DEMO_PLOT_W,
                ph = DEMO_PLOT_H;
   const double last = steps > 1 ? steps - 1 : 1;
-  const double W = x0 + pw + 20 + DEMO_LEGEND_W;
+  double W = x0 + pw + 20 + DEMO_LEGEND_W;
   double H = y0 + ph + 50, lo, hi, step;
-  FILE *f = DEMO_FOPEN(path, "w");
+  char(*legend)[64] = (char(*)[64])malloc(sizeof *legend * (size_t)n_curves);
+  FILE *f;
   int a, s, i, d;
+  if (!legend) DEMO_DIE("out of memory");
   if (H < y0 + DEMO_LEGEND_ROW * n_curves + 10)
     H = y0 + DEMO_LEGEND_ROW * n_curves + 10;
   demo_loss_range(curves, n_curves, steps, skip, &lo, &hi);
+  for (a = 0; a < n_curves; a++) { /* the legend's column fits its text */
+    demo_loss_legend(legend[a], sizeof legend[a], curves, arm, n_curves, a,
+                     steps, lo, hi);
+    if (W < x0 + pw + 20 + 36 + 7.0 * (double)strlen(legend[a]) + 10)
+      W = x0 + pw + 20 + 36 + 7.0 * (double)strlen(legend[a]) + 10;
+  }
+  f = DEMO_FOPEN(path, "w");
   fprintf(f,
           "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%g\" "
           "height=\"%g\" viewBox=\"0 0 %g %g\" font-family=\"sans-serif\" "
@@ -589,14 +623,9 @@ static void demo_svg_loss(const char *path, const char *title,
             "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"%.2f\" "
             "stroke-dasharray=\"%s\" points=\"",
             color, DEMO_WIDTH(a, n_curves), DEMO_DASH(a));
-    for (s = 0; s < steps; s++) {
-      double v = curves[a][s];
-      int out = !isfinite(v) || v > hi ? 1 : v < lo ? -1 : 0;
-      double y = out > 0   ? y0
-                 : out < 0 ? y0 + ph
-                           : y0 + ph * (1.0 - (v - lo) / (hi - lo));
-      fprintf(f, "%.1f,%.1f ", x0 + pw * s / last, y);
-    }
+    for (s = 0; s < steps; s++)
+      fprintf(f, "%.1f,%.1f ", x0 + pw * s / last,
+              demo_loss_y(curves[a][s], lo, hi));
     fprintf(f, "\"/>\n");
     /* the clipped stretches, a triangle where each begins */
     edge = 0;
@@ -621,9 +650,10 @@ static void demo_svg_loss(const char *path, const char *title,
             "stroke-width=\"2\" stroke-dasharray=\"%s\"/>\n"
             "<text x=\"%g\" y=\"%g\">%s</text>\n",
             x, y, x + 30, y, DEMO_COLOR(arm[a]), DEMO_DASH(a), x + 36, y + 4,
-            ARMS[arm[a]].name);
+            legend[a]);
   }
   fprintf(f, "</g>\n</svg>\n");
+  free(legend);
   if (fclose(f) != 0) DEMO_DIE("writing %s failed", path);
 }
 

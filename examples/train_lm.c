@@ -1624,7 +1624,7 @@ static void lm_place_update(lm_placer *pl, const lm_model *m) {
     if (gnmr_place_step(&pl->lib, upd, qerr, NULL) != GNMR_OK)
       DEMO_DIE("gnmr_place_step refused the signals");
     for (u = 0; u < pl->n_units; u++) { /* for place_trace.csv */
-      gnmr_place_unit x;
+      gnmr_place_unit_state x;
       if (gnmr_place_unit_info(&pl->lib, (uint32_t)u, &x) != GNMR_OK)
         DEMO_DIE("gnmr_place_unit_info refused");
       pl->ratio[u] = x.ratio;

@@ -4,8 +4,12 @@
    EXPECT(cond)   records a failure and goes on.
    REQUIRE(cond)  records a failure and leaves the test.
    EXPECT_EQ_BITS(a, b) compares two doubles bit for bit.
+   SKIP(why)      leaves a test that cannot run here (no AVX-512, a build
+                  without a feature): it counts as skipped, not passed, unless
+                  a check failed before it.
    Run with --filter=SUBSTRING to run only matching tests. The runner prints
-   one line per test and closes with the plain line "N passed, N failed". */
+   one line per test and closes with the plain line
+   "N passed, N failed, N skipped". */
 #ifndef CHECK_H
 #define CHECK_H
 
@@ -15,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "examples/splitmix.h"
 #include "tests/fastmath.h"
 
 #if defined(__GNUC__) || defined(__clang__)
@@ -23,7 +28,7 @@
 #define CHECK_UNUSED
 #endif
 
-static int check__failed_here;
+static int check__failed_here, check__skipped_here;
 
 #define TEST(name) static void name(void)
 
@@ -42,6 +47,13 @@ static int check__failed_here;
       check__failed_here = 1;                                                  \
       return;                                                                  \
     }                                                                          \
+  } while (0)
+
+#define SKIP(why)                                                              \
+  do {                                                                         \
+    printf("  skipped: %s\n", why);                                            \
+    check__skipped_here = 1;                                                   \
+    return;                                                                    \
   } while (0)
 
 #define EXPECT_EQ_INT(a, b)                                                    \
@@ -82,49 +94,64 @@ typedef struct check_case {
 #define CHECK_CASE(fn)                                                         \
   { #fn, fn }
 
+/* What a run of cases counted. */
+typedef struct check_counts {
+  int passed, failed, skipped;
+} check_counts;
+
+/* Runs the cases whose name holds filter (all for NULL), one line each: a
+   case that failed is FAIL, one that skipped and failed nothing is skip. */
+CHECK_UNUSED static check_counts check_run(const check_case *cases, size_t n,
+                                           const char *filter) {
+  check_counts k = {0, 0, 0};
+  size_t c;
+  for (c = 0; c < n; c++) {
+    if (filter && !strstr(cases[c].name, filter)) continue;
+    check__failed_here = check__skipped_here = 0;
+    cases[c].fn();
+    printf("%s %s\n",
+           check__failed_here    ? "FAIL"
+           : check__skipped_here ? "skip"
+                                 : "ok  ",
+           cases[c].name);
+    if (check__failed_here)
+      k.failed++;
+    else if (check__skipped_here)
+      k.skipped++;
+    else
+      k.passed++;
+  }
+  check__failed_here = check__skipped_here = 0;
+  return k;
+}
+
 /* Runs the cases; returns the process exit status. */
 CHECK_UNUSED static int check_main(const check_case *cases, size_t n, int argc,
                                    char **argv) {
   const char *filter = NULL;
-  int passed = 0, failed = 0, i;
-  size_t c;
+  check_counts k;
+  int i;
   for (i = 1; i < argc; i++)
     if (strncmp(argv[i], "--filter=", 9) == 0) filter = argv[i] + 9;
-  for (c = 0; c < n; c++) {
-    if (filter && !strstr(cases[c].name, filter)) continue;
-    check__failed_here = 0;
-    cases[c].fn();
-    printf("%s %s\n", check__failed_here ? "FAIL" : "ok  ", cases[c].name);
-    if (check__failed_here)
-      failed++;
-    else
-      passed++;
-  }
-  printf("%d passed, %d failed\n", passed, failed);
-  return failed ? 1 : 0;
+  k = check_run(cases, n, filter);
+  printf("%d passed, %d failed, %d skipped\n", k.passed, k.failed, k.skipped);
+  return k.failed ? 1 : 0;
 }
 
-/* A small deterministic generator for the tests (splitmix64). */
+/* A small deterministic generator for the tests (examples/splitmix.h). */
 static uint64_t check_rand_state = 0x9E3779B97F4A7C15ull;
 CHECK_UNUSED static uint64_t check_rand(void) {
-  uint64_t z = (check_rand_state += 0x9E3779B97F4A7C15ull);
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
+  return splitmix_next(&check_rand_state);
 }
 CHECK_UNUSED static double check_uniform(void) {
-  return (double)(check_rand() >> 11) * (1.0 / 9007199254740992.0);
+  return splitmix_uniform(&check_rand_state);
 }
 /* Uniform in [-1, 1) as a function of (u, t, salt), no state: a scripted
    world the same on every run and in any order of reading (splitmix64's
    finaliser over the three). */
 CHECK_UNUSED static double check_noise(uint32_t u, uint32_t t, uint32_t salt) {
   uint64_t x = ((uint64_t)u << 40) ^ ((uint64_t)t << 8) ^ salt;
-  x += 0x9E3779B97F4A7C15ull;
-  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
-  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
-  x ^= x >> 31;
-  return (double)(x >> 11) / 4503599627370496.0 - 1.0;
+  return (double)(splitmix_next(&x) >> 11) / 4503599627370496.0 - 1.0;
 }
 
 /* A whole file as a string (malloc'd; the caller frees), or NULL. */

@@ -708,10 +708,8 @@ TEST(long_random_runs_match_the_reference_and_respect_the_budget) {
 TEST(avx512_and_scalar_controllers_agree_bit_for_bit) {
   static fixture a, b;
   int run, best = gnmr_ctl_isa_active();
-  if (gnmr_ctl_isa_force(GNMR_ISA_AVX512) != GNMR_OK) {
-    printf("  (no AVX-512 here: nothing to compare)\n");
-    return;
-  }
+  if (gnmr_ctl_isa_force(GNMR_ISA_AVX512) != GNMR_OK)
+    SKIP("no AVX-512 here: nothing to compare");
   for (run = 0; run < 6; run++) {
     gnmr_config c = gnmr_config_paper();
     uint32_t s, u, n = 40 + (uint32_t)(check_rand() % 24);
@@ -1621,7 +1619,7 @@ TEST(no_heap_in_the_controller_or_the_norms) {
   }
   EXPECT_EQ_INT(heap_calls - before, 2);
 #else
-  printf("  (malloc wrapping off in this build)\n");
+  SKIP("malloc wrapping off in this build");
 #endif
 }
 

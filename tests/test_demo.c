@@ -286,6 +286,10 @@ static void summary_row(char **f) {
     row_errors++;
   /* recovery only in the GNMR arms */
   if (!gnmr && atof(f[6]) != 0) row_errors++;
+  /* no overhead where no control runs (the run has no global clip) */
+  if (a >= 0 && (ARMS[a].kind == ARM_F32 || ARMS[a].kind == ARM_LOWP) &&
+      atof(f[9]) != 0)
+    row_errors++;
 }
 
 static void trace_row(char **f) {
@@ -359,6 +363,36 @@ TEST(loss_plot_range_survives_a_spike) {
         "<polygon class=\"clipped\" fill=\"#2ca02c\"", NULL};
     EXPECT(file_has_all("build/test_demo_out/range.svg", marks));
   }
+}
+
+/* Two arms that train alike are one line on the plot: the legend says
+   which runs on which (make demo's gnmr-noise ran under lowp unseen); an
+   arm of its own is named alone, and the legend's column fits the text. */
+TEST(loss_plot_legend_names_a_curve_drawn_on_another) {
+  enum { N = 300 };
+  static float a[N], b[N], c[N];
+  float *curves[3];
+  static const int arms[3] = {1, 5, 0}; /* lowp, gnmr-noise, f32 */
+  int s;
+  for (s = 0; s < N; s++) {
+    a[s] = (float)(2.0 - s / (double)N);
+    b[s] = a[s] + 1e-4f;                      /* within a pixel of a */
+    c[s] = a[s] - 0.4f * (float)(s > N / 10); /* apart after 10% */
+  }
+  curves[0] = a;
+  curves[1] = b;
+  curves[2] = c;
+  demo_mkdir("build/test_demo_out");
+  demo_svg_loss("build/test_demo_out/coincide.svg", "test", "loss", curves,
+                arms, 3, N, 0);
+  {
+    static const char *const names[] = {">lowp, on gnmr-noise</text>",
+                                        ">gnmr-noise, on lowp</text>",
+                                        ">f32</text>", NULL};
+    EXPECT(file_has_all("build/test_demo_out/coincide.svg", names));
+  }
+  EXPECT_EQ_INT(svg_geometry_errors("build/test_demo_out/coincide.svg"), 0);
+  EXPECT_EQ_INT(svg_dash_errors("build/test_demo_out/coincide.svg"), 0);
 }
 
 TEST(demo_runs_end_to_end) {
@@ -569,6 +603,7 @@ int main(int argc, char **argv) {
       CHECK_CASE(delayed_scaling_saturates_a_burst),
       CHECK_CASE(mlp_gradients_match_finite_differences),
       CHECK_CASE(loss_plot_range_survives_a_spike),
+      CHECK_CASE(loss_plot_legend_names_a_curve_drawn_on_another),
       CHECK_CASE(demo_runs_end_to_end),
       CHECK_CASE(options_land_where_the_table_says),
       CHECK_CASE(options_refuse_bad_values),

@@ -72,8 +72,8 @@ static int run(gnmr_place *pl, gnmr_place_unit *units,
 
 /* Unit u's state (the block is laid out by field: read it through the
    library). */
-static gnmr_place_unit unit_of(const gnmr_place *pl, uint32_t u) {
-  gnmr_place_unit x;
+static gnmr_place_unit_state unit_of(const gnmr_place *pl, uint32_t u) {
+  gnmr_place_unit_state x;
   memset(&x, 0xEE, sizeof x);
   if (gnmr_place_unit_info(pl, u, &x) != GNMR_OK) memset(&x, 0xEE, sizeof x);
   return x;
@@ -230,6 +230,23 @@ TEST(a_falling_signal_fires_a_flat_one_never) {
   EXPECT(f >= 600 && f < 630); /* caught within steps */
 }
 
+/* Two placers hold the same state: every field bit for bit but units,
+   gen and seal (the guard's: each counts its own placer's changes), and
+   every unit's state. */
+static int same_state(const gnmr_place *a, const gnmr_place *b) {
+  gnmr_place x = *b;
+  uint32_t u;
+  x.units = a->units;
+  x.gen = a->gen;
+  x.seal = a->seal;
+  if (memcmp(a, &x, sizeof x) != 0) return 0;
+  for (u = 0; u < a->n_units; u++) {
+    const gnmr_place_unit_state ua = unit_of(a, u), ub = unit_of(b, u);
+    if (memcmp(&ua, &ub, sizeof ua) != 0) return 0;
+  }
+  return 1;
+}
+
 /* Unit-steps' cost through step t never above what t + 1 steps earn. */
 TEST(the_budget_holds_at_every_prefix) {
   static const double budgets[] = {0.01, 0.05, 0.1, 0.3, 1.0};
@@ -308,7 +325,7 @@ TEST(nan_and_inf_signals_are_skipped_and_negatives_refused) {
                                  -(double)INFINITY};
     size_t k;
     for (k = 0; k < 3; k++) {
-      gnmr_place_unit u3 = unit_of(&pl, 3), u5 = unit_of(&pl, 5), x;
+      gnmr_place_unit_state u3 = unit_of(&pl, 3), u5 = unit_of(&pl, 5), x;
       uint64_t seen0 = unit_of(&pl, 0).seen;
       up[3] = odd[k];
       q[5] = odd[k];
@@ -321,7 +338,7 @@ TEST(nan_and_inf_signals_are_skipped_and_negatives_refused) {
     }
     q[5] = 0.0; /* no error to compare with: no observation */
     {
-      gnmr_place_unit u5 = unit_of(&pl, 5), x;
+      gnmr_place_unit_state u5 = unit_of(&pl, 5), x;
       REQUIRE(gnmr_place_step(&pl, up, q, high) == GNMR_OK);
       x = unit_of(&pl, 5);
       EXPECT(memcmp(&x, &u5, sizeof u5) == 0);
@@ -385,9 +402,7 @@ TEST(checkpoint_mid_run_resumes_identically) {
       REQUIRE(run(&a, ua, &c, w, 1, 1, 0, STEPS)); /* a's whole run again */
       EXPECT(memcmp(whole, decisions, sizeof whole) == 0);
       EXPECT_EQ_INT(fired_step(&b), f);
-      b.units = ua; /* the rest bit for bit */
-      EXPECT(memcmp(&a, &b, sizeof a) == 0);
-      EXPECT(memcmp(ua, ub, sizeof ua) == 0);
+      EXPECT(same_state(&a, &b)); /* the rest bit for bit */
     }
   }
   /* b resumed on its own from the cut and decided as a: checked above
@@ -421,6 +436,65 @@ static uint32_t crc32_of(const unsigned char *p, size_t n) {
       crc = (crc >> 1) ^ (0xEDB88320u & (0u - (crc & 1u)));
   }
   return crc ^ 0xFFFFFFFFu;
+}
+
+/* A placer edited by hand (its budget here) is refused at its next step,
+   with the code whose message names the placer; before, it stepped on with
+   the old budget's earning. So is a field the step trusts (the total). */
+TEST(a_placer_edited_by_hand_is_refused_at_its_next_step) {
+  gnmr_place pl;
+  gnmr_place_unit units[NU], ubefore[NU];
+  const gnmr_place_config c = gnmr_place_config_default();
+  double ones[NU];
+  uint8_t high[NU];
+  uint32_t u;
+  for (u = 0; u < NU; u++) ones[u] = 1.0;
+  REQUIRE(gnmr_place_init(&pl, &c, units, COSTS, NU) == GNMR_OK);
+  REQUIRE(gnmr_place_step(&pl, ones, ones, high) == GNMR_OK);
+  pl.cfg.budget = 0.5;
+  memcpy(ubefore, units, sizeof units);
+  EXPECT_EQ_INT(gnmr_place_step(&pl, ones, ones, high), GNMR_ESTATE);
+  EXPECT(memcmp(ubefore, units, sizeof units) == 0);
+  EXPECT(strstr(gnmr_strerror(GNMR_ESTATE), "placer") != NULL);
+  pl.cfg.budget = c.budget; /* put back: usable again */
+  EXPECT_EQ_INT(gnmr_place_step(&pl, ones, ones, high), GNMR_OK);
+  pl.total *= 2;
+  EXPECT_EQ_INT(gnmr_place_step(&pl, ones, ones, high), GNMR_ESTATE);
+}
+
+/* A struct copy shares the unit block: once either steps, the other is
+   refused (before, both stepped on one unit array). A copy made with a
+   checkpoint runs on its own. */
+TEST(a_struct_copy_is_refused_once_its_twin_steps) {
+  static unsigned char buf[4096];
+  gnmr_place pl, copy, own;
+  gnmr_place_unit units[NU], own_units[NU];
+  const gnmr_place_config c = gnmr_place_config_default();
+  double ones[NU];
+  gnmr_place_report rep;
+  size_t n = 0;
+  uint32_t u;
+  for (u = 0; u < NU; u++) ones[u] = 1.0;
+  REQUIRE(gnmr_place_init(&pl, &c, units, COSTS, NU) == GNMR_OK);
+  copy = pl;
+  EXPECT_EQ_INT(gnmr_place_step(&copy, ones, ones, NULL), GNMR_OK);
+  EXPECT_EQ_INT(gnmr_place_step(&pl, ones, ones, NULL), GNMR_ESTATE);
+  EXPECT_EQ_INT(gnmr_place_info(&pl, &rep), GNMR_ESTATE);
+  EXPECT_EQ_INT(gnmr_place_checkpoint_save(&pl, buf, sizeof buf, &n),
+                GNMR_ESTATE);
+  EXPECT_EQ_INT(gnmr_place_step(&copy, ones, ones, NULL), GNMR_OK);
+  /* the other way round: the original steps, the copy is refused */
+  REQUIRE(gnmr_place_init(&pl, &c, units, COSTS, NU) == GNMR_OK);
+  copy = pl;
+  EXPECT_EQ_INT(gnmr_place_step(&pl, ones, ones, NULL), GNMR_OK);
+  EXPECT_EQ_INT(gnmr_place_step(&copy, ones, ones, NULL), GNMR_ESTATE);
+  /* a checkpoint's copy steps beside the original */
+  REQUIRE(gnmr_place_checkpoint_save(&pl, buf, sizeof buf, &n) == GNMR_OK);
+  REQUIRE(gnmr_place_init(&own, &c, own_units, COSTS, NU) == GNMR_OK);
+  REQUIRE(gnmr_place_checkpoint_load(&own, buf, n) == GNMR_OK);
+  EXPECT_EQ_INT(gnmr_place_step(&own, ones, ones, NULL), GNMR_OK);
+  EXPECT_EQ_INT(gnmr_place_step(&pl, ones, ones, NULL), GNMR_OK);
+  EXPECT(same_state(&pl, &own));
 }
 
 /* Costs near DBL_MAX: the credit would overflow to Inf on the first step,
@@ -540,11 +614,12 @@ TEST(damaged_checkpoints_are_refused_whole) {
   EXPECT_EQ_INT(gnmr_place_checkpoint_save(&b, buf, n, NULL), GNMR_EINVAL);
 }
 
-/* The controller's path (gnmr_ctl_isa_active: AVX-512 where the CPU has
-   it, eight units a lane) and the scalar path give the same bits: 37 units
-   (four blocks of eight and a tail), signals with NaN, Inf, zeros and a
-   decay that fires, every step's decisions and the final checkpoint
-   compared. Where the CPU has no AVX-512 both runs are scalar. */
+/* The placer has one path, whichever the controller's is: under the
+   controller's AVX-512 path (gnmr_ctl_isa_active) and under its scalar one
+   the same bits, 37 units (four blocks of eight and a tail, where an
+   eight-wide copy would split), signals with NaN, Inf, zeros and a decay
+   that fires, every step's decisions and the final checkpoint compared.
+   Where the CPU has no AVX-512 there is nothing to compare: skipped. */
 #define NP 37
 static unsigned char ckpt_paths[2][4096];
 static uint8_t high_paths[2][STEPS][NP];
@@ -555,6 +630,7 @@ TEST(the_scalar_and_avx512_paths_agree_bit_for_bit) {
                                    7, 8, 9, 1, 2, 3, 4, 5, 6, 7, 8};
   size_t len[2] = {0, 0};
   int path;
+  if (wide == GNMR_ISA_SCALAR) SKIP("no AVX-512 here: nothing to compare");
   printf("  controller path: %s\n", gnmr_isa_name(wide));
   for (path = 0; path < 2; path++) {
     gnmr_place pl;
@@ -721,6 +797,8 @@ int main(int argc, char **argv) {
       CHECK_CASE(nan_and_inf_signals_are_skipped_and_negatives_refused),
       CHECK_CASE(checkpoint_mid_run_resumes_identically),
       CHECK_CASE(damaged_checkpoints_are_refused_whole),
+      CHECK_CASE(a_placer_edited_by_hand_is_refused_at_its_next_step),
+      CHECK_CASE(a_struct_copy_is_refused_once_its_twin_steps),
       CHECK_CASE(credit_saturates_and_the_placer_still_saves),
       CHECK_CASE(an_overflowing_term_gives_no_level),
       CHECK_CASE(decisions_equal_the_demo_prototype),

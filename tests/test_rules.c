@@ -86,10 +86,8 @@ TEST(exp_eight_wide_is_the_scalar_exp) {
       -0.0, 0.0, -1e-300, -693.0, -693.0000000001, -800.0, -1e300, -0.5};
   double x[8];
   int i, j;
-  if (!gnmr_isa_supported(GNMR_ISA_AVX512)) {
-    printf("  (no AVX-512 here: nothing to compare)\n");
-    return;
-  }
+  if (!gnmr_isa_supported(GNMR_ISA_AVX512))
+    SKIP("no AVX-512 here: nothing to compare");
   EXPECT(exp8_matches(edge));
   for (i = 0; i < 4000; i++) {
     for (j = 0; j < 8; j++) x[j] = -700.0 * check_uniform();
@@ -100,7 +98,7 @@ TEST(exp_eight_wide_is_the_scalar_exp) {
     }
   }
 #else
-  printf("  (no AVX-512 path in this build)\n");
+  SKIP("no AVX-512 path in this build");
 #endif
 }
 
@@ -691,16 +689,16 @@ TEST(scalar_and_avx512_paths_agree_bit_for_bit) {
   static fixture a, b;
   gnmr_config c = run_config();
   int best = gnmr_ctl_isa_active();
-  int has512 = gnmr_ctl_isa_force(GNMR_ISA_AVX512) == GNMR_OK;
   uint32_t t;
-  if (!has512) printf("  (no AVX-512 here: the scalar path against itself)\n");
+  if (gnmr_ctl_isa_force(GNMR_ISA_AVX512) != GNMR_OK)
+    SKIP("no AVX-512 here: nothing to compare");
   make_inputs();
   REQUIRE(setup(&a, &c, RUN_N) == GNMR_OK);
   REQUIRE(setup(&b, &c, RUN_N) == GNMR_OK);
   for (t = 0; t < RUN_T; t++) {
     REQUIRE(gnmr_ctl_isa_force(GNMR_ISA_SCALAR) == GNMR_OK);
     REQUIRE(gnmr_step(&a.ctl, run_in[t], a.d) == GNMR_OK);
-    if (has512) REQUIRE(gnmr_ctl_isa_force(GNMR_ISA_AVX512) == GNMR_OK);
+    REQUIRE(gnmr_ctl_isa_force(GNMR_ISA_AVX512) == GNMR_OK);
     REQUIRE(gnmr_step(&b.ctl, run_in[t], b.d) == GNMR_OK);
     if (memcmp(a.d, b.d, sizeof a.d) != 0) {
       printf("  step %u differs\n", t);
@@ -817,10 +815,8 @@ static gnmr_config wide_config(int run, uint32_t n) {
 
 TEST(noise_mode_scalar_and_avx512_paths_agree_bit_for_bit) {
   int run, best = gnmr_ctl_isa_active();
-  if (gnmr_ctl_isa_force(GNMR_ISA_AVX512) != GNMR_OK) {
-    printf("  (no AVX-512 here: nothing to compare)\n");
-    return;
-  }
+  if (gnmr_ctl_isa_force(GNMR_ISA_AVX512) != GNMR_OK)
+    SKIP("no AVX-512 here: nothing to compare");
   for (run = 0; run < WIDE_RUNS; run++) {
     const uint32_t n = run == WIDE_KEPT     ? WIDE_N
                        : run == WIDE_TIES_G ? 40

@@ -43,6 +43,8 @@
 #define GNMR_IMPLEMENTATION
 #include "gnmr.h"
 
+#include "examples/splitmix.h"
+
 #include <float.h>
 #include <math.h>
 #include <stdio.h>

@@ -2,13 +2,10 @@
    Random numbers
    ======================================================================== */
 
-static unsigned long long rng_s;
-static double uni(void) {
-  unsigned long long z = (rng_s += 0x9E3779B97F4A7C15ull);
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  z ^= z >> 31;
-  return ((double)(z >> 11) + 0.5) * (1.0 / 9007199254740992.0);
+static uint64_t rng_s;
+static double uni(void) { /* (0, 1): never 0, for log() */
+  return ((double)(splitmix_next(&rng_s) >> 11) + 0.5) *
+         (1.0 / 9007199254740992.0);
 }
 static double gauss(void) {
   return sqrt(-2.0 * log(uni())) * cos(6.283185307179586 * uni());

@@ -63,8 +63,9 @@
               the bin: gnmr_step's answer), the blocks' sums added in order
               by one thread, then gnmr.h's own gnmr__step_verdict (G's
               history, GLOBAL, the global scale, the report).
-     units    every thread one unit: gnmr.h's gnmr__unit_step (rules 1-6 and
-              8, N1-N9 with the verdict's c, GLOBAL and scale), the totals
+     units    every thread one unit: gnmr.h's gnmr__unit_step (rules 0-6,
+              8 and 9; N1, N2, N4-N9 with the verdict's c, GLOBAL and
+              scale), the totals
               summed per block (integers), each candidate for a slot listed
               in any order (rule N8: on a GLOBAL step only NONFINITE ones).
      admit    one block: rule 7 as a selection. The free slots are

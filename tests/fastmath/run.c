@@ -6,17 +6,13 @@
 #define GNMR_STATIC
 #define GNMR_IMPLEMENTATION
 #include "gnmr.h"
+#include "examples/splitmix.h"
 #include "tests/fastmath/run.h"
 
 #include <string.h>
 
 static uint64_t rng_state;
-static uint64_t rng(void) { /* splitmix64 */
-  uint64_t z = (rng_state += 0x9E3779B97F4A7C15ull);
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
-}
+static uint64_t rng(void) { return splitmix_next(&rng_state); }
 
 static void mix(uint64_t *h, const void *p, size_t n) { /* FNV-1a */
   const unsigned char *b = (const unsigned char *)p;

@@ -163,4 +163,24 @@ FUZZ_UNUSED static int fuzz_damage(fuzz_reader *r, const uint8_t *valid,
   return fuzz_header_error(valid, bad);
 }
 
+/* A target's load under its contract: buf[0 .. len) into a host of n
+   units; returns the code. */
+typedef int (*fuzz_load_fn)(const unsigned char *buf, size_t len, uint32_t n,
+                            fuzz_reader *r);
+
+/* Mode 2 of the checkpoint targets: the valid checkpoint valid[0 .. len),
+   of n units, damaged into bad (fuzz_damage) and loaded from a buffer of
+   its exact size, must get the error the damage calls for. */
+FUZZ_UNUSED static void fuzz_load_damaged(fuzz_reader *r, const uint8_t *valid,
+                                          size_t len, uint8_t *bad, uint32_t n,
+                                          fuzz_load_fn load) {
+  size_t bad_len;
+  uint8_t *buf;
+  const int want = fuzz_damage(r, valid, len, bad, &bad_len);
+  if (want == GNMR_OK) return; /* the burst fell off the end */
+  buf = fuzz_dup(bad, bad_len);
+  FUZZ_CHECK(load(buf, bad_len, n, r) == want);
+  free(buf);
+}
+
 #endif

@@ -161,13 +161,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   len = make_valid(&r, valid);
   memcpy(bad, valid, len);
   if (mode == 2) {
-    size_t bad_len;
-    const int want = fuzz_damage(&r, valid, len, bad, &bad_len);
-    if (want == GNMR_OK) return 0; /* the burst fell off the end */
-    buf = fuzz_dup(bad, bad_len);
-    FUZZ_CHECK(load_checked(buf, bad_len, claimed_units(valid, len), &r) ==
-               want);
-    free(buf);
+    fuzz_load_damaged(&r, valid, len, bad, claimed_units(valid, len),
+                      load_checked);
     return 0;
   }
 
