@@ -124,7 +124,9 @@ class PlaceConfig(ctypes.Structure):
                 ("warmup_steps", _u32), ("reserved_", _u32)]
 
 
-class PlaceUnit(ctypes.Structure):
+class PlaceUnitState(ctypes.Structure):
+    """gnmr_place_unit_info's answer (the storage, gnmr_place_unit, is
+    opaque: Python only allocates it, at the library's size)."""
     _fields_ = [("cost", _d), ("update", _d), ("ratio", _d),
                 ("ratio_max", _d), ("seen", _u64), ("order", _u32),
                 ("high", _u32)]
@@ -136,6 +138,7 @@ class Place(ctypes.Structure):
                 ("earn", _d), ("credit", _d), ("level", _d),
                 ("level_fast", _d), ("level_slow", _d), ("steps", _u64),
                 ("level_seen", _u64), ("fired_step", _u64),
+                ("gen", _u64), ("seal", _u64),
                 ("magic", _u32), ("reserved_", _u32)]
 
 
@@ -145,7 +148,7 @@ class PlaceReportC(ctypes.Structure):
 
 
 _MIRRORS = {"gnmr_config": Config,
-            "gnmr_place_config": PlaceConfig, "gnmr_place_unit": PlaceUnit,
+            "gnmr_place_config": PlaceConfig, "gnmr_place_unit_state": PlaceUnitState,
             "gnmr_place": Place, "gnmr_place_report": PlaceReportC,
             "gnmr_step_report": StepReportC, "gnmr_ctl": Ctl,
             "gnmr_decision": DecisionC, "gnmr_counters": Counters,
@@ -240,10 +243,12 @@ def _check_layout(lib):
                                   "the ctypes mirror" % (
                                       cname, field, off,
                                       getattr(py, field).offset))
-    slot = lib.gnmr_py_layout(b"gnmr_slot", None)
-    if slot == unknown or slot == 0 or slot % 8:
-        raise LayoutError("gnmr_slot: the library says %d bytes" % slot)
-    return slot
+    for opaque in (b"gnmr_slot", b"gnmr_place_unit"):
+        size = lib.gnmr_py_layout(opaque, None)
+        if size == unknown or size == 0 or size % 8:
+            raise LayoutError("%s: the library says %d bytes" % (
+                opaque.decode(), size))
+    return lib.gnmr_py_layout(b"gnmr_slot", None)
 
 
 def load_library(path=None):
@@ -256,6 +261,8 @@ def load_library(path=None):
     # A slot is opaque (the library lays a block of them out as one array
     # per field): Python only allocates them, at the library's size.
     lib.gnmr_py_slot = _u64 * (_check_layout(lib) // 8)
+    lib.gnmr_py_place_unit = _u64 * (
+        lib.gnmr_py_layout(b"gnmr_place_unit", None) // 8)
     P, vp = ctypes.POINTER, ctypes.c_void_p
     sig = {
         "gnmr_strerror": (ctypes.c_char_p, [ctypes.c_int]),
@@ -291,7 +298,7 @@ def load_library(path=None):
         "gnmr_place_high": (ctypes.c_int, [P(Place), _u32]),
         "gnmr_place_info": (ctypes.c_int, [P(Place), P(PlaceReportC)]),
         "gnmr_place_unit_info": (ctypes.c_int, [P(Place), _u32,
-                                                P(PlaceUnit)]),
+                                                P(PlaceUnitState)]),
         "gnmr_place_checkpoint_save": (ctypes.c_int, [P(Place), vp,
                                                       ctypes.c_size_t,
                                                       P(ctypes.c_size_t)]),
@@ -1240,7 +1247,7 @@ class Placer:
                 raise KeyError("gnmr_place_config has no field %r" % key)
             setattr(self.config, key, value)
         self._pl = Place()
-        self._units = (PlaceUnit * n)()
+        self._units = (self._lib.gnmr_py_place_unit * n)()
         rc = self._lib.gnmr_place_init(ctypes.byref(self._pl),
                                        ctypes.byref(self.config),
                                        self._units, (_d * n)(*costs), n)
@@ -1336,11 +1343,11 @@ class Placer:
     def unit_info(self, unit):
         """gnmr_place_unit_info of unit (a name or index) as a dict."""
         u = self.names.index(unit) if isinstance(unit, str) else unit
-        out = PlaceUnit()
+        out = PlaceUnitState()
         _raise(self._lib.gnmr_place_unit_info(ctypes.byref(self._pl), u,
                                               ctypes.byref(out)),
                "gnmr_place_unit_info", self._lib)
-        return {f: getattr(out, f) for f, _ in PlaceUnit._fields_}
+        return {f: getattr(out, f) for f, _ in PlaceUnitState._fields_}
 
     def report(self):
         """gnmr_place_info as a dict (fired_step None before the fire)."""
