@@ -52,7 +52,8 @@ B = build
 RUNNER =
 
 TESTS = test_ctl test_rules test_quiet test_refuse test_cuda_host test_norm \
-        test_demo test_ctl_parallel test_lm test_efficacy test_place test_docs
+        test_demo test_ctl_parallel test_lm test_efficacy test_place test_docs \
+        test_suite
 TEST_BINS = $(foreach cc,$(CC_LIST),$(foreach t,$(TESTS),$(B)/$(cc)/$(t))) \
             $(foreach cc,$(CC_LIST),$(B)/$(cc)/test_lm_double) \
             $(foreach cc,$(CC_LIST),$(B)/$(cc)/test_norm_nosimd \
@@ -90,6 +91,11 @@ $(B)/gcc/test_demo $(B)/clang/test_demo: examples/train_stress.c $(DEMO_HDRS) \
 $(B)/gcc/test_lm $(B)/clang/test_lm: examples/train_lm.c $(DEMO_HDRS) \
                                      tests/svg_check.h
 LDFLAGS_test_lm = -pthread
+
+# The settings suite's test includes the suite and the LM demo (its parser).
+$(B)/gcc/test_suite $(B)/clang/test_suite: bench/suite.c bench/efficacy.c \
+                                           examples/train_lm.c $(DEMO_HDRS)
+LDFLAGS_test_suite = -pthread
 $(B)/%/test_lm_double: tests/test_lm.c examples/train_lm.c $(DEMO_HDRS) \
                        gnmr.h tests/check.h tests/svg_check.h
 	@mkdir -p $(@D)

@@ -64,7 +64,10 @@
    hf_flops (of the units' GEMM FLOPs; the LM demo only), gap_recovered
    ((lowp - arm) / (lowp - f32), same seed); and DIR/frontier.svg
    (efficacy.c's: gap recovered against hf FLOPs, a panel per LM setting,
-   test half first). */
+   test half first).
+
+   Define SUITE_NO_MAIN to include this file in a test without its
+   main(). */
 #define main efficacy_report_main
 #include "efficacy.c"
 #undef main
@@ -75,10 +78,10 @@
 #include <time.h>
 #include <unistd.h>
 
-enum { S_MLP, S_LM, S_LM_WIDE };
-enum { S_CALM, S_NOISY, S_FAULTS, S_NATURAL };
-static const char *const S_MODEL[] = {"mlp", "lm-w64", "lm-w96"};
-static const char *const S_EVENTS[] = {"calm", "noisy", "faults", "natural"};
+enum { SU_MLP, SU_LM, SU_LM_WIDE };
+enum { SU_CALM, SU_NOISY, SU_FAULTS, SU_NATURAL };
+static const char *const SU_MODEL[] = {"mlp", "lm-w64", "lm-w96"};
+static const char *const SU_EVENTS[] = {"calm", "noisy", "faults", "natural"};
 
 /* One setting. format: e4m3, e5m2g (E4M3, E5M2 output gradients), e2m1,
    nvfp4. optimizer, schedule, warmup: the LM demo's options (the MLP's
@@ -93,32 +96,32 @@ typedef struct suite_setting {
 
 /* clang-format off */
 static const suite_setting SUITE[] = {
-  /* name                 model      format   optim    sched     warmup lr     level   events     clip */
-  {"lm-e5m2g-calm",       S_LM,      "e5m2g", "adamw", "cosine", "5%",  "2e-3", "demo", S_CALM,    0},
-  {"lm-e4m3-noisy",       S_LM,      "e4m3",  "adamw", "constant","20%", "2e-3", "demo", S_NOISY,   0},
-  {"lm-e4m3-lion-faults", S_LM,      "e4m3",  "lion",  "wsd",    "0",   "1e-3", "demo", S_FAULTS,  0},
-  {"lm-e4m3-calm",        S_LM,      "e4m3",  "adamw", "linear", "20%", "1e-3", "low",  S_CALM,    0},
-  {"lm-e5m2g-sgd-faults", S_LM,      "e5m2g", "sgd",   "linear", "5%",  "0.3",  "demo", S_FAULTS,  0},
-  {"lm-e2m1-clip",        S_LM,      "e2m1",  "adamw", "cosine", "5%",  "4e-3", "high", S_NATURAL, 1},
-  {"lm-e2m1-nowarm",      S_LM,      "e2m1",  "adamw", "cosine", "0",   "2e-3", "demo", S_NATURAL, 0},
-  {"lm-e2m1-sgd",         S_LM,      "e2m1",  "sgd",   "cosine", "5%",  "0.3",  "demo", S_NATURAL, 0},
-  {"lm-e2m1-lion-wsd",    S_LM,      "e2m1",  "lion",  "wsd",    "5%",  "1e-3", "demo", S_NATURAL, 1},
-  {"lm-e2m1-invsqrt",     S_LM,      "e2m1",  "adamw", "invsqrt","20%", "4e-3", "high", S_NATURAL, 0},
-  {"lm-e2m1-const-lowlr", S_LM,      "e2m1",  "adamw", "constant","5%", "1e-3", "low",  S_NATURAL, 0},
-  {"lm-e2m1-faults",      S_LM,      "e2m1",  "adamw", "linear", "5%",  "2e-3", "demo", S_FAULTS,  0},
-  {"lm-nvfp4-clip",       S_LM,      "nvfp4", "adamw", "cosine", "5%",  "4e-3", "high", S_NATURAL, 1},
-  {"lm-nvfp4-invsqrt",    S_LM,      "nvfp4", "adamw", "invsqrt","0",   "2e-3", "demo", S_NATURAL, 0},
-  {"lm-nvfp4-sgd-wsd",    S_LM,      "nvfp4", "sgd",   "wsd",    "20%", "0.3",  "demo", S_NATURAL, 0},
-  {"lmw-e2m1-clip",       S_LM_WIDE, "e2m1",  "adamw", "cosine", "5%",  "2e-3", "demo", S_NATURAL, 1},
-  {"lmw-nvfp4-wsd",       S_LM_WIDE, "nvfp4", "adamw", "wsd",    "5%",  "2e-3", "demo", S_NATURAL, 0},
-  {"mlp-e4m3-faults",     S_MLP,     "e4m3",  "-",     "-",      "-",   "1e-3", "demo", S_FAULTS,  0},
-  {"mlp-e4m3-calm",       S_MLP,     "e4m3",  "-",     "-",      "-",   "1e-3", "demo", S_CALM,    0},
-  {"mlp-e2m1-clip",       S_MLP,     "e2m1",  "-",     "-",      "-",   "3e-3", "high", S_NATURAL, 1},
+/* name                   model       format   optim    sched       warmup lr      level   events      clip */
+  {"lm-e5m2g-calm",       SU_LM,      "e5m2g", "adamw", "cosine",   "5%",  "2e-3", "demo", SU_CALM,    0},
+  {"lm-e4m3-noisy",       SU_LM,      "e4m3",  "adamw", "constant", "20%", "2e-3", "demo", SU_NOISY,   0},
+  {"lm-e4m3-lion-faults", SU_LM,      "e4m3",  "lion",  "wsd",      "0",   "1e-3", "demo", SU_FAULTS,  0},
+  {"lm-e4m3-calm",        SU_LM,      "e4m3",  "adamw", "linear",   "20%", "1e-3", "low",  SU_CALM,    0},
+  {"lm-e5m2g-sgd-faults", SU_LM,      "e5m2g", "sgd",   "linear",   "5%",  "0.3",  "demo", SU_FAULTS,  0},
+  {"lm-e2m1-clip",        SU_LM,      "e2m1",  "adamw", "cosine",   "5%",  "4e-3", "high", SU_NATURAL, 1},
+  {"lm-e2m1-nowarm",      SU_LM,      "e2m1",  "adamw", "cosine",   "0",   "2e-3", "demo", SU_NATURAL, 0},
+  {"lm-e2m1-sgd",         SU_LM,      "e2m1",  "sgd",   "cosine",   "5%",  "0.3",  "demo", SU_NATURAL, 0},
+  {"lm-e2m1-lion-wsd",    SU_LM,      "e2m1",  "lion",  "wsd",      "5%",  "1e-3", "demo", SU_NATURAL, 1},
+  {"lm-e2m1-invsqrt",     SU_LM,      "e2m1",  "adamw", "invsqrt",  "20%", "4e-3", "high", SU_NATURAL, 0},
+  {"lm-e2m1-const-lowlr", SU_LM,      "e2m1",  "adamw", "constant", "5%",  "1e-3", "low",  SU_NATURAL, 0},
+  {"lm-e2m1-faults",      SU_LM,      "e2m1",  "adamw", "linear",   "5%",  "2e-3", "demo", SU_FAULTS,  0},
+  {"lm-nvfp4-clip",       SU_LM,      "nvfp4", "adamw", "cosine",   "5%",  "4e-3", "high", SU_NATURAL, 1},
+  {"lm-nvfp4-invsqrt",    SU_LM,      "nvfp4", "adamw", "invsqrt",  "0",   "2e-3", "demo", SU_NATURAL, 0},
+  {"lm-nvfp4-sgd-wsd",    SU_LM,      "nvfp4", "sgd",   "wsd",      "20%", "0.3",  "demo", SU_NATURAL, 0},
+  {"lmw-e2m1-clip",       SU_LM_WIDE, "e2m1",  "adamw", "cosine",   "5%",  "2e-3", "demo", SU_NATURAL, 1},
+  {"lmw-nvfp4-wsd",       SU_LM_WIDE, "nvfp4", "adamw", "wsd",      "5%",  "2e-3", "demo", SU_NATURAL, 0},
+  {"mlp-e4m3-faults",     SU_MLP,     "e4m3",  "-",     "-",        "-",   "1e-3", "demo", SU_FAULTS,  0},
+  {"mlp-e4m3-calm",       SU_MLP,     "e4m3",  "-",     "-",        "-",   "1e-3", "demo", SU_CALM,    0},
+  {"mlp-e2m1-clip",       SU_MLP,     "e2m1",  "-",     "-",        "-",   "3e-3", "high", SU_NATURAL, 1},
 };
 /* clang-format on */
 #define SUITE_N (int)(sizeof SUITE / sizeof SUITE[0])
-static const char *const S_FORMATS[] = {"e4m3", "e5m2g", "e2m1", "nvfp4"};
-#define S_N_FORMATS 4
+static const char *const SU_FORMATS[] = {"e4m3", "e5m2g", "e2m1", "nvfp4"};
+#define SU_N_FORMATS 4
 
 /* The split: FNV-1a (32 bits) of the name; its lowest bit, 1: test. */
 static uint32_t suite_fnv1a(const char *s) {
@@ -137,23 +140,25 @@ static int suite_fp4(const suite_setting *s) {
   return strcmp(s->format, "e2m1") == 0 || strcmp(s->format, "nvfp4") == 0;
 }
 
-/* Both halves hold every format and every model; the number of settings
-   in each half missing one (0: the split holds). */
-static int suite_split_gaps(FILE *why) {
+/* Both halves of set[0..n) hold every format and every model; the number
+   of (half, value) pairs missing (0: the split holds), each said on `why`
+   where it is not NULL. */
+static int suite_split_gaps(const suite_setting *set, int n, FILE *why) {
   int h, k, i, gaps = 0;
   for (h = 0; h < 2; h++) {
-    for (k = 0; k < S_N_FORMATS + 3; k++) {
+    for (k = 0; k < SU_N_FORMATS + 3; k++) {
       int seen = 0;
-      for (i = 0; i < SUITE_N; i++)
-        if (suite_test_half(&SUITE[i]) == h &&
-            (k < S_N_FORMATS ? strcmp(SUITE[i].format, S_FORMATS[k]) == 0
-                             : SUITE[i].model == k - S_N_FORMATS))
+      for (i = 0; i < n; i++)
+        if (suite_test_half(&set[i]) == h &&
+            (k < SU_N_FORMATS ? strcmp(set[i].format, SU_FORMATS[k]) == 0
+                              : set[i].model == k - SU_N_FORMATS))
           seen = 1;
       if (!seen) {
         if (why)
           fprintf(why, "suite: the %s half has no %s setting\n",
                   h ? "test" : "tune",
-                  k < S_N_FORMATS ? S_FORMATS[k] : S_MODEL[k - S_N_FORMATS]);
+                  k < SU_N_FORMATS ? SU_FORMATS[k]
+                                   : SU_MODEL[k - SU_N_FORMATS]);
         gaps++;
       }
     }
@@ -171,7 +176,7 @@ static void suite_order(int *order) {
 }
 
 static const char *suite_arms(const suite_setting *s) {
-  if (s->model != S_MLP && suite_fp4(s))
+  if (s->model != SU_MLP && suite_fp4(s))
     return s->clip ? "f32,lowp,gnmr,place-gnmr-10,place-late-5,place-late-10"
                    : "f32,lowp,clip,gnmr,place-gnmr-10,place-late-5,"
                      "place-late-10";
@@ -182,9 +187,9 @@ static const char *suite_arms(const suite_setting *s) {
 static void suite_args(const suite_setting *s, char *buf, size_t cap) {
   int fp8g = strcmp(s->format, "e5m2g") == 0;
   buf[0] = 0;
-  if (s->model == S_MLP) {
+  if (s->model == SU_MLP) {
     snprintf(buf, cap, "--hidden 128,64,32 --format %s --lr %s%s%s", s->format,
-             s->lr, s->events == S_FAULTS ? " --stress 8" : "",
+             s->lr, s->events == SU_FAULTS ? " --stress 8" : "",
              s->clip ? " --global-clip 1.0" : "");
     return;
   }
@@ -193,9 +198,9 @@ static void suite_args(const suite_setting *s, char *buf, size_t cap) {
            "%s%s%s%s%s",
            fp8g ? "e4m3" : s->format, fp8g ? " --grad-format e5m2" : "",
            s->optimizer, s->schedule, s->warmup, s->lr,
-           s->model == S_LM_WIDE ? " --dim 96 --heads 4" : "",
-           s->events == S_FAULTS ? " --stress 24" : "",
-           s->events == S_NOISY ? " --batch 2" : "",
+           s->model == SU_LM_WIDE ? " --dim 96 --heads 4" : "",
+           s->events == SU_FAULTS ? " --stress 24" : "",
+           s->events == SU_NOISY ? " --batch 2" : "",
            s->clip ? " --global-clip 1.0" : "");
 }
 
@@ -209,16 +214,16 @@ static void suite_list(void) {
   for (k = 0; k < SUITE_N; k++) {
     const suite_setting *s = &SUITE[order[k]];
     printf("%-20s %-4s %08x %-7s %-5s %-5s %-8s %-6s %-5s %-4s %s\n", s->name,
-           suite_half(s), (unsigned)suite_fnv1a(s->name), S_MODEL[s->model],
+           suite_half(s), (unsigned)suite_fnv1a(s->name), SU_MODEL[s->model],
            s->format, s->optimizer, s->schedule, s->warmup, s->lr,
-           s->clip ? "yes" : "no", S_EVENTS[s->events]);
+           s->clip ? "yes" : "no", SU_EVENTS[s->events]);
   }
   printf("\ncommands (plus --seed S --seeds 1 --steps N --arms A --out D):\n");
   for (k = 0; k < SUITE_N; k++) {
     const suite_setting *s = &SUITE[order[k]];
     suite_args(s, args, sizeof args);
     printf("  %s: %s %s --arms %s\n", s->name,
-           s->model == S_MLP ? "train_stress" : "train_lm", args,
+           s->model == SU_MLP ? "train_stress" : "train_lm", args,
            suite_arms(s));
   }
 }
@@ -265,10 +270,10 @@ static pid_t suite_start(const suite_opts *o, const suite_job *j) {
   const suite_setting *s = &SUITE[j->setting];
   char args[512], cmd[8192], tmp[1024];
   pid_t pid;
-  int steps = o->steps > 0 ? o->steps : s->model == S_MLP ? 1000 : 500;
+  int steps = o->steps > 0 ? o->steps : s->model == SU_MLP ? 1000 : 500;
   suite_args(s, args, sizeof args);
   snprintf(tmp, sizeof tmp, "%s/.tmp/%s-s%d", o->dir, s->name, j->seed);
-  if (s->model == S_MLP)
+  if (s->model == SU_MLP)
     snprintf(cmd, sizeof cmd,
              "rm -rf '%s' && %s/train_stress --quiet %s --seed %d --seeds 1 "
              "--steps %d --arms %s --out '%s' > '%s.log' 2>&1",
@@ -468,10 +473,11 @@ static int suite_int(const char *v, int lo, int hi) {
   return (int)x;
 }
 
+#ifndef SUITE_NO_MAIN
 int main(int argc, char **argv) {
   suite_opts o;
   int i;
-  if (suite_split_gaps(stderr) != 0) return 1;
+  if (suite_split_gaps(SUITE, SUITE_N, stderr) != 0) return 1;
   if (argc == 2 && strcmp(argv[1], "list") == 0) {
     suite_list();
     return 0;
@@ -518,3 +524,4 @@ int main(int argc, char **argv) {
   suite_report(o.dir);
   return 0;
 }
+#endif
