@@ -25,6 +25,25 @@ TEST(split_is_the_fnv1a_hash_lowest_bit) {
   EXPECT(strcmp(suite_half(&s), "tune") == 0);
 }
 
+/* The halves written in bench/suite.c are the rule's; a setting renamed
+   (or added) into the test half without its record is caught. */
+TEST(recorded_halves_are_the_rules) {
+  suite_setting moved[SUITE_N];
+  char name[32];
+  int i, n_test = 0;
+  EXPECT_EQ_INT(suite_record_errors(SUITE, SUITE_N, NULL), 0);
+  for (i = 0; i < SUITE_N; i++) n_test += suite_test_half(&SUITE[i]);
+  EXPECT_EQ_INT(n_test, SUITE_N_TEST);
+  memcpy(moved, SUITE, sizeof moved);
+  moved[0].name = name;
+  for (i = 0; i < 100; i++) { /* the first "renamed-N" the rule calls test */
+    snprintf(name, sizeof name, "renamed-%d", i);
+    if (suite_test_half(&moved[0])) break;
+  }
+  REQUIRE(i < 100);
+  EXPECT_EQ_INT(suite_record_errors(moved, SUITE_N, NULL), 1);
+}
+
 /* Both halves hold every format and model, the test half is listed
    first, and the check finds a gap where there is one: the suite without
    its NVFP4 settings of the tune half. */
@@ -137,6 +156,7 @@ TEST(every_lm_setting_parses_in_the_demo) {
 int main(int argc, char **argv) {
   static const check_case cases[] = {
       CHECK_CASE(split_is_the_fnv1a_hash_lowest_bit),
+      CHECK_CASE(recorded_halves_are_the_rules),
       CHECK_CASE(both_halves_cover_every_format_and_model),
       CHECK_CASE(arms_follow_the_setting),
       CHECK_CASE(every_lm_setting_parses_in_the_demo),
