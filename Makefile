@@ -17,6 +17,9 @@
 #                 (bench/detect/; tables into bench/RESULTS.md)
 #   make detect-frontier  recall at 0.1% false alarms, the rule's variants
 #                 and bounds (bench/RESULTS.md)
+#   make suite    the settings suite (issue 39): 20 settings x arms x 3
+#                 seeds, split into a tune and a test half (bench/suite.c);
+#                 suite-quick: two settings, 200 steps, one seed (CI)
 #   make mpi-run  the data-parallel MPI example on 2 and 4 ranks
 #   make cuda     every CUDA program, compiled (sm_80, sm_90), and a check
 #                 that --use_fast_math is refused; skipped where nvcc is
@@ -48,8 +51,9 @@ B = build
 # A command the test programs run under (valgrind in make test-valgrind).
 RUNNER =
 
-TESTS = test_check test_readme test_ctl test_rules test_quiet test_refuse test_cuda_host test_norm \
-        test_demo test_ctl_parallel test_lm test_efficacy test_place test_docs
+TESTS = test_check test_readme test_ctl test_rules test_quiet test_refuse \
+        test_cuda_host test_norm test_demo test_ctl_parallel test_lm \
+        test_efficacy test_place test_docs test_suite
 TEST_BINS = $(foreach cc,$(CC_LIST),$(foreach t,$(TESTS),$(B)/$(cc)/$(t))) \
             $(foreach cc,$(CC_LIST),$(B)/$(cc)/test_lm_double) \
             $(foreach cc,$(CC_LIST),$(B)/$(cc)/test_norm_nosimd \
@@ -88,6 +92,11 @@ $(B)/gcc/test_demo $(B)/clang/test_demo: examples/train_stress.c $(DEMO_HDRS) \
 $(B)/gcc/test_lm $(B)/clang/test_lm: examples/train_lm.c $(DEMO_HDRS) \
                                      tests/svg_check.h
 LDFLAGS_test_lm = -pthread
+
+# The settings suite's test includes the suite and the LM demo (its parser).
+$(B)/gcc/test_suite $(B)/clang/test_suite: bench/suite.c bench/efficacy.c \
+                                           examples/train_lm.c $(DEMO_HDRS)
+LDFLAGS_test_suite = -pthread
 $(B)/%/test_lm_double: tests/test_lm.c examples/train_lm.c $(DEMO_HDRS) \
                        gnmr.h tests/check.h examples/splitmix.h tests/svg_check.h
 	@mkdir -p $(@D)
@@ -934,6 +943,48 @@ eff-place: $(B)/train_lm $(B)/efficacy_report fortunes-check
 
 .PHONY: eff-place $(EFFP_PARTS)
 
+# The settings suite (issue 39; bench/suite.c): 20 named settings that
+# vary optimizer, schedule, warm-up, learning rate, model, format and
+# events, each on f32, lowp, clip, gnmr and, where FP4 meets the LM, the
+# placer and the told late switch, 3 seeds; split by the FNV-1a hash of the
+# name into a tune half and a test half (`build/settings_suite list`).
+# make suite: resumable (runs whose summary.csv exists are skipped), two
+# runs at a time, one GEMM thread each; build/suite/{summary.csv,
+# frontier.svg}. About 3 hours on 2 cores (bench/RESULTS.md, "Settings
+# suite"). suite-quick, CI's lane: two settings (one of each half, the LM
+# one in FP4 with the placement arms), 200 steps, one seed.
+SUITE_DIR = $(B)/suite
+SUITE_RUN = $(B)/settings_suite run
+SUITE_QUICK = lm-e2m1-clip,mlp-e4m3-faults
+SUITE_CSV_HEADER = setting,half,arm,seed,val_loss,hf_unit_steps,hf_flops,$\
+  gap_recovered
+$(B)/settings_suite: bench/suite.c bench/efficacy.c
+	@mkdir -p $(@D)
+	gcc $(CFLAGS_ALL) -o $@ $< -lm
+
+suite: $(B)/settings_suite $(B)/train_lm $(B)/train_stress fortunes-check
+	$(SUITE_RUN) $(SUITE_DIR) --bin $(B) --data $(FORTUNES)
+
+suite-quick: $(B)/settings_suite $(B)/train_lm $(B)/train_stress \
+             fortunes-check
+	rm -rf $(SUITE_DIR)-quick
+	$(SUITE_RUN) $(SUITE_DIR)-quick --bin $(B) --data $(FORTUNES) \
+	  --only $(SUITE_QUICK) --steps 200 --seeds 1 --eval 64
+	@head -1 $(SUITE_DIR)-quick/summary.csv | grep -qx '$(SUITE_CSV_HEADER)' && \
+	  for r in lm-e2m1-clip,test,gnmr lm-e2m1-clip,test,place-gnmr-10 \
+	    lm-e2m1-clip,test,place-late-10 mlp-e4m3-faults,tune,gnmr; do \
+	    grep -q "^$$r,1," $(SUITE_DIR)-quick/summary.csv || exit 1; done && \
+	  grep -Eq '^lm-e2m1-clip,test,place-late-10,1,[^,]+,[^,]+,0\.1000' \
+	    $(SUITE_DIR)-quick/summary.csv && \
+	  grep -q '<circle' $(SUITE_DIR)-quick/frontier.svg || \
+	  { echo "suite-quick: summary.csv or frontier.svg incomplete"; exit 1; }
+	@$(SUITE_RUN) $(SUITE_DIR)-quick --bin $(B) --data $(FORTUNES) \
+	  --only $(SUITE_QUICK) --steps 200 --seeds 1 --eval 64 | \
+	  grep -q '0 run(s) to do, 2 already' || \
+	  { echo "suite-quick: a second run did not resume"; exit 1; }
+
+.PHONY: suite suite-quick
+
 # ---- formatting -------------------------------------------------------------
 format:
 	clang-format -i $(FORMAT_FILES)
@@ -1090,6 +1141,8 @@ help:
 	  'efficacy          closed-loop efficacy, every arm and setting (~1 h)' \
 	  'efficacy-quick    its CI lane (~3 min)' \
 	  'eff-place         placement arms where FP4 loses (issue 32, ~1 h)' \
+	  'suite             the settings suite, tune and test halves (issue 39, ~3 h)' \
+	  'suite-quick       its CI lane: two settings, 200 steps (~3 min)' \
 	  'libgnmr           shared libraries for the PyTorch bridge' \
 	  'test-torch        the PyTorch bridge tests (pytest)' \
 	  'demo-torch        the PyTorch char-GPT demo, TORCH_STEPS steps' \

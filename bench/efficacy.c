@@ -488,14 +488,15 @@ static void ef_rule(const char *arm, char *rule) {
   snprintf(rule, EF_NAME, "%.*s", (int)n, arm);
 }
 
-/* The frontier: one panel per setting with hf_flops; x: hf FLOPs (%), y:
-   gap recovered (%), each arm's mean over its seeds, held to [-100, 150]
-   (hollow beyond). A rule's arms are joined in order of FLOPs; colours
-   follow the rule across panels. */
+/* The frontier: one panel per setting with hf_flops, EF_ROW_PANELS to a
+   row; x: hf FLOPs (%), y: gap recovered (%), each arm's mean over its
+   seeds, held to [-100, 150] (hollow beyond). A rule's arms are joined in
+   order of FLOPs; colours follow the rule across panels. */
+#define EF_ROW_PANELS 4
 static void ef_frontier_svg(const char *root) {
   char path[1024], rules[EF_MAX_ARMS * 2][EF_NAME], rule[EF_NAME];
-  int n_rules = 0, n_panels = 0, i, j, k, t, p;
-  const double pw = 340, ph = 260, ml = 50, mt = 30, gapx = 70;
+  int n_rules = 0, n_panels = 0, i, j, k, t, p, cols, rows;
+  const double pw = 340, ph = 260, ml = 50, mt = 30, gapx = 70, gapy = 80;
   double W, H, ylo = -100, yhi = 150, xmax = 5;
   FILE *f;
   for (i = 0; i < ef_n_set; i++) {
@@ -515,14 +516,17 @@ static void ef_frontier_svg(const char *root) {
     n_panels += has;
   }
   xmax = ceil(xmax / 5) * 5;
-  W = ml + (n_panels ? n_panels : 1) * (pw + gapx) + 150;
-  H = mt + ph + 50;
+  cols = n_panels < 1 ? 1 : n_panels < EF_ROW_PANELS ? n_panels : EF_ROW_PANELS;
+  rows = n_panels < 1 ? 1 : (n_panels + EF_ROW_PANELS - 1) / EF_ROW_PANELS;
+  W = ml + cols * (pw + gapx) + 150;
+  H = mt + rows * (ph + gapy) - gapy + 50;
   if (H < mt + 16.0 * n_rules + 20) H = mt + 16.0 * n_rules + 20;
   snprintf(path, sizeof path, "%.900s/frontier.svg", root);
   f = ef_svg_open(path, W, H);
   for (i = 0, p = 0; i < ef_n_set; i++) {
     const ef_setting *s = &ef_set[i];
-    double x0 = ml + p * (pw + gapx), y0 = mt;
+    double x0 = ml + (p % EF_ROW_PANELS) * (pw + gapx),
+           y0 = mt + (p / EF_ROW_PANELS) * (ph + gapy);
     int has = 0;
     for (j = 0; j < s->n_arms; j++)
       has |= !ef_all_f32(&s->arm[j]) &&
@@ -573,7 +577,7 @@ static void ef_frontier_svg(const char *root) {
     }
   }
   for (t = 0; t < n_rules; t++) {
-    double x = ml + (n_panels ? n_panels : 1) * (pw + gapx), y = mt + 16.0 * t;
+    double x = ml + cols * (pw + gapx), y = mt + 16.0 * t;
     fprintf(f,
             "<circle cx='%.0f' cy='%.0f' r='4' fill='%s'/>\n<text x='%.0f' "
             "y='%.0f'>%s</text>\n",

@@ -4,7 +4,8 @@
    The model (read top to bottom): token and position embeddings, pre-LayerNorm
    blocks with causal multi-head attention and a GELU MLP, a final LayerNorm
    and the LM head; forward, backward, AdamW with warm-up and cosine decay
-   (or --schedule wsd: constant, then a linear decay over the last 20%).
+   (--optimizer: SGD with momentum, Lion; --schedule: WSD, linear,
+   constant, inverse square root; --warmup: its length).
    Every linear layer is a recoverable unit: per block qkv, attention output,
    MLP up and MLP down, and the head (4 x layers + 1 units). A unit's low-cost
    path quantizes its GEMM inputs (activation and weight) per tensor to FP8
@@ -1098,16 +1099,33 @@ static void lm_backward(lm_model *m) {
   }
 }
 
-/* AdamW over every tensor; decoupled weight decay where the tensor says.
+/* The optimizer (--optimizer) over every tensor; decoupled weight decay
+   where the tensor says:
+     adamw  AdamW (beta1 0.9, beta2 0.95, eps 1e-8, decay 0.1)
+     sgd    SGD with heavy-ball momentum: m = 0.9 m + g, p -= lr (m + wd p)
+            with decay LM_SGD_DECAY (it takes a far larger --lr than AdamW)
+     lion   sign-based (Lion, Chen et al. 2023): p -= lr (sign(0.9 m +
+            0.1 g) + wd p), then m = 0.99 m + 0.01 g, decay LM_LION_DECAY
+            (the paper's rule: a learning rate 3-10x smaller than AdamW's,
+            a decay as many times larger)
+   m and v are the first and second moment buffers (SGD and Lion use m).
    A unit's learning rate is divided by its gain and its decay multiplied
-   by it (--shift: the updates of W = gain W' stay what they were). The
-   tensors of block freeze_block (--freeze) take no update before step
-   freeze_end and count their own steps from there, as an optimizer that
-   meets a parameter's first gradient late does. */
+   by it (--shift, AdamW only: the updates of W = gain W' stay what they
+   were). The tensors of block freeze_block (--freeze) take no update
+   before step freeze_end and count their own steps from there, as an
+   optimizer that meets a parameter's first gradient late does. */
+enum { LM_OPT_ADAMW, LM_OPT_SGD, LM_OPT_LION };
+#define LM_OPTIMIZERS "adamw|sgd|lion"
+#define LM_SGD_MOMENTUM 0.9
+#define LM_SGD_DECAY 1e-4
+#define LM_LION_BETA1 0.9
+#define LM_LION_BETA2 0.99
+#define LM_LION_DECAY 0.3
 typedef struct lm_adamw {
   double beta1, beta2, eps, wd;
   int freeze_block; /* -1: none */
   long freeze_end;
+  int kind; /* LM_OPT_*; the fields above are AdamW's */
 } lm_adamw;
 
 typedef struct lm_adamw_ctx {
@@ -1119,7 +1137,8 @@ typedef struct lm_adamw_ctx {
 
 #define LM_ADAMW_CHUNK 4096 /* parameters per task row */
 
-/* AdamW on the parameters of chunks k0..k1 (LM_ADAMW_CHUNK each). */
+/* The optimizer on the parameters of chunks k0..k1 (LM_ADAMW_CHUNK
+   each). */
 static void lm_adamw_chunks(void *p, int k0, int k1) {
   const lm_adamw_ctx *c = (const lm_adamw_ctx *)p;
   const lm_adamw *o = c->o;
@@ -1134,6 +1153,8 @@ static void lm_adamw_chunks(void *p, int k0, int k1) {
     lm_real *pp = m->params, *g = m->grads, *mo = m->m, *v = m->v;
     double lr = c->lr, wd = tn->decay ? o->wd : 0.0, c1 = c->c1, c2 = c->c2;
     if (i >= e) continue;
+    if (o->kind == LM_OPT_SGD) wd = tn->decay ? LM_SGD_DECAY : 0.0;
+    if (o->kind == LM_OPT_LION) wd = tn->decay ? LM_LION_DECAY : 0.0;
     if (tn->unit >= 0) {
       lr /= m->unit[tn->unit].gain;
       wd *= m->unit[tn->unit].gain;
@@ -1143,6 +1164,21 @@ static void lm_adamw_chunks(void *p, int k0, int k1) {
       if (t < 1) continue;
       c1 = 1.0 - pow(o->beta1, (double)t);
       c2 = 1.0 - pow(o->beta2, (double)t);
+    }
+    if (o->kind == LM_OPT_SGD) {
+      for (; i < e; i++) {
+        mo[i] = (lm_real)(LM_SGD_MOMENTUM * mo[i] + g[i]);
+        pp[i] = (lm_real)(pp[i] - lr * (mo[i] + wd * pp[i]));
+      }
+      continue;
+    }
+    if (o->kind == LM_OPT_LION) {
+      for (; i < e; i++) {
+        double u = LM_LION_BETA1 * mo[i] + (1.0 - LM_LION_BETA1) * g[i];
+        pp[i] = (lm_real)(pp[i] - lr * ((u > 0) - (u < 0) + wd * pp[i]));
+        mo[i] = (lm_real)(LM_LION_BETA2 * mo[i] + (1.0 - LM_LION_BETA2) * g[i]);
+      }
+      continue;
     }
     for (; i < e; i++) {
       double mh, vh;
@@ -1700,7 +1736,10 @@ typedef struct lm_opts {
   double global_clip;
   demo_at freeze; /* --freeze: block, share of the run frozen */
   demo_at shift;  /* --shift: unit, where it is reparametrised */
-  int wsd;        /* --schedule wsd (else cosine) */
+  int schedule;   /* --schedule: LM_SCHED_* */
+  int optimizer;  /* --optimizer: LM_OPT_* */
+  /* --warmup: its length, in steps or (warmup_pct) in percent of them */
+  int warmup, warmup_pct;
 } lm_opts;
 
 typedef struct lm_result {
@@ -1778,18 +1817,53 @@ static gnmr_config lm_arm_config(const lm_opts *o, const demo_arm *arm,
   return c;
 }
 
-/* The learning rate at `step`: linear warm-up over the first 5%, then
-   cosine decay to lr / 10, or with --schedule wsd (warm-up, stable,
-   decay) constant until the last LM_WSD_DECAY of the steps and a linear
-   decay to lr / 10 over them. */
+/* The learning-rate schedules (--schedule), after a linear warm-up of
+   lm_warmup_steps():
+     cosine    cosine decay to lr / 10 at the last step
+     wsd       warm-up, stable, decay: constant until the last LM_WSD_DECAY
+               of the steps, then a linear decay to lr / 10 over them
+     linear    a linear decay to lr / 10 at the last step
+     constant  lr
+     invsqrt   lr sqrt(W / (step + 1)) from step W on, W the warm-up's
+               length or, without one, the default's (5% of the steps) */
+enum {
+  LM_SCHED_COSINE,
+  LM_SCHED_WSD,
+  LM_SCHED_LINEAR,
+  LM_SCHED_CONSTANT,
+  LM_SCHED_INVSQRT
+};
+#define LM_SCHEDULES "cosine|wsd|linear|constant|invsqrt"
 #define LM_WSD_DECAY 0.2
+#define LM_WARMUP_PCT 5 /* --warmup's default: 5% of the steps */
+
+/* P% of the steps, at least one where P > 0. */
+static int lm_pct_steps(const lm_opts *o, int pct) {
+  int w = (int)((long)o->steps * pct / 100);
+  return pct > 0 && w < 1 ? 1 : w;
+}
+
+/* The warm-up's length in steps: --warmup N, or P% of the steps. */
+static int lm_warmup_steps(const lm_opts *o) {
+  return o->warmup_pct ? lm_pct_steps(o, o->warmup) : o->warmup;
+}
+
 static double lm_lr(const lm_opts *o, int step) {
-  int warm = o->steps / 20 > 0 ? o->steps / 20 : 1,
-      d0 = o->steps - (int)(LM_WSD_DECAY * o->steps);
+  int warm = lm_warmup_steps(o), d0 = o->steps - (int)(LM_WSD_DECAY * o->steps),
+      w;
   if (step < warm) return o->lr * (step + 1) / warm;
-  if (o->wsd)
+  switch (o->schedule) {
+  case LM_SCHED_WSD:
     return step < d0 ? o->lr
                      : o->lr * (1.0 - 0.9 * (step - d0) / (o->steps - d0));
+  case LM_SCHED_LINEAR:
+    return o->lr * (1.0 - 0.9 * (step - warm) / (o->steps - warm));
+  case LM_SCHED_CONSTANT: return o->lr;
+  case LM_SCHED_INVSQRT:
+    w = warm > 0 ? warm : lm_pct_steps(o, LM_WARMUP_PCT);
+    return step < w ? o->lr : o->lr * sqrt((double)w / (step + 1));
+  default: break;
+  }
   return o->lr * (0.1 + 0.45 * (1.0 + cos(3.141592653589793 * (step - warm) /
                                           (o->steps - warm))));
 }
@@ -1802,7 +1876,7 @@ static lm_result lm_train(const lm_opts *o, const demo_arm *arm, int seed,
   lm_model m;
   demo_rng init = {(uint64_t)seed * 1000003u + 1},
            order = {(uint64_t)seed + 99};
-  lm_adamw opt = {0.9, 0.95, 1e-8, 0.1, -1, 0};
+  lm_adamw opt = {0.9, 0.95, 1e-8, 0.1, -1, 0, 0};
   gnmr_slot slots[2 * LM_MAX_UNITS];
   gnmr_ctl ctl;
   gnmr_config cfg;
@@ -1821,6 +1895,7 @@ static lm_result lm_train(const lm_opts *o, const demo_arm *arm, int seed,
   float norms[2 * LM_MAX_UNITS];
   memset(&res, 0, sizeof res);
   memset(norms, 0, sizeof norms);
+  opt.kind = o->optimizer;
   if (o->freeze.index >= 0) {
     opt.freeze_block = o->freeze.index;
     opt.freeze_end = (long)o->steps * o->freeze.pct / 100;
@@ -2332,6 +2407,22 @@ static void lm_show_formats(char *buf, size_t cap, const void *dst) {
     demo_cat(buf, cap, "%s%s", k ? "," : "", o->formats[k]->name);
 }
 
+/* --warmup N (steps) or P% (percent of the steps) */
+static void lm_opt_warmup(void *dst, const char *v, const char *name) {
+  lm_opts *o = (lm_opts *)dst;
+  size_t n = strlen(v);
+  char buf[32];
+  o->warmup_pct = n > 0 && v[n - 1] == '%';
+  snprintf(buf, sizeof buf, "%.*s", (int)(n - (size_t)o->warmup_pct), v);
+  o->warmup = o->warmup_pct ? demo_parse_int(buf, 0, 50, name)
+                            : demo_parse_int(buf, 0, 10000000, name);
+}
+
+static void lm_show_warmup(char *buf, size_t cap, const void *dst) {
+  const lm_opts *o = (const lm_opts *)dst;
+  demo_cat(buf, cap, "%d%s", o->warmup, o->warmup_pct ? "%" : "");
+}
+
 static void lm_parse(lm_opts *o, int argc, char **argv) {
   int a;
   memset(o, 0, sizeof *o);
@@ -2351,6 +2442,8 @@ static void lm_parse(lm_opts *o, int argc, char **argv) {
   o->tau_r = o->tau_d = -1;
   o->lock = o->max_rec = -1;
   o->freeze.index = o->shift.index = -1;
+  o->warmup = LM_WARMUP_PCT;
+  o->warmup_pct = 1;
   o->lrs[0] = 2e-3, o->lrs[1] = 3e-3;
   o->n_lrs = 2;
   for (a = 0; a < (int)LP_N_FORMATS; a++) o->formats[a] = &LP_FORMATS[a];
@@ -2381,7 +2474,14 @@ static void lm_parse(lm_opts *o, int argc, char **argv) {
         DEMO_OPT("--batch", "B", DEMO_INT, &o->shape.B, 1, 4096,
                  "sequences a step"),
         DEMO_OPT("--lr", "X", DEMO_REAL, &o->lr, 1, 0,
-                 "peak AdamW learning rate"),
+                 "peak learning rate (SGD takes a far larger one,\n"
+                 "Lion a smaller one than AdamW)"),
+        DEMO_OPT("--optimizer", LM_OPTIMIZERS, DEMO_CHOICE, &o->optimizer, 0, 0,
+                 "AdamW, SGD with momentum 0.9, or Lion (sign of\n"
+                 "the momentum)"),
+        DEMO_OPT_CALL("--warmup", "N|P%", lm_opt_warmup, lm_show_warmup, o,
+                      "linear warm-up over N steps or P% of them\n"
+                      "(0: none)"),
         DEMO_OPT_CALL("--format", "F", lm_opt_format, lm_show_format, &o->fmt,
                       "e4m3, e5m2, e2m1 or nvfp4 (E2M1, a scale per\n"
                       "1x16 block; no --stress)"),
@@ -2416,9 +2516,11 @@ static void lm_parse(lm_opts *o, int argc, char **argv) {
         DEMO_OPT_CALL("--grad-format", "F", lm_opt_format, NULL, &o->grad_fmt,
                       "the low-cost path also quantizes each unit's\n"
                       "output gradient to F (default: f32 gradients)"),
-        DEMO_OPT("--schedule", "cosine|wsd", DEMO_CHOICE, &o->wsd, 0, 0,
-                 "wsd: constant, then a linear decay to lr/10 over\n"
-                 "the last 20% of steps"),
+        DEMO_OPT("--schedule", LM_SCHEDULES, DEMO_CHOICE, &o->schedule, 0, 0,
+                 "after the warm-up: cosine to lr/10; wsd: constant,\n"
+                 "then linear to lr/10 over the last 20% of steps;\n"
+                 "linear to lr/10; constant; invsqrt: lr sqrt(W/t)\n"
+                 "from the warm-up's end W (none: 5% of the steps)"),
         DEMO_OPT("--sweep", NULL, DEMO_FLAG, &o->sweep, 0, 0,
                  "f32 vs lowp (every seed, with --stress faults)"),
         DEMO_OPT_CALL("--sweep-lrs", "LIST", lm_opt_lrs, lm_show_lrs, o,
@@ -2436,6 +2538,12 @@ static void lm_parse(lm_opts *o, int argc, char **argv) {
     DEMO_DIE("--freeze names a block, --shift a unit the model does not have "
              "(%d blocks, %d units)",
              o->shape.L, 4 * o->shape.L + 1);
+  if (lm_warmup_steps(o) >= o->steps)
+    DEMO_DIE("--warmup: %d steps, not fewer than --steps %d",
+             lm_warmup_steps(o), o->steps);
+  if (o->shift.index >= 0 && o->optimizer != LM_OPT_ADAMW)
+    DEMO_DIE("--shift: AdamW only (the reparametrisation keeps AdamW's "
+             "updates, not SGD's or Lion's)");
   /* The faults and the forward signal are defined on per-tensor scales. */
   for (a = 0; a < o->n_arms; a++)
     if (o->fmt->block && (o->stress > 0 || LM_ARMS[o->arms[a]].forward))

@@ -141,11 +141,37 @@ TEST(frontier_joins_a_rules_arms_in_order_of_flops) {
   EXPECT_EQ_INT(svg_geometry_errors(DIR "/frontier.svg"), 0);
 }
 
+/* More than four panels wrap: the fifth opens a second row (a 340 x 260
+   panel, 70 between panels, 80 between rows), inside the picture. */
+TEST(frontier_wraps_to_rows_of_four_panels) {
+  int i, lm = -1;
+  make_runs();
+  ef_n_set = 0;
+  ef_scan(DIR);
+  for (i = 0; i < ef_n_set; i++)
+    if (strcmp(ef_set[i].name, "lm") == 0) lm = i;
+  REQUIRE(lm >= 0);
+  ef_set[0] = ef_set[lm];
+  for (i = 1; i < 5; i++) ef_set[i] = ef_set[0];
+  for (i = 0; i < 5; i++) snprintf(ef_set[i].name, EF_NAME, "panel%d", i);
+  ef_n_set = 5;
+  ef_frontier_svg(DIR);
+  EXPECT(file_has(DIR "/frontier.svg", "viewBox='0 0 1840 680'"));
+  EXPECT(file_has(DIR "/frontier.svg",
+                  "<text x='1450' y='20' text-anchor='middle' "
+                  "font-size='13'>panel3</text>"));
+  EXPECT(file_has(DIR "/frontier.svg",
+                  "<text x='220' y='360' text-anchor='middle' "
+                  "font-size='13'>panel4</text>"));
+  EXPECT_EQ_INT(svg_geometry_errors(DIR "/frontier.svg"), 0);
+}
+
 int main(int argc, char **argv) {
   static const check_case cases[] = {
       CHECK_CASE(gap_recovered_is_per_seed_against_the_same_settings_runs),
       CHECK_CASE(outputs_hold_every_row_and_the_paired_table),
       CHECK_CASE(frontier_joins_a_rules_arms_in_order_of_flops),
+      CHECK_CASE(frontier_wraps_to_rows_of_four_panels),
   };
   (void)efficacy_report_main;
   return check_main(cases, sizeof cases / sizeof cases[0], argc, argv);

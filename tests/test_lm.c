@@ -7,6 +7,8 @@
 #include "../examples/train_lm.c"
 #include "check.h"
 #include "svg_check.h"
+#include <sys/wait.h>
+#include <unistd.h>
 
 /* ---- gradients vs central differences (double build) ----------------------
  */
@@ -370,7 +372,8 @@ TEST(grad_format_touches_the_low_cost_path_only) {
 }
 
 /* The schedules: cosine from the peak to lr / 10; WSD flat until the last
-   20% of steps, then linearly to lr / 10. */
+   20% of steps, then linearly to lr / 10; linear to lr / 10; constant;
+   the inverse square root from the warm-up's end. */
 TEST(schedules_cosine_and_wsd) {
   lm_opts o = small_opts();
   o.steps = 1000;
@@ -378,11 +381,192 @@ TEST(schedules_cosine_and_wsd) {
   EXPECT_NEAR(lm_lr(&o, 0), 1.0 / 50, 1e-12);
   EXPECT_NEAR(lm_lr(&o, 50), 1.0, 1e-12);
   EXPECT(lm_lr(&o, 500) < 0.6 && lm_lr(&o, 999) < 0.101);
-  o.wsd = 1;
+  o.schedule = LM_SCHED_WSD;
   EXPECT_NEAR(lm_lr(&o, 50), 1.0, 1e-12);
   EXPECT_NEAR(lm_lr(&o, 799), 1.0, 1e-12);
   EXPECT_NEAR(lm_lr(&o, 900), 0.55, 1e-12);
   EXPECT(lm_lr(&o, 999) < 0.11);
+}
+
+TEST(schedules_linear_constant_invsqrt) {
+  lm_opts o = small_opts();
+  o.steps = 1000;
+  o.lr = 1.0;
+  o.schedule = LM_SCHED_LINEAR;
+  EXPECT_NEAR(lm_lr(&o, 49), 1.0, 1e-12); /* the warm-up's last step */
+  EXPECT_NEAR(lm_lr(&o, 50), 1.0, 1e-12);
+  EXPECT_NEAR(lm_lr(&o, 525), 0.55, 1e-12); /* halfway down */
+  EXPECT_NEAR(lm_lr(&o, 1000), 0.1, 1e-12);
+  o.schedule = LM_SCHED_CONSTANT;
+  EXPECT_NEAR(lm_lr(&o, 10), 11.0 / 50, 1e-12);
+  EXPECT_NEAR(lm_lr(&o, 999), 1.0, 1e-12);
+  o.schedule = LM_SCHED_INVSQRT;
+  EXPECT_NEAR(lm_lr(&o, 50), sqrt(50.0 / 51), 1e-12);
+  EXPECT_NEAR(lm_lr(&o, 199), 0.5, 1e-12);
+  /* Without a warm-up: the peak from step 0, the decay from the default
+     warm-up's end (5% of the steps). */
+  o.warmup = 0;
+  o.warmup_pct = 0;
+  EXPECT_NEAR(lm_lr(&o, 0), 1.0, 1e-12);
+  EXPECT_NEAR(lm_lr(&o, 49), 1.0, 1e-12);
+  EXPECT_NEAR(lm_lr(&o, 199), 0.5, 1e-12);
+  o.schedule = LM_SCHED_COSINE;
+  EXPECT_NEAR(lm_lr(&o, 0), 1.0, 1e-12);
+  EXPECT_NEAR(lm_lr(&o, 500), 0.55, 1e-12);
+  /* A warm-up in steps, and in percent of them. */
+  o.warmup = 200;
+  EXPECT_NEAR(lm_lr(&o, 99), 0.5, 1e-12);
+  EXPECT_NEAR(lm_lr(&o, 199), 1.0, 1e-12);
+  o.warmup = 10;
+  o.warmup_pct = 1;
+  EXPECT_EQ_INT(lm_warmup_steps(&o), 100);
+  EXPECT_NEAR(lm_lr(&o, 49), 0.5, 1e-12);
+  o.steps = 5; /* 5% of 5 steps: still one step of warm-up */
+  o.warmup = 5;
+  EXPECT_EQ_INT(lm_warmup_steps(&o), 1);
+}
+
+/* SGD and Lion train (the loss falls), and each is its own run: not
+   AdamW's, not each other's. */
+TEST(optimizers_sgd_and_lion_train) {
+  lm_opts o = small_opts();
+  lm_text train, val;
+  lm_result r[3];
+  static const double lrs[3] = {2e-3, 0.3, 2e-3};
+  int k;
+  make_text(&train, 20000, 1);
+  make_text(&val, 2000, 2);
+  o.stress = 0;
+  o.steps = 80;
+  for (k = 0; k < 3; k++) {
+    o.optimizer = k;
+    o.lr = lrs[k];
+    r[k] = lm_train(&o, &LM_ARMS[arm_find("lowp")], 1, &train, &val, NULL, 0,
+                    NULL);
+    printf("  %s: loss %.3f -> %.3f nats, val %.3f bits/byte\n",
+           k == LM_OPT_ADAMW ? "adamw"
+           : k == LM_OPT_SGD ? "sgd"
+                             : "lion",
+           (double)r[k].loss[0], (double)r[k].loss[o.steps - 1], r[k].val_bpb);
+    EXPECT(r[k].loss[o.steps - 1] < 0.8 * r[k].loss[0]);
+    EXPECT(isfinite(r[k].val_bpb) && r[k].val_bpb < 8.0);
+  }
+  EXPECT(r[0].param_hash != r[1].param_hash);
+  EXPECT(r[0].param_hash != r[2].param_hash);
+  EXPECT(r[1].param_hash != r[2].param_hash);
+  for (k = 0; k < 3; k++) free(r[k].loss);
+  free(train.bytes);
+  free(val.bytes);
+}
+
+/* ---- the command line ------------------------------------------------------
+ */
+
+TEST(options_land_where_the_table_says) {
+  char *argv[] = {"train_lm", "--optimizer", "lion", "--schedule",
+                  "invsqrt",  "--warmup",    "10%",  "--lr",
+                  "3e-4",     "--steps",     "400",  "--quiet"};
+  char *argv2[] = {"train_lm",   "--optimizer", "sgd",
+                   "--schedule", "linear",      "--warmup",
+                   "0",          "--arms",      "f32,place-gnmr-10"};
+  char *argv3[] = {"train_lm", "--schedule", "constant", "--warmup", "30"};
+  lm_opts o;
+  lm_parse(&o, (int)(sizeof argv / sizeof argv[0]), argv);
+  EXPECT_EQ_INT(o.optimizer, LM_OPT_LION);
+  EXPECT_EQ_INT(o.schedule, LM_SCHED_INVSQRT);
+  EXPECT(o.warmup == 10 && o.warmup_pct == 1);
+  EXPECT_EQ_INT(lm_warmup_steps(&o), 40);
+  EXPECT(o.lr == 3e-4);
+  lm_parse(&o, (int)(sizeof argv2 / sizeof argv2[0]), argv2);
+  EXPECT_EQ_INT(o.optimizer, LM_OPT_SGD);
+  EXPECT_EQ_INT(o.schedule, LM_SCHED_LINEAR);
+  EXPECT_EQ_INT(lm_warmup_steps(&o), 0);
+  EXPECT(o.n_arms == 2 && o.arms[1] == arm_find("place-gnmr-10"));
+  lm_parse(&o, (int)(sizeof argv3 / sizeof argv3[0]), argv3);
+  EXPECT_EQ_INT(o.schedule, LM_SCHED_CONSTANT);
+  EXPECT(o.warmup == 30 && o.warmup_pct == 0);
+  EXPECT_EQ_INT(o.optimizer, LM_OPT_ADAMW); /* untouched: the default */
+  lm_parse(&o, 1, argv);                    /* the defaults */
+  EXPECT(o.optimizer == LM_OPT_ADAMW && o.schedule == LM_SCHED_COSINE);
+  EXPECT_EQ_INT(lm_warmup_steps(&o), 1500 / 20);
+}
+
+/* Runs lm_parse on argv in a child, its stdout to `out` (may be NULL) and
+   its stderr dropped; the child's exit status, or -1 if it did not exit. */
+static int parse_in_child(char **argv, int argc, const char *out) {
+  int status;
+  pid_t pid;
+  fflush(stdout);
+  pid = fork();
+  if (pid == 0) {
+    lm_opts o;
+    if (!freopen("/dev/null", "w", stderr) ||
+        !freopen(out ? out : "/dev/null", "w", stdout))
+      _exit(99);
+    lm_parse(&o, argc, argv);
+    exit(0);
+  }
+  if (pid < 0 || waitpid(pid, &status, 0) != pid || !WIFEXITED(status))
+    return -1;
+  return WEXITSTATUS(status);
+}
+
+TEST(options_refuse_bad_values) {
+  static const char *bad[][4] = {
+      {"--optimizer", "adam", NULL, NULL},
+      {"--optimizer", "", NULL, NULL},
+      {"--schedule", "cos", NULL, NULL},
+      {"--schedule", "invsqrt,", NULL, NULL},
+      {"--warmup", "-1", NULL, NULL},
+      {"--warmup", "x", NULL, NULL},
+      {"--warmup", "%", NULL, NULL},
+      {"--warmup", "5%%", NULL, NULL},
+      {"--warmup", "51%", NULL, NULL},
+      {"--warmup", "1500", NULL, NULL}, /* not fewer than the steps */
+      {"--warmup", "10", "--steps", "10"},
+      {"--shift", "1:40", "--optimizer", "sgd"},
+      {"--lr", "0", NULL, NULL},
+  };
+  char *argv[5];
+  size_t k;
+  int taken = 0, argc;
+  argv[0] = (char *)"train_lm";
+  for (k = 0; k < sizeof bad / sizeof bad[0]; k++) {
+    for (argc = 1; argc < 5 && bad[k][argc - 1]; argc++)
+      argv[argc] = (char *)bad[k][argc - 1];
+    if (parse_in_child(argv, argc, NULL) != 1) {
+      fprintf(stderr, "  taken: %s %s\n", argv[1], argv[2]);
+      taken++;
+    }
+  }
+  EXPECT_EQ_INT(taken, 0);
+  argv[1] = (char *)"--warmup"; /* no value */
+  EXPECT_EQ_INT(parse_in_child(argv, 2, NULL), 1);
+  argv[2] = (char *)"50%"; /* the controls: good ones */
+  EXPECT_EQ_INT(parse_in_child(argv, 3, NULL), 0);
+  argv[2] = (char *)"1499";
+  EXPECT_EQ_INT(parse_in_child(argv, 3, NULL), 0);
+}
+
+/* --help exits 0 and prints each new option with its default. */
+TEST(help_prints_each_option_and_its_default) {
+  const char *path = "build/test_lm_out/help.txt";
+  char *argv[] = {"train_lm", "--help"}, text[16384];
+  FILE *f;
+  size_t n;
+  demo_mkdir("build/test_lm_out");
+  EXPECT_EQ_INT(parse_in_child(argv, 2, path), 0);
+  REQUIRE(f = fopen(path, "r"));
+  n = fread(text, 1, sizeof text - 1, f);
+  text[n] = 0;
+  fclose(f);
+  EXPECT(strstr(text, "--optimizer adamw|sgd|lion") != NULL);
+  EXPECT(strstr(text, "(default adamw)") != NULL);
+  EXPECT(strstr(text, "--warmup N|P%") != NULL);
+  EXPECT(strstr(text, "(default 5%)") != NULL);
+  EXPECT(strstr(text, "--schedule cosine|wsd|linear|constant|invsqrt") != NULL);
+  EXPECT(strstr(text, "(default cosine)") != NULL);
+  EXPECT(strstr(text, "(default 0.002)") != NULL); /* --lr */
 }
 
 /* ---- data and end to end -------------------------------------------------
@@ -503,6 +687,11 @@ int main(int argc, char **argv) {
       CHECK_CASE(library_placer_runs_as_the_prototype),
       CHECK_CASE(grad_format_touches_the_low_cost_path_only),
       CHECK_CASE(schedules_cosine_and_wsd),
+      CHECK_CASE(schedules_linear_constant_invsqrt),
+      CHECK_CASE(optimizers_sgd_and_lion_train),
+      CHECK_CASE(options_land_where_the_table_says),
+      CHECK_CASE(options_refuse_bad_values),
+      CHECK_CASE(help_prints_each_option_and_its_default),
       CHECK_CASE(fortunes_split_by_fortune),
       CHECK_CASE(demo_runs_end_to_end),
 #endif

@@ -1,0 +1,563 @@
+/* suite.c - issue 39's settings suite (make suite, make suite-quick).
+
+   Named training settings that vary what users vary, each run on the arms
+   the issue's reports need, over 3 seeds, by the training demos
+   (examples/train_lm.c, examples/train_stress.c):
+
+     optimizer  AdamW, SGD with momentum, Lion (sign-based)
+     schedule   cosine to lr/10, WSD, linear to lr/10, constant, inverse
+                square root
+     warm-up    none, short (5% of the steps: the demo's), long (20%)
+     lr         low, the demo's, high (per optimizer: AdamW 1e-3, 2e-3,
+                4e-3; SGD 0.3 and Lion 1e-3 taken as their demo values;
+                the MLP's demo value is 1e-3)
+     model      the MLP (train_stress, 128,64,32), the LM demo at width
+                64 (2 blocks, 4 heads) and at width 96 (2 blocks, 4 heads)
+     format     FP8 E4M3 per tensor; E4M3 with E5M2 output gradients; FP4
+                E2M1 per tensor; NVFP4 (E2M1, a scale per 1x16 block)
+     events     calm (no fault; FP8, where low precision costs little),
+                noisy (calm, and a batch of 2 sequences: heavy-tailed
+                gradient noise), faults (injected: LM 24, MLP 8 per 1000
+                steps), natural (FP4: the format alone hurts)
+
+   Not the full grid: SUITE below, 20 settings, each value in at least one.
+   LM runs take 500 steps, MLP runs 1000 (the demo's default): about 3
+   hours on 2 cores (bench/RESULTS.md, "Settings suite").
+   Settings marked clip run every arm on a global clip of 1.0 (what
+   production trainers run anyway; there the clip arm is lowp and is not
+   run).
+
+   Arms: f32, lowp, clip, gnmr (the controller's defaults), and in the LM
+   settings in FP4 (E2M1, NVFP4), where the placer applies,
+   place-gnmr-10 (gnmr.h's placer at 10% of the GEMM FLOPs) beside the
+   late switch told the schedule, place-late-5 and place-late-10 (every
+   unit on f32 for the last 5% or 10% of steps: the placer's FLOPs lie
+   between, and the frontier joins them).
+
+   THE SPLIT, fixed before any tuning: a setting's half is the lowest bit
+   of the 32-bit FNV-1a hash of its name (offset basis 2166136261, prime
+   16777619, over the name's bytes): 0 tune, 1 test. Defaults and
+   thresholds are chosen on the tune half only; every report lists the
+   test half first. `suite list` prints each setting's hash and half, and
+   every command checks that both halves hold each format.
+
+   Usage:
+     suite list                        the settings, test half first
+     suite run DIR [options]           runs what DIR lacks, then report
+     suite report DIR                  DIR/summary.csv, DIR/frontier.svg
+   run's options: --jobs J (runs at once, default 2), --steps N (every run;
+   default LM 500, MLP 1000), --seeds N (default 3),
+   --eval N (LM validation windows), --only A,B (those settings), --bin DIR
+   (where train_lm and train_stress are, default build), --data DIR (the
+   fortune files).
+
+   A run is one setting and seed: DIR/<setting>/s<seed>/, the demo's own
+   outputs; the tune half's run first. It is written under DIR/.tmp and moved in
+   place when it succeeds, so `run` is resumable: it skips every run whose
+   summary.csv is there (delete DIR, or a setting's folder, to run it again).
+
+   report (also run's last step) reads them with bench/efficacy.c and
+   writes DIR/summary.csv, one row per setting, arm and seed: setting,
+   half, arm, seed, val_loss (LM: bits per byte; MLP: test cross-entropy),
+   hf_unit_steps (the share of unit-steps on the high-fidelity path; 1 for
+   the arms that run every unit in f32),
+   hf_flops (of the units' GEMM FLOPs; the LM demo only), gap_recovered
+   ((lowp - arm) / (lowp - f32), same seed); and DIR/frontier.svg
+   (efficacy.c's: gap recovered against hf FLOPs, a panel per LM setting,
+   test half first).
+
+   Define SUITE_NO_MAIN to include this file in a test without its
+   main(). */
+#define main efficacy_report_main
+#include "efficacy.c"
+#undef main
+
+#include <stdint.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+enum { SU_MLP, SU_LM, SU_LM_WIDE };
+enum { SU_CALM, SU_NOISY, SU_FAULTS, SU_NATURAL };
+static const char *const SU_MODEL[] = {"mlp", "lm-w64", "lm-w96"};
+static const char *const SU_EVENTS[] = {"calm", "noisy", "faults", "natural"};
+
+/* One setting. format: e4m3, e5m2g (E4M3, E5M2 output gradients), e2m1,
+   nvfp4. optimizer, schedule, warmup: the LM demo's options (the MLP's
+   are AdamW, cosine from its own warm-up: "-"). lr_level: low, demo,
+   high, against the optimizer's own demo value. */
+typedef struct suite_setting {
+  const char *name;
+  int model;
+  const char *format, *optimizer, *schedule, *warmup, *lr, *lr_level;
+  int events, clip;
+} suite_setting;
+
+/* clang-format off */
+static const suite_setting SUITE[] = {
+/* name                   model       format   optim    sched       warmup lr      level   events      clip */
+  {"lm-e5m2g-calm",       SU_LM,      "e5m2g", "adamw", "cosine",   "5%",  "2e-3", "demo", SU_CALM,    0},
+  {"lm-e4m3-noisy",       SU_LM,      "e4m3",  "adamw", "constant", "20%", "2e-3", "demo", SU_NOISY,   0},
+  {"lm-e4m3-lion-faults", SU_LM,      "e4m3",  "lion",  "wsd",      "0",   "1e-3", "demo", SU_FAULTS,  0},
+  {"lm-e4m3-calm",        SU_LM,      "e4m3",  "adamw", "linear",   "20%", "1e-3", "low",  SU_CALM,    0},
+  {"lm-e5m2g-sgd-faults", SU_LM,      "e5m2g", "sgd",   "linear",   "5%",  "0.3",  "demo", SU_FAULTS,  0},
+  {"lm-e2m1-clip",        SU_LM,      "e2m1",  "adamw", "cosine",   "5%",  "4e-3", "high", SU_NATURAL, 1},
+  {"lm-e2m1-nowarm",      SU_LM,      "e2m1",  "adamw", "cosine",   "0",   "2e-3", "demo", SU_NATURAL, 0},
+  {"lm-e2m1-sgd",         SU_LM,      "e2m1",  "sgd",   "cosine",   "5%",  "0.3",  "demo", SU_NATURAL, 0},
+  {"lm-e2m1-lion-wsd",    SU_LM,      "e2m1",  "lion",  "wsd",      "5%",  "1e-3", "demo", SU_NATURAL, 1},
+  {"lm-e2m1-invsqrt",     SU_LM,      "e2m1",  "adamw", "invsqrt",  "20%", "4e-3", "high", SU_NATURAL, 0},
+  {"lm-e2m1-const-lowlr", SU_LM,      "e2m1",  "adamw", "constant", "5%",  "1e-3", "low",  SU_NATURAL, 0},
+  {"lm-e2m1-faults",      SU_LM,      "e2m1",  "adamw", "linear",   "5%",  "2e-3", "demo", SU_FAULTS,  0},
+  {"lm-nvfp4-clip",       SU_LM,      "nvfp4", "adamw", "cosine",   "5%",  "4e-3", "high", SU_NATURAL, 1},
+  {"lm-nvfp4-invsqrt",    SU_LM,      "nvfp4", "adamw", "invsqrt",  "0",   "2e-3", "demo", SU_NATURAL, 0},
+  {"lm-nvfp4-sgd-wsd",    SU_LM,      "nvfp4", "sgd",   "wsd",      "20%", "0.3",  "demo", SU_NATURAL, 0},
+  {"lmw-e2m1-clip",       SU_LM_WIDE, "e2m1",  "adamw", "cosine",   "5%",  "2e-3", "demo", SU_NATURAL, 1},
+  {"lmw-nvfp4-wsd",       SU_LM_WIDE, "nvfp4", "adamw", "wsd",      "5%",  "2e-3", "demo", SU_NATURAL, 0},
+  {"mlp-e4m3-faults",     SU_MLP,     "e4m3",  "-",     "-",        "-",   "1e-3", "demo", SU_FAULTS,  0},
+  {"mlp-e4m3-calm",       SU_MLP,     "e4m3",  "-",     "-",        "-",   "1e-3", "demo", SU_CALM,    0},
+  {"mlp-e2m1-clip",       SU_MLP,     "e2m1",  "-",     "-",        "-",   "3e-3", "high", SU_NATURAL, 1},
+};
+/* clang-format on */
+#define SUITE_N (int)(sizeof SUITE / sizeof SUITE[0])
+static const char *const SU_FORMATS[] = {"e4m3", "e5m2g", "e2m1", "nvfp4"};
+#define SU_N_FORMATS 4
+
+/* The split: FNV-1a (32 bits) of the name; its lowest bit, 1: test. */
+static uint32_t suite_fnv1a(const char *s) {
+  uint32_t h = 2166136261u;
+  for (; *s; s++) h = (h ^ (uint8_t)*s) * 16777619u;
+  return h;
+}
+static int suite_test_half(const suite_setting *s) {
+  return (int)(suite_fnv1a(s->name) & 1u);
+}
+static const char *suite_half(const suite_setting *s) {
+  return suite_test_half(s) ? "test" : "tune";
+}
+
+static int suite_fp4(const suite_setting *s) {
+  return strcmp(s->format, "e2m1") == 0 || strcmp(s->format, "nvfp4") == 0;
+}
+
+/* The halves as the rule gave them when it was fixed (2026-11-27, before
+   any tuning), written down: every command refuses to run where the rule
+   and this record disagree, so a renamed or added setting, or a changed
+   rule, shows in the diff of this list. The other settings are the tune
+   half: lm-e4m3-calm, lm-e5m2g-sgd-faults, lm-e2m1-lion-wsd,
+   lm-e2m1-invsqrt, lm-e2m1-faults, lm-nvfp4-clip, lmw-e2m1-clip,
+   mlp-e4m3-faults, mlp-e4m3-calm. */
+static const char *const SUITE_TEST_HALF[] = {
+    "lm-e5m2g-calm",       "lm-e4m3-noisy",    "lm-e4m3-lion-faults",
+    "lm-e2m1-clip",        "lm-e2m1-nowarm",   "lm-e2m1-sgd",
+    "lm-e2m1-const-lowlr", "lm-nvfp4-invsqrt", "lm-nvfp4-sgd-wsd",
+    "lmw-nvfp4-wsd",       "mlp-e2m1-clip"};
+#define SUITE_N_TEST (int)(sizeof SUITE_TEST_HALF / sizeof *SUITE_TEST_HALF)
+
+/* The settings of set[0..n) whose half by the rule is not the record's
+   (SUITE_TEST_HALF), said on `why` where it is not NULL. */
+static int suite_record_errors(const suite_setting *set, int n, FILE *why) {
+  int i, k, bad = 0;
+  for (i = 0; i < n; i++) {
+    int listed = 0;
+    for (k = 0; k < SUITE_N_TEST; k++)
+      listed |= strcmp(set[i].name, SUITE_TEST_HALF[k]) == 0;
+    if (listed != suite_test_half(&set[i])) {
+      if (why)
+        fprintf(why,
+                "suite: %s falls to the %s half by the rule, to the %s "
+                "half by the record\n",
+                set[i].name, suite_half(&set[i]), listed ? "test" : "tune");
+      bad++;
+    }
+  }
+  return bad;
+}
+
+/* Both halves of set[0..n) hold every format and every model; the number
+   of (half, value) pairs missing (0: the split holds), each said on `why`
+   where it is not NULL. */
+static int suite_split_gaps(const suite_setting *set, int n, FILE *why) {
+  int h, k, i, gaps = 0;
+  for (h = 0; h < 2; h++) {
+    for (k = 0; k < SU_N_FORMATS + 3; k++) {
+      int seen = 0;
+      for (i = 0; i < n; i++)
+        if (suite_test_half(&set[i]) == h &&
+            (k < SU_N_FORMATS ? strcmp(set[i].format, SU_FORMATS[k]) == 0
+                              : set[i].model == k - SU_N_FORMATS))
+          seen = 1;
+      if (!seen) {
+        if (why)
+          fprintf(why, "suite: the %s half has no %s setting\n",
+                  h ? "test" : "tune",
+                  k < SU_N_FORMATS ? SU_FORMATS[k]
+                                   : SU_MODEL[k - SU_N_FORMATS]);
+        gaps++;
+      }
+    }
+  }
+  return gaps;
+}
+
+/* The settings in report order: the test half, then the tune half, each
+   in SUITE's order; order[] gets their indices. */
+static void suite_order(int *order) {
+  int h, i, n = 0;
+  for (h = 1; h >= 0; h--)
+    for (i = 0; i < SUITE_N; i++)
+      if (suite_test_half(&SUITE[i]) == h) order[n++] = i;
+}
+
+static const char *suite_arms(const suite_setting *s) {
+  if (s->model != SU_MLP && suite_fp4(s))
+    return s->clip ? "f32,lowp,gnmr,place-gnmr-10,place-late-5,place-late-10"
+                   : "f32,lowp,clip,gnmr,place-gnmr-10,place-late-5,"
+                     "place-late-10";
+  return s->clip ? "f32,lowp,gnmr" : "f32,lowp,clip,gnmr";
+}
+
+/* The demo's options for setting s (no arms, seeds, steps or output). */
+static void suite_args(const suite_setting *s, char *buf, size_t cap) {
+  int fp8g = strcmp(s->format, "e5m2g") == 0;
+  buf[0] = 0;
+  if (s->model == SU_MLP) {
+    snprintf(buf, cap, "--hidden 128,64,32 --format %s --lr %s%s%s", s->format,
+             s->lr, s->events == SU_FAULTS ? " --stress 8" : "",
+             s->clip ? " --global-clip 1.0" : "");
+    return;
+  }
+  snprintf(buf, cap,
+           "--format %s%s --optimizer %s --schedule %s --warmup %s --lr "
+           "%s%s%s%s%s",
+           fp8g ? "e4m3" : s->format, fp8g ? " --grad-format e5m2" : "",
+           s->optimizer, s->schedule, s->warmup, s->lr,
+           s->model == SU_LM_WIDE ? " --dim 96 --heads 4" : "",
+           s->events == SU_FAULTS ? " --stress 24" : "",
+           s->events == SU_NOISY ? " --batch 2" : "",
+           s->clip ? " --global-clip 1.0" : "");
+}
+
+static void suite_list(void) {
+  int order[SUITE_N], k;
+  char args[512];
+  suite_order(order);
+  printf("%-20s %-4s %-8s %-7s %-5s %-5s %-8s %-6s %-5s %-4s %s\n", "setting",
+         "half", "fnv1a", "model", "fmt", "optim", "sched", "warmup", "lr",
+         "clip", "events");
+  for (k = 0; k < SUITE_N; k++) {
+    const suite_setting *s = &SUITE[order[k]];
+    printf("%-20s %-4s %08x %-7s %-5s %-5s %-8s %-6s %-5s %-4s %s\n", s->name,
+           suite_half(s), (unsigned)suite_fnv1a(s->name), SU_MODEL[s->model],
+           s->format, s->optimizer, s->schedule, s->warmup, s->lr,
+           s->clip ? "yes" : "no", SU_EVENTS[s->events]);
+  }
+  printf("\ncommands (plus --seed S --seeds 1 --steps N --arms A --out D):\n");
+  for (k = 0; k < SUITE_N; k++) {
+    const suite_setting *s = &SUITE[order[k]];
+    suite_args(s, args, sizeof args);
+    printf("  %s: %s %s --arms %s\n", s->name,
+           s->model == SU_MLP ? "train_stress" : "train_lm", args,
+           suite_arms(s));
+  }
+}
+
+/* ---- running ------------------------------------------------------------- */
+
+typedef struct suite_opts {
+  const char *dir, *bin, *data, *only;
+  int jobs, steps, seeds, eval;
+} suite_opts;
+
+static int suite_selected(const suite_opts *o, const char *name) {
+  const char *p = o->only;
+  size_t n = strlen(name);
+  if (!p) return 1;
+  while (*p) {
+    size_t w = strcspn(p, ",");
+    if (w == n && strncmp(p, name, n) == 0) return 1;
+    p += w + (p[w] == ',');
+  }
+  return 0;
+}
+
+static int suite_exists(const char *path) {
+  struct stat st;
+  return stat(path, &st) == 0;
+}
+
+static double suite_now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+typedef struct suite_job {
+  int setting, seed;
+  pid_t pid;
+  double t0;
+} suite_job;
+
+/* Starts job j: a child that runs the demo into DIR/.tmp/<setting>-s<seed>
+   (its log beside it) and exits with its status. */
+static pid_t suite_start(const suite_opts *o, const suite_job *j) {
+  const suite_setting *s = &SUITE[j->setting];
+  char args[512], cmd[8192], tmp[1024];
+  pid_t pid;
+  int steps = o->steps > 0 ? o->steps : s->model == SU_MLP ? 1000 : 500;
+  suite_args(s, args, sizeof args);
+  snprintf(tmp, sizeof tmp, "%s/.tmp/%s-s%d", o->dir, s->name, j->seed);
+  if (s->model == SU_MLP)
+    snprintf(cmd, sizeof cmd,
+             "rm -rf '%s' && %s/train_stress --quiet %s --seed %d --seeds 1 "
+             "--steps %d --arms %s --out '%s' > '%s.log' 2>&1",
+             tmp, o->bin, args, j->seed, steps, suite_arms(s), tmp, tmp);
+  else
+    snprintf(cmd, sizeof cmd,
+             "rm -rf '%s' && %s/train_lm --quiet --threads 1 --data '%s' "
+             "--setting %s %s --seed %d --seeds 1 --steps %d --eval %d "
+             "--arms %s --out '%s' > '%s.log' 2>&1",
+             tmp, o->bin, o->data, s->name, args, j->seed, steps,
+             o->eval > 0 ? o->eval : 512, suite_arms(s), tmp, tmp);
+  fflush(stdout);
+  pid = fork();
+  if (pid < 0) ef_die("fork failed");
+  if (pid == 0) {
+    int rc = system(cmd);
+    _exit(rc == 0 ? 0 : 1);
+  }
+  return pid;
+}
+
+/* Runs every selected setting x seed whose DIR/<setting>/s<seed>/
+   summary.csv is missing, o->jobs at a time; progress on
+   stdout. The tune half runs first (SUITE's order backwards): a session
+   can read it while the test half runs, and a suite cut short leaves what
+   tuning needs. Returns the number of runs that failed. */
+static int suite_run(const suite_opts *o) {
+  suite_job todo[SUITE_N * 16], running[16];
+  int order[SUITE_N], n = 0, done = 0, failed = 0, skipped = 0, k, s, r;
+  int n_run = 0, next = 0, seeds = o->seeds > 0 ? o->seeds : 3;
+  double t_start = suite_now(), busy = 0;
+  char path[1200];
+  if (strchr(o->dir, '\'') || strchr(o->data, '\''))
+    ef_die("no quotes in DIR or --data");
+  suite_order(order);
+  for (k = SUITE_N - 1; k >= 0; k--) { /* the tune half first */
+    if (!suite_selected(o, SUITE[order[k]].name)) continue;
+    for (s = 1; s <= seeds && s <= 16; s++) {
+      snprintf(path, sizeof path, "%s/%s/s%d/summary.csv", o->dir,
+               SUITE[order[k]].name, s);
+      if (suite_exists(path)) {
+        skipped++;
+        continue;
+      }
+      todo[n].setting = order[k];
+      todo[n].seed = s;
+      n++;
+    }
+  }
+  printf("suite: %d run(s) to do, %d already in %s, %d at a time\n", n, skipped,
+         o->dir, o->jobs);
+  snprintf(path, sizeof path, "mkdir -p '%s/.tmp'", o->dir);
+  if (n > 0 && system(path) != 0) ef_die("cannot create %s/.tmp", o->dir);
+  while (done < n) {
+    int status;
+    pid_t pid;
+    while (n_run < o->jobs && next < n) {
+      running[n_run] = todo[next++];
+      running[n_run].t0 = suite_now();
+      running[n_run].pid = suite_start(o, &running[n_run]);
+      n_run++;
+    }
+    pid = wait(&status);
+    if (pid < 0) ef_die("wait failed");
+    for (r = 0; r < n_run && running[r].pid != pid; r++) continue;
+    if (r == n_run) continue;
+    {
+      const suite_job *j = &running[r];
+      const suite_setting *st = &SUITE[j->setting];
+      double took = suite_now() - j->t0, elapsed;
+      int ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
+      char tmp[1100], dst[1100], cmd[2400];
+      snprintf(tmp, sizeof tmp, "%s/.tmp/%s-s%d", o->dir, st->name, j->seed);
+      snprintf(dst, sizeof dst, "%s/%s/s%d", o->dir, st->name, j->seed);
+      if (ok) {
+        snprintf(cmd, sizeof cmd, "mkdir -p '%s/%s' && rm -rf '%s'", o->dir,
+                 st->name, dst);
+        ok = system(cmd) == 0 && rename(tmp, dst) == 0;
+      }
+      done++;
+      failed += !ok;
+      busy += took;
+      elapsed = suite_now() - t_start;
+      /* what is left at the mean time of a run so far, o->jobs at a time
+         (rough: the settings' costs differ up to tenfold) */
+      printf("[%d/%d] %-20s seed %d (%s) %s in %.0f s; %.0f s so far, about "
+             "%.0f s left\n",
+             done, n, st->name, j->seed, suite_half(st), ok ? "done" : "FAILED",
+             took, elapsed, busy / done * (n - done) / o->jobs);
+      if (!ok) printf("  its log: %s.log\n", tmp);
+      fflush(stdout);
+      running[r] = running[--n_run];
+    }
+  }
+  if (n > 0)
+    printf("suite: %d run(s) in %.0f s (%.0f s of runs), %d failed\n", n,
+           suite_now() - t_start, busy, failed);
+  return failed;
+}
+
+/* ---- the report ---------------------------------------------------------- */
+
+/* The setting of SUITE named `name`, or -1. */
+static int suite_find(const char *name) {
+  int i;
+  for (i = 0; i < SUITE_N; i++)
+    if (strcmp(SUITE[i].name, name) == 0) return i;
+  return -1;
+}
+
+/* Reads DIR with efficacy.c, keeps the suite's settings in report order
+   (test half first), writes DIR/summary.csv and DIR/frontier.svg and a
+   table on stdout. */
+static void suite_report(const char *dir) {
+  static ef_setting keep[EF_MAX_SETTINGS];
+  int order[SUITE_N], n = 0, k, i, j, m;
+  char path[1100];
+  FILE *f;
+  ef_scan(dir);
+  suite_order(order);
+  for (k = 0; k < SUITE_N; k++)
+    for (i = 0; i < ef_n_set; i++)
+      if (strcmp(ef_set[i].name, SUITE[order[k]].name) == 0)
+        keep[n++] = ef_set[i];
+  for (i = 0; i < n; i++) ef_set[i] = keep[i];
+  ef_n_set = n;
+  if (n == 0) ef_die("no setting of the suite in %s", dir);
+  snprintf(path, sizeof path, "%.900s/summary.csv", dir);
+  f = ef_open(path, "w");
+  fprintf(f, "setting,half,arm,seed,val_loss,hf_unit_steps,hf_flops,"
+             "gap_recovered\n");
+  printf("\n%-20s %-4s %-14s %5s %9s %9s %9s %9s\n", "setting", "half", "arm",
+         "seeds", "val_loss", "gap_rec", "hf_steps", "hf_flops");
+  for (i = 0; i < n; i++) {
+    const ef_setting *s = &ef_set[i];
+    const char *half = suite_half(&SUITE[suite_find(s->name)]);
+    for (j = 0; j < s->n_arms; j++) {
+      ef_arm *a = &ef_set[i].arm[j];
+      double gap[EF_MAX_SEEDS];
+      for (m = 0; m < a->n; m++) {
+        if (ef_all_f32(a)) a->hf[m] = 1; /* the demos count control only */
+        gap[m] = ef_gap(s, a, m);
+        fprintf(f, "%s,%s,%s,%d,%.6f,%.6f,", s->name, half, a->name, a->seed[m],
+                a->loss[m], a->hf[m]);
+        if (isnan(a->flops[m]))
+          fprintf(f, ",");
+        else
+          fprintf(f, "%.6f,", a->flops[m]);
+        if (isnan(gap[m]))
+          fprintf(f, "\n");
+        else
+          fprintf(f, "%.4f\n", gap[m]);
+      }
+      printf("%-20s %-4s %-14s %5d %9.4f ", s->name, half, a->name, a->n,
+             ef_mean(a->loss, a->n));
+      if (isnan(ef_mean(gap, a->n)))
+        printf("%9s ", "");
+      else
+        printf("%8.0f%% ", 100 * ef_mean(gap, a->n));
+      printf("%8.2f%% ", 100 * ef_mean(a->hf, a->n));
+      if (isnan(ef_mean(a->flops, a->n)))
+        printf("%9s\n", "");
+      else
+        printf("%8.2f%%\n", 100 * ef_mean(a->flops, a->n));
+    }
+  }
+  if (fclose(f) != 0) ef_die("writing %s failed", path);
+  /* The frontier's panels: each setting's name and half. */
+  for (i = 0; i < n; i++) {
+    char name[EF_NAME];
+    snprintf(name, sizeof name, "%.38s (%s)", ef_set[i].name,
+             suite_half(&SUITE[suite_find(ef_set[i].name)]));
+    memcpy(ef_set[i].name, name, sizeof name);
+  }
+  ef_frontier_svg(dir);
+  printf("\nval_loss: LM bits per byte, MLP test cross-entropy (mean over "
+         "seeds); gap_rec: (lowp - arm) / (lowp - f32), same seed;\n"
+         "hf_steps, hf_flops: the shares of unit-steps and of the units' GEMM "
+         "FLOPs on the high-fidelity path (hf_flops: LM only)\n"
+         "outputs in %s/: summary.csv frontier.svg, and each run's own in "
+         "<setting>/s<seed>/\n",
+         dir);
+}
+
+static void suite_usage(void) {
+  fprintf(stderr,
+          "usage: suite list | suite run DIR [--jobs J] [--steps N] "
+          "[--seeds N] [--eval N] [--only A,B] [--bin DIR] [--data DIR] | "
+          "suite report DIR\n");
+  exit(2);
+}
+
+static int suite_int(const char *v, int lo, int hi) {
+  char *end;
+  long x = strtol(v, &end, 10);
+  if (*end || end == v || x < lo || x > hi) suite_usage();
+  return (int)x;
+}
+
+#ifndef SUITE_NO_MAIN
+int main(int argc, char **argv) {
+  suite_opts o;
+  int i;
+  if (suite_split_gaps(SUITE, SUITE_N, stderr) != 0 ||
+      suite_record_errors(SUITE, SUITE_N, stderr) != 0)
+    return 1;
+  if (argc == 2 && strcmp(argv[1], "list") == 0) {
+    suite_list();
+    return 0;
+  }
+  if (argc == 3 && strcmp(argv[1], "report") == 0) {
+    suite_report(argv[2]);
+    return 0;
+  }
+  if (argc < 3 || strcmp(argv[1], "run") != 0) suite_usage();
+  memset(&o, 0, sizeof o);
+  o.dir = argv[2];
+  o.bin = "build";
+  o.data = "/usr/share/games/fortunes";
+  o.jobs = 2;
+  for (i = 3; i + 1 < argc; i += 2) {
+    const char *f = argv[i], *v = argv[i + 1];
+    if (strcmp(f, "--jobs") == 0)
+      o.jobs = suite_int(v, 1, 16);
+    else if (strcmp(f, "--steps") == 0)
+      o.steps = suite_int(v, 2, 10000000);
+    else if (strcmp(f, "--seeds") == 0)
+      o.seeds = suite_int(v, 1, 16);
+    else if (strcmp(f, "--eval") == 0)
+      o.eval = suite_int(v, 1, 1 << 20);
+    else if (strcmp(f, "--only") == 0)
+      o.only = v;
+    else if (strcmp(f, "--bin") == 0)
+      o.bin = v;
+    else if (strcmp(f, "--data") == 0)
+      o.data = v;
+    else
+      suite_usage();
+  }
+  if (i != argc || strlen(o.dir) > 900) suite_usage();
+  if (o.only)
+    for (i = 0; o.only[i];) {
+      char name[EF_NAME];
+      size_t w = strcspn(o.only + i, ",");
+      snprintf(name, sizeof name, "%.*s", (int)w, o.only + i);
+      if (suite_find(name) < 0) ef_die("--only: no setting '%s'", name);
+      i += (int)w + (o.only[i + (int)w] == ',');
+    }
+  if (suite_run(&o) != 0) return 1;
+  suite_report(o.dir);
+  return 0;
+}
+#endif

@@ -1,0 +1,168 @@
+/* test_suite.c - the settings suite (bench/suite.c, issue 39): the split
+   rule against FNV-1a's published values and fixed halves, both halves
+   holding every format and model, each setting's arms, and every LM
+   setting's options as the LM demo reads them (examples/train_lm.c's own
+   parser, in a child: a bad option exits). */
+#define TRAIN_LM_NO_MAIN
+#include "../examples/train_lm.c"
+#define SUITE_NO_MAIN
+#include "../bench/suite.c"
+#include "check.h"
+
+/* FNV-1a (32 bits) against the reference values of its authors' test
+   suite; the halves of three names, fixed before any tuning. */
+TEST(split_is_the_fnv1a_hash_lowest_bit) {
+  suite_setting s;
+  EXPECT(suite_fnv1a("") == 0x811c9dc5u);
+  EXPECT(suite_fnv1a("a") == 0xe40c292cu);
+  EXPECT(suite_fnv1a("foobar") == 0xbf9cf968u);
+  memset(&s, 0, sizeof s);
+  s.name = "lm-e2m1-clip"; /* 0x831b6d79 */
+  EXPECT(strcmp(suite_half(&s), "test") == 0);
+  s.name = "mlp-e4m3-calm"; /* 0xa9cce8be */
+  EXPECT(strcmp(suite_half(&s), "tune") == 0);
+  s.name = "lmw-e2m1-clip"; /* 0x9a425110 */
+  EXPECT(strcmp(suite_half(&s), "tune") == 0);
+}
+
+/* The halves written in bench/suite.c are the rule's; a setting renamed
+   (or added) into the test half without its record is caught. */
+TEST(recorded_halves_are_the_rules) {
+  suite_setting moved[SUITE_N];
+  char name[32];
+  int i, n_test = 0;
+  EXPECT_EQ_INT(suite_record_errors(SUITE, SUITE_N, NULL), 0);
+  for (i = 0; i < SUITE_N; i++) n_test += suite_test_half(&SUITE[i]);
+  EXPECT_EQ_INT(n_test, SUITE_N_TEST);
+  memcpy(moved, SUITE, sizeof moved);
+  moved[0].name = name;
+  for (i = 0; i < 100; i++) { /* the first "renamed-N" the rule calls test */
+    snprintf(name, sizeof name, "renamed-%d", i);
+    if (suite_test_half(&moved[0])) break;
+  }
+  REQUIRE(i < 100);
+  EXPECT_EQ_INT(suite_record_errors(moved, SUITE_N, NULL), 1);
+}
+
+/* Both halves hold every format and model, the test half is listed
+   first, and the check finds a gap where there is one: the suite without
+   its NVFP4 settings of the tune half. */
+TEST(both_halves_cover_every_format_and_model) {
+  suite_setting less[SUITE_N];
+  int order[SUITE_N], k, n_test = 0, i, j, n = 0;
+  EXPECT_EQ_INT(suite_split_gaps(SUITE, SUITE_N, NULL), 0);
+  suite_order(order);
+  for (k = 0; k < SUITE_N; k++) {
+    n_test += suite_test_half(&SUITE[order[k]]);
+    if (k > 0)
+      EXPECT(suite_test_half(&SUITE[order[k]]) <=
+             suite_test_half(&SUITE[order[k - 1]]));
+  }
+  EXPECT(n_test > 0 && n_test < SUITE_N);
+  EXPECT(SUITE_N >= 16 && SUITE_N <= 24);
+  for (i = 0; i < SUITE_N; i++) /* names are unique */
+    for (j = i + 1; j < SUITE_N; j++)
+      EXPECT(strcmp(SUITE[i].name, SUITE[j].name) != 0);
+  for (i = 0; i < SUITE_N; i++)
+    if (suite_test_half(&SUITE[i]) || strcmp(SUITE[i].format, "nvfp4") != 0)
+      less[n++] = SUITE[i];
+  REQUIRE(n < SUITE_N);
+  EXPECT_EQ_INT(suite_split_gaps(less, n, NULL), 1);
+}
+
+/* The arms: the FP4 LM settings run the placer beside the told late
+   switch; global-clip settings do not run clip (it is lowp there); MLP
+   settings run no placement arm (the MLP demo refuses them). */
+TEST(arms_follow_the_setting) {
+  int i;
+  for (i = 0; i < SUITE_N; i++) {
+    const suite_setting *s = &SUITE[i];
+    const char *a = suite_arms(s);
+    int fp4_lm = s->model != SU_MLP && suite_fp4(s);
+    EXPECT(strncmp(a, "f32,lowp,", 9) == 0);
+    EXPECT((strstr(a, ",clip,") != NULL) == !s->clip);
+    EXPECT(strstr(a, "gnmr") != NULL);
+    EXPECT((strstr(a, "place-gnmr-10") != NULL) == fp4_lm);
+    EXPECT((strstr(a, "place-late-10") != NULL) == fp4_lm);
+  }
+}
+
+/* Parses argv with the LM demo's parser in a child; its exit status (0:
+   the options were taken), -1 if it did not exit. */
+static int lm_parse_in_child(char **argv, int argc) {
+  int status;
+  pid_t pid;
+  fflush(stdout);
+  pid = fork();
+  if (pid == 0) {
+    lm_opts o;
+    if (!freopen("/dev/null", "w", stderr)) _exit(99);
+    lm_parse(&o, argc, argv);
+    exit(0);
+  }
+  if (pid < 0 || waitpid(pid, &status, 0) != pid || !WIFEXITED(status))
+    return -1;
+  return WEXITSTATUS(status);
+}
+
+/* Splits a command line in place into argv after argv[0]. */
+static int split_args(char *line, char **argv, int cap) {
+  int n = 1;
+  char *tok;
+  argv[0] = (char *)"train_lm";
+  for (tok = strtok(line, " "); tok && n < cap; tok = strtok(NULL, " "))
+    argv[n++] = tok;
+  return n;
+}
+
+/* Every LM setting's options, with its arms and the suite's steps, are
+   taken by train_lm's parser, and land where the setting says; a broken
+   option in the same line is refused (the check can fail). */
+TEST(every_lm_setting_parses_in_the_demo) {
+  char line[1024], *argv[64];
+  int i, argc, lm = 0;
+  for (i = 0; i < SUITE_N; i++) {
+    const suite_setting *s = &SUITE[i];
+    char args[512];
+    lm_opts o;
+    if (s->model == SU_MLP) continue;
+    lm++;
+    suite_args(s, args, sizeof args);
+    snprintf(line, sizeof line, "%s --steps 500 --arms %s", args,
+             suite_arms(s));
+    argc = split_args(line, argv, 64);
+    if (lm_parse_in_child(argv, argc) != 0) {
+      printf("  %s: train_lm refuses %s\n", s->name, args);
+      check__failed_here = 1;
+      continue;
+    }
+    lm_parse(&o, argc, argv); /* it exits 0 in the child: safe here */
+    EXPECT(strcmp(o.fmt->name,
+                  strcmp(s->format, "e5m2g") == 0 ? "e4m3" : s->format) == 0);
+    EXPECT((o.grad_fmt != NULL) == (strcmp(s->format, "e5m2g") == 0));
+    EXPECT_EQ_INT(o.optimizer, demo_choice_find(LM_OPTIMIZERS, s->optimizer));
+    EXPECT_EQ_INT(o.schedule, demo_choice_find(LM_SCHEDULES, s->schedule));
+    EXPECT_EQ_INT(o.shape.C, s->model == SU_LM_WIDE ? 96 : 64);
+    EXPECT_EQ_INT(o.shape.B, s->events == SU_NOISY ? 2 : 8);
+    EXPECT_EQ_INT(o.stress, s->events == SU_FAULTS ? 24 : 0);
+    EXPECT((o.global_clip > 0) == s->clip);
+  }
+  EXPECT(lm >= 12);
+  snprintf(line, sizeof line, "--format e2m1 --warmup 5%%%% --steps 500");
+  argc = split_args(line, argv, 64);
+  EXPECT_EQ_INT(lm_parse_in_child(argv, argc), 1);
+}
+
+int main(int argc, char **argv) {
+  static const check_case cases[] = {
+      CHECK_CASE(split_is_the_fnv1a_hash_lowest_bit),
+      CHECK_CASE(recorded_halves_are_the_rules),
+      CHECK_CASE(both_halves_cover_every_format_and_model),
+      CHECK_CASE(arms_follow_the_setting),
+      CHECK_CASE(every_lm_setting_parses_in_the_demo),
+  };
+  (void)train_lm_main;        /* the demo's main and the suite's commands run */
+  (void)efficacy_report_main; /* in their own programs */
+  (void)suite_list, (void)suite_run, (void)suite_report, (void)suite_int;
+  return check_main(cases, sizeof cases / sizeof cases[0], argc, argv);
+}
