@@ -1065,12 +1065,13 @@ endif
 
 # The C controller the tests compare the Python bridge with, built from
 # gnmr.h on its own (not through the shared library).
-$(B)/torch_replay: tests/torch/replay.c gnmr.h
+$(B)/torch_replay: tests/torch/replay.c tests/torch/replay_io.h gnmr.h
 	@mkdir -p $(@D)
 	gcc $(CFLAGS_ALL) -o $@ $< -lm
 
 # The C placer the placer's tests compare the bridge with, likewise.
-$(B)/torch_place_replay: tests/torch/place_replay.c gnmr.h
+$(B)/torch_place_replay: tests/torch/place_replay.c tests/torch/replay_io.h \
+                          gnmr.h
 	@mkdir -p $(@D)
 	gcc $(CFLAGS_ALL) -o $@ $< -lm
 

@@ -12,21 +12,7 @@
 #define GNMR_IMPLEMENTATION
 #include "gnmr.h"
 
-#include <stdio.h>
-#include <stdlib.h>
-
-static void die(const char *what, int rc) {
-  fprintf(stderr, "place_replay: %s: %s\n", what, gnmr_strerror(rc));
-  exit(1);
-}
-
-static void read_all(void *p, size_t size) {
-  if (size && fread(p, 1, size, stdin) != size) die("short input", GNMR_ESIZE);
-}
-
-static void write_all(const void *p, size_t size) {
-  if (size && fwrite(p, 1, size, stdout) != size) die("write", GNMR_ESIZE);
-}
+#include "tests/torch/replay_io.h"
 
 int main(void) {
   gnmr_place_config cfg;
@@ -38,16 +24,14 @@ int main(void) {
   unsigned char *ckpt = NULL;
   uint64_t ckpt_len = 0;
   int rc;
+  replay_name = "place_replay";
   read_all(&cfg, sizeof cfg);
-  read_all(&n, sizeof n);
-  read_all(&steps, sizeof steps);
-  read_all(&save_at, sizeof save_at);
-  units = (gnmr_place_unit *)calloc(n ? n : 1, sizeof *units);
-  costs = (double *)malloc((n ? n : 1) * sizeof *costs);
-  update = (double *)malloc((n ? n : 1) * sizeof *update);
-  qerr = (double *)malloc((n ? n : 1) * sizeof *qerr);
-  high = (uint8_t *)malloc(n ? n : 1);
-  if (!units || !costs || !update || !qerr || !high) die("malloc", GNMR_ESIZE);
+  read_header(&n, &steps, &save_at);
+  units = (gnmr_place_unit *)alloc_zeroed(n, sizeof *units);
+  costs = (double *)alloc_zeroed(n, sizeof *costs);
+  update = (double *)alloc_zeroed(n, sizeof *update);
+  qerr = (double *)alloc_zeroed(n, sizeof *qerr);
+  high = (uint8_t *)alloc_zeroed(n, 1);
   read_all(costs, n * sizeof *costs);
   rc = gnmr_place_init(&pl, &cfg, units, costs, n);
   if (rc != GNMR_OK) die("gnmr_place_init", rc);
@@ -57,18 +41,15 @@ int main(void) {
     rc = gnmr_place_step(&pl, update, qerr, high);
     if (rc != GNMR_OK) die("gnmr_place_step", rc);
     write_all(high, n);
-    if (t + 1 == save_at || (save_at > steps && t + 1 == steps)) {
+    if (save_after(t, save_at, steps)) {
       size_t len = gnmr_place_checkpoint_size(&pl), written = 0;
-      ckpt = (unsigned char *)malloc(len ? len : 1);
-      if (!ckpt) die("malloc", GNMR_ESIZE);
+      ckpt = (unsigned char *)alloc_zeroed(1, len ? len : 1);
       rc = gnmr_place_checkpoint_save(&pl, ckpt, len, &written);
       if (rc != GNMR_OK) die("gnmr_place_checkpoint_save", rc);
       ckpt_len = written;
     }
   }
-  write_all(&ckpt_len, sizeof ckpt_len);
-  write_all(ckpt, (size_t)ckpt_len);
-  free(ckpt);
+  write_checkpoint(ckpt, ckpt_len);
   free(high);
   free(qerr);
   free(update);

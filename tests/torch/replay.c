@@ -12,21 +12,7 @@
 #define GNMR_IMPLEMENTATION
 #include "gnmr.h"
 
-#include <stdio.h>
-#include <stdlib.h>
-
-static void die(const char *what, int rc) {
-  fprintf(stderr, "replay: %s: %s\n", what, gnmr_strerror(rc));
-  exit(1);
-}
-
-static void read_all(void *p, size_t size) {
-  if (size && fread(p, 1, size, stdin) != size) die("short input", GNMR_ESIZE);
-}
-
-static void write_all(const void *p, size_t size) {
-  if (size && fwrite(p, 1, size, stdout) != size) die("write", GNMR_ESIZE);
-}
+#include "tests/torch/replay_io.h"
 
 int main(void) {
   gnmr_config cfg;
@@ -40,14 +26,11 @@ int main(void) {
   uint64_t ckpt_len = 0;
   int rc;
   read_all(&cfg, sizeof cfg);
-  read_all(&n, sizeof n);
-  read_all(&steps, sizeof steps);
-  read_all(&save_at, sizeof save_at);
-  slots = (gnmr_slot *)calloc(n ? n : 1, sizeof *slots);
-  norms = (float *)malloc((n ? n : 1) * sizeof *norms);
-  d = (gnmr_decision *)malloc((n ? n : 1) * sizeof *d);
-  rec = (int32_t *)malloc((n ? n : 1) * sizeof *rec);
-  if (!slots || !norms || !d || !rec) die("malloc", GNMR_ESIZE);
+  read_header(&n, &steps, &save_at);
+  slots = (gnmr_slot *)alloc_zeroed(n, sizeof *slots);
+  norms = (float *)alloc_zeroed(n, sizeof *norms);
+  d = (gnmr_decision *)alloc_zeroed(n, sizeof *d);
+  rec = (int32_t *)alloc_zeroed(n, sizeof *rec);
   rc = gnmr_init(&ctl, &cfg, slots, n);
   if (rc != GNMR_OK) die("gnmr_init", rc);
   for (t = 0; t < steps; t++) {
@@ -57,18 +40,15 @@ int main(void) {
     for (u = 0; u < n; u++) rec[u] = gnmr_recovering(&ctl, u);
     write_all(d, n * sizeof *d);
     write_all(rec, n * sizeof *rec);
-    if (t + 1 == save_at || (save_at > steps && t + 1 == steps)) {
+    if (save_after(t, save_at, steps)) {
       size_t len = gnmr_checkpoint_size(&ctl), written = 0;
-      ckpt = (unsigned char *)malloc(len ? len : 1);
-      if (!ckpt) die("malloc", GNMR_ESIZE);
+      ckpt = (unsigned char *)alloc_zeroed(1, len ? len : 1);
       rc = gnmr_checkpoint_save(&ctl, ckpt, len, &written);
       if (rc != GNMR_OK) die("gnmr_checkpoint_save", rc);
       ckpt_len = written;
     }
   }
-  write_all(&ckpt_len, sizeof ckpt_len);
-  write_all(ckpt, (size_t)ckpt_len);
-  free(ckpt);
+  write_checkpoint(ckpt, ckpt_len);
   free(rec);
   free(d);
   free(norms);

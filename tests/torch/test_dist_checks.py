@@ -4,13 +4,14 @@ a message that says what differs), not diverge in silence or hang."""
 
 import json
 import os
-import subprocess
 import sys
 
 import pytest
 import torch
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+from ranks import run_ranks  # noqa: E402
 
 if not (torch.distributed.is_available()
         and torch.distributed.is_gloo_available()):
@@ -24,24 +25,7 @@ WORLD = 2
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory):
     out = tmp_path_factory.mktemp("checks")
-    env = dict(os.environ, OMP_NUM_THREADS="1")
-    procs = [subprocess.Popen([sys.executable,
-                               os.path.join(HERE, "dist_checks.py"), str(r),
-                               str(WORLD), str(out)], env=env,
-                              stdout=subprocess.PIPE,
-                              stderr=subprocess.STDOUT, text=True)
-             for r in range(WORLD)]
-    logs = []
-    try:
-        for p in procs:
-            logs.append(p.communicate(timeout=TIMEOUT)[0])
-    except subprocess.TimeoutExpired:
-        for p in procs:
-            p.kill()
-        pytest.fail("%d ranks did not finish in %d s (a hang)"
-                    % (WORLD, TIMEOUT))
-    for r, (p, log) in enumerate(zip(procs, logs)):
-        assert p.returncode == 0, "rank %d:\n%s" % (r, log)
+    run_ranks("dist_checks.py", WORLD, out, TIMEOUT)
     return [json.load(open(os.path.join(str(out), "checks.%d.json" % r)))
             for r in range(WORLD)]
 

@@ -7,7 +7,6 @@ every step, scales within 1e-6 relative."""
 
 import json
 import os
-import subprocess
 import sys
 
 import pytest
@@ -16,6 +15,7 @@ import torch
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import dist_run as D  # noqa: E402
+from ranks import run_ranks  # noqa: E402
 
 if not (torch.distributed.is_available()
         and torch.distributed.is_gloo_available()):
@@ -26,23 +26,7 @@ TIMEOUT = 120  # seconds for one job of every rank; a hang fails, not waits
 
 
 def launch(world, out):
-    env = dict(os.environ, OMP_NUM_THREADS="1")
-    procs = [subprocess.Popen([sys.executable,
-                               os.path.join(HERE, "dist_run.py"), str(r),
-                               str(world), str(out)], env=env,
-                              stdout=subprocess.PIPE,
-                              stderr=subprocess.STDOUT, text=True)
-             for r in range(world)]
-    logs = []
-    try:
-        for p in procs:
-            logs.append(p.communicate(timeout=TIMEOUT)[0])
-    except subprocess.TimeoutExpired:
-        for p in procs:
-            p.kill()
-        pytest.fail("%d ranks did not finish in %d s" % (world, TIMEOUT))
-    for r, (p, log) in enumerate(zip(procs, logs)):
-        assert p.returncode == 0, "rank %d of %d:\n%s" % (r, world, log)
+    run_ranks("dist_run.py", world, out, TIMEOUT)
     return {mode: [json.load(open(os.path.join(str(out), "%s.%d.json" % (
         mode, r)))) for r in range(world)] for mode in D.MODES}
 
