@@ -359,7 +359,7 @@ def run_arm(arm, train, val, a, rows, rank=0, world=1):
 
 def svg_plot(path, rows, arms):
     """Training loss (a moving average of 10 steps) per arm, by hand."""
-    W, H, L, B = 640, 360, 50, 30
+    W, H, L, B = 640, 360, 64, 42
     series = {}
     for arm in arms:
         ys = [float(r[2]) for r in rows if r[0] == arm]
@@ -390,9 +390,16 @@ def svg_plot(path, rows, arms):
     for k in range(5):
         y = lo + (hi - lo) * k / 4
         _, py = xy(0, y)
-        out.append('<text x="4" y="%.1f">%.2f</text>' % (py + 4, y))
-    out.append('<text x="%d" y="%d">step (of %d)</text>' % (W // 2, H - 8,
-                                                           n))
+        out.append('<text x="%d" y="%.1f" text-anchor="end">%.2f</text>' % (
+            L - 4, py + 4, y))
+        px, _ = xy((n - 1) * k / 4, lo)
+        out.append('<text x="%.1f" y="%d" text-anchor="middle">%d</text>'
+                   % (px, H - B + 14, round((n - 1) * k / 4)))
+    out.append('<text x="%d" y="%d" text-anchor="middle">step</text>' % (
+        (L + W - 10) // 2, H - 8))
+    out.append('<text x="14" y="%d" text-anchor="middle" '
+               'transform="rotate(-90 14 %d)">training loss (nats per byte, '
+               'mean of 10 steps)</text>' % ((H - B) // 2, (H - B) // 2))
     for j, (arm, s) in enumerate(series.items()):
         pts = " ".join("%.1f,%.1f" % xy(i, y) for i, y in enumerate(s))
         c = colors[j % len(colors)]

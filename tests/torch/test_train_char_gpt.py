@@ -82,3 +82,17 @@ def test_ddp_two_ranks_run_and_agree(tmp_path):
         assert "%s: decisions identical on 2 ranks" % arm in r.stdout
     assert "place: the placer fired at step" in r.stdout, r.stdout
     assert (tmp_path / "out" / "train_char_gpt.csv").exists()
+
+
+def test_loss_plot_labels_both_axes(tmp_path):
+    """loss.svg names its y axis and labels steps on its x axis (it had
+    neither: five loss values and 'step (of N)' alone)."""
+    import re
+    rows = [(arm, str(i), str(3.0 - 0.01 * i + 0.1 * j))
+            for j, arm in enumerate(("lowp", "gnmr")) for i in range(101)]
+    path = str(tmp_path / "loss.svg")
+    D.svg_plot(path, rows, ["lowp", "gnmr"])
+    svg = open(path).read()
+    assert "training loss" in svg and "rotate(-90" in svg
+    ticks = re.findall(r'text-anchor="middle">(\d+)</text>', svg)
+    assert ticks == ["0", "25", "50", "75", "100"], ticks
