@@ -331,13 +331,16 @@ fuzz: fuzz-build
 # replay) under sanitizers, under valgrind, and with more warnings.
 # (The fast-math lane stays out of the sanitizer and valgrind runs: -Ofast
 # sets FTZ/DAZ, which valgrind does not emulate.)
+# The sanitizer lanes run every test, some on a sample of their inputs
+# (GNMR_TEST_QUICK: tests/check.h's check_quick).
 test-asan:
-	$(MAKE) test B=$(B)/asan OPT="-O1 -g $(SAN)" FASTMATH_LANE=
+	GNMR_TEST_QUICK=1 $(MAKE) test B=$(B)/asan OPT="-O1 -g $(SAN)" \
+	  FASTMATH_LANE=
 
 VALGRIND = valgrind -q --error-exitcode=1 --leak-check=full \
            --errors-for-leak-kinds=all --show-leak-kinds=all
 test-valgrind:
-	$(MAKE) test B=$(B)/valgrind CC_LIST=gcc CXX_LIST=g++ OPT="-O2 -g" \
+	GNMR_TEST_QUICK=1 $(MAKE) test B=$(B)/valgrind CC_LIST=gcc CXX_LIST=g++ OPT="-O2 -g" \
 	  RUNNER="$(VALGRIND)" FASTMATH_LANE=
 
 MORE_WARN = -Wconversion -Wsign-conversion -Wshadow -Wcast-align

@@ -7,6 +7,10 @@
    SKIP(why)      leaves a test that cannot run here (no AVX-512, a build
                   without a feature): it counts as skipped, not passed, unless
                   a check failed before it.
+   check_quick()  1 under GNMR_TEST_QUICK (the sanitizer and valgrind
+                  lanes set it): a test that repeats one property over
+                  many inputs may then check a sample of them; `make test`
+                  runs them all.
    Run with --filter=SUBSTRING to run only matching tests. The runner prints
    one line per test and closes with the plain line
    "N passed, N failed, N skipped". */
@@ -29,6 +33,11 @@
 #endif
 
 static int check__failed_here, check__skipped_here;
+
+CHECK_UNUSED static int check_quick(void) {
+  const char *q = getenv("GNMR_TEST_QUICK");
+  return q && *q && strcmp(q, "0") != 0;
+}
 
 #define TEST(name) static void name(void)
 

@@ -146,6 +146,9 @@ TEST(thread_count_does_not_change_a_bit) {
   REQUIRE(n_ev == 6);
   for (a = 0; a < LM_N_ARMS; a++) {
     lm_result r[3];
+    /* the threads split the GEMMs alike for every arm: under the
+       sanitizers (check_quick) a sample of arms, the first two included */
+    if (check_quick() && a > 1 && a % 12 != 0) continue;
     for (t = 0; t < 3; t++) {
       lm_threads = t + 1;
       r[t] = lm_train(&o, &LM_ARMS[a], 1, &train, &val, ev, n_ev, NULL);
