@@ -7,7 +7,7 @@
 #include "../examples/train_stress.c"
 #include "check.h"
 #include "svg_check.h"
-#include <sys/wait.h>
+#include "child.h"
 #include <unistd.h>
 
 /* ---- quantizers ------------------------------------------------------------
@@ -514,25 +514,7 @@ TEST(options_land_where_the_table_says) {
   EXPECT_EQ_INT(o.steps, 1000); /* untouched: the default */
 }
 
-/* Runs ts_parse on argv in a child, its stdout to `out` (may be NULL) and
-   its stderr dropped; the child's exit status, or -1 if it did not exit. */
-static int parse_in_child(char **argv, int argc, const char *out) {
-  int status;
-  pid_t pid;
-  fflush(stdout);
-  pid = fork();
-  if (pid == 0) {
-    ts_opts o;
-    if (!freopen("/dev/null", "w", stderr) ||
-        !freopen(out ? out : "/dev/null", "w", stdout))
-      _exit(99);
-    ts_parse(&o, argc, argv);
-    exit(0);
-  }
-  if (pid < 0 || waitpid(pid, &status, 0) != pid || !WIFEXITED(status))
-    return -1;
-  return WEXITSTATUS(status);
-}
+CHILD_PARSER(parse_in_child, ts_opts, ts_parse)
 
 TEST(options_refuse_bad_values) {
   static const char *bad[][2] = {

@@ -7,8 +7,7 @@
 #include "../examples/train_lm.c"
 #include "check.h"
 #include "svg_check.h"
-#include <sys/wait.h>
-#include <unistd.h>
+#include "child.h"
 
 /* ---- gradients vs central differences (double build) ----------------------
  */
@@ -494,25 +493,7 @@ TEST(options_land_where_the_table_says) {
   EXPECT_EQ_INT(lm_warmup_steps(&o), 1500 / 20);
 }
 
-/* Runs lm_parse on argv in a child, its stdout to `out` (may be NULL) and
-   its stderr dropped; the child's exit status, or -1 if it did not exit. */
-static int parse_in_child(char **argv, int argc, const char *out) {
-  int status;
-  pid_t pid;
-  fflush(stdout);
-  pid = fork();
-  if (pid == 0) {
-    lm_opts o;
-    if (!freopen("/dev/null", "w", stderr) ||
-        !freopen(out ? out : "/dev/null", "w", stdout))
-      _exit(99);
-    lm_parse(&o, argc, argv);
-    exit(0);
-  }
-  if (pid < 0 || waitpid(pid, &status, 0) != pid || !WIFEXITED(status))
-    return -1;
-  return WEXITSTATUS(status);
-}
+CHILD_PARSER(parse_in_child, lm_opts, lm_parse)
 
 TEST(options_refuse_bad_values) {
   static const char *bad[][4] = {

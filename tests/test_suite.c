@@ -8,6 +8,7 @@
 #define SUITE_NO_MAIN
 #include "../bench/suite.c"
 #include "check.h"
+#include "child.h"
 
 /* FNV-1a (32 bits) against the reference values of its authors' test
    suite; the halves of three names, fixed before any tuning. */
@@ -87,23 +88,8 @@ TEST(arms_follow_the_setting) {
   }
 }
 
-/* Parses argv with the LM demo's parser in a child; its exit status (0:
-   the options were taken), -1 if it did not exit. */
-static int lm_parse_in_child(char **argv, int argc) {
-  int status;
-  pid_t pid;
-  fflush(stdout);
-  pid = fork();
-  if (pid == 0) {
-    lm_opts o;
-    if (!freopen("/dev/null", "w", stderr)) _exit(99);
-    lm_parse(&o, argc, argv);
-    exit(0);
-  }
-  if (pid < 0 || waitpid(pid, &status, 0) != pid || !WIFEXITED(status))
-    return -1;
-  return WEXITSTATUS(status);
-}
+/* The LM demo's parser in a child: 0 if it took the options. */
+CHILD_PARSER(lm_parse_in_child, lm_opts, lm_parse)
 
 /* Splits a command line in place into argv after argv[0]. */
 static int split_args(char *line, char **argv, int cap) {
@@ -131,7 +117,7 @@ TEST(every_lm_setting_parses_in_the_demo) {
     snprintf(line, sizeof line, "%s --steps 500 --arms %s", args,
              suite_arms(s));
     argc = split_args(line, argv, 64);
-    if (lm_parse_in_child(argv, argc) != 0) {
+    if (lm_parse_in_child(argv, argc, NULL) != 0) {
       printf("  %s: train_lm refuses %s\n", s->name, args);
       check__failed_here = 1;
       continue;
@@ -150,7 +136,7 @@ TEST(every_lm_setting_parses_in_the_demo) {
   EXPECT(lm >= 12);
   snprintf(line, sizeof line, "--format e2m1 --warmup 5%%%% --steps 500");
   argc = split_args(line, argv, 64);
-  EXPECT_EQ_INT(lm_parse_in_child(argv, argc), 1);
+  EXPECT_EQ_INT(lm_parse_in_child(argv, argc, NULL), 1);
 }
 
 int main(int argc, char **argv) {
