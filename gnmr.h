@@ -292,12 +292,17 @@
    where the rules above do nothing. It holds units on the high-fidelity
    path by a budget of compute, not of units: each unit has a cost (its
    GEMM FLOPs per step, given at init) and the high-fidelity units' cost
-   over the run stays within a share B of the units' total. It is told
-   neither the schedule nor the run's length: it reads, per unit and step,
-   what the optimizer moved the weights by against what the format
+   over the run stays within a share B of the units' total. Where the
+   caller tells it the run's planned steps T (planned_steps), it fires
+   when the credit it banked carries the fired units' GEMMs to step T: the
+   end of the run, where the format's loss is made (issue 39's suite:
+   bench/RESULTS.md, "Settings suite"). Not told T, it reads, per unit and
+   step, what the optimizer moved the weights by against what the format
    resolves of them, and fires when that falls against the run's own
-   history, late in training, where the format's loss is made (the LM
-   demo: bench/RESULTS.md, "Placement"). The controller (gnmr_step) does
+   history (the LM demo: bench/RESULTS.md, "Placement"; it misfires on
+   runs without warm-up and with SGD, same section). A fired unit runs the
+   GEMMs of cfg.gemms high-fidelity (per GEMM: a third of its cost
+   each). The controller (gnmr_step) does
    not see it and is not changed by it; a unit runs high-fidelity when
    either says so. Each step, after the optimizer's update, for each unit
    u (C the sum of the costs c_u):
@@ -319,15 +324,21 @@
      P4 its fast and slow means: F = S = x at the first level, then F =
         fast_decay F + (1 - fast_decay) x, S = slow_decay S + (1 -
         slow_decay) x.
-     P5 fire, once, from the level's (warmup_steps + 1)-th step on: when x <
-        fire_level (a low level) or F < fall_ratio S (a fall, at any level:
-        a WSD decay). Every unit fires, for good, in the order of r_u / M_u
-        at its last observation (0 without a maximum), lowest first, ties
-        by the lower index.
+     P5 fire, once. Told T: at the first step t (0-based) where the
+        credit after this step's earning, with what the R - 1 steps after
+        the next earn, pays the fired units' cost S on each of the R = T -
+        1 - t steps left (S: C, or its GEMMs' share, P6), or where S <= B C,
+        or t >= T - 1; the level is not read. Not told T: from the level's
+        (warmup_steps + 1)-th step on, when x < fire_level (a low level) or
+        F < fall_ratio S (a fall, at any level: a WSD decay). Every unit
+        fires, for good, in the order of r_u / M_u at its last observation
+        (0 without a maximum), lowest first, ties by the lower index.
      P6 budget, a token bucket: every step earns B C (the first at init;
         the credit saturates at DBL_MAX rather than overflow), and the
-        fired units, in firing order, run high-fidelity on the next step
-        while the credit covers their cost, which is paid. So through
+        fired units, in firing order, run their GEMMs of cfg.gemms
+        high-fidelity on the next step while the credit covers what they
+        cost (c_u times the share of its GEMMs, a third each), which is
+        paid. So through
         any step t the high-fidelity cost is at most B C (t + 1), without
         the run's length; the credit banked before the fire is what the
         late phase spends, so a rule that fires early runs out before the
@@ -345,6 +356,8 @@
        fast_decay               [0, 1)                0.9
        slow_decay               [0, 1)                0.99
        warmup_steps             any                   50
+       planned_steps    T       any; 0 = not told     0
+       gemms                    1..7 (GNMR_GEMM_*)    GNMR_GEMM_ALL
    The state is the caller's: a gnmr_place and a block of n
    gnmr_place_unit, opaque (read a unit with gnmr_place_unit_info), sealed
    as the controller's: a placer edited by hand or a struct copy whose
@@ -397,7 +410,7 @@
        gnmr_place_init           a placer over the caller's unit states
        gnmr_place_step           one step: update and error norms in,
                                  next step's high-fidelity units out
-       gnmr_place_high           1 if unit u runs high-fidelity next step
+       gnmr_place_high           unit u's GEMMs high-fidelity next step
        gnmr_place_unit_info      a unit's state, and the firing order
        gnmr_place_info           steps, the fire's step, level, credit
        gnmr_place_checkpoint_size  bytes a placer's checkpoint takes
@@ -943,11 +956,22 @@ typedef struct gnmr_place_config {
   double fast_decay;
   /* ... and in its slow mean; [0, 1) */
   double slow_decay;
-  /* steps with a level before the run may fire; any */
+  /* steps with a level before the run may fire (by its level); any */
   uint32_t warmup_steps;
+  /* T, the steps the caller plans to run; 0: not told (rule P5) */
+  uint32_t planned_steps;
+  /* the GEMMs a fired unit runs high-fidelity, GNMR_GEMM_* bits; 1..7 */
+  uint32_t gemms;
   /* cppcheck-suppress unusedStructMember */
   uint32_t reserved_; /* 0: no padding */
 } gnmr_place_config;
+
+/* A unit's three GEMMs (gnmr_place_config.gemms, gnmr_place_high): each
+   costs a third of the unit (2 N in out FLOPs of its 6 N in out). */
+#define GNMR_GEMM_FWD 1u   /* forward: y = x W */
+#define GNMR_GEMM_DGRAD 2u /* input gradient: dx = dy W^T */
+#define GNMR_GEMM_WGRAD 4u /* weight gradient: dW = x^T dy */
+#define GNMR_GEMM_ALL 7u
 
 /* The defaults: budget 0.1, the rest as the manual's table. */
 GNMR_DEF gnmr_place_config gnmr_place_config_default(void);
@@ -1024,14 +1048,17 @@ GNMR_DEF int gnmr_place_init(gnmr_place *pl, const gnmr_place_config *cfg,
 /* One training step, after its optimizer update: update[u] = ||W_t+1 -
    W_t||, qerr[u] = ||Q(W_t) - W_t|| (the unit's weights' quantization error
    as the cheap path used them), rules P1-P6. high (may be NULL) gets, per
-   unit, 1 if it runs high-fidelity on the next step, else 0. A finite
+   unit, the GEMMs it runs high-fidelity on the next step (cfg.gemms, or 0
+   for none: with the default GNMR_GEMM_ALL, 7 means the whole unit). A
+   finite
    negative signal: GNMR_ENORM; NULL pl, update or qerr: GNMR_EINVAL; a
    placer not from gnmr_place_init, edited by hand, or a struct copy whose
    twin has stepped: GNMR_ESTATE. Refused, nothing changes, high included. */
 GNMR_DEF GNMR_HOSTDEV int gnmr_place_step(gnmr_place *pl, const double *update,
                                           const double *qerr, uint8_t *high);
-/* 1 if unit u runs high-fidelity on the next step; 0 otherwise and for a
-   NULL or uninitialised placer or a unit >= n. */
+/* The GEMMs (GNMR_GEMM_* bits, cfg.gemms) unit u runs high-fidelity on
+   the next step; 0 for none, and for a NULL or uninitialised placer or a
+   unit >= n. */
 GNMR_DEF GNMR_HOSTDEV int gnmr_place_high(const gnmr_place *pl, uint32_t u);
 /* Unit u's state into *out, its order field the u-th entry of the firing
    order (the unit that fired u-th; 0 before the fire). GNMR_EINVAL: NULL,
@@ -3962,7 +3989,7 @@ GNMR_DEF int gnmr_checkpoint_config(const gnmr_ctl *ctl, const void *buf,
    examples/cuda/gnmr_ctl.cuh) give the same bits. */
 
 #define GNMR__PLACE_MAGIC 0x504d4e47u /* "GNMP" */
-#define GNMR__PLACE_VERSION 1u
+#define GNMR__PLACE_VERSION 2u        /* 2: planned_steps, gemms (0.5) */
 
 static int gnmr__place_share(double x) {
   return gnmr__finite64(x) && x >= 0.0 && x < 1.0;
@@ -3980,7 +4007,9 @@ static int gnmr__place_share(double x) {
   X(fall_ratio, 0.6, gnmr__place_share(c->fall_ratio))                         \
   X(fast_decay, 0.9, gnmr__place_share(c->fast_decay))                         \
   X(slow_decay, 0.99, gnmr__place_share(c->slow_decay))                        \
-  X(warmup_steps, 50, 1)
+  X(warmup_steps, 50, 1)                                                       \
+  X(planned_steps, 0, 1)                                                       \
+  X(gemms, GNMR_GEMM_ALL, c->gemms >= 1 && c->gemms <= GNMR_GEMM_ALL)
 
 GNMR_DEF gnmr_place_config gnmr_place_config_default(void) {
   gnmr_place_config c;
@@ -4230,7 +4259,7 @@ gnmr__place_observe(gnmr_place *pl, const double *update, const double *qerr) {
     }
     pl->level = x;
     pl->level_seen++;
-    if (pl->level_seen > c->warmup_steps && /* P5 */
+    if (c->planned_steps == 0 && pl->level_seen > c->warmup_steps && /* P5 */
         (x < c->fire_level ||
          pl->level_fast < gnmr__mul(c->fall_ratio, pl->level_slow))) {
       gnmr__place_fire(&s, pl->n_units);
@@ -4238,6 +4267,29 @@ gnmr__place_observe(gnmr_place *pl, const double *update, const double *qerr) {
       pl->fired_step = pl->steps;
     }
   }
+}
+
+/* What a fired unit of cost c pays a step: its GEMMs' share of c (c
+   itself for all three). */
+static GNMR_HOSTDEV double gnmr__place_pay(const gnmr_place *pl, double c) {
+  const uint32_t g = pl->cfg.gemms;
+  const double k = (double)((g & 1u) + (g >> 1 & 1u) + (g >> 2 & 1u));
+  return k == 3.0 ? c : gnmr__mul(c, k) / 3.0;
+}
+
+/* P5 with a plan T (call t = pl->steps decides step t + 1): R = T - 1 - t
+   steps are left. Due when the credit now, with what R - 1 more steps
+   earn, pays the fired units' S on each of them: credit + (R - 1) B C >=
+   R S (less a relative 1e-9: rounding); or S <= B C (every step pays for
+   itself); or R = 0 (past the plan). */
+static GNMR_HOSTDEV int gnmr__place_due(const gnmr_place *pl, double credit) {
+  const double S = gnmr__place_pay(pl, pl->total);
+  const uint64_t t = pl->steps, T = pl->cfg.planned_steps;
+  if (t + 1 >= T || S <= pl->earn) return 1;
+  /* the credit, a sum of t + 2 earnings, may fall short of its exact
+     value by their rounding: a relative 1e-9 absorbs it */
+  return (credit - pl->earn) / (S - pl->earn) >=
+         (double)(T - 1 - t) * (1.0 - 1e-9);
 }
 
 GNMR_DEF GNMR_HOSTDEV int gnmr_place_step(gnmr_place *pl, const double *update,
@@ -4251,14 +4303,23 @@ GNMR_DEF GNMR_HOSTDEV int gnmr_place_step(gnmr_place *pl, const double *update,
   if (pl->n_fired == 0) gnmr__place_observe(pl, update, qerr);
   credit = pl->credit + pl->earn;             /* P6 */
   if (!(credit <= DBL_MAX)) credit = DBL_MAX; /* saturates: stays finite */
+  if (pl->n_fired == 0 && pl->cfg.planned_steps &&
+      gnmr__place_due(pl, credit)) { /* P5 with a plan */
+    const gnmr__place_soa s = gnmr__place_carve(pl);
+    gnmr__place_fire(&s, n);
+    pl->n_fired = n;
+    pl->fired_step = pl->steps;
+  }
   if (pl->n_fired == 0) { /* every unit low: its high is 0 since init */
     if (high) memset(high, 0, n);
   } else { /* every unit fired: each visited once, in firing order */
     const gnmr__place_soa s = gnmr__place_carve(pl);
     uint32_t k;
     for (k = 0; k < n; k++) {
-      const uint32_t v = s.order[k], on = credit >= s.cost[v];
-      if (on) credit -= s.cost[v];
+      const uint32_t v = s.order[k];
+      const double pay = gnmr__place_pay(pl, s.cost[v]);
+      const uint32_t on = credit >= pay ? pl->cfg.gemms : 0u;
+      if (on) credit -= pay;
       s.high[v] = on;
       if (high) high[v] = (uint8_t)on;
     }
@@ -4271,7 +4332,7 @@ GNMR_DEF GNMR_HOSTDEV int gnmr_place_step(gnmr_place *pl, const double *update,
 
 GNMR_DEF GNMR_HOSTDEV int gnmr_place_high(const gnmr_place *pl, uint32_t u) {
   if (!pl || !gnmr__place_ok(pl) || u >= pl->n_units) return 0;
-  return gnmr__place_carve(pl).high[u] != 0;
+  return (int)gnmr__place_carve(pl).high[u];
 }
 
 GNMR_DEF int gnmr_place_unit_info(const gnmr_place *pl, uint32_t u,
@@ -4291,7 +4352,7 @@ GNMR_DEF int gnmr_place_info(const gnmr_place *pl, gnmr_place_report *out) {
   if (!gnmr__place_ok(pl)) return GNMR_ESTATE;
   s = gnmr__place_carve(pl);
   for (u = 0; u < pl->n_units; u++)
-    if (s.high[u]) cost += s.cost[u];
+    if (s.high[u]) cost += gnmr__place_pay(pl, s.cost[u]);
   out->steps = pl->steps;
   out->fired_step = pl->fired_step;
   out->level = pl->level;
@@ -4377,8 +4438,9 @@ static int gnmr__place_valid(const gnmr_place *t, gnmr__place_get_fn get,
     get(src, j, &a);
     if (!gnmr__finite_above(a.cost, 0.0) || !gnmr__place_nonneg(a.update) ||
         !gnmr__place_nonneg(a.ratio) || !gnmr__place_nonneg(a.ratio_max) ||
-        a.ratio > a.ratio_max || a.seen > t->steps || a.high > 1 ||
-        a.order >= t->n_units || (!fired && (a.order != 0 || a.high)))
+        a.ratio > a.ratio_max || a.seen > t->steps ||
+        (a.high != 0 && a.high != t->cfg.gemms) || a.order >= t->n_units ||
+        (!fired && (a.order != 0 || a.high)))
       return 0;
     if (a.seen == 0 && (a.update != 0.0 || a.ratio_max != 0.0)) return 0;
     total += a.cost;

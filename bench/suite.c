@@ -29,10 +29,11 @@
 
    Arms: f32, lowp, clip, gnmr (the controller's defaults), and in the LM
    settings in FP4 (E2M1, NVFP4), where the placer applies,
-   place-gnmr-10 (gnmr.h's placer at 10% of the GEMM FLOPs) beside the
-   late switch told the schedule, place-late-5 and place-late-10 (every
-   unit on f32 for the last 5% or 10% of steps: the placer's FLOPs lie
-   between, and the frontier joins them).
+   place-gnmr-10 (gnmr.h's placer at 10% of the GEMM FLOPs, not told the
+   run's length: 0.4's rule), place-plan-10 (the same told the planned
+   steps, its defaults otherwise) beside the late switch told the schedule,
+   place-late-5 and place-late-10 (every unit on f32 for the last 5% or 10% of
+   steps: the placer's FLOPs lie between, and the frontier joins them).
 
    THE SPLIT, fixed before any tuning: a setting's half is the lowest bit
    of the 32-bit FNV-1a hash of its name (offset basis 2166136261, prime
@@ -211,9 +212,10 @@ static void suite_order(int *order) {
 
 static const char *suite_arms(const suite_setting *s) {
   if (s->model != SU_MLP && suite_fp4(s))
-    return s->clip ? "f32,lowp,gnmr,place-gnmr-10,place-late-5,place-late-10"
-                   : "f32,lowp,clip,gnmr,place-gnmr-10,place-late-5,"
-                     "place-late-10";
+    return s->clip ? "f32,lowp,gnmr,place-gnmr-10,place-plan-10,place-late-5,"
+                     "place-late-10"
+                   : "f32,lowp,clip,gnmr,place-gnmr-10,place-plan-10,"
+                     "place-late-5,place-late-10";
   return s->clip ? "f32,lowp,gnmr" : "f32,lowp,clip,gnmr";
 }
 

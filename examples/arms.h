@@ -195,12 +195,20 @@ static const demo_arm ARMS[] = {
     ARM_PLACE_ROWS("rand3"),
     ARM_PLACE_ROWS("once"),
     ARM_PLACE_ROWS("late"),
+    ARM_PLACE_ROWS("latef"),
+    ARM_PLACE_ROWS("latefd"),
+    ARM_PLACE_ROWS("latefw"),
+    ARM_PLACE_ROWS("latedw"),
     ARM_PLACE_ROWS("nvfp4-late"),
     ARM_PLACE_ROWS("upd-max"),
     ARM_PLACE_ROWS("upd-both"),
     ARM_PLACE_ROWS("upd-all"),
     ARM_PLACE_ROWS("upd-late"),
     ARM_PLACE_ROWS("gnmr"),
+    ARM_PLACE_ROWS("plan"),
+    ARM_PLACE_ROWS("planall"),
+    ARM_PLACE_ROWS("planf"),
+    ARM_PLACE_ROWS("planfd"),
 #undef ARM_PLACE_ROWS
 };
 #define ARM_COUNT ((int)(sizeof ARMS / sizeof ARMS[0]))

@@ -247,6 +247,8 @@ typedef struct lm_linear {
   lm_real *w, *b;   /* w: in x out (row i = input feature i); in params */
   lm_real *dw, *db; /* in grads */
   lm_real *xq, *wq; /* the GEMM inputs used this step (quantized or not) */
+  lm_real *xf;      /* the unquantized input, for an f32 weight gradient */
+  int hfg;          /* low-cost path: its GEMMs on f32 anyway (LM_GEMM_*) */
   lm_real *wt;      /* scratch: wq transposed, for the input gradient */
   lp_scaler sx, sw; /* delayed scaling of the activation and the weight */
   float qerr;       /* forward signal: ||Q(x) - x|| / ||x|| this step */
@@ -262,9 +264,23 @@ typedef struct lm_linear {
   float oerr; /* ||y - yref|| / ||yref||: the output's relative error */
 } lm_linear;
 
+/* A unit's three GEMMs, as bits: placement per GEMM (lm_path.hf_gemms)
+   runs some of them on f32 while the others stay on the low-cost path. An
+   f32 GEMM reads the unquantized weight, activation and output gradient;
+   the bias gradient goes with the weight gradient. */
+#define LM_GEMM_FWD ((int)GNMR_GEMM_FWD)     /* y = x W */
+#define LM_GEMM_DGRAD ((int)GNMR_GEMM_DGRAD) /* dx = dy W^T */
+#define LM_GEMM_WGRAD ((int)GNMR_GEMM_WGRAD) /* dW = x^T dy */
+#define LM_GEMM_ALL ((int)GNMR_GEMM_ALL)
+
+static int lm_gemm_count(int gemms) {
+  return (gemms & 1) + (gemms >> 1 & 1) + (gemms >> 2 & 1);
+}
+
 /* What a unit's path does this step. */
 typedef struct lm_path {
   const lp_format *fmt; /* NULL: the f32 path */
+  int hf_gemms;         /* low-cost path: these GEMMs on f32 (LM_GEMM_*) */
   int track;            /* f32 path that keeps the amax histories fresh */
   double outlier_gain;  /* > 0: channels [outlier_c0, +4) x gain */
   int outlier_c0;
@@ -446,7 +462,9 @@ static void lm_linear_forward(lm_linear *L, const lm_real *x, int n,
   size_t nx = (size_t)n * (size_t)L->in, nw = (size_t)L->in * (size_t)L->out;
   lm_gemm_ctx c;
   L->gfmt = p->fmt ? p->gfmt : NULL;
+  L->hfg = p->fmt ? p->hf_gemms : 0;
   memcpy(L->xq, x, nx * sizeof *x);
+  if (L->hfg & LM_GEMM_WGRAD) memcpy(L->xf, x, nx * sizeof *x);
   if (!p->fmt) {
     memcpy(L->wq, L->w, nw * sizeof *x);
     if (p->track) {
@@ -479,8 +497,8 @@ static void lm_linear_forward(lm_linear *L, const lm_real *x, int n,
       lm_signal_time += lm_now() - t;
     }
   }
-  c.x = L->xq;
-  c.w = L->wq;
+  c.x = L->hfg & LM_GEMM_FWD ? x : L->xq;
+  c.w = L->hfg & LM_GEMM_FWD ? L->w : L->wq;
   c.b = L->b;
   c.y = y;
   c.n = n;
@@ -515,28 +533,31 @@ static void lm_linear_forward(lm_linear *L, const lm_real *x, int n,
 /* dw, db from dy; dx (n x in) written, through the GEMM inputs used (the
    straight-through estimator on the quantizers). With --grad-format the
    low-cost path quantizes dy first (per tensor, delayed scaling; a block
-   format along its rows), for all three: dw, db and dx. */
+   format along its rows), for all three: dw, db and dx. The GEMMs in
+   L->hfg read the unquantized x, W and dy. */
 static void lm_linear_backward(lm_linear *L, const lm_real *dy, int n,
                                lm_real *dx) {
   lm_gemm_ctx c;
+  const lm_real *dyl = dy; /* the low-cost GEMMs' output gradient */
   if (L->gfmt) {
     lm_quantize(dy, n, L->out, 0, L->gfmt, &L->sg, 1.0f, L->dyq);
-    dy = L->dyq;
+    dyl = L->dyq;
   }
-  c.x = L->xq;
-  c.dy = dy;
+  c.x = L->hfg & LM_GEMM_WGRAD ? L->xf : L->xq;
+  c.dy = L->hfg & LM_GEMM_WGRAD ? dy : dyl;
   c.dw = L->dw;
   c.db = L->db;
   c.n = n;
   c.in = L->in;
   c.out = L->out;
-  c.w = L->wq;
+  c.w = L->hfg & LM_GEMM_DGRAD ? L->w : L->wq;
   c.y = L->wt;
   c.b = NULL;
   lm_parallel(lm_gemm_db_wt_cols, &c, L->out);
   lm_parallel(lm_gemm_dw_rows, &c, L->in);
   c.w = L->wt;
   c.y = dx;
+  c.dy = L->hfg & LM_GEMM_DGRAD ? dy : dyl;
   lm_parallel(lm_gemm_dx_rows, &c, n);
   if (L->gain != 1.0f) { /* y = gain (x W + b): dW, db and dx take it too */
     size_t i, nw = (size_t)L->in * (size_t)L->out,
@@ -922,6 +943,7 @@ static void lm_model_init(lm_model *m, lm_shape s, demo_rng *r) {
     if (u < 4 * L && (u % 4 == LM_ATTN_OUT || u % 4 == LM_MLP_DOWN))
       for (i = 0; i < nw; i++) U->w[i] = (lm_real)(U->w[i] / sqrt(2.0 * L));
     U->xq = DEMO_CALLOC((size_t)N * (size_t)U->in, lm_real);
+    U->xf = DEMO_CALLOC((size_t)N * (size_t)U->in, lm_real);
     U->wq = DEMO_CALLOC(nw, lm_real);
     U->wt = DEMO_CALLOC(nw, lm_real);
     U->yref = DEMO_CALLOC((size_t)N * (size_t)U->out, lm_real);
@@ -963,8 +985,9 @@ static void lm_model_free(lm_model *m) {
   int l, u;
   free(m->params), free(m->grads), free(m->m), free(m->v);
   for (u = 0; u < m->n_units; u++)
-    free(m->unit[u].xq), free(m->unit[u].wq), free(m->unit[u].wt),
-        free(m->unit[u].yref), free(m->unit[u].wprev), free(m->unit[u].dyq);
+    free(m->unit[u].xq), free(m->unit[u].xf), free(m->unit[u].wq),
+        free(m->unit[u].wt), free(m->unit[u].yref), free(m->unit[u].wprev),
+        free(m->unit[u].dyq);
   for (l = 0; l < m->s.L; l++) {
     lm_block_acts *a = &m->acts[l];
     free(a->res), free(a->ln1), free(a->ln1_mean), free(a->ln1_rstd);
@@ -1420,20 +1443,40 @@ enum {
   LM_PLACE_UPD_BOTH,
   LM_PLACE_UPD_ALL,
   LM_PLACE_UPD_LATE,
-  LM_PLACE_GNMR
+  LM_PLACE_GNMR,
+  LM_PLACE_GNMR_PLAN
 };
 
+/* gemms: the GEMMs a rule puts on f32 (LM_GEMM_*). The late switch per
+   GEMM (latef: the forward GEMMs, latefd: forward and input gradient, ...)
+   runs those on f32 for the last steps its budget buys: a GEMM costs a
+   third of its unit, so latef's switch comes three times as early as
+   late's at the same FLOPs (the NVFP4 recipe's late forward switch). */
 static const struct {
   const char *name;
-  int rule, draw;
+  int rule, draw, gemms;
 } LM_PLACE_RULES[] = {
-    {"nvfp4", LM_PLACE_NVFP4, 0},     {"firstlast", LM_PLACE_FIRSTLAST, 0},
-    {"rand1", LM_PLACE_RANDOM, 1},    {"rand2", LM_PLACE_RANDOM, 2},
-    {"rand3", LM_PLACE_RANDOM, 3},    {"once", LM_PLACE_ONCE, 0},
-    {"late", LM_PLACE_LATE, 0},       {"nvfp4-late", LM_PLACE_NVFP4_LATE, 0},
-    {"upd-max", LM_PLACE_UPD_MAX, 0}, {"upd-both", LM_PLACE_UPD_BOTH, 0},
-    {"upd-all", LM_PLACE_UPD_ALL, 0}, {"upd-late", LM_PLACE_UPD_LATE, 0},
-    {"gnmr", LM_PLACE_GNMR, 0},
+    {"nvfp4", LM_PLACE_NVFP4, 0, LM_GEMM_ALL},
+    {"firstlast", LM_PLACE_FIRSTLAST, 0, LM_GEMM_ALL},
+    {"rand1", LM_PLACE_RANDOM, 1, LM_GEMM_ALL},
+    {"rand2", LM_PLACE_RANDOM, 2, LM_GEMM_ALL},
+    {"rand3", LM_PLACE_RANDOM, 3, LM_GEMM_ALL},
+    {"once", LM_PLACE_ONCE, 0, LM_GEMM_ALL},
+    {"late", LM_PLACE_LATE, 0, LM_GEMM_ALL},
+    {"latef", LM_PLACE_LATE, 0, LM_GEMM_FWD},
+    {"latefd", LM_PLACE_LATE, 0, LM_GEMM_FWD | LM_GEMM_DGRAD},
+    {"latefw", LM_PLACE_LATE, 0, LM_GEMM_FWD | LM_GEMM_WGRAD},
+    {"latedw", LM_PLACE_LATE, 0, LM_GEMM_DGRAD | LM_GEMM_WGRAD},
+    {"nvfp4-late", LM_PLACE_NVFP4_LATE, 0, LM_GEMM_ALL},
+    {"upd-max", LM_PLACE_UPD_MAX, 0, LM_GEMM_ALL},
+    {"upd-both", LM_PLACE_UPD_BOTH, 0, LM_GEMM_ALL},
+    {"upd-all", LM_PLACE_UPD_ALL, 0, LM_GEMM_ALL},
+    {"upd-late", LM_PLACE_UPD_LATE, 0, LM_GEMM_ALL},
+    {"gnmr", LM_PLACE_GNMR, 0, LM_GEMM_ALL},
+    {"plan", LM_PLACE_GNMR_PLAN, 0, 0}, /* 0: the library's default gemms */
+    {"planall", LM_PLACE_GNMR_PLAN, 0, LM_GEMM_ALL},
+    {"planf", LM_PLACE_GNMR_PLAN, 0, LM_GEMM_FWD},
+    {"planfd", LM_PLACE_GNMR_PLAN, 0, LM_GEMM_FWD | LM_GEMM_DGRAD},
 };
 
 /* The measured rules (upd-*). Each step a unit on the low-cost path has
@@ -1472,10 +1515,10 @@ static const struct {
 #define LM_PLACE_CALIB_WINDOW 10 /* once: steps averaged before the choice */
 
 typedef struct lm_placer {
-  int rule, n_units, late_from, calib, calib_from;
+  int rule, n_units, late_from, calib, calib_from, gemms;
   double budget, total, credit, flops[LM_MAX_UNITS];
   uint8_t fixed[LM_MAX_UNITS]; /* space rules: f32 for the whole run */
-  uint8_t hf[LM_MAX_UNITS];    /* this step: the unit runs f32 */
+  uint8_t hf[LM_MAX_UNITS];    /* this step: its GEMMs on f32 (LM_GEMM_*) */
   double oerr_sum[LM_MAX_UNITS];
   double upd[LM_MAX_UNITS], rmax[LM_MAX_UNITS], fast[LM_MAX_UNITS],
       slow[LM_MAX_UNITS], ratio[LM_MAX_UNITS];
@@ -1538,6 +1581,7 @@ static void lm_place_init(lm_placer *pl, const char *arm, const lm_model *m,
   if (r == sizeof LM_PLACE_RULES / sizeof LM_PLACE_RULES[0])
     DEMO_DIE("arm %s: no such placement rule", arm);
   pl->rule = LM_PLACE_RULES[r].rule;
+  pl->gemms = LM_PLACE_RULES[r].gemms;
   pl->budget = atof(dash + 1) / 100.0;
   for (u = 0; u < U; u++) {
     pl->flops[u] = lm_unit_flops(&m->s, u);
@@ -1572,12 +1616,21 @@ static void lm_place_init(lm_placer *pl, const char *arm, const lm_model *m,
     pl->calib_from = pl->calib - LM_PLACE_CALIB_WINDOW;
     if (pl->calib_from < pl->calib / 2) pl->calib_from = pl->calib / 2;
     break;
-  case LM_PLACE_LATE:
-    pl->late_from = steps - (int)(pl->budget * steps + 0.5);
+  case LM_PLACE_LATE: {
+    double f = pl->budget * 3 / lm_gemm_count(pl->gemms);
+    pl->late_from = f >= 1 ? 0 : steps - (int)(f * steps + 0.5);
     break;
-  case LM_PLACE_GNMR: {
+  }
+  case LM_PLACE_GNMR:
+  case LM_PLACE_GNMR_PLAN: { /* plan*: told the run's steps, per GEMM */
     gnmr_place_config c = gnmr_place_config_default();
     c.budget = pl->budget;
+    if (pl->rule == LM_PLACE_GNMR_PLAN) {
+      c.planned_steps = (uint32_t)steps;
+      if (pl->gemms) c.gemms = (uint32_t)pl->gemms;
+      pl->gemms = (int)c.gemms;
+      pl->rule = LM_PLACE_GNMR;
+    }
     if (gnmr_place_init(&pl->lib, &c, pl->lib_units, pl->flops, (uint32_t)U) !=
         GNMR_OK)
       DEMO_DIE("arm %s: gnmr_place_init refused the budget", arm);
@@ -1594,7 +1647,7 @@ static void lm_place_init(lm_placer *pl, const char *arm, const lm_model *m,
   }
 }
 
-/* This step's f32 units into pl->hf. */
+/* This step's f32 GEMMs into pl->hf. */
 static void lm_place_step(lm_placer *pl, int step) {
   int u, k;
   if (pl->rule == LM_PLACE_GNMR) { /* decided after the last update */
@@ -1608,14 +1661,16 @@ static void lm_place_step(lm_placer *pl, int step) {
     for (k = 0; k < pl->n_fired; k++) {
       u = pl->fired[k];
       if (pl->credit >= pl->flops[u]) {
-        pl->hf[u] = 1;
+        pl->hf[u] = LM_GEMM_ALL;
         pl->credit -= pl->flops[u];
       }
     }
     return;
   }
   for (u = 0; u < pl->n_units; u++)
-    pl->hf[u] = (uint8_t)(pl->fixed[u] || step >= pl->late_from);
+    pl->hf[u] = (uint8_t)(pl->fixed[u]            ? LM_GEMM_ALL
+                          : step >= pl->late_from ? pl->gemms
+                                                  : 0);
 }
 
 /* After the forward pass: the once rule's calibration window. */
@@ -1941,7 +1996,7 @@ static lm_result lm_train(const lm_opts *o, const demo_arm *arm, int seed,
     for (u = 0; u < U; u++) {
       if (arm->f32) continue;
       if (arm->forward) paths[u].probe = o->fmt;
-      if (arm->kind == ARM_PLACE && pl.hf[u]) {
+      if (arm->kind == ARM_PLACE && pl.hf[u] == LM_GEMM_ALL) {
         paths[u].track = 1;
         hf_steps++;
         continue;
@@ -1959,6 +2014,10 @@ static lm_result lm_train(const lm_opts *o, const demo_arm *arm, int seed,
         continue;
       }
       paths[u].fmt = o->fmt;
+      if (arm->kind == ARM_PLACE && pl.hf[u]) {
+        paths[u].hf_gemms = pl.hf[u];
+        hf_steps++;
+      }
       paths[u].gfmt = o->grad_fmt;
       paths[u].n_head = o->shape.nh;
       for (e = 0; e < n_ev; e++) {
@@ -1977,9 +2036,10 @@ static lm_result lm_train(const lm_opts *o, const demo_arm *arm, int seed,
         }
       }
     }
-    for (u = 0; u < U; u++)
-      if (!paths[u].fmt) {
-        hf_fl += lm_unit_flops(&m.s, u);
+    for (u = 0; u < U; u++) /* a GEMM: a third of its unit's FLOPs */
+      if (!paths[u].fmt || paths[u].hf_gemms) {
+        hf_fl += lm_unit_flops(&m.s, u) *
+                 (paths[u].fmt ? lm_gemm_count(paths[u].hf_gemms) / 3.0 : 1.0);
         res.unit_hf_steps[u]++;
         if (res.unit_first_hf[u] < 0) res.unit_first_hf[u] = step;
       }

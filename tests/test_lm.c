@@ -222,14 +222,22 @@ TEST(placement_rules_choose_their_units_within_the_budget) {
   lm_place_step(&pl, 899);
   EXPECT_EQ_INT(pl.hf[8], 0);
   lm_place_step(&pl, 900);
-  for (u = 0; u < m.n_units; u++) EXPECT_EQ_INT(pl.hf[u], 1);
+  for (u = 0; u < m.n_units; u++) EXPECT_EQ_INT(pl.hf[u], LM_GEMM_ALL);
+  /* per GEMM: the forward GEMMs alone cost a third, so they switch for
+     the last 30% of steps at the same FLOPs */
+  lm_place_init(&pl, "place-latef-10", &m, 1000, 1);
+  EXPECT_EQ_INT(pl.late_from, 700);
+  lm_place_step(&pl, 700);
+  for (u = 0; u < m.n_units; u++) EXPECT_EQ_INT(pl.hf[u], LM_GEMM_FWD);
+  lm_place_init(&pl, "place-latefd-10", &m, 1000, 1);
+  EXPECT_EQ_INT(pl.late_from, 850);
   /* The combination spends the budget exactly: b1.attn_out (1/28) in
      space, the rest of 10% late. */
   lm_place_init(&pl, "place-nvfp4-late-10", &m, 1000, 1);
   for (hf = 0, step = 0; step < 1000; step++) {
     lm_place_step(&pl, step);
     for (u = 0; u < m.n_units; u++)
-      hf += pl.hf[u] * lm_unit_flops(&m.s, u) / total;
+      hf += (pl.hf[u] != 0) * lm_unit_flops(&m.s, u) / total;
   }
   EXPECT_NEAR(hf / 1000, 0.10, 0.001);
   EXPECT_EQ_INT(placed(&pl, 5), 1);
@@ -255,12 +263,59 @@ TEST(placement_rules_choose_their_units_within_the_budget) {
   for (hf = 0, hf_unit_steps = 0, step = 0; step < 1000; step++) {
     lm_place_step(&pl, step);
     for (u = 0; u < m.n_units; u++) {
-      hf += pl.hf[u] * lm_unit_flops(&m.s, u) / total;
-      hf_unit_steps += pl.hf[u];
+      hf += (pl.hf[u] != 0) * lm_unit_flops(&m.s, u) / total;
+      hf_unit_steps += pl.hf[u] != 0;
     }
     EXPECT(hf <= 0.10 * (step + 1) + 1e-9);
   }
   EXPECT(hf > 0.09 * 1000 && hf_unit_steps > 0);
+  lm_model_free(&m);
+}
+
+/* Placement per GEMM: a unit on the low-cost path with all three GEMMs on
+   f32 computes what the f32 path computes, bit for bit (y, dx, dW, db);
+   with the forward GEMM alone on f32, y is the f32 path's and the
+   gradients are not (they read the quantized x and W). */
+TEST(a_gemm_on_f32_reads_the_unquantized_inputs) {
+  lm_opts o = small_opts();
+  lm_model m;
+  demo_rng r = {3};
+  const int n = o.shape.B * o.shape.T;
+  lm_linear *L;
+  lm_real *x, *dy, *y[3], *dx[3], *dw[3], *db[3];
+  size_t nx, ny, nw, i;
+  int k;
+  lm_model_init(&m, o.shape, &r);
+  L = &m.unit[2]; /* b0.mlp_up: C x 4C */
+  nx = (size_t)n * (size_t)L->in, ny = (size_t)n * (size_t)L->out;
+  nw = (size_t)L->in * (size_t)L->out;
+  x = DEMO_CALLOC(nx, lm_real);
+  dy = DEMO_CALLOC(ny, lm_real);
+  for (i = 0; i < nx; i++) x[i] = (lm_real)(demo_uniform(&r) - 0.5);
+  for (i = 0; i < ny; i++) dy[i] = (lm_real)(demo_uniform(&r) - 0.5);
+  for (k = 0; k < 3; k++) { /* f32 path; low, all on f32; low, forward */
+    lm_path p;
+    memset(&p, 0, sizeof p);
+    if (k > 0) p.fmt = lp_format_find("e2m1");
+    p.hf_gemms = k == 1 ? LM_GEMM_ALL : LM_GEMM_FWD;
+    y[k] = DEMO_CALLOC(ny, lm_real);
+    dx[k] = DEMO_CALLOC(nx, lm_real);
+    dw[k] = DEMO_CALLOC(nw, lm_real);
+    db[k] = DEMO_CALLOC((size_t)L->out, lm_real);
+    lm_linear_forward(L, x, n, &p, y[k]);
+    lm_linear_backward(L, dy, n, dx[k]);
+    memcpy(dw[k], L->dw, nw * sizeof *L->dw);
+    memcpy(db[k], L->db, (size_t)L->out * sizeof *L->db);
+  }
+  EXPECT(memcmp(y[0], y[1], ny * sizeof **y) == 0);
+  EXPECT(memcmp(dx[0], dx[1], nx * sizeof **dx) == 0);
+  EXPECT(memcmp(dw[0], dw[1], nw * sizeof **dw) == 0);
+  EXPECT(memcmp(db[0], db[1], (size_t)L->out * sizeof **db) == 0);
+  EXPECT(memcmp(y[0], y[2], ny * sizeof **y) == 0);
+  EXPECT(memcmp(dx[0], dx[2], nx * sizeof **dx) != 0);
+  EXPECT(memcmp(dw[0], dw[2], nw * sizeof **dw) != 0);
+  for (k = 0; k < 3; k++) free(y[k]), free(dx[k]), free(dw[k]), free(db[k]);
+  free(x), free(dy);
   lm_model_free(&m);
 }
 
@@ -313,6 +368,20 @@ TEST(hf_flops_counts_the_units_gemm_flops_on_the_f32_path) {
   for (u = 0; u < 9; u++) EXPECT_EQ_INT(late.unit_first_hf[u], 90);
   EXPECT(late.param_hash != l.param_hash);
   EXPECT(upd.hf_flops <= 0.20 + 1e-12);
+  { /* per GEMM: the forward GEMMs for the last 30%, a tenth of the FLOPs;
+       the library's placer told the plan spends the same */
+    lm_result fw = lm_train(&o, &LM_ARMS[arm_find("place-latef-10")], 1, &train,
+                            &val, NULL, 0, NULL),
+              pf = lm_train(&o, &LM_ARMS[arm_find("place-planf-10")], 1, &train,
+                            &val, NULL, 0, NULL);
+    EXPECT_NEAR(fw.hf_flops, 0.10, 1e-12);
+    EXPECT_NEAR(fw.recovery_fraction, 0.30, 1e-12);
+    for (u = 0; u < 9; u++) EXPECT_EQ_INT(fw.unit_first_hf[u], 70);
+    EXPECT(fw.param_hash != l.param_hash && fw.param_hash != late.param_hash);
+    for (u = 0; u < 9; u++) EXPECT_EQ_INT(pf.unit_first_hf[u], 70);
+    EXPECT(pf.hf_flops > 0.099 && pf.hf_flops <= 0.10 + 1e-12);
+    free(fw.loss), free(pf.loss);
+  }
   free(f.loss), free(l.loss), free(late.loss), free(upd.loss);
   free(train.bytes);
   free(val.bytes);
@@ -666,6 +735,7 @@ int main(int argc, char **argv) {
       CHECK_CASE(thread_count_does_not_change_a_bit),
       CHECK_CASE(arms_and_seeds_differ),
       CHECK_CASE(placement_rules_choose_their_units_within_the_budget),
+      CHECK_CASE(a_gemm_on_f32_reads_the_unquantized_inputs),
       CHECK_CASE(block_scales_are_per_block_along_the_inner_dimension),
       CHECK_CASE(hf_flops_counts_the_units_gemm_flops_on_the_f32_path),
       CHECK_CASE(library_placer_runs_as_the_prototype),

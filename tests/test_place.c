@@ -79,6 +79,12 @@ static gnmr_place_unit_state unit_of(const gnmr_place *pl, uint32_t u) {
   return x;
 }
 
+/* What unit u pays for a step whose decision is high (GNMR_GEMM_* bits):
+   a third of its cost per GEMM. */
+static double paid(uint8_t high, uint32_t u) {
+  return COSTS[u] * ((high & 1) + (high >> 1 & 1) + (high >> 2 & 1)) / 3.0;
+}
+
 static uint32_t fired_step(const gnmr_place *pl) {
   gnmr_place_report r;
   if (gnmr_place_info(pl, &r) != GNMR_OK) return 0;
@@ -114,7 +120,13 @@ TEST(config_defaults_and_checks_name_the_field) {
   BAD(fall_ratio, 1.0, "fall_ratio");
   BAD(fast_decay, (double)NAN, "fast_decay");
   BAD(slow_decay, 2.0, "slow_decay");
+  BAD(gemms, 0, "gemms");
+  BAD(gemms, 8, "gemms");
 #undef BAD
+  EXPECT_EQ_INT(c.planned_steps, 0); /* not told */
+  EXPECT_EQ_INT(c.gemms, GNMR_GEMM_ALL);
+  c.planned_steps = UINT32_MAX; /* any plan */
+  EXPECT_EQ_INT(gnmr_place_config_check(&c, NULL), GNMR_OK);
   c.budget = 1.0; /* the whole run may be high-fidelity */
   EXPECT_EQ_INT(gnmr_place_config_check(&c, NULL), GNMR_OK);
   EXPECT_EQ_INT(gnmr_place_config_check(NULL, &field), GNMR_EINVAL);
@@ -208,6 +220,90 @@ TEST(nothing_fires_in_warmup_then_a_fall_fires) {
   EXPECT_EQ_INT(fired_step(&pl), 120);
 }
 
+/* Told T, the run fires at the first step t whose credit, with what the
+   steps after earn, pays the fired GEMMs to the end: in exact arithmetic,
+   with B = p / q and k GEMMs of 3 (S = k C / 3), credit (t + 2) B C and
+   R = T - 1 - t steps left, (t + 1) 3 p >= R (k q - 3 p). Held on budgets
+   of 1/20, 1/10 and 1/5, plans of 40 to 1000 steps, every set of GEMMs and
+   every world (the level is not read: a flat one fires too), and from the
+   fire to the end each step runs every unit's GEMMs of the set but where
+   rounding leaves the last step short; the budget holds at every prefix. */
+TEST(told_the_plan_it_fires_where_the_credit_reaches_the_end) {
+  static const uint32_t plans[] = {40, 333, 1000};
+  static const int p_of[] = {1, 1, 1}, q_of[] = {20, 10, 5};
+  static const uint32_t sets[] = {GNMR_GEMM_ALL, GNMR_GEMM_FWD,
+                                  GNMR_GEMM_FWD | GNMR_GEMM_DGRAD,
+                                  GNMR_GEMM_WGRAD};
+  const double total = 28;
+  size_t b, k, i;
+  int w, checked = 0;
+  for (b = 0; b < 3; b++)
+    for (i = 0; i < 3; i++)
+      for (k = 0; k < 4; k++)
+        for (w = W_COSINE; w <= W_STEP; w++) {
+          gnmr_place pl;
+          gnmr_place_unit units[NU];
+          gnmr_place_config c = gnmr_place_config_default();
+          const uint32_t T = plans[i], g = sets[k];
+          const long p = p_of[b], q = q_of[b],
+                     n = (long)((g & 1) + (g >> 1 & 1) + (g >> 2 & 1));
+          uint32_t t, u, want = T - 1, f;
+          double spent = 0;
+          int ok = 1, full = 1;
+          c.budget = (double)p / (double)q;
+          c.planned_steps = T;
+          c.gemms = g;
+          for (t = 0; t + 1 < T; t++)
+            if ((long)(t + 1) * 3 * p >= (long)(T - 1 - t) * (n * q - 3 * p)) {
+              want = t;
+              break;
+            }
+          REQUIRE(run(&pl, units, &c, w, 1, 1, 0, T));
+          f = fired_step(&pl);
+          EXPECT_EQ_INT(f, want);
+          for (t = 0; t < T; t++) {
+            for (u = 0; u < NU; u++) {
+              const uint8_t d = decisions[t][u];
+              if (d != 0 && d != g) ok = 0; /* the set, or nothing */
+              if (t < f && d) ok = 0;       /* nothing before the fire */
+              if (t >= f && t + 2 < T && d != g) full = 0;
+              spent += paid(d, u);
+            }
+            if (spent > c.budget * total * (t + 2) * (1 + 1e-12)) ok = 0;
+          }
+          EXPECT(ok);
+          EXPECT(full);
+          checked++;
+        }
+  EXPECT_EQ_INT(checked, 3 * 3 * 4 * 4);
+}
+
+/* A run longer than its plan: after step T the fired units run while the
+   credit covers them (rule P6), the budget still holds, and one whose
+   credit is spent runs low again. */
+TEST(a_run_past_its_plan_spends_only_what_it_earns) {
+  gnmr_place pl;
+  gnmr_place_unit units[NU];
+  gnmr_place_config c = gnmr_place_config_default();
+  const double total = 28;
+  double spent = 0;
+  uint32_t t, u, late_high = 0;
+  int ok = 1;
+  c.planned_steps = 500;
+  REQUIRE(run(&pl, units, &c, W_COSINE, 1, 1, 0, STEPS));
+  for (t = 0; t < STEPS; t++) {
+    for (u = 0; u < NU; u++) {
+      spent += paid(decisions[t][u], u);
+      if (t > 600) late_high += decisions[t][u] != 0;
+    }
+    if (spent > c.budget * total * (t + 2) * (1 + 1e-12)) ok = 0;
+  }
+  EXPECT(ok);
+  /* past the plan a tenth of the cost a step: some units, never all */
+  EXPECT(late_high > 0 && late_high < (STEPS - 601) * NU);
+  EXPECT(fired_step(&pl) < 500);
+}
+
 TEST(a_falling_signal_fires_a_flat_one_never) {
   gnmr_place pl;
   gnmr_place_unit units[NU];
@@ -266,7 +362,7 @@ TEST(the_budget_holds_at_every_prefix) {
       /* step 0 runs low precision (no decision yet): decisions[t] is step
          t + 1's, which t + 2 steps' earnings pay for */
       for (t = 0; t < STEPS; t++) {
-        for (u = 0; u < NU; u++) spent += decisions[t][u] * COSTS[u];
+        for (u = 0; u < NU; u++) spent += paid(decisions[t][u], u);
         if (spent > c.budget * total * (t + 2) * (1 + 1e-12)) ok = 0;
         any |= spent > 0;
       }
@@ -277,7 +373,8 @@ TEST(the_budget_holds_at_every_prefix) {
       }
       /* with the whole budget, every unit runs high from the fire on */
       if (budgets[b] == 1.0 && w != W_FLAT)
-        for (u = 0; u < NU; u++) EXPECT_EQ_INT(decisions[STEPS - 1][u], 1);
+        for (u = 0; u < NU; u++)
+          EXPECT_EQ_INT(decisions[STEPS - 1][u], GNMR_GEMM_ALL);
     }
   EXPECT_EQ_INT(checked, 15);
 }
@@ -567,8 +664,11 @@ TEST(damaged_checkpoints_are_refused_whole) {
       rc = gnmr_place_checkpoint_load(&b, bad, n);
       EXPECT(rc == GNMR_ECORRUPT || rc == GNMR_ESIZE || rc == GNMR_EVERSION);
     }
-    memcpy(bad, buf, n); /* another version, CRC fixed */
-    put_u32(bad + 8, 2);
+    memcpy(bad, buf, n); /* another version (0.4's 1), CRC fixed */
+    put_u32(bad + 8, 1);
+    put_u32(bad + n - 4, crc32_of(bad, n - 4));
+    EXPECT_EQ_INT(gnmr_place_checkpoint_load(&b, bad, n), GNMR_EVERSION);
+    put_u32(bad + 8, 3);
     put_u32(bad + n - 4, crc32_of(bad, n - 4));
     EXPECT_EQ_INT(gnmr_place_checkpoint_load(&b, bad, n), GNMR_EVERSION);
     /* contents no step can write, each with its CRC fixed: a negative
@@ -576,7 +676,8 @@ TEST(damaged_checkpoints_are_refused_whole) {
        double), a unit marked high before the fire, a firing order out of
        order */
     {
-      const size_t state = 16 + 56, unit0 = state + 80;
+      /* the config: 6 doubles, 4 uint32 (planned_steps, gemms) */
+      const size_t state = 16 + 6 * 8 + 4 * 4, unit0 = state + 80;
       double neg = -1.0, zero = 0.0;
       memcpy(bad, buf, n);
       memcpy(bad + state + 8 + 16, &neg, 8);
@@ -773,8 +874,9 @@ TEST(decisions_equal_the_demo_prototype) {
         }
         REQUIRE(gnmr_place_step(&pl, d, q, high) == GNMR_OK);
         proto_update(&p, d, qf);
-        proto_step(&p); /* step t + 1 */
-        if (memcmp(high, p.hf, NU) != 0) same = 0;
+        proto_step(&p);          /* step t + 1 */
+        for (u = 0; u < NU; u++) /* the prototype's 1: every GEMM */
+          if (high[u] != (p.hf[u] ? GNMR_GEMM_ALL : 0)) same = 0;
         if (memcmp(&pl.credit, &p.credit, sizeof p.credit) != 0) same = 0;
       }
       EXPECT(same);
@@ -792,6 +894,8 @@ int main(int argc, char **argv) {
       CHECK_CASE(init_refuses_bad_arguments_and_changes_nothing),
       CHECK_CASE(nothing_fires_in_warmup_then_a_fall_fires),
       CHECK_CASE(a_falling_signal_fires_a_flat_one_never),
+      CHECK_CASE(told_the_plan_it_fires_where_the_credit_reaches_the_end),
+      CHECK_CASE(a_run_past_its_plan_spends_only_what_it_earns),
       CHECK_CASE(the_budget_holds_at_every_prefix),
       CHECK_CASE(scaling_the_signals_changes_no_decision),
       CHECK_CASE(nan_and_inf_signals_are_skipped_and_negatives_refused),

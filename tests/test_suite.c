@@ -85,6 +85,7 @@ TEST(arms_follow_the_setting) {
     EXPECT(strstr(a, "gnmr") != NULL);
     EXPECT((strstr(a, "place-gnmr-10") != NULL) == fp4_lm);
     EXPECT((strstr(a, "place-late-10") != NULL) == fp4_lm);
+    EXPECT((strstr(a, "place-plan-10") != NULL) == fp4_lm);
   }
 }
 

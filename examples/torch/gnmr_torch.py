@@ -121,7 +121,11 @@ class Tensor(ctypes.Structure):
 class PlaceConfig(ctypes.Structure):
     _fields_ = [("budget", _d), ("update_decay", _d), ("fire_level", _d),
                 ("fall_ratio", _d), ("fast_decay", _d), ("slow_decay", _d),
-                ("warmup_steps", _u32), ("reserved_", _u32)]
+                ("warmup_steps", _u32), ("planned_steps", _u32),
+                ("gemms", _u32), ("reserved_", _u32)]
+
+
+GNMR_GEMM_ALL = 7
 
 
 class PlaceUnitState(ctypes.Structure):
@@ -1246,6 +1250,12 @@ class Placer:
             if key not in names:
                 raise KeyError("gnmr_place_config has no field %r" % key)
             setattr(self.config, key, value)
+        if self.config.gemms != GNMR_GEMM_ALL:
+            # A unit here is a module switched whole: it cannot run one GEMM
+            # high-fidelity and pay a third of its cost.
+            raise ValueError("gnmr_place_config.gemms = %r: the bridge "
+                             "switches whole modules (GNMR_GEMM_ALL, 7)"
+                             % self.config.gemms)
         self._pl = Place()
         self._units = (self._lib.gnmr_py_place_unit * n)()
         rc = self._lib.gnmr_place_init(ctypes.byref(self._pl),
@@ -1400,7 +1410,7 @@ class Placer:
         self.costs = [self.unit_info(u)["cost"] for u in range(
             self.n_units)]  # the checkpoint's
         self.high = [self._lib.gnmr_place_high(ctypes.byref(self._pl), u)
-                     == 1 for u in range(self.n_units)]
+                     != 0 for u in range(self.n_units)]
         self._snap = None
         self._follow()
 

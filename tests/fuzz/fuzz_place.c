@@ -97,6 +97,8 @@ static gnmr_place_config place_config(fuzz_reader *r) {
   c.slow_decay = fuzz_pick(r, unit, sizeof unit / sizeof unit[0]);
   c.warmup_steps = fuzz_u8(r) % 12u;
   if (sel & 2) c.reserved_ = fuzz_u8(r);
+  if (sel & 4) c.planned_steps = fuzz_u8(r) % 48u; /* 0: not told */
+  if (sel & 8) c.gemms = fuzz_u8(r) % 9u;          /* 0 and 8 refused */
   return c;
 }
 
@@ -358,8 +360,9 @@ static void drive(fuzz_reader *r) {
     if (rc != GNMR_OK) continue;
     FUZZ_CHECK(memcmp(ha, hb, n) == 0);
     /* rule P6: through step t, at most B C (t + 1) */
-    for (u = 0; u < n; u++)
-      if (ha[u]) spent += costs[u];
+    for (u = 0; u < n; u++) /* a third of the cost per GEMM */
+      spent +=
+          costs[u] * ((ha[u] & 1) + (ha[u] >> 1 & 1) + (ha[u] >> 2 & 1)) / 3.0;
     FUZZ_CHECK(gnmr_place_info(&a_pl, &rep) == GNMR_OK);
     FUZZ_CHECK(rep.credit >= 0.0 && rep.credit <= DBL_MAX);
     FUZZ_CHECK(spent <= a_pl.earn * (double)(rep.steps + 1u) * (1.0 + 1e-9));

@@ -142,6 +142,9 @@ def test_bad_input_raises_and_changes_nothing():
     assert info.value.field == "budget"
     with pytest.raises(ValueError, match="no Linear"):
         G.Placer({"a": torch.nn.Tanh()})
+    # a module is switched whole: one GEMM of it cannot be placed
+    with pytest.raises(ValueError, match="gemms"):
+        G.Placer({"a": lins[0]}, config={"gemms": 1})
     with pytest.raises(ValueError, match="units"):
         pl.load_state_dict(dict(pl.state_dict(), units=["x", "y"]))
     assert pl.checkpoint() == state
@@ -160,3 +163,18 @@ def test_placer_layout_mismatch_is_refused(monkeypatch):
             m.setitem(G._MIRRORS, name, mirror)
             with pytest.raises(G.LayoutError, match=name):
                 G._check_layout(G.load_library())
+
+
+def test_a_plan_fires_where_its_credit_reaches_the_end():
+    """Told the run's steps, the placer fires at the step whose credit
+    carries every unit to the end: with budget 0.25 over 40 steps, the
+    last 10 (the decisions of steps 29 to 38), none before, and past the
+    plan only what the credit still covers."""
+    _, lins, _ = model()
+    pl = G.Placer({"l%d" % i: lin for i, lin in enumerate(lins)},
+                  config={"budget": 0.25, "planned_steps": 40})
+    placed = [len(pl.step(update=[1.0] * 4, qerr=[1.0] * 4))
+              for _ in range(40)]
+    assert placed[:39] == [0] * 29 + [4] * 10
+    assert placed[39] < 4
+
