@@ -66,7 +66,17 @@
                 budget a token bucket that earns B% of a step's FLOPs per
                 step
      gnmr       upd-late's rule from the library: gnmr.h's placer
-                (gnmr_place_*, rules P1-P6) makes the decisions
+                (gnmr_place_*, rules P1-P6) makes the decisions, not
+                told the run's length (0.4's rule)
+     plan       the library's placer told the planned steps
+                (planned_steps), its default GEMMs (gemms); planall,
+                planf, planfd: told, every GEMM / the forward GEMMs /
+                forward and input gradient
+     latef, latefd, latefw, latedw
+                the late switch per GEMM, told the schedule: the unit's
+                forward (f), input-gradient (d) and weight-gradient (w)
+                GEMMs named run f32, each a third of the unit's FLOPs, so
+                latef's switch comes at 3B% of the steps from the end
    A static rule takes units in its order while their FLOPs fit the budget.
    Every demo also takes --global-clip X: each arm's gradient is clipped to
    global norm X after the arm's own control (what production trainers run
