@@ -13,6 +13,29 @@
                 the global norm's mean and variance; a norm whose z-score
                 exceeds 2.5 is brought to mean + (2.5^2 / z) sd, and the
                 EMAs take the clipped norm; the first 25 steps only observe
+     gstab      per-unit norm stabilization (GradientStabilizer style; the
+                paper's code is not public, this is our reading of its
+                abstract: keep each gradient's direction, replace its norm
+                by a bounded estimate from running norm statistics): EMAs
+                (beta 0.98, the first observation initialises) of a unit's
+                norm's mean mu and variance; after 10 observations the
+                unit's gradient is rescaled to norm min(||g||, mu + 3 sd),
+                mu and sd from before this step (a spike is bounded by the
+                history, not by itself), and the EMAs take the bounded
+                norm, so a spike does not inflate them. A non-finite norm:
+                the unit's gradient is zeroed (warm-up included) and not
+                observed; a norm of exactly 0 (a frozen unit) is not
+                observed either
+     spam       SPAM (Spike-Aware Adam with Momentum reset, arXiv
+                2501.06842) on the demo's Adam(W): each gradient entry with
+                g^2 > 5000 v (v: Adam's second moment of the entry, before
+                this step's update; v = 0 leaves the entry alone) becomes
+                sign(g) sqrt(5000 v); before the update of step t = 500,
+                1000, ... (0-based) both moments are zeroed, and updates t
+                .. t+149 take the learning rate times 0.5 (1 - cos(pi k /
+                150)), k = 1..150 (the bias correction's step count runs
+                on). A run of at most 500 steps has no reset. The LM demo
+                runs it with --optimizer adamw only.
      gnmr       gnmr.h with gnmr_config_default()
      gnmr-paper gnmr_config_paper(); gnmr-noise gnmr_config_noise();
                 gnmr-global the noise rules with global_policy CLIP
@@ -88,7 +111,17 @@
 
 #include <math.h>
 
-enum { ARM_F32, ARM_LOWP, ARM_CLIP, ARM_ADAGC, ARM_ZCLIP, ARM_GNMR, ARM_PLACE };
+enum {
+  ARM_F32,
+  ARM_LOWP,
+  ARM_CLIP,
+  ARM_ADAGC,
+  ARM_ZCLIP,
+  ARM_GNMR,
+  ARM_PLACE,
+  ARM_GSTAB,
+  ARM_SPAM
+};
 
 #define ARM_GLOBAL_CLIP 1.0   /* clip arm: max global norm */
 #define ARM_ADAGC_LAMBDA 1.05 /* adagc arm: clip to 1.05 x EMA of unit norm */
@@ -96,6 +129,12 @@ enum { ARM_F32, ARM_LOWP, ARM_CLIP, ARM_ADAGC, ARM_ZCLIP, ARM_GNMR, ARM_PLACE };
 #define ARM_ZCLIP_ALPHA 0.97  /* zclip arm: EMA weight of the history */
 #define ARM_ZCLIP_Z 2.5       /* zclip arm: z-score that triggers a clip */
 #define ARM_ZCLIP_WARMUP 25   /* zclip arm: steps that only observe */
+#define ARM_GSTAB_BETA 0.98   /* gstab arm: EMA decay of mean and variance */
+#define ARM_GSTAB_K 3.0       /* gstab arm: the bound is mean + 3 sd */
+#define ARM_GSTAB_WARMUP 10   /* gstab arm: observations that only observe */
+#define ARM_SPAM_THETA 5000.0 /* spam arm: clip where g^2 > theta v */
+#define ARM_SPAM_RESET 500    /* spam arm: moments zeroed every 500 steps */
+#define ARM_SPAM_WARMUP 150   /* spam arm: cosine lr warm-up after a reset */
 
 /* An arm's config fn(): base() with `change` made (assignments to c, one
    expression). One definition, so that each line below says only how the
@@ -173,6 +212,8 @@ static const demo_arm ARMS[] = {
     {"gnmr-global", ARM_GNMR, arm_noise_global, 0, 0, 0},
     {"gnmr-paper", ARM_GNMR, gnmr_config_paper, 0, 1, 0},
     {"zclip", ARM_ZCLIP, NULL, 0, 1, 0},
+    {"gstab", ARM_GSTAB, NULL, 0, 1, 0},
+    {"spam", ARM_SPAM, NULL, 0, 1, 0},
     {"gnmr-pass", ARM_GNMR, arm_default_pass, 0, 1, 0},
     {"gnmr-clip-only", ARM_GNMR, arm_default_clip_only, 0, 1, 0},
     {"paper-pass", ARM_GNMR, arm_paper_pass, 0, 1, 0},
@@ -285,6 +326,58 @@ static double arm_adagc_scale(double *ema, double g) {
   }
   *ema = ARM_ADAGC_BETA * *ema + (1 - ARM_ADAGC_BETA) * g;
   return scale;
+}
+
+/* The gstab arm's state for one unit; n: norms observed. */
+typedef struct arm_gstab {
+  double mean, var;
+  int n;
+} arm_gstab;
+
+/* The gstab arm for one unit: the scale for norm g this step, updating the
+   statistics (examples/arms.h's header: the arm). */
+static double arm_gstab_scale(arm_gstab *s, double g) {
+  double d, scale = 1.0, limit;
+  if (!isfinite(g)) return 0.0;
+  if (g == 0.0) return 1.0;
+  if (s->n == 0) {
+    s->mean = g;
+    s->var = 0.0;
+    s->n = 1;
+    return 1.0;
+  }
+  limit = s->mean + ARM_GSTAB_K * sqrt(s->var);
+  if (s->n >= ARM_GSTAB_WARMUP && g > limit) {
+    scale = limit / g;
+    g = limit;
+  }
+  s->n++;
+  d = g - s->mean;
+  s->mean += (1 - ARM_GSTAB_BETA) * d;
+  s->var = ARM_GSTAB_BETA * (s->var + (1 - ARM_GSTAB_BETA) * d * d);
+  return scale;
+}
+
+/* The spam arm's spike-aware clip of one gradient entry g, v Adam's second
+   moment of the entry before this step's update: sign(g) sqrt(theta v)
+   where g^2 > theta v; g where v is 0 (no history yet, or just reset). */
+static double arm_spam_entry(double g, double v) {
+  double limit;
+  if (!(v > 0.0) || !(g * g > ARM_SPAM_THETA * v)) return g;
+  limit = sqrt(ARM_SPAM_THETA * v);
+  return g > 0 ? limit : -limit;
+}
+
+/* The spam arm: whether Adam's moments are zeroed before step's update
+   (0-based), and the learning rate's factor on that step. */
+static int arm_spam_resets(int step) {
+  return step > 0 && step % ARM_SPAM_RESET == 0;
+}
+
+static double arm_spam_lr_scale(int step) {
+  int k = step % ARM_SPAM_RESET + 1; /* the k-th update since the reset */
+  if (step < ARM_SPAM_RESET || k >= ARM_SPAM_WARMUP) return 1.0;
+  return 0.5 * (1.0 - cos(3.141592653589793 * k / ARM_SPAM_WARMUP));
 }
 
 #endif

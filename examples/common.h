@@ -149,6 +149,18 @@ static int demo_parse_arms(const char *list, int *arms, int cap) {
   return n;
 }
 
+/* A run of at most ARM_SPAM_RESET steps has no momentum reset in the spam
+   arm (examples/arms.h): says so on stdout when `arms` has the arm. */
+static void demo_note_spam(const int *arms, int n, int steps) {
+  int a;
+  for (a = 0; a < n; a++)
+    if (ARMS[arms[a]].kind == ARM_SPAM && steps <= ARM_SPAM_RESET) {
+      printf("note: arm %s: %d steps, no momentum reset (every %d steps)\n",
+             ARMS[arms[a]].name, steps, ARM_SPAM_RESET);
+      return;
+    }
+}
+
 /* Appends to the string in buf (how --help's defaults are built). */
 static void demo_cat(char *buf, size_t cap, const char *fmt, ...) {
   size_t len = strlen(buf);

@@ -46,6 +46,11 @@
      clip   low precision, global gradient-norm clipping to 1.0
      adagc  low precision, per-unit adaptive clipping (AdaGC style): a unit's
             gradient is clipped to 1.05 x the EMA (beta 0.98) of its norm
+     zclip, gstab, spam (only when --arms names them): peers of the
+            library (examples/arms.h): ZClip's z-score clip of the global
+            norm; GradientStabilizer style, each unit's norm bounded by
+            mean + 3 sd of its own history; SPAM, AdamW's spike-aware
+            per-entry clip and momentum reset (--optimizer adamw only)
      gnmr   low precision with gnmr.h: per-unit norms from gnmr_unit_norms,
             decisions from gnmr_step; a recovering unit runs f32 and its
             gradient is multiplied by the decision's scale; on admission its
@@ -1260,6 +1265,29 @@ static void lm_scale_unit(lm_model *m, int u, double s) {
     U->db[i] = s == 0.0 ? 0 : (lm_real)(U->db[i] * s);
 }
 
+/* The spam arm's clip (examples/arms.h, arm_spam_entry) of n gradient
+   entries g against Adam's second moments v; returns the entries clipped. */
+static long lm_spam_clip(lm_real *g, const lm_real *v, size_t n) {
+  long clipped = 0;
+  size_t i;
+  for (i = 0; i < n; i++) {
+    double c = arm_spam_entry(g[i], v[i]);
+    if (c != g[i]) g[i] = (lm_real)c, clipped++;
+  }
+  return clipped;
+}
+
+/* The spam arm's control before step's update: AdamW's moments zeroed on a
+   reset step, then every parameter's gradient clipped; returns the entries
+   clipped. */
+static long lm_spam_step(lm_model *m, int step) {
+  if (arm_spam_resets(step)) {
+    memset(m->m, 0, sizeof *m->m * m->n_params);
+    memset(m->v, 0, sizeof *m->v * m->n_params);
+  }
+  return lm_spam_clip(m->grads, m->v, m->n_params);
+}
+
 /* Per-unit gradient norms (gnmr.h's helper on f32 gradients). */
 static void lm_unit_norms(const lm_model *m, float *norms) {
   int u;
@@ -1945,6 +1973,7 @@ static lm_result lm_train(const lm_opts *o, const demo_arm *arm, int seed,
   double hf_fl = 0, total_fl = 0;
   double ema_loss = 0, ctl_time = 0, t0, adagc_ema[LM_MAX_UNITS];
   arm_zclip zc = {0, 0, 0};
+  arm_gstab gs[LM_MAX_UNITS];
   uint8_t *tok = DEMO_CALLOC((size_t)N, uint8_t),
           *tgt = DEMO_CALLOC((size_t)N, uint8_t);
   float norms[2 * LM_MAX_UNITS];
@@ -1971,6 +2000,7 @@ static lm_result lm_train(const lm_opts *o, const demo_arm *arm, int seed,
     if (rc != GNMR_OK) DEMO_DIE("gnmr_init: %s", gnmr_strerror(rc));
   }
   for (u = 0; u < U; u++) adagc_ema[u] = 0;
+  memset(gs, 0, sizeof gs);
   res.loss = DEMO_CALLOC((size_t)o->steps, float);
   lm_pool_start();
   lm_signal_time = 0;
@@ -2066,6 +2096,14 @@ static lm_result lm_train(const lm_opts *o, const demo_arm *arm, int seed,
         double s = arm_adagc_scale(&adagc_ema[u], norms[u]);
         if (s != 1.0) lm_scale_unit(&m, u, s);
       }
+    } else if (arm->kind == ARM_GSTAB) {
+      lm_unit_norms(&m, norms);
+      for (u = 0; u < U; u++) {
+        double s = arm_gstab_scale(&gs[u], norms[u]);
+        if (s != 1.0) lm_scale_unit(&m, u, s);
+      }
+    } else if (arm->kind == ARM_SPAM) {
+      lm_spam_step(&m, step);
     } else if (arm->kind == ARM_GNMR) {
       int rc;
       lm_unit_norms(&m, norms);
@@ -2096,6 +2134,7 @@ static lm_result lm_train(const lm_opts *o, const demo_arm *arm, int seed,
       }
 
     lr = lm_lr(o, step);
+    if (arm->kind == ARM_SPAM) lr *= arm_spam_lr_scale(step);
     tc = lm_now();
     if (signals)
       for (u = 0; u < U; u++)
@@ -2604,6 +2643,11 @@ static void lm_parse(lm_opts *o, int argc, char **argv) {
   if (o->shift.index >= 0 && o->optimizer != LM_OPT_ADAMW)
     DEMO_DIE("--shift: AdamW only (the reparametrisation keeps AdamW's "
              "updates, not SGD's or Lion's)");
+  for (a = 0; a < o->n_arms; a++)
+    if (LM_ARMS[o->arms[a]].kind == ARM_SPAM && o->optimizer != LM_OPT_ADAMW)
+      DEMO_DIE("--arms %s: --optimizer adamw only (SPAM clips against and "
+               "resets AdamW's moments; SGD and Lion have no second moment)",
+               LM_ARMS[o->arms[a]].name);
   /* The faults and the forward signal are defined on per-tensor scales. */
   for (a = 0; a < o->n_arms; a++)
     if (o->fmt->block && (o->stress > 0 || LM_ARMS[o->arms[a]].forward))
@@ -2635,6 +2679,7 @@ static int train_lm_main(int argc, char **argv) {
   if (!o.quiet)
     printf("data: %s, %zu training and %zu validation bytes\n", o.data_dir,
            train.n, val.n);
+  if (!o.quiet && !o.sweep) demo_note_spam(o.arms, o.n_arms, o.steps);
   rc = o.sweep ? lm_run_sweep(&o, &train, &val) : lm_run_arms(&o, &train, &val);
   free(train.bytes);
   free(val.bytes);

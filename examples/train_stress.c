@@ -35,6 +35,11 @@
      clip   low precision, global gradient-norm clipping to 1.0
      adagc  low precision, per-unit adaptive clipping (AdaGC style): a unit's
             gradient is clipped to 1.05 x the EMA (beta 0.98) of its norm
+     zclip, gstab, spam (only when --arms names them): peers of the
+            library (examples/arms.h): ZClip's z-score clip of the global
+            norm; GradientStabilizer style, each unit's norm bounded by
+            mean + 3 sd of its own history; SPAM, AdamW's spike-aware
+            per-entry clip and momentum reset
      gnmr   low precision with gnmr.h: per-unit norms from gnmr_unit_norms,
             decisions from gnmr_step; a recovering unit runs f32 for its lock
             interval and its gradient is multiplied by the decision's scale;
@@ -502,6 +507,32 @@ static void ts_adamw_update(float *p, float *g, float *mo, float *v, size_t n,
   }
 }
 
+/* The spam arm's clip (examples/arms.h, arm_spam_entry) of n gradient
+   entries g against Adam's second moments v; returns the entries clipped. */
+static long ts_spam_clip(float *g, const float *v, size_t n) {
+  long clipped = 0;
+  size_t i;
+  for (i = 0; i < n; i++) {
+    double c = arm_spam_entry(g[i], v[i]);
+    if (c != g[i]) g[i] = (float)c, clipped++;
+  }
+  return clipped;
+}
+
+/* The spam arm's control before step's update: a layer's AdamW moments
+   zeroed on a reset step, then its gradients clipped; returns the entries
+   clipped. */
+static long ts_spam_step(ts_layer *L, int step) {
+  size_t nw = (size_t)L->in * (size_t)L->out, nb = (size_t)L->out;
+  if (arm_spam_resets(step)) {
+    memset(L->mw, 0, sizeof *L->mw * nw);
+    memset(L->vw, 0, sizeof *L->vw * nw);
+    memset(L->mb, 0, sizeof *L->mb * nb);
+    memset(L->vb, 0, sizeof *L->vb * nb);
+  }
+  return ts_spam_clip(L->dw, L->vw, nw) + ts_spam_clip(L->db, L->vb, nb);
+}
+
 static void ts_scale_grads(ts_layer *L, double s) {
   size_t i, nw = (size_t)L->in * (size_t)L->out;
   /* Scale 0 means drop: a NaN times 0 would still be NaN. */
@@ -667,6 +698,7 @@ static ts_result ts_train(const ts_opts *o, int arm, int seed,
   int freeze_end = o->freeze.index >= 0 ? o->steps * o->freeze.pct / 100 : 0;
   int shift_step = o->shift.index >= 0 ? o->steps * o->shift.pct / 100 : -1;
   arm_zclip zc = {0, 0, 0};
+  arm_gstab gs[TS_LAYERS];
   float *xb, norms[2 * TS_LAYERS];
   uint8_t *yb, caught[256];
   ts_result res;
@@ -701,6 +733,7 @@ static ts_result ts_train(const ts_opts *o, int arm, int seed,
       DEMO_DIE("gnmr_init: %s (%s)", gnmr_strerror(rc), field ? field : "-");
   }
   for (l = 0; l < TS_LAYERS; l++) adagc_ema[l] = 0.0;
+  memset(gs, 0, sizeof gs);
   perm = DEMO_CALLOC((size_t)train->n, int);
   for (i = 0; i < train->n; i++) perm[i] = i;
   pos = train->n;
@@ -782,6 +815,13 @@ static ts_result ts_train(const ts_opts *o, int arm, int seed,
         double sc = arm_adagc_scale(&adagc_ema[l], norms[l]);
         if (sc != 1.0) ts_scale_grads(&m.layer[l], sc);
       }
+    } else if (A->kind == ARM_GSTAB) {
+      for (l = 0; l < TS_LAYERS; l++) {
+        double sc = arm_gstab_scale(&gs[l], norms[l]);
+        if (sc != 1.0) ts_scale_grads(&m.layer[l], sc);
+      }
+    } else if (A->kind == ARM_SPAM) {
+      for (l = 0; l < TS_LAYERS; l++) ts_spam_step(&m.layer[l], step);
     } else if (A->kind == ARM_GNMR) {
       int rc;
       for (l = 0; l < CU - TS_LAYERS; l++)
@@ -821,6 +861,7 @@ static ts_result ts_train(const ts_opts *o, int arm, int seed,
     /* Cosine decay to a tenth of the learning rate. */
     lr =
         o->lr * (0.1 + 0.45 * (1.0 + cos(3.141592653589793 * step / o->steps)));
+    if (A->kind == ARM_SPAM) lr *= arm_spam_lr_scale(step);
     for (l = 0; l < TS_LAYERS; l++) {
       ts_layer *L = &m.layer[l];
       long t = step + 1 - (l == o->freeze.index ? freeze_end : 0);
@@ -1266,6 +1307,7 @@ static int train_stress_main(int argc, char **argv) {
   }
   if (train.n < o.batch || test.n < o.batch)
     DEMO_DIE("the data has fewer items than one batch (%d)", o.batch);
+  if (!o.quiet && !o.sweep) demo_note_spam(o.arms, o.n_arms, o.steps);
   rc = o.sweep ? ts_run_sweep(&o, &train, &test)
                : ts_run_arms(&o, &train, &test);
   ts_data_free(&train);

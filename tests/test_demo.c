@@ -442,6 +442,138 @@ TEST(demo_runs_end_to_end) {
   EXPECT_EQ_INT(svg_label_errors("build/test_demo_out/recovery.svg"), 0);
 }
 
+/* ---- the peer arms gstab and spam (examples/arms.h) ----------------------
+ */
+
+/* gstab on synthetic norms: unchanged in the warm-up; after it a calm norm
+   below mean + 3 sd of the history passes untouched, a x100 spike comes out
+   at exactly the bound computed before the step, and the statistics take
+   the bounded norm, not the spike. */
+TEST(gstab_bounds_a_spike_by_the_history_and_passes_calm_norms) {
+  arm_gstab s, warm, before;
+  double scale, limit, g;
+  int i;
+  memset(&s, 0, sizeof s);
+  memset(&warm, 0, sizeof warm);
+  for (i = 0; i < 5; i++) EXPECT_EQ_BITS(arm_gstab_scale(&warm, 1.0), 1.0);
+  EXPECT_EQ_BITS(arm_gstab_scale(&warm, 100.0), 1.0); /* warm-up: no bound */
+  for (i = 0; i < 40; i++)
+    EXPECT_EQ_BITS(arm_gstab_scale(&s, 1.0 + 0.1 * sin(i)), 1.0);
+  REQUIRE(s.n == 40 && s.var > 0);
+  before = s;
+  limit = before.mean + 3.0 * sqrt(before.var);
+  g = before.mean + 1.5 * sqrt(before.var); /* calm: below the bound */
+  EXPECT_EQ_BITS(arm_gstab_scale(&s, g), 1.0);
+  before = s;
+  limit = before.mean + 3.0 * sqrt(before.var);
+  g = 100.0 * before.mean; /* a spike */
+  scale = arm_gstab_scale(&s, g);
+  EXPECT(scale < 0.05);
+  EXPECT_NEAR(scale * g, limit, 1e-12 * limit);
+  /* the EMAs took the bounded norm: the mean moves 2% of the way to it */
+  EXPECT_NEAR(s.mean, before.mean + 0.02 * (limit - before.mean), 1e-12);
+  EXPECT(s.mean < 1.1 * before.mean);
+  /* non-finite: dropped, not observed; exactly 0 (frozen): not observed */
+  before = s;
+  EXPECT_EQ_BITS(arm_gstab_scale(&s, NAN), 0.0);
+  EXPECT_EQ_BITS(arm_gstab_scale(&s, INFINITY), 0.0);
+  EXPECT_EQ_BITS(arm_gstab_scale(&s, 0.0), 1.0);
+  EXPECT(memcmp(&s, &before, sizeof s) == 0);
+}
+
+/* spam's clip: exactly the entries with g^2 > 5000 v become sign(g)
+   sqrt(5000 v); v = 0 leaves an entry alone. The reset: the moments are
+   zeroed at step 500 (and 1000), not before; the learning rate's cosine
+   warm-up over the 150 updates from the reset. */
+TEST(spam_clips_the_entries_over_the_threshold_and_resets_at_500) {
+  /* 5000 v = 5 for the first five: the bound is sqrt(5) = 2.236 */
+  float g[7] = {2.0f, -3.0f, 100.0f, -2.2f, 0.0f, 7.0f, -7.0f},
+        v[7] = {1e-3f, 1e-3f, 1e-3f, 1e-3f, 1e-3f, 0.0f, 0.0f}, want[7];
+  float w[6], dw[6], mw[6], vw[6], b[3], db[3], mb[3], vb[3];
+  ts_layer L;
+  int i;
+  double bound = sqrt(5000.0 * (double)1e-3f);
+  for (i = 0; i < 7; i++) want[i] = g[i];
+  want[1] = (float)-bound;
+  want[2] = (float)bound;
+  EXPECT_EQ_INT(ts_spam_clip(g, v, 7), 2);
+  for (i = 0; i < 7; i++) EXPECT_EQ_BITS(g[i], want[i]);
+  EXPECT_EQ_BITS(arm_spam_entry(-1e30, 1e-3), -sqrt(ARM_SPAM_THETA * 1e-3));
+  EXPECT_EQ_BITS(arm_spam_entry(1e30, 0.0), 1e30);
+
+  EXPECT(!arm_spam_resets(0) && !arm_spam_resets(499));
+  EXPECT(arm_spam_resets(500) && arm_spam_resets(1000));
+  EXPECT(!arm_spam_resets(501) && !arm_spam_resets(999));
+  EXPECT_EQ_BITS(arm_spam_lr_scale(0), 1.0);
+  EXPECT_EQ_BITS(arm_spam_lr_scale(499), 1.0);
+  EXPECT_NEAR(arm_spam_lr_scale(500), 0.5 * (1 - cos(3.141592653589793 / 150)),
+              1e-15);
+  EXPECT(arm_spam_lr_scale(500) > 0 && arm_spam_lr_scale(500) < 1e-3);
+  EXPECT_NEAR(arm_spam_lr_scale(574), 0.5, 1e-12); /* k = 75 of 150 */
+  EXPECT(arm_spam_lr_scale(648) < 1.0);            /* k = 149 */
+  EXPECT_EQ_BITS(arm_spam_lr_scale(649), 1.0);     /* k = 150: done */
+  EXPECT_NEAR(arm_spam_lr_scale(1000), arm_spam_lr_scale(500), 0);
+
+  memset(&L, 0, sizeof L);
+  L.in = 2, L.out = 3;
+  L.w = w, L.dw = dw, L.mw = mw, L.vw = vw;
+  L.b = b, L.db = db, L.mb = mb, L.vb = vb;
+  for (i = 0; i < 6; i++) dw[i] = 1.0f, mw[i] = 0.5f, vw[i] = 1.0f;
+  for (i = 0; i < 3; i++) db[i] = -1.0f, mb[i] = 0.5f, vb[i] = 1.0f;
+  dw[4] = 1000.0f; /* 1e6 > 5000: clipped to sqrt(5000) */
+  EXPECT_EQ_INT(ts_spam_step(&L, 499), 1);
+  EXPECT_EQ_BITS(dw[4], (float)sqrt(5000.0));
+  for (i = 0; i < 6; i++) EXPECT(mw[i] == 0.5f && vw[i] == 1.0f);
+  dw[4] = 1000.0f;
+  EXPECT_EQ_INT(ts_spam_step(&L, 500), 0); /* reset: v = 0, no clip */
+  EXPECT_EQ_BITS(dw[4], 1000.0f);
+  for (i = 0; i < 6; i++) EXPECT(mw[i] == 0.0f && vw[i] == 0.0f);
+  for (i = 0; i < 3; i++) EXPECT(mb[i] == 0.0f && vb[i] == 0.0f);
+}
+
+/* Each peer arm trains end to end on the built-in task with faults: a
+   finite loss at every step, and a run that is not lowp's. spam also over
+   its reset (520 steps), to a test loss below chance. */
+TEST(gstab_and_spam_run_end_to_end) {
+  char *argv[] = {"train_stress", "--hidden", "16,16,16", "--batch",
+                  "32",           "--stress", "100",      "--quiet"};
+  ts_opts o;
+  ts_data train, test;
+  ts_result lowp, r;
+  static const char *const arms[] = {"gstab", "spam"};
+  demo_event ev[TS_MAX_EVENTS];
+  int a, i, bad, n_ev;
+  ts_parse(&o, (int)(sizeof argv / sizeof argv[0]), argv);
+  ts_synthetic(&train, &test);
+  o.steps = 40;
+  n_ev = ts_make_events(o.stress, o.steps, TS_LAYERS, 1 << 16, 1, ev,
+                        TS_MAX_EVENTS);
+  REQUIRE(n_ev > 0);
+  lowp = ts_train(&o, arm_find("lowp"), 1, &train, &test, ev, n_ev, NULL);
+  for (a = 0; a < 2; a++) {
+    REQUIRE(arm_find(arms[a]) >= 0 && ARMS[arm_find(arms[a])].extra);
+    r = ts_train(&o, arm_find(arms[a]), 1, &train, &test, ev, n_ev, NULL);
+    for (i = bad = 0; i < o.steps; i++) bad += !isfinite(r.loss[i]);
+    EXPECT_EQ_INT(bad, 0);
+    EXPECT(isfinite(r.test_loss)); /* 40 steps: not yet below chance */
+    EXPECT(memcmp(r.loss, lowp.loss, sizeof(float) * (size_t)o.steps) != 0);
+    printf("  %s: test loss %.4f (lowp %.4f)\n", arms[a], r.test_loss,
+           lowp.test_loss);
+    free(r.loss);
+  }
+  o.steps = 520;
+  n_ev = ts_make_events(o.stress, o.steps, TS_LAYERS, 1 << 16, 1, ev,
+                        TS_MAX_EVENTS);
+  r = ts_train(&o, arm_find("spam"), 1, &train, &test, ev, n_ev, NULL);
+  for (i = bad = 0; i < o.steps; i++) bad += !isfinite(r.loss[i]);
+  EXPECT_EQ_INT(bad, 0);
+  EXPECT(isfinite(r.test_loss) && !r.diverged);
+  free(r.loss);
+  free(lowp.loss);
+  ts_data_free(&train);
+  ts_data_free(&test);
+}
+
 /* The two readability checks fail where they must: a 9 px letter on its
    frame's bottom edge (0.4's raster), a letter clear of it but too small,
    two curves in one dash pattern, a legend sample not in its curve's. */
@@ -587,6 +719,9 @@ int main(int argc, char **argv) {
       CHECK_CASE(loss_plot_range_survives_a_spike),
       CHECK_CASE(loss_plot_legend_names_a_curve_drawn_on_another),
       CHECK_CASE(demo_runs_end_to_end),
+      CHECK_CASE(gstab_bounds_a_spike_by_the_history_and_passes_calm_norms),
+      CHECK_CASE(spam_clips_the_entries_over_the_threshold_and_resets_at_500),
+      CHECK_CASE(gstab_and_spam_run_end_to_end),
       CHECK_CASE(options_land_where_the_table_says),
       CHECK_CASE(options_refuse_bad_values),
       CHECK_CASE(help_prints_each_option_and_its_default),

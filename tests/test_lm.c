@@ -578,6 +578,8 @@ TEST(options_refuse_bad_values) {
       {"--warmup", "1500", NULL, NULL}, /* not fewer than the steps */
       {"--warmup", "10", "--steps", "10"},
       {"--shift", "1:40", "--optimizer", "sgd"},
+      {"--arms", "spam", "--optimizer", "sgd"}, /* no second moment */
+      {"--arms", "lowp,spam", "--optimizer", "lion"},
       {"--lr", "0", NULL, NULL},
   };
   char *argv[5];
@@ -599,6 +601,13 @@ TEST(options_refuse_bad_values) {
   EXPECT_EQ_INT(parse_in_child(argv, 3, NULL), 0);
   argv[2] = (char *)"1499";
   EXPECT_EQ_INT(parse_in_child(argv, 3, NULL), 0);
+  argv[1] = (char *)"--arms"; /* spam on AdamW, and gstab on SGD: good */
+  argv[2] = (char *)"spam";
+  EXPECT_EQ_INT(parse_in_child(argv, 3, NULL), 0);
+  argv[2] = (char *)"gstab";
+  argv[3] = (char *)"--optimizer";
+  argv[4] = (char *)"sgd";
+  EXPECT_EQ_INT(parse_in_child(argv, 5, NULL), 0);
 }
 
 /* --help exits 0 and prints each new option with its default. */
@@ -620,6 +629,73 @@ TEST(help_prints_each_option_and_its_default) {
   EXPECT(strstr(text, "--schedule cosine|wsd|linear|constant|invsqrt") != NULL);
   EXPECT(strstr(text, "(default cosine)") != NULL);
   EXPECT(strstr(text, "(default 0.002)") != NULL); /* --lr */
+}
+
+/* ---- the peer arms gstab and spam (examples/arms.h) ----------------------
+ */
+
+/* spam on the LM's AdamW: the clip takes exactly the entries with g^2 >
+   5000 v to sign(g) sqrt(5000 v) (v = 0: left alone); at step 500, not
+   499, every parameter's first and second moments are zeroed. */
+TEST(spam_clips_the_entries_over_the_threshold_and_resets_at_500) {
+  lm_opts o = small_opts();
+  lm_model m;
+  demo_rng r = {3};
+  lm_real g[6] = {2, -3, 100, (lm_real)-2.2, 7, -7},
+          v[6] = {
+              (lm_real)1e-3, (lm_real)1e-3, (lm_real)1e-3, (lm_real)1e-3, 0, 0};
+  double bound = sqrt(5000.0 * (double)v[0]);
+  size_t i, bad = 0;
+  EXPECT_EQ_INT(lm_spam_clip(g, v, 6), 2);
+  EXPECT(g[0] == 2 && g[3] == (lm_real)-2.2 && g[4] == 7 && g[5] == -7);
+  EXPECT_EQ_BITS(g[1], (lm_real)-bound);
+  EXPECT_EQ_BITS(g[2], (lm_real)bound);
+  lm_model_init(&m, o.shape, &r);
+  for (i = 0; i < m.n_params; i++)
+    m.grads[i] = (lm_real)0.5, m.m[i] = (lm_real)0.25, m.v[i] = 1;
+  m.grads[7] = 1000; /* 1e6 > 5000 v */
+  EXPECT_EQ_INT(lm_spam_step(&m, 499), 1);
+  EXPECT_EQ_BITS(m.grads[7], (lm_real)sqrt(5000.0));
+  for (i = 0; i < m.n_params; i++)
+    bad += m.m[i] != (lm_real)0.25 || m.v[i] != 1;
+  EXPECT_EQ_INT(bad, 0);
+  m.grads[7] = 1000;
+  EXPECT_EQ_INT(lm_spam_step(&m, 500), 0); /* v = 0 after the reset */
+  EXPECT_EQ_BITS(m.grads[7], (lm_real)1000);
+  for (i = 0; i < m.n_params; i++) bad += m.m[i] != 0 || m.v[i] != 0;
+  EXPECT_EQ_INT(bad, 0);
+  lm_model_free(&m);
+}
+
+/* gstab and spam train the LM end to end with injected faults: a finite
+   loss at every step and a run that is not lowp's. */
+TEST(gstab_and_spam_run_end_to_end) {
+  lm_opts o = small_opts();
+  lm_text train, val;
+  demo_event ev[LM_MAX_EVENTS];
+  static const char *const arms[] = {"gstab", "spam"};
+  lm_result l, r;
+  int a, i, bad, n_ev;
+  make_text(&train, 20000, 1);
+  make_text(&val, 2000, 2);
+  o.steps = 40;
+  n_ev = lm_make_events(o.stress, o.steps, &o.shape, 1, ev, LM_MAX_EVENTS);
+  REQUIRE(n_ev > 0);
+  l = lm_train(&o, &LM_ARMS[arm_find("lowp")], 1, &train, &val, ev, n_ev, NULL);
+  for (a = 0; a < 2; a++) {
+    REQUIRE(arm_find(arms[a]) >= 0 && LM_ARMS[arm_find(arms[a])].extra);
+    r = lm_train(&o, &LM_ARMS[arm_find(arms[a])], 1, &train, &val, ev, n_ev,
+                 NULL);
+    for (i = bad = 0; i < o.steps; i++) bad += !isfinite(r.loss[i]);
+    EXPECT_EQ_INT(bad, 0);
+    EXPECT(isfinite(r.val_bpb) && !r.diverged);
+    EXPECT(r.param_hash != l.param_hash);
+    printf("  %s: val bpb %.4f (lowp %.4f)\n", arms[a], r.val_bpb, l.val_bpb);
+    free(r.loss);
+  }
+  free(l.loss);
+  free(train.bytes);
+  free(val.bytes);
 }
 
 /* ---- data and end to end -------------------------------------------------
@@ -743,6 +819,8 @@ int main(int argc, char **argv) {
       CHECK_CASE(schedules_cosine_and_wsd),
       CHECK_CASE(schedules_linear_constant_invsqrt),
       CHECK_CASE(optimizers_sgd_and_lion_train),
+      CHECK_CASE(spam_clips_the_entries_over_the_threshold_and_resets_at_500),
+      CHECK_CASE(gstab_and_spam_run_end_to_end),
       CHECK_CASE(options_land_where_the_table_says),
       CHECK_CASE(options_refuse_bad_values),
       CHECK_CASE(help_prints_each_option_and_its_default),
