@@ -30,10 +30,13 @@
    Arms: f32, lowp, clip, gnmr (the controller's defaults), and in the LM
    settings in FP4 (E2M1, NVFP4), where the placer applies,
    place-gnmr-10 (gnmr.h's placer at 10% of the GEMM FLOPs, not told the
-   run's length: 0.4's rule), place-plan-10 (the same told the planned
-   steps, its defaults otherwise) beside the late switch told the schedule,
-   place-late-5 and place-late-10 (every unit on f32 for the last 5% or 10% of
-   steps: the placer's FLOPs lie between, and the frontier joins them).
+   run's length: 0.4's rule), place-plan-10 and place-planf-10 (the same
+   told the planned steps: every GEMM of a fired unit, the library's
+   default, and its forward GEMMs alone) beside the late switch told the
+   schedule, place-late-10 (every unit on f32 for the last 10% of steps:
+   told, the placer spends the same FLOPs). The fault settings also run
+   the peers gstab (GradientStabilizer-style) and, under AdamW, spam
+   (SPAM-style; examples/arms.h).
 
    THE SPLIT, fixed before any tuning: a setting's half is the lowest bit
    of the 32-bit FNV-1a hash of its name (offset basis 2166136261, prime
@@ -210,13 +213,18 @@ static void suite_order(int *order) {
       if (suite_test_half(&SUITE[i]) == h) order[n++] = i;
 }
 
+/* The arms of setting s (a static buffer: use it before the next call). */
 static const char *suite_arms(const suite_setting *s) {
-  if (s->model != SU_MLP && suite_fp4(s))
-    return s->clip ? "f32,lowp,gnmr,place-gnmr-10,place-plan-10,place-late-5,"
-                     "place-late-10"
-                   : "f32,lowp,clip,gnmr,place-gnmr-10,place-plan-10,"
-                     "place-late-5,place-late-10";
-  return s->clip ? "f32,lowp,gnmr" : "f32,lowp,clip,gnmr";
+  static char arms[256];
+  const int fp4_lm = s->model != SU_MLP && suite_fp4(s),
+            adam = s->model == SU_MLP || strcmp(s->optimizer, "adamw") == 0;
+  snprintf(arms, sizeof arms, "f32,lowp%s,gnmr%s%s%s", s->clip ? "" : ",clip",
+           fp4_lm ? ",place-gnmr-10,place-plan-10,place-planf-10,"
+                    "place-late-10"
+                  : "",
+           s->events == SU_FAULTS ? ",gstab" : "",
+           s->events == SU_FAULTS && adam ? ",spam" : "");
+  return arms;
 }
 
 /* The demo's options for setting s (no arms, seeds, steps or output). */
