@@ -100,7 +100,7 @@ LDFLAGS_test_suite = -pthread
 $(B)/%/test_lm_double: tests/test_lm.c examples/train_lm.c $(DEMO_HDRS) \
                        gnmr.h tests/check.h examples/splitmix.h tests/svg_check.h
 	@mkdir -p $(@D)
-	$* $(CFLAGS_ALL) -DLM_DOUBLE -o $@ $< -pthread -lm
+	$* $(CFLAGS_ALL) $(TEST_FLAGS) -DLM_DOUBLE -o $@ $< -pthread -lm
 
 # The controller test links with malloc & co. wrapped: any call fails it.
 LDFLAGS_test_ctl = -Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc,--wrap=free
@@ -146,13 +146,18 @@ test: test-build
 # Every test program built, none run: the extra-warnings lane needs only this.
 test-build: $(TEST_BINS) $(B)/quickstart
 
+# A test program that writes files writes them under TEST_OUT, a directory
+# of its own beside it (<program>.out): tests/run.sh runs the programs side
+# by side.
+TEST_FLAGS = -DTEST_OUT='"$@.out"'
+
 $(B)/gcc/%: tests/%.c gnmr.h tests/check.h examples/splitmix.h
 	@mkdir -p $(@D)
-	gcc $(CFLAGS_ALL) -o $@ $< $(LDFLAGS_$(*F)) -lm
+	gcc $(CFLAGS_ALL) $(TEST_FLAGS) -o $@ $< $(LDFLAGS_$(*F)) -lm
 
 $(B)/clang/%: tests/%.c gnmr.h tests/check.h examples/splitmix.h
 	@mkdir -p $(@D)
-	clang $(CFLAGS_ALL) -o $@ $< $(LDFLAGS_$(*F)) -lm
+	clang $(CFLAGS_ALL) $(TEST_FLAGS) -o $@ $< $(LDFLAGS_$(*F)) -lm
 
 # The CUDA example's kernel arithmetic, run on the CPU.
 $(foreach cc,$(CC_LIST),$(B)/$(cc)/test_cuda_host): examples/cuda/gnmr_norms.cuh \
@@ -287,7 +292,7 @@ $(B)/$(1)-ofast/cross: tests/fastmath/cross.c $(B)/$(1)-ofast/run_plain.o \
 	$(1) $$(CFLAGS_ALL) -o $$@ $$^ -lm
 $(B)/$(1)-ofast/test_%: tests/test_%.c $(FASTMATH_HDRS)
 	@mkdir -p $$(@D)
-	$(1) $$(FASTMATH_FLAGS) $$(FASTMATH_test_$$*) -o $$@ $$< \
+	$(1) $$(FASTMATH_FLAGS) $$(TEST_FLAGS) $$(FASTMATH_test_$$*) -o $$@ $$< \
 	  $$(LDFLAGS_test_$$*) -lm
 $(B)/$(1)-ofast/replay_%: tests/fuzz/fuzz_%.c tests/fuzz/replay.c \
                           $(FUZZ_HDRS) tests/fastmath.h
