@@ -320,17 +320,28 @@ $(B)/fuzz/fuzz_%: tests/fuzz/fuzz_%.c $(FUZZ_HDRS)
 
 fuzz-build: $(foreach t,$(FUZZ_TARGETS),$(B)/fuzz/fuzz_$(t))
 
+# The targets run FUZZ_JOBS at a time (default: the online CPUs; each run
+# is one process on one core, and all last FUZZ_SECONDS), each into
+# $(B)/fuzz/<target>.log; then each one's final stats, in order, or the
+# tail of the log of one that failed.
+FUZZ_JOBS ?= $(shell getconf _NPROCESSORS_ONLN 2>/dev/null || echo 1)
 fuzz: fuzz-build
-	@for t in $(FUZZ_TARGETS); do \
+	@n='$(FUZZ_JOBS)'; case $$n in '' | *[!0-9]* | 0) n=1 ;; esac; i=0; \
+	for t in $(FUZZ_TARGETS); do \
 	  mkdir -p $(B)/fuzz/corpus-$$t; \
+	  echo "fuzz_$$t: $(FUZZ_SECONDS) s, log $(B)/fuzz/$$t.log"; \
+	  { $(B)/fuzz/fuzz_$$t -max_total_time=$(FUZZ_SECONDS) \
+	      -print_final_stats=1 -artifact_prefix=$(B)/fuzz/$$t- \
+	      $(B)/fuzz/corpus-$$t tests/fuzz/corpus/$$t \
+	      >$(B)/fuzz/$$t.log 2>&1; echo $$? >$(B)/fuzz/$$t.rc; } & \
+	  i=$$((i + 1)); if [ $$((i % n)) -eq 0 ]; then wait; fi; \
+	done; wait; status=0; \
+	for t in $(FUZZ_TARGETS); do \
 	  echo "== fuzz_$$t, $(FUZZ_SECONDS) s"; \
-	  if $(B)/fuzz/fuzz_$$t -max_total_time=$(FUZZ_SECONDS) \
-	       -print_final_stats=1 -artifact_prefix=$(B)/fuzz/$$t- \
-	       $(B)/fuzz/corpus-$$t tests/fuzz/corpus/$$t \
-	       >$(B)/fuzz/$$t.log 2>&1; \
+	  if [ "$$(cat $(B)/fuzz/$$t.rc)" = 0 ]; \
 	  then grep -E '^(#[0-9]+[[:space:]]+DONE|Done|stat::)' $(B)/fuzz/$$t.log; \
-	  else tail -n 40 $(B)/fuzz/$$t.log; exit 1; fi; \
-	done
+	  else tail -n 40 $(B)/fuzz/$$t.log; status=1; fi; \
+	done; exit $$status
 
 # The whole suite (every test program, every build mode, every corpus
 # replay) under sanitizers, under valgrind, and with more warnings.
