@@ -100,7 +100,7 @@ LDFLAGS_test_suite = -pthread
 $(B)/%/test_lm_double: tests/test_lm.c examples/train_lm.c $(DEMO_HDRS) \
                        gnmr.h tests/check.h examples/splitmix.h tests/svg_check.h
 	@mkdir -p $(@D)
-	$* $(CFLAGS_ALL) -DLM_DOUBLE -o $@ $< -pthread -lm
+	$* $(CFLAGS_ALL) $(TEST_FLAGS) -DLM_DOUBLE -o $@ $< -pthread -lm
 
 # The controller test links with malloc & co. wrapped: any call fails it.
 LDFLAGS_test_ctl = -Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc,--wrap=free
@@ -146,13 +146,18 @@ test: test-build
 # Every test program built, none run: the extra-warnings lane needs only this.
 test-build: $(TEST_BINS) $(B)/quickstart
 
+# A test program that writes files writes them under TEST_OUT, a directory
+# of its own beside it (<program>.out): tests/run.sh runs the programs side
+# by side.
+TEST_FLAGS = -DTEST_OUT='"$@.out"'
+
 $(B)/gcc/%: tests/%.c gnmr.h tests/check.h examples/splitmix.h
 	@mkdir -p $(@D)
-	gcc $(CFLAGS_ALL) -o $@ $< $(LDFLAGS_$(*F)) -lm
+	gcc $(CFLAGS_ALL) $(TEST_FLAGS) -o $@ $< $(LDFLAGS_$(*F)) -lm
 
 $(B)/clang/%: tests/%.c gnmr.h tests/check.h examples/splitmix.h
 	@mkdir -p $(@D)
-	clang $(CFLAGS_ALL) -o $@ $< $(LDFLAGS_$(*F)) -lm
+	clang $(CFLAGS_ALL) $(TEST_FLAGS) -o $@ $< $(LDFLAGS_$(*F)) -lm
 
 # The CUDA example's kernel arithmetic, run on the CPU.
 $(foreach cc,$(CC_LIST),$(B)/$(cc)/test_cuda_host): examples/cuda/gnmr_norms.cuh \
@@ -287,7 +292,7 @@ $(B)/$(1)-ofast/cross: tests/fastmath/cross.c $(B)/$(1)-ofast/run_plain.o \
 	$(1) $$(CFLAGS_ALL) -o $$@ $$^ -lm
 $(B)/$(1)-ofast/test_%: tests/test_%.c $(FASTMATH_HDRS)
 	@mkdir -p $$(@D)
-	$(1) $$(FASTMATH_FLAGS) $$(FASTMATH_test_$$*) -o $$@ $$< \
+	$(1) $$(FASTMATH_FLAGS) $$(TEST_FLAGS) $$(FASTMATH_test_$$*) -o $$@ $$< \
 	  $$(LDFLAGS_test_$$*) -lm
 $(B)/$(1)-ofast/replay_%: tests/fuzz/fuzz_%.c tests/fuzz/replay.c \
                           $(FUZZ_HDRS) tests/fastmath.h
@@ -315,17 +320,28 @@ $(B)/fuzz/fuzz_%: tests/fuzz/fuzz_%.c $(FUZZ_HDRS)
 
 fuzz-build: $(foreach t,$(FUZZ_TARGETS),$(B)/fuzz/fuzz_$(t))
 
+# The targets run FUZZ_JOBS at a time (default: the online CPUs; each run
+# is one process on one core, and all last FUZZ_SECONDS), each into
+# $(B)/fuzz/<target>.log; then each one's final stats, in order, or the
+# tail of the log of one that failed.
+FUZZ_JOBS ?= $(shell getconf _NPROCESSORS_ONLN 2>/dev/null || echo 1)
 fuzz: fuzz-build
-	@for t in $(FUZZ_TARGETS); do \
+	@n='$(FUZZ_JOBS)'; case $$n in '' | *[!0-9]* | 0) n=1 ;; esac; i=0; \
+	for t in $(FUZZ_TARGETS); do \
 	  mkdir -p $(B)/fuzz/corpus-$$t; \
+	  echo "fuzz_$$t: $(FUZZ_SECONDS) s, log $(B)/fuzz/$$t.log"; \
+	  { $(B)/fuzz/fuzz_$$t -max_total_time=$(FUZZ_SECONDS) \
+	      -print_final_stats=1 -artifact_prefix=$(B)/fuzz/$$t- \
+	      $(B)/fuzz/corpus-$$t tests/fuzz/corpus/$$t \
+	      >$(B)/fuzz/$$t.log 2>&1; echo $$? >$(B)/fuzz/$$t.rc; } & \
+	  i=$$((i + 1)); if [ $$((i % n)) -eq 0 ]; then wait; fi; \
+	done; wait; status=0; \
+	for t in $(FUZZ_TARGETS); do \
 	  echo "== fuzz_$$t, $(FUZZ_SECONDS) s"; \
-	  if $(B)/fuzz/fuzz_$$t -max_total_time=$(FUZZ_SECONDS) \
-	       -print_final_stats=1 -artifact_prefix=$(B)/fuzz/$$t- \
-	       $(B)/fuzz/corpus-$$t tests/fuzz/corpus/$$t \
-	       >$(B)/fuzz/$$t.log 2>&1; \
+	  if [ "$$(cat $(B)/fuzz/$$t.rc)" = 0 ]; \
 	  then grep -E '^(#[0-9]+[[:space:]]+DONE|Done|stat::)' $(B)/fuzz/$$t.log; \
-	  else tail -n 40 $(B)/fuzz/$$t.log; exit 1; fi; \
-	done
+	  else tail -n 40 $(B)/fuzz/$$t.log; status=1; fi; \
+	done; exit $$status
 
 # The whole suite (every test program, every build mode, every corpus
 # replay) under sanitizers, under valgrind, and with more warnings.

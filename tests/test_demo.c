@@ -10,6 +10,13 @@
 #include "child.h"
 #include <unistd.h>
 
+/* Where this test writes: a directory of its own (the Makefile passes
+   "<program>.out"), so the test programs can run side by side
+   (tests/run.sh). */
+#ifndef TEST_OUT
+#define TEST_OUT "build/test_demo_out"
+#endif
+
 /* ---- quantizers ------------------------------------------------------------
  */
 
@@ -351,17 +358,16 @@ TEST(loss_plot_range_survives_a_spike) {
   /* every value but the spike's inside, and the span still of the curves */
   EXPECT(lo <= 0.95 && lo > 0.0);
   EXPECT(hi >= 2.1 && hi < 2.3);
-  demo_mkdir("build/test_demo_out");
-  demo_svg_loss("build/test_demo_out/range.svg", "test", "loss", curves, arms,
-                3, N, 0);
-  EXPECT_EQ_INT(svg_geometry_errors("build/test_demo_out/range.svg"), 0);
-  EXPECT_EQ_INT(svg_dash_errors("build/test_demo_out/range.svg"), 0);
+  demo_mkdir(TEST_OUT);
+  demo_svg_loss(TEST_OUT "/range.svg", "test", "loss", curves, arms, 3, N, 0);
+  EXPECT_EQ_INT(svg_geometry_errors(TEST_OUT "/range.svg"), 0);
+  EXPECT_EQ_INT(svg_dash_errors(TEST_OUT "/range.svg"), 0);
   {
     /* the spike's marker and the diverged arm's, at the top edge */
     static const char *const marks[] = {
         "<polygon class=\"clipped\" fill=\"#d62728\"",
         "<polygon class=\"clipped\" fill=\"#2ca02c\"", NULL};
-    EXPECT(file_has_all("build/test_demo_out/range.svg", marks));
+    EXPECT(file_has_all(TEST_OUT "/range.svg", marks));
   }
 }
 
@@ -382,64 +388,54 @@ TEST(loss_plot_legend_names_a_curve_drawn_on_another) {
   curves[0] = a;
   curves[1] = b;
   curves[2] = c;
-  demo_mkdir("build/test_demo_out");
-  demo_svg_loss("build/test_demo_out/coincide.svg", "test", "loss", curves,
-                arms, 3, N, 0);
+  demo_mkdir(TEST_OUT);
+  demo_svg_loss(TEST_OUT "/coincide.svg", "test", "loss", curves, arms, 3, N,
+                0);
   {
     static const char *const names[] = {">lowp, on gnmr-noise</text>",
                                         ">gnmr-noise, on lowp</text>",
                                         ">f32</text>", NULL};
-    EXPECT(file_has_all("build/test_demo_out/coincide.svg", names));
+    EXPECT(file_has_all(TEST_OUT "/coincide.svg", names));
   }
-  EXPECT_EQ_INT(svg_geometry_errors("build/test_demo_out/coincide.svg"), 0);
-  EXPECT_EQ_INT(svg_dash_errors("build/test_demo_out/coincide.svg"), 0);
+  EXPECT_EQ_INT(svg_geometry_errors(TEST_OUT "/coincide.svg"), 0);
+  EXPECT_EQ_INT(svg_dash_errors(TEST_OUT "/coincide.svg"), 0);
 }
 
 TEST(demo_runs_end_to_end) {
-  char *argv[] = {"train_stress",
-                  "--steps",
-                  "40",
-                  "--hidden",
-                  "16,16,16",
-                  "--batch",
-                  "32",
-                  "--stress",
-                  "100",
-                  "--seeds",
-                  "2",
-                  "--out",
-                  "build/test_demo_out",
-                  "--quiet"};
+  char *argv[] = {"train_stress", "--steps", "40", "--hidden",
+                  "16,16,16",     "--batch", "32", "--stress",
+                  "100",          "--seeds", "2",  "--out",
+                  TEST_OUT,       "--quiet"};
   int argc = (int)(sizeof argv / sizeof argv[0]);
   row_errors = 0;
   REQUIRE(train_stress_main(argc, argv) == 0);
-  EXPECT_EQ_INT(csv_check("build/test_demo_out/summary.csv",
+  EXPECT_EQ_INT(csv_check(TEST_OUT "/summary.csv",
                           "arm,seed,format,stress,test_loss,test_acc,"
                           "recovery_fraction,loss_spikes,diverged,"
                           "overhead_pct,bursts,bursts_caught,stales,"
                           "stales_caught,admissions,admissions_in_fault\n",
                           16, summary_row),
                 2 * TS_N_DEFAULT_ARMS);
-  EXPECT_EQ_INT(csv_check("build/test_demo_out/trace.csv",
+  EXPECT_EQ_INT(csv_check(TEST_OUT "/trace.csv",
                           "step,unit,norm,gnmr,delta,action\n", 6, trace_row),
                 40 * TS_LAYERS);
-  EXPECT(csv_check("build/test_demo_out/stress.csv",
+  EXPECT(csv_check(TEST_OUT "/stress.csv",
                    "seed,start,steps,unit,kind,channel\n", 6, stress_row) > 0);
   EXPECT_EQ_INT(row_errors, 0);
-  EXPECT(file_starts_with("build/test_demo_out/loss.svg", "<svg"));
+  EXPECT(file_starts_with(TEST_OUT "/loss.svg", "<svg"));
   {
     /* Axis labels and ticks, curves clipped to the plot area. */
     static const char *const loss_svg[] = {
         "<clipPath id=\"plot\">", "<g clip-path=\"url(#plot)\">",
         ">step</text>",           ">training loss</text>",
         "text-anchor=\"end\">",   NULL};
-    EXPECT(file_has_all("build/test_demo_out/loss.svg", loss_svg));
+    EXPECT(file_has_all(TEST_OUT "/loss.svg", loss_svg));
   }
-  EXPECT(file_starts_with("build/test_demo_out/recovery.svg", "<svg"));
-  EXPECT_EQ_INT(svg_geometry_errors("build/test_demo_out/loss.svg"), 0);
-  EXPECT_EQ_INT(svg_geometry_errors("build/test_demo_out/recovery.svg"), 0);
-  EXPECT_EQ_INT(svg_dash_errors("build/test_demo_out/loss.svg"), 0);
-  EXPECT_EQ_INT(svg_label_errors("build/test_demo_out/recovery.svg"), 0);
+  EXPECT(file_starts_with(TEST_OUT "/recovery.svg", "<svg"));
+  EXPECT_EQ_INT(svg_geometry_errors(TEST_OUT "/loss.svg"), 0);
+  EXPECT_EQ_INT(svg_geometry_errors(TEST_OUT "/recovery.svg"), 0);
+  EXPECT_EQ_INT(svg_dash_errors(TEST_OUT "/loss.svg"), 0);
+  EXPECT_EQ_INT(svg_label_errors(TEST_OUT "/recovery.svg"), 0);
 }
 
 /* ---- the peer arms gstab and spam (examples/arms.h) ----------------------
@@ -591,26 +587,26 @@ TEST(svg_checks_catch_unreadable_pictures) {
       "y=\"32\" width=\"180\" height=\"26\"/>\n<rect class=\"fault\" "
       "x=\"50\" y=\"31\" width=\"6\" height=\"28\"/>\n";
   char text[1024];
-  demo_mkdir("build/test_demo_out");
+  demo_mkdir(TEST_OUT);
   snprintf(text, sizeof text,
            "%s<text class=\"fault\" x=\"50\" y=\"61\" "
            "font-size=\"9\">B</text>\n</svg>\n",
            frame);
-  write_text("build/test_demo_out/bad_label.svg", text);
-  EXPECT(svg_label_errors("build/test_demo_out/bad_label.svg") >= 2);
+  write_text(TEST_OUT "/bad_label.svg", text);
+  EXPECT(svg_label_errors(TEST_OUT "/bad_label.svg") >= 2);
   snprintf(text, sizeof text,
            "%s<text class=\"fault\" x=\"53\" y=\"27\" font-size=\"9\" "
            "text-anchor=\"middle\">B</text>\n</svg>\n",
            frame);
-  write_text("build/test_demo_out/bad_label.svg", text);
-  EXPECT_EQ_INT(svg_label_errors("build/test_demo_out/bad_label.svg"), 1);
+  write_text(TEST_OUT "/bad_label.svg", text);
+  EXPECT_EQ_INT(svg_label_errors(TEST_OUT "/bad_label.svg"), 1);
   snprintf(text, sizeof text,
            "%s<text class=\"fault\" x=\"53\" y=\"27\" font-size=\"11\" "
            "text-anchor=\"middle\">B</text>\n</svg>\n",
            frame);
-  write_text("build/test_demo_out/bad_label.svg", text);
-  EXPECT_EQ_INT(svg_label_errors("build/test_demo_out/bad_label.svg"), 0);
-  write_text("build/test_demo_out/bad_dash.svg",
+  write_text(TEST_OUT "/bad_label.svg", text);
+  EXPECT_EQ_INT(svg_label_errors(TEST_OUT "/bad_label.svg"), 0);
+  write_text(TEST_OUT "/bad_dash.svg",
              "<svg viewBox=\"0 0 9 9\">\n"
              "<polyline stroke-dasharray=\"none\" points=\"1,1\"/>\n"
              "<polyline stroke-dasharray=\"3 3\" points=\"1,1\"/>\n"
@@ -618,7 +614,7 @@ TEST(svg_checks_catch_unreadable_pictures) {
              "<g class=\"legend\">\n<line stroke-dasharray=\"none\"/>\n"
              "<line stroke-dasharray=\"3 3\"/>\n"
              "<line stroke-dasharray=\"3\"/>\n</g>\n</svg>\n");
-  EXPECT_EQ_INT(svg_dash_errors("build/test_demo_out/bad_dash.svg"), 2);
+  EXPECT_EQ_INT(svg_dash_errors(TEST_OUT "/bad_dash.svg"), 2);
 }
 
 /* ---- the command line ------------------------------------------------------
@@ -685,11 +681,11 @@ TEST(options_refuse_bad_values) {
 
 /* --help exits 0 and prints every row with the default it has in the code. */
 TEST(help_prints_each_option_and_its_default) {
-  const char *path = "build/test_demo_out/help.txt";
+  const char *path = TEST_OUT "/help.txt";
   char *argv[] = {"train_stress", "--help"}, line[512], want[64];
   int seen_tau = 0, seen_steps = 0, seen_hidden = 0, seen_help = 0;
   FILE *f;
-  demo_mkdir("build/test_demo_out");
+  demo_mkdir(TEST_OUT);
   EXPECT_EQ_INT(parse_in_child(argv, 2, path), 0);
   REQUIRE(f = fopen(path, "r"));
   snprintf(want, sizeof want, "(default %g)",

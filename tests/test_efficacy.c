@@ -9,7 +9,13 @@
 #include "check.h"
 #include "svg_check.h"
 
-#define DIR "build/test_efficacy"
+/* Where this test writes: a directory of its own (the Makefile passes
+   "<program>.out"), so the test programs can run side by side
+   (tests/run.sh). */
+#ifndef TEST_OUT
+#define TEST_OUT "build/test_efficacy"
+#endif
+#define DIR TEST_OUT
 
 static void write_file(const char *path, const char *text) {
   FILE *f = fopen(path, "w");

@@ -9,6 +9,13 @@
 #include "svg_check.h"
 #include "child.h"
 
+/* Where this test writes (TEST_OUT/out, TEST_OUT/data): a directory of its
+   own (the Makefile passes "<program>.out"), so the test programs can run
+   side by side (tests/run.sh). */
+#ifndef TEST_OUT
+#define TEST_OUT "build/test_lm"
+#endif
+
 /* ---- gradients vs central differences (double build) ----------------------
  */
 
@@ -612,11 +619,11 @@ TEST(options_refuse_bad_values) {
 
 /* --help exits 0 and prints each new option with its default. */
 TEST(help_prints_each_option_and_its_default) {
-  const char *path = "build/test_lm_out/help.txt";
+  const char *path = TEST_OUT "/out/help.txt";
   char *argv[] = {"train_lm", "--help"}, text[16384];
   FILE *f;
   size_t n;
-  demo_mkdir("build/test_lm_out");
+  demo_mkdir(TEST_OUT "/out");
   EXPECT_EQ_INT(parse_in_child(argv, 2, path), 0);
   REQUIRE(f = fopen(path, "r"));
   n = fread(text, 1, sizeof text - 1, f);
@@ -710,13 +717,12 @@ static void write_file(const char *path, const char *text) {
 
 TEST(fortunes_split_by_fortune) {
   lm_text tr, va;
-  REQUIRE(system("mkdir -p build/test_lm_data") == 0);
+  REQUIRE(system("mkdir -p " TEST_OUT "/data") == 0);
   /* Fortunes 0..4 in "a", 5..6 in "b"; 0 goes to validation (k % 20). */
-  write_file("build/test_lm_data/a",
-             "zero\n%\none\n%\ntwo\n%\nthree\n%\nfour\n");
-  write_file("build/test_lm_data/b", "five\n%\nsix\n");
-  write_file("build/test_lm_data/a.dat", "not text\n");
-  lm_load_fortunes("build/test_lm_data", &tr, &va);
+  write_file(TEST_OUT "/data/a", "zero\n%\none\n%\ntwo\n%\nthree\n%\nfour\n");
+  write_file(TEST_OUT "/data/b", "five\n%\nsix\n");
+  write_file(TEST_OUT "/data/a.dat", "not text\n");
+  lm_load_fortunes(TEST_OUT "/data", &tr, &va);
   REQUIRE(tr.bytes && va.bytes);
   EXPECT(va.n == 5 && memcmp(va.bytes, "zero\n", 5) == 0);
   EXPECT(tr.n == strlen("one\ntwo\nthree\nfour\nfive\nsix\n") &&
@@ -741,7 +747,7 @@ TEST(demo_runs_end_to_end) {
   FILE *f;
   char *argv[] = {"train_lm",
                   "--data",
-                  "build/test_lm_data/e2e",
+                  TEST_OUT "/data/e2e",
                   "--steps",
                   "30",
                   "--dim",
@@ -761,13 +767,13 @@ TEST(demo_runs_end_to_end) {
                   "--seeds",
                   "2",
                   "--out",
-                  "build/test_lm_out",
+                  TEST_OUT "/out",
                   "--quiet"};
   size_t k;
   int a, n_default = 0;
-  REQUIRE(system("mkdir -p build/test_lm_data/e2e") == 0);
+  REQUIRE(system("mkdir -p " TEST_OUT "/data/e2e") == 0);
   make_text(&t, 30000, 3);
-  f = fopen("build/test_lm_data/e2e/text", "wb");
+  f = fopen(TEST_OUT "/data/e2e/text", "wb");
   REQUIRE(f != NULL);
   for (k = 0; k < t.n; k++) /* a sentence per fortune */
     if (t.bytes[k] == '.')
@@ -779,26 +785,26 @@ TEST(demo_runs_end_to_end) {
   for (a = 0; a < LM_N_ARMS; a++) n_default += !LM_ARMS[a].extra;
   REQUIRE(n_default >= 5 && n_default < LM_N_ARMS);
   REQUIRE(train_lm_main((int)(sizeof argv / sizeof argv[0]), argv) == 0);
-  EXPECT_EQ_INT(count_lines("build/test_lm_out/summary.csv",
+  EXPECT_EQ_INT(count_lines(TEST_OUT "/out/summary.csv",
                             "setting,arm,seed,format,lr,stress,steps,val_bpb,"
                             "recovery_fraction,loss_spikes,diverged,seconds,"
                             "overhead_pct,hf_flops\n"),
                 2 * n_default);
   EXPECT_EQ_INT(
-      count_lines("build/test_lm_out/loss.csv", "arm,seed,step,loss_bpb\n"),
+      count_lines(TEST_OUT "/out/loss.csv", "arm,seed,step,loss_bpb\n"),
       2 * n_default * 30);
-  EXPECT_EQ_INT(count_lines("build/test_lm_out/trace.csv",
+  EXPECT_EQ_INT(count_lines(TEST_OUT "/out/trace.csv",
                             "step,unit,name,norm,ratio,delta,action\n"),
                 30 * 5);
-  EXPECT_EQ_INT(count_lines("build/test_lm_out/stress.csv",
+  EXPECT_EQ_INT(count_lines(TEST_OUT "/out/stress.csv",
                             "seed,start,steps,unit,name,kind,where\n"),
                 2 * 3);
-  EXPECT(file_starts_with("build/test_lm_out/loss.svg", "<svg"));
-  EXPECT(file_starts_with("build/test_lm_out/recovery.svg", "<svg"));
-  EXPECT_EQ_INT(svg_geometry_errors("build/test_lm_out/loss.svg"), 0);
-  EXPECT_EQ_INT(svg_geometry_errors("build/test_lm_out/recovery.svg"), 0);
-  EXPECT_EQ_INT(svg_dash_errors("build/test_lm_out/loss.svg"), 0);
-  EXPECT_EQ_INT(svg_label_errors("build/test_lm_out/recovery.svg"), 0);
+  EXPECT(file_starts_with(TEST_OUT "/out/loss.svg", "<svg"));
+  EXPECT(file_starts_with(TEST_OUT "/out/recovery.svg", "<svg"));
+  EXPECT_EQ_INT(svg_geometry_errors(TEST_OUT "/out/loss.svg"), 0);
+  EXPECT_EQ_INT(svg_geometry_errors(TEST_OUT "/out/recovery.svg"), 0);
+  EXPECT_EQ_INT(svg_dash_errors(TEST_OUT "/out/loss.svg"), 0);
+  EXPECT_EQ_INT(svg_label_errors(TEST_OUT "/out/recovery.svg"), 0);
 }
 #endif
 

@@ -27,7 +27,14 @@
 #else
 #define README_CC "gcc"
 #endif
+/* Where the blocks are written: a directory of this program's own (the
+   Makefile passes "<program>.out"), so the test programs can run side by
+   side (tests/run.sh). */
+#ifdef TEST_OUT
+#define README_DIR TEST_OUT
+#else
 #define README_DIR "build/" README_CC "/readme"
+#endif
 
 enum { CONTINUES = 1, CUDA = 2 };
 
