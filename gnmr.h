@@ -343,10 +343,14 @@
         the run's length; the credit banked before the fire is what the
         late phase spends, so a rule that fires early runs out before the
         end (RESULTS: why the level is low).
-   The defaults are the LM demo's upd-late prototype (fire_level and
-   fall_ratio read off one trace: lm-natural-clip, seed 1; RESULTS has
+   The level's defaults are the LM demo's upd-late prototype (fire_level
+   and fall_ratio read off one trace: lm-natural-clip, seed 1; RESULTS has
    them on the other seeds and settings, and where they lose to the late
-   switch that is told the schedule). Placement configuration
+   switch that is told the schedule). planned_steps has no default a
+   library could know: give it. gemms defaults to the whole unit, which
+   any caller can switch; a trainer that switches GEMMs one by one should
+   weigh GNMR_GEMM_FWD (the settings suite's tune half and test half:
+   RESULTS, "Settings suite"). Placement configuration
    (gnmr_place_config_default; gnmr_place_config_check names the field):
        field            symbol  valid                 default
        budget           B       (0, 1]                0.1
@@ -3996,10 +4000,11 @@ static int gnmr__place_share(double x) {
 }
 
 /* Every field of gnmr_place_config with its default and its valid range,
-   listed once (defaults, check, checkpoint). The defaults are the LM demo's
-   upd-late prototype (bench/RESULTS.md, "Placement"): fire_level and
-   fall_ratio were read off the lowp arm's trace of lm-natural-clip, seed
-   1. */
+   listed once (defaults, check, checkpoint). The level's defaults are the
+   LM demo's upd-late prototype (bench/RESULTS.md, "Placement"): fire_level
+   and fall_ratio were read off the lowp arm's trace of lm-natural-clip,
+   seed 1. planned_steps 0: not told; gemms: the whole unit (the manual's
+   table). */
 #define GNMR__PLACE_CONFIG(X)                                                  \
   X(budget, 0.1, gnmr__finite_above(c->budget, 0.0) && c->budget <= 1.0)       \
   X(update_decay, 0.95, gnmr__place_share(c->update_decay))                    \
