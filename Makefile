@@ -990,9 +990,9 @@ suite-quick: $(B)/settings_suite $(B)/train_lm $(B)/train_stress \
 	$(SUITE_RUN) $(SUITE_DIR)-quick --bin $(B) --data $(FORTUNES) \
 	  --only $(SUITE_QUICK) --steps 200 --seeds 1 --eval 64
 	@head -1 $(SUITE_DIR)-quick/summary.csv | grep -qx '$(SUITE_CSV_HEADER)' && \
-	  for r in lm-e2m1-clip,test,gnmr lm-e2m1-clip,test,place-gnmr-10 \
-	    lm-e2m1-clip,test,place-plan-10 lm-e2m1-clip,test,place-late-10 \
-	    mlp-e4m3-faults,tune,gnmr; do \
+	  for r in lm-e2m1-clip,test,gnmr lm-e2m1-clip,test,place-plan-10 \
+	    lm-e2m1-clip,test,place-planf-10 lm-e2m1-clip,test,place-late-10 \
+	    mlp-e4m3-faults,tune,gnmr mlp-e4m3-faults,tune,gstab; do \
 	    grep -q "^$$r,1," $(SUITE_DIR)-quick/summary.csv || exit 1; done && \
 	  grep -Eq '^lm-e2m1-clip,test,place-late-10,1,[^,]+,[^,]+,0\.1000' \
 	    $(SUITE_DIR)-quick/summary.csv && \

@@ -72,8 +72,9 @@ TEST(both_halves_cover_every_format_and_model) {
 }
 
 /* The arms: the FP4 LM settings run the placer beside the told late
-   switch; global-clip settings do not run clip (it is lowp there); MLP
-   settings run no placement arm (the MLP demo refuses them). */
+   switch; global-clip settings do not run clip (it is lowp there), nor do
+   the FP4 LM settings without faults; MLP settings run no placement arm
+   (the MLP demo refuses them); the fault settings run the peers. */
 TEST(arms_follow_the_setting) {
   int i;
   for (i = 0; i < SUITE_N; i++) {
@@ -81,9 +82,11 @@ TEST(arms_follow_the_setting) {
     const char *a = suite_arms(s);
     int fp4_lm = s->model != SU_MLP && suite_fp4(s);
     EXPECT(strncmp(a, "f32,lowp,", 9) == 0);
-    EXPECT((strstr(a, ",clip,") != NULL) == !s->clip);
+    EXPECT((strstr(a, ",clip,") != NULL) ==
+           (!s->clip && (!fp4_lm || s->events == SU_FAULTS)));
+    EXPECT((strstr(a, "gstab") != NULL) == (s->events == SU_FAULTS));
     EXPECT(strstr(a, "gnmr") != NULL);
-    EXPECT((strstr(a, "place-gnmr-10") != NULL) == fp4_lm);
+    EXPECT((strstr(a, "place-planf-10") != NULL) == fp4_lm);
     EXPECT((strstr(a, "place-late-10") != NULL) == fp4_lm);
     EXPECT((strstr(a, "place-plan-10") != NULL) == fp4_lm);
   }
