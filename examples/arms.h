@@ -368,6 +368,20 @@ static double arm_spam_entry(double g, double v) {
   return g > 0 ? limit : -limit;
 }
 
+/* The spam arm's clip (arm_spam_entry) of n gradient entries g against
+   Adam's second moments v, as a function `name` over the demo's element
+   type; it returns the entries clipped. */
+#define ARM_SPAM_CLIP(name, real)                                              \
+  static long name(real *g, const real *v, size_t n) {                         \
+    long clipped = 0;                                                          \
+    size_t i;                                                                  \
+    for (i = 0; i < n; i++) {                                                  \
+      double c = arm_spam_entry(g[i], v[i]);                                   \
+      if (c != g[i]) g[i] = (real)c, clipped++;                                \
+    }                                                                          \
+    return clipped;                                                            \
+  }
+
 /* The spam arm: whether Adam's moments are zeroed before step's update
    (0-based), and the learning rate's factor on that step. */
 static int arm_spam_resets(int step) {

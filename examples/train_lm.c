@@ -1265,17 +1265,8 @@ static void lm_scale_unit(lm_model *m, int u, double s) {
     U->db[i] = s == 0.0 ? 0 : (lm_real)(U->db[i] * s);
 }
 
-/* The spam arm's clip (examples/arms.h, arm_spam_entry) of n gradient
-   entries g against Adam's second moments v; returns the entries clipped. */
-static long lm_spam_clip(lm_real *g, const lm_real *v, size_t n) {
-  long clipped = 0;
-  size_t i;
-  for (i = 0; i < n; i++) {
-    double c = arm_spam_entry(g[i], v[i]);
-    if (c != g[i]) g[i] = (lm_real)c, clipped++;
-  }
-  return clipped;
-}
+/* The spam arm's clip over the model's entries (examples/arms.h). */
+ARM_SPAM_CLIP(lm_spam_clip, lm_real)
 
 /* The spam arm's control before step's update: AdamW's moments zeroed on a
    reset step, then every parameter's gradient clipped; returns the entries

@@ -507,17 +507,8 @@ static void ts_adamw_update(float *p, float *g, float *mo, float *v, size_t n,
   }
 }
 
-/* The spam arm's clip (examples/arms.h, arm_spam_entry) of n gradient
-   entries g against Adam's second moments v; returns the entries clipped. */
-static long ts_spam_clip(float *g, const float *v, size_t n) {
-  long clipped = 0;
-  size_t i;
-  for (i = 0; i < n; i++) {
-    double c = arm_spam_entry(g[i], v[i]);
-    if (c != g[i]) g[i] = (float)c, clipped++;
-  }
-  return clipped;
-}
+/* The spam arm's clip over a layer's entries (examples/arms.h). */
+ARM_SPAM_CLIP(ts_spam_clip, float)
 
 /* The spam arm's control before step's update: a layer's AdamW moments
    zeroed on a reset step, then its gradients clipped; returns the entries
