@@ -610,8 +610,8 @@ static int ts_make_events(int per_k, int steps, int n_layers, int dim_hint,
 
 /* The arms are examples/arms.h's table (ARMS), shared with the LM demo.
    The gnmr arm's config is ts_opts.gnmr: gnmr_config_default() with the
-   --tau-r ... flags (the sweep varies it); every GNMR arm takes --max-rec
-   and --lock. */
+   --tau-r ... flags (the sweep varies it); every GNMR arm takes --max-rec,
+   --lock, --tau-r and --tau-d (as in train_lm.c). */
 #define TS_ARM_F32 0 /* ARMS[0], [1] and [4]: ts_parse checks the names */
 #define TS_ARM_LOWP 1
 #define TS_ARM_GNMR 4
@@ -624,10 +624,11 @@ typedef struct ts_opts {
   int arms[TS_MAX_ARMS], n_arms;
   const lp_format *fmt;
   const char *data_dir, *out_dir;
-  double lr, global_clip;    /* global_clip > 0: --global-clip */
-  int set_max_rec, set_lock; /* given: every GNMR arm takes them */
-  demo_at freeze;            /* --freeze: layer, share of the run frozen */
-  demo_at shift;             /* --shift: layer, where it is reparametrised */
+  double lr, global_clip; /* global_clip > 0: --global-clip */
+  /* given: every GNMR arm takes them (as in train_lm.c) */
+  int set_max_rec, set_lock, set_tau_r, set_tau_d;
+  demo_at freeze; /* --freeze: layer, share of the run frozen */
+  demo_at shift;  /* --shift: layer, where it is reparametrised */
   gnmr_config gnmr;
 } ts_opts;
 
@@ -713,6 +714,8 @@ static ts_result ts_train(const ts_opts *o, int arm, int seed,
       cfg = A->config();
       if (o->set_max_rec) cfg.max_recovering = o->gnmr.max_recovering;
       if (o->set_lock) cfg.lock_steps = o->gnmr.lock_steps;
+      if (o->set_tau_r) cfg.ratio_threshold = o->gnmr.ratio_threshold;
+      if (o->set_tau_d) cfg.delta_threshold = o->gnmr.delta_threshold;
       if (cfg.max_recovering > (uint32_t)CU) cfg.max_recovering = (uint32_t)CU;
     }
     /* The default 8 is more units than this MLP has: the step-level verdict
@@ -1011,9 +1014,9 @@ static void ts_parse(ts_opts *o, int argc, char **argv) {
         DEMO_OPT("--shift", "L:P", DEMO_AT, &o->shift, 0, TS_LAYERS - 1,
                  "layer L " DEMO_SHIFT_HELP),
         DEMO_OPT("--tau-r", "X", DEMO_REAL, &o->gnmr.ratio_threshold, 0, 0,
-                 "the gnmr arm's ratio threshold"),
+                 "every GNMR arm's ratio threshold"),
         DEMO_OPT("--tau-d", "X", DEMO_REAL, &o->gnmr.delta_threshold, 0, 0,
-                 "the gnmr arm's delta threshold"),
+                 "every GNMR arm's delta threshold"),
         DEMO_OPT("--window", "N", DEMO_U32, &o->gnmr.delta_window, 1,
                  GNMR_WINDOW_MAX, "the gnmr arm's delta window"),
         DEMO_OPT("--lock", "N", DEMO_U32, &o->gnmr.lock_steps, 1, 1 << 20,
@@ -1031,6 +1034,8 @@ static void ts_parse(ts_opts *o, int argc, char **argv) {
     demo_parse_options(argc, argv, opts, n);
     o->set_lock = demo_given(opts, n, "--lock");
     o->set_max_rec = demo_given(opts, n, "--max-rec");
+    o->set_tau_r = demo_given(opts, n, "--tau-r");
+    o->set_tau_d = demo_given(opts, n, "--tau-d");
   }
   if (gnmr_config_check(&o->gnmr, UINT32_MAX, NULL) != GNMR_OK)
     DEMO_DIE("the GNMR settings are out of range");

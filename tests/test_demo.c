@@ -633,6 +633,8 @@ TEST(options_land_where_the_table_says) {
   EXPECT_EQ_INT((int)o.gnmr.lock_steps, 5);
   EXPECT_EQ_INT(o.set_lock, 1);
   EXPECT_EQ_INT(o.set_max_rec, 0); /* not given: the arms keep their own */
+  EXPECT_EQ_INT(o.set_tau_r, 1);   /* every GNMR arm takes it, as --lock */
+  EXPECT_EQ_INT(o.set_tau_d, 0);
   EXPECT(o.freeze.index == 2 && o.freeze.pct == 40);
   EXPECT_EQ_INT(o.stale_under, 1);
   EXPECT_EQ_INT(o.quiet, 1);
