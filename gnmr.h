@@ -71,9 +71,15 @@
    saturating scale shows in it at its own layer on its first step, where
    the gradient norm shows it late and in every layer after. In closed
    loop it recovers more of the gap than gradient norms alone on injected
-   faults, and is mixed over a global clip, so gradient norms stay the
-   signal the manual assumes (bench/RESULTS.md, "Closed-loop efficacy").
-   examples/train_lm.c and train_stress.c (their forward arms) do this.
+   faults, and is mixed over a global clip (bench/RESULTS.md, "Closed-loop
+   efficacy"). Fed both, take gnmr_config_forward() (ratio_threshold 4,
+   delta_threshold 3): on issue 39's settings suite it holds calm runs on
+   the high-fidelity path under 1% of unit-steps and recovers more of the
+   faults' gap than the defaults on gradient norms, which hold calm runs
+   there about 4% of the time (bench/RESULTS.md, "Settings suite"). Where
+   the caller cannot compute the forward signal, gradient norms alone with
+   the defaults stay the rule the manual assumes. examples/train_lm.c and
+   train_stress.c (their forward arms) do this.
 
    Rules of one step, both modes. Rule 0 comes first, rule 9 after each
    mode's own rules; a unit they do not take goes through its mode's rules.
@@ -280,7 +286,8 @@
        shift_spread             finite, >= 0          1
    gnmr_config_paper() is 0.1's defaults exactly (rule PAPER, warmup 16,
    shift_steps 0); gnmr_config_noise() the defaults with rule NOISE and
-   warmup 50. The NOISE
+   warmup 50; gnmr_config_forward() the defaults with ratio_threshold 4 and
+   delta_threshold 3, for forward signals beside gradient norms. The NOISE
    values come from bench/detect (bench/RESULTS.md, "Detection"). The
    code reads defaults and ranges from one list (GNMR__CONFIG, in the
    implementation); tests/test_rules.c holds this table to it.
@@ -382,6 +389,7 @@
        gnmr_config_default       the library's defaults: the paper rules
        gnmr_config_paper         0.1's defaults exactly, rule PAPER
        gnmr_config_noise         the noise-aware rules, rule NOISE
+       gnmr_config_forward       the defaults, for forward signals too
        gnmr_config_check         a config valid for n units? names the field
        gnmr_init                 a controller over the caller's slots
        gnmr_reconfigure          new settings for a running controller
@@ -649,6 +657,11 @@ GNMR_DEF gnmr_config gnmr_config_paper(void);
 /* The noise-aware rules (rule = GNMR_RULE_NOISE, warmup 50), the other
    fields as gnmr_config_paper(). */
 GNMR_DEF gnmr_config gnmr_config_noise(void);
+/* For a controller fed each unit's forward signal beside its gradient norm
+   ("What to feed it"): the defaults with ratio_threshold 4 and
+   delta_threshold 3, chosen on the tune half of issue 39's settings suite
+   (bench/RESULTS.md, "Settings suite"). */
+GNMR_DEF gnmr_config gnmr_config_forward(void);
 /* GNMR_OK, or GNMR_ECONFIG with *field naming the first field out of range
    (max_recovering also when above n_units; "n_units" when n_units is 0 and
    max_recovering is not: a controller over no units can only watch);
@@ -1523,6 +1536,15 @@ GNMR_DEF gnmr_config gnmr_config_noise(void) {
   gnmr_config c = gnmr_config_default();
   c.rule = GNMR_RULE_NOISE;
   c.warmup_steps = 50; /* norms fall fast in the first steps (bench/detect) */
+  return c;
+}
+
+GNMR_DEF gnmr_config gnmr_config_forward(void) {
+  gnmr_config c = gnmr_config_default();
+  /* the tune half's choice: under 1% of calm unit-steps, the faults left
+     to the forward signals (bench/RESULTS.md, "Settings suite") */
+  c.ratio_threshold = 4.0;
+  c.delta_threshold = 3.0;
   return c;
 }
 

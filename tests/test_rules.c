@@ -1062,6 +1062,21 @@ TEST(defaults_paper_and_noise_differ_where_documented) {
   EXPECT_EQ_INT(gnmr_config_check(&def, UINT32_MAX, NULL), GNMR_OK);
 }
 
+/* gnmr_config_forward() is the defaults with the two thresholds the suite's
+   tune half chose for forward signals (ratio 4, delta 3), nothing else. */
+TEST(forward_preset_is_the_defaults_with_two_thresholds) {
+  gnmr_config f = gnmr_config_forward(), def = gnmr_config_default();
+  EXPECT_EQ_BITS(f.ratio_threshold, 4.0);
+  EXPECT_EQ_BITS(f.delta_threshold, 3.0);
+  EXPECT(f.ratio_threshold != def.ratio_threshold);
+  EXPECT(f.delta_threshold != def.delta_threshold);
+  f.ratio_threshold = def.ratio_threshold;
+  f.delta_threshold = def.delta_threshold;
+  EXPECT(memcmp(&f, &def, sizeof f) == 0);
+  f = gnmr_config_forward();
+  EXPECT_EQ_INT(gnmr_config_check(&f, UINT32_MAX, NULL), GNMR_OK);
+}
+
 TEST(step_info_refuses_bad_arguments) {
   static fixture f;
   gnmr_config c = noise_config();
@@ -1105,6 +1120,7 @@ int main(int argc, char **argv) {
       CHECK_CASE(reconfigure_between_modes_restarts_the_statistics),
       CHECK_CASE(manual_table_gives_the_code_defaults),
       CHECK_CASE(defaults_paper_and_noise_differ_where_documented),
+      CHECK_CASE(forward_preset_is_the_defaults_with_two_thresholds),
       CHECK_CASE(step_info_refuses_bad_arguments),
   };
   return check_main(cases, sizeof cases / sizeof cases[0], argc, argv);
