@@ -273,6 +273,7 @@ def load_library(path=None):
         "gnmr_version": (ctypes.c_char_p, []),
         "gnmr_config_default": (Config, []),
         "gnmr_config_paper": (Config, []),
+        "gnmr_config_forward": (Config, []),
         "gnmr_config_check": (ctypes.c_int, [P(Config), _u32,
                                              P(ctypes.c_char_p)]),
         "gnmr_init": (ctypes.c_int, [P(Ctl), P(Config), vp, _u32]),
@@ -500,8 +501,9 @@ class Controller:
     TypeError, saying which): a unit with no parameters (an exhausted
     generator among them), a parameter in two units, a parameter name
     named_parameters does not have. config: overrides of
-    gnmr_config_default() by field name; a value out of range raises
-    GnmrError naming the field (.field).
+    gnmr_config_default() (gnmr_config_forward() with forward_signals=True)
+    by field name; a value out of range raises GnmrError naming the field
+    (.field).
 
     A parameter whose .grad is None adds nothing to its unit's norm; a unit
     with no gradient at all has norm 0, which gnmr.h reads as absent (KEEP,
@@ -577,7 +579,10 @@ class Controller:
         first = next((p for ps in self.params for p in ps), None)
         self._device = first.device if first is not None else \
             torch.device("cpu")
-        self.config = self._lib.gnmr_config_default()
+        # Fed forward signals too, the thresholds the settings suite chose
+        # for them (gnmr_config_forward(): ratio 4, delta 3).
+        self.config = (self._lib.gnmr_config_forward() if forward_signals
+                       else self._lib.gnmr_config_default())
         _apply_config(self.config, config)
         self._ctl = Ctl()
         self._slots = (self._lib.gnmr_py_slot * n)()

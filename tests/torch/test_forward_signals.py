@@ -51,6 +51,23 @@ def test_off_by_default():
     assert ctl.names == ["a", "b"]
 
 
+def test_forward_signals_take_the_forward_preset():
+    # gnmr_config_forward() (the settings suite's thresholds for forward
+    # signals) unless config says otherwise; without them, the defaults.
+    lib = G.load_library()
+    model, lin1, lin2, *_ = net()
+    on = G.Controller({"a": lin1.parameters()}, forward_signals=True)
+    off = G.Controller({"a": lin1.parameters()})
+    assert bytes(on.config) == bytes(lib.gnmr_config_forward())
+    assert bytes(off.config) == bytes(lib.gnmr_config_default())
+    assert on.config.ratio_threshold == 4.0
+    assert on.config.delta_threshold == 3.0
+    over = G.Controller({"a": lin1.parameters()}, forward_signals=True,
+                        config={"ratio_threshold": 2.5})
+    assert over.config.ratio_threshold == 2.5
+    assert over.config.delta_threshold == 3.0
+
+
 def test_signal_is_the_gemm_inputs_relative_error():
     model, lin1, lin2, fault, sw1, sw2 = net()
     ctl = G.Controller({"a": lin1.parameters(), "b": lin2.parameters(),
