@@ -27,9 +27,10 @@
    production trainers run anyway; there the clip arm is lowp and is not
    run).
 
-   Arms: f32, lowp, clip (not in the FP4 LM settings without faults, where
-   the placer is the question), gnmr (the controller's defaults), and in
-   the LM
+   Arms: f32, lowp, clip (in the fault settings: a peer), gnmr (the
+   controller's defaults), forward (gnmr_config_forward() fed forward
+   signals too; in every setting but the FP4 LM ones without faults, where
+   the placer is the question), and in the LM
    settings in FP4 (E2M1, NVFP4), where the placer applies,
    place-plan-10 and place-planf-10 (gnmr.h's placer at 10% of the GEMM
    FLOPs told the planned steps: every GEMM of a fired unit, the library's
@@ -220,10 +221,13 @@ static const char *suite_arms(const suite_setting *s) {
   static char arms[256];
   const int fp4_lm = s->model != SU_MLP && suite_fp4(s),
             adam = s->model == SU_MLP || strcmp(s->optimizer, "adamw") == 0;
-  /* clip is a peer for faults: the FP4 settings without faults skip it
-     (0.4's RESULTS has it there; the placer is their question) */
-  const int clip = !s->clip && (!fp4_lm || s->events == SU_FAULTS);
-  snprintf(arms, sizeof arms, "f32,lowp%s,gnmr%s%s%s", clip ? ",clip" : "",
+  /* clip is a peer for faults: the settings without faults skip it (0.4's
+     RESULTS has it on the FP4 runs, the tune half's on the calm MLP) */
+  const int clip = !s->clip && s->events == SU_FAULTS,
+            /* the controller's settings: its forward-signal choice too */
+      forward = !fp4_lm || s->events == SU_FAULTS;
+  snprintf(arms, sizeof arms, "f32,lowp%s,gnmr%s%s%s%s", clip ? ",clip" : "",
+           forward ? ",forward" : "",
            fp4_lm ? ",place-plan-10,place-planf-10,place-late-10" : "",
            s->events == SU_FAULTS ? ",gstab" : "",
            s->events == SU_FAULTS && adam ? ",spam" : "");

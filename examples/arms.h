@@ -57,14 +57,16 @@
    noise-shift-pP-qQ (its base with shift_steps P, shift_spread Q), the
    grid ARM_SHIFT_Q over P in {4, 8, 16, 32} and Q in {0.25, 0.5, 1}
    (`make efficacy-shift-sweep`).
-   Forward signals (gnmr-fwd, paper-tau3-fwd): besides its gradient norm,
-   each unit's forward signal goes to the same controller as a unit of its
-   own (units U .. 2U-1, one budget): the relative quantization error of
-   the unit's GEMM input, ||Q(x) - x|| / ||x|| (on the f32 path, the error
-   the cheap path would give at the current scale). A stale or saturating
+   Forward signals (gnmr-fwd, paper-tau3-fwd, forward): besides its
+   gradient norm, each unit's forward signal goes to the same controller as
+   a unit of its own (units U .. 2U-1, one budget): the relative quantization
+   error of the unit's GEMM input, ||Q(x) - x|| / ||x|| (on the f32 path, the
+   error the cheap path would give at the current scale). A stale or saturating
    scale shows there at its own layer, on its first step; a gradient norm
    shows it at every layer after. The unit runs high fidelity when either
-   of its two controller units recovers.
+   of its two controller units recovers. forward: the same signals under
+   gnmr_config_forward() (ratio_threshold 4, delta_threshold 3), the
+   settings suite's choice where the demo owns the quantizer.
    f32-clip, f32-adagc, f32-gnmr, f32-gnmr-noise: the control on the f32
    model (no faults): what it does to training apart from precision.
    Placement arms (the LM demo only; examples/train_lm.c): place-RULE-B
@@ -235,6 +237,7 @@ static const demo_arm ARMS[] = {
     ARM_SHIFT_Q(ARM_SHIFT_ROWS, 32, ARM_COMMA),
     {"gnmr-fwd", ARM_GNMR, gnmr_config_default, 0, 1, 1},
     {"paper-tau3-fwd", ARM_GNMR, arm_paper_tau3, 0, 1, 1},
+    {"forward", ARM_GNMR, gnmr_config_forward, 0, 1, 1},
     {"f32-clip", ARM_CLIP, NULL, 1, 1, 0},
     {"f32-adagc", ARM_ADAGC, NULL, 1, 1, 0},
     {"f32-gnmr", ARM_GNMR, gnmr_config_default, 1, 1, 0},

@@ -72,9 +72,10 @@ TEST(both_halves_cover_every_format_and_model) {
 }
 
 /* The arms: the FP4 LM settings run the placer beside the told late
-   switch; global-clip settings do not run clip (it is lowp there), nor do
-   the FP4 LM settings without faults; MLP settings run no placement arm
-   (the MLP demo refuses them); the fault settings run the peers. */
+   switch; only the fault settings run clip (none of them on the global
+   clip, where it would be lowp) and the other peers; the controller's
+   forward-signal arm runs wherever the placer is not the only question;
+   MLP settings run no placement arm (the MLP demo refuses them). */
 TEST(arms_follow_the_setting) {
   int i;
   for (i = 0; i < SUITE_N; i++) {
@@ -83,7 +84,9 @@ TEST(arms_follow_the_setting) {
     int fp4_lm = s->model != SU_MLP && suite_fp4(s);
     EXPECT(strncmp(a, "f32,lowp,", 9) == 0);
     EXPECT((strstr(a, ",clip,") != NULL) ==
-           (!s->clip && (!fp4_lm || s->events == SU_FAULTS)));
+           (!s->clip && s->events == SU_FAULTS));
+    EXPECT((strstr(a, ",forward") != NULL) ==
+           (!fp4_lm || s->events == SU_FAULTS));
     EXPECT((strstr(a, "gstab") != NULL) == (s->events == SU_FAULTS));
     EXPECT(strstr(a, "gnmr") != NULL);
     EXPECT((strstr(a, "place-planf-10") != NULL) == fp4_lm);
