@@ -7,7 +7,9 @@ arm:
     gnmr       FP8, gnmr.h through gnmr_torch: per-unit norms, scales
                applied, a unit in recovery runs its Linears in float32
     gnmr+clip  both (gnmr first)
-    gnmr-fwd   gnmr with forward signals (Controller(forward_signals=True))
+    gnmr-fwd   gnmr with forward signals (Controller(forward_signals=True),
+               so gnmr_config_forward()'s thresholds: the C demos' arm
+               'forward', not their 'gnmr-fwd', which keeps the defaults)
     place      the cheap path, with gnmr.h's placer (gnmr_torch.Placer)
                choosing which units run float32 within --place budget=B
                (a share of the GEMM cost), from each unit's update norm
