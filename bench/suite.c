@@ -315,13 +315,33 @@ typedef struct suite_job {
   double t0;
 } suite_job;
 
+/* A run's steps: --steps, else the model's default. */
+static int suite_steps(const suite_opts *o, const suite_setting *s) {
+  return o->steps > 0 ? o->steps : s->model == SU_MLP ? 1000 : 500;
+}
+
+/* What a run of setting s costs, in units of an MLP arm-step: its arms
+   times its steps times the model's cost per arm-step, read off the
+   2-vCPU Xeon in the fourth session (an MLP arm of 1000 steps took about
+   3 s, the LM's 500 about 45 s at width 64 and 85 s at width 96). Only
+   the progress line's estimate of what is left reads it. */
+static double suite_cost(const suite_opts *o, const suite_setting *s) {
+  const char *a = suite_arms(s);
+  int arms = 1;
+  for (; *a; a++) arms += *a == ',';
+  return arms * (double)suite_steps(o, s) *
+         (s->model == SU_MLP  ? 1.0
+          : s->model == SU_LM ? 30.0
+                              : 57.0);
+}
+
 /* Starts job j: a child that runs the demo into DIR/.tmp/<setting>-s<seed>
    (its log beside it) and exits with its status. */
 static pid_t suite_start(const suite_opts *o, const suite_job *j) {
   const suite_setting *s = &SUITE[j->setting];
   char args[512], cmd[8192], tmp[1024];
   pid_t pid;
-  int steps = o->steps > 0 ? o->steps : s->model == SU_MLP ? 1000 : 500;
+  int steps = suite_steps(o, s);
   suite_args(s, args, sizeof args);
   snprintf(tmp, sizeof tmp, "%s/.tmp/%s-s%d", o->dir, s->name, j->seed);
   if (s->model == SU_MLP)
@@ -355,7 +375,7 @@ static int suite_run(const suite_opts *o) {
   suite_job todo[SUITE_N * 16], running[16];
   int order[SUITE_N], n = 0, done = 0, failed = 0, skipped = 0, k, s, r;
   int n_run = 0, next = 0, seeds = o->seeds > 0 ? o->seeds : 3;
-  double t_start = suite_now(), busy = 0;
+  double t_start = suite_now(), busy = 0, cost_done = 0, cost_all = 0;
   char path[1200];
   if (strchr(o->dir, '\'') || strchr(o->data, '\''))
     ef_die("no quotes in DIR or --data");
@@ -374,6 +394,7 @@ static int suite_run(const suite_opts *o) {
       n++;
     }
   }
+  for (k = 0; k < n; k++) cost_all += suite_cost(o, &SUITE[todo[k].setting]);
   printf("suite: %d run(s) to do, %d already in %s, %d at a time\n", n, skipped,
          o->dir, o->jobs);
   snprintf(path, sizeof path, "mkdir -p '%s/.tmp'", o->dir);
@@ -407,13 +428,15 @@ static int suite_run(const suite_opts *o) {
       done++;
       failed += !ok;
       busy += took;
+      cost_done += suite_cost(o, st);
       elapsed = suite_now() - t_start;
-      /* what is left at the mean time of a run so far, o->jobs at a time
-         (rough: the settings' costs differ up to tenfold) */
+      /* what is left at the time per unit of cost so far, o->jobs at a
+         time (the settings' costs differ up to a hundredfold) */
       printf("[%d/%d] %-20s seed %d (%s) %s in %.0f s; %.0f s so far, about "
              "%.0f s left\n",
              done, n, st->name, j->seed, suite_half(st), ok ? "done" : "FAILED",
-             took, elapsed, busy / done * (n - done) / o->jobs);
+             took, elapsed,
+             busy / cost_done * (cost_all - cost_done) / o->jobs);
       if (!ok) printf("  its log: %s.log\n", tmp);
       fflush(stdout);
       running[r] = running[--n_run];

@@ -95,6 +95,30 @@ TEST(arms_follow_the_setting) {
   }
 }
 
+/* The progress line's estimate weighs each run by its arms, its steps and
+   its model's cost per arm-step: an MLP run of 1000 steps is not an LM
+   run of 500 (the estimate read them as equal, and said minutes where the
+   suite takes hours). */
+TEST(progress_weighs_runs_by_their_cost) {
+  suite_opts o;
+  const suite_setting *mlp = NULL, *lm = NULL, *wide = NULL;
+  int i;
+  memset(&o, 0, sizeof o);
+  for (i = 0; i < SUITE_N; i++) {
+    if (strcmp(SUITE[i].name, "mlp-e4m3-calm") == 0) mlp = &SUITE[i];
+    if (strcmp(SUITE[i].name, "lm-e4m3-calm") == 0) lm = &SUITE[i];
+    if (strcmp(SUITE[i].name, "lmw-e2m1-clip") == 0) wide = &SUITE[i];
+  }
+  REQUIRE(mlp && lm && wide);
+  /* f32,lowp,gnmr,forward; the same; f32,lowp,gnmr and three placers */
+  EXPECT_EQ_BITS(suite_cost(&o, mlp), 4.0 * 1000 * 1);
+  EXPECT_EQ_BITS(suite_cost(&o, lm), 4.0 * 500 * 30);
+  EXPECT_EQ_BITS(suite_cost(&o, wide), 6.0 * 500 * 57);
+  o.steps = 200; /* --steps: every run */
+  EXPECT_EQ_BITS(suite_cost(&o, mlp), 4.0 * 200 * 1);
+  EXPECT_EQ_BITS(suite_cost(&o, wide), 6.0 * 200 * 57);
+}
+
 /* The LM demo's parser in a child: 0 if it took the options. */
 CHILD_PARSER(lm_parse_in_child, lm_opts, lm_parse)
 
@@ -152,6 +176,7 @@ int main(int argc, char **argv) {
       CHECK_CASE(recorded_halves_are_the_rules),
       CHECK_CASE(both_halves_cover_every_format_and_model),
       CHECK_CASE(arms_follow_the_setting),
+      CHECK_CASE(progress_weighs_runs_by_their_cost),
       CHECK_CASE(every_lm_setting_parses_in_the_demo),
   };
   (void)train_lm_main;        /* the demo's main and the suite's commands run */
