@@ -17,7 +17,7 @@
 #                 (bench/detect/; tables into bench/RESULTS.md)
 #   make detect-frontier  recall at 0.1% false alarms, the rule's variants
 #                 and bounds (bench/RESULTS.md)
-#   make suite    the settings suite (issue 39): 20 settings x arms x 3
+#   make suite    the settings suite (issue 39): 24 settings x arms x 3
 #                 seeds, split into a tune and a test half (bench/suite.c);
 #                 suite-quick: two settings, 200 steps, one seed (CI)
 #   make mpi-run  the data-parallel MPI example on 2 and 4 ranks
@@ -962,7 +962,7 @@ eff-place: $(B)/train_lm $(B)/efficacy_report fortunes-check
 
 .PHONY: eff-place $(EFFP_PARTS)
 
-# The settings suite (issue 39; bench/suite.c): 20 named settings that
+# The settings suite (issue 39; bench/suite.c): 24 named settings that
 # vary optimizer, schedule, warm-up, learning rate, model, format and
 # events, each on f32, lowp, clip, gnmr and, where FP4 meets the LM, the
 # placer and the told late switch, 3 seeds; split by the FNV-1a hash of the

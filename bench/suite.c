@@ -16,11 +16,14 @@
      format     FP8 E4M3 per tensor; E4M3 with E5M2 output gradients; FP4
                 E2M1 per tensor; NVFP4 (E2M1, a scale per 1x16 block)
      events     calm (no fault; FP8, where low precision costs little),
-                noisy (calm, and a batch of 2 sequences: heavy-tailed
+                noisy (calm, and small batches: the LM 2 sequences of the
+                demo's 8, the MLP 16 rows of its 128; heavy-tailed
                 gradient noise), faults (injected: LM 24, MLP 8 per 1000
                 steps), natural (FP4: the format alone hurts)
 
-   Not the full grid: SUITE below, 20 settings, each value in at least one.
+   Not the full grid: SUITE below, 24 settings, each value in at least one
+   (20 until the fifth session, which added four noisy ones under the same
+   rule: bench/RESULTS.md, "Settings suite").
    LM runs take 500 steps, MLP runs 1000 (the demo's default): about 3
    hours on 2 cores (bench/RESULTS.md, "Settings suite").
    Settings marked clip run every arm on a global clip of 1.0 (what
@@ -106,6 +109,8 @@ static const suite_setting SUITE[] = {
 /* name                   model       format   optim    sched       warmup lr      level   events      clip */
   {"lm-e5m2g-calm",       SU_LM,      "e5m2g", "adamw", "cosine",   "5%",  "2e-3", "demo", SU_CALM,    0},
   {"lm-e4m3-noisy",       SU_LM,      "e4m3",  "adamw", "constant", "20%", "2e-3", "demo", SU_NOISY,   0},
+  {"lm-e5m2g-sgd-noisy",  SU_LM,      "e5m2g", "sgd",   "cosine",   "5%",  "0.3",  "demo", SU_NOISY,   0},
+  {"lm-e4m3-lion-noisy",  SU_LM,      "e4m3",  "lion",  "linear",   "5%",  "1e-3", "demo", SU_NOISY,   0},
   {"lm-e4m3-lion-faults", SU_LM,      "e4m3",  "lion",  "wsd",      "0",   "1e-3", "demo", SU_FAULTS,  0},
   {"lm-e4m3-calm",        SU_LM,      "e4m3",  "adamw", "linear",   "20%", "1e-3", "low",  SU_CALM,    0},
   {"lm-e5m2g-sgd-faults", SU_LM,      "e5m2g", "sgd",   "linear",   "5%",  "0.3",  "demo", SU_FAULTS,  0},
@@ -121,8 +126,10 @@ static const suite_setting SUITE[] = {
   {"lm-nvfp4-sgd-wsd",    SU_LM,      "nvfp4", "sgd",   "wsd",      "20%", "0.3",  "demo", SU_NATURAL, 0},
   {"lmw-e2m1-clip",       SU_LM_WIDE, "e2m1",  "adamw", "cosine",   "5%",  "2e-3", "demo", SU_NATURAL, 1},
   {"lmw-nvfp4-wsd",       SU_LM_WIDE, "nvfp4", "adamw", "wsd",      "5%",  "2e-3", "demo", SU_NATURAL, 0},
+  {"lmw-e4m3-noisy",      SU_LM_WIDE, "e4m3",  "adamw", "wsd",      "5%",  "2e-3", "demo", SU_NOISY,   0},
   {"mlp-e4m3-faults",     SU_MLP,     "e4m3",  "-",     "-",        "-",   "1e-3", "demo", SU_FAULTS,  0},
   {"mlp-e4m3-calm",       SU_MLP,     "e4m3",  "-",     "-",        "-",   "1e-3", "demo", SU_CALM,    0},
+  {"mlp-e4m3-noisy",      SU_MLP,     "e4m3",  "-",     "-",        "-",   "1e-3", "demo", SU_NOISY,   0},
   {"mlp-e2m1-clip",       SU_MLP,     "e2m1",  "-",     "-",        "-",   "3e-3", "high", SU_NATURAL, 1},
 };
 /* clang-format on */
@@ -153,12 +160,15 @@ static int suite_fp4(const suite_setting *s) {
    rule, shows in the diff of this list. The other settings are the tune
    half: lm-e4m3-calm, lm-e5m2g-sgd-faults, lm-e2m1-lion-wsd,
    lm-e2m1-invsqrt, lm-e2m1-faults, lm-nvfp4-clip, lmw-e2m1-clip,
-   mlp-e4m3-faults, mlp-e4m3-calm. */
+   mlp-e4m3-faults, mlp-e4m3-calm, and the fifth session's
+   lm-e4m3-lion-noisy and lmw-e4m3-noisy (their four names were chosen
+   before they were hashed; two fell to each half). */
 static const char *const SUITE_TEST_HALF[] = {
     "lm-e5m2g-calm",       "lm-e4m3-noisy",    "lm-e4m3-lion-faults",
     "lm-e2m1-clip",        "lm-e2m1-nowarm",   "lm-e2m1-sgd",
     "lm-e2m1-const-lowlr", "lm-nvfp4-invsqrt", "lm-nvfp4-sgd-wsd",
-    "lmw-nvfp4-wsd",       "mlp-e2m1-clip"};
+    "lmw-nvfp4-wsd",       "mlp-e2m1-clip",    "lm-e5m2g-sgd-noisy",
+    "mlp-e4m3-noisy"};
 #define SUITE_N_TEST (int)(sizeof SUITE_TEST_HALF / sizeof *SUITE_TEST_HALF)
 
 /* The settings of set[0..n) whose half by the rule is not the record's
@@ -239,8 +249,9 @@ static void suite_args(const suite_setting *s, char *buf, size_t cap) {
   int fp8g = strcmp(s->format, "e5m2g") == 0;
   buf[0] = 0;
   if (s->model == SU_MLP) {
-    snprintf(buf, cap, "--hidden 128,64,32 --format %s --lr %s%s%s", s->format,
-             s->lr, s->events == SU_FAULTS ? " --stress 8" : "",
+    snprintf(buf, cap, "--hidden 128,64,32 --format %s --lr %s%s%s%s",
+             s->format, s->lr, s->events == SU_FAULTS ? " --stress 8" : "",
+             s->events == SU_NOISY ? " --batch 16" : "",
              s->clip ? " --global-clip 1.0" : "");
     return;
   }
@@ -323,8 +334,9 @@ static int suite_steps(const suite_opts *o, const suite_setting *s) {
 /* What a run of setting s costs, in units of an MLP arm-step: its arms
    times its steps times the model's cost per arm-step, read off the
    2-vCPU Xeon in the fourth session (an MLP arm of 1000 steps took about
-   3 s, the LM's 500 about 45 s at width 64 and 85 s at width 96). Only
-   the progress line's estimate of what is left reads it. */
+   3 s, the LM's 500 about 45 s at width 64 and 85 s at width 96; a noisy
+   LM run, batch 2 of 8, about 0.3 of that). Only the progress line's
+   estimate of what is left reads it. */
 static double suite_cost(const suite_opts *o, const suite_setting *s) {
   const char *a = suite_arms(s);
   int arms = 1;
@@ -332,7 +344,8 @@ static double suite_cost(const suite_opts *o, const suite_setting *s) {
   return arms * (double)suite_steps(o, s) *
          (s->model == SU_MLP  ? 1.0
           : s->model == SU_LM ? 30.0
-                              : 57.0);
+                              : 57.0) *
+         (s->model != SU_MLP && s->events == SU_NOISY ? 0.3 : 1.0);
 }
 
 /* Starts job j: a child that runs the demo into DIR/.tmp/<setting>-s<seed>

@@ -101,22 +101,43 @@ TEST(arms_follow_the_setting) {
    suite takes hours). */
 TEST(progress_weighs_runs_by_their_cost) {
   suite_opts o;
-  const suite_setting *mlp = NULL, *lm = NULL, *wide = NULL;
+  const suite_setting *mlp = NULL, *lm = NULL, *wide = NULL, *noisy = NULL;
   int i;
   memset(&o, 0, sizeof o);
   for (i = 0; i < SUITE_N; i++) {
+    if (strcmp(SUITE[i].name, "lmw-e4m3-noisy") == 0) noisy = &SUITE[i];
     if (strcmp(SUITE[i].name, "mlp-e4m3-calm") == 0) mlp = &SUITE[i];
     if (strcmp(SUITE[i].name, "lm-e4m3-calm") == 0) lm = &SUITE[i];
     if (strcmp(SUITE[i].name, "lmw-e2m1-clip") == 0) wide = &SUITE[i];
   }
-  REQUIRE(mlp && lm && wide);
+  REQUIRE(mlp && lm && wide && noisy);
   /* f32,lowp,gnmr,forward; the same; f32,lowp,gnmr and three placers */
   EXPECT_EQ_BITS(suite_cost(&o, mlp), 4.0 * 1000 * 1);
   EXPECT_EQ_BITS(suite_cost(&o, lm), 4.0 * 500 * 30);
   EXPECT_EQ_BITS(suite_cost(&o, wide), 6.0 * 500 * 57);
+  /* a batch of 2 sequences, not 8 */
+  EXPECT_EQ_BITS(suite_cost(&o, noisy), 4.0 * 500 * 57 * 0.3);
   o.steps = 200; /* --steps: every run */
   EXPECT_EQ_BITS(suite_cost(&o, mlp), 4.0 * 200 * 1);
   EXPECT_EQ_BITS(suite_cost(&o, wide), 6.0 * 200 * 57);
+}
+
+/* The MLP settings' options: a noisy one trains on batches of 16 (the
+   demo's 128: an eighth), the others on the demo's; faults and the clip
+   as the setting says. */
+TEST(mlp_settings_take_their_batch) {
+  int i, noisy = 0;
+  for (i = 0; i < SUITE_N; i++) {
+    const suite_setting *s = &SUITE[i];
+    char args[512];
+    if (s->model != SU_MLP) continue;
+    suite_args(s, args, sizeof args);
+    EXPECT((strstr(args, " --batch 16") != NULL) == (s->events == SU_NOISY));
+    EXPECT((strstr(args, " --stress 8") != NULL) == (s->events == SU_FAULTS));
+    EXPECT((strstr(args, " --global-clip 1.0") != NULL) == s->clip);
+    noisy += s->events == SU_NOISY;
+  }
+  EXPECT(noisy >= 1);
 }
 
 /* The LM demo's parser in a child: 0 if it took the options. */
@@ -177,6 +198,7 @@ int main(int argc, char **argv) {
       CHECK_CASE(both_halves_cover_every_format_and_model),
       CHECK_CASE(arms_follow_the_setting),
       CHECK_CASE(progress_weighs_runs_by_their_cost),
+      CHECK_CASE(mlp_settings_take_their_batch),
       CHECK_CASE(every_lm_setting_parses_in_the_demo),
   };
   (void)train_lm_main;        /* the demo's main and the suite's commands run */
