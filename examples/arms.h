@@ -65,8 +65,10 @@
    scale shows there at its own layer, on its first step; a gradient norm
    shows it at every layer after. The unit runs high fidelity when either
    of its two controller units recovers. forward: the same signals under
-   gnmr_config_forward() (ratio_threshold 4, delta_threshold 3), the
-   settings suite's choice where the demo owns the quantizer.
+   gnmr_config_forward() (ratio_threshold 8, delta_threshold 6), the
+   settings suite's choice where the demo owns the quantizer; noise-fwd:
+   under noise-nofreeze's rules (the noise-aware rules, no admission
+   freeze).
    f32-clip, f32-adagc, f32-gnmr, f32-gnmr-noise: the control on the f32
    model (no faults): what it does to training apart from precision.
    Placement arms (the LM demo only; examples/train_lm.c): place-RULE-B
@@ -238,6 +240,7 @@ static const demo_arm ARMS[] = {
     {"gnmr-fwd", ARM_GNMR, gnmr_config_default, 0, 1, 1},
     {"paper-tau3-fwd", ARM_GNMR, arm_paper_tau3, 0, 1, 1},
     {"forward", ARM_GNMR, gnmr_config_forward, 0, 1, 1},
+    {"noise-fwd", ARM_GNMR, arm_noise_nofreeze, 0, 1, 1},
     {"f32-clip", ARM_CLIP, NULL, 1, 1, 0},
     {"f32-adagc", ARM_ADAGC, NULL, 1, 1, 0},
     {"f32-gnmr", ARM_GNMR, gnmr_config_default, 1, 1, 0},
