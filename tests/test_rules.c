@@ -1063,11 +1063,11 @@ TEST(defaults_paper_and_noise_differ_where_documented) {
 }
 
 /* gnmr_config_forward() is the defaults with the two thresholds the suite's
-   tune half chose for forward signals (ratio 4, delta 3), nothing else. */
+   tune half chose for forward signals (ratio 8, delta 6), nothing else. */
 TEST(forward_preset_is_the_defaults_with_two_thresholds) {
   gnmr_config f = gnmr_config_forward(), def = gnmr_config_default();
-  EXPECT_EQ_BITS(f.ratio_threshold, 4.0);
-  EXPECT_EQ_BITS(f.delta_threshold, 3.0);
+  EXPECT_EQ_BITS(f.ratio_threshold, 8.0);
+  EXPECT_EQ_BITS(f.delta_threshold, 6.0);
   EXPECT(f.ratio_threshold != def.ratio_threshold);
   EXPECT(f.delta_threshold != def.delta_threshold);
   f.ratio_threshold = def.ratio_threshold;

@@ -580,7 +580,7 @@ class Controller:
         self._device = first.device if first is not None else \
             torch.device("cpu")
         # Fed forward signals too, the thresholds the settings suite chose
-        # for them (gnmr_config_forward(): ratio 4, delta 3).
+        # for them (gnmr_config_forward(): ratio 8, delta 6).
         self.config = (self._lib.gnmr_config_forward() if forward_signals
                        else self._lib.gnmr_config_default())
         _apply_config(self.config, config)

@@ -60,12 +60,12 @@ def test_forward_signals_take_the_forward_preset():
     off = G.Controller({"a": lin1.parameters()})
     assert bytes(on.config) == bytes(lib.gnmr_config_forward())
     assert bytes(off.config) == bytes(lib.gnmr_config_default())
-    assert on.config.ratio_threshold == 4.0
-    assert on.config.delta_threshold == 3.0
+    assert on.config.ratio_threshold == 8.0
+    assert on.config.delta_threshold == 6.0
     over = G.Controller({"a": lin1.parameters()}, forward_signals=True,
                         config={"ratio_threshold": 2.5})
     assert over.config.ratio_threshold == 2.5
-    assert over.config.delta_threshold == 3.0
+    assert over.config.delta_threshold == 6.0
 
 
 def test_signal_is_the_gemm_inputs_relative_error():
