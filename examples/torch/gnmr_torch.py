@@ -540,11 +540,15 @@ class Controller:
     true input, Q(x) what the cheap path feeds its GEMM (on the
     high-fidelity path: what it would, at its current scale). A unit runs
     high fidelity while either of its two recovers; the forward unit's
-    scale is not applied to gradients.
+    scale is not applied to gradients. forward_signals=None (the
+    default) is off, and warns once at the first step if every unit then
+    has a switch with a quantizer attached (where the bridge owns the
+    quantizer, the settings suite chose forward signals); False is off
+    without the warning.
     """
 
     def __init__(self, units, config=None, named_parameters=None, lib=None,
-                 forward_signals=False, sharded=False, group=None,
+                 forward_signals=None, sharded=False, group=None,
                  grad_of=None, check_layout=True):
         self._lib = lib or load_library()
         names, params, self._norms_only, pnames = self._group(
@@ -563,6 +567,10 @@ class Controller:
         if n == 0:
             raise ValueError("no units")
         self._forward = bool(forward_signals)
+        # None (the default): off, and said once at the first step where
+        # every unit runs through a switch with a quantizer (the bridge
+        # owns the quantizer: the settings suite's case for them)
+        self._fwd_unsaid = forward_signals is None
         self._sharded = bool(sharded)
         self._grad_of = grad_of or (lambda p: p.grad)
         self._group_arg = group
@@ -744,12 +752,34 @@ class Controller:
         layout would hang or misread."""
         if self._reduce is not None:
             return
+        self._suggest_forward()
         ready = _dist_ready()
         many = ready and torch.distributed.get_world_size(
             self._group_arg) > 1
         self._reduce = self._sharded or (self._forward and many)
         if many and self._layout_check and not self._norms_only:
             self._compare_layouts()
+
+    def _suggest_forward(self):
+        """Warns once (forward_signals left at None) where every gradient
+        unit has a switch with a quantizer attached: there the bridge owns
+        the quantizer, and the settings suite chose forward signals with
+        gnmr_config_forward() (bench/RESULTS.md, "Settings suite")."""
+        if not self._fwd_unsaid:
+            return
+        self._fwd_unsaid = False
+        owned = all(any(_quantizer(getattr(s, "cheap", None)) is not None
+                        for s in self._switches.get(n, ()))
+                    for n in self.names[:self._n_grad])
+        if owned:
+            warnings.warn(
+                "gnmr_torch: every unit runs through a PrecisionSwitch with "
+                "a quantizer, and forward_signals is off; there the settings "
+                "suite chose Controller(..., forward_signals=True), which "
+                "also takes gnmr_config_forward() (examples/README.md, "
+                "'Forward signals'). forward_signals=False keeps gradient "
+                "norms alone without this warning (warned once)",
+                UserWarning)
 
     def layout(self):
         """What the ranks must share: the units in order, each with its

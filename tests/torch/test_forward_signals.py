@@ -51,6 +51,52 @@ def test_off_by_default():
     assert ctl.names == ["a", "b"]
 
 
+def steps_warned(ctl, model, n=3):
+    """The forward_signals warnings of n training steps."""
+    import warnings
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for _ in range(n):
+            opt.zero_grad()
+            model(torch.randn(4, 8)).square().mean().backward()
+            ctl.step()
+            opt.step()
+    return [w for w in caught if "forward_signals" in str(w.message)]
+
+
+def test_unset_they_are_suggested_once_where_the_bridge_owns_the_quantizer():
+    """Left unset, forward signals stay off; where every unit then runs
+    through a switch with a quantizer (the settings suite's case for them),
+    the first step says so, once. False, or a unit without a switch: no
+    warning."""
+    model, lin1, lin2, fault, sw1, sw2 = net()
+    ctl = G.Controller({"a": lin1.parameters(), "b": lin2.parameters()})
+    ctl.attach("a", sw1)
+    ctl.attach("b", sw2)
+    said = steps_warned(ctl, model)
+    assert len(said) == 1 and issubclass(said[0].category, UserWarning)
+    assert "forward_signals=True" in str(said[0].message)
+    assert ctl.names == ["a", "b"]  # still off
+    assert bytes(ctl.config) == bytes(G.load_library().gnmr_config_default())
+    model, lin1, lin2, fault, sw1, sw2 = net()
+    off = G.Controller({"a": lin1.parameters(), "b": lin2.parameters()},
+                       forward_signals=False)
+    off.attach("a", sw1)
+    off.attach("b", sw2)
+    assert steps_warned(off, model) == []
+    model, lin1, lin2, fault, sw1, sw2 = net()
+    part = G.Controller({"a": lin1.parameters(), "b": lin2.parameters()})
+    part.attach("a", sw1)  # b has no switch: the bridge owns a's alone
+    assert steps_warned(part, model) == []
+    model, lin1, lin2, fault, sw1, sw2 = net()
+    on = G.Controller({"a": lin1.parameters(), "b": lin2.parameters()},
+                      forward_signals=True)
+    on.attach("a", sw1)
+    on.attach("b", sw2)
+    assert steps_warned(on, model) == []
+
+
 def test_forward_signals_take_the_forward_preset():
     # gnmr_config_forward() (the settings suite's thresholds for forward
     # signals) unless config says otherwise; without them, the defaults.
