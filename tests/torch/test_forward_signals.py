@@ -65,36 +65,33 @@ def steps_warned(ctl, model, n=3):
     return [w for w in caught if "forward_signals" in str(w.message)]
 
 
+def attached(switched=("a", "b"), **kw):
+    """A fresh net, a Controller over units a and b (kw: its options) with
+    the switches of the units named in switched attached; (ctl, model)."""
+    model, lin1, lin2, fault, sw1, sw2 = net()
+    ctl = G.Controller({"a": lin1.parameters(), "b": lin2.parameters()},
+                       **kw)
+    for name, sw in (("a", sw1), ("b", sw2)):
+        if name in switched:
+            ctl.attach(name, sw)
+    return ctl, model
+
+
 def test_unset_they_are_suggested_once_where_the_bridge_owns_the_quantizer():
     """Left unset, forward signals stay off; where every unit then runs
     through a switch with a quantizer (the settings suite's case for them),
     the first step says so, once. False, or a unit without a switch: no
     warning."""
-    model, lin1, lin2, fault, sw1, sw2 = net()
-    ctl = G.Controller({"a": lin1.parameters(), "b": lin2.parameters()})
-    ctl.attach("a", sw1)
-    ctl.attach("b", sw2)
+    ctl, model = attached()
     said = steps_warned(ctl, model)
     assert len(said) == 1 and issubclass(said[0].category, UserWarning)
     assert "forward_signals=True" in str(said[0].message)
     assert ctl.names == ["a", "b"]  # still off
     assert bytes(ctl.config) == bytes(G.load_library().gnmr_config_default())
-    model, lin1, lin2, fault, sw1, sw2 = net()
-    off = G.Controller({"a": lin1.parameters(), "b": lin2.parameters()},
-                       forward_signals=False)
-    off.attach("a", sw1)
-    off.attach("b", sw2)
-    assert steps_warned(off, model) == []
-    model, lin1, lin2, fault, sw1, sw2 = net()
-    part = G.Controller({"a": lin1.parameters(), "b": lin2.parameters()})
-    part.attach("a", sw1)  # b has no switch: the bridge owns a's alone
-    assert steps_warned(part, model) == []
-    model, lin1, lin2, fault, sw1, sw2 = net()
-    on = G.Controller({"a": lin1.parameters(), "b": lin2.parameters()},
-                      forward_signals=True)
-    on.attach("a", sw1)
-    on.attach("b", sw2)
-    assert steps_warned(on, model) == []
+    assert steps_warned(*attached(forward_signals=False)) == []
+    # b has no switch: the bridge owns a's quantizer alone
+    assert steps_warned(*attached(switched=("a",))) == []
+    assert steps_warned(*attached(forward_signals=True)) == []
 
 
 def test_forward_signals_take_the_forward_preset():
