@@ -969,7 +969,7 @@ eff-place: $(B)/train_lm $(B)/efficacy_report fortunes-check
 # name into a tune half and a test half (`build/settings_suite list`).
 # make suite: resumable (runs whose summary.csv exists are skipped), two
 # runs at a time, one GEMM thread each; build/suite/{summary.csv,
-# frontier.svg}. About 3 hours on 2 cores (bench/RESULTS.md, "Settings
+# frontier.svg}. About 1.8 hours on 2 cores (bench/RESULTS.md, "Settings
 # suite"). suite-quick, CI's lane: two settings (one of each half, the LM
 # one in FP4 with the placement arms), 200 steps, one seed.
 SUITE_DIR = $(B)/suite

@@ -24,8 +24,9 @@
    Not the full grid: SUITE below, 24 settings, each value in at least one
    (20 until the fifth session, which added four noisy ones under the same
    rule: bench/RESULTS.md, "Settings suite").
-   LM runs take 500 steps, MLP runs 1000 (the demo's default): about 3
-   hours on 2 cores (bench/RESULTS.md, "Settings suite").
+   LM runs take 500 steps, MLP runs 1000 (the demo's default): about 1.8
+   hours on 2 cores, measured on a 2-vCPU Xeon (bench/RESULTS.md,
+   "Settings suite").
    Settings marked clip run every arm on a global clip of 1.0 (what
    production trainers run anyway; there the clip arm is lowp and is not
    run).
