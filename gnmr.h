@@ -80,7 +80,7 @@
    higher gradient thresholds let pass (bench/RESULTS.md, "Settings
    suite"). Where the caller cannot compute the forward signal, gradient
    norms alone with the defaults stay the rule the manual assumes.
-   examples/train_lm.c and train_stress.c (their forward arms) do this.
+   lab/train_lm.c and train_stress.c (their forward arms) do this.
 
    Rules of one step, both modes. Rule 0 comes first, rule 9 after each
    mode's own rules; a unit they do not take goes through its mode's rules.
@@ -245,7 +245,7 @@
    a unit's amax history afresh when it is admitted (RECOVER): the history
    holds the fault's values, and a unit that came back after its lock
    would meet a scale the fault left stale; the high-fidelity steps refill
-   it (the demos do this: examples/train_stress.c, examples/train_lm.c).
+   it (the demos do this: lab/train_stress.c, lab/train_lm.c).
 
    Flags (bits of gnmr_decision.flags; gnmr_flag_name names them): RATIO
    (NOISE: a rise), DELTA, NONFINITE, OVER_BUDGET, COOLDOWN, WARMUP,
@@ -289,7 +289,7 @@
    shift_steps 0); gnmr_config_noise() the defaults with rule NOISE and
    warmup 50; gnmr_config_forward() the defaults with ratio_threshold 8 and
    delta_threshold 6, for forward signals beside gradient norms. The NOISE
-   values come from bench/detect (bench/RESULTS.md, "Detection"). The
+   values come from lab/detect (bench/RESULTS.md, "Detection"). The
    code reads defaults and ranges from one list (GNMR__CONFIG, in the
    implementation); tests/test_rules.c holds this table to it.
    Monitor-only use: max_recovering = 0 and spike_policy =
@@ -378,7 +378,7 @@
    (examples/cuda/gnmr_ctl.cuh runs it in one device thread): a few
    microseconds a step for a model's few hundred units (bench/RESULTS.md).
    The LM
-   demo feeds it (examples/train_lm.c, arm place-gnmr-B); its decisions
+   demo feeds it (lab/train_lm.c, arm place-gnmr-B); its decisions
    are the demo's prototype upd-late's bit for bit (tests/test_place.c,
    tests/test_lm.c). Checkpoints: gnmr_place_checkpoint_*,
    the controller's format rules (CRC-32, validated whole), format version
@@ -1475,7 +1475,7 @@ static int gnmr__finite_above(double x, double floor_) {
    loop (bench/RESULTS.md, "Training events"). The ratio
    threshold is the demo sweep's best of 2, 3, 5 (bench/RESULTS.md, "MLP
    demo: the settings sweep and the defaults"); the NOISE fields
-   (two_sided on) come from bench/detect (bench/RESULTS.md, "Detection");
+   (two_sided on) come from lab/detect (bench/RESULTS.md, "Detection");
    the manual's table lists the same (tests/test_rules.c holds them to it). */
 #define GNMR__CONFIG(X)                                                        \
   X(ratio_threshold, 2.0, gnmr__finite_above(c->ratio_threshold, 1.0))         \
@@ -1536,7 +1536,7 @@ GNMR_DEF gnmr_config gnmr_config_paper(void) {
 GNMR_DEF gnmr_config gnmr_config_noise(void) {
   gnmr_config c = gnmr_config_default();
   c.rule = GNMR_RULE_NOISE;
-  c.warmup_steps = 50; /* norms fall fast in the first steps (bench/detect) */
+  c.warmup_steps = 50; /* norms fall fast in the first steps (lab/detect) */
   return c;
 }
 

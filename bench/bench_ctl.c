@@ -13,7 +13,7 @@
 #define GNMR_IMPLEMENTATION
 #include "gnmr.h"
 
-#include "examples/splitmix.h"
+#include "tests/splitmix.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -23,7 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "examples/splitmix.h"
+#include "tests/splitmix.h"
 #include "tests/fastmath.h"
 
 #if defined(__GNUC__) || defined(__clang__)
@@ -147,7 +147,7 @@ CHECK_UNUSED static int check_main(const check_case *cases, size_t n, int argc,
   return k.failed ? 1 : 0;
 }
 
-/* A small deterministic generator for the tests (examples/splitmix.h). */
+/* A small deterministic generator for the tests (tests/splitmix.h). */
 static uint64_t check_rand_state = 0x9E3779B97F4A7C15ull;
 CHECK_UNUSED static uint64_t check_rand(void) {
   return splitmix_next(&check_rand_state);

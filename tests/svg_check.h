@@ -1,6 +1,6 @@
 /* svg_check.h - what the demos' and the efficacy report's tests check in
    the files they write: the first line, and the geometry of the pictures
-   (examples/common.h, bench/efficacy.c).
+   (lab/common.h, lab/efficacy.c).
 
    svg_geometry_errors() reads an SVG (attributes in either quote) and
    counts the coordinates that lie outside its viewBox (every x, y, x1, y1,
@@ -10,7 +10,7 @@
    data, not over it. -1 when the file, its viewBox or a plot's legend is
    missing.
 
-   svg_label_errors() reads a demo's raster (examples/common.h,
+   svg_label_errors() reads a demo's raster (lab/common.h,
    demo_svg_raster) and counts the fault letters (text class "fault") that
    are smaller than 11 px or whose box touches a lane, a bar or a frame
    (rect class "lane", "hf", "fault"): a letter on a frame's edge cannot be

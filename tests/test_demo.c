@@ -2,9 +2,9 @@
    value tables, its MLP gradients against finite differences, the loss
    plot's y range against a spike, and a short end-to-end run that must
    write well-formed CSV files and pictures (tests/svg_check.h), and the
-   command line (examples/common.h's option table). */
+   command line (lab/common.h's option table). */
 #define TRAIN_STRESS_NO_MAIN
-#include "../examples/train_stress.c"
+#include "../lab/train_stress.c"
 #include "check.h"
 #include "svg_check.h"
 #include "child.h"
@@ -438,7 +438,7 @@ TEST(demo_runs_end_to_end) {
   EXPECT_EQ_INT(svg_label_errors(TEST_OUT "/recovery.svg"), 0);
 }
 
-/* ---- the peer arms gstab and spam (examples/arms.h) ----------------------
+/* ---- the peer arms gstab and spam (lab/arms.h) ----------------------
  */
 
 /* gstab on synthetic norms: unchanged in the warm-up; after it a calm norm

@@ -1,9 +1,9 @@
-/* test_efficacy.c - the efficacy report (bench/efficacy.c) on summary files
+/* test_efficacy.c - the efficacy report (lab/efficacy.c) on summary files
    written here, with known answers: the gap recovered, the high-fidelity
    share in unit-steps and in FLOPs, the pairing by seed, both demos' column
    names, a run that never started, the frontier by placement rule. */
 #define main efficacy_report_main
-#include "../bench/efficacy.c"
+#include "../lab/efficacy.c"
 #undef main
 
 #include "check.h"

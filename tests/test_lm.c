@@ -1,10 +1,10 @@
-/* test_lm.c - the language-model demo (examples/train_lm.c): every layer's
+/* test_lm.c - the language-model demo (lab/train_lm.c): every layer's
    backward pass against central differences, thread-count independence, the
    fortune reader and a short end-to-end run that must write well-formed
    files. Built twice: with -DLM_DOUBLE (the model in double) it runs the
    gradient check; without (the demo's own float build), the rest. */
 #define TRAIN_LM_NO_MAIN
-#include "../examples/train_lm.c"
+#include "../lab/train_lm.c"
 #include "check.h"
 #include "svg_check.h"
 #include "child.h"
@@ -638,7 +638,7 @@ TEST(help_prints_each_option_and_its_default) {
   EXPECT(strstr(text, "(default 0.002)") != NULL); /* --lr */
 }
 
-/* ---- the peer arms gstab and spam (examples/arms.h) ----------------------
+/* ---- the peer arms gstab and spam (lab/arms.h) ----------------------
  */
 
 /* spam on the LM's AdamW: the clip takes exactly the entries with g^2 >

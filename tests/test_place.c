@@ -13,7 +13,7 @@
        overflows is no level, so a placer of huge costs or signals still
        saves (both found by tests/fuzz/fuzz_place.c);
      - the decisions equal the LM demo's upd-late prototype's
-       (examples/train_lm.c), transcribed below, on the same inputs. */
+       (lab/train_lm.c), transcribed below, on the same inputs. */
 #define GNMR_IMPLEMENTATION
 #include "gnmr.h"
 #include "tests/check.h"
@@ -775,7 +775,7 @@ TEST(the_scalar_and_avx512_paths_agree_bit_for_bit) {
 }
 
 /* ---- the LM demo's upd-late, transcribed --------------------------------
-   examples/train_lm.c before the library had a placer: lm_place_step (at
+   lab/train_lm.c before the library had a placer: lm_place_step (at
    the start of a step) and lm_place_update (after its update) under rule
    LM_PLACE_UPD_LATE, on arrays instead of the model. The per-unit fast and
    slow means it also kept are read by its per-unit rules only. */

@@ -1,12 +1,12 @@
-/* test_suite.c - the settings suite (bench/suite.c, issue 39): the split
+/* test_suite.c - the settings suite (lab/suite.c, issue 39): the split
    rule against FNV-1a's published values and fixed halves, both halves
    holding every format and model, each setting's arms, and every LM
-   setting's options as the LM demo reads them (examples/train_lm.c's own
+   setting's options as the LM demo reads them (lab/train_lm.c's own
    parser, in a child: a bad option exits). */
 #define TRAIN_LM_NO_MAIN
-#include "../examples/train_lm.c"
+#include "../lab/train_lm.c"
 #define SUITE_NO_MAIN
-#include "../bench/suite.c"
+#include "../lab/suite.c"
 #include "check.h"
 #include "child.h"
 
@@ -26,7 +26,7 @@ TEST(split_is_the_fnv1a_hash_lowest_bit) {
   EXPECT(strcmp(suite_half(&s), "tune") == 0);
 }
 
-/* The halves written in bench/suite.c are the rule's; a setting renamed
+/* The halves written in lab/suite.c are the rule's; a setting renamed
    (or added) into the test half without its record is caught. */
 TEST(recorded_halves_are_the_rules) {
   suite_setting moved[SUITE_N];

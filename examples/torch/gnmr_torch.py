@@ -1520,7 +1520,7 @@ class PrecisionSwitch(torch.nn.Module):
 
 E4M3_MAX = 448.0
 
-# The cheap formats, as examples/lowp.h has them: (mantissa bits, smallest
+# The cheap formats, as lab/lowp.h has them: (mantissa bits, smallest
 # normal exponent, largest finite value, block). OCP FP8 E4M3 and E5M2, OCP
 # FP4 E2M1, and NVFP4 (E2M1 with a scale per block of 16 values along the
 # last dimension, held in E4M3 under a per-tensor scale).
@@ -1559,7 +1559,7 @@ def round_format(x, fmt="e4m3", native=None):
     x's dtype: torch's float8 dtypes where this torch has them (2.1 and
     later) and native is not False, else the float32 emulation (torch
     1.13; always for E2M1). NaN stays NaN (E2M1 has no NaN code: the
-    emulation lets it through, as examples/lowp.h does)."""
+    emulation lets it through, as lab/lowp.h does)."""
     mbits, emin, fmax, _ = FORMATS[fmt]
     cast = _NATIVE.get(fmt)
     use_native = (cast is not None) if native is None else native
@@ -1585,7 +1585,7 @@ def round_e2m1(x):
 
 
 def quantize_nvfp4(x, amax=None):
-    """x (dequantized) as NVFP4 reads it, as examples/lowp.h and
+    """x (dequantized) as NVFP4 reads it, as lab/lowp.h and
     train_lm.c compute it: blocks of 16 values along the last dimension
     (a shorter last block where it does not divide), each as
     Q_e2m1(v / s) * s with its own scale s = Q_e4m3(block amax / 6 / t) * t
@@ -1665,7 +1665,7 @@ class FP8Delayed(torch.nn.Module):
     def _scale(self, hist, t):
         """The format's max / (the history's largest amax * margin); an empty
         history (the first step, or restarted) scales by t's own amax, as
-        examples/lowp.h does."""
+        lab/lowp.h does."""
         m = float(hist.max())
         if not m > 0:
             m = float(t.detach().abs().max()) if t.numel() else 0.0

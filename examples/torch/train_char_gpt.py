@@ -31,7 +31,7 @@ batch of --batch windows; the controller is the same code, and every rank
 makes the same decisions (checked at the end over a digest of every
 step's decisions). Rank 0 prints and writes the outputs.
 
-Data as examples/train_lm.c reads it: every regular file without a '.' in
+Data as lab/train_lm.c reads it: every regular file without a '.' in
 its name, in name order, split at the "%" lines; fortune k (counted over all
 files) is validation if k % 20 == 0. Every arm starts from the same weights
 and sees the same batches. Writes DIR/train_char_gpt.csv and DIR/loss.svg

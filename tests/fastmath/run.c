@@ -6,7 +6,7 @@
 #define GNMR_STATIC
 #define GNMR_IMPLEMENTATION
 #include "gnmr.h"
-#include "examples/splitmix.h"
+#include "tests/splitmix.h"
 #include "tests/fastmath/run.h"
 
 #include <string.h>

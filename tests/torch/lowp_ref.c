@@ -1,4 +1,4 @@
-/* lowp_ref.c - the C side of tests/torch/test_formats.py: examples/lowp.h's
+/* lowp_ref.c - the C side of tests/torch/test_formats.py: lab/lowp.h's
    quantizers on floats from stdin, so the test compares the bridge's
    fake quantizers (gnmr_torch.round_format, quantize_nvfp4) with the C
    emulation the demos train with, bit for bit.
@@ -7,8 +7,8 @@
    A per-element format (e4m3, e5m2, e2m1): each value through
    lp_quantize. A block format (nvfp4): rows of COLS values, blocks along
    each row, the tensor scale from the amax of all of them, as
-   examples/train_lm.c's lm_quantize_blocks does. */
-#include "examples/lowp.h"
+   lab/train_lm.c's lm_quantize_blocks does. */
+#include "lab/lowp.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,5 +1,5 @@
 """The bridge's cheap formats (gnmr_torch.round_format, quantize_nvfp4)
-against examples/lowp.h, the C emulation the demos train with (tests/torch/
+against lab/lowp.h, the C emulation the demos train with (tests/torch/
 lowp_ref.c, build/torch_lowp): the same float32 bits on every value, the
 formats' own values, ties, saturation, subnormals and specials included."""
 

@@ -21,7 +21,7 @@
             E2M1's narrow range feels.
 
    A unit on the f32 path does not see its faults. Two training events that
-   are not faults (examples/common.h): `--freeze L:P` trains layer L only
+   are not faults (lab/common.h): `--freeze L:P` trains layer L only
    after the first P% of steps (before, it has no gradient: its norm is
    exactly 0, as a frozen layer's or an unused LoRA factor's); `--shift L:P`
    reparametrises layer L at P% of the steps so that its gradient norm moves
@@ -36,7 +36,7 @@
      adagc  low precision, per-unit adaptive clipping (AdaGC style): a unit's
             gradient is clipped to 1.05 x the EMA (beta 0.98) of its norm
      zclip, gstab, spam (only when --arms names them): peers of the
-            library (examples/arms.h): ZClip's z-score clip of the global
+            library (lab/arms.h): ZClip's z-score clip of the global
             norm; GradientStabilizer style, each unit's norm bounded by
             mean + 3 sd of its own history; SPAM, AdamW's spike-aware
             per-entry clip and momentum reset
@@ -77,7 +77,7 @@
 /* ---- constants ----------------------------------------------------------- */
 
 #define TS_LAYERS 4           /* 3 hidden layers + the output layer */
-#define TS_MAX_ARMS ARM_COUNT /* arms in one run: examples/arms.h's table */
+#define TS_MAX_ARMS ARM_COUNT /* arms in one run: lab/arms.h's table */
 #define TS_BURST_GAIN 256.0f  /* outlier burst: channel gain */
 #define TS_BURST_CHANNELS 4   /* outlier burst: channels hit */
 #define TS_STALE_GAIN 64.0f   /* stale scale: factor the scale is off by */
@@ -329,7 +329,7 @@ typedef struct ts_path {
   const lp_format *probe; /* forward arms: the format of the signal */
 } ts_path;
 
-/* y += a * x (examples/common.h). */
+/* y += a * x (lab/common.h). */
 DEMO_AXPY(ts_axpy, float)
 
 /* y[b][o] = sum_i x[b][i] w[i][o] + bias[o], the i-outer loop order so the
@@ -507,7 +507,7 @@ static void ts_adamw_update(float *p, float *g, float *mo, float *v, size_t n,
   }
 }
 
-/* The spam arm's clip over a layer's entries (examples/arms.h). */
+/* The spam arm's clip over a layer's entries (lab/arms.h). */
 ARM_SPAM_CLIP(ts_spam_clip, float)
 
 /* The spam arm's control before step's update: a layer's AdamW moments
@@ -532,7 +532,7 @@ static void ts_scale_grads(ts_layer *L, double s) {
     L->db[i] = s == 0.0 ? 0.0f : (float)(L->db[i] * s);
 }
 
-/* --shift: the reparametrisation of examples/common.h's DEMO_SHIFT_GAIN,
+/* --shift: the reparametrisation of lab/common.h's DEMO_SHIFT_GAIN,
    y = g (x W/g + b/g), with the optimizer state and the weight's amax
    history to match; the caller divides the layer's learning rate by its
    gain and multiplies its decay by it. */
@@ -608,7 +608,7 @@ static int ts_make_events(int per_k, int steps, int n_layers, int dim_hint,
 
 /* ---- one training run ---------------------------------------------------- */
 
-/* The arms are examples/arms.h's table (ARMS), shared with the LM demo.
+/* The arms are lab/arms.h's table (ARMS), shared with the LM demo.
    The gnmr arm's config is ts_opts.gnmr: gnmr_config_default() with the
    --tau-r ... flags (the sweep varies it); every GNMR arm takes --max-rec,
    --lock, --tau-r and --tau-d (as in train_lm.c). */
@@ -893,7 +893,7 @@ static ts_result ts_train(const ts_opts *o, int arm, int seed,
  */
 
 /* Training loss of every arm (EMA-smoothed, mean over seeds) per step; the
-   y range leaves out the first 2% of steps (examples/common.h). */
+   y range leaves out the first 2% of steps (lab/common.h). */
 static void ts_svg_loss(const char *path, const ts_opts *o, float **curves) {
   char title[160];
   snprintf(title, sizeof title,
@@ -918,7 +918,7 @@ static void ts_svg_raster(const char *path, const ts_opts *o,
 /* ---- command line ---------------------------------------------------------
  */
 
-/* ---- the command line: one table (examples/common.h reads it) ----------- */
+/* ---- the command line: one table (lab/common.h reads it) ----------- */
 
 static void ts_opt_arms(void *dst, const char *v, const char *name) {
   ts_opts *o = (ts_opts *)dst;
@@ -979,7 +979,7 @@ static void ts_parse(ts_opts *o, int argc, char **argv) {
   if (strcmp(ARMS[TS_ARM_F32].name, "f32") ||
       strcmp(ARMS[TS_ARM_LOWP].name, "lowp") ||
       strcmp(ARMS[TS_ARM_GNMR].name, "gnmr"))
-    DEMO_DIE("examples/arms.h: f32, lowp, gnmr are not ARMS[0], [1], [4]");
+    DEMO_DIE("lab/arms.h: f32, lowp, gnmr are not ARMS[0], [1], [4]");
   for (a = 0; a < TS_N_DEFAULT_ARMS; a++) o->arms[a] = a;
   o->n_arms = TS_N_DEFAULT_ARMS;
   {
@@ -988,7 +988,7 @@ static void ts_parse(ts_opts *o, int argc, char **argv) {
                  "Fashion-MNIST IDX files (default: a built-in\n"
                  "synthetic task)"),
         DEMO_OPT_CALL("--arms", "LIST", ts_opt_arms, ts_show_arms, o,
-                      "comma list of arms (examples/arms.h); --arms\n"
+                      "comma list of arms (lab/arms.h); --arms\n"
                       "list names them all"),
         DEMO_OPT("--global-clip", "X", DEMO_REAL, &o->global_clip, 1, 0,
                  "every arm: clip the global gradient norm to X\n"

@@ -1,7 +1,7 @@
 /* efficacy.c - the closed-loop efficacy report (make efficacy).
 
    Reads every DIR/<setting>/<part>/summary.csv the training demos wrote
-   (examples/train_lm.c: val_bpb; examples/train_stress.c: test_loss) and
+   (lab/train_lm.c: val_bpb; lab/train_stress.c: test_loss) and
    writes, in DIR:
      summary.csv  one row per setting, arm and seed: setting, arm, seed,
                   val_loss, gap_recovered, hf_unit_steps, hf_flops,
@@ -16,7 +16,7 @@
                   per arm and seed, a panel per setting
      frontier.svg gap recovered against hf_flops, a panel per setting that
                   has hf_flops: each arm's mean over seeds, the arms of one
-                  placement rule (place-RULE-B, examples/arms.h) joined in
+                  placement rule (place-RULE-B, lab/arms.h) joined in
                   order of FLOPs, every other arm a marker of its own
    and prints report.md. In a setting, "f32" and "lowp" are that setting's
    own runs (with --global-clip: f32+clip and lowp+clip), and the gap

@@ -2,7 +2,7 @@
 
    Named training settings that vary what users vary, each run on the arms
    the issue's reports need, over 3 seeds, by the training demos
-   (examples/train_lm.c, examples/train_stress.c):
+   (lab/train_lm.c, lab/train_stress.c):
 
      optimizer  AdamW, SGD with momentum, Lion (sign-based)
      schedule   cosine to lr/10, WSD, linear to lr/10, constant, inverse
@@ -43,7 +43,7 @@
    schedule, place-late-10 (every unit on f32 for the last 10% of steps:
    told, the placer spends the same FLOPs). The fault settings also run
    the peers gstab (GradientStabilizer-style) and, under AdamW, spam
-   (SPAM-style; examples/arms.h).
+   (SPAM-style; lab/arms.h).
 
    THE SPLIT, fixed before any tuning: a setting's half is the lowest bit
    of the 32-bit FNV-1a hash of its name (offset basis 2166136261, prime
@@ -67,7 +67,7 @@
    place when it succeeds, so `run` is resumable: it skips every run whose
    summary.csv is there (delete DIR, or a setting's folder, to run it again).
 
-   report (also run's last step) reads them with bench/efficacy.c and
+   report (also run's last step) reads them with lab/efficacy.c and
    writes DIR/summary.csv, one row per setting, arm and seed: setting,
    half, arm, seed, val_loss (LM: bits per byte; MLP: test cross-entropy),
    hf_unit_steps (the share of unit-steps on the high-fidelity path; 1 for

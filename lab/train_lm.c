@@ -10,7 +10,7 @@
    MLP up and MLP down, and the head (4 x layers + 1 units). A unit's low-cost
    path quantizes its GEMM inputs (activation and weight) per tensor to FP8
    E4M3, FP8 E5M2 or FP4 E2M1 with delayed scaling from a 16-step amax history
-   (examples/lowp.h, shared with train_stress.c), or to FP4 E2M1 with a scale
+   (lab/lowp.h, shared with train_stress.c), or to FP4 E2M1 with a scale
    per 1x16 block (--format nvfp4, NVFP4 style); its high-fidelity path is
    plain f32. Gradients, attention, LayerNorm and the optimizer are f32 on
    every path, except that --grad-format F quantizes the low-cost path's
@@ -33,7 +33,7 @@
        stale    a stale activation scale: LM_STALE_GAIN too large for 2-6
                 steps, most of the tensor saturates
      A unit on the f32 path does not see its faults.
-   Two training events that are not faults (examples/common.h): --freeze
+   Two training events that are not faults (lab/common.h): --freeze
    B:P trains block B (its four units and LayerNorms) only after the first
    P% of steps, its units' gradient norms exactly 0 before; --shift U:P
    reparametrises unit U at P% of the steps so that its gradient norm moves
@@ -47,7 +47,7 @@
      adagc  low precision, per-unit adaptive clipping (AdaGC style): a unit's
             gradient is clipped to 1.05 x the EMA (beta 0.98) of its norm
      zclip, gstab, spam (only when --arms names them): peers of the
-            library (examples/arms.h): ZClip's z-score clip of the global
+            library (lab/arms.h): ZClip's z-score clip of the global
             norm; GradientStabilizer style, each unit's norm bounded by
             mean + 3 sd of its own history; SPAM, AdamW's spike-aware
             per-entry clip and momentum reset (--optimizer adamw only)
@@ -57,7 +57,7 @@
             amax histories start afresh. Config: gnmr_config_default()
             (the paper rules); gnmr-noise: gnmr_config_noise();
             gnmr-global: gnmr_config_noise() with the global clip
-            (examples/arms.h).
+            (lab/arms.h).
      f32-clip, f32-adagc, f32-gnmr, f32-gnmr-noise (only when --arms names
             them): the control on the f32 model, no faults: what the
             control does to training, apart from precision.
@@ -65,7 +65,7 @@
             units on the f32 path within B% of the units' GEMM FLOPs, in
             space (static sets, a set measured once), in time (the late
             switch) or by a measured signal (the placement section below,
-            examples/arms.h).
+            lab/arms.h).
 
    The GEMMs, attention (over batch x heads), LayerNorm, GELU, softmax and
    AdamW run on --threads pthreads; each output element is computed by
@@ -242,7 +242,7 @@ static void lm_parallel(lm_task fn, void *ctx, int rows) {
   pthread_mutex_unlock(&p->mu);
 }
 
-/* y += a * x (examples/common.h), in the model's precision. */
+/* y += a * x (lab/common.h), in the model's precision. */
 DEMO_AXPY(lm_axpy, lm_real)
 
 /* ---- the linear layer: one recoverable unit ------------------------------ */
@@ -1232,7 +1232,7 @@ static void lm_adamw_update(lm_model *m, const lm_adamw *o, double lr, long t) {
               (int)((m->n_params + LM_ADAMW_CHUNK - 1) / LM_ADAMW_CHUNK));
 }
 
-/* --shift: the reparametrisation of examples/common.h's DEMO_SHIFT_GAIN,
+/* --shift: the reparametrisation of lab/common.h's DEMO_SHIFT_GAIN,
    y = g (x W/g + b/g), with Adam's moments and the weight's amax history
    to match (lm_adamw divides the unit's learning rate by its gain). */
 static void lm_reparametrise(lm_model *m, int u, float g) {
@@ -1265,7 +1265,7 @@ static void lm_scale_unit(lm_model *m, int u, double s) {
     U->db[i] = s == 0.0 ? 0 : (lm_real)(U->db[i] * s);
 }
 
-/* The spam arm's clip over the model's entries (examples/arms.h). */
+/* The spam arm's clip over the model's entries (lab/arms.h). */
 ARM_SPAM_CLIP(lm_spam_clip, lm_real)
 
 /* The spam arm's control before step's update: AdamW's moments zeroed on a
@@ -1434,11 +1434,11 @@ static int lm_make_events(int per_k, int steps, const lm_shape *s,
 /* ---- arms ------------------------------------------------------------------
  */
 
-/* The arms: examples/arms.h, shared with the MLP demo. */
+/* The arms: lab/arms.h, shared with the MLP demo. */
 #define LM_ARMS ARMS
 #define LM_N_ARMS ARM_COUNT
 
-/* ---- placement: the placement arms (examples/arms.h, place-RULE-B) --------
+/* ---- placement: the placement arms (lab/arms.h, place-RULE-B) --------
  */
 
 /* A unit's GEMM FLOPs per step are 6 N in out (forward, input gradient,
@@ -2175,7 +2175,7 @@ static lm_result lm_train(const lm_opts *o, const demo_arm *arm, int seed,
  */
 
 /* Training loss (bits per byte, EMA 0.98, mean over seeds) of every arm;
-   the y range leaves out the first 10% of steps (examples/common.h). */
+   the y range leaves out the first 10% of steps (lab/common.h). */
 static void lm_svg_loss(const char *path, const lm_opts *o, float **curves) {
   char title[200];
   snprintf(title, sizeof title,
@@ -2421,7 +2421,7 @@ static int lm_run_sweep(const lm_opts *o, const lm_text *train,
 /* ---- command line ----------------------------------------------------------
  */
 
-/* ---- the command line: one table (examples/common.h reads it) ----------- */
+/* ---- the command line: one table (lab/common.h reads it) ----------- */
 
 static void lm_opt_arms(void *dst, const char *v, const char *name) {
   lm_opts *o = (lm_opts *)dst;

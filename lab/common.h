@@ -16,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "splitmix.h"
+#include "tests/splitmix.h"
 
 #ifndef DEMO_PROGRAM
 #error "define DEMO_PROGRAM (the program's name) before including common.h"
@@ -128,7 +128,7 @@ static double demo_parse_double(const char *s, const char *flag, int positive) {
   return v;
 }
 
-/* --arms LIST: indices into ARMS (examples/arms.h), at most `cap`; "list"
+/* --arms LIST: indices into ARMS (lab/arms.h), at most `cap`; "list"
    prints every arm's name and exits. */
 static int demo_parse_arms(const char *list, int *arms, int cap) {
   char buf[2048], *tok;
@@ -150,7 +150,7 @@ static int demo_parse_arms(const char *list, int *arms, int cap) {
 }
 
 /* A run of at most ARM_SPAM_RESET steps has no momentum reset in the spam
-   arm (examples/arms.h): says so on stdout when `arms` has the arm. */
+   arm (lab/arms.h): says so on stdout when `arms` has the arm. */
 static void demo_note_spam(const int *arms, int n, int steps) {
   int a;
   for (a = 0; a < n; a++)

@@ -43,7 +43,7 @@
 #define GNMR_IMPLEMENTATION
 #include "gnmr.h"
 
-#include "examples/splitmix.h"
+#include "tests/splitmix.h"
 
 #include <float.h>
 #include <math.h>

@@ -12,7 +12,7 @@ static int tg_real = 0;
 static void table_intro(const char *cpu, const char *when) {
   fprintf(md, "## Detection\n\n");
   fprintf(md,
-          "`bench/detect/`: which unit-steps each rule "
+          "`lab/detect/`: which unit-steps each rule "
           "flags, against ground truth. Command: `make detect` (builds with "
           "`-O2`, unpacks `bench/data/` into `build/data/`, runs `build/detect "
           "--data build/data --md build/detect.md` and puts this section into "
@@ -55,7 +55,7 @@ static void tables_synthetic(unsigned seeds, unsigned long long seed_base) {
             "-threshold); the paper and AdaGC flag rises only. Each unit of an "
             "event counts once in recall. Rows: noise-aware = gnmr.h's NOISE "
             "mode (`gnmr_step`) with the prototype's defaults, checked bit for "
-            "bit against `proto_step` in bench/detect/proto.h on every "
+            "bit against `proto_step` in lab/detect/proto.h on every "
             "unit-step; each ablation changes one thing; the z_rise 4.1 "
             "variant shows the "
             "other side of the recall / false-alarm knee.\n\n");

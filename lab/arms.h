@@ -1,6 +1,6 @@
 /* arms.h - the control arms the training demos share (train_stress.c,
    train_lm.c): one table, so an arm means the same in every demo and in the
-   efficacy benchmark (bench/efficacy.c).
+   efficacy benchmark (lab/efficacy.c).
 
    An arm is a way to train the same model on the same seeds, batches and
    faults:
@@ -71,7 +71,7 @@
    freeze).
    f32-clip, f32-adagc, f32-gnmr, f32-gnmr-noise: the control on the f32
    model (no faults): what it does to training apart from precision.
-   Placement arms (the LM demo only; examples/train_lm.c): place-RULE-B
+   Placement arms (the LM demo only; lab/train_lm.c): place-RULE-B
    runs a set of units on the f32 path chosen by RULE, at a high-precision
    budget of B% of the units' GEMM FLOPs:
      nvfp4      static: the head, then the last block's Linears, back to
@@ -341,7 +341,7 @@ typedef struct arm_gstab {
 } arm_gstab;
 
 /* The gstab arm for one unit: the scale for norm g this step, updating the
-   statistics (examples/arms.h's header: the arm). */
+   statistics (lab/arms.h's header: the arm). */
 static double arm_gstab_scale(arm_gstab *s, double g) {
   double d, scale = 1.0, limit;
   if (!isfinite(g)) return 0.0;
