@@ -73,14 +73,16 @@
    loop it recovers more of the gap than gradient norms alone on injected
    faults, and is mixed over a global clip (bench/RESULTS.md, "Closed-loop
    efficacy"). Fed both, take gnmr_config_forward() (ratio_threshold 8,
-   delta_threshold 6): on the test half of issue 39's settings suite it
-   holds calm runs, noisy ones included, at 0.15% of unit-steps on the
-   high-fidelity path (the defaults on gradient norms: 3.5%) and recovers
+   delta_threshold 6): on the test half of the settings suite (named
+   training settings split by a hash of the name into a tune half, where
+   defaults are chosen, and a test half, where they are reported) it keeps
+   calm runs, noisy ones included, on the high-fidelity path a small
+   fraction as often as the defaults on gradient norms do, and recovers
    more of the faults' gap; the forward signals catch the faults its
    higher gradient thresholds let pass (bench/RESULTS.md, "Settings
    suite"). Where the caller cannot compute the forward signal, gradient
    norms alone with the defaults stay the rule the manual assumes.
-   lab/train_lm.c and train_stress.c (their forward arms) do this.
+   lab/train_lm.c and train_stress.c do this (their forward-signal runs).
 
    Rules of one step, both modes. Rule 0 comes first, rule 9 after each
    mode's own rules; a unit they do not take goes through its mode's rules.
@@ -209,7 +211,7 @@
    and the global scale. The step is one pass over the units more than
    PAPER mode's; on the AVX-512 path both passes take eight units at a
    time (the units not calm take the scalar rules, with the same bits);
-   bench/RESULTS.md has the cost.
+   bench/RESULTS.md, "Controller", has the cost.
 
    Decision fields (gnmr_decision), one meaning in both modes unless a
    mode is named:
@@ -303,8 +305,8 @@
    over the run stays within a share B of the units' total. Where the
    caller tells it the run's planned steps T (planned_steps), it fires
    when the credit it banked carries the fired units' GEMMs to step T: the
-   end of the run, where the format's loss is made (issue 39's suite:
-   bench/RESULTS.md, "Settings suite"). Not told T, it reads, per unit and
+   end of the run, where the format's loss is made (bench/RESULTS.md,
+   "Settings suite"). Not told T, it reads, per unit and
    step, what the optimizer moved the weights by against what the format
    resolves of them, and fires when that falls against the run's own
    history (the LM demo: bench/RESULTS.md, "Placement"; it misfires on
@@ -351,10 +353,10 @@
         the run's length; the credit banked before the fire is what the
         late phase spends, so a rule that fires early runs out before the
         end (RESULTS: why the level is low).
-   The level's defaults are the LM demo's upd-late prototype (fire_level
-   and fall_ratio read off one trace: lm-natural-clip, seed 1; RESULTS has
-   them on the other seeds and settings, and where they lose to the late
-   switch that is told the schedule). planned_steps has no default a
+   The level's defaults (fire_level, fall_ratio) were read off one trace
+   of the LM demo's uncontrolled low-precision run; RESULTS ("Placement")
+   has them on other runs and settings, and where they lose to the late
+   switch that is told the schedule. planned_steps has no default a
    library could know: give it. gemms defaults to the whole unit, which
    any caller can switch; a trainer that switches GEMMs one by one should
    weigh GNMR_GEMM_FWD (the settings suite's tune half and test half:
@@ -376,13 +378,14 @@
    twin has stepped is refused (GNMR_ESTATE). The step is one path of
    GNMR_HOSTDEV plain C, the sums of P3 in unit order
    (examples/cuda/gnmr_ctl.cuh runs it in one device thread): a few
-   microseconds a step for a model's few hundred units (bench/RESULTS.md).
+   microseconds a step for a model's few hundred units (bench/RESULTS.md,
+   "Placement").
    The LM
-   demo feeds it (lab/train_lm.c, arm place-gnmr-B); its decisions
-   are the demo's prototype upd-late's bit for bit (tests/test_place.c,
+   demo feeds it (lab/train_lm.c); its decisions are the demo's own
+   prototype's bit for bit (tests/test_place.c,
    tests/test_lm.c). Checkpoints: gnmr_place_checkpoint_*,
    the controller's format rules (CRC-32, validated whole), format version
-   1, magic "GNMRPLCE".
+   2, magic "GNMRPLCE".
 
    API at a glance (every public function; declarations below):
        gnmr_version              GNMR_VERSION_STRING, from the library
@@ -660,7 +663,7 @@ GNMR_DEF gnmr_config gnmr_config_paper(void);
 GNMR_DEF gnmr_config gnmr_config_noise(void);
 /* For a controller fed each unit's forward signal beside its gradient norm
    ("What to feed it"): the defaults with ratio_threshold 8 and
-   delta_threshold 6, chosen on the tune half of issue 39's settings suite
+   delta_threshold 6, chosen on the tune half of the settings suite
    (bench/RESULTS.md, "Settings suite"). */
 GNMR_DEF gnmr_config gnmr_config_forward(void);
 /* GNMR_OK, or GNMR_ECONFIG with *field naming the first field out of range
@@ -1095,7 +1098,7 @@ typedef struct gnmr_place_report {
 GNMR_DEF int gnmr_place_info(const gnmr_place *pl, gnmr_place_report *out);
 
 /* Checkpoints of a placer, as the controller's: little-endian, CRC-32,
-   version 1; a load validates everything before it writes, restores config,
+   version 2; a load validates everything before it writes, restores config,
    costs and state (into a placer initialised over the same number of
    units), and a run continued from it decides exactly as one never
    interrupted. Size 0 where a save would be refused. */
@@ -3255,8 +3258,8 @@ static void gnmr__units_paper_avx512(gnmr__step_ctx *c) {
   for (; u < n; u++) gnmr__unit_cpu(c, u);
   /* gcc 12 puts no vzeroupper at this function's return: without this
      one, a caller built without AVX (plain -O2: SSE code) ran at a third
-     of its speed after every step (the LM demo's gnmr arm: 7.1 s against
-     2.4 s for 60 steps, the same bits). */
+     of its speed after every step (the LM demo under the controller: 7.1 s
+     against 2.4 s for 60 steps, the same bits). */
   _mm256_zeroupper();
 }
 
@@ -4024,10 +4027,10 @@ static int gnmr__place_share(double x) {
 }
 
 /* Every field of gnmr_place_config with its default and its valid range,
-   listed once (defaults, check, checkpoint). The level's defaults are the
-   LM demo's upd-late prototype (bench/RESULTS.md, "Placement"): fire_level
-   and fall_ratio were read off the lowp arm's trace of lm-natural-clip,
-   seed 1. planned_steps 0: not told; gemms: the whole unit (the manual's
+   listed once (defaults, check, checkpoint). The level's defaults,
+   fire_level and fall_ratio, were read off one trace of the LM demo's
+   uncontrolled low-precision run (bench/RESULTS.md, "Placement").
+   planned_steps 0: not told; gemms: the whole unit (the manual's
    table). */
 #define GNMR__PLACE_CONFIG(X)                                                  \
   X(budget, 0.1, gnmr__finite_above(c->budget, 0.0) && c->budget <= 1.0)       \
