@@ -3,7 +3,8 @@
    norms kept out of every statistic, a spike's bounded effect, the global
    policy's scales, the checkpoint, the scalar/AVX-512 identity, switching
    modes; PAPER mode untouched by NOISE mode's fields; and the defaults as
-   the header's table gives them (the README points to it). */
+   the header's tables give them (the README points to it), and the
+   checkpoint formats the manual states are the ones the code writes. */
 #define GNMR_IMPLEMENTATION
 #include "gnmr.h"
 #include "tests/check.h"
@@ -1038,6 +1039,134 @@ TEST(manual_table_gives_the_code_defaults) {
   EXPECT(strstr(p, noise) != NULL && strstr(p, noise) < strchr(p, '\n'));
 }
 
+/* The manual's text from `from` on, blanks and comment margins folded
+   to one space, into out (cap bytes): prose wraps where it likes. */
+static void folded(const char *from, char *out, size_t cap) {
+  size_t n = 0;
+  for (; *from && n + 1 < cap; from++) {
+    const int blank = *from == ' ' || *from == '\n';
+    if (!blank || (n > 0 && out[n - 1] != ' ')) out[n++] = blank ? ' ' : *from;
+  }
+  out[n] = '\0';
+}
+
+/* The number after the first `key` in `text` past `anchor`; -1 if none. */
+static long doc_number(const char *text, const char *anchor, const char *key) {
+  const char *p = strstr(text, anchor);
+  char *end;
+  long v;
+  if (!p || !(p = strstr(p, key))) return -1;
+  v = strtol(p + strlen(key), &end, 10);
+  return end == p + strlen(key) ? -1 : v;
+}
+
+static uint32_t le32(const unsigned char *b) {
+  return (uint32_t)b[0] | (uint32_t)b[1] << 8 | (uint32_t)b[2] << 16 |
+         (uint32_t)b[3] << 24;
+}
+
+/* The checkpoint formats the manual and the placer's declaration state are
+   the ones a save writes: its magic, then its u32 version. */
+TEST(manual_states_the_checkpoint_formats_the_code_writes) {
+  static char text[1 << 20];
+  static unsigned char buf[1 << 14];
+  static fixture f;
+  gnmr_place pl;
+  gnmr_place_unit st[2];
+  const double cost[2] = {1.0, 2.0};
+  const gnmr_place_config pc = gnmr_place_config_default();
+  const gnmr_config cfg = gnmr_config_default();
+  size_t len = 0;
+  uint32_t ctl_version, place_version;
+  char magic[32];
+  REQUIRE(read_doc("gnmr.h"));
+  folded(doc_text, text, sizeof text);
+  REQUIRE(setup(&f, &cfg, 2) == GNMR_OK);
+  REQUIRE(gnmr_checkpoint_save(&f.ctl, buf, sizeof buf, &len) == GNMR_OK);
+  REQUIRE(len > 12 && memcmp(buf, "GNMRCKPT", 8) == 0);
+  ctl_version = le32(buf + 8);
+  REQUIRE(gnmr_place_init(&pl, &pc, st, cost, 2) == GNMR_OK);
+  REQUIRE(gnmr_place_checkpoint_save(&pl, buf, sizeof buf, &len) == GNMR_OK);
+  REQUIRE(len > 12);
+  place_version = le32(buf + 8);
+  EXPECT_EQ_INT(
+      doc_number(text, "Checkpoints: gnmr_checkpoint_save", "Format version "),
+      (long)ctl_version);
+  EXPECT_EQ_INT(doc_number(text, "Checkpoints: gnmr_place_checkpoint_",
+                           "format version "),
+                (long)place_version);
+  EXPECT_EQ_INT(doc_number(text, "/* Checkpoints of a placer", "version "),
+                (long)place_version);
+  snprintf(magic, sizeof magic, "magic \"%.8s\"", (const char *)buf);
+  EXPECT(strstr(text, magic) != NULL);
+}
+
+/* The placer's table of defaults, as the controller's above: the default
+   column of each line whose first word is a field, against
+   gnmr_place_config_default(). */
+TEST(manual_placement_table_gives_the_code_defaults) {
+  const gnmr_place_config c = gnmr_place_config_default();
+  const struct {
+    const char *name;
+    double value;
+  } want[] = {
+      {"budget", c.budget},
+      {"update_decay", c.update_decay},
+      {"fire_level", c.fire_level},
+      {"fall_ratio", c.fall_ratio},
+      {"fast_decay", c.fast_decay},
+      {"slow_decay", c.slow_decay},
+      {"warmup_steps", c.warmup_steps},
+      {"planned_steps", c.planned_steps},
+      {"gemms", c.gemms},
+  };
+  enum { N_PLACE = sizeof want / sizeof want[0] };
+  int seen[N_PLACE] = {0}, k;
+  char *p, *head, *end;
+  size_t col;
+  REQUIRE(read_doc("gnmr.h"));
+  p = strstr(doc_text, "(gnmr_place_config_default; gnmr_place_config_check");
+  REQUIRE(p != NULL);
+  head = strstr(p, "field  ");
+  end = strstr(p, "The state is the caller's");
+  REQUIRE(head && end && head < end && strstr(head, "default") < end);
+  while (head[-1] != '\n') head--;
+  col = (size_t)(strstr(head, "default") - head);
+  for (p = strchr(head, '\n') + 1; p < end; p = strchr(p, '\n') + 1) {
+    const size_t indent = strspn(p, " "), len = strcspn(p + indent, " \n");
+    for (k = 0; k < N_PLACE; k++) {
+      const char *v = p + col;
+      char *stop;
+      double got;
+      if (strlen(want[k].name) != len ||
+          memcmp(want[k].name, p + indent, len) != 0)
+        continue;
+      REQUIRE(strcspn(p, "\n") > col);
+      seen[k]++;
+      if (strncmp(v, "GNMR_GEMM_ALL", 13) == 0) {
+        got = GNMR_GEMM_ALL;
+      } else if (strncmp(v, "GNMR_GEMM_FWD", 13) == 0) {
+        got = GNMR_GEMM_FWD;
+      } else {
+        got = strtod(v, &stop);
+        if (stop == v) got = -1.0;
+      }
+      if (got != want[k].value) {
+        printf("  the placement table: %s's default reads \"%.*s\", the "
+               "code's is %g\n",
+               want[k].name, (int)strcspn(v, "\n"), v, want[k].value);
+        check__failed_here = 1;
+      }
+    }
+  }
+  for (k = 0; k < N_PLACE; k++)
+    if (seen[k] != 1) {
+      printf("  the placement table lists %s %d times\n", want[k].name,
+             seen[k]);
+      check__failed_here = 1;
+    }
+}
+
 /* What the tables cannot say: the noise rules are the defaults but for the
    rule and the warm-up, and the library's defaults are the paper rules. */
 TEST(defaults_paper_and_noise_differ_where_documented) {
@@ -1119,6 +1248,8 @@ int main(int argc, char **argv) {
       CHECK_CASE(paper_mode_ignores_noise_fields),
       CHECK_CASE(reconfigure_between_modes_restarts_the_statistics),
       CHECK_CASE(manual_table_gives_the_code_defaults),
+      CHECK_CASE(manual_states_the_checkpoint_formats_the_code_writes),
+      CHECK_CASE(manual_placement_table_gives_the_code_defaults),
       CHECK_CASE(defaults_paper_and_noise_differ_where_documented),
       CHECK_CASE(forward_preset_is_the_defaults_with_two_thresholds),
       CHECK_CASE(step_info_refuses_bad_arguments),
