@@ -1176,32 +1176,45 @@ class Controller:
         """{"units": names, "checkpoint": the checkpoint bytes as a uint8
         tensor}: rides along torch.save, and torch.load(weights_only=True)
         reads it back. The config is inside the checkpoint."""
-        data = bytearray(self.checkpoint())
-        return {"units": list(self.names),
-                "checkpoint": torch.frombuffer(data, dtype=torch.uint8)}
+        return _state_of(self.names, self.checkpoint())
 
     def load_state_dict(self, state):
         """Restores config and state from state_dict()'s output; raises
         (and changes nothing) on other units or a checkpoint gnmr.h
         refuses (corrupt, truncated, another version or unit count)."""
-        if not isinstance(state, dict) or "checkpoint" not in state:
-            raise TypeError("expected a Controller.state_dict()")
-        if list(state.get("units", [])) != self.names:
-            raise ValueError("the state holds units %s, this controller %s"
-                             % (state.get("units"), self.names))
-        data = state["checkpoint"]
-        if isinstance(data, torch.Tensor):
-            if data.dtype != torch.uint8 or data.dim() != 1:
-                raise TypeError("checkpoint: a 1-D uint8 tensor expected")
-            data = bytes(data.cpu().tolist())
-        if not isinstance(data, (bytes, bytearray)):
-            raise TypeError("checkpoint: bytes expected")
-        buf = ctypes.create_string_buffer(bytes(data), len(data))
+        buf, size = _checkpoint_of(state, self.names, "Controller")
         _raise(self._lib.gnmr_checkpoint_load(ctypes.byref(self._ctl), buf,
-                                              len(data)),
+                                              size),
                "gnmr_checkpoint_load", self._lib)
         self.config = Config.from_buffer_copy(self._ctl.cfg)
         self._follow()
+
+
+def _state_of(names, checkpoint):
+    """A state_dict() of the controller's or the placer's: their unit names
+    and checkpoint bytes, as a uint8 tensor that rides along torch.save."""
+    return {"units": list(names), "checkpoint": torch.frombuffer(
+        bytearray(checkpoint), dtype=torch.uint8)}
+
+
+def _checkpoint_of(state, names, owner):
+    """The checkpoint of `state`, a state_dict() of an `owner` ("Controller"
+    or "Placer") over the units `names`, as a ctypes buffer and its length.
+    Raises TypeError or ValueError on anything else, before any C call;
+    what the bytes hold is the library's to check."""
+    if not isinstance(state, dict) or "checkpoint" not in state:
+        raise TypeError("expected a %s.state_dict()" % owner)
+    if list(state.get("units", [])) != names:
+        raise ValueError("the state holds units %s, this %s %s"
+                         % (state.get("units"), owner.lower(), names))
+    data = state["checkpoint"]
+    if isinstance(data, torch.Tensor):
+        if data.dtype != torch.uint8 or data.dim() != 1:
+            raise TypeError("checkpoint: a 1-D uint8 tensor expected")
+        data = bytes(data.cpu().tolist())
+    if not isinstance(data, (bytes, bytearray)):
+        raise TypeError("checkpoint: bytes expected")
+    return ctypes.create_string_buffer(bytes(data), len(data)), len(data)
 
 
 def c_step(ctl, norms, lib=None):
@@ -1419,27 +1432,14 @@ class Placer:
     def state_dict(self):
         """{"units": names, "checkpoint": gnmr_place_checkpoint_save's
         bytes as a uint8 tensor} (config and costs are inside)."""
-        return {"units": list(self.names), "checkpoint": torch.frombuffer(
-            bytearray(self.checkpoint()), dtype=torch.uint8)}
+        return _state_of(self.names, self.checkpoint())
 
     def load_state_dict(self, state):
         """Restores state_dict()'s output; raises (nothing changed) on
         other units or a checkpoint gnmr.h refuses."""
-        if not isinstance(state, dict) or "checkpoint" not in state:
-            raise TypeError("expected a Placer.state_dict()")
-        if list(state.get("units", [])) != self.names:
-            raise ValueError("the state holds units %s, this placer %s"
-                             % (state.get("units"), self.names))
-        data = state["checkpoint"]
-        if isinstance(data, torch.Tensor):
-            if data.dtype != torch.uint8 or data.dim() != 1:
-                raise TypeError("checkpoint: a 1-D uint8 tensor expected")
-            data = bytes(data.cpu().tolist())
-        if not isinstance(data, (bytes, bytearray)):
-            raise TypeError("checkpoint: bytes expected")
-        buf = ctypes.create_string_buffer(bytes(data), len(data))
+        buf, size = _checkpoint_of(state, self.names, "Placer")
         _raise(self._lib.gnmr_place_checkpoint_load(ctypes.byref(self._pl),
-                                                    buf, len(data)),
+                                                    buf, size),
                "gnmr_place_checkpoint_load", self._lib)
         self.config = PlaceConfig.from_buffer_copy(self._pl.cfg)
         self.costs = [self.unit_info(u)["cost"] for u in range(
