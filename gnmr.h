@@ -4203,17 +4203,22 @@ static GNMR_HOSTDEV void gnmr__place_sift(const gnmr__place_soa *s,
     root = child;
   }
 }
-static GNMR_HOSTDEV void gnmr__place_fire(const gnmr__place_soa *s,
-                                          uint32_t n) {
-  uint32_t *o = s->order, u;
+/* P5's fire, with or without a plan: every unit, for good, in P5's order,
+   and the step it fired at. */
+static GNMR_HOSTDEV void gnmr__place_fire(gnmr_place *pl) {
+  const gnmr__place_soa s = gnmr__place_carve(pl);
+  const uint32_t n = pl->n_units;
+  uint32_t *o = s.order, u;
   for (u = 0; u < n; u++) o[u] = u;
-  for (u = n / 2; u-- > 0;) gnmr__place_sift(s, u, n);
+  for (u = n / 2; u-- > 0;) gnmr__place_sift(&s, u, n);
   for (u = n; u > 1; u--) {
     const uint32_t t = o[0];
     o[0] = o[u - 1];
     o[u - 1] = t;
-    gnmr__place_sift(s, 0, u - 1);
+    gnmr__place_sift(&s, 0, u - 1);
   }
+  pl->n_fired = n;
+  pl->fired_step = pl->steps;
 }
 
 /* P1's refusal: a finite negative signal (-0 and -Inf are not), told by
@@ -4293,11 +4298,8 @@ gnmr__place_observe(gnmr_place *pl, const double *update, const double *qerr) {
     pl->level_seen++;
     if (c->planned_steps == 0 && pl->level_seen > c->warmup_steps && /* P5 */
         (x < c->fire_level ||
-         pl->level_fast < gnmr__mul(c->fall_ratio, pl->level_slow))) {
-      gnmr__place_fire(&s, pl->n_units);
-      pl->n_fired = pl->n_units;
-      pl->fired_step = pl->steps;
-    }
+         pl->level_fast < gnmr__mul(c->fall_ratio, pl->level_slow)))
+      gnmr__place_fire(pl);
   }
 }
 
@@ -4336,12 +4338,8 @@ GNMR_DEF GNMR_HOSTDEV int gnmr_place_step(gnmr_place *pl, const double *update,
   credit = pl->credit + pl->earn;             /* P6 */
   if (!(credit <= DBL_MAX)) credit = DBL_MAX; /* saturates: stays finite */
   if (pl->n_fired == 0 && pl->cfg.planned_steps &&
-      gnmr__place_due(pl, credit)) { /* P5 with a plan */
-    const gnmr__place_soa s = gnmr__place_carve(pl);
-    gnmr__place_fire(&s, n);
-    pl->n_fired = n;
-    pl->fired_step = pl->steps;
-  }
+      gnmr__place_due(pl, credit)) /* P5 with a plan */
+    gnmr__place_fire(pl);
   if (pl->n_fired == 0) { /* every unit low: its high is 0 since init */
     if (high) memset(high, 0, n);
   } else { /* every unit fired: each visited once, in firing order */
