@@ -22,7 +22,7 @@
                 steps), natural (FP4: the format alone hurts)
 
    Not the full grid: SUITE below, 24 settings, each value in at least one
-   (20 until the fifth session, which added four noisy ones under the same
+   (20 until 2026-11-28, when four noisy ones were added under the same
    rule: bench/RESULTS.md, "Settings suite").
    LM runs take 500 steps, MLP runs 1000 (the demo's default): about 1.8
    hours on 2 cores, measured on a 2-vCPU Xeon (bench/RESULTS.md,
@@ -161,7 +161,7 @@ static int suite_fp4(const suite_setting *s) {
    rule, shows in the diff of this list. The other settings are the tune
    half: lm-e4m3-calm, lm-e5m2g-sgd-faults, lm-e2m1-lion-wsd,
    lm-e2m1-invsqrt, lm-e2m1-faults, lm-nvfp4-clip, lmw-e2m1-clip,
-   mlp-e4m3-faults, mlp-e4m3-calm, and the fifth session's
+   mlp-e4m3-faults, mlp-e4m3-calm, and the later
    lm-e4m3-lion-noisy and lmw-e4m3-noisy (their four names were chosen
    before they were hashed; two fell to each half). */
 static const char *const SUITE_TEST_HALF[] = {
@@ -334,7 +334,7 @@ static int suite_steps(const suite_opts *o, const suite_setting *s) {
 
 /* What a run of setting s costs, in units of an MLP arm-step: its arms
    times its steps times the model's cost per arm-step, read off the
-   2-vCPU Xeon in the fourth session (an MLP arm of 1000 steps took about
+   2-vCPU Xeon on 2026-11-28 (an MLP arm of 1000 steps took about
    3 s, the LM's 500 about 45 s at width 64 and 85 s at width 96; a noisy
    LM run, batch 2 of 8, about 0.3 of that). Only the progress line's
    estimate of what is left reads it. */
