@@ -16,9 +16,8 @@ sys.path.insert(0, os.path.join(ROOT, "lab"))
 import gpu_efficacy as E  # noqa: E402
 
 
-@pytest.fixture(scope="module")
-def toy(tmp_path_factory):
-    tmp = tmp_path_factory.mktemp("gpu_efficacy")
+def run_toy(tmp, device):
+    """The toy run on a small made-up text: (out folder, results by arm)."""
     data = tmp / "data"
     data.mkdir()
     gen = torch.Generator().manual_seed(0)
@@ -31,7 +30,7 @@ def toy(tmp_path_factory):
     out = tmp / "out"
     threads = torch.get_num_threads()
     try:
-        rc = E.main(["--toy", "--device", "cpu", "--steps", "20",
+        rc = E.main(["--toy", "--device", device, "--steps", "20",
                      "--eval-windows", "8", "--data", str(data),
                      "--out", str(out)])
     finally:
@@ -40,6 +39,11 @@ def toy(tmp_path_factory):
     with open(out / "results.csv") as f:
         rows = {r["arm"]: r for r in csv.DictReader(f)}
     return out, rows
+
+
+@pytest.fixture(scope="module")
+def toy(tmp_path_factory):
+    return run_toy(tmp_path_factory.mktemp("gpu_efficacy"), "cpu")
 
 
 def test_table_has_every_arm_with_both_evaluations(toy):
@@ -80,3 +84,19 @@ def test_each_placement_ran_where_it_was_told(toy):
     for r in (fwd, bwd):
         assert 0 < float(r["high_flops"]) <= 0.1 + 1e-9, r
         assert "fired at step" in r["note"] and "None" not in r["note"]
+
+
+# make gpu-check sets GNMR_REQUIRE_GPU: there this runs, and fails, where
+# torch sees no GPU or build/libgnmr_cuda.so (the controller's norms) is
+# missing: the full run's code on the device, in seconds, before it.
+@pytest.mark.skipif(
+    not os.environ.get("GNMR_REQUIRE_GPU") and (
+        not torch.cuda.is_available() or not os.path.exists(
+            os.path.join(ROOT, "build", "libgnmr_cuda.so"))),
+    reason="no CUDA device (or build/libgnmr_cuda.so not built)")
+def test_toy_on_cuda(tmp_path):
+    _, rows = run_toy(tmp_path, "cuda")
+    assert sorted(rows) == sorted(E.ARMS)
+    assert rows["f32"]["served_bpb"] == rows["f32"]["f32_path_bpb"]
+    assert rows["lowp"]["served_bpb"] != rows["lowp"]["f32_path_bpb"]
+    assert rows["place-bwd-10"]["forward_high_at_end"].startswith("0/")
