@@ -420,10 +420,11 @@ detect-frontier: $(B)/detect
 # seconds at most: the arms that would end past it are skipped, said in
 # the table); build/gpu-efficacy/{log.txt,train.csv,results.csv,table.md}.
 # gpu-efficacy-toy: the same code at a tiny size on the CPU (seconds).
-# FORTUNES=DIR where the Debian package is not installed.
+# FORTUNES=DIR where the Debian package is not installed; gpu-efficacy-data
+# copies its text (2.6 MB) to $(B)/fortunes, for a machine without it.
 GPU_EFF_STEPS ?= 800
 GPU_EFF_FMT ?= e2m1
-GPU_EFF_BUDGET ?= 420
+GPU_EFF_BUDGET ?= 400
 GPU_EFF_RUN = py=$$($(TORCH_PY)); test -n "$$py" || \
   { echo "gpu-efficacy: no Python imports torch"; exit 1; }; \
   $$py lab/gpu_efficacy.py --fmt $(GPU_EFF_FMT) --data $(FORTUNES)
@@ -432,5 +433,8 @@ gpu-efficacy: libgnmr fortunes-check
 	  --budget-s $(GPU_EFF_BUDGET) --out $(B)/gpu-efficacy
 gpu-efficacy-toy: libgnmr fortunes-check
 	@$(GPU_EFF_RUN) --toy --device cpu --out $(B)/gpu-efficacy-toy
+gpu-efficacy-data: fortunes-check
+	@mkdir -p $(B)/fortunes
+	cp $$(find $(FORTUNES) -maxdepth 1 -type f ! -name '*.*') $(B)/fortunes/
 
-.PHONY: gpu-efficacy gpu-efficacy-toy
+.PHONY: gpu-efficacy gpu-efficacy-toy gpu-efficacy-data
