@@ -766,5 +766,7 @@ help:
 	  'libgnmr           shared libraries for the PyTorch bridge' \
 	  'test-torch        the PyTorch bridge tests (pytest)' \
 	  'demo-torch        the PyTorch char-GPT demo, TORCH_STEPS steps' \
+	  'gpu-efficacy      on a GPU: a 57M GPT on FP4, six arms, both evaluations' \
+	  'gpu-efficacy-toy  the same script at a tiny size on the CPU' \
 	  'clean             remove $(B)' \
 	  'help              this list'

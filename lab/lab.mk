@@ -409,3 +409,32 @@ detect-frontier: $(B)/detect
 	  $(B)/frontier.md
 	@echo "detect-frontier: bench/RESULTS.md, section Detection frontier, updated"
 
+
+# ---- a closed loop at a size users train (lab/gpu_efficacy.py) -------------
+# A 57M-parameter byte-level GPT (8 layers, d 768, ctx 256) on the fortunes,
+# FP4 emulated on every Linear's GEMM inputs through the PyTorch bridge: f32,
+# lowp, the placer for each way of serving, the told late switch and the
+# controller with forward signals, each evaluated served and on the f32
+# path. gpu-efficacy: on a GPU, GPU_EFF_STEPS steps of 16 x 256 bytes
+# (estimated 4-5 min of an H100/H200 for the six arms; GPU_EFF_BUDGET
+# seconds at most: the arms that would end past it are skipped, said in
+# the table); build/gpu-efficacy/{log.txt,train.csv,results.csv,table.md}.
+# gpu-efficacy-toy: the same code at a tiny size on the CPU (seconds).
+# FORTUNES=DIR where the Debian package is not installed; gpu-efficacy-data
+# copies its text (2.6 MB) to $(B)/fortunes, for a machine without it.
+GPU_EFF_STEPS ?= 800
+GPU_EFF_FMT ?= e2m1
+GPU_EFF_BUDGET ?= 400
+GPU_EFF_RUN = py=$$($(TORCH_PY)); test -n "$$py" || \
+  { echo "gpu-efficacy: no Python imports torch"; exit 1; }; \
+  $$py lab/gpu_efficacy.py --fmt $(GPU_EFF_FMT) --data $(FORTUNES)
+gpu-efficacy: libgnmr fortunes-check
+	@$(GPU_EFF_RUN) --device cuda --steps $(GPU_EFF_STEPS) \
+	  --budget-s $(GPU_EFF_BUDGET) --out $(B)/gpu-efficacy
+gpu-efficacy-toy: libgnmr fortunes-check
+	@$(GPU_EFF_RUN) --toy --device cpu --out $(B)/gpu-efficacy-toy
+gpu-efficacy-data: fortunes-check
+	@mkdir -p $(B)/fortunes
+	cp $$(find $(FORTUNES) -maxdepth 1 -type f ! -name '*.*') $(B)/fortunes/
+
+.PHONY: gpu-efficacy gpu-efficacy-toy gpu-efficacy-data

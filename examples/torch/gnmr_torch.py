@@ -49,7 +49,8 @@ import torch
 __all__ = ["Controller", "GnmrError", "LayoutError", "RankMismatch",
            "StepResult",
            "Decision", "StepReport", "PrecisionSwitch", "FP8Delayed",
-           "Placer",
+           "Placer", "GNMR_GEMM_FWD", "GNMR_GEMM_DGRAD", "GNMR_GEMM_WGRAD",
+           "GNMR_GEMM_ALL",
            "round_e4m3", "round_e5m2", "round_e2m1", "round_format",
            "quantize_nvfp4", "fake_quantize", "FORMATS", "load_library",
            "config_default", "c_step"]
@@ -125,6 +126,9 @@ class PlaceConfig(ctypes.Structure):
                 ("gemms", _u32), ("reserved_", _u32)]
 
 
+# The GEMMs of a Linear (gnmr.h's GNMR_GEMM_* bits): the forward y = x W,
+# the input gradient dx = dy W^T, the weight gradient dW = x^T dy.
+GNMR_GEMM_FWD, GNMR_GEMM_DGRAD, GNMR_GEMM_WGRAD = 1, 2, 4
 GNMR_GEMM_ALL = 7
 
 
@@ -1248,10 +1252,16 @@ class Placer:
 
     units: {unit name: a module or an iterable of modules}: Linears, or
     PrecisionSwitch modules (the Linear of their high path; the placer
-    drives their .placed: high fidelity while placed), or modules holding
-    Linears. costs: per unit (None: from the shapes, per token, 6 x in x
-    out per Linear: the forward GEMM and the backward's two). config:
-    gnmr_place_config fields over gnmr_place_config_default().
+    drives their .placed_gemms: high fidelity while placed), or modules
+    holding Linears. costs: per unit (None: from the shapes, per token, 6
+    x in x out per Linear: the forward GEMM and the backward's two).
+    config: gnmr_place_config fields over gnmr_place_config_default().
+    gemms other than GNMR_GEMM_ALL (e.g. GNMR_GEMM_DGRAD |
+    GNMR_GEMM_WGRAD: the backward high, the forward on the format) need
+    every module of every unit to be a PrecisionSwitch over FP8Delayed
+    (ValueError otherwise); a placed unit runs those GEMMs on the true
+    operands and pays a third of its cost for each. .high_gemms holds
+    each unit's bits for the next step, .high whether any is on.
     quantizer(weight, module) -> the weight as the cheap path uses it
     (None: the switch's cheap path's quantize_weight() where it has one,
     else E4M3 at the weight's own amax scale).
@@ -1299,11 +1309,19 @@ class Placer:
                 raise KeyError("gnmr_place_config has no field %r" % key)
             setattr(self.config, key, value)
         if self.config.gemms != GNMR_GEMM_ALL:
-            # A unit here is a module switched whole: it cannot run one GEMM
-            # high-fidelity and pay a third of its cost.
-            raise ValueError("gnmr_place_config.gemms = %r: the bridge "
-                             "switches whole modules (GNMR_GEMM_ALL, 7)"
-                             % self.config.gemms)
+            # Per GEMM, a unit's modules must be switches whose cheap path
+            # can run some of a Linear's GEMMs on the true operands
+            # (FP8Delayed's high_gemms); anything else is switched whole.
+            bad = [nm for nm, mods in zip(self.names, self.modules)
+                   if not all(_gemm_switch(m) for m in mods)]
+            if bad:
+                raise ValueError(
+                    "gnmr_place_config.gemms = %r: unit%s %s hold%s modules "
+                    "other than PrecisionSwitch over a quantizer with "
+                    "high_gemms (FP8Delayed), which only switch whole "
+                    "(GNMR_GEMM_ALL, 7)" % (
+                        self.config.gemms, "s" if len(bad) > 1 else "",
+                        ", ".join(bad), "" if len(bad) > 1 else "s"))
         self._pl = Place()
         self._units = (self._lib.gnmr_py_place_unit * n)()
         rc = self._lib.gnmr_place_init(ctypes.byref(self._pl),
@@ -1319,6 +1337,7 @@ class Placer:
                             "gnmr_place_init", field)
         _raise(rc, "gnmr_place_init", self._lib)
         self.high = [False] * n
+        self.high_gemms = [0] * n
         self._snap = None
 
     @property
@@ -1388,15 +1407,16 @@ class Placer:
                                          (_d * n)(*update), (_d * n)(*qerr),
                                          high), "gnmr_place_step", self._lib)
         self._snap = None
+        self.high_gemms = [int(h) for h in high]
         self.high = [bool(h) for h in high]
         self._follow()
         return [nm for nm, h in zip(self.names, self.high) if h]
 
     def _follow(self):
-        for mods, h in zip(self.modules, self.high):
+        for mods, g in zip(self.modules, self.high_gemms):
             for m in mods:
                 if isinstance(m, PrecisionSwitch):
-                    m.placed = h
+                    m.placed_gemms = g
 
     def unit_info(self, unit):
         """gnmr_place_unit_info of unit (a name or index) as a dict."""
@@ -1444,8 +1464,9 @@ class Placer:
         self.config = PlaceConfig.from_buffer_copy(self._pl.cfg)
         self.costs = [self.unit_info(u)["cost"] for u in range(
             self.n_units)]  # the checkpoint's
-        self.high = [self._lib.gnmr_place_high(ctypes.byref(self._pl), u)
-                     != 0 for u in range(self.n_units)]
+        self.high_gemms = [self._lib.gnmr_place_high(
+            ctypes.byref(self._pl), u) for u in range(self.n_units)]
+        self.high = [g != 0 for g in self.high_gemms]
         self._snap = None
         self._follow()
 
@@ -1461,37 +1482,68 @@ def _quantizer(cheap):
                  if hasattr(m, "quantize_input")), None)
 
 
+def _gemm_switch(m):
+    """True if m can be placed per GEMM: a PrecisionSwitch whose cheap
+    path's quantizer has high_gemms (FP8Delayed)."""
+    return isinstance(m, PrecisionSwitch) and hasattr(
+        _quantizer(m.cheap), "high_gemms")
+
+
 class PrecisionSwitch(torch.nn.Module):
     """Runs `cheap` normally and `high` while its unit recovers. The two
     should share their parameters (e.g. cheap = FP8Delayed(linear), high =
     linear): the unit's gradients are the same tensors on both paths.
     Controller.attach(unit, switch) sets .high_fidelity after each step;
     `with switch.forced(True):` overrides it for a block (evaluation in
-    high fidelity, say)."""
+    high fidelity, say).
+
+    A Placer sets .placed_gemms, the GNMR_GEMM_* bits its unit runs
+    high-fidelity: all of them (GNMR_GEMM_ALL; .placed is True) switch to
+    `high` whole; some of them (a placer configured with gemms, e.g.
+    GNMR_GEMM_DGRAD | GNMR_GEMM_WGRAD) stay on `cheap`, whose quantizer
+    (FP8Delayed) runs those GEMMs on the true operands and the others on
+    the quantized ones. forced(...) overrides placed_gemms too: forced
+    False runs every GEMM on the cheap path."""
 
     def __init__(self, cheap, high):
         super().__init__()
         self.cheap, self.high = cheap, high
         self.high_fidelity = False
-        self.placed = False  # set by a Placer
+        self.placed_gemms = 0  # set by a Placer
         self._forced = None
+
+    @property
+    def placed(self):
+        """True while a Placer holds the whole unit high (every GEMM);
+        setting it sets placed_gemms to GNMR_GEMM_ALL or 0."""
+        return self.placed_gemms == GNMR_GEMM_ALL
+
+    @placed.setter
+    def placed(self, value):
+        self.placed_gemms = GNMR_GEMM_ALL if value else 0
 
     @property
     def high_fidelity_now(self):
         """The path the next forward takes: high while its unit recovers
-        (.high_fidelity, from a Controller) or is placed there (.placed,
-        from a Placer), unless forced."""
+        (.high_fidelity, from a Controller) or is placed there whole
+        (.placed, from a Placer), unless forced."""
         if self._forced is not None:
             return self._forced
         return self.high_fidelity or self.placed
 
     def forward(self, *args, **kwargs):
+        q = _quantizer(self.cheap)
         if self.high_fidelity_now:
-            q = _quantizer(self.cheap)
             if self.training and args and q is not None and hasattr(
                     q, "observe"):
                 q.observe(args[0])  # the history follows the true tensors
             return self.high(*args, **kwargs)
+        gemms = self.placed_gemms if self._forced is None else 0
+        if gemms and not hasattr(q, "high_gemms"):
+            raise TypeError("placed_gemms = %d: the cheap path has no "
+                            "quantizer with high_gemms (FP8Delayed)" % gemms)
+        if hasattr(q, "high_gemms"):
+            q.high_gemms = gemms
         return self.cheap(*args, **kwargs)
 
     def restart(self):
@@ -1638,6 +1690,37 @@ class _FakeQuant(torch.autograd.Function):
         return grad, None, None
 
 
+class _GemmPlacedLinear(torch.autograd.Function):
+    """y = x W^T + b whose three GEMMs each read the true operands (the
+    GEMM's GNMR_GEMM_* bit in gemms) or the fake-quantized ones xq, wq: the
+    forward y from x, W or xq, wq; the input gradient dx = dy W or dy wq;
+    the weight gradient dW = dy^T x or dy^T xq (lab/train_lm.c's GEMMs).
+    The gradients reach x and W unchanged by the quantizers (the
+    straight-through estimator, as _FakeQuant)."""
+
+    @staticmethod
+    def forward(ctx, x, w, b, xq, wq, gemms):
+        ctx.save_for_backward(x if gemms & GNMR_GEMM_WGRAD else xq,
+                              w if gemms & GNMR_GEMM_DGRAD else wq)
+        ctx.has_bias = b is not None
+        fwd = gemms & GNMR_GEMM_FWD
+        return torch.nn.functional.linear(x if fwd else xq, w if fwd else wq,
+                                          b)
+
+    @staticmethod
+    def backward(ctx, dy):
+        xs, ws = ctx.saved_tensors
+        dx = dw = db = None
+        if ctx.needs_input_grad[0]:
+            dx = dy.matmul(ws)
+        dy2 = dy.reshape(-1, dy.shape[-1])
+        if ctx.needs_input_grad[1]:
+            dw = dy2.t().matmul(xs.reshape(-1, xs.shape[-1]))
+        if ctx.has_bias and ctx.needs_input_grad[2]:
+            db = dy2.sum(0)
+        return dx, dw, db, None, None, None
+
+
 class FP8Delayed(torch.nn.Module):
     """The cheap path of a Linear: its input and weight fake-quantised to
     FP8 E4M3 (fmt: any of FORMATS, "e5m2", "e2m1" too) with per-tensor
@@ -1649,7 +1732,13 @@ class FP8Delayed(torch.nn.Module):
     arrives overflows (saturates) this step and is scaled for later.
     Behind a PrecisionSwitch the histories follow the true tensors on the
     high-fidelity steps too (observe), and start afresh when the unit is
-    admitted (restart, called by Controller.step on RECOVER)."""
+    admitted (restart, called by Controller.step on RECOVER).
+
+    high_gemms (GNMR_GEMM_* bits, 0 by default; a PrecisionSwitch sets it
+    from its Placer): those of the Linear's three GEMMs read the true x and
+    W instead of their quantized values (the forward, the input gradient
+    dx = dy W, the weight gradient dW = dy^T x), the others the quantized
+    ones; the histories are pushed as on any cheap step."""
 
     def __init__(self, linear, history=16, margin=1.0, fmt="e4m3"):
         super().__init__()
@@ -1661,6 +1750,7 @@ class FP8Delayed(torch.nn.Module):
         self.fmt = fmt
         self.register_buffer("amax_x", torch.zeros(history))
         self.register_buffer("amax_w", torch.zeros(history))
+        self.high_gemms = 0
 
     def _scale(self, hist, t):
         """The format's max / (the history's largest amax * margin); an empty
@@ -1715,6 +1805,12 @@ class FP8Delayed(torch.nn.Module):
         if self.training:
             self._push(self.amax_x, x)
             self._push(self.amax_w, w)
+        if self.high_gemms:
+            with torch.no_grad():
+                xq = fake_quantize(x.detach(), sx, self.fmt)
+                wq = fake_quantize(w.detach(), sw, self.fmt)
+            return _GemmPlacedLinear.apply(x, w, self.linear.bias, xq, wq,
+                                           int(self.high_gemms))
         xq = _FakeQuant.apply(x, sx, self.fmt)
         wq = _FakeQuant.apply(w, sw, self.fmt)
         return torch.nn.functional.linear(xq, wq, self.linear.bias)

@@ -52,14 +52,16 @@ def model(seed=0):
     return net, lins, sws
 
 
-def train(steps=STEPS):
+def train(steps=STEPS, config=CONFIG):
     """An FP4 (E2M1) MLP trained with AdamW, the learning rate decaying to
     nothing (updates shrink against the weights' quantization error: the
     placer fires). Returns the placer, its signals, placements and the
-    switches' paths."""
+    switches' paths (with config's gemms other than GNMR_GEMM_ALL: their
+    placed_gemms)."""
     net, lins, sws = model()
     pl = G.Placer({"l%d" % i: sw for i, sw in enumerate(sws)},
-                  config=CONFIG)
+                  config=config)
+    whole = pl.config.gemms == G.GNMR_GEMM_ALL
     opt = torch.optim.AdamW(net.parameters(), lr=3e-3)
     sched = torch.optim.lr_scheduler.LambdaLR(
         opt, lambda t: max(0.0, 1 - t / steps) ** 2)
@@ -77,7 +79,8 @@ def train(steps=STEPS):
         signals.append(pl.signals())
         placed = pl.step()
         highs.append([1 if n in placed else 0 for n in pl.names])
-        paths.append([sw.high_fidelity_now for sw in sws])
+        paths.append([sw.high_fidelity_now if whole else sw.placed_gemms
+                      for sw in sws])
     return pl, signals, highs, paths, lins
 
 
@@ -180,3 +183,57 @@ def test_a_plan_fires_where_its_credit_reaches_the_end():
     assert placed[:39] == [0] * 29 + [4] * 10
     assert placed[39] < 4
 
+
+
+def test_backward_gemms_placed_keep_the_forward_on_the_format():
+    """Placed per GEMM (gemms = DGRAD | WGRAD, the placement for a model
+    served in FP4), the placements are the C placer's, and a placed unit's
+    switch stays on its cheap path (the forward on the format) with those
+    GEMMs' bits handed to its quantizer."""
+    cfg = dict(CONFIG, gemms=G.GNMR_GEMM_DGRAD | G.GNMR_GEMM_WGRAD)
+    pl, signals, highs, paths, _ = train(config=cfg)
+    c_highs, c_ckpt = run_c(pl.config, pl.costs, signals, STEPS + 1)
+    assert highs == [[h and 1 for h in row] for row in c_highs]
+    assert pl.checkpoint() == c_ckpt
+    assert paths == c_highs  # placed_gemms: the C placer's bits
+    assert any(6 in row for row in paths) and any(0 in row for row in paths)
+    assert not any(sw.high_fidelity_now for sw in pl.modules[0])
+
+
+def test_gemm_bits_pick_each_gemms_operands():
+    """FP8Delayed.high_gemms: the forward, dx and dW each read the true
+    x and W where their bit is set, the quantized ones elsewhere."""
+    torch.manual_seed(3)
+    lin = torch.nn.Linear(16, 8)
+    q = G.FP8Delayed(lin, fmt="e2m1")
+    x0 = torch.randn(2, 5, 16)
+    dy = torch.randn(2, 5, 8)
+    sx, sw = q._scale(q.amax_x, x0), q._scale(q.amax_w, lin.weight)
+    xq = G.fake_quantize(x0, sx, "e2m1")
+    wq = G.fake_quantize(lin.weight.detach(), sw, "e2m1")
+    w = lin.weight.detach()
+    got = {}
+    for bits in (0, G.GNMR_GEMM_FWD, G.GNMR_GEMM_DGRAD | G.GNMR_GEMM_WGRAD):
+        q.restart()  # the same scales each time
+        q.high_gemms = bits
+        x = x0.clone().requires_grad_()
+        lin.zero_grad(set_to_none=True)
+        y = q(x)
+        y.backward(dy)
+        got[bits] = (y.detach(), x.grad, lin.weight.grad, lin.bias.grad)
+    d2 = dy.reshape(-1, 8)
+    for bits, (y, dx, dw, db) in got.items():
+        fx = xq if not bits & G.GNMR_GEMM_FWD else x0
+        fw = wq if not bits & G.GNMR_GEMM_FWD else w
+        gx = x0 if bits & G.GNMR_GEMM_WGRAD else xq
+        gw = w if bits & G.GNMR_GEMM_DGRAD else wq
+        assert torch.allclose(y, torch.nn.functional.linear(fx, fw, lin.bias),
+                              rtol=1e-6, atol=1e-6)
+        assert torch.allclose(dx, dy.matmul(gw), rtol=1e-6, atol=1e-6)
+        assert torch.allclose(dw, d2.t().matmul(gx.reshape(-1, 16)),
+                              rtol=1e-6, atol=1e-6)
+        assert torch.allclose(db, d2.sum(0), rtol=1e-6, atol=1e-6)
+    # the backward bits leave the forward bit for bit on the format
+    assert torch.equal(got[6][0], got[0][0])
+    assert not torch.allclose(got[6][1], got[0][1])
+    assert not torch.allclose(got[1][0], got[0][0])
