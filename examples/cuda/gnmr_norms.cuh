@@ -267,9 +267,9 @@ gnmr_norms__tree_level(double *p, uint64_t m, uint64_t stride, uint32_t tid,
     p[j] = GNMR_NORMS_NODE(&p[j], l2) + GNMR_NORMS_NODE(&p[j + stride], l2);
 }
 
-/* The group kernel's block, thread 0: its warps' tensors (warp_tensor[w],
-   GNMR_NORMS_NONE for a warp with nothing to claim) as claims: tensor[i]
-   gets count[i] group nodes. A tensor's groups are consecutive, so its
+/* The kernel's block, thread 0: its warps' group nodes (warp_group[w],
+   GNMR_NORMS_NONE for a warp with nothing to claim) as claims: node[i]
+   gets count[i] chunk sums. The chunks of a node are consecutive, so its
    warps are too. Returns the number of claims. */
 #define GNMR_NORMS_NONE 0xFFFFFFFFu
 static inline GNMR_HOSTDEV uint32_t gnmr_norms__claims(
