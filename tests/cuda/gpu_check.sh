@@ -52,6 +52,7 @@ if ! nvidia-smi --query-gpu=name,driver_version,memory.total \
   exit 0
 fi
 echo "gpu-check: $(head -n 1 "$out/device.txt"); logs in $out"
+nvidia-smi >"$out/nvidia-smi.txt" 2>&1
 # A GPU is here: a program that finds none (a driver older than the CUDA
 # runtime, a container without the device files) fails instead of skipping
 # (examples/cuda/gnmr_device.cuh, the torch tests' CUDA cases).
@@ -142,6 +143,7 @@ ctl_cases=$(sed -n 's/^ *CHECK_CASE(\([a-z0-9_]*\)).*/\1/p' \
 # background. The longest first.
 sanitizer=$(command -v compute-sanitizer ||
   ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null)
+[ -n "$sanitizer" ] && "$sanitizer" --version >"$out/sanitizer.txt" 2>&1
 sanitize() {
   local tool=$1 c small=()
   if [ -z "$sanitizer" ]; then
