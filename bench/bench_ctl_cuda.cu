@@ -116,35 +116,61 @@ static void launch_floor(uint32_t n, float res[3]) {
   cudaStreamDestroy(stream);
 }
 
+/* A size's device buffers, allocated once for all of its measurements:
+   the calm and the spiky pools of POOL norm vectors, and the decisions. */
+typedef struct inputs {
+  float *d_pool[2]; /* [spiky] */
+  gnmr_decision *d_out;
+} inputs;
+
+static inputs inputs_make(uint32_t n) {
+  inputs in;
+  float *x = (float *)malloc(sizeof *x * POOL * n);
+  uint32_t s, u;
+  int spiky;
+  if (!x) exit(1);
+  for (spiky = 0; spiky <= 1; spiky++) {
+    for (s = 0; s < POOL; s++)
+      for (u = 0; u < n; u++) {
+        double v = 1.0 + 0.1 * uniform();
+        if (spiky && uniform() < 1.0 / 13.0) v *= 40.0;
+        x[(size_t)s * n + u] = (float)v;
+      }
+    CK(cudaMalloc((void **)&in.d_pool[spiky], sizeof *x * POOL * n));
+    CK(cudaMemcpy(in.d_pool[spiky], x, sizeof *x * POOL * n,
+                  cudaMemcpyHostToDevice));
+  }
+  CK(cudaMalloc((void **)&in.d_out, sizeof *in.d_out * n));
+  free(x);
+  return in;
+}
+
+static void inputs_free(inputs *in) {
+  cudaFree(in->d_pool[0]);
+  cudaFree(in->d_pool[1]);
+  cudaFree(in->d_out);
+}
+
 /* Microseconds of device time per step: median, min, max of the launches. */
 static void measure(uint32_t n, int rule, int spiky, uint32_t max_o,
-                    int with_out, float res[3]) {
+                    int with_out, const inputs *in, float res[3]) {
   gnmr_config cfg =
       rule == GNMR_RULE_NOISE ? gnmr_config_noise() : gnmr_config_paper();
   gnmr_slot *slots = (gnmr_slot *)calloc(n, sizeof *slots);
-  float *x = (float *)malloc(sizeof *x * POOL * n), *d_x;
-  gnmr_decision *d_out = NULL;
+  const float *d_x = in->d_pool[spiky];
+  gnmr_decision *d_out = with_out ? in->d_out : NULL;
   gnmr_ctl host;
   gnmr_cuda_ctl dev;
   cudaStream_t stream;
   cudaGraph_t graph;
   cudaGraphExec_t exec;
-  uint32_t s, u;
-  if (!slots || !x) exit(1);
+  uint32_t s;
+  if (!slots) exit(1);
   cfg.max_recovering = max_o;
   cfg.warmup_steps = 4;
   if (gnmr_init(&host, &cfg, slots, n) != GNMR_OK) exit(1);
-  for (s = 0; s < POOL; s++)
-    for (u = 0; u < n; u++) {
-      double v = 1.0 + 0.1 * uniform();
-      if (spiky && uniform() < 1.0 / 13.0) v *= 40.0;
-      x[(size_t)s * n + u] = (float)v;
-    }
   CK(cudaStreamCreate(&stream));
   GK(gnmr_cuda_ctl_create(&dev, &host));
-  CK(cudaMalloc((void **)&d_x, sizeof *d_x * POOL * n));
-  CK(cudaMemcpy(d_x, x, sizeof *d_x * POOL * n, cudaMemcpyHostToDevice));
-  if (with_out) CK(cudaMalloc((void **)&d_out, sizeof *d_out * n));
   CK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
   for (s = 0; s < STEPS; s++)
     GK(gnmr_cuda_step(&dev, d_x + (size_t)(s % POOL) * n, d_out, stream));
@@ -162,11 +188,8 @@ static void measure(uint32_t n, int rule, int spiky, uint32_t max_o,
   cudaGraphExecDestroy(exec);
   cudaGraphDestroy(graph);
   gnmr_cuda_ctl_destroy(&dev);
-  cudaFree(d_x);
-  cudaFree(d_out);
   cudaStreamDestroy(stream);
   free(slots);
-  free(x);
 }
 
 int main(int argc, char **argv) {
@@ -193,6 +216,7 @@ int main(int argc, char **argv) {
     /* the targets for the default rules (PAPER), with decisions */
     const char *target = n <= 1024 ? "<= 8 (stretch 4)" : "<= 25";
     float floor_us[3];
+    inputs in = inputs_make(n);
     launch_floor(n, floor_us);
     printf("%9u  %-20s %6.2f [%6.2f, %6.2f]   (empty launches: the floor)\n", n,
            "launch floor", floor_us[0], floor_us[1], floor_us[2]);
@@ -200,7 +224,7 @@ int main(int argc, char **argv) {
       for (spiky = 0; spiky <= 1; spiky++) {
         float res[2][3];
         for (with_out = 1; with_out >= 0; with_out--)
-          measure(n, rule, spiky, max_o, with_out, res[1 - with_out]);
+          measure(n, rule, spiky, max_o, with_out, &in, res[1 - with_out]);
         printf("%9u  %-6s %-6s %6u  %6.2f [%6.2f, %6.2f]   %6.2f [%6.2f, "
                "%6.2f]   %s\n",
                n, rule == GNMR_RULE_NOISE ? "noise" : "paper",
@@ -208,6 +232,7 @@ int main(int argc, char **argv) {
                res[1][0], res[1][1], res[1][2],
                rule == GNMR_RULE_PAPER ? target : "");
       }
+    inputs_free(&in);
   }
   return 0;
 }

@@ -12,7 +12,7 @@
    shapes). A case that does not fit in device memory is skipped.
 
    Each figure is the median of REPS timed runs (CUDA events around the
-   plan's three kernels, or around the probe), after two warm-up runs. The
+   plan's launch, or around the probe), after two warm-up runs. The
    probe reads every byte of the case once, 16 bytes per thread per load,
    and keeps nothing: what reading the data costs at best. GB/s = 1e9 B/s.
    After the timing, each case of at most BITS_MAX bytes (all but LLaMA-7B)
@@ -214,6 +214,10 @@ int main(int argc, char **argv) {
   cudaStream_t stream = NULL;
   cudaEvent_t ev0 = NULL, ev1 = NULL;
   uint32_t *d_sink = NULL;
+  char *arena = NULL;
+  float *d_norms = NULL;
+  uint64_t arena_bytes = 0;
+  size_t max_nt = 0;
   for (i = 1; i < argc; i++) {
     if (strcmp(argv[i], "--csv") == 0 && i + 1 < argc) csv_path = argv[++i];
     if (strcmp(argv[i], "--case") == 0 && i + 1 < argc) only = argv[++i];
@@ -238,36 +242,52 @@ int main(int argc, char **argv) {
     fprintf(csv, "case,dtype,tensors,bytes,norms_ms,norms_gbs,probe_ms,"
                  "probe_gbs,ratio,bits_same\n");
   }
-  printf("bench_norms_cuda on %s (%d SMs), gnmr.h %s, median of %d\n\n",
-         prop.name, sms, gnmr_version(), REPS);
+  /* One arena and one norms buffer for every case, allocated once: the
+     largest case that fits (with 256 MiB to spare); a case that does not
+     fit is skipped below. */
+  {
+    size_t free_b, total_b;
+    CUDA_TRY(cudaMemGetInfo(&free_b, &total_b));
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+      if (only && strcmp(only, cases[c].name) != 0) continue;
+      for (int dtype = 0; dtype < 3; dtype++) {
+        uint64_t bytes;
+        const size_t nt = case_tensors(&cases[c], dtype, NULL, 0, &bytes);
+        if (bytes + (256u << 20) > free_b) continue;
+        if (bytes > arena_bytes) arena_bytes = bytes;
+        if (nt > max_nt) max_nt = nt;
+      }
+    }
+    if (arena_bytes > 0) CUDA_TRY(cudaMalloc(&arena, arena_bytes));
+    if (max_nt > 0) CUDA_TRY(cudaMalloc(&d_norms, max_nt * sizeof(float)));
+  }
+  printf("bench_norms_cuda on %s (%d SMs), gnmr.h %s, median of %d, "
+         "%d blocks an SM at least (GNMR_NORMS_BLOCKS_PER_SM)\n\n",
+         prop.name, sms, gnmr_version(), REPS, GNMR_NORMS_BLOCKS_PER_SM);
   printf("| case | dtype | tensors | MB | norms ms | norms GB/s | probe GB/s "
          "| norms/probe | bits |\n|---|---|---|---|---|---|---|---|---|\n");
   for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
     if (only && strcmp(only, cases[c].name) != 0) continue;
     for (int dtype = 0; dtype < 3; dtype++) {
       uint64_t bytes;
-      size_t free_b, total_b;
       const size_t nt = case_tensors(&cases[c], dtype, NULL, 0, &bytes);
       gnmr_tensor *t = (gnmr_tensor *)malloc(nt * sizeof *t);
-      char *arena = NULL;
       gnmr_norms_plan plan;
-      float *d_norms = NULL, tn[REPS], tp[REPS];
+      float tn[REPS], tp[REPS];
       memset(&plan, 0, sizeof plan);
       if (!t) {
         failed = 1;
         goto done;
       }
       case_tensors(&cases[c], dtype, t, nt, &bytes);
-      CUDA_TRY(cudaMemGetInfo(&free_b, &total_b));
-      if (bytes + (256u << 20) > free_b) {
-        printf("| %s | %s | %zu | %.0f | skipped: %zu MiB free | | | | |\n",
+      if (bytes > arena_bytes) {
+        printf("| %s | %s | %zu | %.0f | skipped: does not fit (%.0f MB "
+               "arena) | | | | |\n",
                cases[c].name, dtype_name(dtype), nt, (double)bytes / 1e6,
-               free_b >> 20);
+               (double)arena_bytes / 1e6);
         free(t);
         continue;
       }
-      CUDA_TRY(cudaMalloc(&arena, bytes));
-      CUDA_TRY(cudaMalloc(&d_norms, nt * sizeof(float)));
       fill<<<sms * 8, 256, 0, stream>>>(arena, dtype, bytes / esize(dtype));
       CUDA_TRY(cudaGetLastError());
       for (size_t k = 0; k < nt; k++) t[k].data = arena + (uintptr_t)t[k].data;
@@ -321,13 +341,13 @@ int main(int argc, char **argv) {
                   same);
       }
       gnmr_norms_plan_free(&plan);
-      cudaFree(arena);
-      cudaFree(d_norms);
       free(t);
     }
   }
 done:
   if (csv) fclose(csv);
+  if (arena) cudaFree(arena);
+  if (d_norms) cudaFree(d_norms);
   if (d_sink) cudaFree(d_sink);
   if (ev0) cudaEventDestroy(ev0);
   if (ev1) cudaEventDestroy(ev1);

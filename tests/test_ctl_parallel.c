@@ -35,7 +35,8 @@ static uint32_t admit_threads = GNMR_CUDA_ADMIT_THREADS;
 static int force_grid;
 /* A wrong emulation the tests must catch: 1 a block's lanes added in
    another order, 2 one settled unit counted in the lowest bin instead of
-   its own (a lost atomic), 3 the verdict's c not passed to the units. */
+   its own (a lost atomic), 3 the verdict's c not passed to the units, 4 a
+   block's counts without its first warp's row. */
 static int perturb;
 /* The scan's per-block sums of squares (device memory on a GPU). */
 static double block_sumsq[MAX_BLOCKS];
@@ -72,6 +73,63 @@ static void merge_bins(uint32_t *hist, uint32_t *block_hist) {
   for (i = 0; i < GNMR_CUDA_BINS; i++) hist[i] += block_hist[i];
 }
 
+/* gnmr_cuda__block_count over a block of T threads (T a multiple of 32):
+   each warp's counts as its ballots give them, a row per warp, then thread
+   k's column: sums[k]. */
+static void block_count(const unsigned *bits, uint32_t T, uint32_t K,
+                        uint32_t *sums) {
+  static uint32_t table[GNMR_CUDA__COUNT_WARPS][GNMR_CUDA__COUNTS];
+  uint32_t warp, lane, k;
+  for (warp = 0; warp < T / 32; warp++)
+    for (k = 0; k < K; k++) {
+      uint32_t ballot = 0, c = 0;
+      for (lane = 0; lane < 32; lane++)
+        ballot |= ((bits[32 * warp + lane] >> k) & 1u) << lane;
+      for (; ballot; ballot &= ballot - 1) c++; /* __popc */
+      table[warp][k] = c;
+    }
+  if (perturb == 4) memset(table[0], 0, sizeof table[0]);
+  for (k = 0; k < K; k++) sums[k] = gnmr_cuda__column(&table[0][0], T / 32, k);
+}
+
+/* The scan's three counts of a block of T threads starting at unit
+   first (thread t: unit first + t, past the last NOT_FINITE), each thread's
+   bin counted in hist. */
+static void scan_block(const gnmr__rules *r, const gnmr__soa *s, const float *x,
+                       uint32_t first, uint32_t T, uint32_t *hist,
+                       gnmr_cuda_work *w) {
+  static unsigned bits[GNMR_CUDA_ADMIT_THREADS];
+  uint32_t t, sums[3];
+  for (t = 0; t < T; t++) {
+    int up;
+    const uint32_t code = gnmr_cuda__scan(r, s, x, first + t, &up);
+    if (code < GNMR_CUDA_BINS) hist[code]++;
+    bits[t] = gnmr_cuda__scan_bits(code, up);
+  }
+  block_count(bits, T, 3, sums);
+  w->finite += sums[GNMR_CUDA__FINITE];
+  w->settled += sums[GNMR_CUDA__SETTLED];
+  w->up += sums[GNMR_CUDA__UP];
+}
+
+/* The units of a block of T threads starting at unit first: each unit's
+   rules, candidates listed, the block's tally added field by field. */
+static void units_block(const gnmr_ctl *ctl, const gnmr__rules *r,
+                        const float *x, gnmr_decision *out, gnmr_cuda_work *w,
+                        uint32_t first, uint32_t T) {
+  static unsigned bits[GNMR_CUDA_ADMIT_THREADS];
+  uint32_t *heap = gnmr__carve(ctl->units, ctl->n_units).heap;
+  uint32_t t, k, sums[GNMR__TALLY_N];
+  for (t = 0; t < T; t++) {
+    const unsigned ev = gnmr_cuda__unit(ctl, r, x, out, w, first + t);
+    if (ev & GNMR__EV_CANDIDATE) heap[w->t.candidates++] = first + t;
+    bits[t] = gnmr_cuda__tally_bits(ev);
+  }
+  block_count(bits, T, GNMR__TALLY_N, sums);
+  for (k = 0; k < GNMR__TALLY_N; k++)
+    gnmr_cuda__tally_field_add(&w->t, k, sums[k]);
+}
+
 /* The median's search as the kernels run it: 64 threads a phase. */
 static uint32_t median_search(const uint32_t *hist, uint32_t settled) {
   gnmr_cuda_median m;
@@ -103,14 +161,7 @@ static void emulate_scan_verdict(gnmr_ctl *ctl, gnmr_cuda_work *w,
     memset(block_hist, 0, sizeof block_hist);
     {
       const gnmr__soa s = gnmr__carve(ctl->units, n);
-      for (t = 0; t < 256; t++) {
-        int up;
-        const uint32_t code = gnmr_cuda__scan(&r, &s, x, 256 * b + t, &up);
-        if (code < GNMR_CUDA_BINS) block_hist[code]++;
-        w->finite += code != GNMR_CUDA__NOT_FINITE;
-        w->settled += code < GNMR_CUDA_BINS;
-        w->up += (uint32_t)up;
-      }
+      scan_block(&r, &s, x, 256 * b, GNMR_CUDA_UNIT_THREADS, block_hist, w);
     }
     block_sumsq[b] = block_sum(x, n, b);
     merge_bins(w->hist, block_hist);
@@ -127,6 +178,7 @@ static void emulate_fused_scan_verdict(gnmr_ctl *ctl, gnmr_cuda_work *w,
                                        const float *x) {
   static uint32_t hist[GNMR_CUDA_BINS];
   const uint32_t n = ctl->n_units, blocks = (n + 255) / 256;
+  const uint32_t T = gnmr_cuda__fused_threads(n);
   const int usable = gnmr__usable(ctl);
   uint32_t bin = 0, u, i;
   gnmr__rules r;
@@ -136,14 +188,7 @@ static void emulate_fused_scan_verdict(gnmr_ctl *ctl, gnmr_cuda_work *w,
   for (u = 0; u < n; u++) gnmr_cuda__check(x, n, u, w);
   if (usable && r.noise) {
     const gnmr__soa s = gnmr__carve(ctl->units, n);
-    for (u = 0; u < n; u++) {
-      int up;
-      const uint32_t code = gnmr_cuda__scan(&r, &s, x, u, &up);
-      if (code < GNMR_CUDA_BINS) hist[code]++;
-      w->finite += code != GNMR_CUDA__NOT_FINITE;
-      w->settled += code < GNMR_CUDA_BINS;
-      w->up += (uint32_t)up;
-    }
+    for (u = 0; u < n; u += T) scan_block(&r, &s, x, u, T, hist, w);
     if (perturb == 2) {
       static uint32_t moved[GNMR_CUDA_BINS];
       memset(moved, 0, sizeof moved);
@@ -185,12 +230,15 @@ static void emulate_select_admit(gnmr_cuda_select *sel, const gnmr__soa *s,
 /* gnmr_cuda_step: its kernels, or its one-block kernel. */
 static int emulated_step(gnmr_ctl *ctl, gnmr_cuda_work *w, const float *x,
                          gnmr_decision *out) {
-  const uint32_t n = ctl->n_units, B = GNMR_CUDA_UNIT_THREADS;
-  const uint32_t blocks = (n + B - 1) / B;
+  const uint32_t n = ctl->n_units;
+  const int grid = n > GNMR_CUDA_FUSED_MAX || force_grid;
+  /* threads of a units block, or of the one block's passes */
+  const uint32_t T =
+      grid ? GNMR_CUDA_UNIT_THREADS : gnmr_cuda__fused_threads(n);
   gnmr_cuda_select sel;
   gnmr__rules r;
   uint32_t u, *heap;
-  if (n > GNMR_CUDA_FUSED_MAX || force_grid)
+  if (grid)
     emulate_scan_verdict(ctl, w, x);
   else
     emulate_fused_scan_verdict(ctl, w, x);
@@ -198,9 +246,7 @@ static int emulated_step(gnmr_ctl *ctl, gnmr_cuda_work *w, const float *x,
   /* units: thread 0 of each block reads the rules; per-block sums */
   gnmr_cuda__rules(ctl, w, &r);
   heap = gnmr__carve(ctl->units, n).heap;
-  for (u = 0; u < blocks * B; u++) {
-    gnmr__tally_add(&w->t, heap, gnmr_cuda__unit(ctl, &r, x, out, w, u), u);
-  }
+  for (u = 0; u < n; u += T) units_block(ctl, &r, x, out, w, u, T);
   if (w->t.candidates > 1) shuffle(heap, w->t.candidates);
   /* admit */
   gnmr_cuda__admit_begin(&sel, ctl, w);
@@ -567,7 +613,8 @@ TEST(global_steps_under_each_policy) {
 
 TEST(a_perturbed_emulation_is_caught) {
   /* the comparison can fail: a block's lanes added in another order, one
-     count in the wrong bin, or the median not passed on must each show up
+     count in the wrong bin, the median not passed on, or a warp's counts
+     lost must each show up
      as a difference within a few runs, in both launch shapes */
   static const uint32_t sizes[] = {300, 3000};
   size_t i;
@@ -577,7 +624,7 @@ TEST(a_perturbed_emulation_is_caught) {
   plain.common_min_units = 1;
   REQUIRE(run_pair(&plain, 300, 40, 4, KINDS)); /* unperturbed: equal */
   quiet = 1;
-  for (perturb = 1; perturb <= 3; perturb++)
+  for (perturb = 1; perturb <= 4; perturb++)
     for (i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
       int trial, caught = 0;
       for (trial = 0; trial < 6 && !caught; trial++) {

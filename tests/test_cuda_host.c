@@ -1,9 +1,11 @@
-/* The CUDA norm kernels (examples/cuda/gnmr_norms.cuh), run on the CPU: the
+/* The CUDA norm kernel (examples/cuda/gnmr_norms.cuh), run on the CPU: the
    same layout and the same functions, executed warp by warp and thread by
-   thread in the order the kernels give (the group kernel's blocks in a
-   random order: whichever completes a tensor trees it), with the one
-   device operation the CPU lacks (__shfl_down_sync) emulated. Every result must
-   equal gnmr.h's canonical sums bit for bit. No GPU needed. */
+   thread in the order the kernel gives, its blocks interleaved at their
+   barriers in a random schedule (whichever block completes a group node, a
+   tensor or a unit adds it), with the one device operation the CPU lacks
+   (__shfl_down_sync) emulated. Every result must equal gnmr.h's canonical
+   sums bit for bit, every unit be written once a launch, and every ticket
+   be back at 0 after it. No GPU needed. */
 #define GNMR_IMPLEMENTATION
 #include "gnmr.h"
 #include "tests/check.h"
@@ -83,21 +85,16 @@ static double warp_wide_chunk(const void *chunk, uint32_t dtype, uint32_t len) {
   return lane[0];
 }
 
-/* gnmr_norms__chunk_kernel: warp w sums chunk w. */
-static void run_chunk_kernel(const gnmr_norms__tensor *t, uint32_t nt,
-                             uint64_t n_chunks, double *chunk_sums) {
-  uint64_t w;
-  for (w = 0; w < n_chunks; w++) {
-    const gnmr_norms__tensor *x = &t[gnmr_norms__chunk_tensor(t, nt, w)];
-    uint64_t start = (w - x->first_chunk) * GNMR_SUM_CHUNK;
-    uint32_t len = (uint32_t)(x->n - start < GNMR_SUM_CHUNK ? x->n - start
-                                                            : GNMR_SUM_CHUNK);
-    const char *p = (const char *)x->data + start * dtype_size(x->dtype);
-    if (x->dtype != GNMR_DTYPE_F32 && ((uintptr_t)x->data & 15u) == 0)
-      chunk_sums[w] = warp_wide_chunk(p, x->dtype, len);
-    else
-      chunk_sums[w] = warp_lane_chunk(p, x->dtype, len);
-  }
+/* Warp w's chunk sum, as gnmr_norms__chunk_sum: 16 bytes a load for
+   16-byte aligned 16-bit data, else an element a load. */
+static double chunk_sum(const gnmr_norms__tensor *x, uint64_t chunk) {
+  const uint64_t start = (chunk - x->first_chunk) * GNMR_SUM_CHUNK;
+  const uint32_t len =
+      (uint32_t)(x->n - start < GNMR_SUM_CHUNK ? x->n - start : GNMR_SUM_CHUNK);
+  const char *p = (const char *)x->data + start * dtype_size(x->dtype);
+  if (x->dtype != GNMR_DTYPE_F32 && ((uintptr_t)x->data & 15u) == 0)
+    return warp_wide_chunk(p, x->dtype, len);
+  return warp_lane_chunk(p, x->dtype, len);
 }
 
 /* A warp's tree over 32 consecutive values, +0 past m (levels 1 to 5). */
@@ -110,128 +107,228 @@ static double warp_group_tree(const double *c, uint64_t first, uint64_t m) {
   return v[0];
 }
 
-static void shuffle64(uint64_t *list, uint64_t n) {
-  uint64_t i;
-  for (i = n; i > 1; i--) {
-    uint64_t j = check_rand() % i, t = list[i - 1];
-    list[i - 1] = list[j];
-    list[j] = t;
-  }
+/* ---- gnmr_norms__kernel, emulated ---------------------------------------- */
+
+/* One launch: the kernel's arguments, and how often each unit was
+   written. */
+typedef struct emu_launch {
+  const gnmr_norms__tensor *t;
+  const uint32_t *unit_first, *unit_tensors, *need, *empty;
+  double *chunk_sums, *group_sums, *tensor_sums, *sumsq;
+  float *norms;
+  uint32_t *group_tickets, *tensor_tickets, *unit_tickets, *writes;
+  uint64_t n_chunks, blocks;
+  uint32_t nt, n_empty;
+} emu_launch;
+
+/* One block: its shared memory, and the next of its steps (1 to 5, the
+   stretches between the kernel's block barriers). */
+typedef struct emu_block {
+  uint64_t id;
+  int step;
+  uint32_t warp_group[GNMR_NORMS_WARPS], done_group[GNMR_NORMS_WARPS], n_done,
+      tree[GNMR_NORMS_WARPS], done[GNMR_NORMS_WARPS];
+} emu_block;
+
+static void emu_unit_out(const emu_launch *a, uint32_t u, double sum) {
+  a->sumsq[u] = sum;
+  a->norms[u] = (float)sqrt(sum);
+  a->writes[u]++;
 }
 
-/* gnmr_norms__group_kernel: the blocks in a random order (the scheduler's);
-   each block's warps, its tickets, and the trees of the tensors it
-   completed, in shared memory (node) or in place. */
-static int run_group_kernel(const gnmr_norms__tensor *t, uint32_t nt,
-                            uint64_t n_groups, const double *chunk_sums,
-                            double *group_sums, uint32_t *tickets,
-                            double *tensor_sums) {
+/* Runs block b's next step, as every thread of the block would. */
+static void emu_block_step(const emu_launch *a, emu_block *b) {
   static double node[GNMR_NORMS_SHARED]; /* the shared array */
-  const uint64_t blocks = (n_groups + GNMR_NORMS_WARPS - 1) / GNMR_NORMS_WARPS;
-  uint64_t *order = (uint64_t *)malloc((blocks + 1) * sizeof *order), k;
-  if (!order) return GNMR_ESIZE;
-  for (k = 0; k < blocks; k++) order[k] = k;
-  shuffle64(order, blocks);
-  for (k = 0; k < blocks; k++) {
-    uint32_t warp_tensor[GNMR_NORMS_WARPS], tensor[GNMR_NORMS_WARPS],
-        count[GNMR_NORMS_WARPS], w, i, n;
+  const gnmr_norms__tensor *t = a->t;
+  uint32_t w;
+  switch (b->step++) {
+  case 1: { /* the empty units (grid-stride), the chunk sums */
+    const uint64_t threads = a->blocks * GNMR_NORMS_THREADS;
+    uint64_t i;
+    for (w = 0; w < GNMR_NORMS_THREADS; w++)
+      for (i = b->id * GNMR_NORMS_THREADS + w; i < a->n_empty; i += threads)
+        emu_unit_out(a, a->empty[i], 0.0);
     for (w = 0; w < GNMR_NORMS_WARPS; w++) {
-      const uint64_t g = order[k] * GNMR_NORMS_WARPS + w;
-      uint32_t ti;
-      uint64_t m;
-      double v;
-      warp_tensor[w] = GNMR_NORMS_NONE;
-      if (g >= n_groups) continue;
-      ti = gnmr_norms__group_tensor(t, nt, g);
-      m = gnmr_norms__chunks(t[ti].n);
-      v = warp_group_tree(chunk_sums + t[ti].first_chunk,
-                          (g - t[ti].first_group) * GNMR_NORMS_GROUP, m);
-      if (m <= GNMR_NORMS_GROUP) {
-        tensor_sums[ti] = v;
-      } else {
-        group_sums[g] = v;
-        warp_tensor[w] = ti;
+      const uint64_t chunk = b->id * GNMR_NORMS_WARPS + w;
+      b->tree[w] = b->done[w] = b->warp_group[w] = GNMR_NORMS_NONE;
+      if (chunk >= a->n_chunks) continue;
+      {
+        const gnmr_norms__tensor *x =
+            &t[gnmr_norms__chunk_tensor(t, a->nt, chunk)];
+        b->warp_group[w] = gnmr_norms__chunk_group(x, chunk);
+        a->chunk_sums[chunk] = chunk_sum(x, chunk);
       }
     }
-    n = gnmr_norms__claims(warp_tensor, tensor, count);
+    break;
+  }
+  case 2: { /* thread 0: the group tickets */
+    uint32_t group[GNMR_NORMS_WARPS], count[GNMR_NORMS_WARPS], i;
+    const uint32_t n = gnmr_norms__claims(b->warp_group, group, count);
+    b->n_done = 0;
     for (i = 0; i < n; i++) {
-      const gnmr_norms__tensor *x = &t[tensor[i]];
-      const uint64_t m = gnmr_norms__groups(gnmr_norms__chunks(x->n));
-      double *p = group_sums + x->first_group;
-      tickets[tensor[i]] += count[i];
-      if (tickets[tensor[i]] != m) continue;
+      const gnmr_norms__tensor *x =
+          &t[gnmr_norms__group_tensor(t, a->nt, group[i])];
+      if (gnmr_norms__ticket(&a->group_tickets[group[i]], count[i],
+                             gnmr_norms__group_size(x, group[i])))
+        b->done_group[b->n_done++] = group[i];
+    }
+    break;
+  }
+  case 3: /* warp w: group node done_group[w] */
+    for (w = 0; w < b->n_done; w++) {
+      const uint32_t g = b->done_group[w];
+      const uint32_t ti = gnmr_norms__group_tensor(t, a->nt, g);
+      const uint64_t m = gnmr_norms__chunks(t[ti].n);
+      const double v =
+          warp_group_tree(a->chunk_sums + t[ti].first_chunk,
+                          (g - t[ti].first_group) * GNMR_NORMS_GROUP, m);
+      if (m <= GNMR_NORMS_GROUP) {
+        a->tensor_sums[ti] = v;
+        b->done[w] = ti;
+      } else {
+        a->group_sums[g] = v;
+        if (gnmr_norms__ticket(&a->tensor_tickets[ti], 1,
+                               (uint32_t)gnmr_norms__groups(m)))
+          b->tree[w] = ti;
+      }
+    }
+    break;
+  case 4: /* the block: the trees of the tensors it completed */
+    for (w = 0; w < GNMR_NORMS_WARPS; w++) {
+      const uint32_t ti = b->tree[w];
+      uint64_t m;
+      double *p;
+      if (ti == GNMR_NORMS_NONE) continue;
+      m = gnmr_norms__groups(gnmr_norms__chunks(t[ti].n));
+      p = a->group_sums + t[ti].first_group;
       if (m <= GNMR_NORMS_SHARED) {
         memcpy(node, p, m * sizeof *p);
         p = node;
       }
       block_tree(p, m, GNMR_NORMS_THREADS);
-      tensor_sums[tensor[i]] = p[0];
-      tickets[tensor[i]] = 0;
+      a->tensor_sums[ti] = p[0];
+      b->done[w] = ti;
     }
+    break;
+  case 5: /* lane 0 of warp w: the unit tickets and sums */
+    for (w = 0; w < GNMR_NORMS_WARPS; w++) {
+      uint32_t u;
+      if (b->done[w] == GNMR_NORMS_NONE) continue;
+      u = t[b->done[w]].unit;
+      if (gnmr_norms__ticket(&a->unit_tickets[u], 1, a->need[u]))
+        emu_unit_out(a, u,
+                     gnmr_norms__unit_sum(t, a->unit_first, a->unit_tensors,
+                                          a->tensor_sums, u));
+    }
+    break;
   }
-  free(order);
+}
+
+/* The launch: every block resident at once, the scheduler running a step
+   of a random block at a time (blocks interleave at their barriers, as on
+   the device with any schedule). */
+static int emu_launch_run(const emu_launch *a) {
+  emu_block *b = (emu_block *)malloc(a->blocks * sizeof *b);
+  uint64_t live = a->blocks, k;
+  if (!b) return GNMR_ESIZE;
+  for (k = 0; k < a->blocks; k++) {
+    b[k].id = k;
+    b[k].step = 1;
+  }
+  while (live > 0) {
+    k = check_rand() % live;
+    emu_block_step(a, &b[k]);
+    if (b[k].step > 5) b[k] = b[--live];
+  }
+  free(b);
   return GNMR_OK;
 }
 
-/* gnmr_norms__unit_kernel: thread u adds unit u's tensors in order. */
-static void run_unit_kernel(const gnmr_norms__tensor *t,
-                            const uint32_t *unit_first,
-                            const uint32_t *unit_tensors, uint32_t n_units,
-                            const double *tensor_sums, double *sumsq,
-                            float *norms) {
-  uint32_t u;
-  for (u = 0; u < n_units; u++) {
-    sumsq[u] =
-        gnmr_norms__unit_sum(t, unit_first, unit_tensors, tensor_sums, u);
-    norms[u] = (float)sqrt(sumsq[u]);
-  }
+/* NaN with a payload: scratch that no launch should read before writing. */
+static void poison(double *p, uint64_t n) {
+  const uint64_t bits = 0x7FF8DEADBEEF0000ull;
+  uint64_t i;
+  for (i = 0; i < n; i++) memcpy(&p[i], &bits, sizeof bits);
 }
 
-/* The whole plan on the CPU: layout, the three kernels, launched twice as a
-   replayed graph would be (the tickets are back to 0 after each launch,
-   and the second launch, its blocks in another order, gives the same
-   bits). */
+/* The whole plan on the CPU: the layout and the kernel as
+   gnmr_norms_plan_init and gnmr_norms_enqueue set them up, launched three
+   times as a replayed graph would be, each time with the scratch and the
+   outputs poisoned and another schedule: every unit written exactly once,
+   every ticket back at 0 after each launch, and the same bits each time. */
 static int run_plan(const gnmr_tensor *lib, size_t nt, uint32_t n_units,
                     double *sumsq, float *norms) {
   gnmr_norms__tensor *t = (gnmr_norms__tensor *)malloc((nt + 1) * sizeof *t);
   uint32_t *first = (uint32_t *)malloc((n_units + 1) * sizeof *first);
   uint32_t *order = (uint32_t *)malloc((nt + 1) * sizeof *order);
-  uint32_t *tickets = (uint32_t *)calloc(nt + 1, sizeof *tickets);
+  uint32_t *need = (uint32_t *)malloc((n_units + 1) * sizeof *need);
+  uint32_t *empty = (uint32_t *)malloc((n_units + 1) * sizeof *empty);
+  uint32_t *writes = (uint32_t *)malloc((n_units + 1) * sizeof *writes);
   double *tensor_sums = (double *)malloc((nt + 1) * sizeof *tensor_sums);
-  double *chunk_sums = NULL, *group_sums = NULL, *again = NULL;
-  uint64_t chunks = 0, groups = 0;
+  double *again = (double *)malloc((n_units + 1) * sizeof *again);
+  double *chunk_sums = NULL, *group_sums = NULL;
+  uint32_t *tickets = NULL;
+  uint64_t chunks = 0, groups = 0, n_tickets = 0, i;
+  emu_launch a;
+  memset(&a, 0, sizeof a);
   int rc = GNMR_ESIZE, launch;
-  size_t i;
-  if (t && first && order && tickets && tensor_sums)
+  if (t && first && order && need && empty && writes && tensor_sums && again)
     rc =
         gnmr_norms__layout(lib, nt, n_units, t, first, order, &chunks, &groups);
   if (rc == GNMR_OK) {
+    n_tickets = groups + nt + n_units;
     chunk_sums = (double *)malloc((chunks + 1) * sizeof *chunk_sums);
     group_sums = (double *)malloc((groups + 1) * sizeof *group_sums);
-    again = (double *)malloc((n_units + 1) * sizeof *again);
-    if (!chunk_sums || !group_sums || !again) rc = GNMR_ESIZE;
+    tickets = (uint32_t *)calloc(n_tickets + 1, sizeof *tickets);
+    if (!chunk_sums || !group_sums || !tickets) rc = GNMR_ESIZE;
   }
-  for (launch = 0; launch < 2 && rc == GNMR_OK; launch++) {
-    double *out = launch == 0 ? sumsq : again;
-    run_chunk_kernel(t, (uint32_t)nt, chunks, chunk_sums);
-    rc = run_group_kernel(t, (uint32_t)nt, groups, chunk_sums, group_sums,
-                          tickets, tensor_sums);
-    if (rc == GNMR_OK)
-      run_unit_kernel(t, first, order, n_units, tensor_sums, out, norms);
-    for (i = 0; i < nt; i++)
+  if (rc == GNMR_OK) {
+    a.t = t;
+    a.unit_first = first;
+    a.unit_tensors = order;
+    a.need = need;
+    a.empty = empty;
+    a.n_empty = gnmr_norms__unit_need(t, first, order, n_units, need, empty);
+    a.chunk_sums = chunk_sums;
+    a.group_sums = group_sums;
+    a.tensor_sums = tensor_sums;
+    a.norms = norms;
+    a.group_tickets = tickets;
+    a.tensor_tickets = tickets + groups;
+    a.unit_tickets = a.tensor_tickets + nt;
+    a.writes = writes;
+    a.n_chunks = chunks;
+    a.nt = (uint32_t)nt;
+    a.blocks = (chunks + GNMR_NORMS_WARPS - 1) / GNMR_NORMS_WARPS;
+    if (a.blocks == 0) a.blocks = 1; /* as gnmr_norms_enqueue */
+  }
+  for (launch = 0; launch < 3 && rc == GNMR_OK; launch++) {
+    a.sumsq = launch == 0 ? sumsq : again;
+    poison(chunk_sums, chunks);
+    poison(group_sums, groups);
+    poison(tensor_sums, nt);
+    poison(a.sumsq, n_units);
+    for (i = 0; i < n_units; i++) writes[i] = 0;
+    rc = emu_launch_run(&a);
+    for (i = 0; i < n_units && rc == GNMR_OK; i++)
+      if (writes[i] != 1) rc = GNMR_ESTATE;
+    for (i = 0; i < n_tickets && rc == GNMR_OK; i++)
       if (tickets[i] != 0) rc = GNMR_ESTATE;
+    if (rc == GNMR_OK && launch > 0 &&
+        memcmp(sumsq, again, n_units * sizeof *sumsq) != 0)
+      rc = GNMR_ESTATE;
   }
-  if (rc == GNMR_OK && n_units > 0 &&
-      memcmp(sumsq, again, n_units * sizeof *sumsq) != 0)
-    rc = GNMR_ESTATE;
   free(t);
   free(first);
   free(order);
-  free(tickets);
+  free(need);
+  free(empty);
+  free(writes);
   free(tensor_sums);
+  free(again);
   free(chunk_sums);
   free(group_sums);
-  free(again);
+  free(tickets);
   return rc;
 }
 
@@ -606,6 +703,48 @@ TEST(plan_equals_library_bits) {
   for (i = 0; i < NT; i++) free(blocks[i]);
 }
 
+/* Units that no tensor completes (no tensors, or only empty ones), with
+   and without any chunk in the launch: the kernel writes their +0 first
+   thing (one block at least is launched). */
+TEST(plan_units_without_data_read_zero) {
+  static float y[5000];
+  gnmr_tensor t[4];
+  double sumsq[6], lib_sumsq[6];
+  float norms[6];
+  uint32_t i, u;
+  fill(y, GNMR_DTYPE_F32, 5000);
+  for (i = 0; i < 4; i++) {
+    t[i].data = NULL;
+    t[i].n = 0;
+    t[i].dtype = GNMR_DTYPE_F32;
+    t[i].unit = i; /* units 4 and 5 have no tensor */
+  }
+  REQUIRE(run_plan(t, 4, 6, sumsq, norms) == GNMR_OK);
+  for (u = 0; u < 6; u++) {
+    EXPECT_EQ_BITS(sumsq[u], 0.0);
+    EXPECT_EQ_BITS(norms[u], 0.0f);
+  }
+  t[2].data = y; /* unit 2: one tensor of two chunks */
+  t[2].n = 5000;
+  REQUIRE(run_plan(t, 4, 6, sumsq, norms) == GNMR_OK);
+  REQUIRE(gnmr_unit_sumsq(t, 4, lib_sumsq, 6) == GNMR_OK);
+  for (u = 0; u < 6; u++) EXPECT_EQ_BITS(sumsq[u], lib_sumsq[u]);
+  EXPECT(sumsq[2] > 0.0);
+}
+
+/* A ticket: a count that is the whole total takes none; otherwise the
+   count that completes it says so and leaves it at 0. */
+TEST(ticket_completes_once_and_rests_at_zero) {
+  uint32_t c = 0;
+  EXPECT(gnmr_norms__ticket(&c, 5, 5));
+  EXPECT_EQ_INT(c, 0);
+  EXPECT(!gnmr_norms__ticket(&c, 2, 5));
+  EXPECT_EQ_INT(c, 2);
+  EXPECT(!gnmr_norms__ticket(&c, 1, 5));
+  EXPECT(gnmr_norms__ticket(&c, 2, 5));
+  EXPECT_EQ_INT(c, 0);
+}
+
 /* A tensor of more than GNMR_NORMS_SHARED groups (its tree in the global
    scratch) beside small ones in the same unit. */
 TEST(plan_big_tensor_tree_in_global_scratch) {
@@ -881,6 +1020,8 @@ int main(int argc, char **argv) {
       CHECK_CASE(layout_groups_units_stably_and_refuses_whole),
       CHECK_CASE(plan_equals_library_bits),
       CHECK_CASE(plan_big_tensor_tree_in_global_scratch),
+      CHECK_CASE(plan_units_without_data_read_zero),
+      CHECK_CASE(ticket_completes_once_and_rests_at_zero),
       CHECK_CASE(plan_tensors_spanning_blocks),
       CHECK_CASE(power_of_two_scaling_scales_the_sum_exactly),
       CHECK_CASE(regions_align_each_dtype_after_odd_sizes),

@@ -706,10 +706,101 @@ static inline GNMR_HOSTDEV double gnmr_cuda__scaled(double x, double scale) {
   return scale == 0.0 ? 0.0 : x * scale;
 }
 
+/* ---- the block's counts: a ballot per warp, two barriers --------------
+   A block counts its threads' events (the scan's finite, settled and up;
+   the units' tally) without a barrier per count: each warp counts each
+   event with a ballot, its lane 0 writes the warp's counts in a row of a
+   shared table, one barrier, then thread k adds event k down the column
+   (integers: any order gives the same sums). A second barrier before the
+   table is written again. The events are a thread's bits (bit k: event k
+   holds); the table holds GNMR_CUDA__COUNT_WARPS rows of
+   GNMR_CUDA__COUNTS. */
+#define GNMR_CUDA__COUNT_WARPS (GNMR_CUDA_ADMIT_THREADS / 32)
+#define GNMR_CUDA__COUNTS GNMR__TALLY_N
+/* the scan's events */
+#define GNMR_CUDA__FINITE 0
+#define GNMR_CUDA__SETTLED 1
+#define GNMR_CUDA__UP 2
+
+/* The scan's bits of one unit (code: gnmr_cuda__scan's). */
+static inline GNMR_HOSTDEV unsigned gnmr_cuda__scan_bits(uint32_t code,
+                                                         int up) {
+  return (unsigned)(code != GNMR_CUDA__NOT_FINITE) << GNMR_CUDA__FINITE |
+         (unsigned)(code < GNMR_CUDA_BINS) << GNMR_CUDA__SETTLED |
+         (unsigned)(up != 0) << GNMR_CUDA__UP;
+}
+
+/* The tally's bits of one unit: bit i for field i of gnmr.h's tally (in
+   its order), from gnmr__unit_step's GNMR__EV_* bits. */
+static inline GNMR_HOSTDEV unsigned gnmr_cuda__tally_bits(unsigned ev) {
+  unsigned bits = 0;
+#define GNMR_CUDA__BIT(name, type, bit)                                        \
+  bits |= (unsigned)((ev & (bit)) != 0u) << GNMR__TALLY_AT_##name;
+  GNMR__TALLY(GNMR_CUDA__BIT)
+#undef GNMR_CUDA__BIT
+  return bits;
+}
+
+/* Threads of the one-block kernel for n units (a multiple of 32, as the
+   ballots of the counts need): one per unit up to the admit's 1024, at
+   least 64 (the median's search). */
+static inline GNMR_HOSTDEV uint32_t gnmr_cuda__fused_threads(uint32_t n) {
+  const uint32_t warps = (n + 31) / 32;
+  return n >= GNMR_CUDA_ADMIT_THREADS ? GNMR_CUDA_ADMIT_THREADS
+         : warps > 2                  ? 32 * warps
+                                      : 64;
+}
+
+/* Thread k: event k's count over the warps' rows (table: rows of
+   GNMR_CUDA__COUNTS). */
+static inline GNMR_HOSTDEV uint32_t gnmr_cuda__column(const uint32_t *table,
+                                                      uint32_t warps,
+                                                      uint32_t k) {
+  uint32_t i, sum = 0;
+  for (i = 0; i < warps; i++) sum += table[i * GNMR_CUDA__COUNTS + k];
+  return sum;
+}
+
+/* Field k of a tally, plus v (the fused kernel's thread k: no other thread
+   writes that field). The layout gnmr__tally_layout asserts: 64-bit fields
+   first, then 32-bit ones. */
+static inline GNMR_HOSTDEV void
+gnmr_cuda__tally_field_add(gnmr__tally *t, uint32_t k, uint32_t v) {
+  uint64_t *c64 = (uint64_t *)(void *)t;
+  uint32_t *c32 = (uint32_t *)(void *)(c64 + GNMR__TALLY_WIDE);
+  if (k < GNMR__TALLY_WIDE)
+    c64[k] += v;
+  else
+    c32[k - GNMR__TALLY_WIDE] += v;
+}
+
 /* ---- CUDA -------------------------------------------------------------- */
 #if defined(__CUDACC__)
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
+
+/* The block's counts of K events (bit k of bits: event k holds for this
+   thread), every thread of the block calling it (blockDim.x a multiple of
+   32, at most GNMR_CUDA_ADMIT_THREADS): a ballot per warp and event, the
+   warp's counts into its row of table, two barriers (the second before the
+   table is written again); returns event k's count in thread k < K, 0 in
+   the others. */
+static __device__ __forceinline__ uint32_t gnmr_cuda__block_count(
+    unsigned bits, uint32_t K, uint32_t (*table)[GNMR_CUDA__COUNTS]) {
+  const uint32_t lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  uint32_t sum = 0;
+#pragma unroll
+  for (uint32_t k = 0; k < GNMR_CUDA__COUNTS; k++) {
+    if (k >= K) break;
+    const uint32_t c = __popc(__ballot_sync(0xFFFFFFFFu, (bits >> k) & 1u));
+    if (lane == 0) table[warp][k] = c;
+  }
+  __syncthreads();
+  if (threadIdx.x < K)
+    sum = gnmr_cuda__column(&table[0][0], blockDim.x / 32, threadIdx.x);
+  __syncthreads();
+  return sum;
+}
 
 /* The median's search in one block (at least 64 threads): the sums of
    64 bins, then its two phases, barriers between; m->bin is then every
@@ -734,6 +825,7 @@ static __global__ void __launch_bounds__(GNMR_CUDA_UNIT_THREADS)
   __shared__ gnmr__rules r;
   __shared__ uint32_t hist[GNMR_CUDA_BINS];
   __shared__ double lanes[8];
+  __shared__ uint32_t table[GNMR_CUDA__COUNT_WARPS][GNMR_CUDA__COUNTS];
   __shared__ int usable;
   const uint32_t t = threadIdx.x, b = blockIdx.x, u = 256 * b + t;
   gnmr__cuda_ieee_guard();
@@ -753,15 +845,16 @@ static __global__ void __launch_bounds__(GNMR_CUDA_UNIT_THREADS)
     const uint32_t code = gnmr_cuda__scan(&r, &s, norms, u, &up);
     if (code < GNMR_CUDA_BINS) atomicAdd(&hist[code], 1u);
     if (t < 8) lanes[t] = gnmr_cuda__lane(norms, n, b, t);
-    const int finite = __syncthreads_count(code != GNMR_CUDA__NOT_FINITE);
-    const int settled = __syncthreads_count(code < GNMR_CUDA_BINS);
-    const int ups = __syncthreads_count(up);
-    if (t == 0) {
-      block_sumsq[b] = gnmr__fold8(lanes);
-      if (finite) atomicAdd(&w->finite, (uint32_t)finite);
-      if (settled) atomicAdd(&w->settled, (uint32_t)settled);
-      if (ups) atomicAdd(&w->up, (uint32_t)ups);
-    }
+    /* thread k: event k's count; its barriers order the lanes and the
+       shared histogram's atomics before what follows */
+    const uint32_t c =
+        gnmr_cuda__block_count(gnmr_cuda__scan_bits(code, up), 3, table);
+    if (t == 0) block_sumsq[b] = gnmr__fold8(lanes);
+    if (t <= GNMR_CUDA__UP && c)
+      atomicAdd(t == GNMR_CUDA__FINITE    ? &w->finite
+                : t == GNMR_CUDA__SETTLED ? &w->settled
+                                          : &w->up,
+                c);
     for (uint32_t i = t; i < GNMR_CUDA_BINS; i += blockDim.x)
       if (hist[i]) atomicAdd(&w->hist[i], hist[i]);
   }
@@ -798,29 +891,28 @@ static __global__ void __launch_bounds__(GNMR_CUDA_UNIT_THREADS)
   for (uint32_t i = t; i < GNMR_CUDA_BINS; i += T) w->hist[i] = 0;
 }
 
-/* The totals of one pass of the units, summed over the block, then added
-   to w by thread 0. */
+/* The totals of one pass of the units, summed over the block
+   (gnmr_cuda__block_count, two barriers for gnmr.h's GNMR__TALLY_N
+   fields), thread k adding field k to w: with an atomic (atomic, the grid's
+   blocks) or plainly (the one-block kernel, the field thread k's alone). */
 static __device__ __forceinline__ void
-gnmr_cuda__count_units(unsigned ev, gnmr_cuda_work *w, int atomic) {
-  /* gnmr.h's tally, in its order; gnmr__tally_layout asserts the layout
-     the atomic path reads as arrays of 64 and 32 bits. */
-#define GNMR_CUDA__COUNT(name, type, bit)                                      \
-  __syncthreads_count((ev & (bit)) != 0u),
-  const int sums[GNMR__TALLY_N] = {GNMR__TALLY(GNMR_CUDA__COUNT)};
-#undef GNMR_CUDA__COUNT
-  if (threadIdx.x != 0) return;
+gnmr_cuda__count_units(unsigned ev, gnmr_cuda_work *w, int atomic,
+                       uint32_t (*table)[GNMR_CUDA__COUNTS]) {
+  const uint32_t k = threadIdx.x;
+  const uint32_t sum =
+      gnmr_cuda__block_count(gnmr_cuda__tally_bits(ev), GNMR__TALLY_N, table);
+  if (k >= GNMR__TALLY_N || sum == 0) return;
   if (atomic) {
+    /* gnmr__tally_layout asserts the layout read as arrays of 64 and 32
+       bits */
     unsigned long long *c64 = (unsigned long long *)(void *)&w->t;
     uint32_t *c32 = (uint32_t *)(void *)(c64 + GNMR__TALLY_WIDE);
-    for (int i = 0; i < GNMR__TALLY_WIDE; i++)
-      if (sums[i]) atomicAdd(c64 + i, (unsigned long long)sums[i]);
-    for (int i = GNMR__TALLY_WIDE; i < GNMR__TALLY_N; i++)
-      if (sums[i]) atomicAdd(c32 + (i - GNMR__TALLY_WIDE), (uint32_t)sums[i]);
+    if (k < GNMR__TALLY_WIDE)
+      atomicAdd(c64 + k, (unsigned long long)sum);
+    else
+      atomicAdd(c32 + (k - GNMR__TALLY_WIDE), sum);
   } else {
-#define GNMR_CUDA__ADD(name, type, bit)                                        \
-  w->t.name += (type)sums[GNMR__TALLY_AT_##name];
-    GNMR__TALLY(GNMR_CUDA__ADD)
-#undef GNMR_CUDA__ADD
+    gnmr_cuda__tally_field_add(&w->t, k, sum);
   }
 }
 
@@ -829,6 +921,7 @@ static __global__ void __launch_bounds__(GNMR_CUDA_UNIT_THREADS)
                             gnmr_decision *out, gnmr_cuda_work *w) {
   __shared__ gnmr__rules r;
   __shared__ uint32_t listed, base;
+  __shared__ uint32_t table[GNMR_CUDA__COUNT_WARPS][GNMR_CUDA__COUNTS];
   const uint32_t u = blockIdx.x * blockDim.x + threadIdx.x;
   unsigned ev;
   if (threadIdx.x == 0) {
@@ -840,7 +933,8 @@ static __global__ void __launch_bounds__(GNMR_CUDA_UNIT_THREADS)
   {
     /* the candidates: a place in the block's part of the list */
     const uint32_t at = ev & GNMR__EV_CANDIDATE ? atomicAdd(&listed, 1u) : 0;
-    gnmr_cuda__count_units(ev, w, 1); /* its barriers order the atomics */
+    gnmr_cuda__count_units(ev, w, 1, table); /* its barriers order the
+                                                atomics */
     if (threadIdx.x == 0)
       base = listed ? atomicAdd(&w->t.candidates, listed) : 0;
     __syncthreads();
@@ -895,6 +989,7 @@ static __global__ void __launch_bounds__(GNMR_CUDA_ADMIT_THREADS)
   __shared__ gnmr_cuda_median m;
   __shared__ double lanes[GNMR_CUDA_FUSED_MAX / 32];
   __shared__ double block_sumsq[GNMR_CUDA_FUSED_MAX / 256];
+  __shared__ uint32_t table[GNMR_CUDA__COUNT_WARPS][GNMR_CUDA__COUNTS];
   __shared__ int usable;
   const uint32_t t = threadIdx.x, T = blockDim.x, blocks = (n + 255) / 256;
   uint32_t at;
@@ -913,14 +1008,11 @@ static __global__ void __launch_bounds__(GNMR_CUDA_ADMIT_THREADS)
       int up;
       const uint32_t code = gnmr_cuda__scan(&r, &s, norms, at + t, &up);
       if (code < GNMR_CUDA_BINS) atomicAdd(&hist[code], 1u);
-      const int finite = __syncthreads_count(code != GNMR_CUDA__NOT_FINITE);
-      const int settled = __syncthreads_count(code < GNMR_CUDA_BINS);
-      const int ups = __syncthreads_count(up);
-      if (t == 0) {
-        w->finite += (uint32_t)finite;
-        w->settled += (uint32_t)settled;
-        w->up += (uint32_t)ups;
-      }
+      const uint32_t c =
+          gnmr_cuda__block_count(gnmr_cuda__scan_bits(code, up), 3, table);
+      if (t == GNMR_CUDA__FINITE) w->finite += c;
+      if (t == GNMR_CUDA__SETTLED) w->settled += c;
+      if (t == GNMR_CUDA__UP) w->up += c;
     }
     for (at = t; at < 8 * blocks; at += T)
       lanes[at] = gnmr_cuda__lane(norms, n, at / 8, at % 8);
@@ -942,7 +1034,7 @@ static __global__ void __launch_bounds__(GNMR_CUDA_ADMIT_THREADS)
     const unsigned ev = gnmr_cuda__unit(ctl, &r, norms, out, w, at + t);
     if (ev & GNMR__EV_CANDIDATE)
       gnmr__carve(ctl->units, n).heap[atomicAdd(&w->t.candidates, 1u)] = at + t;
-    gnmr_cuda__count_units(ev, w, 0);
+    gnmr_cuda__count_units(ev, w, 0, table);
   }
   __syncthreads();
   gnmr_cuda__admit_block(&sel, ctl, out, w);
@@ -1081,13 +1173,8 @@ int gnmr_cuda_step(gnmr_cuda_ctl *gc, const float *norms, gnmr_decision *out,
   n = gc->n_units;
   blocks = n / GNMR_CUDA_UNIT_THREADS + (n % GNMR_CUDA_UNIT_THREADS != 0);
   if (n <= GNMR_CUDA_FUSED_MAX) {
-    const uint32_t warps = (n + 31) / 32;
-    const uint32_t threads = n >= GNMR_CUDA_ADMIT_THREADS
-                                 ? GNMR_CUDA_ADMIT_THREADS
-                             : warps > 2 ? 32 * warps
-                                         : 64;
-    gnmr_cuda__fused_kernel<<<1, threads, 0, stream>>>(gc->ctl, norms, n, out,
-                                                       gc->work);
+    gnmr_cuda__fused_kernel<<<1, gnmr_cuda__fused_threads(n), 0, stream>>>(
+        gc->ctl, norms, n, out, gc->work);
     return gnmr_cuda__fail(gc, cudaGetLastError());
   }
   gnmr_cuda__scan_kernel<<<blocks, GNMR_CUDA_UNIT_THREADS, 0, stream>>>(

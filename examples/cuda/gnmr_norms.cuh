@@ -22,7 +22,7 @@
 
    How the work is laid out. Every tensor's elements are cut into chunks of
    GNMR_SUM_CHUNK; the chunks of all tensors are numbered in tensor order,
-   and warp w of the first kernel sums chunk w (lane i mod 32 owns element
+   and warp w of the kernel sums chunk w (lane i mod 32 owns element
    i, each lane adds its squares in double in increasing i, the lanes fold
    by halves with shuffles: gnmr.h's canonical chunk sum; for 16-byte
    aligned f16/bf16 a thread loads 8 elements at once, 512 bytes a warp,
@@ -30,19 +30,22 @@
    from there, with the same additions in the same order). So a big tensor
    is many blocks, and small tensors share blocks: a block is 8 consecutive
    chunks of the list, whichever tensors they belong to, and no SM waits for
-   a tensor of its own. The second kernel builds each tensor's pairwise
-   tree over its chunk sums, spread over the grid as the first: its group
-   nodes (32 consecutive chunks of one tensor) are numbered in tensor order
-   too, and warp w trees node w with shuffles (levels 1 to 5; chunks past
-   the end count as +0, which is how the tree carries an odd node up
-   unchanged). A block takes a ticket (an atomic count per tensor) for the
-   nodes it wrote; the block that completes a tensor trees its nodes
-   (levels 6 on) in shared memory (in global memory past 2048 of them,
-   i.e. tensors over 2^28 elements). Which block comes last changes who
-   adds, not what is added. The third kernel, a thread per unit, adds the
-   unit's tensors in order. (One block per unit for the second phase cost
-   about 200 us on a 1 GiB tensor on an H100: one SM read its 65,536 chunk
-   sums.)
+   a tensor of its own. The rest of the tree is the kernel's tail, in the
+   same launch: each tensor's chunk sums in group nodes of 32 consecutive
+   chunks (numbered in tensor order too), a warp's shuffles over a node
+   (levels 1 to 5; chunks past the end count as +0, which is how the tree
+   carries an odd node up unchanged), the tensor's pairwise tree over its
+   nodes (levels 6 on; in shared memory, in global memory past 2048 nodes,
+   i.e. tensors over 2^28 elements), then each unit's tensors added in
+   order. Each of those levels is last-block-done: a block counts what it
+   finished on a ticket (an atomic counter per node, per tensor, per unit),
+   and the block whose count completes one adds it and puts the ticket back
+   to 0 for the next launch (a graph replay included). Which block comes
+   last changes who adds, not what is added. Every block works, none
+   waits. (One launch, not three: the two short kernels after the chunk
+   sums cost about 20 us on an H100, and before them, one block per unit
+   for the node trees cost about 200 us on a 1 GiB tensor: one SM read its
+   65,536 chunk sums.)
 
    Build with contraction off (nvcc --fmad=false, host -ffp-contract=off)
    and without --use_fast_math (it flushes subnormals): a fused
@@ -84,6 +87,14 @@
 
 #define GNMR_NORMS_WARPS 8 /* warps per block */
 #define GNMR_NORMS_THREADS (GNMR_NORMS_WARPS * GNMR_SUM_LANES)
+/* The kernel's minimum of resident blocks an SM (__launch_bounds__). At 1
+   the compiler takes 40 registers a thread and spills nothing: 6 blocks an
+   SM. At 8 (2048 threads, the chunk sums' occupancy when they were a kernel
+   of their own, 32 registers) it spills about 100 bytes a thread. Which
+   reads faster is a measurement (bench_norms_cuda builds both). */
+#ifndef GNMR_NORMS_BLOCKS_PER_SM
+#define GNMR_NORMS_BLOCKS_PER_SM 1
+#endif
 /* Elements each lane reads in a chunk, and how many it has in flight. */
 #define GNMR_NORMS_LANE_STEPS (GNMR_SUM_CHUNK / GNMR_SUM_LANES)
 #define GNMR_NORMS_BATCH 16
@@ -256,9 +267,9 @@ gnmr_norms__tree_level(double *p, uint64_t m, uint64_t stride, uint32_t tid,
     p[j] = GNMR_NORMS_NODE(&p[j], l2) + GNMR_NORMS_NODE(&p[j + stride], l2);
 }
 
-/* The group kernel's block, thread 0: its warps' tensors (warp_tensor[w],
-   GNMR_NORMS_NONE for a warp with nothing to claim) as claims: tensor[i]
-   gets count[i] group nodes. A tensor's groups are consecutive, so its
+/* The kernel's block, thread 0: its warps' group nodes (warp_group[w],
+   GNMR_NORMS_NONE for a warp with nothing to claim) as claims: node[i]
+   gets count[i] chunk sums. The chunks of a node are consecutive, so its
    warps are too. Returns the number of claims. */
 #define GNMR_NORMS_NONE 0xFFFFFFFFu
 static inline GNMR_HOSTDEV uint32_t gnmr_norms__claims(
@@ -277,7 +288,8 @@ static inline GNMR_HOSTDEV uint32_t gnmr_norms__claims(
 }
 
 /* Unit u's sum of squares: its tensors' sums added in order from +0 (an
-   empty tensor skipped), as gnmr_unit_sumsq. The unit kernel's thread u. */
+   empty tensor skipped), as gnmr_unit_sumsq. Other blocks wrote the sums
+   in this launch: read from L2 (GNMR_NORMS_NODE). */
 static inline GNMR_HOSTDEV double
 gnmr_norms__unit_sum(const gnmr_norms__tensor *t, const uint32_t *unit_first,
                      const uint32_t *unit_tensors, const double *tensor_sums,
@@ -285,8 +297,43 @@ gnmr_norms__unit_sum(const gnmr_norms__tensor *t, const uint32_t *unit_first,
   double sum = 0.0;
   uint32_t i;
   for (i = unit_first[u]; i < unit_first[u + 1]; i++)
-    if (t[unit_tensors[i]].n > 0) sum += tensor_sums[unit_tensors[i]];
+    if (t[unit_tensors[i]].n > 0)
+      sum += GNMR_NORMS_NODE(&tensor_sums[unit_tensors[i]], 1);
   return sum;
+}
+
+/* The group node of chunk (one of tensor x's), and how many chunks group
+   node g (one of x's) holds: 32, fewer for a tensor's last. */
+static inline GNMR_HOSTDEV uint32_t
+gnmr_norms__chunk_group(const gnmr_norms__tensor *x, uint64_t chunk) {
+  return (uint32_t)(x->first_group +
+                    (chunk - x->first_chunk) / GNMR_NORMS_GROUP);
+}
+static inline GNMR_HOSTDEV uint32_t
+gnmr_norms__group_size(const gnmr_norms__tensor *x, uint64_t g) {
+  const uint64_t m = gnmr_norms__chunks(x->n);
+  const uint64_t k = (g - x->first_group) * GNMR_NORMS_GROUP;
+  return (uint32_t)(m - k < GNMR_NORMS_GROUP ? m - k : GNMR_NORMS_GROUP);
+}
+
+/* A ticket: the counter moves by count and the caller learns whether that
+   completed it (reached total). The one whose count completes it puts it
+   back to 0, the state every launch starts from (a replayed graph
+   included): every other count of this launch is in by then, and the next
+   launch is ordered after this one. A count that is the whole total takes
+   no ticket at all (no other block holds a part), and leaves 0 as it found
+   it. On the host (tests/test_cuda_host.c) a plain add. */
+static inline GNMR_HOSTDEV int
+gnmr_norms__ticket(uint32_t *counter, uint32_t count, uint32_t total) {
+  if (count == total) return 1;
+#if defined(__CUDA_ARCH__)
+  if (atomicAdd(counter, count) + count != total) return 0;
+#else
+  *counter += count;
+  if (*counter != total) return 0;
+#endif
+  *counter = 0;
+  return 1;
 }
 
 /* ---- the layout (host) ------------------------------------------------- */
@@ -344,6 +391,25 @@ static inline int gnmr_norms__layout(const gnmr_tensor *t, size_t nt,
   return GNMR_OK;
 }
 
+/* What completes each unit in the one-launch kernel: need[u], how many of
+   unit u's tensors are non-empty (each one's completion is a count on the
+   unit's ticket), and the units with none, empty[0 .. returned count),
+   which no tensor completes (the kernel writes their 0 first thing). */
+static inline uint32_t gnmr_norms__unit_need(const gnmr_norms__tensor *t,
+                                             const uint32_t *unit_first,
+                                             const uint32_t *unit_tensors,
+                                             uint32_t n_units, uint32_t *need,
+                                             uint32_t *empty) {
+  uint32_t u, i, n_empty = 0;
+  for (u = 0; u < n_units; u++) {
+    need[u] = 0;
+    for (i = unit_first[u]; i < unit_first[u + 1]; i++)
+      need[u] += t[unit_tensors[i]].n > 0;
+    if (need[u] == 0) empty[n_empty++] = u;
+  }
+  return n_empty;
+}
+
 #ifdef __cplusplus
 }
 #endif
@@ -387,19 +453,11 @@ gnmr_norms__wide_chunk(const void *chunk, uint32_t dtype, uint32_t len,
   return acc;
 }
 
-/* Warp w of the grid: chunk w of the launch-wide numbering. */
-static __global__ void __launch_bounds__(GNMR_NORMS_THREADS)
-    gnmr_norms__chunk_kernel(const gnmr_norms__tensor *tensors,
-                             uint32_t n_tensors, uint64_t n_chunks,
-                             double *chunk_sums) {
-  __shared__ __align__(16) uint16_t buf[GNMR_NORMS_WARPS][GNMR_NORMS_WIDE_BUF];
-  const uint32_t warp = threadIdx.x / GNMR_SUM_LANES;
-  const uint64_t chunk = (uint64_t)blockIdx.x * GNMR_NORMS_WARPS + warp;
-  const uint32_t lane = threadIdx.x % GNMR_SUM_LANES;
-  gnmr__cuda_ieee_guard();
-  if (chunk >= n_chunks) return; /* the whole warp */
-  const gnmr_norms__tensor x =
-      tensors[gnmr_norms__chunk_tensor(tensors, n_tensors, chunk)];
+/* Chunk of tensor x (lane's part; the canonical sum in lane 0). buf: the
+   warp's GNMR_NORMS_WIDE_BUF elements of shared memory. */
+static __device__ __forceinline__ double
+gnmr_norms__chunk_sum(const gnmr_norms__tensor &x, uint64_t chunk,
+                      uint32_t lane, uint16_t *buf) {
   const uint64_t start = (chunk - x.first_chunk) * GNMR_SUM_CHUNK;
   const uint32_t len =
       (uint32_t)(x.n - start < GNMR_SUM_CHUNK ? x.n - start : GNMR_SUM_CHUNK);
@@ -407,33 +465,29 @@ static __global__ void __launch_bounds__(GNMR_NORMS_THREADS)
       (const char *)x.data + start * (x.dtype == GNMR_DTYPE_F32 ? 4 : 2);
   double acc;
   /* a constant dtype per call: each loop specialised */
-  if (x.dtype != GNMR_DTYPE_F32 && ((uintptr_t)x.data & 15u) == 0) {
-    acc = x.dtype == GNMR_DTYPE_BF16
-              ? gnmr_norms__wide_chunk(p, GNMR_DTYPE_BF16, len, lane, buf[warp])
-              : gnmr_norms__wide_chunk(p, GNMR_DTYPE_F16, len, lane, buf[warp]);
-  } else {
-    if (x.dtype == GNMR_DTYPE_F32)
-      acc = gnmr_norms__lane_sum(p, GNMR_DTYPE_F32, len, lane);
-    else if (x.dtype == GNMR_DTYPE_BF16)
-      acc = gnmr_norms__lane_sum(p, GNMR_DTYPE_BF16, len, lane);
-    else
-      acc = gnmr_norms__lane_sum(p, GNMR_DTYPE_F16, len, lane);
-    for (uint32_t delta = GNMR_SUM_LANES / 2; delta >= 1; delta /= 2)
-      acc += __shfl_down_sync(0xFFFFFFFFu, acc, delta);
-  }
-  if (lane == 0) chunk_sums[chunk] = acc;
+  if (x.dtype != GNMR_DTYPE_F32 && ((uintptr_t)x.data & 15u) == 0)
+    return x.dtype == GNMR_DTYPE_BF16
+               ? gnmr_norms__wide_chunk(p, GNMR_DTYPE_BF16, len, lane, buf)
+               : gnmr_norms__wide_chunk(p, GNMR_DTYPE_F16, len, lane, buf);
+  if (x.dtype == GNMR_DTYPE_F32)
+    acc = gnmr_norms__lane_sum(p, GNMR_DTYPE_F32, len, lane);
+  else if (x.dtype == GNMR_DTYPE_BF16)
+    acc = gnmr_norms__lane_sum(p, GNMR_DTYPE_BF16, len, lane);
+  else
+    acc = gnmr_norms__lane_sum(p, GNMR_DTYPE_F16, len, lane);
+  for (uint32_t delta = GNMR_SUM_LANES / 2; delta >= 1; delta /= 2)
+    acc += __shfl_down_sync(0xFFFFFFFFu, acc, delta);
+  return acc;
 }
 
 /* The tree over a tensor's group nodes p[0 .. m), by the block that
    completed them (other blocks wrote most of them: read from L2): in
-   shared memory up to GNMR_NORMS_SHARED nodes, else in place. The root
-   into tensor_sums[ti], the tensor's ticket back to 0 for the next
-   launch. */
-static __device__ void gnmr_norms__tensor_tree(double *node, double *p,
-                                               uint64_t m, uint32_t ti,
-                                               uint32_t *tickets,
-                                               double *tensor_sums) {
+   shared memory up to GNMR_NORMS_SHARED nodes, else in place (the nodes'
+   last use in this launch). The root, in thread 0. */
+static __device__ double gnmr_norms__tensor_tree(double *node, double *p,
+                                                 uint64_t m) {
   const int l2 = m > GNMR_NORMS_SHARED;
+  double root;
   if (!l2) {
     for (uint64_t j = threadIdx.x; j < m; j += blockDim.x)
       node[j] = __ldcg(p + j);
@@ -444,101 +498,176 @@ static __device__ void gnmr_norms__tensor_tree(double *node, double *p,
     gnmr_norms__tree_level(p, m, stride, threadIdx.x, blockDim.x, l2);
     __syncthreads();
   }
-  if (threadIdx.x == 0) {
-    tensor_sums[ti] = GNMR_NORMS_NODE(p, l2);
-    tickets[ti] = 0;
-  }
+  root = GNMR_NORMS_NODE(p, l2);
   __syncthreads(); /* node is reused */
+  return root;
 }
 
-/* Warp w of the grid: group node w of the launch-wide numbering (32
-   consecutive chunk sums of one tensor, levels 1 to 5 of its tree with
-   shuffles, +0 past the end). A tensor of one group is done: its sum. Else
-   the block takes a ticket for each tensor it wrote nodes of, and the block
-   whose nodes complete a tensor trees them (levels 6 on): every block
-   works, none waits, and the additions are the tree's whichever block
-   comes last. */
-static __global__ void __launch_bounds__(GNMR_NORMS_THREADS)
-    gnmr_norms__group_kernel(const gnmr_norms__tensor *tensors,
-                             uint32_t n_tensors, uint64_t n_groups,
-                             const double *chunk_sums, double *group_sums,
-                             uint32_t *tickets, double *tensor_sums) {
-  __shared__ double node[GNMR_NORMS_SHARED];
-  __shared__ uint32_t warp_tensor[GNMR_NORMS_WARPS], done[GNMR_NORMS_WARPS];
-  __shared__ uint32_t n_done;
+/* Everything one launch needs (the plan's device arrays). */
+typedef struct gnmr_norms__args {
+  const gnmr_norms__tensor *tensors;
+  const uint32_t *unit_first, *unit_tensors;
+  const uint32_t *unit_need;   /* non-empty tensors of each unit */
+  const uint32_t *empty_units; /* the units with none, n_empty of them */
+  double *chunk_sums, *group_sums, *tensor_sums;
+  uint32_t *group_tickets, *tensor_tickets, *unit_tickets; /* 0 at rest */
+  double *sumsq;                                           /* may be NULL */
+  float *norms;                                            /* may be NULL */
+  uint64_t n_chunks;
+  uint32_t n_tensors, n_empty;
+} gnmr_norms__args;
+
+static __device__ __forceinline__ void
+gnmr_norms__unit_out(const gnmr_norms__args &a, uint32_t u, double sum) {
+  if (a.sumsq) a.sumsq[u] = sum;
+  if (a.norms) a.norms[u] = (float)sqrt(sum);
+}
+
+/* The whole reduction in one launch; the additions are those of the
+   three-level tree (chunks, groups of 32 chunks, a tensor's groups, then a
+   unit's tensors in order), and which block comes last at each level
+   changes who adds, not what is added.
+
+   Warp w of the grid sums chunk w. Then each level is a last-block-done:
+   a block counts what it finished on a ticket (a counter per group node,
+   per tensor and per unit, tickets back to 0 by their completer), and the
+   block whose count completes a node goes on to add it. The order every
+   time: the data (written by one thread), __threadfence by that writer,
+   the block barrier, __threadfence by the thread that takes the ticket,
+   the ticket; the completer fences again before it reads, and reads other
+   blocks' data from L2 (__ldcg), never from its SM's L1. No block waits for
+   another, so any number of blocks and any schedule works. */
+static __global__ void __launch_bounds__(GNMR_NORMS_THREADS,
+                                         GNMR_NORMS_BLOCKS_PER_SM)
+    gnmr_norms__kernel(const gnmr_norms__args a) {
+  /* the warps' load buffers, then (after a barrier) the tensor tree */
+  __shared__ __align__(16) union {
+    uint16_t buf[GNMR_NORMS_WARPS][GNMR_NORMS_WIDE_BUF];
+    double node[GNMR_NORMS_SHARED];
+  } sh;
+  __shared__ uint32_t warp_group[GNMR_NORMS_WARPS];
+  __shared__ uint32_t done_group[GNMR_NORMS_WARPS], n_done;
+  /* slot w: the tensor warp w's group completed (tree: its groups still to
+     tree; done: its sum written), GNMR_NORMS_NONE if none */
+  __shared__ uint32_t tree[GNMR_NORMS_WARPS], done[GNMR_NORMS_WARPS];
   const uint32_t warp = threadIdx.x / GNMR_SUM_LANES;
   const uint32_t lane = threadIdx.x % GNMR_SUM_LANES;
-  const uint64_t g = (uint64_t)blockIdx.x * GNMR_NORMS_WARPS + warp;
-  if (g < n_groups) { /* the whole warp */
-    const uint32_t ti = gnmr_norms__group_tensor(tensors, n_tensors, g);
-    const gnmr_norms__tensor x = tensors[ti];
+  const uint64_t chunk = (uint64_t)blockIdx.x * GNMR_NORMS_WARPS + warp;
+  gnmr__cuda_ieee_guard();
+
+  /* units without a non-empty tensor: no ticket will complete them */
+  for (uint64_t i = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
+       i < a.n_empty; i += (uint64_t)gridDim.x * blockDim.x)
+    gnmr_norms__unit_out(a, a.empty_units[i], 0.0);
+
+  /* 1. chunk sums: warp w, chunk w */
+  if (chunk < a.n_chunks) { /* the whole warp */
+    const gnmr_norms__tensor x =
+        a.tensors[gnmr_norms__chunk_tensor(a.tensors, a.n_tensors, chunk)];
+    if (lane == 0) warp_group[warp] = gnmr_norms__chunk_group(&x, chunk);
+    const double acc = gnmr_norms__chunk_sum(x, chunk, lane, sh.buf[warp]);
+    if (lane == 0) {
+      a.chunk_sums[chunk] = acc;
+      __threadfence(); /* the sum before the ticket that counts it */
+    }
+  } else if (lane == 0) {
+    warp_group[warp] = GNMR_NORMS_NONE;
+  }
+  if (lane == 0) tree[warp] = done[warp] = GNMR_NORMS_NONE;
+  __syncthreads(); /* also: the load buffers are free */
+
+  /* 2. group tickets, thread 0: the block's warps as runs of one group
+     node each (consecutive chunks), a count of chunks on each */
+  if (threadIdx.x == 0) {
+    uint32_t group[GNMR_NORMS_WARPS], count[GNMR_NORMS_WARPS];
+    const uint32_t n = gnmr_norms__claims(warp_group, group, count);
+    __threadfence(); /* release: the warps' sums, fenced, then the barrier */
+    n_done = 0;
+    for (uint32_t i = 0; i < n; i++) {
+      const gnmr_norms__tensor *x = &a.tensors[gnmr_norms__group_tensor(
+          a.tensors, a.n_tensors, group[i])];
+      if (gnmr_norms__ticket(&a.group_tickets[group[i]], count[i],
+                             gnmr_norms__group_size(x, group[i])))
+        done_group[n_done++] = group[i];
+    }
+    __threadfence(); /* acquire: the tickets before the sums they count */
+  }
+  __syncthreads();
+
+  /* 3. warp w trees the group node done_group[w] (levels 1 to 5 with
+     shuffles, +0 past the tensor's end). A tensor of one group is then
+     done; else the node goes on its tensor's ticket. */
+  if (warp < n_done) { /* the whole warp */
+    const uint32_t g = done_group[warp];
+    const uint32_t ti = gnmr_norms__group_tensor(a.tensors, a.n_tensors, g);
+    const gnmr_norms__tensor x = a.tensors[ti];
     const uint64_t m = gnmr_norms__chunks(x.n);
     const uint64_t k = (g - x.first_group) * GNMR_NORMS_GROUP + lane;
-    double v = k < m ? chunk_sums[x.first_chunk + k] : 0.0;
+    double v = k < m ? __ldcg(&a.chunk_sums[x.first_chunk + k]) : 0.0;
     for (uint32_t delta = 1; delta < GNMR_NORMS_GROUP; delta *= 2)
       v += __shfl_down_sync(0xFFFFFFFFu, v, delta);
     if (lane == 0) {
       if (m <= GNMR_NORMS_GROUP) {
-        tensor_sums[ti] = v;
-        warp_tensor[warp] = GNMR_NORMS_NONE;
+        a.tensor_sums[ti] = v;
+        __threadfence(); /* the sum before the unit's ticket (step 5) */
+        done[warp] = ti;
       } else {
-        group_sums[g] = v;
+        a.group_sums[g] = v;
         __threadfence(); /* the node before the ticket that counts it */
-        warp_tensor[warp] = ti;
+        if (gnmr_norms__ticket(&a.tensor_tickets[ti], 1,
+                               (uint32_t)gnmr_norms__groups(m))) {
+          __threadfence(); /* the ticket before the nodes it counts */
+          tree[warp] = ti;
+        }
       }
     }
-  } else if (lane == 0) {
-    warp_tensor[warp] = GNMR_NORMS_NONE;
   }
   __syncthreads();
-  if (threadIdx.x == 0) {
-    uint32_t tensor[GNMR_NORMS_WARPS], count[GNMR_NORMS_WARPS];
-    const uint32_t n = gnmr_norms__claims(warp_tensor, tensor, count);
-    /* the block's nodes (fenced by their writers, then the barrier) before
-       its tickets, fenced again by the thread that takes them, as the
-       memory model asks of a release */
-    __threadfence();
-    n_done = 0;
-    for (uint32_t i = 0; i < n; i++) {
-      const uint64_t groups =
-          gnmr_norms__groups(gnmr_norms__chunks(tensors[tensor[i]].n));
-      if (atomicAdd(&tickets[tensor[i]], count[i]) + count[i] == groups)
-        done[n_done++] = tensor[i];
-    }
-    __threadfence(); /* the tickets before the nodes they count */
-  }
-  __syncthreads();
-  for (uint32_t i = 0; i < n_done; i++) {
-    const gnmr_norms__tensor x = tensors[done[i]];
-    gnmr_norms__tensor_tree(node, group_sums + x.first_group,
-                            gnmr_norms__groups(gnmr_norms__chunks(x.n)),
-                            done[i], tickets, tensor_sums);
-  }
-}
 
-/* Thread u: unit u's sum from its tensors' sums, in order. sumsq and norms
-   may each be NULL. */
-static __global__ void gnmr_norms__unit_kernel(
-    const gnmr_norms__tensor *tensors, const uint32_t *unit_first,
-    const uint32_t *unit_tensors, uint32_t n_units, const double *tensor_sums,
-    double *sumsq, float *norms) {
-  const uint32_t u = blockIdx.x * blockDim.x + threadIdx.x;
-  if (u >= n_units) return;
-  const double sum =
-      gnmr_norms__unit_sum(tensors, unit_first, unit_tensors, tensor_sums, u);
-  if (sumsq) sumsq[u] = sum;
-  if (norms) norms[u] = (float)sqrt(sum);
+  /* 4. the block trees each tensor it completed (levels 6 on), slot by
+     slot; every thread runs the same loop (tree[] is shared) */
+  for (uint32_t w = 0; w < GNMR_NORMS_WARPS; w++) {
+    const uint32_t ti = tree[w];
+    if (ti == GNMR_NORMS_NONE) continue;
+    const gnmr_norms__tensor x = a.tensors[ti];
+    const double root =
+        gnmr_norms__tensor_tree(sh.node, a.group_sums + x.first_group,
+                                gnmr_norms__groups(gnmr_norms__chunks(x.n)));
+    if (threadIdx.x == 0) {
+      a.tensor_sums[ti] = root;
+      __threadfence(); /* the sum before the unit's ticket (step 5) */
+      done[w] = ti;
+    }
+  }
+  __syncthreads();
+
+  /* 5. lane 0 of warp w: slot w's tensor on its unit's ticket; the
+     completer adds the unit's tensors in order */
+  if (lane == 0 && done[warp] != GNMR_NORMS_NONE) {
+    const uint32_t u = a.tensors[done[warp]].unit;
+    __threadfence(); /* release: the sum (fenced by its writer, barrier) */
+    if (gnmr_norms__ticket(&a.unit_tickets[u], 1, a.unit_need[u])) {
+      __threadfence(); /* acquire: the ticket before the sums */
+      gnmr_norms__unit_out(a, u,
+                           gnmr_norms__unit_sum(a.tensors, a.unit_first,
+                                                a.unit_tensors, a.tensor_sums,
+                                                u));
+    }
+  }
 }
 
 typedef struct gnmr_norms_plan {
   gnmr_norms__tensor *tensors; /* device, n_tensors */
   uint32_t *unit_first;        /* device, n_units + 1 */
   uint32_t *unit_tensors;      /* device, n_tensors */
+  uint32_t *unit_need;         /* device, n_units */
+  uint32_t *empty_units;       /* device, n_empty */
   double *chunk_sums;          /* device scratch, n_chunks */
   double *group_sums;          /* device scratch, n_groups */
   double *tensor_sums;         /* device scratch, n_tensors */
-  uint32_t *tickets;           /* device, n_tensors, 0 between launches */
-  uint32_t n_tensors, n_units;
+  /* device, n_groups + n_tensors + n_units tickets, 0 between launches */
+  uint32_t *tickets;
+  uint32_t n_tensors, n_units, n_empty;
   uint64_t n_chunks, n_groups;
   cudaError_t cuda_error; /* the failure behind GNMR_NORMS_ECUDA */
 } gnmr_norms_plan;
@@ -549,6 +678,8 @@ static inline void gnmr_norms_plan_free(gnmr_norms_plan *plan) {
   cudaFree(plan->tensors);
   cudaFree(plan->unit_first);
   cudaFree(plan->unit_tensors);
+  cudaFree(plan->unit_need);
+  cudaFree(plan->empty_units);
   cudaFree(plan->chunk_sums);
   cudaFree(plan->group_sums);
   cudaFree(plan->tensor_sums);
@@ -562,69 +693,91 @@ static inline int gnmr_norms__cuda(gnmr_norms_plan *plan, cudaError_t err) {
   return GNMR_NORMS_ECUDA;
 }
 
+/* cudaMalloc of n elements of size (at least one: every pointer valid). */
+static inline int gnmr_norms__alloc(gnmr_norms_plan *plan, void **p, size_t n,
+                                    size_t size) {
+  return gnmr_norms__cuda(plan, cudaMalloc(p, (n ? n : 1) * size));
+}
+
+/* A host array to the device (nothing for n == 0). */
+static inline int gnmr_norms__put(gnmr_norms_plan *plan, void *dst,
+                                  const void *src, size_t bytes) {
+  if (bytes == 0) return GNMR_OK;
+  return gnmr_norms__cuda(plan,
+                          cudaMemcpy(dst, src, bytes, cudaMemcpyHostToDevice));
+}
+
 /* tensors[i].data: device pointers. The plan keeps the pointers and sizes;
    re-init it when they change. Syncs the device. On failure the plan holds
    nothing (free is still safe). */
 static inline int gnmr_norms_plan_init(gnmr_norms_plan *plan,
                                        const gnmr_tensor *tensors, size_t nt,
                                        uint32_t n_units) {
+  const size_t nu = (size_t)n_units;
   gnmr_norms__tensor *t;
-  uint32_t *first, *order;
-  uint64_t chunks, groups;
+  uint32_t *first, *order, *need, *empty;
+  uint64_t chunks, groups, n_tickets;
   int rc;
   if (!plan || n_units == UINT32_MAX) return GNMR_EINVAL;
   memset(plan, 0, sizeof *plan);
   t = (gnmr_norms__tensor *)malloc((nt ? nt : 1) * sizeof *t);
-  first = (uint32_t *)malloc(((size_t)n_units + 1) * sizeof *first);
+  first = (uint32_t *)malloc((nu + 1) * sizeof *first);
   order = (uint32_t *)malloc((nt ? nt : 1) * sizeof *order);
-  rc = t && first && order ? GNMR_OK : GNMR_ESIZE;
+  need = (uint32_t *)malloc((nu ? nu : 1) * sizeof *need);
+  empty = (uint32_t *)malloc((nu ? nu : 1) * sizeof *empty);
+  rc = t && first && order && need && empty ? GNMR_OK : GNMR_ESIZE;
   if (rc == GNMR_OK)
     rc = gnmr_norms__layout(tensors, nt, n_units, t, first, order, &chunks,
                             &groups);
   if (rc == GNMR_OK) {
     plan->n_tensors = (uint32_t)nt;
     plan->n_units = n_units;
+    plan->n_empty =
+        gnmr_norms__unit_need(t, first, order, n_units, need, empty);
     plan->n_chunks = chunks;
     plan->n_groups = groups;
-    /* sizes of at least one element: every pointer valid */
-    rc = gnmr_norms__cuda(
-        plan, cudaMalloc(&plan->tensors, (nt ? nt : 1) * sizeof *t));
+    n_tickets = groups + nt + nu;
+    rc = gnmr_norms__alloc(plan, (void **)&plan->tensors, nt, sizeof *t);
+    if (rc == GNMR_OK)
+      rc = gnmr_norms__alloc(plan, (void **)&plan->unit_first, nu + 1,
+                             sizeof *first);
+    if (rc == GNMR_OK)
+      rc = gnmr_norms__alloc(plan, (void **)&plan->unit_tensors, nt,
+                             sizeof *order);
+    if (rc == GNMR_OK)
+      rc = gnmr_norms__alloc(plan, (void **)&plan->unit_need, nu, sizeof *need);
+    if (rc == GNMR_OK)
+      rc = gnmr_norms__alloc(plan, (void **)&plan->empty_units, plan->n_empty,
+                             sizeof *empty);
+    if (rc == GNMR_OK)
+      rc = gnmr_norms__alloc(plan, (void **)&plan->chunk_sums, (size_t)chunks,
+                             sizeof(double));
+    if (rc == GNMR_OK)
+      rc = gnmr_norms__alloc(plan, (void **)&plan->group_sums, (size_t)groups,
+                             sizeof(double));
+    if (rc == GNMR_OK)
+      rc = gnmr_norms__alloc(plan, (void **)&plan->tensor_sums, nt,
+                             sizeof(double));
+    if (rc == GNMR_OK)
+      rc = gnmr_norms__alloc(plan, (void **)&plan->tickets, (size_t)n_tickets,
+                             sizeof(uint32_t));
     if (rc == GNMR_OK)
       rc = gnmr_norms__cuda(
           plan,
-          cudaMalloc(&plan->unit_first, ((size_t)n_units + 1) * sizeof *first));
+          cudaMemset(plan->tickets, 0,
+                     (size_t)(n_tickets ? n_tickets : 1) * sizeof(uint32_t)));
     if (rc == GNMR_OK)
-      rc = gnmr_norms__cuda(
-          plan, cudaMalloc(&plan->unit_tensors, (nt ? nt : 1) * sizeof *order));
+      rc = gnmr_norms__put(plan, plan->tensors, t, nt * sizeof *t);
     if (rc == GNMR_OK)
-      rc = gnmr_norms__cuda(
-          plan, cudaMalloc(&plan->chunk_sums,
-                           (size_t)(chunks ? chunks : 1) * sizeof(double)));
+      rc = gnmr_norms__put(plan, plan->unit_first, first,
+                           (nu + 1) * sizeof *first);
     if (rc == GNMR_OK)
-      rc = gnmr_norms__cuda(
-          plan, cudaMalloc(&plan->group_sums,
-                           (size_t)(groups ? groups : 1) * sizeof(double)));
+      rc = gnmr_norms__put(plan, plan->unit_tensors, order, nt * sizeof *order);
     if (rc == GNMR_OK)
-      rc = gnmr_norms__cuda(
-          plan, cudaMalloc(&plan->tensor_sums, (nt ? nt : 1) * sizeof(double)));
+      rc = gnmr_norms__put(plan, plan->unit_need, need, nu * sizeof *need);
     if (rc == GNMR_OK)
-      rc = gnmr_norms__cuda(
-          plan, cudaMalloc(&plan->tickets, (nt ? nt : 1) * sizeof(uint32_t)));
-    if (rc == GNMR_OK)
-      rc = gnmr_norms__cuda(
-          plan, cudaMemset(plan->tickets, 0, (nt ? nt : 1) * sizeof(uint32_t)));
-    if (rc == GNMR_OK && nt > 0)
-      rc = gnmr_norms__cuda(plan, cudaMemcpy(plan->tensors, t, nt * sizeof *t,
-                                             cudaMemcpyHostToDevice));
-    if (rc == GNMR_OK)
-      rc = gnmr_norms__cuda(plan,
-                            cudaMemcpy(plan->unit_first, first,
-                                       ((size_t)n_units + 1) * sizeof *first,
-                                       cudaMemcpyHostToDevice));
-    if (rc == GNMR_OK && nt > 0)
-      rc = gnmr_norms__cuda(plan, cudaMemcpy(plan->unit_tensors, order,
-                                             nt * sizeof *order,
-                                             cudaMemcpyHostToDevice));
+      rc = gnmr_norms__put(plan, plan->empty_units, empty,
+                           plan->n_empty * sizeof *empty);
     /* landed before any stream's kernel reads them (the copies and the
        memset above run on the legacy stream, and a pageable copy returns
        once staged) */
@@ -633,6 +786,8 @@ static inline int gnmr_norms_plan_init(gnmr_norms_plan *plan,
   free(t);
   free(first);
   free(order);
+  free(need);
+  free(empty);
   if (rc != GNMR_OK) {
     cudaError_t err = plan->cuda_error;
     gnmr_norms_plan_free(plan);
@@ -641,38 +796,40 @@ static inline int gnmr_norms_plan_init(gnmr_norms_plan *plan,
   return rc;
 }
 
-/* Launches the three kernels on stream: sumsq[u] and norms[u] (device
-   memory, n_units each; either may be NULL) for every unit. No host sync:
-   capturable in a CUDA graph. A launch error is returned (asynchronous
+/* Launches the kernel on stream: sumsq[u] and norms[u] (device memory,
+   n_units each; either may be NULL) for every unit. One launch, no host
+   sync: capturable in a CUDA graph, and a replay starts from the tickets
+   the last launch left at 0. A launch error is returned (asynchronous
    faults surface at the caller's next synchronisation, as for any
-   kernel). One enqueue per plan in flight: the plan's chunk sums and
-   tickets are its scratch, so two streams running one plan at once race
-   (a plan per stream, or order the streams with an event). */
+   kernel). One enqueue per plan in flight: the plan's sums and tickets are
+   its scratch, so two streams running one plan at once race (a plan per
+   stream, or order the streams with an event). */
 static inline int gnmr_norms_enqueue(gnmr_norms_plan *plan, double *sumsq,
                                      float *norms, cudaStream_t stream) {
+  gnmr_norms__args a;
   if (!plan || (plan->n_units > 0 && !plan->unit_first)) return GNMR_EINVAL;
   if (plan->n_units == 0) return GNMR_OK;
-  if (plan->n_chunks > 0) {
-    const unsigned blocks =
-        (unsigned)((plan->n_chunks + GNMR_NORMS_WARPS - 1) / GNMR_NORMS_WARPS);
-    gnmr_norms__chunk_kernel<<<blocks, GNMR_NORMS_THREADS, 0, stream>>>(
-        plan->tensors, plan->n_tensors, plan->n_chunks, plan->chunk_sums);
-    if (gnmr_norms__cuda(plan, cudaGetLastError()) != GNMR_OK)
-      return GNMR_NORMS_ECUDA;
-  }
-  if (plan->n_groups > 0) {
-    const unsigned blocks =
-        (unsigned)((plan->n_groups + GNMR_NORMS_WARPS - 1) / GNMR_NORMS_WARPS);
-    gnmr_norms__group_kernel<<<blocks, GNMR_NORMS_THREADS, 0, stream>>>(
-        plan->tensors, plan->n_tensors, plan->n_groups, plan->chunk_sums,
-        plan->group_sums, plan->tickets, plan->tensor_sums);
-    if (gnmr_norms__cuda(plan, cudaGetLastError()) != GNMR_OK)
-      return GNMR_NORMS_ECUDA;
-  }
-  gnmr_norms__unit_kernel<<<(unsigned)(((uint64_t)plan->n_units + 255) / 256),
-                            256, 0, stream>>>(plan->tensors, plan->unit_first,
-                                              plan->unit_tensors, plan->n_units,
-                                              plan->tensor_sums, sumsq, norms);
+  a.tensors = plan->tensors;
+  a.unit_first = plan->unit_first;
+  a.unit_tensors = plan->unit_tensors;
+  a.unit_need = plan->unit_need;
+  a.empty_units = plan->empty_units;
+  a.chunk_sums = plan->chunk_sums;
+  a.group_sums = plan->group_sums;
+  a.tensor_sums = plan->tensor_sums;
+  a.group_tickets = plan->tickets;
+  a.tensor_tickets = plan->tickets + plan->n_groups;
+  a.unit_tickets = a.tensor_tickets + plan->n_tensors;
+  a.sumsq = sumsq;
+  a.norms = norms;
+  a.n_chunks = plan->n_chunks;
+  a.n_tensors = plan->n_tensors;
+  a.n_empty = plan->n_empty;
+  /* a block for every 8 chunks; one at least, for the empty units */
+  const uint64_t blocks =
+      (plan->n_chunks + GNMR_NORMS_WARPS - 1) / GNMR_NORMS_WARPS;
+  gnmr_norms__kernel<<<(unsigned)(blocks ? blocks : 1), GNMR_NORMS_THREADS, 0,
+                       stream>>>(a);
   return gnmr_norms__cuda(plan, cudaGetLastError());
 }
 

@@ -114,8 +114,11 @@ __global__ void controller_loop(gnmr_ctl *ctl, const float *norm_rows,
 
 #define N_UNITS 384
 #define STEPS 48
-#define BIG_MIB 256
-/* Units whose first tensor is BIG_MIB MiB, one per dtype. */
+/* Units whose first tensor is big_mib MiB, one per dtype: 256, 16 under
+   --small (the sanitizer runs of make gpu-check: racecheck watches every
+   shared-memory access, and the norms' 16-bit loads all pass through
+   shared memory). */
+static uint32_t big_mib = 256;
 static const struct {
   uint32_t unit, dtype;
 } big_tensor[3] = {
@@ -234,7 +237,7 @@ static void fill_checked(void *data, uint32_t dtype, uint64_t n, uint32_t seed,
    N_UNITS units of 1 to 3 tensors. Units 0-15 start with a tensor of an
    edge size (around a warp, a chunk of 4096, a task of 8 chunks, and trees
    with an odd node carried up, as in tests/test_cuda_host.c);
-   big_tensor[] units start with a BIG_MIB MiB tensor; the rest are 4 KiB to 8
+   big_tensor[] units start with a big_mib MiB tensor; the rest are 4 KiB to 8
    MiB, log-uniform, odd element counts. dtype rotates over f32, bf16, f16. */
 
 static const uint64_t edge_sizes[16] = {
@@ -283,7 +286,7 @@ static model model_build(void) {
       for (k = 0; k < 3; k++)
         if (j == 0 && u == big_tensor[k].unit) {
           dtype = big_tensor[k].dtype;
-          n = ((uint64_t)BIG_MIB << 20) / dtype_size(dtype);
+          n = ((uint64_t)big_mib << 20) / dtype_size(dtype);
           big = 1;
         }
       if (!big && j == 0 && u < 16) {
@@ -525,6 +528,10 @@ static int check_big_tensor(cudaStream_t stream) {
       (size_t)GNMR_NORMS_SHARED * GNMR_NORMS_GROUP * GNMR_SUM_CHUNK + 12345;
   size_t free_b, total_b;
   cudaCheck(cudaMemGetInfo(&free_b, &total_b));
+  if (big_mib < 256) {
+    printf("norms, one tensor over 2^28 elements: skipped (--small)\n");
+    return 1;
+  }
   if (2 * n + (64u << 20) > free_b) {
     printf("norms, one tensor over 2^28 elements: skipped (%zu MiB free)\n",
            free_b >> 20);
@@ -938,9 +945,25 @@ static int run_controller_timing(cudaStream_t stream) {
 
 /* ---- main ------------------------------------------------------------- */
 
-int main(void) {
+/* usage: test_device [--filter=SUBSTRING] [--small]
+   The cases: "training" (1 and 2 above) and "controller_timing" (3);
+   --filter runs those whose name holds SUBSTRING (one process per case
+   under the sanitizers), --small makes the model's big tensors 16 MiB and
+   skips the one over 2^28 elements. */
+int main(int argc, char **argv) {
   int device, driver = 0, runtime = 0, mem_khz = 0, bus_bits = 0;
-  int passed = 0, failed = 0;
+  int passed = 0, failed = 0, i;
+  const char *filter = NULL;
+  for (i = 1; i < argc; i++) {
+    if (strncmp(argv[i], "--filter=", 9) == 0) {
+      filter = argv[i] + 9;
+    } else if (strcmp(argv[i], "--small") == 0) {
+      big_mib = 16;
+    } else {
+      fprintf(stderr, "usage: test_device [--filter=SUBSTRING] [--small]\n");
+      return 2;
+    }
+  }
   if (no_cuda_device("test_device", 1)) return NO_DEVICE_EXIT;
   cudaDeviceProp prop;
   cudaCheck(cudaGetDevice(&device));
@@ -960,14 +983,22 @@ int main(void) {
 
   cudaStream_t stream;
   cudaCheck(cudaStreamCreate(&stream));
-  if (run_training(stream))
-    passed++;
-  else
-    failed++;
-  if (run_controller_timing(stream))
-    passed++;
-  else
-    failed++;
+  if (!filter || strstr("training", filter)) {
+    if (run_training(stream))
+      passed++;
+    else
+      failed++;
+  }
+  if (!filter || strstr("controller_timing", filter)) {
+    if (run_controller_timing(stream))
+      passed++;
+    else
+      failed++;
+  }
+  if (passed + failed == 0) {
+    fprintf(stderr, "test_device: no case matches --filter=%s\n", filter);
+    failed = 1;
+  }
   cudaCheck(cudaStreamDestroy(stream));
   if (failed) printf("test_device: " GNMR_CUDA_BITS_HINT "\n");
   printf("%d passed, %d failed\n", passed, failed);

@@ -8,7 +8,9 @@ disables itself without CUDA, and its unscale and update kernels
 CUDA only. CpuGradScaler below subclasses it and replaces those three
 pieces (scale, _unscale_grads_, update) with plain torch on CPU; the state
 machine step_scaled relies on (unscale_, _per_optimizer_states,
-_found_inf_per_device, step skipping the optimizer) is torch's own."""
+_found_inf_per_device, step skipping the optimizer) is torch's own. Where
+CUDA is present the same runs go through torch's real GradScaler on a CUDA
+model (its own unscale and update kernels, the bridge's device norms)."""
 
 import os
 import sys
@@ -68,33 +70,34 @@ class CpuGradScaler(grad_scaler.GradScaler):
             grad_scaler._refresh_per_optimizer_state)
 
 
-def setup():
+def model_and_controller(device="cpu"):
     torch.manual_seed(0)
     m = torch.nn.Sequential(torch.nn.Linear(8, 32), torch.nn.Tanh(),
                             torch.nn.Linear(32, 32), torch.nn.Tanh(),
-                            torch.nn.Linear(32, 1))
+                            torch.nn.Linear(32, 1)).to(device)
     ctl = G.Controller({"in": m[0].parameters(), "mid": m[2].parameters(),
                         "out": m[4].parameters()}, config=CONFIG)
     return m, ctl, torch.optim.SGD(m.parameters(), lr=0.05)
 
 
-def batch(step):
+def batch(step, device="cpu"):
     gen = torch.Generator().manual_seed(100 + step)
     x = torch.randn(32, 8, generator=gen)
     y = torch.sin(x.sum(1, keepdim=True))
     if step == SPIKE:
         y[3] += 100.0
-    return x, y
+    return x.to(device), y.to(device)
 
 
-def run(scaler=None, overflow_at=None, skip=(), unscale_first=False):
+def run(scaler=None, overflow_at=None, skip=(), unscale_first=False,
+        device="cpu"):
     """Per step taken: (step, the decisions' bytes, norms); and facts."""
-    m, ctl, opt = setup()
+    m, ctl, opt = model_and_controller(device)
     out, scales = [], []
     for step in range(STEPS):
         if step in skip:
             continue
-        x, y = batch(step)
+        x, y = batch(step, device)
         opt.zero_grad(set_to_none=True)
         loss = ((m(x) - y) ** 2).mean()
         if step == overflow_at:
@@ -150,7 +153,7 @@ def test_a_step_the_scaler_skips_is_skipped_by_the_controller():
 
 
 def test_a_disabled_scaler_is_a_plain_step():
-    m, ctl, opt = setup()
+    m, ctl, opt = model_and_controller()
     x, y = batch(0)
     ((m(x) - y) ** 2).mean().backward()
     assert ctl.step_scaled(grad_scaler.GradScaler(enabled=False),
@@ -158,3 +161,41 @@ def test_a_disabled_scaler_is_a_plain_step():
     with pytest.raises(TypeError, match="GradScaler"):
         ctl.step_scaled(object.__new__(type("S", (), {
             "is_enabled": lambda self: True})), opt)
+
+
+# make gpu-check sets GNMR_REQUIRE_GPU: there these cases run, and fail,
+# where torch sees no GPU.
+cuda = pytest.mark.skipif(
+    not os.environ.get("GNMR_REQUIRE_GPU") and not torch.cuda.is_available(),
+    reason="no CUDA device")
+
+
+def cuda_scaler():
+    """torch's own GradScaler for CUDA: torch.amp's (torch >= 2.3), else
+    torch.cuda.amp's; the CPU runs' scale schedule."""
+    amp = getattr(torch, "amp", None)
+    if amp is not None and hasattr(amp, "GradScaler"):
+        return amp.GradScaler("cuda", init_scale=2.0 ** 10,
+                              growth_interval=20)
+    return grad_scaler.GradScaler(init_scale=2.0 ** 10, growth_interval=20)
+
+
+@cuda
+def test_cuda_grad_scaler_does_not_reach_the_decisions():
+    """A CUDA model under torch's real GradScaler: the decisions and norms
+    of the unscaled CUDA run, bit for bit (the scale is a power of two);
+    the overflow step skipped by the scaler and the controller alike."""
+    ref, rctl, _, rm = run(device="cuda")
+    got, gctl, scales, gm = run(cuda_scaler(), device="cuda")
+    assert next(gm.parameters()).is_cuda
+    assert scales[0] == 2.0 ** 10 and scales[-1] == 2.0 ** 12  # it grew
+    assert got == ref
+    assert rctl.counters()["admissions"] >= 1
+    assert all(torch.equal(a, b) for a, b in zip(rm.parameters(),
+                                                 gm.parameters()))
+    ref, rctl, _, _ = run(skip=(30,), device="cuda")
+    got, gctl, scales, _ = run(cuda_scaler(), overflow_at=30, device="cuda")
+    assert got[30] == (30, None, None)
+    assert scales[30] == 2.0 ** 11 and scales[31] == 2.0 ** 10  # backed off
+    assert [g for g in got if g[1] is not None] == ref
+    assert gctl.checkpoint() == rctl.checkpoint()
