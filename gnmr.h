@@ -47,7 +47,8 @@
 
    Two sets of rules; config.rule picks one: PAPER, the default (rules 1-8:
    the paper's; gnmr_config_default() adds rule 9, gnmr_config_paper() is
-   0.1's rules bit for bit on any positive norm), or NOISE (rules N0-N9:
+   0.1's rules bit for bit on any positive norm but a warm-up norm above
+   tau_r m, which rule 5 clips since 0.5), or NOISE (rules N0-N9:
    thresholds in units of each unit's own fluctuation, falls as well as
    rises, and a step-level verdict; gnmr_config_noise()). The default was
    chosen by what training ends at, not by detection figures: in closed
@@ -127,8 +128,14 @@
      4  risky  = k >= warmup_steps and (ratio > tau_r or delta > tau_d)
         (flags RATIO, DELTA; WARMUP while k < warmup_steps);
         score  = max(ratio / tau_r, delta / tau_d).
-     5  history (finite g only): x = risky ? min(g, tau_r * m) : g (a spike
-        cannot inflate its own history); k += 1;
+     5  history (finite g only): x = min(g, tau_r * m) when risky or in
+        warm-up (0 < k < warmup_steps), else g: a spike cannot inflate its
+        own history, from a unit's second observation on. In warm-up it is
+        neither flagged nor scaled (rules 4, 8), but a fault there would
+        otherwise stay in the mean every later step is read by (before
+        0.5 one x1000 norm at k = 3 let later x20 faults pass unclipped
+        for hundreds of steps). The first observation has no history to
+        be read by: it is m. k += 1;
         m += max(1/k, 1 - beta) * (x - m); the window gets min(ratio, tau_r).
    Then across units:
      6  a unit in recovery counts its lock down: HOLD while steps are left;
@@ -2124,10 +2131,12 @@ static GNMR__HOT GNMR_HOSTDEV uint32_t gnmr__paper_unit(
   risky = (flags & (GNMR_FLAG_RATIO | GNMR_FLAG_DELTA)) != 0;
   score = ratio * c->inv_tau_r;
   if (delta * c->inv_tau_d > score) score = delta * c->inv_tau_d;
-  /* rules 5, 8: a spike cannot inflate its own history */
-  if (risky && g > c->tau_r * m) {
+  /* rules 5, 8: a spike cannot inflate its own history, warm-up included
+     (from the second observation: the first has no history to read it by);
+     only a risky one is scaled */
+  if ((risky || (k > 0 && k < c->warmup)) && g > c->tau_r * m) {
     x = c->tau_r * m;
-    if (c->policy == GNMR_SPIKE_CLIP) scale = x / g;
+    if (risky && c->policy == GNMR_SPIKE_CLIP) scale = x / g;
   }
   if (risky && c->policy == GNMR_SPIKE_SKIP) scale = 0.0;
   w = k + 1 < c->full_weight_from ? 1.0 / (double)(k + 1) : c->floor_w;
@@ -2286,11 +2295,15 @@ gnmr__paper8_avx512(gnmr__step_ctx *c, uint32_t u, const __m512i *lanes) {
       _mm512_sub_pd(ratio, gnmr__mul8(wsum, _mm512_set1_pd(c->r.inv_window)));
   warm = _mm512_cmp_epu64_mask(k, _mm512_set1_epi64((long long)c->r.warmup),
                                _MM_CMPINT_NLT);
+  /* risky lanes, and (rule 5 in warm-up) lanes whose history is clipped */
   calm &=
       (__mmask8) ~(_mm512_mask_cmp_pd_mask(
                        warm, ratio, _mm512_set1_pd(c->r.tau_r), _CMP_GT_OQ) |
                    _mm512_mask_cmp_pd_mask(
-                       warm, delta, _mm512_set1_pd(c->r.tau_d), _CMP_GT_OQ));
+                       warm, delta, _mm512_set1_pd(c->r.tau_d), _CMP_GT_OQ) |
+                   _mm512_mask_cmp_pd_mask(
+                       (__mmask8)~warm, g,
+                       gnmr__mul8(m, _mm512_set1_pd(c->r.tau_r)), _CMP_GT_OQ));
   if (!calm) return 0xFF;
 
   /* rule 5 for the calm lanes; the caller steps the others one by one */
