@@ -625,7 +625,8 @@ typedef struct gnmr_config {
   uint32_t delta_window;
   /* finite observations a unit needs before it can be flagged */
   uint32_t warmup_steps;
-  /* maxO: units in recovery at once, <= the unit count; 0 = detect only */
+  /* maxO: units in recovery at once, <= the unit count; 0 = watch: nobody
+     admitted, scales still given (under CLIP: watch-and-clip) */
   uint32_t max_recovering;
   /* L >= 1: steps on the high-fidelity path once admitted */
   uint32_t lock_steps;

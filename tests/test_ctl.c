@@ -575,6 +575,41 @@ TEST(spike_policy_scales) {
   }
 }
 
+/* max_recovering = 0 admits nobody but still scales (the manual's
+   "Watching"): under the default CLIP a x100 spike is clipped to tau_r
+   times the mean, scale about 0.02 (watch-and-clip); under PASS only a
+   non-finite unit's scale is not 1 (a monitor). */
+TEST(watch_and_clip_max_recovering_zero_still_clips) {
+  int pass;
+  for (pass = 0; pass < 2; pass++) {
+    static fixture f;
+    gnmr_config c = gnmr_config_default();
+    double m;
+    uint32_t t;
+    c.max_recovering = 0;
+    if (pass) c.spike_policy = GNMR_SPIKE_PASS;
+    REQUIRE(setup(&f, &c, 4) == GNMR_OK);
+    for (t = 0; t < 40; t++) REQUIRE(step_all(&f, 1.0f) == GNMR_OK);
+    m = unit_of(&f, 1).mean;
+    REQUIRE(step_one(&f, 1, 100.0f) == GNMR_OK);
+    EXPECT(f.d[1].flags & GNMR_FLAG_RATIO);
+    EXPECT(f.d[1].flags & GNMR_FLAG_OVER_BUDGET);
+    EXPECT_EQ_INT(f.d[1].action, GNMR_ACTION_KEEP);
+    EXPECT_EQ_INT(gnmr_recovering(&f.ctl, 1), 0);
+    if (pass) {
+      EXPECT_EQ_BITS(f.d[1].scale, 1.0);
+    } else {
+      EXPECT_EQ_BITS(f.d[1].scale, 2.0 * m / 100.0);
+      EXPECT_NEAR(f.d[1].scale, 0.02, 1e-9);
+    }
+    /* a NaN is zeroed either way (rule 1) */
+    REQUIRE(step_one(&f, 2, NAN) == GNMR_OK);
+    EXPECT_EQ_BITS(f.d[2].scale, 0.0);
+    EXPECT_EQ_INT(f.d[2].action, GNMR_ACTION_KEEP);
+    EXPECT_EQ_INT(gnmr_recovering(&f.ctl, 2), 0);
+  }
+}
+
 TEST(max_recovering_zero_admits_nobody) {
   static fixture f;
   gnmr_config c = gnmr_config_paper();
@@ -1700,6 +1735,7 @@ int main(int argc, char **argv) {
       CHECK_CASE(cooldown_blocks_readmission_except_for_nonfinite),
       CHECK_CASE(spike_policy_scales),
       CHECK_CASE(max_recovering_zero_admits_nobody),
+      CHECK_CASE(watch_and_clip_max_recovering_zero_still_clips),
       CHECK_CASE(long_random_runs_match_the_reference_and_respect_the_budget),
       CHECK_CASE(avx512_and_scalar_controllers_agree_bit_for_bit),
       CHECK_CASE(same_inputs_same_decisions_bit_for_bit),
