@@ -2192,7 +2192,8 @@ static GNMR__HOT GNMR_HOSTDEV uint32_t gnmr__paper_unit(
 
 #if GNMR__CTL_AVX512
 /* Most units on most steps are calm: finite, past the first W observations,
-   not locked, not cooling down, not risky. For such units rules 2-6 and 8
+   not locked, not cooling down, not risky, and (in warm-up) not above
+   tau_r m, which rule 5 would clip. For such units rules 2-6 and 8
    reduce to straight arithmetic, done here eight lanes wide with the same
    IEEE operations in the same order as gnmr__paper_unit, so the bits are
    the same (with -ffp-contract=off, as everywhere). Other lanes are left
