@@ -27,9 +27,9 @@
            gnmr_decision d[N];                     // or NULL: counters only
            rc = gnmr_step(&ctl, norms, d);
            if (rc != GNMR_OK) break;               // refused: d is unset
-           // unit u's gradient times d[u].scale (1 when calm, 0 when
-           // NaN/Inf): gnmr_scale_f32(grad_u, n_u, d[u].scale); next step, unit
-   u runs high-fidelity iff gnmr_recovering(&ctl, u)
+           // unit u's gradient times d[u].scale (1 calm, 0 NaN/Inf):
+           // gnmr_scale_f32(grad_u, n_u, d[u].scale) per tensor;
+           // next step, unit u runs high-fidelity iff gnmr_recovering(&ctl, u)
            // (0 or 1 only; gnmr_recovering_check says why a 0 is a refusal)
        }
 
@@ -253,13 +253,14 @@
          gnmr_scale_f32(grad[i], t[i].n, d[t[i].unit].scale);
    It writes 0 where the scale is 0, so a unit with a NaN or Inf norm
    reaches the optimizer as 0 (grad *= 0 would keep the NaN), and leaves
-   the memory alone where it is 1. Run unit u on its high-fidelity path next
-   step exactly when gnmr_recovering(&ctl, u) is 1 (RECOVER, then HOLD through
-   the lock). With delayed scaling (FP8: a scale from a history of amax values),
-   start a unit's amax history afresh when it is admitted (RECOVER): the history
-   holds the fault's values, and a unit that came back after its lock
-   would meet a scale the fault left stale; the high-fidelity steps refill
-   it (the demos do this: examples/train_stress.c, examples/train_lm.c).
+   the memory alone where it is 1. Run unit u on its high-fidelity path
+   next step exactly when gnmr_recovering(&ctl, u) is 1 (RECOVER, then
+   HOLD through the lock). With delayed scaling (FP8: a scale from a
+   history of amax values), start a unit's amax history afresh when it is
+   admitted (RECOVER): the history holds the fault's values, and a unit
+   that came back after its lock would meet a scale the fault left stale;
+   the high-fidelity steps refill it (the demos do this:
+   examples/train_stress.c, examples/train_lm.c).
 
    Flags (bits of gnmr_decision.flags; gnmr_flag_name names them): RATIO
    (NOISE: a rise), DELTA, NONFINITE, OVER_BUDGET, COOLDOWN, WARMUP,
