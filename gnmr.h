@@ -27,7 +27,8 @@
            gnmr_decision d[N];                     // or NULL: counters only
            rc = gnmr_step(&ctl, norms, d);
            if (rc != GNMR_OK) break;               // refused: d is unset
-           // multiply unit u's gradient by d[u].scale (1 when calm);
+           // unit u's gradient times d[u].scale (1 calm, 0 NaN/Inf):
+           // gnmr_scale_f32(grad_u, n_u, d[u].scale) per tensor;
            // next step, unit u runs high-fidelity iff gnmr_recovering(&ctl, u)
            // (0 or 1 only; gnmr_recovering_check says why a 0 is a refusal)
        }
@@ -47,7 +48,8 @@
 
    Two sets of rules; config.rule picks one: PAPER, the default (rules 1-8:
    the paper's; gnmr_config_default() adds rule 9, gnmr_config_paper() is
-   0.1's rules bit for bit on any positive norm), or NOISE (rules N0-N9:
+   0.1's rules bit for bit on any positive norm but a warm-up norm above
+   tau_r m, which rule 5 clips since 0.5), or NOISE (rules N0-N9:
    thresholds in units of each unit's own fluctuation, falls as well as
    rises, and a step-level verdict; gnmr_config_noise()). The default was
    chosen by what training ends at, not by detection figures: in closed
@@ -129,8 +131,14 @@
      4  risky  = k >= warmup_steps and (ratio > tau_r or delta > tau_d)
         (flags RATIO, DELTA; WARMUP while k < warmup_steps);
         score  = max(ratio / tau_r, delta / tau_d).
-     5  history (finite g only): x = risky ? min(g, tau_r * m) : g (a spike
-        cannot inflate its own history); k += 1;
+     5  history (finite g only): x = min(g, tau_r * m) when risky or in
+        warm-up (0 < k < warmup_steps), else g: a spike cannot inflate its
+        own history, from a unit's second observation on. In warm-up it is
+        neither flagged nor scaled (rules 4, 8), but a fault there would
+        otherwise stay in the mean every later step is read by (before
+        0.5 one x1000 norm at k = 3 let later x20 faults pass unclipped
+        for hundreds of steps). The first observation has no history to
+        be read by: it is m. k += 1;
         m += max(1/k, 1 - beta) * (x - m); the window gets min(ratio, tau_r).
    Then across units:
      6  a unit in recovery counts its lock down: HOLD while steps are left;
@@ -241,13 +249,20 @@
        HOLD     in recovery (every step of a lock, renewals included)
        RELEASE  the lock ran out: back on the cheap path next step
    Using the decisions. Multiply this step's gradient of unit u by
-   d[u].scale. Run unit u on its high-fidelity path next step exactly when
-   gnmr_recovering(&ctl, u) is 1 (RECOVER, then HOLD through the lock).
-   With delayed scaling (FP8: a scale from a history of amax values), start
-   a unit's amax history afresh when it is admitted (RECOVER): the history
-   holds the fault's values, and a unit that came back after its lock
-   would meet a scale the fault left stale; the high-fidelity steps refill
-   it (the demos do this: lab/train_stress.c, lab/train_lm.c).
+   d[u].scale with gnmr_scale_f32 (_f16, _bf16) on each of its tensors,
+   before the optimizer reads them:
+       for (i = 0; i < n_tensors; i++)   // grad[i]: tensor i's gradient
+         gnmr_scale_f32(grad[i], t[i].n, d[t[i].unit].scale);
+   It writes 0 where the scale is 0, so a unit with a NaN or Inf norm
+   reaches the optimizer as 0 (grad *= 0 would keep the NaN), and leaves
+   the memory alone where it is 1. Run unit u on its high-fidelity path
+   next step exactly when gnmr_recovering(&ctl, u) is 1 (RECOVER, then
+   HOLD through the lock). With delayed scaling (FP8: a scale from a
+   history of amax values), start a unit's amax history afresh when it is
+   admitted (RECOVER): the history holds the fault's values, and a unit
+   that came back after its lock would meet a scale the fault left stale;
+   the high-fidelity steps refill it (the demos do this:
+   lab/train_stress.c, lab/train_lm.c).
 
    Flags (bits of gnmr_decision.flags; gnmr_flag_name names them): RATIO
    (NOISE: a rise), DELTA, NONFINITE, OVER_BUDGET, COOLDOWN, WARMUP,
@@ -294,8 +309,16 @@
    values come from lab/detect (bench/RESULTS.md, "Detection"). The
    code reads defaults and ranges from one list (GNMR__CONFIG, in the
    implementation); tests/test_rules.c holds this table to it.
-   Monitor-only use: max_recovering = 0 and spike_policy =
-   GNMR_SPIKE_PASS.
+   Watching: max_recovering = 0 admits nobody. Every risky unit stays
+   KEEP, flagged OVER_BUDGET, and nothing runs high-fidelity; the rules
+   that do not need a slot still act: the history (rule 5) and the scale
+   (rules 8, N9). Under the default spike_policy CLIP a spike's gradient
+   is still clipped (a x100 spike over a steady mean gets scale about
+   tau_r / 100 = 0.02): this is the watch-and-clip setting, for a trainer
+   without a cheaper path to leave (an fp32 trainer: the controller then
+   acts as a per-unit gradient clip against each unit's own history). A
+   monitor that changes nothing: max_recovering = 0 and spike_policy =
+   GNMR_SPIKE_PASS (every scale 1 but a non-finite unit's 0).
 
    Placement (gnmr_place_*, rules P1-P6): a second, separate rule for the
    format's own loss (FP4: every step a little worse, no step much worse),
@@ -416,6 +439,8 @@
                                  the same, with amax and the NaN/Inf count
        gnmr_unit_sumsq           per-unit sums of squares over tensors
        gnmr_unit_norms           per-unit norms over tensors
+       gnmr_scale_f32, gnmr_scale_f16, gnmr_scale_bf16
+                                 a decision's scale applied to a gradient
        gnmr_f16_to_f32, gnmr_bf16_to_f32  one element's value (inline)
        gnmr_isa_active, gnmr_isa_supported, gnmr_isa_force, gnmr_isa_name
                                  the norm helpers' SIMD path
@@ -441,9 +466,10 @@
    errors; a finite negative norm is GNMR_ENORM.
        code            meaning                        returned by
        GNMR_EINVAL     a NULL pointer, or an argument every call that takes
-                       out of range (a unit >= n; a   a pointer, a unit or
-                       tensor of an unknown dtype,    tensors
-                       NULL data or a unit >= n)
+                       out of range (a unit >= n; a   a pointer, a unit,
+                       tensor of an unknown dtype,    tensors or a scale
+                       NULL data or a unit >= n; a
+                       scale outside [0, 1])
        GNMR_ESIZE      buffer too small; checkpoint   checkpoint_save,
                        truncated or too long          _load, _config,
                                                       flags_string
@@ -603,7 +629,8 @@ typedef struct gnmr_config {
   uint32_t delta_window;
   /* finite observations a unit needs before it can be flagged */
   uint32_t warmup_steps;
-  /* maxO: units in recovery at once, <= the unit count; 0 = detect only */
+  /* maxO: units in recovery at once, <= the unit count; 0 = watch: nobody
+     admitted, scales still given (under CLIP: watch-and-clip) */
   uint32_t max_recovering;
   /* L >= 1: steps on the high-fidelity path once admitted */
   uint32_t lock_steps;
@@ -1149,6 +1176,23 @@ GNMR_DEF int gnmr_unit_sumsq(const gnmr_tensor *t, size_t nt, double *sumsq,
    is read once) is scanned once per 256 units. */
 GNMR_DEF int gnmr_unit_norms(const gnmr_tensor *t, size_t nt, float *norms,
                              uint32_t n_units);
+
+/* Applying a decision: x[i] *= scale for every i < n, the buffer the
+   gradient lives in (writable: gnmr_tensor's data is const, so the norm
+   helpers take read-only memory, and these take the buffer itself).
+   scale is a decision's, in [0, 1]:
+     1        nothing is read or written (a calm unit costs no pass);
+     0        every element becomes +0, NaN and Inf included: a unit with a
+              non-finite norm (rule 1) goes to the optimizer as 0, where
+              x * 0 would keep its NaN and Inf;
+     between  each element times scale, the product in double rounded to
+              float (f16, bf16: then to the format, to nearest even); a
+              NaN stays NaN and an Inf stays Inf.
+   GNMR_EINVAL, writing nothing: x NULL with n > 0, or a scale that no
+   decision has (NaN, below 0, above 1). */
+GNMR_DEF int gnmr_scale_f32(float *x, size_t n, double scale);
+GNMR_DEF int gnmr_scale_f16(uint16_t *x, size_t n, double scale);
+GNMR_DEF int gnmr_scale_bf16(uint16_t *x, size_t n, double scale);
 
 /* One element's exact value as float. Inline and GNMR_HOSTDEV: callable from
    host and CUDA device code in any translation unit, with no
@@ -2127,10 +2171,12 @@ static GNMR__HOT GNMR_HOSTDEV uint32_t gnmr__paper_unit(
   risky = (flags & (GNMR_FLAG_RATIO | GNMR_FLAG_DELTA)) != 0;
   score = ratio * c->inv_tau_r;
   if (delta * c->inv_tau_d > score) score = delta * c->inv_tau_d;
-  /* rules 5, 8: a spike cannot inflate its own history */
-  if (risky && g > c->tau_r * m) {
+  /* rules 5, 8: a spike cannot inflate its own history, warm-up included
+     (from the second observation: the first has no history to read it by);
+     only a risky one is scaled */
+  if ((risky || (k > 0 && k < c->warmup)) && g > c->tau_r * m) {
     x = c->tau_r * m;
-    if (c->policy == GNMR_SPIKE_CLIP) scale = x / g;
+    if (risky && c->policy == GNMR_SPIKE_CLIP) scale = x / g;
   }
   if (risky && c->policy == GNMR_SPIKE_SKIP) scale = 0.0;
   w = k + 1 < c->full_weight_from ? 1.0 / (double)(k + 1) : c->floor_w;
@@ -2150,7 +2196,8 @@ static GNMR__HOT GNMR_HOSTDEV uint32_t gnmr__paper_unit(
 
 #if GNMR__CTL_AVX512
 /* Most units on most steps are calm: finite, past the first W observations,
-   not locked, not cooling down, not risky. For such units rules 2-6 and 8
+   not locked, not cooling down, not risky, and (in warm-up) not above
+   tau_r m, which rule 5 would clip. For such units rules 2-6 and 8
    reduce to straight arithmetic, done here eight lanes wide with the same
    IEEE operations in the same order as gnmr__paper_unit, so the bits are
    the same (with -ffp-contract=off, as everywhere). Other lanes are left
@@ -2289,11 +2336,15 @@ gnmr__paper8_avx512(gnmr__step_ctx *c, uint32_t u, const __m512i *lanes) {
       _mm512_sub_pd(ratio, gnmr__mul8(wsum, _mm512_set1_pd(c->r.inv_window)));
   warm = _mm512_cmp_epu64_mask(k, _mm512_set1_epi64((long long)c->r.warmup),
                                _MM_CMPINT_NLT);
-  calm &=
-      (__mmask8) ~(_mm512_mask_cmp_pd_mask(
-                       warm, ratio, _mm512_set1_pd(c->r.tau_r), _CMP_GT_OQ) |
-                   _mm512_mask_cmp_pd_mask(
-                       warm, delta, _mm512_set1_pd(c->r.tau_d), _CMP_GT_OQ));
+  /* risky lanes, and (rule 5 in warm-up) lanes whose history is clipped */
+  calm &= (__mmask8) ~(
+      _mm512_mask_cmp_pd_mask(warm, ratio, _mm512_set1_pd(c->r.tau_r),
+                              _CMP_GT_OQ) |
+      _mm512_mask_cmp_pd_mask(warm, delta, _mm512_set1_pd(c->r.tau_d),
+                              _CMP_GT_OQ) |
+      _mm512_mask_cmp_pd_mask((__mmask8)~warm, g,
+                              gnmr__mul8(m, _mm512_set1_pd(c->r.tau_r)),
+                              _CMP_GT_OQ));
   if (!calm) return 0xFF;
 
   /* rule 5 for the calm lanes; the caller steps the others one by one */
@@ -4842,6 +4893,82 @@ GNMR_DEF int gnmr_unit_norms(const gnmr_tensor *t, size_t nt, float *norms,
         sum[t[i].unit - base] += gnmr__sumsq(t[i].data, t[i].n, t[i].dtype);
     for (u = 0; u < width; u++) norms[base + u] = (float)sqrt(sum[u]);
   }
+  return GNMR_OK;
+}
+
+/* ---- applying decisions -------------------------------------------------- */
+
+/* The nearest f16 (IEEE binary16 bits) to f, ties to even; NaN stays a
+   (quiet) NaN, beyond the range Inf. */
+static uint16_t gnmr__f32_to_f16(float f) {
+  uint32_t b, a, sign, r, shift, rest, half;
+  memcpy(&b, &f, 4);
+  sign = (b >> 16) & 0x8000u;
+  a = b & 0x7FFFFFFFu;
+  if (a > 0x7F800000u) return (uint16_t)(sign | 0x7E00u | ((a >> 13) & 0x3FFu));
+  if (a >= 0x477FF000u) return (uint16_t)(sign | 0x7C00u); /* >= 65520 */
+  if (a >= 0x38800000u) { /* a normal f16: rebias, round off 13 bits */
+    a -= 0x38000000u;
+    return (uint16_t)(sign | ((a + 0xFFFu + ((a >> 13) & 1u)) >> 13));
+  }
+  if (a < 0x33000000u) return (uint16_t)sign; /* below 2^-25: 0 */
+  /* a subnormal f16: the significand in units of 2^-24 */
+  shift = 126u - (a >> 23);
+  a = (a & 0x7FFFFFu) | 0x800000u;
+  r = a >> shift;
+  rest = a & ((1u << shift) - 1u);
+  half = 1u << (shift - 1u);
+  if (rest > half || (rest == half && (r & 1u))) r++;
+  return (uint16_t)(sign | r);
+}
+
+/* The nearest bf16 to f, ties to even; NaN stays a (quiet) NaN. */
+static uint16_t gnmr__f32_to_bf16(float f) {
+  uint32_t b;
+  memcpy(&b, &f, 4);
+  if ((b & 0x7FFFFFFFu) > 0x7F800000u) return (uint16_t)((b >> 16) | 0x40u);
+  return (uint16_t)((b + 0x7FFFu + ((b >> 16) & 1u)) >> 16);
+}
+
+/* The checks of gnmr_scale_*: GNMR_OK when x may be scaled by scale. */
+static int gnmr__scale_valid(const void *x, size_t n, double scale) {
+  if (!x && n > 0) return GNMR_EINVAL;
+  if (!gnmr__finite64(scale) || scale < 0.0 || scale > 1.0) return GNMR_EINVAL;
+  return GNMR_OK;
+}
+
+GNMR_DEF int gnmr_scale_f32(float *x, size_t n, double scale) {
+  size_t i;
+  int rc = gnmr__scale_valid(x, n, scale);
+  if (rc != GNMR_OK || scale == 1.0) return rc;
+  if (scale == 0.0) {
+    for (i = 0; i < n; i++) x[i] = 0.0f;
+    return GNMR_OK;
+  }
+  for (i = 0; i < n; i++) x[i] = (float)((double)x[i] * scale);
+  return GNMR_OK;
+}
+
+GNMR_DEF int gnmr_scale_f16(uint16_t *x, size_t n, double scale) {
+  size_t i;
+  int rc = gnmr__scale_valid(x, n, scale);
+  if (rc != GNMR_OK || scale == 1.0) return rc;
+  for (i = 0; i < n; i++)
+    x[i] =
+        scale == 0.0
+            ? (uint16_t)0
+            : gnmr__f32_to_f16((float)((double)gnmr_f16_to_f32(x[i]) * scale));
+  return GNMR_OK;
+}
+
+GNMR_DEF int gnmr_scale_bf16(uint16_t *x, size_t n, double scale) {
+  size_t i;
+  int rc = gnmr__scale_valid(x, n, scale);
+  if (rc != GNMR_OK || scale == 1.0) return rc;
+  for (i = 0; i < n; i++)
+    x[i] = scale == 0.0 ? (uint16_t)0
+                        : gnmr__f32_to_bf16(
+                              (float)((double)gnmr_bf16_to_f32(x[i]) * scale));
   return GNMR_OK;
 }
 

@@ -213,6 +213,59 @@ TEST(bad_steps_are_refused_and_change_nothing) {
 
 /* ---- signals ------------------------------------------------------------ */
 
+/* Rule 5 holds in warm-up: a fault there enters the unit's history at
+   tau_r times the mean at most, though it is not flagged or scaled. One
+   x1000 fault on the 4th step (k = 3) of a unit, then x20 and x1000
+   faults every 40 steps to step 480, under the defaults: every later
+   fault is clipped as in the same run without the early one, to within
+   WARMUP_FAULT_TOL of its clipped norm (the early fault's share of the
+   mean, (tau_r - 1) / k, is 2.5% at the first later fault and falls), and
+   no x20 fault passes unclipped. Before 0.5 the early fault entered the
+   mean whole: 20x too high at the end of warm-up, the x20 faults passed
+   and the x1000 ones were clipped to 40x the calm norm and less. */
+#define WARMUP_FAULT_TOL 0.05
+static double warmup_fault_norm(uint32_t t, int early) {
+  double g = 1.0 + 0.05 * sin(0.7 * (double)t); /* calm, about 1 */
+  if (early && t == 3) g *= 1000.0;
+  if (t >= 40 && t % 40 == 0) g *= (t / 40) % 2 ? 20.0 : 1000.0;
+  return g;
+}
+
+TEST(a_fault_in_warmup_does_not_poison_the_history) {
+  static fixture clean, hit;
+  const gnmr_config c = gnmr_config_default();
+  double worst = 0.0;
+  uint32_t t, faults = 0;
+  REQUIRE(c.warmup_steps == 16 && c.spike_policy == GNMR_SPIKE_CLIP);
+  REQUIRE(setup(&clean, &c, 1) == GNMR_OK && setup(&hit, &c, 1) == GNMR_OK);
+  for (t = 0; t <= 480; t++) {
+    const double gc = warmup_fault_norm(t, 0), gh = warmup_fault_norm(t, 1);
+    const double m = unit_of(&hit, 0).mean;
+    REQUIRE(step_one(&clean, 0, (float)gc) == GNMR_OK);
+    REQUIRE(step_one(&hit, 0, (float)gh) == GNMR_OK);
+    if (t == 3) {
+      /* not flagged nor scaled in warm-up; its history takes tau_r m */
+      EXPECT(hit.d[0].flags == GNMR_FLAG_WARMUP);
+      EXPECT_EQ_BITS(hit.d[0].scale, 1.0);
+      EXPECT_NEAR(unit_of(&hit, 0).mean, m + (2.0 * m - m) / 4.0, 1e-12);
+    }
+    if (t >= 40 && t % 40 == 0) {
+      const double want = (double)(float)gc * clean.d[0].scale;
+      const double got = (double)(float)gh * hit.d[0].scale;
+      const double off = fabs(got / want - 1.0);
+      faults++;
+      EXPECT(clean.d[0].scale < 1.0 && hit.d[0].scale < 1.0);
+      EXPECT(want < 2.5); /* the clean run's clip: about tau_r calm norms */
+      EXPECT(off <= WARMUP_FAULT_TOL);
+      if (off > worst) worst = off;
+    }
+  }
+  EXPECT_EQ_INT(faults, 12);
+  printf("  the later faults' clipped norms within %.2f%% of the clean "
+         "run's\n",
+         100.0 * worst);
+}
+
 TEST(warmup_suppresses_ratio_and_delta_until_k_observations) {
   static fixture f;
   gnmr_config c = quiet_config();
@@ -522,6 +575,41 @@ TEST(spike_policy_scales) {
   }
 }
 
+/* max_recovering = 0 admits nobody but still scales (the manual's
+   "Watching"): under the default CLIP a x100 spike is clipped to tau_r
+   times the mean, scale about 0.02 (watch-and-clip); under PASS only a
+   non-finite unit's scale is not 1 (a monitor). */
+TEST(watch_and_clip_max_recovering_zero_still_clips) {
+  int pass;
+  for (pass = 0; pass < 2; pass++) {
+    static fixture f;
+    gnmr_config c = gnmr_config_default();
+    double m;
+    uint32_t t;
+    c.max_recovering = 0;
+    if (pass) c.spike_policy = GNMR_SPIKE_PASS;
+    REQUIRE(setup(&f, &c, 4) == GNMR_OK);
+    for (t = 0; t < 40; t++) REQUIRE(step_all(&f, 1.0f) == GNMR_OK);
+    m = unit_of(&f, 1).mean;
+    REQUIRE(step_one(&f, 1, 100.0f) == GNMR_OK);
+    EXPECT(f.d[1].flags & GNMR_FLAG_RATIO);
+    EXPECT(f.d[1].flags & GNMR_FLAG_OVER_BUDGET);
+    EXPECT_EQ_INT(f.d[1].action, GNMR_ACTION_KEEP);
+    EXPECT_EQ_INT(gnmr_recovering(&f.ctl, 1), 0);
+    if (pass) {
+      EXPECT_EQ_BITS(f.d[1].scale, 1.0);
+    } else {
+      EXPECT_EQ_BITS(f.d[1].scale, 2.0 * m / 100.0);
+      EXPECT_NEAR(f.d[1].scale, 0.02, 1e-9);
+    }
+    /* a NaN is zeroed either way (rule 1) */
+    REQUIRE(step_one(&f, 2, NAN) == GNMR_OK);
+    EXPECT_EQ_BITS(f.d[2].scale, 0.0);
+    EXPECT_EQ_INT(f.d[2].action, GNMR_ACTION_KEEP);
+    EXPECT_EQ_INT(gnmr_recovering(&f.ctl, 2), 0);
+  }
+}
+
 TEST(max_recovering_zero_admits_nobody) {
   static fixture f;
   gnmr_config c = gnmr_config_paper();
@@ -583,7 +671,10 @@ static void ref_step(const gnmr_config *c, ref_unit *r, uint32_t n,
                 (delta > c->delta_threshold ? GNMR_FLAG_DELTA : 0u);
       risky = (flags & (GNMR_FLAG_RATIO | GNMR_FLAG_DELTA)) != 0;
       score = fmax(ratio / c->ratio_threshold, delta / c->delta_threshold);
-      x = risky ? fmin(g, c->ratio_threshold * r[u].m) : g;
+      /* rule 5 holds in warm-up too, from the second observation on */
+      x = risky || (r[u].k > 0 && r[u].k < c->warmup_steps)
+              ? fmin(g, c->ratio_threshold * r[u].m)
+              : g;
       if (risky && c->spike_policy == GNMR_SPIKE_SKIP) scale = 0.0;
       if (risky && c->spike_policy == GNMR_SPIKE_CLIP)
         scale = fmin(1.0, c->ratio_threshold * r[u].m / g);
@@ -1630,6 +1721,7 @@ int main(int argc, char **argv) {
       CHECK_CASE(edge_configs_are_accepted),
       CHECK_CASE(bad_steps_are_refused_and_change_nothing),
       CHECK_CASE(warmup_suppresses_ratio_and_delta_until_k_observations),
+      CHECK_CASE(a_fault_in_warmup_does_not_poison_the_history),
       CHECK_CASE(first_observation_has_ratio_one_and_delta_zero),
       CHECK_CASE(ratio_trigger_at_and_around_the_threshold),
       CHECK_CASE(delta_trigger_at_and_around_the_threshold),
@@ -1643,6 +1735,7 @@ int main(int argc, char **argv) {
       CHECK_CASE(cooldown_blocks_readmission_except_for_nonfinite),
       CHECK_CASE(spike_policy_scales),
       CHECK_CASE(max_recovering_zero_admits_nobody),
+      CHECK_CASE(watch_and_clip_max_recovering_zero_still_clips),
       CHECK_CASE(long_random_runs_match_the_reference_and_respect_the_budget),
       CHECK_CASE(avx512_and_scalar_controllers_agree_bit_for_bit),
       CHECK_CASE(same_inputs_same_decisions_bit_for_bit),

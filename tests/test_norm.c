@@ -977,6 +977,180 @@ TEST(unit_errors_refused_whole) {
   gnmr_stats_f32(x, 4, NULL);
 }
 
+/* ---- applying a decision's scale (gnmr_scale_*) ------------------------ */
+
+/* The nearest pattern to v >= 0 among the non-negative finite ones of a
+   16-bit format (from_bits, patterns 0 .. top, increasing), ties to the
+   even pattern: by bisection, apart from the library's rounding. */
+static uint16_t nearest16(double v, float (*from_bits)(uint16_t),
+                          uint32_t top) {
+  uint32_t lo = 0, hi = top, mid;
+  double a, b;
+  while (hi - lo > 1) { /* from_bits(lo) <= v < from_bits(hi), or v at top */
+    mid = (lo + hi) / 2;
+    if ((double)from_bits((uint16_t)mid) <= v)
+      lo = mid;
+    else
+      hi = mid;
+  }
+  a = v - (double)from_bits((uint16_t)lo);
+  b = (double)from_bits((uint16_t)hi) - v;
+  if (a < b || (a == b && !(lo & 1u))) return (uint16_t)lo;
+  return (uint16_t)hi;
+}
+
+/* NaN and Inf told by the bits: under -Ofast isnan and isinf fold away. */
+static int nan32(float x) {
+  uint32_t b;
+  memcpy(&b, &x, 4);
+  return (b & 0x7FFFFFFFu) > 0x7F800000u;
+}
+static int inf32(float x) {
+  uint32_t b;
+  memcpy(&b, &x, 4);
+  return (b & 0x7FFFFFFFu) == 0x7F800000u;
+}
+/* 1 where the program runs with subnormal f32 inputs read as 0 (DAZ; an
+   -Ofast build sets it at its start): f32 and bf16 subnormals then read
+   as 0 (the manual's fast-math note), and are not compared. */
+static int daz_on(void) {
+#if defined(__x86_64__) || defined(__i386__)
+  return (_mm_getcsr() & 0x0040u) != 0;
+#elif defined(__aarch64__)
+  uint64_t fpcr;
+  __asm__ __volatile__("mrs %0, fpcr" : "=r"(fpcr));
+  return (fpcr >> 24) & 1u;
+#else
+  return 0;
+#endif
+}
+
+static float f16_bits(uint16_t h) { return gnmr_f16_to_f32(h); }
+static float bf16_bits(uint16_t h) { return gnmr_bf16_to_f32(h); }
+
+/* Every f16 and bf16 pattern under the scales a decision takes: 1 changes
+   no bit, 0 writes +0 (NaN and Inf included), others give the nearest
+   value to the float product (ties to even), NaN stays NaN, Inf Inf. */
+TEST(scale_every_16_bit_pattern) {
+  static uint16_t x[65536];
+  const double scales[] = {1.0, 0.0, 0.3, 2.0 * 1.0212 / 49.03, 0.5};
+  const int daz = daz_on();
+  size_t i, k;
+  int dt, bad = 0;
+  for (dt = 0; dt < 2; dt++) {
+    float (*from_bits)(uint16_t) = dt == 0 ? f16_bits : bf16_bits;
+    const uint32_t top = dt == 0 ? 0x7BFFu : 0x7F7Fu; /* largest finite */
+    for (k = 0; k < sizeof scales / sizeof scales[0]; k++) {
+      for (i = 0; i < 65536; i++) x[i] = (uint16_t)i;
+      EXPECT_EQ_INT(dt == 0 ? gnmr_scale_f16(x, 65536, scales[k])
+                            : gnmr_scale_bf16(x, 65536, scales[k]),
+                    GNMR_OK);
+      for (i = 0; i < 65536; i++) {
+        const float in = from_bits((uint16_t)i), out = from_bits(x[i]);
+        uint16_t want;
+        if (daz && dt == 1 && scales[k] != 1.0 &&
+            ((i & 0x7F80u) == 0 ||
+             fabs((double)in) * scales[k] < (double)FLT_MIN))
+          continue;
+        if (scales[k] == 1.0)
+          want = (uint16_t)i;
+        else if (scales[k] == 0.0)
+          want = 0;
+        else if (nan32(in))
+          want = nan32(out) ? x[i] : (uint16_t)0x7FFF; /* any NaN */
+        else if (inf32(in))
+          want = (uint16_t)i;
+        else {
+          const float p = (float)((double)in * scales[k]);
+          want = nearest16(fabs((double)p), from_bits, top);
+          if (signbit(p)) want |= 0x8000u;
+        }
+        if (x[i] != want && bad++ < 5)
+          printf("  %s %04zx x %.17g: %04x, want %04x\n",
+                 dt == 0 ? "f16" : "bf16", i, scales[k], x[i], want);
+      }
+    }
+  }
+  EXPECT_EQ_INT(bad, 0);
+}
+
+TEST(scale_f32_nan_inf_zero_one_and_a_clip) {
+  float x[8], y[8];
+  const double clip = 2.0 * 1.0212 / 49.03; /* a CLIP decision's scale */
+  size_t i;
+  const float in[8] = {1.0f,      -2.5f,  NAN,  INFINITY,
+                       -INFINITY, 3e-39f, 0.0f, -FLT_MAX};
+  /* scale 1: not a bit changes, a NaN's payload included */
+  memcpy(x, in, sizeof x);
+  EXPECT_EQ_INT(gnmr_scale_f32(x, 8, 1.0), GNMR_OK);
+  EXPECT(memcmp(x, in, sizeof x) == 0);
+  /* scale 0: +0 everywhere, NaN and Inf included (x * 0 would keep NaN) */
+  EXPECT_EQ_INT(gnmr_scale_f32(x, 8, 0.0), GNMR_OK);
+  for (i = 0; i < 8; i++) {
+    uint32_t bits;
+    memcpy(&bits, &x[i], 4);
+    EXPECT_EQ_INT(bits, 0);
+  }
+  memcpy(x, in, sizeof x);
+  EXPECT_EQ_INT(gnmr_scale_f32(x, 8, -0.0), GNMR_OK);
+  EXPECT(x[2] == 0.0f && !signbit(x[2]) && x[3] == 0.0f);
+  /* a clip: the product in double, rounded once to float */
+  memcpy(x, in, sizeof x);
+  EXPECT_EQ_INT(gnmr_scale_f32(x, 8, clip), GNMR_OK);
+  for (i = 0; i < 8; i++) {
+    if (nan32(in[i])) {
+      EXPECT(nan32(x[i]));
+    } else if (!daz_on() || i != 5) { /* 5: subnormal, 0 under DAZ */
+      EXPECT_EQ_BITS(x[i], (float)((double)in[i] * clip));
+    }
+  }
+  EXPECT(inf32(x[3]) && x[3] > 0.0f && inf32(x[4]) && x[4] < 0.0f);
+  /* refused whole: nothing written */
+  memcpy(x, in, sizeof x);
+  memcpy(y, in, sizeof y);
+  EXPECT_EQ_INT(gnmr_scale_f32(NULL, 8, 0.5), GNMR_EINVAL);
+  EXPECT_EQ_INT(gnmr_scale_f32(NULL, 0, 0.5), GNMR_OK);
+  EXPECT_EQ_INT(gnmr_scale_f32(x, 8, (double)NAN), GNMR_EINVAL);
+  EXPECT_EQ_INT(gnmr_scale_f32(x, 8, -0.25), GNMR_EINVAL);
+  EXPECT_EQ_INT(gnmr_scale_f32(x, 8, 1.5), GNMR_EINVAL);
+  EXPECT_EQ_INT(gnmr_scale_f32(x, 8, (double)INFINITY), GNMR_EINVAL);
+  EXPECT_EQ_INT(gnmr_scale_f32(x, 8, nextafter(1.0, 2.0)), GNMR_EINVAL);
+  EXPECT_EQ_INT(gnmr_scale_f16(NULL, 1, 0.5), GNMR_EINVAL);
+  EXPECT_EQ_INT(gnmr_scale_bf16(NULL, 1, 0.5), GNMR_EINVAL);
+  EXPECT_EQ_INT(gnmr_scale_f16((uint16_t *)(void *)x, 2, -1.0), GNMR_EINVAL);
+  EXPECT_EQ_INT(gnmr_scale_bf16((uint16_t *)(void *)x, 2, 2.0), GNMR_EINVAL);
+  EXPECT(memcmp(x, y, sizeof x) == 0);
+}
+
+/* A decision applied: a unit whose norm is NaN gets scale 0 (rule 1), and
+   its gradient reaches the optimizer as zeros; a clipped one at tau_r m. */
+TEST(scale_applies_a_decision) {
+  gnmr_config c = gnmr_config_default();
+  gnmr_slot slots[2];
+  gnmr_ctl ctl;
+  gnmr_decision d[2];
+  float g0[3], g1[3], norms[2];
+  int t, i;
+  REQUIRE(gnmr_init(&ctl, &c, slots, 2) == GNMR_OK);
+  for (t = 0; t < 40; t++) {
+    for (i = 0; i < 3; i++) g0[i] = g1[i] = 0.5f;
+    if (t == 39) {
+      g0[1] = NAN;
+      g1[0] = 40.0f;
+    }
+    norms[0] = (float)sqrt(gnmr_sumsq_f32(g0, 3));
+    norms[1] = (float)sqrt(gnmr_sumsq_f32(g1, 3));
+    REQUIRE(gnmr_step(&ctl, norms, d) == GNMR_OK);
+    REQUIRE(gnmr_scale_f32(g0, 3, d[0].scale) == GNMR_OK);
+    REQUIRE(gnmr_scale_f32(g1, 3, d[1].scale) == GNMR_OK);
+  }
+  EXPECT_EQ_BITS(d[0].scale, 0.0);
+  for (i = 0; i < 3; i++) EXPECT_EQ_BITS(g0[i], 0.0f);
+  EXPECT(d[1].scale > 0.0 && d[1].scale < 1.0);
+  /* the clipped gradient's norm: tau_r times the unit's calm norm */
+  EXPECT_NEAR(sqrt(gnmr_sumsq_f32(g1, 3)), 2.0 * sqrt(0.75), 1e-5);
+}
+
 int main(int argc, char **argv) {
   static const check_case cases[] = {
       CHECK_CASE(dispatch),
@@ -994,7 +1168,10 @@ int main(int argc, char **argv) {
       CHECK_CASE(public_conversions_every_pattern),
       CHECK_CASE(unit_norms_mixed_dtypes_in_tensor_order),
       CHECK_CASE(unit_norms_any_order),
-      CHECK_CASE(unit_errors_refused_whole)};
+      CHECK_CASE(unit_errors_refused_whole),
+      CHECK_CASE(scale_every_16_bit_pattern),
+      CHECK_CASE(scale_f32_nan_inf_zero_one_and_a_clip),
+      CHECK_CASE(scale_applies_a_decision)};
   int i;
   for (i = 1; i < argc; i++)
     if (strncmp(argv[i], "--big=", 6) == 0)

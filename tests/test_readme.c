@@ -66,7 +66,16 @@ static const readme_context contexts[] = {
     {"double s = gnmr_sumsq_f32(grad, n);", CONTINUES, "",
      "size_t n = 1, n0 = 1, n1 = 1, n2 = 1;\n"
      "float grad[1] = {0}, w0[1] = {0};\nuint16_t w1[1] = {0}, w2[1] = {0};\n",
-     "(void)s;\n"}};
+     "(void)s;\n"},
+    /* "Vendoring into a C trainer": the trainer's own pieces are stubs */
+    {"/* One unit per parameter tensor:", CONTINUES,
+     "void forward_backward(int step);\nvoid adamw_update(int step);\n",
+     "enum { NT = 4 };\nint steps = 2;\nstatic float g0[1];\n"
+     "float *grad[NT] = {g0, g0, g0, g0};\nsize_t numel[NT] = {1, 1, 1, 1};\n",
+     ""},
+    {"/* qkvw's gradient, one unit per layer", CONTINUES, "",
+     "enum { L = 2, C = 1 };\nstatic float grad_qkvw[L * 3 * C * C];\n",
+     "(void)q;\n"}};
 
 /* The lines of text[0 .. len) that start (after blanks) with '#' if hash,
    else the others, each with its newline, appended to out. */

@@ -362,6 +362,7 @@ FUZZ_UNUSED static int fuzz_step_checked(gnmr_ctl *ctl, fuzz_shadow *sh,
   uint32_t nonfinite = 0, held = 0, absent = 0, shifts = 0;
   gnmr_counters before, after, unit_sum;
   uint64_t k0[FUZZ_MAX_UNITS + 1], kg0 = ctl->global_k;
+  double m0[FUZZ_MAX_UNITS + 1];
   int rc, over_at_start;
 
   FUZZ_CHECK(gnmr_counters_get(ctl, GNMR_ALL_UNITS, &before) == GNMR_OK);
@@ -376,8 +377,11 @@ FUZZ_UNUSED static int fuzz_step_checked(gnmr_ctl *ctl, fuzz_shadow *sh,
   for (u = 0; u < n; u++) {
     gnmr_counters c;
     FUZZ_CHECK(gnmr_recovering(ctl, u) == (sh->lock_left[u] > 0));
+    gnmr_unit_state st;
     FUZZ_CHECK(gnmr_counters_get(ctl, u, &c) == GNMR_OK);
+    FUZZ_CHECK(gnmr_unit_info(ctl, u, &st) == GNMR_OK);
     k0[u] = c.finite_steps;
+    m0[u] = st.mean;
   }
   /* More units recovering than the budget (gnmr_reconfigure lowered it):
      locks that run out are not renewed. */
@@ -515,6 +519,15 @@ FUZZ_UNUSED static int fuzz_step_checked(gnmr_ctl *ctl, fuzz_shadow *sh,
     unit_sum.recovering += c.recovering;
   }
   FUZZ_CHECK(unit_sum.recovering == rec_now);
+  /* Rule 5 in warm-up: a norm enters the history at tau_r m at most, so
+     the mean moves up to tau_r m0 at most (one product's rounding). */
+  for (u = 0; cfg->rule == GNMR_RULE_PAPER && u < n; u++) {
+    gnmr_unit_state st;
+    if (k0[u] == 0 || k0[u] >= cfg->warmup_steps) continue;
+    FUZZ_CHECK(gnmr_unit_info(ctl, u, &st) == GNMR_OK);
+    FUZZ_CHECK(st.mean <= m0[u] ||
+               st.mean <= cfg->ratio_threshold * m0[u] * (1.0 + 4e-16));
+  }
   if (cfg->rule == GNMR_RULE_NOISE) {
     fuzz_noise_checked(ctl, norms, d, k0, kg0, &before, &after);
   } else {
