@@ -17,7 +17,7 @@
 #                 (lab/detect/; tables into bench/RESULTS.md)
 #   make detect-frontier  recall at 0.1% false alarms, the rule's variants
 #                 and bounds (bench/RESULTS.md)
-#   make suite    the settings suite (issue 39): 24 settings x arms x 3
+#   make suite    the settings suite: 24 settings x arms x 3
 #                 seeds, split into a tune and a test half (lab/suite.c);
 #                 suite-quick: two settings, 200 steps, one seed (CI)
 #   make mpi-run  the data-parallel MPI example on 2 and 4 ranks
@@ -776,8 +776,8 @@ help:
 	  'gpu-check-build   build all gpu-check runs (nvcc, no GPU needed)' \
 	  'efficacy          closed-loop efficacy, every arm and setting (~1 h)' \
 	  'efficacy-quick    its CI lane (~3 min)' \
-	  'eff-place         placement arms where FP4 loses (issue 32, ~1 h)' \
-	  'suite             the settings suite, tune and test halves (issue 39, ~3 h)' \
+	  'eff-place         placement arms where FP4 loses (~1 h)' \
+	  'suite             the settings suite, tune and test halves (~3 h)' \
 	  'suite-quick       its CI lane: two settings, 200 steps (~3 min)' \
 	  'libgnmr           shared libraries for the PyTorch bridge' \
 	  'test-torch        the PyTorch bridge tests (pytest)' \

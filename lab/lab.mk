@@ -99,7 +99,7 @@ demo-lm-sweep: $(B)/train_lm fortunes-check
 #                     the global clip (lowp+clip 2.4-3.7% behind f32+clip)
 #   mlp, mlp-clip     the MLP stress demo (built-in task, 8 faults per 1000)
 #   mlp-fashion       the MLP on Fashion-MNIST, core arms (when installed)
-# and four training events that are not faults (issue 31), each clean (do
+# and four training events that are not faults, each clean (do
 # no harm) and with the faults of mlp / lm-injected (-injected):
 #   mlp-freeze, lm-freeze  a layer (LM: block 0) frozen for the first 20%
 #                     of steps, its gradient norms exactly 0, then trained
@@ -243,7 +243,7 @@ eff-lm-shift-inj:
 	  --steps $(EFF_STEPS) --seeds $(EFF_SEEDS) --arms $(EFF_EVENT_LM) \
 	  --out $(EFF)/lm-shift-injected/core
 
-# The level-shift rule's sweep (issue 31): shift_steps P x shift_spread q
+# The level-shift rule's sweep: shift_steps P x shift_spread q
 # (lab/arms.h ARM_SHIFT_Q) on the default (paper) rules, P at q 0.5
 # and P 8, 16 at q 1 on the noise rules (gnmr-noise is P 16 q 0.5), beside
 # the rule off, on the MLP settings with faults, with the training events
@@ -294,7 +294,7 @@ shift-replay: $(B)/shift_replay
 
 .PHONY: efficacy efficacy-quick $(EFF_PARTS) eff-lm-inj-place
 
-# Placement: the format's own loss (issue 32; bench/RESULTS.md). The
+# Placement: the format's own loss (bench/RESULTS.md, "Placement"). The
 # placement arms (lab/arms.h, place-RULE-B) at 5/10/20% of the units'
 # GEMM FLOPs beside f32+clip and lowp+clip, in build/efficacy-place:
 #   lm-natural-clip      FP4 E2M1 per tensor, lr 4e-3, cosine (3 seeds)
@@ -337,7 +337,7 @@ eff-place: $(B)/train_lm $(B)/efficacy_report fortunes-check
 
 .PHONY: eff-place $(EFFP_PARTS)
 
-# The settings suite (issue 39; lab/suite.c): 24 named settings that
+# The settings suite (lab/suite.c): 24 named settings that
 # vary optimizer, schedule, warm-up, learning rate, model, format and
 # events, each on f32, lowp, clip, gnmr and, where FP4 meets the LM, the
 # placer and the told late switch, 3 seeds; split by the FNV-1a hash of the
