@@ -100,6 +100,28 @@
 /* Up to this many units a step is one launch of one block (untuned: no
    GPU measured it yet). At most 2048 (the fused kernel's shared lanes). */
 #define GNMR_CUDA_FUSED_MAX 2048
+/* Above this many units the admission's select runs over the grid (one
+   launch per digit, GNMR_CUDA_GRID_PASSES of them, then rule 7 over the
+   grid); up to it, in one block of GNMR_CUDA_ADMIT_THREADS (one launch).
+   Untuned (no GPU has run the grid's select yet): at 8,192 candidates a
+   one-block pass reads at most 8 per thread, a few rounds of dependent
+   loads, less than the launch a grid pass adds (about 0.8 us in a graph:
+   the launch floor of bench/RESULTS.md's H100 run); above it the grid's
+   pass reads one candidate per thread whatever the count. */
+#ifndef GNMR_CUDA_GRID_SELECT_MIN
+#define GNMR_CUDA_GRID_SELECT_MIN 8192
+#endif
+/* Digit passes launched over the grid (1 to 12; untuned): scores of
+   spiky units share their first byte (sign and exponent), the second and
+   third usually split them; the last launch's last block finishes any
+   digits left (ties: the index's bytes) in one block. */
+#ifndef GNMR_CUDA_GRID_PASSES
+#define GNMR_CUDA_GRID_PASSES 3
+#endif
+#if GNMR_CUDA_GRID_PASSES < 1 || GNMR_CUDA_GRID_PASSES > 12
+#error                                                                         \
+    "gnmr_ctl.cuh: GNMR_CUDA_GRID_PASSES is 1 to 12 (96-bit keys, 8-bit digits)"
+#endif
 /* Rule N3's grid. */
 #define GNMR_CUDA_BINS 4096
 
@@ -333,21 +355,6 @@ void gnmr_cuda_place_destroy(gnmr_cuda_place *gp);
 in the same file (#define GNMR_IMPLEMENTATION before including gnmr.h)"
 #endif
 
-/* The step's scratch and result, in device memory. Between steps every
-   count and bin is 0. */
-typedef struct gnmr_cuda_work {
-  gnmr__tally t;                 /* units: this step's sums */
-  uint32_t negative, unusable;   /* scan: the step is refused */
-  uint32_t finite, settled, up;  /* scan: rule N3's counts */
-  int32_t global;                /* verdict: a GLOBAL step */
-  double common, global_scale;   /* verdict, for the units */
-  gnmr_step_report report;       /* verdict: the report but its counts */
-  int32_t status;                /* the last step: GNMR_OK or GNMR_E* */
-  int32_t first_error;           /* the first refused step's code since
-                                    create or upload */
-  uint32_t hist[GNMR_CUDA_BINS]; /* scan: the settled units per bin */
-} gnmr_cuda_work;
-
 /* The admit kernel's shared state: the radix select of the k best keys.
    Keys: hi = the score's bits (positive doubles order as their bits), lo =
    ~index (a lower index is the larger key). The `depth` top bits of the
@@ -364,6 +371,25 @@ typedef struct gnmr_cuda_select {
   uint32_t candidates; /* listed in the units' heap scratch */
   int32_t status;
 } gnmr_cuda_select;
+
+/* The step's scratch and result, in device memory. Between steps every
+   count and bin is 0. */
+typedef struct gnmr_cuda_work {
+  gnmr__tally t;                 /* units: this step's sums */
+  uint32_t negative, unusable;   /* scan: the step is refused */
+  uint32_t finite, settled, up;  /* scan: rule N3's counts */
+  int32_t global;                /* verdict: a GLOBAL step */
+  double common, global_scale;   /* verdict, for the units */
+  gnmr_step_report report;       /* verdict: the report but its counts */
+  int32_t status;                /* the last step: GNMR_OK or GNMR_E* */
+  int32_t first_error;           /* the first refused step's code since
+                                    create or upload */
+  uint32_t hist[GNMR_CUDA_BINS]; /* scan: the settled units per bin */
+  gnmr_cuda_select sel;          /* the grid's select (above
+                                    GNMR_CUDA_GRID_SELECT_MIN units): its
+                                    histogram the passes' global one */
+  uint32_t arrived;              /* blocks of a grid launch done counting */
+} gnmr_cuda_work;
 
 /* scan's codes for a unit that is not counted in the histogram */
 #define GNMR_CUDA__UNSETTLED GNMR_CUDA_BINS /* observed, k < max(warmup, 1) */
@@ -520,20 +546,42 @@ gnmr_cuda__unit(const gnmr_ctl *ctl, const gnmr__rules *r, const float *norms,
   return gnmr__unit_step(r, &s, norms, out, u);
 }
 
-/* admit, thread 0 first: the step's result and the select's start. */
+/* The select's start: the step's result (status), k = min(candidates,
+   free slots) of max_recovering with `locked` units still locked (rule 7,
+   gnmr__admit_count), the whole key still open. */
 static inline GNMR_HOSTDEV void
-gnmr_cuda__admit_begin(gnmr_cuda_select *sel, const gnmr_ctl *ctl,
-                       const gnmr_cuda_work *w) {
-  sel->status = w->unusable || !gnmr__usable(ctl) ? GNMR_ESTATE
-                : w->negative                     ? GNMR_ENORM
-                                                  : GNMR_OK;
-  sel->candidates = w->t.candidates;
-  sel->k = gnmr__admit_count(&w->t, ctl->cfg.max_recovering);
+gnmr_cuda__select_start(gnmr_cuda_select *sel, int32_t status,
+                        uint32_t candidates, uint32_t locked,
+                        uint32_t max_recovering) {
+  gnmr__tally t;
+  memset(&t, 0, sizeof t);
+  t.candidates = candidates;
+  t.locked = locked;
+  sel->status = status;
+  sel->candidates = candidates;
+  sel->k = gnmr__admit_count(&t, max_recovering);
   sel->hi = 0;
   sel->lo = 0;
   sel->depth = 0;
   sel->need = sel->k;
-  sel->left = w->t.candidates;
+  sel->left = candidates;
+}
+
+/* The step's result so far: GNMR_ESTATE if the scan found the controller
+   not usable (gnmr__usable, checked once at the step's start: nothing the
+   step does before the commit changes what it checks, so the admit does
+   not check again), GNMR_ENORM for a finite negative norm, else GNMR_OK. */
+static inline GNMR_HOSTDEV int32_t
+gnmr_cuda__step_status(const gnmr_cuda_work *w) {
+  return w->unusable ? GNMR_ESTATE : w->negative ? GNMR_ENORM : GNMR_OK;
+}
+
+/* admit, thread 0 first: the step's result and the select's start. */
+static inline GNMR_HOSTDEV void
+gnmr_cuda__admit_begin(gnmr_cuda_select *sel, const gnmr_ctl *ctl,
+                       const gnmr_cuda_work *w) {
+  gnmr_cuda__select_start(sel, gnmr_cuda__step_status(w), w->t.candidates,
+                          w->t.locked, ctl->cfg.max_recovering);
 }
 
 /* 1 while the select has a digit to fix (read by every thread). */
@@ -585,19 +633,28 @@ gnmr_cuda__select_clear(gnmr_cuda_select *sel, uint32_t t, uint32_t T) {
   for (b = t; b < 256; b += T) sel->hist[b] = 0;
 }
 
+/* Every thread t of T (a block's, or the grid's: t the thread's index in
+   the grid): count into hist the next digit of the candidates t, t + T, ...
+   that match the prefix. */
+static inline GNMR_HOSTDEV void
+gnmr_cuda__select_count_into(const gnmr_cuda_select *sel, const gnmr__soa *s,
+                             uint32_t *hist, uint32_t t, uint32_t T) {
+  uint32_t i;
+  for (i = t; i < sel->candidates; i += T) {
+    const uint32_t u = s->heap[i];
+    const uint64_t hi = gnmr_cuda__key_hi(s, u);
+    if (gnmr_cuda__cmp_prefix(sel, hi, ~u) == 0)
+      GNMR_CUDA__SHARED_INC(&hist[gnmr_cuda__digit(sel, hi, ~u)]);
+  }
+}
+
 /* admit, every thread t of T: count the next digit of the candidates that
    match the prefix. */
 static inline GNMR_HOSTDEV void gnmr_cuda__select_count(gnmr_cuda_select *sel,
                                                         const gnmr__soa *s,
                                                         uint32_t t,
                                                         uint32_t T) {
-  uint32_t i;
-  for (i = t; i < sel->candidates; i += T) {
-    const uint32_t u = s->heap[i];
-    const uint64_t hi = gnmr_cuda__key_hi(s, u);
-    if (gnmr_cuda__cmp_prefix(sel, hi, ~u) == 0)
-      GNMR_CUDA__SHARED_INC(&sel->hist[gnmr_cuda__digit(sel, hi, ~u)]);
-  }
+  gnmr_cuda__select_count_into(sel, s, sel->hist, t, T);
 }
 
 /* admit, every thread t of T (after the count): the chunks' counts. */
@@ -916,9 +973,30 @@ gnmr_cuda__count_units(unsigned ev, gnmr_cuda_work *w, int atomic,
   }
 }
 
+/* Every thread of the block, after its global writes: 1 in every thread of
+   the launch's last block to get here (whose later reads then see every
+   block's writes: a fence before the count, and one after), 0 in the
+   others; the last block puts the count back to 0 for the next launch. */
+static __device__ __forceinline__ int gnmr_cuda__last_block(uint32_t *arrived) {
+  __shared__ int last;
+  __threadfence();
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    last = atomicAdd(arrived, 1u) == gridDim.x - 1;
+    if (last) *arrived = 0;
+  }
+  __syncthreads();
+  if (last) __threadfence();
+  return last;
+}
+
+/* start_select: the grid's select follows (above GNMR_CUDA_GRID_SELECT_MIN
+   units): the last block to finish starts it, reading the tally's two
+   counts it needs from L2 (every block's atomics are in). */
 static __global__ void __launch_bounds__(GNMR_CUDA_UNIT_THREADS)
     gnmr_cuda__units_kernel(const gnmr_ctl *ctl, const float *norms,
-                            gnmr_decision *out, gnmr_cuda_work *w) {
+                            gnmr_decision *out, gnmr_cuda_work *w,
+                            int start_select) {
   __shared__ gnmr__rules r;
   __shared__ uint32_t listed, base;
   __shared__ uint32_t table[GNMR_CUDA__COUNT_WARPS][GNMR_CUDA__COUNTS];
@@ -941,6 +1019,38 @@ static __global__ void __launch_bounds__(GNMR_CUDA_UNIT_THREADS)
     if (ev & GNMR__EV_CANDIDATE)
       gnmr__carve(ctl->units, r.n).heap[base + at] = u;
   }
+  if (start_select && gnmr_cuda__last_block(&w->arrived) && threadIdx.x == 0)
+    gnmr_cuda__select_start(
+        &w->sel, gnmr_cuda__step_status(w), atomicAdd(&w->t.candidates, 0u),
+        atomicAdd(&w->t.locked, 0u), ctl->cfg.max_recovering);
+}
+
+/* One digit of the select, its counts in sel->hist, fixed by the block
+   (every thread of it calling): the chunks, the digit, the fix, a barrier
+   after each. */
+static __device__ __forceinline__ void
+gnmr_cuda__select_digit(gnmr_cuda_select *sel) {
+  const uint32_t t = threadIdx.x, T = blockDim.x;
+  gnmr_cuda__select_chunks(sel, t, T);
+  __syncthreads();
+  gnmr_cuda__select_find(sel, t, T);
+  __syncthreads();
+  if (t == 0) gnmr_cuda__select_fix(sel);
+  __syncthreads();
+}
+
+/* The select's remaining digits in one block (sel in shared memory, read
+   by every thread after a barrier). */
+static __device__ __forceinline__ void
+gnmr_cuda__select_rest(gnmr_cuda_select *sel, const gnmr__soa *s) {
+  const uint32_t t = threadIdx.x, T = blockDim.x;
+  while (gnmr_cuda__select_more(sel)) {
+    gnmr_cuda__select_clear(sel, t, T);
+    __syncthreads();
+    gnmr_cuda__select_count(sel, s, t, T);
+    __syncthreads();
+    gnmr_cuda__select_digit(sel);
+  }
 }
 
 /* The admit kernel's body, for any number of threads in one block: the
@@ -953,22 +1063,87 @@ gnmr_cuda__admit_block(gnmr_cuda_select *sel, gnmr_ctl *ctl, gnmr_decision *out,
   __syncthreads();
   if (sel->status == GNMR_OK) {
     const gnmr__soa s = gnmr__carve(ctl->units, ctl->n_units);
-    while (gnmr_cuda__select_more(sel)) {
-      gnmr_cuda__select_clear(sel, t, T);
-      __syncthreads();
-      gnmr_cuda__select_count(sel, &s, t, T);
-      __syncthreads();
-      gnmr_cuda__select_chunks(sel, t, T);
-      __syncthreads();
-      gnmr_cuda__select_find(sel, t, T);
-      __syncthreads();
-      if (t == 0) gnmr_cuda__select_fix(sel);
-      __syncthreads();
-    }
+    gnmr_cuda__select_rest(sel, &s);
     gnmr_cuda__admit_units(sel, &s, out, ctl->cfg.lock_steps, t, T);
   }
   __syncthreads();
   if (t == 0) gnmr_cuda__admit_end(sel, ctl, w);
+}
+
+/* ---- the select over the grid (above GNMR_CUDA_GRID_SELECT_MIN units) --
+   The select's state lives in w->sel between launches. The units kernel's
+   last block to finish starts it (gnmr_cuda__select_start); each of
+   GNMR_CUDA_GRID_PASSES pass launches counts one digit over the grid
+   (every block its slice of the candidates into a shared histogram, added
+   into w->sel's with integer atomics: any order, the same counts) and its
+   last block to finish fixes the digit as the one-block select does (the
+   same functions, on the same counts); the last pass's last block then
+   finishes the select in one block. A launch whose select is done returns
+   at once. Rule 7 itself (gnmr_cuda__admit_units) runs over the grid, and
+   block 0's thread 0 ends the step. No host sync, no cooperative launch:
+   capturable in a graph. */
+
+/* One digit of the grid's select (blocks of any size, a multiple of 32);
+   finish: the last pass, whose last block finishes the select. */
+static __global__ void __launch_bounds__(GNMR_CUDA_ADMIT_THREADS)
+    gnmr_cuda__select_pass_kernel(const gnmr_ctl *ctl, gnmr_cuda_work *w,
+                                  int finish) {
+  __shared__ gnmr_cuda_select sel;
+  const uint32_t t = threadIdx.x, T = blockDim.x;
+  gnmr_cuda_select *g = &w->sel;
+  gnmr_cuda__select_clear(&sel, t, T);
+  if (t == 0) { /* the prefix: w->sel changes only after every block read */
+    sel.hi = g->hi;
+    sel.lo = g->lo;
+    sel.depth = g->depth;
+    sel.need = g->need;
+    sel.left = g->left;
+    sel.k = g->k;
+    sel.candidates = g->candidates;
+    sel.status = g->status;
+  }
+  __syncthreads();
+  if (!gnmr_cuda__select_more(&sel)) return; /* the whole launch */
+  {
+    const gnmr__soa s = gnmr__carve(ctl->units, ctl->n_units);
+    gnmr_cuda__select_count_into(&sel, &s, sel.hist, blockIdx.x * T + t,
+                                 gridDim.x * T);
+    __syncthreads();
+    for (uint32_t b = t; b < 256; b += T)
+      if (sel.hist[b]) atomicAdd(&g->hist[b], sel.hist[b]);
+    if (!gnmr_cuda__last_block(&w->arrived)) return;
+    /* the last block: the grid's counts (from L2: other blocks' atomics),
+       the global histogram cleared for the next pass */
+    for (uint32_t b = t; b < 256; b += T) {
+      sel.hist[b] = __ldcg(&g->hist[b]);
+      g->hist[b] = 0;
+    }
+    __syncthreads();
+    gnmr_cuda__select_digit(&sel);
+    if (finish) gnmr_cuda__select_rest(&sel, &s);
+    if (t == 0) {
+      g->hi = sel.hi;
+      g->lo = sel.lo;
+      g->depth = sel.depth;
+      g->need = sel.need;
+      g->left = sel.left;
+    }
+  }
+}
+
+/* Rule 7 over the grid after the grid's select, then (block 0, thread 0)
+   the totals: they read nothing rule 7 writes. */
+static __global__ void __launch_bounds__(GNMR_CUDA_UNIT_THREADS)
+    gnmr_cuda__admit_grid_kernel(gnmr_ctl *ctl, gnmr_decision *out,
+                                 gnmr_cuda_work *w) {
+  if (w->sel.status == GNMR_OK) {
+    const gnmr__soa s = gnmr__carve(ctl->units, ctl->n_units);
+    gnmr_cuda__admit_units(&w->sel, &s, out, ctl->cfg.lock_steps,
+                           blockIdx.x * blockDim.x + threadIdx.x,
+                           gridDim.x * blockDim.x);
+  }
+  if (blockIdx.x == 0 && threadIdx.x == 0)
+    gnmr_cuda__admit_end(&w->sel, ctl, w);
 }
 
 static __global__ void __launch_bounds__(GNMR_CUDA_ADMIT_THREADS)
@@ -1182,9 +1357,20 @@ int gnmr_cuda_step(gnmr_cuda_ctl *gc, const float *norms, gnmr_decision *out,
   gnmr_cuda__verdict_kernel<<<1, GNMR_CUDA_UNIT_THREADS, 0, stream>>>(
       gc->ctl, n, gc->work, gc->block_sumsq);
   gnmr_cuda__units_kernel<<<blocks, GNMR_CUDA_UNIT_THREADS, 0, stream>>>(
-      gc->ctl, norms, out, gc->work);
-  gnmr_cuda__admit_kernel<<<1, GNMR_CUDA_ADMIT_THREADS, 0, stream>>>(
-      gc->ctl, out, gc->work);
+      gc->ctl, norms, out, gc->work, n > GNMR_CUDA_GRID_SELECT_MIN);
+  if (n <= GNMR_CUDA_GRID_SELECT_MIN) {
+    gnmr_cuda__admit_kernel<<<1, GNMR_CUDA_ADMIT_THREADS, 0, stream>>>(
+        gc->ctl, out, gc->work);
+  } else {
+    const uint32_t pass_blocks =
+        (n + GNMR_CUDA_ADMIT_THREADS - 1) / GNMR_CUDA_ADMIT_THREADS;
+    for (int p = 0; p < GNMR_CUDA_GRID_PASSES; p++)
+      gnmr_cuda__select_pass_kernel<<<pass_blocks, GNMR_CUDA_ADMIT_THREADS, 0,
+                                      stream>>>(gc->ctl, gc->work,
+                                                p + 1 == GNMR_CUDA_GRID_PASSES);
+    gnmr_cuda__admit_grid_kernel<<<blocks, GNMR_CUDA_UNIT_THREADS, 0, stream>>>(
+        gc->ctl, out, gc->work);
+  }
   return gnmr_cuda__fail(gc, cudaGetLastError());
 }
 
