@@ -169,27 +169,27 @@ static void emulate_scan_verdict(gnmr_ctl *ctl, gnmr_cuda_work *w,
   }
   /* verdict */
   /* G: the kernel stages the block sums, adding them in the one order */
-  gnmr_cuda__verdict(ctl, w, median_search(w->hist, w->settled),
+  gnmr_cuda__verdict(ctl, w, NULL, median_search(w->hist, w->settled),
                      gnmr_cuda__add_blocks(0.0, block_sumsq, blocks));
   memset(w->hist, 0, sizeof w->hist);
 }
 
-/* The fused kernel's first phases: the same functions over one block. */
+/* The fused kernel's first phases: the same functions over one block;
+   r: the rules it keeps from the step's start. */
 static void emulate_fused_scan_verdict(gnmr_ctl *ctl, gnmr_cuda_work *w,
-                                       const float *x) {
+                                       const float *x, gnmr__rules *r) {
   static uint32_t hist[GNMR_CUDA_BINS];
   const uint32_t n = ctl->n_units, blocks = (n + 255) / 256;
   const uint32_t T = gnmr_cuda__fused_threads(n);
   const int usable = gnmr__usable(ctl);
   uint32_t bin = 0, u, i;
-  gnmr__rules r;
   if (!usable) w->unusable = 1;
-  gnmr__rules_of(ctl, &r);
+  gnmr__rules_of(ctl, r);
   memset(hist, 0, sizeof hist);
   for (u = 0; u < n; u++) gnmr_cuda__check(x, n, u, w);
-  if (usable && r.noise) {
+  if (usable && r->noise) {
     const gnmr__soa s = gnmr__carve(ctl->units, n);
-    for (u = 0; u < n; u += T) scan_block(&r, &s, x, u, T, hist, w);
+    for (u = 0; u < n; u += T) scan_block(r, &s, x, u, T, hist, w);
     if (perturb == 2) {
       static uint32_t moved[GNMR_CUDA_BINS];
       memset(moved, 0, sizeof moved);
@@ -199,25 +199,28 @@ static void emulate_fused_scan_verdict(gnmr_ctl *ctl, gnmr_cuda_work *w,
     for (i = 0; i < blocks; i++) block_sumsq[i] = block_sum(x, n, i);
     bin = median_search(hist, w->settled);
   }
-  gnmr_cuda__verdict(ctl, w, bin,
-                     usable && r.noise
+  gnmr_cuda__verdict(ctl, w, r, bin,
+                     usable && r->noise
                          ? gnmr_cuda__add_blocks(0.0, block_sumsq, blocks)
                          : 0.0);
 }
 
 /* One digit of a block's select from the counts in sel->hist (T threads):
-   the chunks, the digit, the fix; 0 if no thread found the digit. */
+   the chunks, then the digit found and fixed by its finder (need read by
+   every thread before); 0 if no thread found it, or more than one. */
 static int emulate_digit(gnmr_cuda_select *sel, uint32_t T) {
-  uint32_t t;
+  const uint32_t need = sel->need, depth = sel->depth;
+  uint32_t t, found = 0;
   for (t = 0; t < T; t++) gnmr_cuda__select_chunks(sel, t, T);
-  sel->digit = 256; /* no digit found must not pass */
-  for (t = 0; t < T; t++) gnmr_cuda__select_find(sel, t, T);
-  if (sel->digit >= 256) {
-    printf("  the select found no digit (need %u)\n", sel->need);
+  for (t = 0; t < T; t++) {
+    gnmr_cuda__select_find(sel, need, t, T);
+    found += sel->depth != depth + 8 * found; /* this thread fixed one */
+  }
+  if (found != 1) {
+    printf("  the select fixed %u digits (need %u)\n", found, need);
     check__failed_here = 1;
     return 0;
   }
-  gnmr_cuda__select_fix(sel);
   return 1;
 }
 
@@ -337,10 +340,14 @@ static int emulated_step(gnmr_ctl *ctl, gnmr_cuda_work *w, const float *x,
   if (grid)
     emulate_scan_verdict(ctl, w, x);
   else
-    emulate_fused_scan_verdict(ctl, w, x);
+    emulate_fused_scan_verdict(ctl, w, x, &r);
   if (perturb == 3) w->common = 0.0;
-  /* units: thread 0 of each block reads the rules; per-block sums */
-  gnmr_cuda__rules(ctl, w, &r);
+  /* units: thread 0 of each block reads the rules (the one block keeps
+     its own, the verdict's added); per-block sums */
+  if (grid)
+    gnmr_cuda__rules(ctl, w, &r);
+  else
+    gnmr_cuda__rules_verdict(w, &r);
   heap = gnmr__carve(ctl->units, n).heap;
   for (u = 0; u < n; u += T) units_block(ctl, &r, x, out, w, u, T);
   if (w->t.candidates > 1) shuffle(heap, w->t.candidates);

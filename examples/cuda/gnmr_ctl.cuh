@@ -502,9 +502,12 @@ gnmr_cuda__add_blocks(double sum, const double *x, uint32_t m) {
    w for the units and the admit; on a refused step or in PAPER mode,
    nothing but an empty report. bin: the median's (read only if the step
    has common_min_units settled units); sumsq: G's sum of squares, the
-   scan's block sums added in order (gnmr_cuda__add_blocks). */
+   scan's block sums added in order (gnmr_cuda__add_blocks); rules: the
+   step's (gnmr__rules_of's at its start, which the scan has not changed:
+   the one-block kernel's), or NULL to read them here. */
 static inline GNMR_HOSTDEV void gnmr_cuda__verdict(gnmr_ctl *ctl,
                                                    gnmr_cuda_work *w,
+                                                   const gnmr__rules *rules,
                                                    uint32_t bin, double sumsq) {
   gnmr__rules r;
   gnmr_step_report rep;
@@ -514,7 +517,10 @@ static inline GNMR_HOSTDEV void gnmr_cuda__verdict(gnmr_ctl *ctl,
   w->global = 0;
   w->global_scale = 1.0;
   if (!w->negative && !w->unusable && ctl->cfg.rule == GNMR_RULE_NOISE) {
-    gnmr__rules_of(ctl, &r);
+    if (rules)
+      r = *rules;
+    else
+      gnmr__rules_of(ctl, &r);
     if (w->settled >= ctl->cfg.common_min_units)
       r.common = gnmr__grid_centre(bin);
     gnmr__step_verdict(ctl, &r, &rep, sumsq, w->finite, w->settled, w->up);
@@ -525,14 +531,22 @@ static inline GNMR_HOSTDEV void gnmr_cuda__verdict(gnmr_ctl *ctl,
   w->report = rep;
 }
 
-/* units, thread 0 of every block: the step's rules, with the verdict's c,
-   GLOBAL and global scale. */
+/* The verdict's c, GLOBAL and global scale into the step's rules r. */
 static inline GNMR_HOSTDEV void
-gnmr_cuda__rules(const gnmr_ctl *ctl, const gnmr_cuda_work *w, gnmr__rules *r) {
-  gnmr__rules_of(ctl, r);
+gnmr_cuda__rules_verdict(const gnmr_cuda_work *w, gnmr__rules *r) {
   r->common = w->common;
   r->global = w->global;
   r->global_scale = w->global_scale;
+}
+
+/* units, thread 0 of every block: the step's rules, with the verdict's c,
+   GLOBAL and global scale (the one-block kernel keeps its rules from the
+   step's start and adds the verdict's: the same values, three library
+   logs fewer on thread 0). */
+static inline GNMR_HOSTDEV void
+gnmr_cuda__rules(const gnmr_ctl *ctl, const gnmr_cuda_work *w, gnmr__rules *r) {
+  gnmr__rules_of(ctl, r);
+  gnmr_cuda__rules_verdict(w, r);
 }
 
 /* units, thread u: the unit's rules; returns gnmr.h's GNMR__EV_* bits (0
@@ -671,12 +685,15 @@ gnmr_cuda__select_chunks(gnmr_cuda_select *sel, uint32_t t, uint32_t T) {
 /* admit, every thread t of T (after the chunks): the digit that holds the
    need-th best key, the one d with over(d) < need <= over(d) + hist[d],
    over(d) the count of the digits above d (counts are exact, so one d
-   fits). Each thread tries its digits with at most 30 additions, instead
-   of one thread walking down 256; it writes only digit and over, which
-   no thread reads in this phase. */
+   fits), and the digit fixed by the thread that finds it: need is cut by
+   over(d), left becomes hist[d], the prefix takes d. Each thread tries its
+   digits with at most 30 additions, instead of one thread walking down
+   256. need: sel->need as every thread read it before the chunks' barrier
+   (the finder rewrites it in this phase); the others read only the counts
+   and the chunks, which no thread writes here. */
 static inline GNMR_HOSTDEV void gnmr_cuda__select_find(gnmr_cuda_select *sel,
+                                                       uint32_t need,
                                                        uint32_t t, uint32_t T) {
-  const uint32_t need = sel->need;
   uint32_t d, j;
   for (d = t; d < 256; d += T) {
     uint32_t over = 0;
@@ -685,20 +702,15 @@ static inline GNMR_HOSTDEV void gnmr_cuda__select_find(gnmr_cuda_select *sel,
     if (over < need && need - over <= sel->hist[d]) {
       sel->digit = d;
       sel->over = over;
+      sel->need = need - over;
+      sel->left = sel->hist[d];
+      if (sel->depth < 64)
+        sel->hi |= (uint64_t)d << (56 - sel->depth);
+      else
+        sel->lo |= d << (24 - (sel->depth - 64));
+      sel->depth += 8;
     }
   }
-}
-
-/* admit, thread 0 (after the find): fix the digit. */
-static inline GNMR_HOSTDEV void gnmr_cuda__select_fix(gnmr_cuda_select *sel) {
-  const uint32_t digit = sel->digit;
-  sel->need -= sel->over;
-  sel->left = sel->hist[digit];
-  if (sel->depth < 64)
-    sel->hi |= (uint64_t)digit << (56 - sel->depth);
-  else
-    sel->lo |= digit << (24 - (sel->depth - 64));
-  sel->depth += 8;
 }
 
 /* admit, every thread t of T: rule 7 for the listed candidates. Admitted:
@@ -931,7 +943,7 @@ static __global__ void __launch_bounds__(GNMR_CUDA_UNIT_THREADS)
   const uint32_t blocks = n / 256 + (n % 256 != 0); /* block_sumsq's */
   double sumsq = 0.0;                               /* thread 0's */
   if (ctl->cfg.rule != GNMR_RULE_NOISE) {           /* the whole block */
-    if (t == 0) gnmr_cuda__verdict(ctl, w, 0, 0.0);
+    if (t == 0) gnmr_cuda__verdict(ctl, w, NULL, 0, 0.0);
     return;
   }
   for (uint32_t i = t; i < GNMR_CUDA_BINS; i += T) hist[i] = w->hist[i];
@@ -944,7 +956,7 @@ static __global__ void __launch_bounds__(GNMR_CUDA_UNIT_THREADS)
     if (t == 0) sumsq = gnmr_cuda__add_blocks(sumsq, staged, count);
     __syncthreads();
   }
-  if (t == 0) gnmr_cuda__verdict(ctl, w, m.bin, sumsq);
+  if (t == 0) gnmr_cuda__verdict(ctl, w, NULL, m.bin, sumsq);
   for (uint32_t i = t; i < GNMR_CUDA_BINS; i += T) w->hist[i] = 0;
 }
 
@@ -1026,16 +1038,14 @@ static __global__ void __launch_bounds__(GNMR_CUDA_UNIT_THREADS)
 }
 
 /* One digit of the select, its counts in sel->hist, fixed by the block
-   (every thread of it calling): the chunks, the digit, the fix, a barrier
-   after each. */
+   (every thread of it calling): the chunks, then the digit found and fixed
+   by its finder, a barrier after each. */
 static __device__ __forceinline__ void
 gnmr_cuda__select_digit(gnmr_cuda_select *sel) {
-  const uint32_t t = threadIdx.x, T = blockDim.x;
+  const uint32_t t = threadIdx.x, T = blockDim.x, need = sel->need;
   gnmr_cuda__select_chunks(sel, t, T);
   __syncthreads();
-  gnmr_cuda__select_find(sel, t, T);
-  __syncthreads();
-  if (t == 0) gnmr_cuda__select_fix(sel);
+  gnmr_cuda__select_find(sel, need, t, T);
   __syncthreads();
 }
 
@@ -1168,12 +1178,14 @@ static __global__ void __launch_bounds__(GNMR_CUDA_ADMIT_THREADS)
   __shared__ int usable;
   const uint32_t t = threadIdx.x, T = blockDim.x, blocks = (n + 255) / 256;
   uint32_t at;
+  /* the prologue's two serial parts on two warps at once: the usability
+     check (gnmr.h's seal) and the rules (gnmr.h's gnmr__rules_of) */
   if (t == 0) {
     usable = gnmr__usable(ctl);
     if (!usable) w->unusable = 1;
-    gnmr__rules_of(ctl, &r);
     m.bin = 0; /* read by the verdict only after the search */
   }
+  if (t == 32) gnmr__rules_of(ctl, &r);
   for (at = t; at < GNMR_CUDA_BINS; at += T) hist[at] = 0;
   for (at = 0; at < n; at += T) gnmr_cuda__check(norms, n, at + t, w);
   __syncthreads();
@@ -1198,11 +1210,11 @@ static __global__ void __launch_bounds__(GNMR_CUDA_ADMIT_THREADS)
   }
   __syncthreads();
   if (t == 0) {
-    gnmr_cuda__verdict(ctl, w, m.bin,
+    gnmr_cuda__verdict(ctl, w, &r, m.bin,
                        usable && r.noise
                            ? gnmr_cuda__add_blocks(0.0, block_sumsq, blocks)
                            : 0.0);
-    gnmr_cuda__rules(ctl, w, &r);
+    gnmr_cuda__rules_verdict(w, &r);
   }
   __syncthreads();
   for (at = 0; at < n; at += T) { /* the same trip count in every thread */
