@@ -169,8 +169,8 @@ static void emulate_scan_verdict(gnmr_ctl *ctl, gnmr_cuda_work *w,
   }
   /* verdict */
   /* G: the kernel stages the block sums, adding them in the one order */
-  gnmr_cuda__verdict(ctl, w, NULL, median_search(w->hist, w->settled),
-                     gnmr_cuda__add_blocks(0.0, block_sumsq, blocks));
+  gnmr_cuda__verdict_rules(ctl, w, median_search(w->hist, w->settled),
+                           gnmr_cuda__add_blocks(0.0, block_sumsq, blocks));
   memset(w->hist, 0, sizeof w->hist);
 }
 
@@ -341,11 +341,11 @@ static int emulated_step(gnmr_ctl *ctl, gnmr_cuda_work *w, const float *x,
     emulate_scan_verdict(ctl, w, x);
   else
     emulate_fused_scan_verdict(ctl, w, x, &r);
-  if (perturb == 3) w->common = 0.0;
-  /* units: thread 0 of each block reads the rules (the one block keeps
+  if (perturb == 3) w->common = w->rules.common = 0.0;
+  /* units: each block copies the verdict's rules (the one block keeps
      its own, the verdict's added); per-block sums */
   if (grid)
-    gnmr_cuda__rules(ctl, w, &r);
+    r = w->rules;
   else
     gnmr_cuda__rules_verdict(w, &r);
   heap = gnmr__carve(ctl->units, n).heap;

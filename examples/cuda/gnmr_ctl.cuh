@@ -381,6 +381,8 @@ typedef struct gnmr_cuda_work {
   int32_t global;                /* verdict: a GLOBAL step */
   double common, global_scale;   /* verdict, for the units */
   gnmr_step_report report;       /* verdict: the report but its counts */
+  gnmr__rules rules;             /* verdict: the step's rules, with its c,
+                                    GLOBAL and scale (for the units) */
   int32_t status;                /* the last step: GNMR_OK or GNMR_E* */
   int32_t first_error;           /* the first refused step's code since
                                     create or upload */
@@ -503,8 +505,8 @@ gnmr_cuda__add_blocks(double sum, const double *x, uint32_t m) {
    nothing but an empty report. bin: the median's (read only if the step
    has common_min_units settled units); sumsq: G's sum of squares, the
    scan's block sums added in order (gnmr_cuda__add_blocks); rules: the
-   step's (gnmr__rules_of's at its start, which the scan has not changed:
-   the one-block kernel's), or NULL to read them here. */
+   step's (gnmr__rules_of's, at its start or after the scan: the scan
+   changes nothing they read). */
 static inline GNMR_HOSTDEV void gnmr_cuda__verdict(gnmr_ctl *ctl,
                                                    gnmr_cuda_work *w,
                                                    const gnmr__rules *rules,
@@ -517,10 +519,7 @@ static inline GNMR_HOSTDEV void gnmr_cuda__verdict(gnmr_ctl *ctl,
   w->global = 0;
   w->global_scale = 1.0;
   if (!w->negative && !w->unusable && ctl->cfg.rule == GNMR_RULE_NOISE) {
-    if (rules)
-      r = *rules;
-    else
-      gnmr__rules_of(ctl, &r);
+    r = *rules;
     if (w->settled >= ctl->cfg.common_min_units)
       r.common = gnmr__grid_centre(bin);
     gnmr__step_verdict(ctl, &r, &rep, sumsq, w->finite, w->settled, w->up);
@@ -531,6 +530,8 @@ static inline GNMR_HOSTDEV void gnmr_cuda__verdict(gnmr_ctl *ctl,
   w->report = rep;
 }
 
+GNMR__STATIC_ASSERT(gnmr_cuda__rules_words, sizeof(gnmr__rules) % 4 == 0);
+
 /* The verdict's c, GLOBAL and global scale into the step's rules r. */
 static inline GNMR_HOSTDEV void
 gnmr_cuda__rules_verdict(const gnmr_cuda_work *w, gnmr__rules *r) {
@@ -539,14 +540,20 @@ gnmr_cuda__rules_verdict(const gnmr_cuda_work *w, gnmr__rules *r) {
   r->global_scale = w->global_scale;
 }
 
-/* units, thread 0 of every block: the step's rules, with the verdict's c,
-   GLOBAL and global scale (the one-block kernel keeps its rules from the
-   step's start and adds the verdict's: the same values, three library
-   logs fewer on thread 0). */
-static inline GNMR_HOSTDEV void
-gnmr_cuda__rules(const gnmr_ctl *ctl, const gnmr_cuda_work *w, gnmr__rules *r) {
-  gnmr__rules_of(ctl, r);
-  gnmr_cuda__rules_verdict(w, r);
+/* The verdict kernel's thread 0: the step's rules read once, the verdict,
+   and the rules with its c, GLOBAL and global scale into w->rules, which
+   the units kernel's blocks copy instead of each reading them again (the
+   one-block kernel keeps its rules from the step's start: the same values,
+   nothing the scan and the verdict do changes what they read). */
+static inline GNMR_HOSTDEV void gnmr_cuda__verdict_rules(gnmr_ctl *ctl,
+                                                         gnmr_cuda_work *w,
+                                                         uint32_t bin,
+                                                         double sumsq) {
+  gnmr__rules r;
+  gnmr__rules_of(ctl, &r);
+  gnmr_cuda__verdict(ctl, w, &r, bin, sumsq);
+  gnmr_cuda__rules_verdict(w, &r);
+  w->rules = r;
 }
 
 /* units, thread u: the unit's rules; returns gnmr.h's GNMR__EV_* bits (0
@@ -898,11 +905,11 @@ static __global__ void __launch_bounds__(GNMR_CUDA_UNIT_THREADS)
   __shared__ int usable;
   const uint32_t t = threadIdx.x, b = blockIdx.x, u = 256 * b + t;
   gnmr__cuda_ieee_guard();
-  if (t == 0) {
+  if (t == 0) { /* the usability check and the rules on two warps */
     usable = gnmr__usable(ctl);
     if (!usable && b == 0) w->unusable = 1;
-    gnmr__rules_of(ctl, &r);
   }
+  if (t == 32) gnmr__rules_of(ctl, &r);
   gnmr_cuda__check(norms, n, u, w);
   __syncthreads();
   if (!usable || !r.noise) return; /* the whole block */
@@ -943,7 +950,7 @@ static __global__ void __launch_bounds__(GNMR_CUDA_UNIT_THREADS)
   const uint32_t blocks = n / 256 + (n % 256 != 0); /* block_sumsq's */
   double sumsq = 0.0;                               /* thread 0's */
   if (ctl->cfg.rule != GNMR_RULE_NOISE) {           /* the whole block */
-    if (t == 0) gnmr_cuda__verdict(ctl, w, NULL, 0, 0.0);
+    if (t == 0) gnmr_cuda__verdict_rules(ctl, w, 0, 0.0);
     return;
   }
   for (uint32_t i = t; i < GNMR_CUDA_BINS; i += T) hist[i] = w->hist[i];
@@ -956,7 +963,7 @@ static __global__ void __launch_bounds__(GNMR_CUDA_UNIT_THREADS)
     if (t == 0) sumsq = gnmr_cuda__add_blocks(sumsq, staged, count);
     __syncthreads();
   }
-  if (t == 0) gnmr_cuda__verdict(ctl, w, NULL, m.bin, sumsq);
+  if (t == 0) gnmr_cuda__verdict_rules(ctl, w, m.bin, sumsq);
   for (uint32_t i = t; i < GNMR_CUDA_BINS; i += T) w->hist[i] = 0;
 }
 
@@ -1014,10 +1021,11 @@ static __global__ void __launch_bounds__(GNMR_CUDA_UNIT_THREADS)
   __shared__ uint32_t table[GNMR_CUDA__COUNT_WARPS][GNMR_CUDA__COUNTS];
   const uint32_t u = blockIdx.x * blockDim.x + threadIdx.x;
   unsigned ev;
-  if (threadIdx.x == 0) {
-    gnmr_cuda__rules(ctl, w, &r);
-    listed = 0;
-  }
+  /* the verdict's rules, copied by the block's threads a word each */
+  for (uint32_t i = threadIdx.x; i < sizeof r / 4; i += blockDim.x)
+    ((uint32_t *)(void *)&r)[i] =
+        ((const uint32_t *)(const void *)&w->rules)[i];
+  if (threadIdx.x == 0) listed = 0;
   __syncthreads();
   ev = gnmr_cuda__unit(ctl, &r, norms, out, w, u);
   {
