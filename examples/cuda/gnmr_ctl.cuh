@@ -530,8 +530,6 @@ static inline GNMR_HOSTDEV void gnmr_cuda__verdict(gnmr_ctl *ctl,
   w->report = rep;
 }
 
-GNMR__STATIC_ASSERT(gnmr_cuda__rules_words, sizeof(gnmr__rules) % 4 == 0);
-
 /* The verdict's c, GLOBAL and global scale into the step's rules r. */
 static inline GNMR_HOSTDEV void
 gnmr_cuda__rules_verdict(const gnmr_cuda_work *w, gnmr__rules *r) {
@@ -1021,10 +1019,10 @@ static __global__ void __launch_bounds__(GNMR_CUDA_UNIT_THREADS)
   __shared__ uint32_t table[GNMR_CUDA__COUNT_WARPS][GNMR_CUDA__COUNTS];
   const uint32_t u = blockIdx.x * blockDim.x + threadIdx.x;
   unsigned ev;
-  /* the verdict's rules, copied by the block's threads a word each */
-  for (uint32_t i = threadIdx.x; i < sizeof r / 4; i += blockDim.x)
-    ((uint32_t *)(void *)&r)[i] =
-        ((const uint32_t *)(const void *)&w->rules)[i];
+  /* the verdict's rules, copied by the block's threads a byte each */
+  for (uint32_t i = threadIdx.x; i < sizeof r; i += blockDim.x)
+    ((unsigned char *)(void *)&r)[i] =
+        ((const unsigned char *)(const void *)&w->rules)[i];
   if (threadIdx.x == 0) listed = 0;
   __syncthreads();
   ev = gnmr_cuda__unit(ctl, &r, norms, out, w, u);
