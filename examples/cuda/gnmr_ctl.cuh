@@ -47,11 +47,13 @@
    changes nothing, as gnmr_step) stays on the device until
    gnmr_cuda_status reads it.
 
-   One step is four kernels (up to GNMR_CUDA_FUSED_MAX units the same phases
-   in one block, one launch):
+   One step is four kernels, up to GNMR_CUDA_GRID_SELECT_MIN units (up to
+   GNMR_CUDA_FUSED_MAX units the same phases in one block, one launch);
+   above it the admission's select runs over the grid (admit below):
      scan     every thread one unit, blocks of 256: a finite negative norm
               refuses the step; thread 0 of each block checks the controller
-              (gnmr_step's ESTATE). NOISE mode, rule N3's pass: dev = L(g) -
+              (gnmr_step's ESTATE) while thread 32 reads the step's rules.
+              NOISE mode, rule N3's pass: dev = L(g) -
               mu of every finite unit, the settled units' bins of the grid
               counted in a shared histogram, merged into the global one with
               integer atomics (any order gives the same counts); the
@@ -61,20 +63,45 @@
      verdict  one block: the counts into shared memory, the lower median's
               bin by 64 threads (the block of 64 bins that holds it, then
               the bin: gnmr_step's answer), the blocks' sums added in order
-              by one thread, then gnmr.h's own gnmr__step_verdict (G's
-              history, GLOBAL, the global scale, the report).
-     units    every thread one unit: gnmr.h's gnmr__unit_step (rules 0-6,
-              8 and 9; N1, N2, N4-N9 with the verdict's c, GLOBAL and
-              scale), the totals
-              summed per block (integers), each candidate for a slot listed
-              in any order (rule N8: on a GLOBAL step only NONFINITE ones).
-     admit    one block: rule 7 as a selection. The free slots are
-              max_recovering minus the units still locked; if the candidates
-              fit, all are admitted; else the k best by (score descending,
-              index ascending) are found by a radix select on the 96-bit key
-              (score bits, ~index), unique per unit, so the admitted set is
-              exactly gnmr_step's whatever order the list is in. Then the
-              controller's totals and its report (gnmr_step_info's).
+              by one thread (gnmr.h's order: left to right), then gnmr.h's
+              own gnmr__step_verdict (G's history, GLOBAL, the global
+              scale, the report); the step's rules, with the verdict's c,
+              GLOBAL and scale, left for the units.
+     units    every thread one unit (each block copies the verdict's rules,
+              a byte a thread): gnmr.h's gnmr__unit_step (rules 0-6, 8 and
+              9; N1, N2, N4-N9), the totals summed per block (integers, a
+              ballot per warp), each candidate for a slot listed in any
+              order (rule N8: on a GLOBAL step only NONFINITE ones). Above
+              GNMR_CUDA_GRID_SELECT_MIN units the last block to finish
+              starts the grid's select.
+     admit    rule 7 as a selection. The free slots are max_recovering
+              minus the units still locked; if the candidates fit, all are
+              admitted; else the k best by (score descending, index
+              ascending) are found by a radix select on the 96-bit key
+              (score bits, ~index), unique per unit, 8 bits a digit, so the
+              admitted set is exactly gnmr_step's whatever order the list
+              is in. A digit: every candidate that matches the prefix
+              counted by its digit, the counts summed in 16 chunks, the
+              digit found and fixed by the one thread whose digit holds the
+              need-th best key (two barriers). Then the controller's totals
+              and its report (gnmr_step_info's).
+              Up to GNMR_CUDA_GRID_SELECT_MIN units: one block of 1,024
+              threads, one launch.
+              Above: GNMR_CUDA_GRID_PASSES launches of one digit each over
+              the grid (blocks of 1,024: each block counts its slice of the
+              list into a shared histogram and adds it into a global one
+              with integer atomics; the launch's last block to finish, by
+              a fence and an arrival count, fixes the digit from those
+              counts and clears them; the last launch's last block finishes
+              any digits left in its block; a launch whose select is done
+              returns at once), then rule 7 over the grid (blocks of 256),
+              block 0's thread 0 ending the step. No host sync and no
+              cooperative launch: capturable in a graph.
+   Still on one thread: the usability check (gnmr.h's seal), the rules
+   (gnmr.h's gnmr__rules_of), G's history and verdict (gnmr.h's
+   gnmr__step_verdict), G's sum (a fixed left-to-right order), the totals
+   and the commit (gnmr.h's gnmr__step_totals, gnmr__commit: the seal
+   again). They are gnmr.h's own serial functions, left as they are.
    The bodies of the kernels are the GNMR_HOSTDEV functions of the
    implementation, functions of (thread, shared state): the test
    tests/test_ctl_parallel.c runs them on the CPU thread by thread and phase
@@ -92,7 +119,8 @@
 
 /* GNMR_CUDA_ECUDA (gnmr.h): a CUDA call failed; the object's cuda_error
    says which (also gnmr_norms.cuh's GNMR_NORMS_ECUDA). */
-/* Threads of the admit kernel (one block). */
+/* Threads of the admit kernel (one block), and of each block of the grid
+   select's passes. */
 #define GNMR_CUDA_ADMIT_THREADS 1024
 /* Threads per block of the scan and units kernels: one block is one block of
    256 units of G's sum (rule N3), so this is fixed. */
