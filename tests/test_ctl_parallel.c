@@ -117,15 +117,22 @@ static void scan_block(const gnmr__rules *r, const gnmr__soa *s, const float *x,
    rules, candidates listed, the block's tally added field by field. */
 static void units_block(const gnmr_ctl *ctl, const gnmr__rules *r,
                         const float *x, gnmr_decision *out, gnmr_cuda_work *w,
-                        uint32_t first, uint32_t T) {
+                        uint32_t first, uint32_t T, int first_digit) {
   static unsigned bits[GNMR_CUDA_ADMIT_THREADS];
-  uint32_t *heap = gnmr__carve(ctl->units, ctl->n_units).heap;
+  static uint32_t block_hist[256];
+  const gnmr__soa s = gnmr__carve(ctl->units, ctl->n_units);
   uint32_t t, k, sums[GNMR__TALLY_N];
+  memset(block_hist, 0, sizeof block_hist);
   for (t = 0; t < T; t++) {
     const unsigned ev = gnmr_cuda__unit(ctl, r, x, out, w, first + t);
-    if (ev & GNMR__EV_CANDIDATE) heap[w->t.candidates++] = first + t;
+    if (ev & GNMR__EV_CANDIDATE) {
+      s.heap[w->t.candidates++] = first + t;
+      if (first_digit) block_hist[gnmr_cuda__first_digit(&s, first + t)]++;
+    }
     bits[t] = gnmr_cuda__tally_bits(ev);
   }
+  /* the grid's select: the block's first digits into w->sel's */
+  for (k = 0; k < 256; k++) w->sel.hist[k] += block_hist[k];
   block_count(bits, T, GNMR__TALLY_N, sums);
   for (k = 0; k < GNMR__TALLY_N; k++)
     gnmr_cuda__tally_field_add(&w->t, k, sums[k]);
@@ -250,8 +257,10 @@ static void emulate_select_admit(gnmr_cuda_select *sel, const gnmr__soa *s,
 /* ---- the select over the grid, emulated --------------------------------
    Above GNMR_CUDA_GRID_SELECT_MIN units (or, to test it at every count,
    whenever grid_select says so on the four kernels' path): the units
-   kernel's last block starts the select in w->sel; each pass launch's
-   blocks (pass_threads threads each, as many as cover the units) count
+   kernel's blocks count the first digit of their candidates into w->sel's
+   histogram and its last block starts the select and fixes that digit;
+   each pass launch's blocks (pass_threads threads each, as many as cover
+   the units) count
    their slices of the candidate list into their own histograms in a
    random order and add them into w->sel's, and the last of them copies
    the counts, clears w->sel's and fixes the digit, the last launch's
@@ -270,8 +279,8 @@ static void emulate_pass(const gnmr_ctl *ctl, gnmr_cuda_work *w, int finish) {
   const uint32_t n = ctl->n_units, T = pass_threads, blocks = (n + T - 1) / T;
   const gnmr__soa s = gnmr__carve(ctl->units, n);
   uint32_t i, t, b;
-  sel = w->sel; /* the header (the kernel's thread 0 copies it) */
   memset(sel.hist, 0, sizeof sel.hist);
+  gnmr_cuda__select_copy_state(&sel, &w->sel); /* the kernel's thread 0 */
   if (!gnmr_cuda__select_more(&sel)) return;
   grid_pass_seen++;
   for (i = 0; i < blocks; i++) order[i] = i;
@@ -295,11 +304,7 @@ static void emulate_pass(const gnmr_ctl *ctl, gnmr_cuda_work *w, int finish) {
   memset(w->sel.hist, 0, sizeof w->sel.hist);
   if (!emulate_digit(&sel, T)) return;
   if (finish && !emulate_rest(&sel, &s, T)) return;
-  w->sel.hi = sel.hi;
-  w->sel.lo = sel.lo;
-  w->sel.depth = sel.depth;
-  w->sel.need = sel.need;
-  w->sel.left = sel.left;
+  gnmr_cuda__select_copy_state(&w->sel, &sel);
 }
 
 /* After the units: the grid's select, rule 7 and the step's end. */
@@ -311,9 +316,16 @@ static void emulate_grid_select(gnmr_ctl *ctl, gnmr_cuda_work *w,
   const gnmr__soa s = gnmr__carve(ctl->units, n);
   uint32_t i, t;
   int p;
-  /* the units kernel's last block */
-  gnmr_cuda__select_start(&w->sel, gnmr_cuda__step_status(w), w->t.candidates,
-                          w->t.locked, ctl->cfg.max_recovering);
+  /* the units kernel's last block: the first digit's counts, the start */
+  {
+    static gnmr_cuda_select sel;
+    memcpy(sel.hist, w->sel.hist, sizeof sel.hist);
+    memset(w->sel.hist, 0, sizeof w->sel.hist);
+    gnmr_cuda__select_start(&sel, gnmr_cuda__step_status(w), w->t.candidates,
+                            w->t.locked, ctl->cfg.max_recovering);
+    if (gnmr_cuda__select_more(&sel) && !emulate_digit(&sel, 256)) return;
+    gnmr_cuda__select_copy_state(&w->sel, &sel);
+  }
   for (p = 0; p < grid_passes; p++) emulate_pass(ctl, w, p + 1 == grid_passes);
   for (i = 0; i < blocks; i++) order[i] = i;
   shuffle(order, blocks);
@@ -331,6 +343,8 @@ static int emulated_step(gnmr_ctl *ctl, gnmr_cuda_work *w, const float *x,
                          gnmr_decision *out) {
   const uint32_t n = ctl->n_units;
   const int grid = n > GNMR_CUDA_FUSED_MAX || force_grid;
+  /* the grid's select (from the units kernel on) */
+  const int gsel = grid && (n > GNMR_CUDA_GRID_SELECT_MIN || grid_select);
   /* threads of a units block, or of the one block's passes */
   const uint32_t T =
       grid ? GNMR_CUDA_UNIT_THREADS : gnmr_cuda__fused_threads(n);
@@ -349,10 +363,10 @@ static int emulated_step(gnmr_ctl *ctl, gnmr_cuda_work *w, const float *x,
   else
     gnmr_cuda__rules_verdict(w, &r);
   heap = gnmr__carve(ctl->units, n).heap;
-  for (u = 0; u < n; u += T) units_block(ctl, &r, x, out, w, u, T);
+  for (u = 0; u < n; u += T) units_block(ctl, &r, x, out, w, u, T, gsel);
   if (w->t.candidates > 1) shuffle(heap, w->t.candidates);
   /* admit */
-  if (grid && (n > GNMR_CUDA_GRID_SELECT_MIN || grid_select)) {
+  if (gsel) {
     emulate_grid_select(ctl, w, out);
     return w->status;
   }
@@ -525,7 +539,7 @@ static int run_pair(const gnmr_config *cfg, uint32_t n, uint32_t steps,
   pass_threads = check_rand() % 3 == 0
                      ? 32 * (1 + (uint32_t)(check_rand() % 32))
                      : GNMR_CUDA_ADMIT_THREADS;
-  grid_passes = check_rand() % 3 == 0 ? 1 + (int)(check_rand() % 12)
+  grid_passes = check_rand() % 3 == 0 ? 1 + (int)(check_rand() % 11)
                                       : GNMR_CUDA_GRID_PASSES;
   if (gnmr_init(&a, cfg, slots_a, n) != GNMR_OK ||
       gnmr_init(&b, cfg, slots_b, n) != GNMR_OK)
@@ -882,7 +896,9 @@ TEST(select_matches_a_full_ranking) {
       memcpy(kept, s.score, sizeof kept[0] * n);
       if (trial % 2) { /* the grid's select: any block width and passes */
         pass_threads = 32 * (1 + (uint32_t)(check_rand() % 32));
-        grid_passes = 1 + (int)(check_rand() % 12);
+        grid_passes = 1 + (int)(check_rand() % 11);
+        for (u = 0; u < c; u++) /* the units kernel's first digits */
+          w.sel.hist[gnmr_cuda__first_digit(&s, list[u])]++;
         emulate_grid_select(&ctl, &w, NULL);
         sel = w.sel;
       } else {

@@ -72,8 +72,9 @@
               9; N1, N2, N4-N9), the totals summed per block (integers, a
               ballot per warp), each candidate for a slot listed in any
               order (rule N8: on a GLOBAL step only NONFINITE ones). Above
-              GNMR_CUDA_GRID_SELECT_MIN units the last block to finish
-              starts the grid's select.
+              GNMR_CUDA_GRID_SELECT_MIN units each block also counts its
+              candidates' first digit (below) and the last block to finish
+              starts the grid's select and fixes that digit.
      admit    rule 7 as a selection. The free slots are max_recovering
               minus the units still locked; if the candidates fit, all are
               admitted; else the k best by (score descending, index
@@ -87,7 +88,8 @@
               and its report (gnmr_step_info's).
               Up to GNMR_CUDA_GRID_SELECT_MIN units: one block of 1,024
               threads, one launch.
-              Above: GNMR_CUDA_GRID_PASSES launches of one digit each over
+              Above: the first digit in the units kernel, then
+              GNMR_CUDA_GRID_PASSES launches of one digit each over
               the grid (blocks of 1,024: each block counts its slice of the
               list into a shared histogram and adds it into a global one
               with integer atomics; the launch's last block to finish, by
@@ -128,9 +130,10 @@
 /* Up to this many units a step is one launch of one block (untuned: no
    GPU measured it yet). At most 2048 (the fused kernel's shared lanes). */
 #define GNMR_CUDA_FUSED_MAX 2048
-/* Above this many units the admission's select runs over the grid (one
-   launch per digit, GNMR_CUDA_GRID_PASSES of them, then rule 7 over the
-   grid); up to it, in one block of GNMR_CUDA_ADMIT_THREADS (one launch).
+/* Above this many units the admission's select runs over the grid (its
+   first digit in the units kernel, one launch per further digit,
+   GNMR_CUDA_GRID_PASSES of them, then rule 7 over the grid); up to it, in
+   one block of GNMR_CUDA_ADMIT_THREADS (one launch).
    Untuned (no GPU has run the grid's select yet): at 8,192 candidates a
    one-block pass reads at most 8 per thread, a few rounds of dependent
    loads, less than the launch a grid pass adds (about 0.8 us in a graph:
@@ -139,16 +142,16 @@
 #ifndef GNMR_CUDA_GRID_SELECT_MIN
 #define GNMR_CUDA_GRID_SELECT_MIN 8192
 #endif
-/* Digit passes launched over the grid (1 to 12; untuned): scores of
-   spiky units share their first byte (sign and exponent), the second and
-   third usually split them; the last launch's last block finishes any
-   digits left (ties: the index's bytes) in one block. */
+/* Digit launches over the grid after the units kernel, which counts and
+   fixes the first digit itself (1 to 11; untuned): scores of spiky units
+   share their first byte (sign and exponent), the second and third
+   usually split them; the last launch's last block finishes any digits
+   left (ties: the index's bytes) in one block. */
 #ifndef GNMR_CUDA_GRID_PASSES
-#define GNMR_CUDA_GRID_PASSES 3
+#define GNMR_CUDA_GRID_PASSES 2
 #endif
-#if GNMR_CUDA_GRID_PASSES < 1 || GNMR_CUDA_GRID_PASSES > 12
-#error                                                                         \
-    "gnmr_ctl.cuh: GNMR_CUDA_GRID_PASSES is 1 to 12 (96-bit keys, 8-bit digits)"
+#if GNMR_CUDA_GRID_PASSES < 1 || GNMR_CUDA_GRID_PASSES > 11
+#error "gnmr_ctl.cuh: GNMR_CUDA_GRID_PASSES is 1 to 11"
 #endif
 /* Rule N3's grid. */
 #define GNMR_CUDA_BINS 4096
@@ -614,6 +617,21 @@ gnmr_cuda__select_start(gnmr_cuda_select *sel, int32_t status,
   sel->left = candidates;
 }
 
+/* The select's state but its counts, from src to dst (the grid's select
+   keeps it in w->sel between launches; a block works on a shared copy). */
+static inline GNMR_HOSTDEV void
+gnmr_cuda__select_copy_state(gnmr_cuda_select *dst,
+                             const gnmr_cuda_select *src) {
+  dst->hi = src->hi;
+  dst->lo = src->lo;
+  dst->depth = src->depth;
+  dst->need = src->need;
+  dst->left = src->left;
+  dst->k = src->k;
+  dst->candidates = src->candidates;
+  dst->status = src->status;
+}
+
 /* The step's result so far: GNMR_ESTATE if the scan found the controller
    not usable (gnmr__usable, checked once at the step's start: nothing the
    step does before the commit changes what it checks, so the admit does
@@ -665,6 +683,13 @@ gnmr_cuda__digit(const gnmr_cuda_select *sel, uint64_t hi, uint32_t lo) {
   const uint32_t d = sel->depth;
   return d < 64 ? (uint32_t)(hi >> (56 - d)) & 0xFFu
                 : (lo >> (24 - (d - 64))) & 0xFFu;
+}
+
+/* The first digit (the key's top 8 bits) of candidate u: what the select
+   counts before any digit is fixed. */
+static inline GNMR_HOSTDEV uint32_t gnmr_cuda__first_digit(const gnmr__soa *s,
+                                                           uint32_t u) {
+  return (uint32_t)(gnmr_cuda__key_hi(s, u) >> 56);
 }
 
 #if defined(__CUDA_ARCH__)
@@ -1018,59 +1043,6 @@ gnmr_cuda__count_units(unsigned ev, gnmr_cuda_work *w, int atomic,
   }
 }
 
-/* Every thread of the block, after its global writes: 1 in every thread of
-   the launch's last block to get here (whose later reads then see every
-   block's writes: a fence before the count, and one after), 0 in the
-   others; the last block puts the count back to 0 for the next launch. */
-static __device__ __forceinline__ int gnmr_cuda__last_block(uint32_t *arrived) {
-  __shared__ int last;
-  __threadfence();
-  __syncthreads();
-  if (threadIdx.x == 0) {
-    last = atomicAdd(arrived, 1u) == gridDim.x - 1;
-    if (last) *arrived = 0;
-  }
-  __syncthreads();
-  if (last) __threadfence();
-  return last;
-}
-
-/* start_select: the grid's select follows (above GNMR_CUDA_GRID_SELECT_MIN
-   units): the last block to finish starts it, reading the tally's two
-   counts it needs from L2 (every block's atomics are in). */
-static __global__ void __launch_bounds__(GNMR_CUDA_UNIT_THREADS)
-    gnmr_cuda__units_kernel(const gnmr_ctl *ctl, const float *norms,
-                            gnmr_decision *out, gnmr_cuda_work *w,
-                            int start_select) {
-  __shared__ gnmr__rules r;
-  __shared__ uint32_t listed, base;
-  __shared__ uint32_t table[GNMR_CUDA__COUNT_WARPS][GNMR_CUDA__COUNTS];
-  const uint32_t u = blockIdx.x * blockDim.x + threadIdx.x;
-  unsigned ev;
-  /* the verdict's rules, copied by the block's threads a byte each */
-  for (uint32_t i = threadIdx.x; i < sizeof r; i += blockDim.x)
-    ((unsigned char *)(void *)&r)[i] =
-        ((const unsigned char *)(const void *)&w->rules)[i];
-  if (threadIdx.x == 0) listed = 0;
-  __syncthreads();
-  ev = gnmr_cuda__unit(ctl, &r, norms, out, w, u);
-  {
-    /* the candidates: a place in the block's part of the list */
-    const uint32_t at = ev & GNMR__EV_CANDIDATE ? atomicAdd(&listed, 1u) : 0;
-    gnmr_cuda__count_units(ev, w, 1, table); /* its barriers order the
-                                                atomics */
-    if (threadIdx.x == 0)
-      base = listed ? atomicAdd(&w->t.candidates, listed) : 0;
-    __syncthreads();
-    if (ev & GNMR__EV_CANDIDATE)
-      gnmr__carve(ctl->units, r.n).heap[base + at] = u;
-  }
-  if (start_select && gnmr_cuda__last_block(&w->arrived) && threadIdx.x == 0)
-    gnmr_cuda__select_start(
-        &w->sel, gnmr_cuda__step_status(w), atomicAdd(&w->t.candidates, 0u),
-        atomicAdd(&w->t.locked, 0u), ctl->cfg.max_recovering);
-}
-
 /* One digit of the select, its counts in sel->hist, fixed by the block
    (every thread of it calling): the chunks, then the digit found and fixed
    by its finder, a barrier after each. */
@@ -1097,6 +1069,78 @@ gnmr_cuda__select_rest(gnmr_cuda_select *sel, const gnmr__soa *s) {
   }
 }
 
+/* Every thread of the block, after its global writes: 1 in every thread of
+   the launch's last block to get here (whose later reads then see every
+   block's writes: a fence before the count, and one after), 0 in the
+   others; the last block puts the count back to 0 for the next launch. */
+static __device__ __forceinline__ int gnmr_cuda__last_block(uint32_t *arrived) {
+  __shared__ int last;
+  __threadfence();
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    last = atomicAdd(arrived, 1u) == gridDim.x - 1;
+    if (last) *arrived = 0;
+  }
+  __syncthreads();
+  if (last) __threadfence();
+  return last;
+}
+
+/* grid_select: the grid's select follows (above GNMR_CUDA_GRID_SELECT_MIN
+   units). The units count its first digit as they list their candidates
+   (a shared histogram a block, added into w->sel's), and the last block to
+   finish starts the select (the tally's two counts it needs read from L2:
+   every block's atomics are in) and fixes that digit: one pass launch
+   fewer. */
+static __global__ void __launch_bounds__(GNMR_CUDA_UNIT_THREADS)
+    gnmr_cuda__units_kernel(const gnmr_ctl *ctl, const float *norms,
+                            gnmr_decision *out, gnmr_cuda_work *w,
+                            int grid_select) {
+  __shared__ gnmr__rules r;
+  __shared__ uint32_t listed, base;
+  __shared__ uint32_t table[GNMR_CUDA__COUNT_WARPS][GNMR_CUDA__COUNTS];
+  __shared__ gnmr_cuda_select sel; /* grid_select: the first digit */
+  const uint32_t t = threadIdx.x, T = blockDim.x, u = blockIdx.x * T + t;
+  unsigned ev;
+  /* the verdict's rules, copied by the block's threads a byte each */
+  for (uint32_t i = t; i < sizeof r; i += T)
+    ((unsigned char *)(void *)&r)[i] =
+        ((const unsigned char *)(const void *)&w->rules)[i];
+  if (t == 0) listed = 0;
+  if (grid_select) gnmr_cuda__select_clear(&sel, t, T);
+  __syncthreads();
+  ev = gnmr_cuda__unit(ctl, &r, norms, out, w, u);
+  {
+    const gnmr__soa s = gnmr__carve(ctl->units, r.n);
+    /* the candidates: a place in the block's part of the list */
+    const uint32_t at = ev & GNMR__EV_CANDIDATE ? atomicAdd(&listed, 1u) : 0;
+    if (grid_select && (ev & GNMR__EV_CANDIDATE))
+      atomicAdd(&sel.hist[gnmr_cuda__first_digit(&s, u)], 1u);
+    gnmr_cuda__count_units(ev, w, 1, table); /* its barriers order the
+                                                atomics */
+    if (t == 0) base = listed ? atomicAdd(&w->t.candidates, listed) : 0;
+    __syncthreads();
+    if (ev & GNMR__EV_CANDIDATE) s.heap[base + at] = u;
+    if (!grid_select) return; /* the whole launch */
+    for (uint32_t b = t; b < 256; b += T)
+      if (sel.hist[b]) atomicAdd(&w->sel.hist[b], sel.hist[b]);
+    if (!gnmr_cuda__last_block(&w->arrived)) return;
+    /* the last block: the grid's counts (from L2: other blocks' atomics),
+       the global histogram cleared for the passes */
+    for (uint32_t b = t; b < 256; b += T) {
+      sel.hist[b] = __ldcg(&w->sel.hist[b]);
+      w->sel.hist[b] = 0;
+    }
+    if (t == 0)
+      gnmr_cuda__select_start(
+          &sel, gnmr_cuda__step_status(w), atomicAdd(&w->t.candidates, 0u),
+          atomicAdd(&w->t.locked, 0u), ctl->cfg.max_recovering);
+    __syncthreads();
+    if (gnmr_cuda__select_more(&sel)) gnmr_cuda__select_digit(&sel);
+    if (t == 0) gnmr_cuda__select_copy_state(&w->sel, &sel);
+  }
+}
+
 /* The admit kernel's body, for any number of threads in one block: the
    select, rule 7, the totals. */
 static __device__ __forceinline__ void
@@ -1116,8 +1160,9 @@ gnmr_cuda__admit_block(gnmr_cuda_select *sel, gnmr_ctl *ctl, gnmr_decision *out,
 
 /* ---- the select over the grid (above GNMR_CUDA_GRID_SELECT_MIN units) --
    The select's state lives in w->sel between launches. The units kernel's
-   last block to finish starts it (gnmr_cuda__select_start); each of
-   GNMR_CUDA_GRID_PASSES pass launches counts one digit over the grid
+   blocks count their candidates' first digit and its last block to finish
+   starts the select (gnmr_cuda__select_start) and fixes that digit; each
+   of GNMR_CUDA_GRID_PASSES pass launches counts one digit over the grid
    (every block its slice of the candidates into a shared histogram, added
    into w->sel's with integer atomics: any order, the same counts) and its
    last block to finish fixes the digit as the one-block select does (the
@@ -1136,16 +1181,8 @@ static __global__ void __launch_bounds__(GNMR_CUDA_ADMIT_THREADS)
   const uint32_t t = threadIdx.x, T = blockDim.x;
   gnmr_cuda_select *g = &w->sel;
   gnmr_cuda__select_clear(&sel, t, T);
-  if (t == 0) { /* the prefix: w->sel changes only after every block read */
-    sel.hi = g->hi;
-    sel.lo = g->lo;
-    sel.depth = g->depth;
-    sel.need = g->need;
-    sel.left = g->left;
-    sel.k = g->k;
-    sel.candidates = g->candidates;
-    sel.status = g->status;
-  }
+  /* the prefix: w->sel changes only after every block read it */
+  if (t == 0) gnmr_cuda__select_copy_state(&sel, g);
   __syncthreads();
   if (!gnmr_cuda__select_more(&sel)) return; /* the whole launch */
   {
@@ -1165,13 +1202,7 @@ static __global__ void __launch_bounds__(GNMR_CUDA_ADMIT_THREADS)
     __syncthreads();
     gnmr_cuda__select_digit(&sel);
     if (finish) gnmr_cuda__select_rest(&sel, &s);
-    if (t == 0) {
-      g->hi = sel.hi;
-      g->lo = sel.lo;
-      g->depth = sel.depth;
-      g->need = sel.need;
-      g->left = sel.left;
-    }
+    if (t == 0) gnmr_cuda__select_copy_state(g, &sel);
   }
 }
 
