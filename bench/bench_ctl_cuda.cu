@@ -61,8 +61,9 @@ static int cmp_float(const void *a, const void *b) {
 
 /* The anchor: what the same graph costs with the step's launches doing
    nothing (one empty block of 1,024 threads for a one-launch step, four
-   empty kernels of the step's shapes above GNMR_CUDA_FUSED_MAX). A step
-   cannot cost less. */
+   empty kernels of the step's shapes above GNMR_CUDA_FUSED_MAX, and the
+   grid select's passes and rule 7 instead of the one-block admit above
+   GNMR_CUDA_GRID_SELECT_MIN). A step cannot cost less. */
 static __global__ void empty_kernel(void) {}
 
 /* Launches exec REPEATS times (after one warm-up) on stream: us per step,
@@ -105,7 +106,15 @@ static void launch_floor(uint32_t n, float res[3]) {
       empty_kernel<<<blocks, GNMR_CUDA_UNIT_THREADS, 0, stream>>>();
       empty_kernel<<<1, GNMR_CUDA_UNIT_THREADS, 0, stream>>>();
       empty_kernel<<<blocks, GNMR_CUDA_UNIT_THREADS, 0, stream>>>();
-      empty_kernel<<<1, GNMR_CUDA_ADMIT_THREADS, 0, stream>>>();
+      if (n <= GNMR_CUDA_GRID_SELECT_MIN) {
+        empty_kernel<<<1, GNMR_CUDA_ADMIT_THREADS, 0, stream>>>();
+      } else { /* the grid's select: its passes, then rule 7 */
+        const uint32_t pass_blocks =
+            (n + GNMR_CUDA_ADMIT_THREADS - 1) / GNMR_CUDA_ADMIT_THREADS;
+        for (int p = 0; p < GNMR_CUDA_GRID_PASSES; p++)
+          empty_kernel<<<pass_blocks, GNMR_CUDA_ADMIT_THREADS, 0, stream>>>();
+        empty_kernel<<<blocks, GNMR_CUDA_UNIT_THREADS, 0, stream>>>();
+      }
     }
   CK(cudaGetLastError());
   CK(cudaStreamEndCapture(stream, &graph));

@@ -36,7 +36,8 @@ static int force_grid;
 /* A wrong emulation the tests must catch: 1 a block's lanes added in
    another order, 2 one settled unit counted in the lowest bin instead of
    its own (a lost atomic), 3 the verdict's c not passed to the units, 4 a
-   block's counts without its first warp's row. */
+   block's counts without its first warp's row, 5 (the grid's select) one
+   of a block's digit counts added to the digit below. */
 static int perturb;
 /* The scan's per-block sums of squares (device memory on a GPU). */
 static double block_sumsq[MAX_BLOCKS];
@@ -116,15 +117,22 @@ static void scan_block(const gnmr__rules *r, const gnmr__soa *s, const float *x,
    rules, candidates listed, the block's tally added field by field. */
 static void units_block(const gnmr_ctl *ctl, const gnmr__rules *r,
                         const float *x, gnmr_decision *out, gnmr_cuda_work *w,
-                        uint32_t first, uint32_t T) {
+                        uint32_t first, uint32_t T, int first_digit) {
   static unsigned bits[GNMR_CUDA_ADMIT_THREADS];
-  uint32_t *heap = gnmr__carve(ctl->units, ctl->n_units).heap;
+  static uint32_t block_hist[256];
+  const gnmr__soa s = gnmr__carve(ctl->units, ctl->n_units);
   uint32_t t, k, sums[GNMR__TALLY_N];
+  memset(block_hist, 0, sizeof block_hist);
   for (t = 0; t < T; t++) {
     const unsigned ev = gnmr_cuda__unit(ctl, r, x, out, w, first + t);
-    if (ev & GNMR__EV_CANDIDATE) heap[w->t.candidates++] = first + t;
+    if (ev & GNMR__EV_CANDIDATE) {
+      s.heap[w->t.candidates++] = first + t;
+      if (first_digit) block_hist[gnmr_cuda__first_digit(&s, first + t)]++;
+    }
     bits[t] = gnmr_cuda__tally_bits(ev);
   }
+  /* the grid's select: the block's first digits into w->sel's */
+  for (k = 0; k < 256; k++) w->sel.hist[k] += block_hist[k];
   block_count(bits, T, GNMR__TALLY_N, sums);
   for (k = 0; k < GNMR__TALLY_N; k++)
     gnmr_cuda__tally_field_add(&w->t, k, sums[k]);
@@ -168,27 +176,27 @@ static void emulate_scan_verdict(gnmr_ctl *ctl, gnmr_cuda_work *w,
   }
   /* verdict */
   /* G: the kernel stages the block sums, adding them in the one order */
-  gnmr_cuda__verdict(ctl, w, median_search(w->hist, w->settled),
-                     gnmr_cuda__add_blocks(0.0, block_sumsq, blocks));
+  gnmr_cuda__verdict_rules(ctl, w, median_search(w->hist, w->settled),
+                           gnmr_cuda__add_blocks(0.0, block_sumsq, blocks));
   memset(w->hist, 0, sizeof w->hist);
 }
 
-/* The fused kernel's first phases: the same functions over one block. */
+/* The fused kernel's first phases: the same functions over one block;
+   r: the rules it keeps from the step's start. */
 static void emulate_fused_scan_verdict(gnmr_ctl *ctl, gnmr_cuda_work *w,
-                                       const float *x) {
+                                       const float *x, gnmr__rules *r) {
   static uint32_t hist[GNMR_CUDA_BINS];
   const uint32_t n = ctl->n_units, blocks = (n + 255) / 256;
   const uint32_t T = gnmr_cuda__fused_threads(n);
   const int usable = gnmr__usable(ctl);
   uint32_t bin = 0, u, i;
-  gnmr__rules r;
   if (!usable) w->unusable = 1;
-  gnmr__rules_of(ctl, &r);
+  gnmr__rules_of(ctl, r);
   memset(hist, 0, sizeof hist);
   for (u = 0; u < n; u++) gnmr_cuda__check(x, n, u, w);
-  if (usable && r.noise) {
+  if (usable && r->noise) {
     const gnmr__soa s = gnmr__carve(ctl->units, n);
-    for (u = 0; u < n; u += T) scan_block(&r, &s, x, u, T, hist, w);
+    for (u = 0; u < n; u += T) scan_block(r, &s, x, u, T, hist, w);
     if (perturb == 2) {
       static uint32_t moved[GNMR_CUDA_BINS];
       memset(moved, 0, sizeof moved);
@@ -198,10 +206,41 @@ static void emulate_fused_scan_verdict(gnmr_ctl *ctl, gnmr_cuda_work *w,
     for (i = 0; i < blocks; i++) block_sumsq[i] = block_sum(x, n, i);
     bin = median_search(hist, w->settled);
   }
-  gnmr_cuda__verdict(ctl, w, bin,
-                     usable && r.noise
+  gnmr_cuda__verdict(ctl, w, r, bin,
+                     usable && r->noise
                          ? gnmr_cuda__add_blocks(0.0, block_sumsq, blocks)
                          : 0.0);
+}
+
+/* One digit of a block's select from the counts in sel->hist (T threads):
+   the chunks, then the digit found and fixed by its finder (need read by
+   every thread before); 0 if no thread found it, or more than one. */
+static int emulate_digit(gnmr_cuda_select *sel, uint32_t T) {
+  const uint32_t need = sel->need, depth = sel->depth;
+  uint32_t t, found = 0;
+  for (t = 0; t < T; t++) gnmr_cuda__select_chunks(sel, t, T);
+  for (t = 0; t < T; t++) {
+    gnmr_cuda__select_find(sel, need, t, T);
+    found += sel->depth != depth + 8 * found; /* this thread fixed one */
+  }
+  if (found != 1) {
+    printf("  the select fixed %u digits (need %u)\n", found, need);
+    check__failed_here = 1;
+    return 0;
+  }
+  return 1;
+}
+
+/* The select's remaining digits in one block of T threads
+   (gnmr_cuda__select_rest); 0 on a failure. */
+static int emulate_rest(gnmr_cuda_select *sel, const gnmr__soa *s, uint32_t T) {
+  uint32_t t;
+  while (gnmr_cuda__select_more(sel)) {
+    for (t = 0; t < T; t++) gnmr_cuda__select_clear(sel, t, T);
+    for (t = 0; t < T; t++) gnmr_cuda__select_count(sel, s, t, T);
+    if (!emulate_digit(sel, T)) return 0;
+  }
+  return 1;
 }
 
 /* The select and rule 7 of the admit kernel, after admit_begin: each
@@ -211,20 +250,92 @@ static void emulate_select_admit(gnmr_cuda_select *sel, const gnmr__soa *s,
   const uint32_t T = admit_threads;
   uint32_t t;
   if (sel->status != GNMR_OK) return;
-  while (gnmr_cuda__select_more(sel)) {
-    for (t = 0; t < T; t++) gnmr_cuda__select_clear(sel, t, T);
-    for (t = 0; t < T; t++) gnmr_cuda__select_count(sel, s, t, T);
-    for (t = 0; t < T; t++) gnmr_cuda__select_chunks(sel, t, T);
-    sel->digit = 256; /* no digit found must not pass */
-    for (t = 0; t < T; t++) gnmr_cuda__select_find(sel, t, T);
-    if (sel->digit >= 256) {
-      printf("  the select found no digit (need %u)\n", sel->need);
-      check__failed_here = 1;
-      return;
-    }
-    gnmr_cuda__select_fix(sel);
-  }
+  if (!emulate_rest(sel, s, T)) return;
   for (t = 0; t < T; t++) gnmr_cuda__admit_units(sel, s, out, lock_steps, t, T);
+}
+
+/* ---- the select over the grid, emulated --------------------------------
+   Above GNMR_CUDA_GRID_SELECT_MIN units (or, to test it at every count,
+   whenever grid_select says so on the four kernels' path): the units
+   kernel's blocks count the first digit of their candidates into w->sel's
+   histogram and its last block starts the select and fixes that digit;
+   each pass launch's blocks (pass_threads threads each, as many as cover
+   the units) count
+   their slices of the candidate list into their own histograms in a
+   random order and add them into w->sel's, and the last of them copies
+   the counts, clears w->sel's and fixes the digit, the last launch's
+   finishing the select in one block; then rule 7 over the grid's blocks
+   in a random order, with block 0's thread 0 ending the step at a random
+   point among them. */
+static int grid_select;
+static uint32_t pass_threads = GNMR_CUDA_ADMIT_THREADS;
+static int grid_passes = GNMR_CUDA_GRID_PASSES;
+/* Pass launches that counted a digit (large_unit_counts needs some). */
+static uint64_t grid_pass_seen;
+
+static void emulate_pass(const gnmr_ctl *ctl, gnmr_cuda_work *w, int finish) {
+  static uint32_t order[MAX_UNITS], block_hist[256];
+  static gnmr_cuda_select sel; /* the last block's shared copy */
+  const uint32_t n = ctl->n_units, T = pass_threads, blocks = (n + T - 1) / T;
+  const gnmr__soa s = gnmr__carve(ctl->units, n);
+  uint32_t i, t, b;
+  memset(sel.hist, 0, sizeof sel.hist);
+  gnmr_cuda__select_copy_state(&sel, &w->sel); /* the kernel's thread 0 */
+  if (!gnmr_cuda__select_more(&sel)) return;
+  grid_pass_seen++;
+  for (i = 0; i < blocks; i++) order[i] = i;
+  shuffle(order, blocks);
+  for (i = 0; i < blocks; i++) {
+    memset(block_hist, 0, sizeof block_hist);
+    for (t = 0; t < T; t++)
+      gnmr_cuda__select_count_into(&sel, &s, block_hist, order[i] * T + t,
+                                   blocks * T);
+    if (perturb == 5) /* one count a digit too low */
+      for (b = 255; b > 0; b--)
+        if (block_hist[b]) {
+          block_hist[b]--;
+          block_hist[b - 1]++;
+          break;
+        }
+    for (b = 0; b < 256; b++) w->sel.hist[b] += block_hist[b];
+  }
+  /* the last block */
+  memcpy(sel.hist, w->sel.hist, sizeof sel.hist);
+  memset(w->sel.hist, 0, sizeof w->sel.hist);
+  if (!emulate_digit(&sel, T)) return;
+  if (finish && !emulate_rest(&sel, &s, T)) return;
+  gnmr_cuda__select_copy_state(&w->sel, &sel);
+}
+
+/* After the units: the grid's select, rule 7 and the step's end. */
+static void emulate_grid_select(gnmr_ctl *ctl, gnmr_cuda_work *w,
+                                gnmr_decision *out) {
+  static uint32_t order[MAX_BLOCKS];
+  const uint32_t n = ctl->n_units, blocks = (n + 255) / 256;
+  const uint32_t end_at = (uint32_t)(check_rand() % (uint64_t)(blocks + 1));
+  const gnmr__soa s = gnmr__carve(ctl->units, n);
+  uint32_t i, t;
+  int p;
+  /* the units kernel's last block: the first digit's counts, the start */
+  {
+    static gnmr_cuda_select sel;
+    memcpy(sel.hist, w->sel.hist, sizeof sel.hist);
+    memset(w->sel.hist, 0, sizeof w->sel.hist);
+    gnmr_cuda__select_start(&sel, gnmr_cuda__step_status(w), w->t.candidates,
+                            w->t.locked, ctl->cfg.max_recovering);
+    if (gnmr_cuda__select_more(&sel) && !emulate_digit(&sel, 256)) return;
+    gnmr_cuda__select_copy_state(&w->sel, &sel);
+  }
+  for (p = 0; p < grid_passes; p++) emulate_pass(ctl, w, p + 1 == grid_passes);
+  for (i = 0; i < blocks; i++) order[i] = i;
+  shuffle(order, blocks);
+  for (i = 0; i <= blocks; i++) {
+    if (i == end_at) gnmr_cuda__admit_end(&w->sel, ctl, w);
+    if (i < blocks && w->sel.status == GNMR_OK)
+      for (t = 0; t < 256; t++)
+        gnmr_cuda__admit_units(&w->sel, &s, out, ctl->cfg.lock_steps,
+                               order[i] * 256 + t, blocks * 256);
+  }
 }
 
 /* gnmr_cuda_step: its kernels, or its one-block kernel. */
@@ -232,6 +343,8 @@ static int emulated_step(gnmr_ctl *ctl, gnmr_cuda_work *w, const float *x,
                          gnmr_decision *out) {
   const uint32_t n = ctl->n_units;
   const int grid = n > GNMR_CUDA_FUSED_MAX || force_grid;
+  /* the grid's select (from the units kernel on) */
+  const int gsel = grid && (n > GNMR_CUDA_GRID_SELECT_MIN || grid_select);
   /* threads of a units block, or of the one block's passes */
   const uint32_t T =
       grid ? GNMR_CUDA_UNIT_THREADS : gnmr_cuda__fused_threads(n);
@@ -241,14 +354,22 @@ static int emulated_step(gnmr_ctl *ctl, gnmr_cuda_work *w, const float *x,
   if (grid)
     emulate_scan_verdict(ctl, w, x);
   else
-    emulate_fused_scan_verdict(ctl, w, x);
-  if (perturb == 3) w->common = 0.0;
-  /* units: thread 0 of each block reads the rules; per-block sums */
-  gnmr_cuda__rules(ctl, w, &r);
+    emulate_fused_scan_verdict(ctl, w, x, &r);
+  if (perturb == 3) w->common = w->rules.common = 0.0;
+  /* units: each block copies the verdict's rules (the one block keeps
+     its own, the verdict's added); per-block sums */
+  if (grid)
+    r = w->rules;
+  else
+    gnmr_cuda__rules_verdict(w, &r);
   heap = gnmr__carve(ctl->units, n).heap;
-  for (u = 0; u < n; u += T) units_block(ctl, &r, x, out, w, u, T);
+  for (u = 0; u < n; u += T) units_block(ctl, &r, x, out, w, u, T, gsel);
   if (w->t.candidates > 1) shuffle(heap, w->t.candidates);
   /* admit */
+  if (gsel) {
+    emulate_grid_select(ctl, w, out);
+    return w->status;
+  }
   gnmr_cuda__admit_begin(&sel, ctl, w);
   if (sel.status == GNMR_OK) {
     const gnmr__soa s = gnmr__carve(ctl->units, n);
@@ -397,6 +518,8 @@ static gnmr_config reconf_cfg;
 
 /* 1: run_pair says nothing about a difference (the perturbation test). */
 static int quiet;
+/* 1: run_pair takes the four kernels and the grid's select at any count. */
+static int always_grid;
 /* Steps of the last run_pair that were GLOBAL (gnmr_step's count), and
    the absent unit-steps and level shifts of all runs. */
 static uint64_t global_seen, absent_seen, shifts_seen;
@@ -409,7 +532,15 @@ static int run_pair(const gnmr_config *cfg, uint32_t n, uint32_t steps,
   gnmr_cuda_path_turns turns;
   uint32_t step;
   memset(&w, 0, sizeof w);
-  force_grid = n <= GNMR_CUDA_FUSED_MAX && check_rand() % 2;
+  force_grid = n <= GNMR_CUDA_FUSED_MAX && (always_grid || check_rand() % 2);
+  /* the grid's select on the four kernels' path at any count, with blocks
+     of other widths and other numbers of grid passes */
+  grid_select = always_grid || check_rand() % 2;
+  pass_threads = check_rand() % 3 == 0
+                     ? 32 * (1 + (uint32_t)(check_rand() % 32))
+                     : GNMR_CUDA_ADMIT_THREADS;
+  grid_passes = check_rand() % 3 == 0 ? 1 + (int)(check_rand() % 11)
+                                      : GNMR_CUDA_GRID_PASSES;
   if (gnmr_init(&a, cfg, slots_a, n) != GNMR_OK ||
       gnmr_init(&b, cfg, slots_b, n) != GNMR_OK)
     return 0;
@@ -439,6 +570,15 @@ static int run_pair(const gnmr_config *cfg, uint32_t n, uint32_t steps,
     if (ra != rb) {
       if (!quiet) printf("  n %u step %u: rc %d vs %d\n", n, step, ra, rb);
       return 0;
+    }
+    { /* between steps the grid select's counts are 0 (the next step's) */
+      uint32_t b;
+      for (b = 0; b < 256; b++)
+        if (w.sel.hist[b] != 0) {
+          if (!quiet)
+            printf("  n %u step %u: the select's counts left\n", n, step);
+          return 0;
+        }
     }
     if (with_out && memcmp(out_a, out_b, sizeof out_a[0] * n) != 0) {
       if (!quiet)
@@ -530,6 +670,7 @@ TEST(quiet_units_and_level_shifts) {
 TEST(large_unit_counts) {
   static const uint32_t sizes[] = {4096, 65536, MAX_UNITS};
   size_t i;
+  grid_pass_seen = 0;
   for (i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
     gnmr_config cfg = random_config(sizes[i]);
     cfg.warmup_steps = 2;
@@ -539,6 +680,10 @@ TEST(large_unit_counts) {
     cfg.rule = GNMR_RULE_NOISE - cfg.rule; /* and the other rule set */
     REQUIRE(run_pair(&cfg, sizes[i], 16, 4, KINDS));
   }
+  /* the grid's select counted digits (above GNMR_CUDA_GRID_SELECT_MIN
+     units every step takes it) */
+  printf("  %llu grid select passes\n", (unsigned long long)grid_pass_seen);
+  EXPECT(grid_pass_seen > 0);
 }
 
 TEST(renewals_and_cooldowns) {
@@ -613,8 +758,8 @@ TEST(global_steps_under_each_policy) {
 
 TEST(a_perturbed_emulation_is_caught) {
   /* the comparison can fail: a block's lanes added in another order, one
-     count in the wrong bin, the median not passed on, or a warp's counts
-     lost must each show up
+     count in the wrong bin, the median not passed on, a warp's counts
+     lost, or a grid select's count in the wrong digit must each show up
      as a difference within a few runs, in both launch shapes */
   static const uint32_t sizes[] = {300, 3000};
   size_t i;
@@ -624,8 +769,9 @@ TEST(a_perturbed_emulation_is_caught) {
   plain.common_min_units = 1;
   REQUIRE(run_pair(&plain, 300, 40, 4, KINDS)); /* unperturbed: equal */
   quiet = 1;
-  for (perturb = 1; perturb <= 4; perturb++)
+  for (perturb = 1; perturb <= 5; perturb++)
     for (i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+      always_grid = perturb == 5;
       int trial, caught = 0;
       for (trial = 0; trial < 6 && !caught; trial++) {
         gnmr_config cfg = random_config(sizes[i]);
@@ -640,6 +786,7 @@ TEST(a_perturbed_emulation_is_caught) {
     }
   perturb = 0;
   quiet = 0;
+  always_grid = 0;
 }
 
 /* The median's two-phase search alone against gnmr.h's walk
@@ -729,6 +876,7 @@ TEST(select_matches_a_full_ranking) {
     uint32_t u, c = 0, *list;
     gnmr_config cfg = gnmr_config_paper();
     cfg.max_recovering = (uint32_t)(check_rand() % (uint64_t)(n + 1));
+    cfg.lock_steps = 1; /* an admitted unit: lock 1 */
     REQUIRE(gnmr_init(&ctl, &cfg, slots, n) == GNMR_OK);
     s = gnmr__carve(slots, n);
     list = s.heap;
@@ -746,7 +894,16 @@ TEST(select_matches_a_full_ranking) {
       /* keep the scores: admit_units clears them */
       static double kept[1024];
       memcpy(kept, s.score, sizeof kept[0] * n);
-      emulate_select_admit(&sel, &s, NULL, 1);
+      if (trial % 2) { /* the grid's select: any block width and passes */
+        pass_threads = 32 * (1 + (uint32_t)(check_rand() % 32));
+        grid_passes = 1 + (int)(check_rand() % 11);
+        for (u = 0; u < c; u++) /* the units kernel's first digits */
+          w.sel.hist[gnmr_cuda__first_digit(&s, list[u])]++;
+        emulate_grid_select(&ctl, &w, NULL);
+        sel = w.sel;
+      } else {
+        emulate_select_admit(&sel, &s, NULL, 1);
+      }
       memcpy(s.score, kept, sizeof kept[0] * n);
     }
     for (u = 0; u < c; u++) {
@@ -758,6 +915,8 @@ TEST(select_matches_a_full_ranking) {
     }
   }
   admit_threads = GNMR_CUDA_ADMIT_THREADS;
+  pass_threads = GNMR_CUDA_ADMIT_THREADS;
+  grid_passes = GNMR_CUDA_GRID_PASSES;
 }
 
 TEST(refused_steps_change_nothing) {

@@ -47,11 +47,13 @@
    changes nothing, as gnmr_step) stays on the device until
    gnmr_cuda_status reads it.
 
-   One step is four kernels (up to GNMR_CUDA_FUSED_MAX units the same phases
-   in one block, one launch):
+   One step is four kernels, up to GNMR_CUDA_GRID_SELECT_MIN units (up to
+   GNMR_CUDA_FUSED_MAX units the same phases in one block, one launch);
+   above it the admission's select runs over the grid (admit below):
      scan     every thread one unit, blocks of 256: a finite negative norm
               refuses the step; thread 0 of each block checks the controller
-              (gnmr_step's ESTATE). NOISE mode, rule N3's pass: dev = L(g) -
+              (gnmr_step's ESTATE) while thread 32 reads the step's rules.
+              NOISE mode, rule N3's pass: dev = L(g) -
               mu of every finite unit, the settled units' bins of the grid
               counted in a shared histogram, merged into the global one with
               integer atomics (any order gives the same counts); the
@@ -61,20 +63,47 @@
      verdict  one block: the counts into shared memory, the lower median's
               bin by 64 threads (the block of 64 bins that holds it, then
               the bin: gnmr_step's answer), the blocks' sums added in order
-              by one thread, then gnmr.h's own gnmr__step_verdict (G's
-              history, GLOBAL, the global scale, the report).
-     units    every thread one unit: gnmr.h's gnmr__unit_step (rules 0-6,
-              8 and 9; N1, N2, N4-N9 with the verdict's c, GLOBAL and
-              scale), the totals
-              summed per block (integers), each candidate for a slot listed
-              in any order (rule N8: on a GLOBAL step only NONFINITE ones).
-     admit    one block: rule 7 as a selection. The free slots are
-              max_recovering minus the units still locked; if the candidates
-              fit, all are admitted; else the k best by (score descending,
-              index ascending) are found by a radix select on the 96-bit key
-              (score bits, ~index), unique per unit, so the admitted set is
-              exactly gnmr_step's whatever order the list is in. Then the
-              controller's totals and its report (gnmr_step_info's).
+              by one thread (gnmr.h's order: left to right), then gnmr.h's
+              own gnmr__step_verdict (G's history, GLOBAL, the global
+              scale, the report); the step's rules, with the verdict's c,
+              GLOBAL and scale, left for the units.
+     units    every thread one unit (each block copies the verdict's rules,
+              a byte a thread): gnmr.h's gnmr__unit_step (rules 0-6, 8 and
+              9; N1, N2, N4-N9), the totals summed per block (integers, a
+              ballot per warp), each candidate for a slot listed in any
+              order (rule N8: on a GLOBAL step only NONFINITE ones). Above
+              GNMR_CUDA_GRID_SELECT_MIN units each block also counts its
+              candidates' first digit (below) and the last block to finish
+              starts the grid's select and fixes that digit.
+     admit    rule 7 as a selection. The free slots are max_recovering
+              minus the units still locked; if the candidates fit, all are
+              admitted; else the k best by (score descending, index
+              ascending) are found by a radix select on the 96-bit key
+              (score bits, ~index), unique per unit, 8 bits a digit, so the
+              admitted set is exactly gnmr_step's whatever order the list
+              is in. A digit: every candidate that matches the prefix
+              counted by its digit, the counts summed in 16 chunks, the
+              digit found and fixed by the one thread whose digit holds the
+              need-th best key (two barriers). Then the controller's totals
+              and its report (gnmr_step_info's).
+              Up to GNMR_CUDA_GRID_SELECT_MIN units: one block of 1,024
+              threads, one launch.
+              Above: the first digit in the units kernel, then
+              GNMR_CUDA_GRID_PASSES launches of one digit each over
+              the grid (blocks of 1,024: each block counts its slice of the
+              list into a shared histogram and adds it into a global one
+              with integer atomics; the launch's last block to finish, by
+              a fence and an arrival count, fixes the digit from those
+              counts and clears them; the last launch's last block finishes
+              any digits left in its block; a launch whose select is done
+              returns at once), then rule 7 over the grid (blocks of 256),
+              block 0's thread 0 ending the step. No host sync and no
+              cooperative launch: capturable in a graph.
+   Still on one thread: the usability check (gnmr.h's seal), the rules
+   (gnmr.h's gnmr__rules_of), G's history and verdict (gnmr.h's
+   gnmr__step_verdict), G's sum (a fixed left-to-right order), the totals
+   and the commit (gnmr.h's gnmr__step_totals, gnmr__commit: the seal
+   again). They are gnmr.h's own serial functions, left as they are.
    The bodies of the kernels are the GNMR_HOSTDEV functions of the
    implementation, functions of (thread, shared state): the test
    tests/test_ctl_parallel.c runs them on the CPU thread by thread and phase
@@ -92,7 +121,8 @@
 
 /* GNMR_CUDA_ECUDA (gnmr.h): a CUDA call failed; the object's cuda_error
    says which (also gnmr_norms.cuh's GNMR_NORMS_ECUDA). */
-/* Threads of the admit kernel (one block). */
+/* Threads of the admit kernel (one block), and of each block of the grid
+   select's passes. */
 #define GNMR_CUDA_ADMIT_THREADS 1024
 /* Threads per block of the scan and units kernels: one block is one block of
    256 units of G's sum (rule N3), so this is fixed. */
@@ -100,6 +130,29 @@
 /* Up to this many units a step is one launch of one block (untuned: no
    GPU measured it yet). At most 2048 (the fused kernel's shared lanes). */
 #define GNMR_CUDA_FUSED_MAX 2048
+/* Above this many units the admission's select runs over the grid (its
+   first digit in the units kernel, one launch per further digit,
+   GNMR_CUDA_GRID_PASSES of them, then rule 7 over the grid); up to it, in
+   one block of GNMR_CUDA_ADMIT_THREADS (one launch).
+   Untuned (no GPU has run the grid's select yet): at 8,192 candidates a
+   one-block pass reads at most 8 per thread, a few rounds of dependent
+   loads, less than the launch a grid pass adds (about 0.8 us in a graph:
+   the launch floor of bench/RESULTS.md's H100 run); above it the grid's
+   pass reads one candidate per thread whatever the count. */
+#ifndef GNMR_CUDA_GRID_SELECT_MIN
+#define GNMR_CUDA_GRID_SELECT_MIN 8192
+#endif
+/* Digit launches over the grid after the units kernel, which counts and
+   fixes the first digit itself (1 to 11; untuned): scores of spiky units
+   share their first byte (sign and exponent), the second and third
+   usually split them; the last launch's last block finishes any digits
+   left (ties: the index's bytes) in one block. */
+#ifndef GNMR_CUDA_GRID_PASSES
+#define GNMR_CUDA_GRID_PASSES 2
+#endif
+#if GNMR_CUDA_GRID_PASSES < 1 || GNMR_CUDA_GRID_PASSES > 11
+#error "gnmr_ctl.cuh: GNMR_CUDA_GRID_PASSES is 1 to 11"
+#endif
 /* Rule N3's grid. */
 #define GNMR_CUDA_BINS 4096
 
@@ -333,21 +386,6 @@ void gnmr_cuda_place_destroy(gnmr_cuda_place *gp);
 in the same file (#define GNMR_IMPLEMENTATION before including gnmr.h)"
 #endif
 
-/* The step's scratch and result, in device memory. Between steps every
-   count and bin is 0. */
-typedef struct gnmr_cuda_work {
-  gnmr__tally t;                 /* units: this step's sums */
-  uint32_t negative, unusable;   /* scan: the step is refused */
-  uint32_t finite, settled, up;  /* scan: rule N3's counts */
-  int32_t global;                /* verdict: a GLOBAL step */
-  double common, global_scale;   /* verdict, for the units */
-  gnmr_step_report report;       /* verdict: the report but its counts */
-  int32_t status;                /* the last step: GNMR_OK or GNMR_E* */
-  int32_t first_error;           /* the first refused step's code since
-                                    create or upload */
-  uint32_t hist[GNMR_CUDA_BINS]; /* scan: the settled units per bin */
-} gnmr_cuda_work;
-
 /* The admit kernel's shared state: the radix select of the k best keys.
    Keys: hi = the score's bits (positive doubles order as their bits), lo =
    ~index (a lower index is the larger key). The `depth` top bits of the
@@ -364,6 +402,27 @@ typedef struct gnmr_cuda_select {
   uint32_t candidates; /* listed in the units' heap scratch */
   int32_t status;
 } gnmr_cuda_select;
+
+/* The step's scratch and result, in device memory. Between steps every
+   count and bin is 0. */
+typedef struct gnmr_cuda_work {
+  gnmr__tally t;                 /* units: this step's sums */
+  uint32_t negative, unusable;   /* scan: the step is refused */
+  uint32_t finite, settled, up;  /* scan: rule N3's counts */
+  int32_t global;                /* verdict: a GLOBAL step */
+  double common, global_scale;   /* verdict, for the units */
+  gnmr_step_report report;       /* verdict: the report but its counts */
+  gnmr__rules rules;             /* verdict: the step's rules, with its c,
+                                    GLOBAL and scale (for the units) */
+  int32_t status;                /* the last step: GNMR_OK or GNMR_E* */
+  int32_t first_error;           /* the first refused step's code since
+                                    create or upload */
+  uint32_t hist[GNMR_CUDA_BINS]; /* scan: the settled units per bin */
+  gnmr_cuda_select sel;          /* the grid's select (above
+                                    GNMR_CUDA_GRID_SELECT_MIN units): its
+                                    histogram the passes' global one */
+  uint32_t arrived;              /* blocks of a grid launch done counting */
+} gnmr_cuda_work;
 
 /* scan's codes for a unit that is not counted in the histogram */
 #define GNMR_CUDA__UNSETTLED GNMR_CUDA_BINS /* observed, k < max(warmup, 1) */
@@ -476,9 +535,12 @@ gnmr_cuda__add_blocks(double sum, const double *x, uint32_t m) {
    w for the units and the admit; on a refused step or in PAPER mode,
    nothing but an empty report. bin: the median's (read only if the step
    has common_min_units settled units); sumsq: G's sum of squares, the
-   scan's block sums added in order (gnmr_cuda__add_blocks). */
+   scan's block sums added in order (gnmr_cuda__add_blocks); rules: the
+   step's (gnmr__rules_of's, at its start or after the scan: the scan
+   changes nothing they read). */
 static inline GNMR_HOSTDEV void gnmr_cuda__verdict(gnmr_ctl *ctl,
                                                    gnmr_cuda_work *w,
+                                                   const gnmr__rules *rules,
                                                    uint32_t bin, double sumsq) {
   gnmr__rules r;
   gnmr_step_report rep;
@@ -488,7 +550,7 @@ static inline GNMR_HOSTDEV void gnmr_cuda__verdict(gnmr_ctl *ctl,
   w->global = 0;
   w->global_scale = 1.0;
   if (!w->negative && !w->unusable && ctl->cfg.rule == GNMR_RULE_NOISE) {
-    gnmr__rules_of(ctl, &r);
+    r = *rules;
     if (w->settled >= ctl->cfg.common_min_units)
       r.common = gnmr__grid_centre(bin);
     gnmr__step_verdict(ctl, &r, &rep, sumsq, w->finite, w->settled, w->up);
@@ -499,14 +561,28 @@ static inline GNMR_HOSTDEV void gnmr_cuda__verdict(gnmr_ctl *ctl,
   w->report = rep;
 }
 
-/* units, thread 0 of every block: the step's rules, with the verdict's c,
-   GLOBAL and global scale. */
+/* The verdict's c, GLOBAL and global scale into the step's rules r. */
 static inline GNMR_HOSTDEV void
-gnmr_cuda__rules(const gnmr_ctl *ctl, const gnmr_cuda_work *w, gnmr__rules *r) {
-  gnmr__rules_of(ctl, r);
+gnmr_cuda__rules_verdict(const gnmr_cuda_work *w, gnmr__rules *r) {
   r->common = w->common;
   r->global = w->global;
   r->global_scale = w->global_scale;
+}
+
+/* The verdict kernel's thread 0: the step's rules read once, the verdict,
+   and the rules with its c, GLOBAL and global scale into w->rules, which
+   the units kernel's blocks copy instead of each reading them again (the
+   one-block kernel keeps its rules from the step's start: the same values,
+   nothing the scan and the verdict do changes what they read). */
+static inline GNMR_HOSTDEV void gnmr_cuda__verdict_rules(gnmr_ctl *ctl,
+                                                         gnmr_cuda_work *w,
+                                                         uint32_t bin,
+                                                         double sumsq) {
+  gnmr__rules r;
+  gnmr__rules_of(ctl, &r);
+  gnmr_cuda__verdict(ctl, w, &r, bin, sumsq);
+  gnmr_cuda__rules_verdict(w, &r);
+  w->rules = r;
 }
 
 /* units, thread u: the unit's rules; returns gnmr.h's GNMR__EV_* bits (0
@@ -520,20 +596,57 @@ gnmr_cuda__unit(const gnmr_ctl *ctl, const gnmr__rules *r, const float *norms,
   return gnmr__unit_step(r, &s, norms, out, u);
 }
 
-/* admit, thread 0 first: the step's result and the select's start. */
+/* The select's start: the step's result (status), k = min(candidates,
+   free slots) of max_recovering with `locked` units still locked (rule 7,
+   gnmr__admit_count), the whole key still open. */
 static inline GNMR_HOSTDEV void
-gnmr_cuda__admit_begin(gnmr_cuda_select *sel, const gnmr_ctl *ctl,
-                       const gnmr_cuda_work *w) {
-  sel->status = w->unusable || !gnmr__usable(ctl) ? GNMR_ESTATE
-                : w->negative                     ? GNMR_ENORM
-                                                  : GNMR_OK;
-  sel->candidates = w->t.candidates;
-  sel->k = gnmr__admit_count(&w->t, ctl->cfg.max_recovering);
+gnmr_cuda__select_start(gnmr_cuda_select *sel, int32_t status,
+                        uint32_t candidates, uint32_t locked,
+                        uint32_t max_recovering) {
+  gnmr__tally t;
+  memset(&t, 0, sizeof t);
+  t.candidates = candidates;
+  t.locked = locked;
+  sel->status = status;
+  sel->candidates = candidates;
+  sel->k = gnmr__admit_count(&t, max_recovering);
   sel->hi = 0;
   sel->lo = 0;
   sel->depth = 0;
   sel->need = sel->k;
-  sel->left = w->t.candidates;
+  sel->left = candidates;
+}
+
+/* The select's state but its counts, from src to dst (the grid's select
+   keeps it in w->sel between launches; a block works on a shared copy). */
+static inline GNMR_HOSTDEV void
+gnmr_cuda__select_copy_state(gnmr_cuda_select *dst,
+                             const gnmr_cuda_select *src) {
+  dst->hi = src->hi;
+  dst->lo = src->lo;
+  dst->depth = src->depth;
+  dst->need = src->need;
+  dst->left = src->left;
+  dst->k = src->k;
+  dst->candidates = src->candidates;
+  dst->status = src->status;
+}
+
+/* The step's result so far: GNMR_ESTATE if the scan found the controller
+   not usable (gnmr__usable, checked once at the step's start: nothing the
+   step does before the commit changes what it checks, so the admit does
+   not check again), GNMR_ENORM for a finite negative norm, else GNMR_OK. */
+static inline GNMR_HOSTDEV int32_t
+gnmr_cuda__step_status(const gnmr_cuda_work *w) {
+  return w->unusable ? GNMR_ESTATE : w->negative ? GNMR_ENORM : GNMR_OK;
+}
+
+/* admit, thread 0 first: the step's result and the select's start. */
+static inline GNMR_HOSTDEV void
+gnmr_cuda__admit_begin(gnmr_cuda_select *sel, const gnmr_ctl *ctl,
+                       const gnmr_cuda_work *w) {
+  gnmr_cuda__select_start(sel, gnmr_cuda__step_status(w), w->t.candidates,
+                          w->t.locked, ctl->cfg.max_recovering);
 }
 
 /* 1 while the select has a digit to fix (read by every thread). */
@@ -572,6 +685,13 @@ gnmr_cuda__digit(const gnmr_cuda_select *sel, uint64_t hi, uint32_t lo) {
                 : (lo >> (24 - (d - 64))) & 0xFFu;
 }
 
+/* The first digit (the key's top 8 bits) of candidate u: what the select
+   counts before any digit is fixed. */
+static inline GNMR_HOSTDEV uint32_t gnmr_cuda__first_digit(const gnmr__soa *s,
+                                                           uint32_t u) {
+  return (uint32_t)(gnmr_cuda__key_hi(s, u) >> 56);
+}
+
 #if defined(__CUDA_ARCH__)
 #define GNMR_CUDA__SHARED_INC(p) atomicAdd((p), 1u)
 #else
@@ -585,19 +705,28 @@ gnmr_cuda__select_clear(gnmr_cuda_select *sel, uint32_t t, uint32_t T) {
   for (b = t; b < 256; b += T) sel->hist[b] = 0;
 }
 
+/* Every thread t of T (a block's, or the grid's: t the thread's index in
+   the grid): count into hist the next digit of the candidates t, t + T, ...
+   that match the prefix. */
+static inline GNMR_HOSTDEV void
+gnmr_cuda__select_count_into(const gnmr_cuda_select *sel, const gnmr__soa *s,
+                             uint32_t *hist, uint32_t t, uint32_t T) {
+  uint32_t i;
+  for (i = t; i < sel->candidates; i += T) {
+    const uint32_t u = s->heap[i];
+    const uint64_t hi = gnmr_cuda__key_hi(s, u);
+    if (gnmr_cuda__cmp_prefix(sel, hi, ~u) == 0)
+      GNMR_CUDA__SHARED_INC(&hist[gnmr_cuda__digit(sel, hi, ~u)]);
+  }
+}
+
 /* admit, every thread t of T: count the next digit of the candidates that
    match the prefix. */
 static inline GNMR_HOSTDEV void gnmr_cuda__select_count(gnmr_cuda_select *sel,
                                                         const gnmr__soa *s,
                                                         uint32_t t,
                                                         uint32_t T) {
-  uint32_t i;
-  for (i = t; i < sel->candidates; i += T) {
-    const uint32_t u = s->heap[i];
-    const uint64_t hi = gnmr_cuda__key_hi(s, u);
-    if (gnmr_cuda__cmp_prefix(sel, hi, ~u) == 0)
-      GNMR_CUDA__SHARED_INC(&sel->hist[gnmr_cuda__digit(sel, hi, ~u)]);
-  }
+  gnmr_cuda__select_count_into(sel, s, sel->hist, t, T);
 }
 
 /* admit, every thread t of T (after the count): the chunks' counts. */
@@ -614,12 +743,15 @@ gnmr_cuda__select_chunks(gnmr_cuda_select *sel, uint32_t t, uint32_t T) {
 /* admit, every thread t of T (after the chunks): the digit that holds the
    need-th best key, the one d with over(d) < need <= over(d) + hist[d],
    over(d) the count of the digits above d (counts are exact, so one d
-   fits). Each thread tries its digits with at most 30 additions, instead
-   of one thread walking down 256; it writes only digit and over, which
-   no thread reads in this phase. */
+   fits), and the digit fixed by the thread that finds it: need is cut by
+   over(d), left becomes hist[d], the prefix takes d. Each thread tries its
+   digits with at most 30 additions, instead of one thread walking down
+   256. need: sel->need as every thread read it before the chunks' barrier
+   (the finder rewrites it in this phase); the others read only the counts
+   and the chunks, which no thread writes here. */
 static inline GNMR_HOSTDEV void gnmr_cuda__select_find(gnmr_cuda_select *sel,
+                                                       uint32_t need,
                                                        uint32_t t, uint32_t T) {
-  const uint32_t need = sel->need;
   uint32_t d, j;
   for (d = t; d < 256; d += T) {
     uint32_t over = 0;
@@ -628,20 +760,15 @@ static inline GNMR_HOSTDEV void gnmr_cuda__select_find(gnmr_cuda_select *sel,
     if (over < need && need - over <= sel->hist[d]) {
       sel->digit = d;
       sel->over = over;
+      sel->need = need - over;
+      sel->left = sel->hist[d];
+      if (sel->depth < 64)
+        sel->hi |= (uint64_t)d << (56 - sel->depth);
+      else
+        sel->lo |= d << (24 - (sel->depth - 64));
+      sel->depth += 8;
     }
   }
-}
-
-/* admit, thread 0 (after the find): fix the digit. */
-static inline GNMR_HOSTDEV void gnmr_cuda__select_fix(gnmr_cuda_select *sel) {
-  const uint32_t digit = sel->digit;
-  sel->need -= sel->over;
-  sel->left = sel->hist[digit];
-  if (sel->depth < 64)
-    sel->hi |= (uint64_t)digit << (56 - sel->depth);
-  else
-    sel->lo |= digit << (24 - (sel->depth - 64));
-  sel->depth += 8;
 }
 
 /* admit, every thread t of T: rule 7 for the listed candidates. Admitted:
@@ -829,11 +956,11 @@ static __global__ void __launch_bounds__(GNMR_CUDA_UNIT_THREADS)
   __shared__ int usable;
   const uint32_t t = threadIdx.x, b = blockIdx.x, u = 256 * b + t;
   gnmr__cuda_ieee_guard();
-  if (t == 0) {
+  if (t == 0) { /* the usability check and the rules on two warps */
     usable = gnmr__usable(ctl);
     if (!usable && b == 0) w->unusable = 1;
-    gnmr__rules_of(ctl, &r);
   }
+  if (t == 32) gnmr__rules_of(ctl, &r);
   gnmr_cuda__check(norms, n, u, w);
   __syncthreads();
   if (!usable || !r.noise) return; /* the whole block */
@@ -874,7 +1001,7 @@ static __global__ void __launch_bounds__(GNMR_CUDA_UNIT_THREADS)
   const uint32_t blocks = n / 256 + (n % 256 != 0); /* block_sumsq's */
   double sumsq = 0.0;                               /* thread 0's */
   if (ctl->cfg.rule != GNMR_RULE_NOISE) {           /* the whole block */
-    if (t == 0) gnmr_cuda__verdict(ctl, w, 0, 0.0);
+    if (t == 0) gnmr_cuda__verdict_rules(ctl, w, 0, 0.0);
     return;
   }
   for (uint32_t i = t; i < GNMR_CUDA_BINS; i += T) hist[i] = w->hist[i];
@@ -887,7 +1014,7 @@ static __global__ void __launch_bounds__(GNMR_CUDA_UNIT_THREADS)
     if (t == 0) sumsq = gnmr_cuda__add_blocks(sumsq, staged, count);
     __syncthreads();
   }
-  if (t == 0) gnmr_cuda__verdict(ctl, w, m.bin, sumsq);
+  if (t == 0) gnmr_cuda__verdict_rules(ctl, w, m.bin, sumsq);
   for (uint32_t i = t; i < GNMR_CUDA_BINS; i += T) w->hist[i] = 0;
 }
 
@@ -916,30 +1043,101 @@ gnmr_cuda__count_units(unsigned ev, gnmr_cuda_work *w, int atomic,
   }
 }
 
+/* One digit of the select, its counts in sel->hist, fixed by the block
+   (every thread of it calling): the chunks, then the digit found and fixed
+   by its finder, a barrier after each. */
+static __device__ __forceinline__ void
+gnmr_cuda__select_digit(gnmr_cuda_select *sel) {
+  const uint32_t t = threadIdx.x, T = blockDim.x, need = sel->need;
+  gnmr_cuda__select_chunks(sel, t, T);
+  __syncthreads();
+  gnmr_cuda__select_find(sel, need, t, T);
+  __syncthreads();
+}
+
+/* The select's remaining digits in one block (sel in shared memory, read
+   by every thread after a barrier). */
+static __device__ __forceinline__ void
+gnmr_cuda__select_rest(gnmr_cuda_select *sel, const gnmr__soa *s) {
+  const uint32_t t = threadIdx.x, T = blockDim.x;
+  while (gnmr_cuda__select_more(sel)) {
+    gnmr_cuda__select_clear(sel, t, T);
+    __syncthreads();
+    gnmr_cuda__select_count(sel, s, t, T);
+    __syncthreads();
+    gnmr_cuda__select_digit(sel);
+  }
+}
+
+/* Every thread of the block, after its global writes: 1 in every thread of
+   the launch's last block to get here (whose later reads then see every
+   block's writes: a fence before the count, and one after), 0 in the
+   others; the last block puts the count back to 0 for the next launch. */
+static __device__ __forceinline__ int gnmr_cuda__last_block(uint32_t *arrived) {
+  __shared__ int last;
+  __threadfence();
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    last = atomicAdd(arrived, 1u) == gridDim.x - 1;
+    if (last) *arrived = 0;
+  }
+  __syncthreads();
+  if (last) __threadfence();
+  return last;
+}
+
+/* grid_select: the grid's select follows (above GNMR_CUDA_GRID_SELECT_MIN
+   units). The units count its first digit as they list their candidates
+   (a shared histogram a block, added into w->sel's), and the last block to
+   finish starts the select (the tally's two counts it needs read from L2:
+   every block's atomics are in) and fixes that digit: one pass launch
+   fewer. */
 static __global__ void __launch_bounds__(GNMR_CUDA_UNIT_THREADS)
     gnmr_cuda__units_kernel(const gnmr_ctl *ctl, const float *norms,
-                            gnmr_decision *out, gnmr_cuda_work *w) {
+                            gnmr_decision *out, gnmr_cuda_work *w,
+                            int grid_select) {
   __shared__ gnmr__rules r;
   __shared__ uint32_t listed, base;
   __shared__ uint32_t table[GNMR_CUDA__COUNT_WARPS][GNMR_CUDA__COUNTS];
-  const uint32_t u = blockIdx.x * blockDim.x + threadIdx.x;
+  __shared__ gnmr_cuda_select sel; /* grid_select: the first digit */
+  const uint32_t t = threadIdx.x, T = blockDim.x, u = blockIdx.x * T + t;
   unsigned ev;
-  if (threadIdx.x == 0) {
-    gnmr_cuda__rules(ctl, w, &r);
-    listed = 0;
-  }
+  /* the verdict's rules, copied by the block's threads a byte each */
+  for (uint32_t i = t; i < sizeof r; i += T)
+    ((unsigned char *)(void *)&r)[i] =
+        ((const unsigned char *)(const void *)&w->rules)[i];
+  if (t == 0) listed = 0;
+  if (grid_select) gnmr_cuda__select_clear(&sel, t, T);
   __syncthreads();
   ev = gnmr_cuda__unit(ctl, &r, norms, out, w, u);
   {
+    const gnmr__soa s = gnmr__carve(ctl->units, r.n);
     /* the candidates: a place in the block's part of the list */
     const uint32_t at = ev & GNMR__EV_CANDIDATE ? atomicAdd(&listed, 1u) : 0;
+    if (grid_select && (ev & GNMR__EV_CANDIDATE))
+      atomicAdd(&sel.hist[gnmr_cuda__first_digit(&s, u)], 1u);
     gnmr_cuda__count_units(ev, w, 1, table); /* its barriers order the
                                                 atomics */
-    if (threadIdx.x == 0)
-      base = listed ? atomicAdd(&w->t.candidates, listed) : 0;
+    if (t == 0) base = listed ? atomicAdd(&w->t.candidates, listed) : 0;
     __syncthreads();
-    if (ev & GNMR__EV_CANDIDATE)
-      gnmr__carve(ctl->units, r.n).heap[base + at] = u;
+    if (ev & GNMR__EV_CANDIDATE) s.heap[base + at] = u;
+    if (!grid_select) return; /* the whole launch */
+    for (uint32_t b = t; b < 256; b += T)
+      if (sel.hist[b]) atomicAdd(&w->sel.hist[b], sel.hist[b]);
+    if (!gnmr_cuda__last_block(&w->arrived)) return;
+    /* the last block: the grid's counts (from L2: other blocks' atomics),
+       the global histogram cleared for the passes */
+    for (uint32_t b = t; b < 256; b += T) {
+      sel.hist[b] = __ldcg(&w->sel.hist[b]);
+      w->sel.hist[b] = 0;
+    }
+    if (t == 0)
+      gnmr_cuda__select_start(
+          &sel, gnmr_cuda__step_status(w), atomicAdd(&w->t.candidates, 0u),
+          atomicAdd(&w->t.locked, 0u), ctl->cfg.max_recovering);
+    __syncthreads();
+    if (gnmr_cuda__select_more(&sel)) gnmr_cuda__select_digit(&sel);
+    if (t == 0) gnmr_cuda__select_copy_state(&w->sel, &sel);
   }
 }
 
@@ -953,22 +1151,74 @@ gnmr_cuda__admit_block(gnmr_cuda_select *sel, gnmr_ctl *ctl, gnmr_decision *out,
   __syncthreads();
   if (sel->status == GNMR_OK) {
     const gnmr__soa s = gnmr__carve(ctl->units, ctl->n_units);
-    while (gnmr_cuda__select_more(sel)) {
-      gnmr_cuda__select_clear(sel, t, T);
-      __syncthreads();
-      gnmr_cuda__select_count(sel, &s, t, T);
-      __syncthreads();
-      gnmr_cuda__select_chunks(sel, t, T);
-      __syncthreads();
-      gnmr_cuda__select_find(sel, t, T);
-      __syncthreads();
-      if (t == 0) gnmr_cuda__select_fix(sel);
-      __syncthreads();
-    }
+    gnmr_cuda__select_rest(sel, &s);
     gnmr_cuda__admit_units(sel, &s, out, ctl->cfg.lock_steps, t, T);
   }
   __syncthreads();
   if (t == 0) gnmr_cuda__admit_end(sel, ctl, w);
+}
+
+/* ---- the select over the grid (above GNMR_CUDA_GRID_SELECT_MIN units) --
+   The select's state lives in w->sel between launches. The units kernel's
+   blocks count their candidates' first digit and its last block to finish
+   starts the select (gnmr_cuda__select_start) and fixes that digit; each
+   of GNMR_CUDA_GRID_PASSES pass launches counts one digit over the grid
+   (every block its slice of the candidates into a shared histogram, added
+   into w->sel's with integer atomics: any order, the same counts) and its
+   last block to finish fixes the digit as the one-block select does (the
+   same functions, on the same counts); the last pass's last block then
+   finishes the select in one block. A launch whose select is done returns
+   at once. Rule 7 itself (gnmr_cuda__admit_units) runs over the grid, and
+   block 0's thread 0 ends the step. No host sync, no cooperative launch:
+   capturable in a graph. */
+
+/* One digit of the grid's select (blocks of any size, a multiple of 32);
+   finish: the last pass, whose last block finishes the select. */
+static __global__ void __launch_bounds__(GNMR_CUDA_ADMIT_THREADS)
+    gnmr_cuda__select_pass_kernel(const gnmr_ctl *ctl, gnmr_cuda_work *w,
+                                  int finish) {
+  __shared__ gnmr_cuda_select sel;
+  const uint32_t t = threadIdx.x, T = blockDim.x;
+  gnmr_cuda_select *g = &w->sel;
+  gnmr_cuda__select_clear(&sel, t, T);
+  /* the prefix: w->sel changes only after every block read it */
+  if (t == 0) gnmr_cuda__select_copy_state(&sel, g);
+  __syncthreads();
+  if (!gnmr_cuda__select_more(&sel)) return; /* the whole launch */
+  {
+    const gnmr__soa s = gnmr__carve(ctl->units, ctl->n_units);
+    gnmr_cuda__select_count_into(&sel, &s, sel.hist, blockIdx.x * T + t,
+                                 gridDim.x * T);
+    __syncthreads();
+    for (uint32_t b = t; b < 256; b += T)
+      if (sel.hist[b]) atomicAdd(&g->hist[b], sel.hist[b]);
+    if (!gnmr_cuda__last_block(&w->arrived)) return;
+    /* the last block: the grid's counts (from L2: other blocks' atomics),
+       the global histogram cleared for the next pass */
+    for (uint32_t b = t; b < 256; b += T) {
+      sel.hist[b] = __ldcg(&g->hist[b]);
+      g->hist[b] = 0;
+    }
+    __syncthreads();
+    gnmr_cuda__select_digit(&sel);
+    if (finish) gnmr_cuda__select_rest(&sel, &s);
+    if (t == 0) gnmr_cuda__select_copy_state(g, &sel);
+  }
+}
+
+/* Rule 7 over the grid after the grid's select, then (block 0, thread 0)
+   the totals: they read nothing rule 7 writes. */
+static __global__ void __launch_bounds__(GNMR_CUDA_UNIT_THREADS)
+    gnmr_cuda__admit_grid_kernel(gnmr_ctl *ctl, gnmr_decision *out,
+                                 gnmr_cuda_work *w) {
+  if (w->sel.status == GNMR_OK) {
+    const gnmr__soa s = gnmr__carve(ctl->units, ctl->n_units);
+    gnmr_cuda__admit_units(&w->sel, &s, out, ctl->cfg.lock_steps,
+                           blockIdx.x * blockDim.x + threadIdx.x,
+                           gridDim.x * blockDim.x);
+  }
+  if (blockIdx.x == 0 && threadIdx.x == 0)
+    gnmr_cuda__admit_end(&w->sel, ctl, w);
 }
 
 static __global__ void __launch_bounds__(GNMR_CUDA_ADMIT_THREADS)
@@ -993,12 +1243,14 @@ static __global__ void __launch_bounds__(GNMR_CUDA_ADMIT_THREADS)
   __shared__ int usable;
   const uint32_t t = threadIdx.x, T = blockDim.x, blocks = (n + 255) / 256;
   uint32_t at;
+  /* the prologue's two serial parts on two warps at once: the usability
+     check (gnmr.h's seal) and the rules (gnmr.h's gnmr__rules_of) */
   if (t == 0) {
     usable = gnmr__usable(ctl);
     if (!usable) w->unusable = 1;
-    gnmr__rules_of(ctl, &r);
     m.bin = 0; /* read by the verdict only after the search */
   }
+  if (t == 32) gnmr__rules_of(ctl, &r);
   for (at = t; at < GNMR_CUDA_BINS; at += T) hist[at] = 0;
   for (at = 0; at < n; at += T) gnmr_cuda__check(norms, n, at + t, w);
   __syncthreads();
@@ -1023,11 +1275,11 @@ static __global__ void __launch_bounds__(GNMR_CUDA_ADMIT_THREADS)
   }
   __syncthreads();
   if (t == 0) {
-    gnmr_cuda__verdict(ctl, w, m.bin,
+    gnmr_cuda__verdict(ctl, w, &r, m.bin,
                        usable && r.noise
                            ? gnmr_cuda__add_blocks(0.0, block_sumsq, blocks)
                            : 0.0);
-    gnmr_cuda__rules(ctl, w, &r);
+    gnmr_cuda__rules_verdict(w, &r);
   }
   __syncthreads();
   for (at = 0; at < n; at += T) { /* the same trip count in every thread */
@@ -1182,9 +1434,20 @@ int gnmr_cuda_step(gnmr_cuda_ctl *gc, const float *norms, gnmr_decision *out,
   gnmr_cuda__verdict_kernel<<<1, GNMR_CUDA_UNIT_THREADS, 0, stream>>>(
       gc->ctl, n, gc->work, gc->block_sumsq);
   gnmr_cuda__units_kernel<<<blocks, GNMR_CUDA_UNIT_THREADS, 0, stream>>>(
-      gc->ctl, norms, out, gc->work);
-  gnmr_cuda__admit_kernel<<<1, GNMR_CUDA_ADMIT_THREADS, 0, stream>>>(
-      gc->ctl, out, gc->work);
+      gc->ctl, norms, out, gc->work, n > GNMR_CUDA_GRID_SELECT_MIN);
+  if (n <= GNMR_CUDA_GRID_SELECT_MIN) {
+    gnmr_cuda__admit_kernel<<<1, GNMR_CUDA_ADMIT_THREADS, 0, stream>>>(
+        gc->ctl, out, gc->work);
+  } else {
+    const uint32_t pass_blocks =
+        (n + GNMR_CUDA_ADMIT_THREADS - 1) / GNMR_CUDA_ADMIT_THREADS;
+    for (int p = 0; p < GNMR_CUDA_GRID_PASSES; p++)
+      gnmr_cuda__select_pass_kernel<<<pass_blocks, GNMR_CUDA_ADMIT_THREADS, 0,
+                                      stream>>>(gc->ctl, gc->work,
+                                                p + 1 == GNMR_CUDA_GRID_PASSES);
+    gnmr_cuda__admit_grid_kernel<<<blocks, GNMR_CUDA_UNIT_THREADS, 0, stream>>>(
+        gc->ctl, out, gc->work);
+  }
   return gnmr_cuda__fail(gc, cudaGetLastError());
 }
 

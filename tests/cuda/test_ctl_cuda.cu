@@ -186,8 +186,10 @@ static void run(uint32_t n) {
 }
 
 TEST(graph_steps_match_the_cpu_for_1_to_65536_units) {
-  static const uint32_t sizes[] = {1,   2,    3,    31,   255,   256,
-                                   257, 1000, 1024, 4097, 65535, 65536};
+  /* 8,192 and 8,193: the one-block admit and the grid's select on either
+     side of GNMR_CUDA_GRID_SELECT_MIN */
+  static const uint32_t sizes[] = {1,    2,    3,    31,   255,  256,   257,
+                                   1000, 1024, 4097, 8192, 8193, 65535, 65536};
   size_t i;
   int trial;
   for (i = 0; i < sizeof sizes / sizeof sizes[0]; i++)
