@@ -48,7 +48,8 @@
 
    Data: Fashion-MNIST in IDX form (`--data DIR`, files *-idx?-ubyte.gz or
    uncompressed) or, without --data, a built-in deterministic synthetic task
-   (a random teacher network labels Gaussian inputs).
+   (a random teacher network labels Gaussian inputs; `--heavy NU` gives its
+   inputs Student-t tails with NU degrees of freedom, the same labels).
 
    Outputs in --out (default demo-out/): summary.csv, trace.csv (the first
    GNMR arm listed, first seed), stress.csv, loss.svg, recovery.svg, and with
@@ -138,6 +139,28 @@ static void ts_synthetic(ts_data *train, ts_data *test) {
         }
       }
     }
+  }
+}
+
+/* The built-in task with heavy tails (--heavy NU): each input row, drawn
+   and labelled as above, is scaled by sqrt(NU / chi2_NU) (chi2_NU: a sum of
+   NU squared standard normals from a stream of its own), which makes it a
+   multivariate Student-t row with NU degrees of freedom. The labels are the
+   Gaussian task's (taken before the scaling), so the task is the same and
+   only its inputs, and so the gradients of a small batch, have heavy tails.
+   Deterministic: the same rows for every seed, as the Gaussian task's. */
+static void ts_heavy_tails(ts_data *d, int nu, uint64_t stream) {
+  demo_rng r = {stream};
+  int k, j, i;
+  for (k = 0; k < d->n; k++) {
+    float *x = d->x + (size_t)k * d->dim;
+    double chi2 = 0.0, s;
+    for (i = 0; i < nu; i++) {
+      double z = demo_normal(&r);
+      chi2 += z * z;
+    }
+    s = sqrt((double)nu / (chi2 > 1e-300 ? chi2 : 1e-300));
+    for (j = 0; j < d->dim; j++) x[j] = (float)(s * x[j]);
   }
 }
 
@@ -620,6 +643,7 @@ static int ts_make_events(int per_k, int steps, int n_layers, int dim_hint,
 typedef struct ts_opts {
   int steps, batch, seed, seeds, stress, sweep, quiet;
   int stale_under; /* --stale under: stale scales too small, not too large */
+  int heavy;       /* --heavy NU: Student-t inputs (built-in task), 0: off */
   int hidden[TS_LAYERS - 1];
   int arms[TS_MAX_ARMS], n_arms;
   const lp_format *fmt;
@@ -999,6 +1023,9 @@ static void ts_parse(ts_opts *o, int argc, char **argv) {
         DEMO_OPT("--steps", "N", DEMO_INT, &o->steps, 1, 10000000,
                  "training steps"),
         DEMO_OPT("--batch", "N", DEMO_INT, &o->batch, 1, 4096, "batch size"),
+        DEMO_OPT("--heavy", "NU", DEMO_INT, &o->heavy, 0, 1000,
+                 "built-in task: Student-t inputs, NU degrees of\n"
+                 "freedom (heavy tails; 0: Gaussian)"),
         DEMO_OPT_CALL("--hidden", "A,B,C", ts_opt_hidden, ts_show_hidden,
                       o->hidden, "hidden layer widths"),
         DEMO_OPT("--lr", "X", DEMO_REAL, &o->lr, 0, 0, "AdamW learning rate"),
@@ -1293,6 +1320,8 @@ static int train_stress_main(int argc, char **argv) {
   ts_parse(&o, argc, argv);
   memset(&train, 0, sizeof train);
   memset(&test, 0, sizeof test);
+  if (o.data_dir && o.heavy)
+    DEMO_DIE("--heavy: the built-in task only (no --data)");
   if (o.data_dir) {
     ts_load_split(o.data_dir, "train", &train);
     ts_load_split(o.data_dir, "t10k", &test);
@@ -1300,6 +1329,10 @@ static int train_stress_main(int argc, char **argv) {
       DEMO_DIE("%s: train and test images differ in size", o.data_dir);
   } else {
     ts_synthetic(&train, &test);
+    if (o.heavy) {
+      ts_heavy_tails(&train, o.heavy, 777);
+      ts_heavy_tails(&test, o.heavy, 778);
+    }
   }
   if (train.n < o.batch || test.n < o.batch)
     DEMO_DIE("the data has fewer items than one batch (%d)", o.batch);
