@@ -107,7 +107,9 @@
    A static rule takes units in its order while their FLOPs fit the budget.
    Every demo also takes --global-clip X: each arm's gradient is clipped to
    global norm X after the arm's own control (what production trainers run
-   anyway), so "lowp" becomes lowp+clip, "gnmr" lowp+clip+gnmr.
+   anyway), so "lowp" becomes lowp+clip, "gnmr" lowp+clip+gnmr; with
+   --clip-first the clip comes before the arm's control, which then sees
+   the clipped gradients.
 
    Include after gnmr.h. */
 #ifndef ARMS_H

@@ -644,6 +644,7 @@ typedef struct ts_opts {
   int steps, batch, seed, seeds, stress, sweep, quiet;
   int stale_under; /* --stale under: stale scales too small, not too large */
   int heavy;       /* --heavy NU: Student-t inputs (built-in task), 0: off */
+  int clip_first;  /* --clip-first: the global clip before the control */
   int hidden[TS_LAYERS - 1];
   int arms[TS_MAX_ARMS], n_arms;
   const lp_format *fmt;
@@ -823,6 +824,11 @@ static ts_result ts_train(const ts_opts *o, int arm, int seed,
 
     /* Control: the arms' extra work, timed as their overhead. */
     tc = ts_seconds();
+    if (o->global_clip > 0 && o->clip_first) { /* the control sees it clipped */
+      float before[TS_LAYERS];
+      ts_layer_norms(&m, before);
+      ts_scale_all(&m, arm_clip_scale(ts_global_norm(before), o->global_clip));
+    }
     if (A->kind != ARM_F32 && A->kind != ARM_LOWP) ts_layer_norms(&m, norms);
     if (A->kind == ARM_CLIP) {
       ts_scale_all(&m, arm_clip_scale(ts_global_norm(norms), ARM_GLOBAL_CLIP));
@@ -864,7 +870,7 @@ static ts_result ts_train(const ts_opts *o, int arm, int seed,
         }
       }
     }
-    if (o->global_clip > 0) {
+    if (o->global_clip > 0 && !o->clip_first) {
       float after[TS_LAYERS];
       ts_layer_norms(&m, after);
       ts_scale_all(&m, arm_clip_scale(ts_global_norm(after), o->global_clip));
@@ -1017,6 +1023,9 @@ static void ts_parse(ts_opts *o, int argc, char **argv) {
         DEMO_OPT("--global-clip", "X", DEMO_REAL, &o->global_clip, 1, 0,
                  "every arm: clip the global gradient norm to X\n"
                  "after its own control (0: off)"),
+        DEMO_OPT("--clip-first", NULL, DEMO_FLAG, &o->clip_first, 0, 0,
+                 "the global clip before the arm's control, which\n"
+                 "then sees the clipped gradients"),
         DEMO_OPT("--seed", "S", DEMO_INT, &o->seed, 0, 1 << 30, "first seed"),
         DEMO_OPT("--seeds", "N", DEMO_INT, &o->seeds, 1, 100,
                  "seeds S, S+1, ..."),
