@@ -2100,6 +2100,12 @@ static lm_result lm_train(const lm_opts *o, const demo_arm *arm, int seed,
           *tgt = DEMO_CALLOC((size_t)N, uint8_t);
   float norms[LM_MAX_CTL];
   const int grouped = arm->kind == ARM_GNMR && o->units != LM_UNITS_LINEAR;
+  /* the persist2 arm's own admissions (lab/arms.h) */
+  const int persist = strcmp(arm->name, ARM_PERSIST_NAME) == 0;
+  arm_persist ps;
+  int p_admit[LM_MAX_UNITS];
+  memset(&ps, 0, sizeof ps);
+  memset(p_admit, 0, sizeof p_admit);
   memset(&res, 0, sizeof res);
   memset(norms, 0, sizeof norms);
   opt.kind = o->optimizer;
@@ -2111,9 +2117,8 @@ static lm_result lm_train(const lm_opts *o, const demo_arm *arm, int seed,
   U = m.n_units;
   CU = arm->forward ? 2 * U : U;
   if (grouped) {
-    if (arm->forward)
-      DEMO_DIE("--units: the forward-signal arm %s takes linear units only",
-               arm->name);
+    if (arm->forward || persist)
+      DEMO_DIE("--units: the arm %s takes linear units only", arm->name);
     lm_groups_init(&grp, &m, o->units);
     CU = grp.n;
   }
@@ -2165,7 +2170,9 @@ static lm_result lm_train(const lm_opts *o, const demo_arm *arm, int seed,
       paths[u].out_err =
           pl.rule == LM_PLACE_ONCE && step >= pl.calib_from && step < pl.calib;
       if (arm->kind == ARM_GNMR &&
-          lm_unit_recovering(&ctl, grouped ? &grp : NULL, u, U, arm->forward)) {
+          (persist ? ps.left[u] > 0
+                   : lm_unit_recovering(&ctl, grouped ? &grp : NULL, u, U,
+                                        arm->forward))) {
         paths[u].track = 1;
         hf_steps++;
         if (trace && trace->recovering)
@@ -2261,14 +2268,17 @@ static lm_result lm_train(const lm_opts *o, const demo_arm *arm, int seed,
       for (u = 0; u < CU - U; u++) norms[U + u] = m.unit[u].qerr;
       rc = gnmr_step(&ctl, norms, d);
       if (rc != GNMR_OK) DEMO_DIE("gnmr_step: %s", gnmr_strerror(rc));
+      if (persist)
+        arm_persist_step(&ps, d, U, (int)cfg.lock_steps,
+                         (int)cfg.cooldown_steps, p_admit);
       for (u = 0; u < U; u++) {
         res.flagged += (d[u].flags & (GNMR_FLAG_RATIO | GNMR_FLAG_DELTA |
                                       GNMR_FLAG_NONFINITE)) != 0;
-        res.admitted += d[u].action == GNMR_ACTION_RECOVER;
+        res.admitted += d[u].action == GNMR_ACTION_RECOVER || p_admit[u];
         if (d[u].scale != 1.0) lm_scale_unit(&m, u, d[u].scale);
         /* Admitted: its scaling state is suspect; the f32 steps refill the
            amax histories from the true tensors. */
-        if (d[u].action == GNMR_ACTION_RECOVER ||
+        if (d[u].action == GNMR_ACTION_RECOVER || p_admit[u] ||
             (CU > U && d[U + u].action == GNMR_ACTION_RECOVER)) {
           memset(&m.unit[u].sx, 0, sizeof m.unit[u].sx);
           memset(&m.unit[u].sw, 0, sizeof m.unit[u].sw);

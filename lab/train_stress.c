@@ -716,11 +716,16 @@ static ts_result ts_train(const ts_opts *o, int arm, int seed,
   int shift_step = o->shift.index >= 0 ? o->steps * o->shift.pct / 100 : -1;
   arm_zclip zc = {0, 0, 0};
   arm_gstab gs[TS_LAYERS];
+  arm_persist ps; /* the persist2 arm's own admissions */
+  const int persist = strcmp(A->name, ARM_PERSIST_NAME) == 0;
+  int p_lock = 8, p_cool = 4, p_admit[TS_LAYERS];
   float *xb, norms[2 * TS_LAYERS];
   uint8_t *yb, caught[256];
   ts_result res;
   memset(&res, 0, sizeof res);
   memset(caught, 0, sizeof caught);
+  memset(&ps, 0, sizeof ps);
+  memset(p_admit, 0, sizeof p_admit);
   if (n_ev > 256) DEMO_DIE("%d faults: at most 256", n_ev);
   dims[0] = train->dim;
   for (l = 0; l < TS_LAYERS - 1; l++) dims[l + 1] = o->hidden[l];
@@ -743,6 +748,8 @@ static ts_result ts_train(const ts_opts *o, int arm, int seed,
       if (o->set_tau_d) cfg.delta_threshold = o->gnmr.delta_threshold;
       if (cfg.max_recovering > (uint32_t)CU) cfg.max_recovering = (uint32_t)CU;
     }
+    p_lock = (int)cfg.lock_steps;
+    p_cool = (int)cfg.cooldown_steps;
     /* The default 8 is more units than this MLP has: the step-level verdict
        would never be reached. */
     if (cfg.common_min_units > TS_LAYERS) cfg.common_min_units = TS_LAYERS;
@@ -790,9 +797,11 @@ static ts_result ts_train(const ts_opts *o, int arm, int seed,
       if (A->f32) continue;
       if (A->forward) paths[l].probe = o->fmt;
       if (A->kind == ARM_GNMR &&
-          (gnmr_recovering(&ctl, (uint32_t)l) == 1 ||
-           (A->forward &&
-            gnmr_recovering(&ctl, (uint32_t)(TS_LAYERS + l)) == 1))) {
+          (persist
+               ? ps.left[l] > 0
+               : gnmr_recovering(&ctl, (uint32_t)l) == 1 ||
+                     (A->forward &&
+                      gnmr_recovering(&ctl, (uint32_t)(TS_LAYERS + l)) == 1))) {
         paths[l].track = 1;
         hf_steps++;
         if (trace && trace->recovering)
@@ -852,12 +861,13 @@ static ts_result ts_train(const ts_opts *o, int arm, int seed,
         norms[TS_LAYERS + l] = m.layer[l].qerr;
       rc = gnmr_step(&ctl, norms, d);
       if (rc != GNMR_OK) DEMO_DIE("gnmr_step: %s", gnmr_strerror(rc));
+      if (persist) arm_persist_step(&ps, d, TS_LAYERS, p_lock, p_cool, p_admit);
       for (l = 0; l < TS_LAYERS; l++) {
         if (d[l].scale != 1.0) ts_scale_grads(&m.layer[l], d[l].scale);
         /* Admitted: the unit's scaling state is suspect (a burst in the amax
            history is a stale scale waiting to happen). Start its histories
            afresh; the f32 steps refill them from the true tensors. */
-        if (d[l].action == GNMR_ACTION_RECOVER ||
+        if (d[l].action == GNMR_ACTION_RECOVER || p_admit[l] ||
             (CU > TS_LAYERS &&
              d[TS_LAYERS + l].action == GNMR_ACTION_RECOVER)) {
           int hit = 0;
