@@ -2329,7 +2329,7 @@ static lm_result lm_train(const lm_opts *o, const demo_arm *arm, int seed,
     gnmr_counters c;
     gnmr_counters_get(&ctl, GNMR_ALL_UNITS, &c);
     res.recovery_fraction =
-        (double)(CU > U ? hf_steps : (long)c.recovery_steps) /
+        (double)(CU > U || persist ? hf_steps : (long)c.recovery_steps) /
         ((double)o->steps * U);
   }
   if (arm->kind == ARM_PLACE)

@@ -916,7 +916,8 @@ static ts_result ts_train(const ts_opts *o, int arm, int seed,
     gnmr_counters c;
     gnmr_counters_get(&ctl, GNMR_ALL_UNITS, &c);
     res.recovery_fraction =
-        (double)(CU > TS_LAYERS ? hf_steps : (long)c.recovery_steps) /
+        (double)(CU > TS_LAYERS || persist ? hf_steps
+                                           : (long)c.recovery_steps) /
         ((double)o->steps * TS_LAYERS);
   }
   res.test_loss = ts_evaluate(&m, test, &res.test_acc);
