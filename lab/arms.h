@@ -44,6 +44,9 @@
      gnmr-pass, paper-pass, noise-pass     spike_policy PASS: promotion only
      gnmr-clip-only, paper-clip-only,      max_recovering 0: the clip only
      noise-clip-only
+     gnmr-persist2                     gnmr-clip-only's controller, the
+                                       arm admitting a unit flagged two
+                                       steps in a row (a prototype, below)
      paper-tau3                        ratio_threshold 3
      paper-lock4                       lock_steps 4
      noise-nofall                      two_sided 0
@@ -107,7 +110,9 @@
    A static rule takes units in its order while their FLOPs fit the budget.
    Every demo also takes --global-clip X: each arm's gradient is clipped to
    global norm X after the arm's own control (what production trainers run
-   anyway), so "lowp" becomes lowp+clip, "gnmr" lowp+clip+gnmr.
+   anyway), so "lowp" becomes lowp+clip, "gnmr" lowp+clip+gnmr; with
+   --clip-first the clip comes before the arm's control, which then sees
+   the clipped gradients.
 
    Include after gnmr.h. */
 #ifndef ARMS_H
@@ -153,6 +158,51 @@ enum {
 ARM_VARIANT(arm_default_pass, gnmr_config_default,
             c.spike_policy = GNMR_SPIKE_PASS)
 ARM_VARIANT(arm_default_clip_only, gnmr_config_default, c.max_recovering = 0)
+
+/* The persist2 arm (issue 50; a lab prototype, not a rule of gnmr.h): the
+   controller runs as gnmr-clip-only (the defaults with
+   max_recovering 0: it flags and clips, admits nothing), and the arm admits
+   a unit itself once it was flagged (RATIO, DELTA or NONFINITE) on
+   ARM_PERSIST_STEPS steps in a row: one unit at a time, the highest score
+   first, for lock steps, then cooldown steps before it may be admitted
+   again, as the defaults' budget. A lone spike is clipped, not admitted. */
+#define ARM_PERSIST_NAME "gnmr-persist2"
+#define ARM_PERSIST_STEPS 2
+#define ARM_PERSIST_UNITS 64
+typedef struct arm_persist {
+  int run[ARM_PERSIST_UNITS];  /* flagged steps in a row */
+  int left[ARM_PERSIST_UNITS]; /* > 0: on the high-fidelity path */
+  int cool[ARM_PERSIST_UNITS]; /* steps before it may be admitted again */
+} arm_persist;
+
+/* After gnmr_step's decisions d[0..n) (n <= ARM_PERSIST_UNITS): the
+   lock and cooldown tick, then at most one unit is admitted; admitted[u]
+   is 1 for it, 0 for the rest. p->left[u] > 0: unit u runs the
+   high-fidelity path next step. */
+static void arm_persist_step(arm_persist *p, const gnmr_decision *d, int n,
+                             int lock, int cooldown, int *admitted) {
+  const uint32_t risky =
+      GNMR_FLAG_RATIO | GNMR_FLAG_DELTA | GNMR_FLAG_NONFINITE;
+  int u, busy = 0, best = -1;
+  for (u = 0; u < n; u++) {
+    admitted[u] = 0;
+    if (p->left[u] > 0) {
+      if (--p->left[u] == 0) p->cool[u] = cooldown;
+    } else if (p->cool[u] > 0) {
+      p->cool[u]--;
+    }
+    p->run[u] = (d[u].flags & risky) ? p->run[u] + 1 : 0;
+    busy += p->left[u] > 0;
+  }
+  for (u = 0; u < n && !busy; u++)
+    if (p->run[u] >= ARM_PERSIST_STEPS && p->cool[u] == 0 &&
+        (best < 0 || d[u].score > d[best].score))
+      best = u;
+  if (best >= 0) {
+    p->left[best] = lock;
+    admitted[best] = 1;
+  }
+}
 ARM_VARIANT(arm_paper_pass, gnmr_config_paper, c.spike_policy = GNMR_SPIKE_PASS)
 ARM_VARIANT(arm_paper_clip_only, gnmr_config_paper, c.max_recovering = 0)
 ARM_VARIANT(arm_paper_tau3, gnmr_config_paper, c.ratio_threshold = 3.0)
@@ -220,6 +270,7 @@ static const demo_arm ARMS[] = {
     {"spam", ARM_SPAM, NULL, 0, 1, 0},
     {"gnmr-pass", ARM_GNMR, arm_default_pass, 0, 1, 0},
     {"gnmr-clip-only", ARM_GNMR, arm_default_clip_only, 0, 1, 0},
+    {ARM_PERSIST_NAME, ARM_GNMR, arm_default_clip_only, 0, 1, 0},
     {"paper-pass", ARM_GNMR, arm_paper_pass, 0, 1, 0},
     {"paper-clip-only", ARM_GNMR, arm_paper_clip_only, 0, 1, 0},
     {"paper-tau3", ARM_GNMR, arm_paper_tau3, 0, 1, 0},

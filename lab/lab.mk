@@ -337,7 +337,7 @@ eff-place: $(B)/train_lm $(B)/efficacy_report fortunes-check
 
 .PHONY: eff-place $(EFFP_PARTS)
 
-# The settings suite (lab/suite.c): 24 named settings that
+# The settings suite (lab/suite.c): 30 named settings that
 # vary optimizer, schedule, warm-up, learning rate, model, format and
 # events, each on f32, lowp, clip, gnmr and, where FP4 meets the LM, the
 # placer and the told late switch, 3 seeds; split by the FNV-1a hash of the

@@ -19,11 +19,15 @@
                 noisy (calm, and small batches: the LM 2 sequences of the
                 demo's 8, the MLP 16 rows of its 128; heavy-tailed
                 gradient noise), faults (injected: LM 24, MLP 8 per 1000
-                steps), natural (FP4: the format alone hurts)
+                steps), natural (FP4: the format alone hurts), heavy
+                (calm with heavy tails: the MLP's inputs Student-t with 3
+                degrees of freedom (train_stress --heavy 3) in batches of
+                16, the LM one sequence a step)
 
-   Not the full grid: SUITE below, 24 settings, each value in at least one
+   Not the full grid: SUITE below, 30 settings, each value in at least one
    (20 until 2026-11-28, when four noisy ones were added under the same
-   rule: bench/RESULTS.md, "Settings suite").
+   rule, and 24 until the six heavy-tailed ones of 2026-11-29:
+   bench/RESULTS.md, "Settings suite").
    LM runs take 500 steps, MLP runs 1000 (the demo's default): about 1.8
    hours on 2 cores, measured on a 2-vCPU Xeon (bench/RESULTS.md,
    "Settings suite").
@@ -90,9 +94,10 @@
 #include <unistd.h>
 
 enum { SU_MLP, SU_LM, SU_LM_WIDE };
-enum { SU_CALM, SU_NOISY, SU_FAULTS, SU_NATURAL };
+enum { SU_CALM, SU_NOISY, SU_FAULTS, SU_NATURAL, SU_HEAVY };
 static const char *const SU_MODEL[] = {"mlp", "lm-w64", "lm-w96"};
-static const char *const SU_EVENTS[] = {"calm", "noisy", "faults", "natural"};
+static const char *const SU_EVENTS[] = {"calm", "noisy", "faults", "natural",
+                                        "heavy"};
 
 /* One setting. format: e4m3, e5m2g (E4M3, E5M2 output gradients), e2m1,
    nvfp4. optimizer, schedule, warmup: the LM demo's options (the MLP's
@@ -132,6 +137,12 @@ static const suite_setting SUITE[] = {
   {"mlp-e4m3-calm",       SU_MLP,     "e4m3",  "-",     "-",        "-",   "1e-3", "demo", SU_CALM,    0},
   {"mlp-e4m3-noisy",      SU_MLP,     "e4m3",  "-",     "-",        "-",   "1e-3", "demo", SU_NOISY,   0},
   {"mlp-e2m1-clip",       SU_MLP,     "e2m1",  "-",     "-",        "-",   "3e-3", "high", SU_NATURAL, 1},
+  {"mlp-e4m3-heavy",      SU_MLP,     "e4m3",  "-",     "-",        "-",   "1e-3", "demo", SU_HEAVY,   0},
+  {"mlp-e4m3-heavy-hilr", SU_MLP,     "e4m3",  "-",     "-",        "-",   "3e-3", "high", SU_HEAVY,   0},
+  {"lm-e4m3-heavy",       SU_LM,      "e4m3",  "adamw", "cosine",   "5%",  "2e-3", "demo", SU_HEAVY,   0},
+  {"lmw-e5m2g-heavy",     SU_LM_WIDE, "e5m2g", "adamw", "linear",   "5%",  "2e-3", "demo", SU_HEAVY,   0},
+  {"lm-e4m3-sgd-heavy",   SU_LM,      "e4m3",  "sgd",   "cosine",   "5%",  "0.3",  "demo", SU_HEAVY,   0},
+  {"mlp-e4m3-heavy-lowlr",SU_MLP,     "e4m3",  "-",     "-",        "-",   "3e-4", "low",  SU_HEAVY,   0},
 };
 /* clang-format on */
 #define SUITE_N (int)(sizeof SUITE / sizeof SUITE[0])
@@ -163,13 +174,18 @@ static int suite_fp4(const suite_setting *s) {
    lm-e2m1-invsqrt, lm-e2m1-faults, lm-nvfp4-clip, lmw-e2m1-clip,
    mlp-e4m3-faults, mlp-e4m3-calm, and the later
    lm-e4m3-lion-noisy and lmw-e4m3-noisy (their four names were chosen
-   before they were hashed; two fell to each half). */
+   before they were hashed; two fell to each half), and four of the
+   heavy-tailed settings (2026-11-29): mlp-e4m3-heavy, mlp-e4m3-heavy-hilr,
+   lm-e4m3-heavy, lmw-e5m2g-heavy. Those four names were chosen before they
+   were hashed and all fell to the tune half; two more were then chosen,
+   again before hashing and kept wherever they fell, and both fell to the
+   test half (lm-e4m3-sgd-heavy, mlp-e4m3-heavy-lowlr). */
 static const char *const SUITE_TEST_HALF[] = {
-    "lm-e5m2g-calm",       "lm-e4m3-noisy",    "lm-e4m3-lion-faults",
-    "lm-e2m1-clip",        "lm-e2m1-nowarm",   "lm-e2m1-sgd",
-    "lm-e2m1-const-lowlr", "lm-nvfp4-invsqrt", "lm-nvfp4-sgd-wsd",
-    "lmw-nvfp4-wsd",       "mlp-e2m1-clip",    "lm-e5m2g-sgd-noisy",
-    "mlp-e4m3-noisy"};
+    "lm-e5m2g-calm",       "lm-e4m3-noisy",     "lm-e4m3-lion-faults",
+    "lm-e2m1-clip",        "lm-e2m1-nowarm",    "lm-e2m1-sgd",
+    "lm-e2m1-const-lowlr", "lm-nvfp4-invsqrt",  "lm-nvfp4-sgd-wsd",
+    "lmw-nvfp4-wsd",       "mlp-e2m1-clip",     "lm-e5m2g-sgd-noisy",
+    "mlp-e4m3-noisy",      "lm-e4m3-sgd-heavy", "mlp-e4m3-heavy-lowlr"};
 #define SUITE_N_TEST (int)(sizeof SUITE_TEST_HALF / sizeof *SUITE_TEST_HALF)
 
 /* The settings of set[0..n) whose half by the rule is not the record's
@@ -252,7 +268,9 @@ static void suite_args(const suite_setting *s, char *buf, size_t cap) {
   if (s->model == SU_MLP) {
     snprintf(buf, cap, "--hidden 128,64,32 --format %s --lr %s%s%s%s",
              s->format, s->lr, s->events == SU_FAULTS ? " --stress 8" : "",
-             s->events == SU_NOISY ? " --batch 16" : "",
+             s->events == SU_NOISY   ? " --batch 16"
+             : s->events == SU_HEAVY ? " --heavy 3 --batch 16"
+                                     : "",
              s->clip ? " --global-clip 1.0" : "");
     return;
   }
@@ -263,7 +281,9 @@ static void suite_args(const suite_setting *s, char *buf, size_t cap) {
            s->optimizer, s->schedule, s->warmup, s->lr,
            s->model == SU_LM_WIDE ? " --dim 96 --heads 4" : "",
            s->events == SU_FAULTS ? " --stress 24" : "",
-           s->events == SU_NOISY ? " --batch 2" : "",
+           s->events == SU_NOISY   ? " --batch 2"
+           : s->events == SU_HEAVY ? " --batch 1"
+                                   : "",
            s->clip ? " --global-clip 1.0" : "");
 }
 
@@ -336,8 +356,9 @@ static int suite_steps(const suite_opts *o, const suite_setting *s) {
    times its steps times the model's cost per arm-step, read off the
    2-vCPU Xeon on 2026-11-28 (an MLP arm of 1000 steps took about
    3 s, the LM's 500 about 45 s at width 64 and 85 s at width 96; a noisy
-   LM run, batch 2 of 8, about 0.3 of that). Only the progress line's
-   estimate of what is left reads it. */
+   LM run, batch 2 of 8, about 0.3 of that; a heavy-tailed one, batch 1,
+   about the same, 13 s at width 64, its validation the most of it). Only the
+   progress line's estimate of what is left reads it. */
 static double suite_cost(const suite_opts *o, const suite_setting *s) {
   const char *a = suite_arms(s);
   int arms = 1;
@@ -346,7 +367,9 @@ static double suite_cost(const suite_opts *o, const suite_setting *s) {
          (s->model == SU_MLP  ? 1.0
           : s->model == SU_LM ? 30.0
                               : 57.0) *
-         (s->model != SU_MLP && s->events == SU_NOISY ? 0.3 : 1.0);
+         (s->model != SU_MLP && (s->events == SU_NOISY || s->events == SU_HEAVY)
+              ? 0.3
+              : 1.0);
 }
 
 /* Starts job j: a child that runs the demo into DIR/.tmp/<setting>-s<seed>

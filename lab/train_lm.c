@@ -79,7 +79,9 @@
    Outputs in --out: summary.csv (hf_flops: the share of the units' GEMM
    FLOPs on the f32 path), loss.csv (every step's training loss), trace.csv
    (the first gnmr arm, first seed), stress.csv, units.csv (each arm's
-   unit-steps on the f32 path and its first, per unit), place_trace.csv
+   unit-steps on the f32 path and its first, per unit), groups.csv (each
+   gnmr arm's unit-steps flagged and admissions, and those of the units
+   that cover a LayerNorm: --units), place_trace.csv
    (the placement signals of the lowp and placement arms, first seed),
    loss.svg, recovery.svg; with --sweep, sweep.csv.
 
@@ -1316,6 +1318,129 @@ static void lm_unit_name(int u, int L, char *buf, size_t cap) {
     snprintf(buf, cap, "b%d.%s", u / 4, LM_UNIT_KIND[u % 4]);
 }
 
+/* The gnmr arms' controller units (--units): which gradients each unit's
+   norm and scale cover, beside the path units (the Linears, whose GEMMs
+   have a cheap and a high-fidelity path).
+     linear  each Linear's weight and bias, the LayerNorms not controlled
+             (the demo's default; lm_unit_norms, lm_scale_unit)
+     tensor  each parameter tensor its own unit, as a trainer with one
+             gradient buffer per tensor would build them: every Linear's
+             weight, every bias, every LayerNorm's weight and its bias. A
+             Linear's weight or bias unit admitted puts the Linear on f32;
+             a LayerNorm unit has no cheap path (it runs f32 anyway), so
+             its admission only holds a slot of the budget
+     layer   each Linear's weight and bias together, each LayerNorm folded
+             into the Linear that reads it (ln1: qkv, ln2: MLP up, the
+             final one: the head)
+   The embeddings are never controlled. */
+enum { LM_UNITS_LINEAR, LM_UNITS_TENSOR, LM_UNITS_LAYER };
+#define LM_UNIT_GROUPINGS "linear|tensor|layer"
+#define LM_MAX_PIECES (2 * LM_MAX_UNITS + 4 * LM_MAX_LAYERS + 2)
+#define LM_MAX_CTL LM_MAX_PIECES /* >= 2 LM_MAX_UNITS (forward signals) */
+
+static const char *lm_unit_grouping_name(int mode) {
+  return mode == LM_UNITS_TENSOR  ? "tensor"
+         : mode == LM_UNITS_LAYER ? "layer"
+                                  : "linear";
+}
+
+typedef struct lm_groups {
+  int n, n_pieces;              /* controller units, gradient pieces */
+  size_t off[LM_MAX_PIECES];    /* a piece: its place in m->grads */
+  size_t len[LM_MAX_PIECES];    /* its length */
+  int cu[LM_MAX_PIECES];        /* its controller unit */
+  int path[LM_MAX_CTL];         /* a controller unit's Linear; -1: none */
+  unsigned char ln[LM_MAX_CTL]; /* it covers a LayerNorm */
+} lm_groups;
+
+static void lm_group_piece(lm_groups *g, size_t off, size_t len, int cu,
+                           int path, int ln) {
+  g->off[g->n_pieces] = off;
+  g->len[g->n_pieces] = len;
+  g->cu[g->n_pieces++] = cu;
+  if (cu >= g->n) g->n = cu + 1;
+  g->path[cu] = path;
+  g->ln[cu] = (unsigned char)(g->ln[cu] | ln);
+}
+
+/* The tensor or layer grouping of m's parameters (not linear's). */
+static void lm_groups_init(lm_groups *g, const lm_model *m, int mode) {
+  size_t C = (size_t)m->s.C;
+  int j, seen_ln[LM_MAX_LAYERS + 1];
+  memset(g, 0, sizeof *g);
+  memset(seen_ln, 0, sizeof seen_ln);
+  for (j = 0; j < m->n_tensors; j++) {
+    const lm_tensor *t = &m->tensors[j];
+    if (t->unit >= 0) { /* a Linear's weight (decayed) or bias */
+      lm_group_piece(g, t->off, t->n, mode == LM_UNITS_TENSOR ? g->n : t->unit,
+                     t->unit, 0);
+    } else if (!t->decay) { /* a LayerNorm: its weight, then its bias */
+      int b = t->block, k = b >= 0 ? seen_ln[b]++ : 0,
+          reader = b < 0    ? 4 * m->s.L
+                   : k == 0 ? 4 * b + LM_QKV
+                            : 4 * b + LM_MLP_UP;
+      if (mode == LM_UNITS_TENSOR) {
+        lm_group_piece(g, t->off, C, g->n, -1, 1);
+        lm_group_piece(g, t->off + C, C, g->n, -1, 1);
+      } else {
+        lm_group_piece(g, t->off, 2 * C, reader, reader, 1);
+      }
+    }
+  }
+}
+
+/* The controller units' gradient norms under grouping g. */
+static void lm_group_norms(const lm_model *m, const lm_groups *g,
+                           float *norms) {
+  int p;
+#ifdef LM_DOUBLE
+  double ss[LM_MAX_CTL];
+  size_t i;
+  memset(ss, 0, sizeof ss);
+  for (p = 0; p < g->n_pieces; p++)
+    for (i = 0; i < g->len[p]; i++)
+      ss[g->cu[p]] += m->grads[g->off[p] + i] * m->grads[g->off[p] + i];
+  for (p = 0; p < g->n; p++) norms[p] = (float)sqrt(ss[p]);
+#else
+  gnmr_tensor t[LM_MAX_PIECES];
+  for (p = 0; p < g->n_pieces; p++) {
+    t[p].data = m->grads + g->off[p];
+    t[p].n = g->len[p];
+    t[p].dtype = GNMR_DTYPE_F32;
+    t[p].unit = (uint32_t)g->cu[p];
+  }
+  if (gnmr_unit_norms(t, (size_t)g->n_pieces, norms, (uint32_t)g->n) != GNMR_OK)
+    DEMO_DIE("gnmr_unit_norms failed");
+#endif
+}
+
+/* 1 if Linear u runs f32 next step: its own controller unit (and, with
+   forward signals, its signal's unit U + u) recovering, or under grouping
+   g any unit whose path is u. */
+static int lm_unit_recovering(const gnmr_ctl *ctl, const lm_groups *g, int u,
+                              int U, int forward) {
+  int cu;
+  if (!g)
+    return gnmr_recovering(ctl, (uint32_t)u) == 1 ||
+           (forward && gnmr_recovering(ctl, (uint32_t)(U + u)) == 1);
+  for (cu = 0; cu < g->n; cu++)
+    if (g->path[cu] == u && gnmr_recovering(ctl, (uint32_t)cu) == 1) return 1;
+  return 0;
+}
+
+/* Multiplies controller unit cu's gradient by s (0: drop it, NaN
+   included). */
+static void lm_group_scale(lm_model *m, const lm_groups *g, int cu, double s) {
+  int p;
+  size_t i;
+  for (p = 0; p < g->n_pieces; p++)
+    if (g->cu[p] == cu)
+      for (i = 0; i < g->len[p]; i++) {
+        lm_real *x = m->grads + g->off[p] + i;
+        *x = s == 0.0 ? 0 : (lm_real)(*x * s);
+      }
+}
+
 /* ---- data -----------------------------------------------------------------
  */
 
@@ -1808,6 +1933,8 @@ typedef struct lm_opts {
   /* > 0: every arm's gradient, after its own control, is clipped to this
      global norm (what production trainers run anyway) */
   double global_clip;
+  int clip_first; /* --clip-first: the global clip before the control */
+  int units;      /* --units: LM_UNITS_*, the gnmr arms' controller units */
   demo_at freeze; /* --freeze: block, share of the run frozen */
   demo_at shift;  /* --shift: unit, where it is reparametrised */
   int schedule;   /* --schedule: LM_SCHED_* */
@@ -1821,6 +1948,9 @@ typedef struct lm_result {
   double hf_flops; /* share of the units' GEMM FLOPs on the f32 path */
   int unit_hf_steps[LM_MAX_UNITS], unit_first_hf[LM_MAX_UNITS]; /* -1: never */
   int loss_spikes, diverged;
+  /* gnmr arms: unit-steps flagged risky and admissions, and those of units
+     that cover a LayerNorm (--units tensor or layer) */
+  long flagged, flagged_ln, admitted, admitted_ln;
   uint64_t param_hash; /* FNV-1a of the final parameters' bytes */
   float *loss;         /* per step training loss in nats (caller frees) */
 } lm_result;
@@ -1951,8 +2081,9 @@ static lm_result lm_train(const lm_opts *o, const demo_arm *arm, int seed,
   demo_rng init = {(uint64_t)seed * 1000003u + 1},
            order = {(uint64_t)seed + 99};
   lm_adamw opt = {0.9, 0.95, 1e-8, 0.1, -1, 0, 0};
-  gnmr_slot slots[2 * LM_MAX_UNITS];
+  gnmr_slot slots[LM_MAX_CTL];
   gnmr_ctl ctl;
+  lm_groups grp; /* --units tensor or layer: the controller's units */
   gnmr_config cfg;
   lm_result res;
   int T = o->shape.T, B = o->shape.B, N = B * T, U, step, u, b, e;
@@ -1967,7 +2098,14 @@ static lm_result lm_train(const lm_opts *o, const demo_arm *arm, int seed,
   arm_gstab gs[LM_MAX_UNITS];
   uint8_t *tok = DEMO_CALLOC((size_t)N, uint8_t),
           *tgt = DEMO_CALLOC((size_t)N, uint8_t);
-  float norms[2 * LM_MAX_UNITS];
+  float norms[LM_MAX_CTL];
+  const int grouped = arm->kind == ARM_GNMR && o->units != LM_UNITS_LINEAR;
+  /* the persist2 arm's own admissions (lab/arms.h) */
+  const int persist = strcmp(arm->name, ARM_PERSIST_NAME) == 0;
+  arm_persist ps;
+  int p_admit[LM_MAX_UNITS];
+  memset(&ps, 0, sizeof ps);
+  memset(p_admit, 0, sizeof p_admit);
   memset(&res, 0, sizeof res);
   memset(norms, 0, sizeof norms);
   opt.kind = o->optimizer;
@@ -1978,6 +2116,12 @@ static lm_result lm_train(const lm_opts *o, const demo_arm *arm, int seed,
   lm_model_init(&m, o->shape, &init);
   U = m.n_units;
   CU = arm->forward ? 2 * U : U;
+  if (grouped) {
+    if (arm->forward || persist)
+      DEMO_DIE("--units: the arm %s takes linear units only", arm->name);
+    lm_groups_init(&grp, &m, o->units);
+    CU = grp.n;
+  }
   lm_place_init(&pl, arm->kind == ARM_PLACE ? arm->name : NULL, &m, o->steps,
                 seed);
   for (u = 0; u < U; u++) {
@@ -1999,7 +2143,7 @@ static lm_result lm_train(const lm_opts *o, const demo_arm *arm, int seed,
 
   for (step = 0; step < o->steps; step++) {
     lm_path paths[LM_MAX_UNITS];
-    gnmr_decision d[2 * LM_MAX_UNITS];
+    gnmr_decision d[LM_MAX_CTL];
     double loss, lr, tc;
     memset(d, 0, sizeof d);
     if (step == shift_step)
@@ -2026,8 +2170,9 @@ static lm_result lm_train(const lm_opts *o, const demo_arm *arm, int seed,
       paths[u].out_err =
           pl.rule == LM_PLACE_ONCE && step >= pl.calib_from && step < pl.calib;
       if (arm->kind == ARM_GNMR &&
-          (gnmr_recovering(&ctl, (uint32_t)u) == 1 ||
-           (arm->forward && gnmr_recovering(&ctl, (uint32_t)(U + u)) == 1))) {
+          (persist ? ps.left[u] > 0
+                   : lm_unit_recovering(&ctl, grouped ? &grp : NULL, u, U,
+                                        arm->forward))) {
         paths[u].track = 1;
         hf_steps++;
         if (trace && trace->recovering)
@@ -2077,6 +2222,8 @@ static lm_result lm_train(const lm_opts *o, const demo_arm *arm, int seed,
 
     /* Control: the arms' extra work, timed as their overhead. */
     tc = lm_now();
+    if (o->global_clip > 0 && o->clip_first) /* the control sees it clipped */
+      lm_scale_all(&m, arm_clip_scale(lm_global_norm(&m), o->global_clip));
     if (arm->kind == ARM_CLIP) {
       lm_scale_all(&m, arm_clip_scale(lm_global_norm(&m), ARM_GLOBAL_CLIP));
     } else if (arm->kind == ARM_ZCLIP) {
@@ -2095,27 +2242,54 @@ static lm_result lm_train(const lm_opts *o, const demo_arm *arm, int seed,
       }
     } else if (arm->kind == ARM_SPAM) {
       lm_spam_step(&m, step);
+    } else if (grouped) {
+      int rc;
+      lm_group_norms(&m, &grp, norms);
+      rc = gnmr_step(&ctl, norms, d);
+      if (rc != GNMR_OK) DEMO_DIE("gnmr_step: %s", gnmr_strerror(rc));
+      for (u = 0; u < CU; u++) {
+        int flagged = (d[u].flags & (GNMR_FLAG_RATIO | GNMR_FLAG_DELTA |
+                                     GNMR_FLAG_NONFINITE)) != 0,
+            p = grp.path[u];
+        if (d[u].scale != 1.0) lm_group_scale(&m, &grp, u, d[u].scale);
+        res.flagged += flagged;
+        res.flagged_ln += flagged && grp.ln[u];
+        if (d[u].action != GNMR_ACTION_RECOVER) continue;
+        res.admitted++;
+        res.admitted_ln += grp.ln[u];
+        if (p >= 0) { /* as below */
+          memset(&m.unit[p].sx, 0, sizeof m.unit[p].sx);
+          memset(&m.unit[p].sw, 0, sizeof m.unit[p].sw);
+        }
+      }
     } else if (arm->kind == ARM_GNMR) {
       int rc;
       lm_unit_norms(&m, norms);
       for (u = 0; u < CU - U; u++) norms[U + u] = m.unit[u].qerr;
       rc = gnmr_step(&ctl, norms, d);
       if (rc != GNMR_OK) DEMO_DIE("gnmr_step: %s", gnmr_strerror(rc));
+      if (persist)
+        arm_persist_step(&ps, d, U, (int)cfg.lock_steps,
+                         (int)cfg.cooldown_steps, p_admit);
       for (u = 0; u < U; u++) {
+        res.flagged += (d[u].flags & (GNMR_FLAG_RATIO | GNMR_FLAG_DELTA |
+                                      GNMR_FLAG_NONFINITE)) != 0;
+        res.admitted += d[u].action == GNMR_ACTION_RECOVER || p_admit[u];
         if (d[u].scale != 1.0) lm_scale_unit(&m, u, d[u].scale);
         /* Admitted: its scaling state is suspect; the f32 steps refill the
            amax histories from the true tensors. */
-        if (d[u].action == GNMR_ACTION_RECOVER ||
+        if (d[u].action == GNMR_ACTION_RECOVER || p_admit[u] ||
             (CU > U && d[U + u].action == GNMR_ACTION_RECOVER)) {
           memset(&m.unit[u].sx, 0, sizeof m.unit[u].sx);
           memset(&m.unit[u].sw, 0, sizeof m.unit[u].sw);
         }
       }
     }
-    if (o->global_clip > 0)
+    if (o->global_clip > 0 && !o->clip_first)
       lm_scale_all(&m, arm_clip_scale(lm_global_norm(&m), o->global_clip));
     ctl_time += lm_now() - tc;
-    if (arm->kind == ARM_GNMR && trace && trace->f) /* not timed: I/O */
+    if (arm->kind == ARM_GNMR && !grouped && trace &&
+        trace->f) /* not timed: I/O */
       for (u = 0; u < U; u++) {
         char name[32];
         lm_unit_name(u, o->shape.L, name, sizeof name);
@@ -2155,7 +2329,7 @@ static lm_result lm_train(const lm_opts *o, const demo_arm *arm, int seed,
     gnmr_counters c;
     gnmr_counters_get(&ctl, GNMR_ALL_UNITS, &c);
     res.recovery_fraction =
-        (double)(CU > U ? hf_steps : (long)c.recovery_steps) /
+        (double)(CU > U || persist ? hf_steps : (long)c.recovery_steps) /
         ((double)o->steps * U);
   }
   if (arm->kind == ARM_PLACE)
@@ -2212,7 +2386,7 @@ static void lm_svg_raster(const char *path, const lm_opts *o, int U,
 static int lm_run_arms(const lm_opts *o, const lm_text *train,
                        const lm_text *val) {
   char path[1100];
-  FILE *summary, *stress_f, *loss_f, *units_f;
+  FILE *summary, *stress_f, *loss_f, *units_f, *groups_f;
   lm_trace trace, ptrace;
   FILE *trace_f;
   int traced = 0;
@@ -2243,6 +2417,10 @@ static int lm_run_arms(const lm_opts *o, const lm_text *train,
   units_f = DEMO_FOPEN(path, "w");
   fprintf(units_f,
           "setting,arm,seed,unit,name,flops_share,hf_steps,first_hf_step\n");
+  snprintf(path, sizeof path, "%s/groups.csv", o->out_dir);
+  groups_f = DEMO_FOPEN(path, "w");
+  fprintf(groups_f, "setting,arm,seed,units,flagged,flagged_ln,admitted,"
+                    "admitted_ln\n");
   snprintf(path, sizeof path, "%s/loss.csv", o->out_dir);
   loss_f = DEMO_FOPEN(path, "w");
   fprintf(loss_f, "arm,seed,step,loss_bpb\n");
@@ -2310,6 +2488,11 @@ static int lm_run_arms(const lm_opts *o, const lm_text *train,
               o->lr, o->stress, o->steps, r.val_bpb, r.recovery_fraction,
               r.loss_spikes, r.diverged, r.seconds, r.overhead_pct, r.hf_flops);
       fflush(summary);
+      if (arm->kind == ARM_GNMR)
+        fprintf(groups_f, "%s,%s,%d,%s,%ld,%ld,%ld,%ld\n",
+                o->setting ? o->setting : "run", arm->name, seed,
+                arm->forward ? "linear" : lm_unit_grouping_name(o->units),
+                r.flagged, r.flagged_ln, r.admitted, r.admitted_ln);
       if (!o->quiet)
         fprintf(stderr, "  %s seed %d %-6s val %.4f bits/byte (%.1fs)\n",
                 o->setting ? o->setting : "run", seed, arm->name, r.val_bpb,
@@ -2318,7 +2501,8 @@ static int lm_run_arms(const lm_opts *o, const lm_text *train,
     }
   }
   if (fclose(summary) != 0 || fclose(stress_f) != 0 || fclose(trace_f) != 0 ||
-      fclose(loss_f) != 0 || fclose(units_f) != 0 || fclose(ptrace.place) != 0)
+      fclose(loss_f) != 0 || fclose(units_f) != 0 || fclose(groups_f) != 0 ||
+      fclose(ptrace.place) != 0)
     DEMO_DIE("writing the CSV files in %s failed", o->out_dir);
   snprintf(path, sizeof path, "%s/loss.svg", o->out_dir);
   lm_svg_loss(path, o, curves);
@@ -2599,6 +2783,13 @@ static void lm_parse(lm_opts *o, int argc, char **argv) {
         DEMO_OPT("--global-clip", "X", DEMO_REAL, &o->global_clip, 1, 0,
                  "every arm: clip the global gradient norm to X\n"
                  "after the arm's own control (0: off)"),
+        DEMO_OPT("--clip-first", NULL, DEMO_FLAG, &o->clip_first, 0, 0,
+                 "the global clip before the arm's control, which\n"
+                 "then sees the clipped gradients"),
+        DEMO_OPT("--units", LM_UNIT_GROUPINGS, DEMO_CHOICE, &o->units, 0, 0,
+                 "the gnmr arms' units: each Linear (LayerNorms\n"
+                 "not controlled), each tensor, or each Linear with\n"
+                 "the LayerNorm it reads"),
         DEMO_OPT("--freeze", "B:P", DEMO_AT, &o->freeze, 0, LM_MAX_LAYERS - 1,
                  "block B " DEMO_FREEZE_HELP),
         DEMO_OPT("--shift", "U:P", DEMO_AT, &o->shift, 0, LM_MAX_UNITS - 1,

@@ -48,7 +48,8 @@
 
    Data: Fashion-MNIST in IDX form (`--data DIR`, files *-idx?-ubyte.gz or
    uncompressed) or, without --data, a built-in deterministic synthetic task
-   (a random teacher network labels Gaussian inputs).
+   (a random teacher network labels Gaussian inputs; `--heavy NU` gives its
+   inputs Student-t tails with NU degrees of freedom, the same labels).
 
    Outputs in --out (default demo-out/): summary.csv, trace.csv (the first
    GNMR arm listed, first seed), stress.csv, loss.svg, recovery.svg, and with
@@ -138,6 +139,28 @@ static void ts_synthetic(ts_data *train, ts_data *test) {
         }
       }
     }
+  }
+}
+
+/* The built-in task with heavy tails (--heavy NU): each input row, drawn
+   and labelled as above, is scaled by sqrt(NU / chi2_NU) (chi2_NU: a sum of
+   NU squared standard normals from a stream of its own), which makes it a
+   multivariate Student-t row with NU degrees of freedom. The labels are the
+   Gaussian task's (taken before the scaling), so the task is the same and
+   only its inputs, and so the gradients of a small batch, have heavy tails.
+   Deterministic: the same rows for every seed, as the Gaussian task's. */
+static void ts_heavy_tails(ts_data *d, int nu, uint64_t stream) {
+  demo_rng r = {stream};
+  int k, j, i;
+  for (k = 0; k < d->n; k++) {
+    float *x = d->x + (size_t)k * d->dim;
+    double chi2 = 0.0, s;
+    for (i = 0; i < nu; i++) {
+      double z = demo_normal(&r);
+      chi2 += z * z;
+    }
+    s = sqrt((double)nu / (chi2 > 1e-300 ? chi2 : 1e-300));
+    for (j = 0; j < d->dim; j++) x[j] = (float)(s * x[j]);
   }
 }
 
@@ -620,6 +643,8 @@ static int ts_make_events(int per_k, int steps, int n_layers, int dim_hint,
 typedef struct ts_opts {
   int steps, batch, seed, seeds, stress, sweep, quiet;
   int stale_under; /* --stale under: stale scales too small, not too large */
+  int heavy;       /* --heavy NU: Student-t inputs (built-in task), 0: off */
+  int clip_first;  /* --clip-first: the global clip before the control */
   int hidden[TS_LAYERS - 1];
   int arms[TS_MAX_ARMS], n_arms;
   const lp_format *fmt;
@@ -691,11 +716,16 @@ static ts_result ts_train(const ts_opts *o, int arm, int seed,
   int shift_step = o->shift.index >= 0 ? o->steps * o->shift.pct / 100 : -1;
   arm_zclip zc = {0, 0, 0};
   arm_gstab gs[TS_LAYERS];
+  arm_persist ps; /* the persist2 arm's own admissions */
+  const int persist = strcmp(A->name, ARM_PERSIST_NAME) == 0;
+  int p_lock = 8, p_cool = 4, p_admit[TS_LAYERS];
   float *xb, norms[2 * TS_LAYERS];
   uint8_t *yb, caught[256];
   ts_result res;
   memset(&res, 0, sizeof res);
   memset(caught, 0, sizeof caught);
+  memset(&ps, 0, sizeof ps);
+  memset(p_admit, 0, sizeof p_admit);
   if (n_ev > 256) DEMO_DIE("%d faults: at most 256", n_ev);
   dims[0] = train->dim;
   for (l = 0; l < TS_LAYERS - 1; l++) dims[l + 1] = o->hidden[l];
@@ -718,6 +748,8 @@ static ts_result ts_train(const ts_opts *o, int arm, int seed,
       if (o->set_tau_d) cfg.delta_threshold = o->gnmr.delta_threshold;
       if (cfg.max_recovering > (uint32_t)CU) cfg.max_recovering = (uint32_t)CU;
     }
+    p_lock = (int)cfg.lock_steps;
+    p_cool = (int)cfg.cooldown_steps;
     /* The default 8 is more units than this MLP has: the step-level verdict
        would never be reached. */
     if (cfg.common_min_units > TS_LAYERS) cfg.common_min_units = TS_LAYERS;
@@ -765,9 +797,11 @@ static ts_result ts_train(const ts_opts *o, int arm, int seed,
       if (A->f32) continue;
       if (A->forward) paths[l].probe = o->fmt;
       if (A->kind == ARM_GNMR &&
-          (gnmr_recovering(&ctl, (uint32_t)l) == 1 ||
-           (A->forward &&
-            gnmr_recovering(&ctl, (uint32_t)(TS_LAYERS + l)) == 1))) {
+          (persist
+               ? ps.left[l] > 0
+               : gnmr_recovering(&ctl, (uint32_t)l) == 1 ||
+                     (A->forward &&
+                      gnmr_recovering(&ctl, (uint32_t)(TS_LAYERS + l)) == 1))) {
         paths[l].track = 1;
         hf_steps++;
         if (trace && trace->recovering)
@@ -799,6 +833,11 @@ static ts_result ts_train(const ts_opts *o, int arm, int seed,
 
     /* Control: the arms' extra work, timed as their overhead. */
     tc = ts_seconds();
+    if (o->global_clip > 0 && o->clip_first) { /* the control sees it clipped */
+      float before[TS_LAYERS];
+      ts_layer_norms(&m, before);
+      ts_scale_all(&m, arm_clip_scale(ts_global_norm(before), o->global_clip));
+    }
     if (A->kind != ARM_F32 && A->kind != ARM_LOWP) ts_layer_norms(&m, norms);
     if (A->kind == ARM_CLIP) {
       ts_scale_all(&m, arm_clip_scale(ts_global_norm(norms), ARM_GLOBAL_CLIP));
@@ -822,12 +861,13 @@ static ts_result ts_train(const ts_opts *o, int arm, int seed,
         norms[TS_LAYERS + l] = m.layer[l].qerr;
       rc = gnmr_step(&ctl, norms, d);
       if (rc != GNMR_OK) DEMO_DIE("gnmr_step: %s", gnmr_strerror(rc));
+      if (persist) arm_persist_step(&ps, d, TS_LAYERS, p_lock, p_cool, p_admit);
       for (l = 0; l < TS_LAYERS; l++) {
         if (d[l].scale != 1.0) ts_scale_grads(&m.layer[l], d[l].scale);
         /* Admitted: the unit's scaling state is suspect (a burst in the amax
            history is a stale scale waiting to happen). Start its histories
            afresh; the f32 steps refill them from the true tensors. */
-        if (d[l].action == GNMR_ACTION_RECOVER ||
+        if (d[l].action == GNMR_ACTION_RECOVER || p_admit[l] ||
             (CU > TS_LAYERS &&
              d[TS_LAYERS + l].action == GNMR_ACTION_RECOVER)) {
           int hit = 0;
@@ -840,7 +880,7 @@ static ts_result ts_train(const ts_opts *o, int arm, int seed,
         }
       }
     }
-    if (o->global_clip > 0) {
+    if (o->global_clip > 0 && !o->clip_first) {
       float after[TS_LAYERS];
       ts_layer_norms(&m, after);
       ts_scale_all(&m, arm_clip_scale(ts_global_norm(after), o->global_clip));
@@ -876,7 +916,8 @@ static ts_result ts_train(const ts_opts *o, int arm, int seed,
     gnmr_counters c;
     gnmr_counters_get(&ctl, GNMR_ALL_UNITS, &c);
     res.recovery_fraction =
-        (double)(CU > TS_LAYERS ? hf_steps : (long)c.recovery_steps) /
+        (double)(CU > TS_LAYERS || persist ? hf_steps
+                                           : (long)c.recovery_steps) /
         ((double)o->steps * TS_LAYERS);
   }
   res.test_loss = ts_evaluate(&m, test, &res.test_acc);
@@ -993,12 +1034,18 @@ static void ts_parse(ts_opts *o, int argc, char **argv) {
         DEMO_OPT("--global-clip", "X", DEMO_REAL, &o->global_clip, 1, 0,
                  "every arm: clip the global gradient norm to X\n"
                  "after its own control (0: off)"),
+        DEMO_OPT("--clip-first", NULL, DEMO_FLAG, &o->clip_first, 0, 0,
+                 "the global clip before the arm's control, which\n"
+                 "then sees the clipped gradients"),
         DEMO_OPT("--seed", "S", DEMO_INT, &o->seed, 0, 1 << 30, "first seed"),
         DEMO_OPT("--seeds", "N", DEMO_INT, &o->seeds, 1, 100,
                  "seeds S, S+1, ..."),
         DEMO_OPT("--steps", "N", DEMO_INT, &o->steps, 1, 10000000,
                  "training steps"),
         DEMO_OPT("--batch", "N", DEMO_INT, &o->batch, 1, 4096, "batch size"),
+        DEMO_OPT("--heavy", "NU", DEMO_INT, &o->heavy, 0, 1000,
+                 "built-in task: Student-t inputs, NU degrees of\n"
+                 "freedom (heavy tails; 0: Gaussian)"),
         DEMO_OPT_CALL("--hidden", "A,B,C", ts_opt_hidden, ts_show_hidden,
                       o->hidden, "hidden layer widths"),
         DEMO_OPT("--lr", "X", DEMO_REAL, &o->lr, 0, 0, "AdamW learning rate"),
@@ -1293,6 +1340,8 @@ static int train_stress_main(int argc, char **argv) {
   ts_parse(&o, argc, argv);
   memset(&train, 0, sizeof train);
   memset(&test, 0, sizeof test);
+  if (o.data_dir && o.heavy)
+    DEMO_DIE("--heavy: the built-in task only (no --data)");
   if (o.data_dir) {
     ts_load_split(o.data_dir, "train", &train);
     ts_load_split(o.data_dir, "t10k", &test);
@@ -1300,6 +1349,10 @@ static int train_stress_main(int argc, char **argv) {
       DEMO_DIE("%s: train and test images differ in size", o.data_dir);
   } else {
     ts_synthetic(&train, &test);
+    if (o.heavy) {
+      ts_heavy_tails(&train, o.heavy, 777);
+      ts_heavy_tails(&test, o.heavy, 778);
+    }
   }
   if (train.n < o.batch || test.n < o.batch)
     DEMO_DIE("the data has fewer items than one batch (%d)", o.batch);

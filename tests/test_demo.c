@@ -617,6 +617,36 @@ TEST(svg_checks_catch_unreadable_pictures) {
   EXPECT_EQ_INT(svg_dash_errors(TEST_OUT "/bad_dash.svg"), 2);
 }
 
+/* The persist2 arm's admissions (lab/arms.h): a unit flagged once is not
+   admitted, flagged twice in a row it is, for lock steps, one unit at a
+   time, then cools down before it may come back. */
+TEST(persist2_admits_only_a_risk_that_persists) {
+  arm_persist p;
+  gnmr_decision d[2];
+  int adm[2], step, admitted_at = -1, on = 0;
+  memset(&p, 0, sizeof p);
+  memset(d, 0, sizeof d);
+  d[0].flags = GNMR_FLAG_RATIO; /* step 0: one flagged step, then calm */
+  arm_persist_step(&p, d, 2, 3, 2, adm);
+  EXPECT(!adm[0] && !adm[1] && p.left[0] == 0);
+  d[0].flags = 0;
+  arm_persist_step(&p, d, 2, 3, 2, adm);
+  EXPECT(!adm[0] && p.run[0] == 0);
+  /* both flagged from step 2 on: unit 1 scores higher and goes first */
+  d[0].flags = GNMR_FLAG_DELTA, d[0].score = 1.5;
+  d[1].flags = GNMR_FLAG_RATIO, d[1].score = 4.0;
+  for (step = 2; step < 12; step++) {
+    on += p.left[1] > 0; /* on the high-fidelity path this step */
+    arm_persist_step(&p, d, 2, 3, 2, adm);
+    if (adm[1] && admitted_at < 0) admitted_at = step;
+    EXPECT(!(adm[0] && p.left[1] > 0)); /* one at a time */
+    if (step == 3) EXPECT(adm[1] && !adm[0]);
+  }
+  EXPECT_EQ_INT(admitted_at, 3);
+  EXPECT(on >= 3);
+  EXPECT(p.left[0] > 0 || p.cool[0] > 0 || p.left[1] > 0); /* turns taken */
+}
+
 /* ---- the command line ------------------------------------------------------
  */
 
@@ -720,6 +750,7 @@ int main(int argc, char **argv) {
       CHECK_CASE(gstab_bounds_a_spike_by_the_history_and_passes_calm_norms),
       CHECK_CASE(spam_clips_the_entries_over_the_threshold_and_resets_at_500),
       CHECK_CASE(gstab_and_spam_run_end_to_end),
+      CHECK_CASE(persist2_admits_only_a_risk_that_persists),
       CHECK_CASE(options_land_where_the_table_says),
       CHECK_CASE(options_refuse_bad_values),
       CHECK_CASE(help_prints_each_option_and_its_default),

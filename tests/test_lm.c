@@ -742,6 +742,62 @@ static int count_lines(const char *path, const char *header) {
   return n;
 }
 
+/* The controller's unit groupings (--units): tensor gives every Linear's
+   weight and bias and every LayerNorm's weight and bias a unit of its own,
+   layer folds each LayerNorm into the Linear that reads it; either way every
+   parameter but the embeddings' is in exactly one unit, and a unit's scale
+   of 0 writes 0 over a NaN. */
+TEST(unit_groupings_cover_each_parameter_once) {
+  lm_shape s = {8, 2, 2, 5, 2};
+  lm_model m;
+  lm_groups g;
+  demo_rng r = {3};
+  int mode, p, j, U;
+  lm_model_init(&m, s, &r);
+  U = m.n_units;
+  for (mode = LM_UNITS_TENSOR; mode <= LM_UNITS_LAYER; mode++) {
+    unsigned char *hit = DEMO_CALLOC(m.n_params, unsigned char);
+    size_t i, n_ln = 0, covered = 0, embed = 0;
+    lm_groups_init(&g, &m, mode);
+    EXPECT_EQ_INT(g.n, mode == LM_UNITS_TENSOR ? 2 * U + 2 * (2 * s.L + 1) : U);
+    for (p = 0; p < g.n_pieces; p++)
+      for (i = 0; i < g.len[p]; i++) hit[g.off[p] + i]++;
+    for (j = 0; j < m.n_tensors; j++) {
+      const lm_tensor *t = &m.tensors[j];
+      int is_embed = t->unit < 0 && t->decay;
+      for (i = 0; i < t->n; i++) {
+        EXPECT_EQ_INT(hit[t->off + i], is_embed ? 0 : 1);
+        covered += hit[t->off + i];
+      }
+      embed += is_embed ? t->n : 0;
+    }
+    EXPECT(covered + embed == m.n_params);
+    for (p = 0; p < g.n; p++) n_ln += g.ln[p];
+    /* tensor: 2 per LayerNorm, no path; layer: ln1 on qkv, ln2 on MLP up,
+       the final one on the head */
+    if (mode == LM_UNITS_TENSOR) {
+      EXPECT_EQ_INT((int)n_ln, 2 * (2 * s.L + 1));
+      for (p = 0; p < g.n; p++) EXPECT((g.path[p] < 0) == (g.ln[p] != 0));
+    } else {
+      EXPECT_EQ_INT((int)n_ln, 2 * s.L + 1);
+      for (p = 0; p < g.n; p++) {
+        EXPECT_EQ_INT(g.path[p], p);
+        EXPECT_EQ_INT(g.ln[p],
+                      p == 4 * s.L || p % 4 == LM_QKV || p % 4 == LM_MLP_UP);
+      }
+    }
+    free(hit);
+  }
+  /* scale 0 over a NaN: 0, on the unit's pieces only */
+  lm_groups_init(&g, &m, LM_UNITS_LAYER);
+  m.grads[g.off[0]] = NAN;
+  m.grads[m.unit[1].dw - m.grads] = 2;
+  lm_group_scale(&m, &g, 0, 0.0);
+  EXPECT(m.grads[g.off[0]] == 0);
+  EXPECT(m.grads[m.unit[1].dw - m.grads] == 2);
+  lm_model_free(&m);
+}
+
 TEST(demo_runs_end_to_end) {
   lm_text t;
   FILE *f;
@@ -831,6 +887,7 @@ int main(int argc, char **argv) {
       CHECK_CASE(options_refuse_bad_values),
       CHECK_CASE(help_prints_each_option_and_its_default),
       CHECK_CASE(fortunes_split_by_fortune),
+      CHECK_CASE(unit_groupings_cover_each_parameter_once),
       CHECK_CASE(demo_runs_end_to_end),
 #endif
   };

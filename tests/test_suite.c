@@ -60,7 +60,7 @@ TEST(both_halves_cover_every_format_and_model) {
              suite_test_half(&SUITE[order[k - 1]]));
   }
   EXPECT(n_test > 0 && n_test < SUITE_N);
-  EXPECT(SUITE_N >= 16 && SUITE_N <= 24);
+  EXPECT(SUITE_N >= 16 && SUITE_N <= 30);
   for (i = 0; i < SUITE_N; i++) /* names are unique */
     for (j = i + 1; j < SUITE_N; j++)
       EXPECT(strcmp(SUITE[i].name, SUITE[j].name) != 0);
@@ -123,8 +123,8 @@ TEST(progress_weighs_runs_by_their_cost) {
 }
 
 /* The MLP settings' options: a noisy one trains on batches of 16 (the
-   demo's 128: an eighth), the others on the demo's; faults and the clip
-   as the setting says. */
+   demo's 128: an eighth), a heavy-tailed one too, on Student-t inputs, the
+   others on the demo's; faults and the clip as the setting says. */
 TEST(mlp_settings_take_their_batch) {
   int i, noisy = 0;
   for (i = 0; i < SUITE_N; i++) {
@@ -132,12 +132,26 @@ TEST(mlp_settings_take_their_batch) {
     char args[512];
     if (s->model != SU_MLP) continue;
     suite_args(s, args, sizeof args);
-    EXPECT((strstr(args, " --batch 16") != NULL) == (s->events == SU_NOISY));
+    EXPECT((strstr(args, " --batch 16") != NULL) ==
+           (s->events == SU_NOISY || s->events == SU_HEAVY));
+    EXPECT((strstr(args, " --heavy 3") != NULL) == (s->events == SU_HEAVY));
     EXPECT((strstr(args, " --stress 8") != NULL) == (s->events == SU_FAULTS));
     EXPECT((strstr(args, " --global-clip 1.0") != NULL) == s->clip);
     noisy += s->events == SU_NOISY;
   }
   EXPECT(noisy >= 1);
+}
+
+/* The heavy-tailed calm settings (issue 50) stand in both halves, an MLP
+   and an LM one in each: the calm cost of a gradient-norm preset is tuned
+   on one half and read on the other. */
+TEST(heavy_tailed_settings_in_both_halves) {
+  int i, seen[2][2];
+  memset(seen, 0, sizeof seen);
+  for (i = 0; i < SUITE_N; i++)
+    if (SUITE[i].events == SU_HEAVY)
+      seen[suite_test_half(&SUITE[i])][SUITE[i].model != SU_MLP] = 1;
+  EXPECT(seen[0][0] && seen[0][1] && seen[1][0] && seen[1][1]);
 }
 
 /* The LM demo's parser in a child: 0 if it took the options. */
@@ -181,7 +195,9 @@ TEST(every_lm_setting_parses_in_the_demo) {
     EXPECT_EQ_INT(o.optimizer, demo_choice_find(LM_OPTIMIZERS, s->optimizer));
     EXPECT_EQ_INT(o.schedule, demo_choice_find(LM_SCHEDULES, s->schedule));
     EXPECT_EQ_INT(o.shape.C, s->model == SU_LM_WIDE ? 96 : 64);
-    EXPECT_EQ_INT(o.shape.B, s->events == SU_NOISY ? 2 : 8);
+    EXPECT_EQ_INT(o.shape.B, s->events == SU_NOISY   ? 2
+                             : s->events == SU_HEAVY ? 1
+                                                     : 8);
     EXPECT_EQ_INT(o.stress, s->events == SU_FAULTS ? 24 : 0);
     EXPECT((o.global_clip > 0) == s->clip);
   }
@@ -198,6 +214,7 @@ int main(int argc, char **argv) {
       CHECK_CASE(both_halves_cover_every_format_and_model),
       CHECK_CASE(arms_follow_the_setting),
       CHECK_CASE(progress_weighs_runs_by_their_cost),
+      CHECK_CASE(heavy_tailed_settings_in_both_halves),
       CHECK_CASE(mlp_settings_take_their_batch),
       CHECK_CASE(every_lm_setting_parses_in_the_demo),
   };
