@@ -1817,7 +1817,9 @@ typedef struct lm_opts {
 } lm_opts;
 
 typedef struct lm_result {
-  double val_bpb, recovery_fraction, seconds, overhead_pct;
+  double val_bpb;        /* on the f32 path */
+  double val_bpb_served; /* each unit's forward on its last step's path */
+  double recovery_fraction, seconds, overhead_pct;
   double hf_flops; /* share of the units' GEMM FLOPs on the f32 path */
   int unit_hf_steps[LM_MAX_UNITS], unit_first_hf[LM_MAX_UNITS]; /* -1: never */
   int loss_spikes, diverged;
@@ -1831,16 +1833,40 @@ typedef struct lm_trace {
   FILE *place;         /* place_trace.csv rows (lowp, measured arms) */
 } lm_trace;
 
-/* Validation bits per byte on the f32 path: eval_seqs windows of T+1 bytes
-   spread evenly over the validation text, B at a time. */
-static double lm_evaluate(lm_model *m, const lm_text *val, int eval_seqs) {
-  int T = m->s.T, B = m->s.B, N = B * T, done = 0, b;
+/* The served paths (the served evaluation): each unit's forward as its
+   last training step ran it. A unit on the low-cost path whose forward
+   GEMM was on the format keeps the format (its scaling as training left
+   it: lm_evaluate); a unit on the f32 path, or whose forward GEMM ran f32
+   (placement per GEMM), is served in f32. No faults, no signals. */
+static void lm_served_paths(const lm_path *last, int U, lm_path *served) {
+  int u;
+  memset(served, 0, sizeof *served * (size_t)U);
+  for (u = 0; u < U; u++)
+    if (last[u].fmt && !(last[u].hf_gemms & LM_GEMM_FWD))
+      served[u].fmt = last[u].fmt;
+}
+
+/* Validation bits per byte: eval_seqs windows of T+1 bytes spread evenly
+   over the validation text, B at a time. paths NULL: every unit on the f32
+   path; else each unit's forward on paths[u] (lm_served_paths). A unit on
+   a per-tensor format scales by the delayed scale training left in its amax
+   histories, the same for every batch: the histories are restored after
+   each, so the evaluation changes nothing and its order does not matter. */
+static double lm_evaluate(lm_model *m, const lm_text *val, int eval_seqs,
+                          const lm_path *paths) {
+  int T = m->s.T, B = m->s.B, N = B * T, done = 0, b, u;
   lm_path f32[LM_MAX_UNITS];
+  lp_scaler sx[LM_MAX_UNITS], sw[LM_MAX_UNITS];
   uint8_t *tok = DEMO_CALLOC((size_t)N, uint8_t),
           *tgt = DEMO_CALLOC((size_t)N, uint8_t);
   double loss = 0;
   size_t span = val->n - (size_t)T - 1;
   memset(f32, 0, sizeof f32);
+  if (!paths) paths = f32;
+  for (u = 0; u < m->n_units; u++) {
+    sx[u] = m->unit[u].sx;
+    sw[u] = m->unit[u].sw;
+  }
   while (done < eval_seqs) {
     for (b = 0; b < B; b++) {
       size_t start =
@@ -1848,7 +1874,11 @@ static double lm_evaluate(lm_model *m, const lm_text *val, int eval_seqs) {
       memcpy(tok + (size_t)b * (size_t)T, val->bytes + start, (size_t)T);
       memcpy(tgt + (size_t)b * (size_t)T, val->bytes + start + 1, (size_t)T);
     }
-    loss += lm_forward(m, tok, tgt, f32) * B;
+    loss += lm_forward(m, tok, tgt, paths) * B;
+    for (u = 0; u < m->n_units; u++) {
+      m->unit[u].sx = sx[u];
+      m->unit[u].sw = sw[u];
+    }
     done += B;
   }
   free(tok);
@@ -1942,7 +1972,8 @@ static double lm_lr(const lm_opts *o, int step) {
                                           (o->steps - warm))));
 }
 
-/* Trains one arm for o->steps steps, then evaluates it in f32. Same seed:
+/* Trains one arm for o->steps steps, then evaluates it on the f32 path
+   and as served (lm_served_paths). Same seed:
    same initial weights, same batches, same faults. */
 static lm_result lm_train(const lm_opts *o, const demo_arm *arm, int seed,
                           const lm_text *train, const lm_text *val,
@@ -1959,7 +1990,8 @@ static lm_result lm_train(const lm_opts *o, const demo_arm *arm, int seed,
   int CU;            /* controller units: U, or 2U with forward signals */
   long hf_steps = 0; /* unit-steps on the f32 path (forward arms) */
   int shift_step = o->shift.index >= 0 ? o->steps * o->shift.pct / 100 : -1;
-  lm_placer pl; /* placement arms; the lowp arm's signals */
+  lm_placer pl;               /* placement arms; the lowp arm's signals */
+  lm_path last[LM_MAX_UNITS]; /* the last step's paths */
   int signals = arm->kind == ARM_LOWP || arm->kind == ARM_PLACE;
   double hf_fl = 0, total_fl = 0;
   double ema_loss = 0, ctl_time = 0, t0, adagc_ema[LM_MAX_UNITS];
@@ -2064,6 +2096,7 @@ static lm_result lm_train(const lm_opts *o, const demo_arm *arm, int seed,
         res.unit_hf_steps[u]++;
         if (res.unit_first_hf[u] < 0) res.unit_first_hf[u] = step;
       }
+    memcpy(last, paths, sizeof last);
     loss = lm_forward(&m, tok, tgt, paths);
     lm_place_forward(&pl, &m, step);
     lm_backward(&m);
@@ -2161,7 +2194,14 @@ static lm_result lm_train(const lm_opts *o, const demo_arm *arm, int seed,
   if (arm->kind == ARM_PLACE)
     res.recovery_fraction = (double)hf_steps / ((double)o->steps * U);
   res.hf_flops = hf_fl / (total_fl * o->steps);
-  res.val_bpb = lm_evaluate(&m, val, o->eval_seqs);
+  res.val_bpb = lm_evaluate(&m, val, o->eval_seqs, NULL);
+  if (o->steps > 0) {
+    lm_path served[LM_MAX_UNITS];
+    lm_served_paths(last, U, served);
+    res.val_bpb_served = lm_evaluate(&m, val, o->eval_seqs, served);
+  } else {
+    res.val_bpb_served = res.val_bpb;
+  }
   lm_pool_stop();
   if (!isfinite(res.val_bpb) || res.val_bpb > 8.0) res.diverged = 1;
   res.param_hash = lm_hash(m.params, sizeof *m.params * m.n_params);
@@ -2217,8 +2257,8 @@ static int lm_run_arms(const lm_opts *o, const lm_text *train,
   FILE *trace_f;
   int traced = 0;
   float *curves[LM_N_ARMS];
-  double bpb[LM_N_ARMS][100], rf[LM_N_ARMS][100], hff[LM_N_ARMS][100],
-      secs[LM_N_ARMS];
+  double bpb[LM_N_ARMS][100], served[LM_N_ARMS][100], rf[LM_N_ARMS][100],
+      hff[LM_N_ARMS][100], secs[LM_N_ARMS];
   int spikes[LM_N_ARMS], div[LM_N_ARMS], a, s, i, n_ev0 = 0,
                                                   U = 4 * o->shape.L + 1;
   demo_event ev0[LM_MAX_EVENTS];
@@ -2228,7 +2268,7 @@ static int lm_run_arms(const lm_opts *o, const lm_text *train,
   summary = DEMO_FOPEN(path, "w");
   fprintf(summary, "setting,arm,seed,format,lr,stress,steps,val_bpb,"
                    "recovery_fraction,loss_spikes,diverged,seconds,"
-                   "overhead_pct,hf_flops\n");
+                   "overhead_pct,hf_flops,val_bpb_served\n");
   snprintf(path, sizeof path, "%s/trace.csv", o->out_dir);
   trace.f = trace_f = DEMO_FOPEN(path, "w");
   fprintf(trace_f, "step,unit,name,norm,ratio,delta,action\n");
@@ -2300,20 +2340,23 @@ static int lm_run_arms(const lm_opts *o, const lm_text *train,
         curves[a][i] += (float)(ema / log(2.0) / o->seeds);
       }
       bpb[a][s] = r.val_bpb;
+      served[a][s] = r.val_bpb_served;
       rf[a][s] = r.recovery_fraction;
       hff[a][s] = r.hf_flops;
       spikes[a] += r.loss_spikes;
       div[a] += r.diverged;
       secs[a] += r.seconds;
-      fprintf(summary, "%s,%s,%d,%s,%g,%d,%d,%.6f,%.6f,%d,%d,%.2f,%.3f,%.6f\n",
-              o->setting ? o->setting : "run", arm->name, seed, o->fmt->name,
-              o->lr, o->stress, o->steps, r.val_bpb, r.recovery_fraction,
-              r.loss_spikes, r.diverged, r.seconds, r.overhead_pct, r.hf_flops);
+      fprintf(
+          summary, "%s,%s,%d,%s,%g,%d,%d,%.6f,%.6f,%d,%d,%.2f,%.3f,%.6f,%.6f\n",
+          o->setting ? o->setting : "run", arm->name, seed, o->fmt->name, o->lr,
+          o->stress, o->steps, r.val_bpb, r.recovery_fraction, r.loss_spikes,
+          r.diverged, r.seconds, r.overhead_pct, r.hf_flops, r.val_bpb_served);
       fflush(summary);
       if (!o->quiet)
-        fprintf(stderr, "  %s seed %d %-6s val %.4f bits/byte (%.1fs)\n",
+        fprintf(stderr,
+                "  %s seed %d %-6s val %.4f bits/byte, served %.4f (%.1fs)\n",
                 o->setting ? o->setting : "run", seed, arm->name, r.val_bpb,
-                r.seconds);
+                r.val_bpb_served, r.seconds);
       free(r.loss);
     }
   }
@@ -2330,12 +2373,13 @@ static int lm_run_arms(const lm_opts *o, const lm_text *train,
            o->setting ? o->setting : "run", o->fmt->name, o->lr, o->stress,
            o->steps, o->seeds, o->seed, o->shape.C, o->shape.L, o->shape.nh,
            o->shape.T, o->shape.B, lm_threads);
-    printf("%-8s %18s %9s %9s %7s %8s %8s\n", "arm", "val_bpb(sd)", "recovery",
-           "hf_flops", "spikes", "diverged", "wall_s");
+    printf("%-8s %18s %8s %9s %9s %7s %8s %8s\n", "arm", "val_bpb(sd)",
+           "served", "recovery", "hf_flops", "spikes", "diverged", "wall_s");
     for (a = 0; a < o->n_arms; a++)
-      printf("%-8s %9.4f (%6.4f) %8.2f%% %8.2f%% %7d %8d %8.1f\n",
+      printf("%-8s %9.4f (%6.4f) %8.4f %8.2f%% %8.2f%% %7d %8d %8.1f\n",
              LM_ARMS[o->arms[a]].name, demo_mean(bpb[a], o->seeds),
-             demo_sd(bpb[a], o->seeds), 100 * demo_mean(rf[a], o->seeds),
+             demo_sd(bpb[a], o->seeds), demo_mean(served[a], o->seeds),
+             100 * demo_mean(rf[a], o->seeds),
              100 * demo_mean(hff[a], o->seeds), spikes[a], div[a], secs[a]);
     {
       char line[160], others[256];
@@ -2344,8 +2388,9 @@ static int lm_run_arms(const lm_opts *o, const lm_text *train,
                "hf_flops: the share of GEMM FLOPs on f32; spikes: steps whose "
                "loss passed %gx its EMA",
                LM_SPIKE_FACTOR);
-      columns[0] = "val_bpb: validation loss, bits per byte (sd over seeds); "
-                   "recovery: unit-steps on the f32 path;";
+      columns[0] = "val_bpb: validation loss, bits per byte, f32 path (sd "
+                   "over seeds); served: each unit's forward as its last step "
+                   "ran it; recovery: unit-steps on the f32 path;";
       columns[1] = line;
       demo_legend(
           columns, 2,
