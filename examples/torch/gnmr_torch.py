@@ -122,10 +122,12 @@ class PlaceConfig(ctypes.Structure):
     _fields_ = [("budget", _d), ("update_decay", _d), ("fire_level", _d),
                 ("fall_ratio", _d), ("fast_decay", _d), ("slow_decay", _d),
                 ("warmup_steps", _u32), ("planned_steps", _u32),
-                ("gemms", _u32), ("reserved_", _u32)]
+                ("gemms", _u32), ("serve", _u32)]
 
 
 GNMR_GEMM_ALL = 7
+GNMR_SERVE_HIGH = 0  # gnmr_place_config.serve: placed GEMMs served high
+GNMR_SERVE_LOW = 1   # ... every GEMM served on the low format
 
 
 class PlaceUnitState(ctypes.Structure):
@@ -1228,7 +1230,7 @@ def _linears(module):
 
 
 class Placer:
-    """gnmr.h's placer (its manual's rules P1-P6: gnmr_place_*): which
+    """gnmr.h's placer (its manual's rules P1-P7: gnmr_place_*): which
     units run high fidelity, within a budget (a share of the units' GEMM
     cost), from each unit's update norm ||W_t+1 - W_t|| against its
     weights' quantization error ||Q(W_t) - W_t||.
@@ -1285,6 +1287,13 @@ class Placer:
             if key not in names:
                 raise KeyError("gnmr_place_config has no field %r" % key)
             setattr(self.config, key, value)
+        if self.config.serve != GNMR_SERVE_HIGH:
+            # serve LOW places backward GEMMs only (rule P7 in gnmr.h): a
+            # module switched whole would run its forward high too.
+            raise ValueError("gnmr_place_config.serve = %r: the bridge "
+                             "switches whole modules, forward included; "
+                             "serve LOW needs per-GEMM switching"
+                             % self.config.serve)
         if self.config.gemms != GNMR_GEMM_ALL:
             # A unit here is a module switched whole: it cannot run one GEMM
             # high-fidelity and pay a third of its cost.
