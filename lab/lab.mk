@@ -196,7 +196,7 @@ eff-lm-nat-clip2:
 	  --seeds $(EFF_SEEDS) --arms paper-tau3,$(EFF_FWD) \
 	  --out $(EFF)/lm-natural-clip/fwd
 # CI's placement arms: one static, one measured by the library's placer
-# (gnmr.h, rules P1-P6), beside eff-lm-inj-core's f32 and lowp (their
+# (gnmr.h, rules P1-P7), beside eff-lm-inj-core's f32 and lowp (their
 # hf_flops must come through to the report).
 eff-lm-inj-place:
 	$(EFF_LM_INJ) --setting lm-injected --steps $(EFF_STEPS) \

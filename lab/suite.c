@@ -58,7 +58,10 @@
      suite report DIR                  DIR/summary.csv, DIR/frontier.svg
    run's options: --jobs J (runs at once, default 2), --steps N (every run;
    default LM 500, MLP 1000), --seeds N (default 3),
-   --eval N (LM validation windows), --only A,B (those settings), --bin DIR
+   --eval N (LM validation windows), --only A,B (those settings), --arms
+   A,B (those arms in every setting run, instead of the suite's: a
+   comparison of its own, in a DIR of its own, as a run that exists is not
+   run again), --bin DIR
    (where train_lm and train_stress are, default build), --data DIR (the
    fortune files).
 
@@ -295,6 +298,7 @@ static void suite_list(void) {
 
 typedef struct suite_opts {
   const char *dir, *bin, *data, *only;
+  const char *arms; /* --arms: every selected setting's arms, or NULL */
   int jobs, steps, seeds, eval;
 } suite_opts;
 
@@ -362,14 +366,16 @@ static pid_t suite_start(const suite_opts *o, const suite_job *j) {
     snprintf(cmd, sizeof cmd,
              "rm -rf '%s' && %s/train_stress --quiet %s --seed %d --seeds 1 "
              "--steps %d --arms %s --out '%s' > '%s.log' 2>&1",
-             tmp, o->bin, args, j->seed, steps, suite_arms(s), tmp, tmp);
+             tmp, o->bin, args, j->seed, steps,
+             o->arms ? o->arms : suite_arms(s), tmp, tmp);
   else
     snprintf(cmd, sizeof cmd,
              "rm -rf '%s' && %s/train_lm --quiet --threads 1 --data '%s' "
              "--setting %s %s --seed %d --seeds 1 --steps %d --eval %d "
              "--arms %s --out '%s' > '%s.log' 2>&1",
              tmp, o->bin, o->data, s->name, args, j->seed, steps,
-             o->eval > 0 ? o->eval : 512, suite_arms(s), tmp, tmp);
+             o->eval > 0 ? o->eval : 512, o->arms ? o->arms : suite_arms(s),
+             tmp, tmp);
   fflush(stdout);
   pid = fork();
   if (pid < 0) ef_die("fork failed");
@@ -614,7 +620,8 @@ static void suite_report(const char *dir) {
 static void suite_usage(void) {
   fprintf(stderr,
           "usage: suite list | suite run DIR [--jobs J] [--steps N] "
-          "[--seeds N] [--eval N] [--only A,B] [--bin DIR] [--data DIR] | "
+          "[--seeds N] [--eval N] [--only A,B] [--arms A,B] [--bin DIR] "
+          "[--data DIR] | "
           "suite report DIR\n");
   exit(2);
 }
@@ -659,6 +666,8 @@ int main(int argc, char **argv) {
       o.eval = suite_int(v, 1, 1 << 20);
     else if (strcmp(f, "--only") == 0)
       o.only = v;
+    else if (strcmp(f, "--arms") == 0)
+      o.arms = v;
     else if (strcmp(f, "--bin") == 0)
       o.bin = v;
     else if (strcmp(f, "--data") == 0)
@@ -667,6 +676,10 @@ int main(int argc, char **argv) {
       suite_usage();
   }
   if (i != argc || strlen(o.dir) > 900) suite_usage();
+  if (o.arms && (strlen(o.arms) > 1000 || !o.arms[0] ||
+                 strspn(o.arms, "abcdefghijklmnopqrstuvwxyz0123456789.,-") !=
+                     strlen(o.arms)))
+    ef_die("--arms: a comma-separated list of the demo's arm names");
   if (o.only)
     for (i = 0; o.only[i];) {
       char name[EF_NAME];

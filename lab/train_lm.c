@@ -1474,28 +1474,36 @@ enum {
 static const struct {
   const char *name;
   int rule, draw, gemms;
+  int serve_low; /* plan*: gnmr_place_config.serve GNMR_SERVE_LOW */
 } LM_PLACE_RULES[] = {
-    {"nvfp4", LM_PLACE_NVFP4, 0, LM_GEMM_ALL},
-    {"firstlast", LM_PLACE_FIRSTLAST, 0, LM_GEMM_ALL},
-    {"rand1", LM_PLACE_RANDOM, 1, LM_GEMM_ALL},
-    {"rand2", LM_PLACE_RANDOM, 2, LM_GEMM_ALL},
-    {"rand3", LM_PLACE_RANDOM, 3, LM_GEMM_ALL},
-    {"once", LM_PLACE_ONCE, 0, LM_GEMM_ALL},
-    {"late", LM_PLACE_LATE, 0, LM_GEMM_ALL},
-    {"latef", LM_PLACE_LATE, 0, LM_GEMM_FWD},
-    {"latefd", LM_PLACE_LATE, 0, LM_GEMM_FWD | LM_GEMM_DGRAD},
-    {"latefw", LM_PLACE_LATE, 0, LM_GEMM_FWD | LM_GEMM_WGRAD},
-    {"latedw", LM_PLACE_LATE, 0, LM_GEMM_DGRAD | LM_GEMM_WGRAD},
-    {"nvfp4-late", LM_PLACE_NVFP4_LATE, 0, LM_GEMM_ALL},
-    {"upd-max", LM_PLACE_UPD_MAX, 0, LM_GEMM_ALL},
-    {"upd-both", LM_PLACE_UPD_BOTH, 0, LM_GEMM_ALL},
-    {"upd-all", LM_PLACE_UPD_ALL, 0, LM_GEMM_ALL},
-    {"upd-late", LM_PLACE_UPD_LATE, 0, LM_GEMM_ALL},
-    {"gnmr", LM_PLACE_GNMR, 0, LM_GEMM_ALL},
-    {"plan", LM_PLACE_GNMR_PLAN, 0, 0}, /* 0: the library's default gemms */
-    {"planall", LM_PLACE_GNMR_PLAN, 0, LM_GEMM_ALL},
-    {"planf", LM_PLACE_GNMR_PLAN, 0, LM_GEMM_FWD},
-    {"planfd", LM_PLACE_GNMR_PLAN, 0, LM_GEMM_FWD | LM_GEMM_DGRAD},
+    {"nvfp4", LM_PLACE_NVFP4, 0, LM_GEMM_ALL, 0},
+    {"nvfp4dw", LM_PLACE_NVFP4, 0, LM_GEMM_DGRAD | LM_GEMM_WGRAD, 0},
+    {"firstlast", LM_PLACE_FIRSTLAST, 0, LM_GEMM_ALL, 0},
+    {"rand1", LM_PLACE_RANDOM, 1, LM_GEMM_ALL, 0},
+    {"rand2", LM_PLACE_RANDOM, 2, LM_GEMM_ALL, 0},
+    {"rand3", LM_PLACE_RANDOM, 3, LM_GEMM_ALL, 0},
+    {"once", LM_PLACE_ONCE, 0, LM_GEMM_ALL, 0},
+    {"late", LM_PLACE_LATE, 0, LM_GEMM_ALL, 0},
+    {"latef", LM_PLACE_LATE, 0, LM_GEMM_FWD, 0},
+    {"latefd", LM_PLACE_LATE, 0, LM_GEMM_FWD | LM_GEMM_DGRAD, 0},
+    {"latefw", LM_PLACE_LATE, 0, LM_GEMM_FWD | LM_GEMM_WGRAD, 0},
+    {"latedw", LM_PLACE_LATE, 0, LM_GEMM_DGRAD | LM_GEMM_WGRAD, 0},
+    {"lated", LM_PLACE_LATE, 0, LM_GEMM_DGRAD, 0},
+    {"latew", LM_PLACE_LATE, 0, LM_GEMM_WGRAD, 0},
+    {"nvfp4-late", LM_PLACE_NVFP4_LATE, 0, LM_GEMM_ALL, 0},
+    {"upd-max", LM_PLACE_UPD_MAX, 0, LM_GEMM_ALL, 0},
+    {"upd-both", LM_PLACE_UPD_BOTH, 0, LM_GEMM_ALL, 0},
+    {"upd-all", LM_PLACE_UPD_ALL, 0, LM_GEMM_ALL, 0},
+    {"upd-late", LM_PLACE_UPD_LATE, 0, LM_GEMM_ALL, 0},
+    {"gnmr", LM_PLACE_GNMR, 0, LM_GEMM_ALL, 0},
+    {"plan", LM_PLACE_GNMR_PLAN, 0, 0, 0}, /* 0: the library's default gemms */
+    {"planall", LM_PLACE_GNMR_PLAN, 0, LM_GEMM_ALL, 0},
+    {"planf", LM_PLACE_GNMR_PLAN, 0, LM_GEMM_FWD, 0},
+    {"planfd", LM_PLACE_GNMR_PLAN, 0, LM_GEMM_FWD | LM_GEMM_DGRAD, 0},
+    /* served on the format (serve LOW): the backward GEMMs only */
+    {"planlow", LM_PLACE_GNMR_PLAN, 0, 0, 1},
+    {"planlowd", LM_PLACE_GNMR_PLAN, 0, LM_GEMM_DGRAD, 1},
+    {"planloww", LM_PLACE_GNMR_PLAN, 0, LM_GEMM_WGRAD, 1},
 };
 
 /* The measured rules (upd-*). Each step a unit on the low-cost path has
@@ -1543,7 +1551,7 @@ typedef struct lm_placer {
       slow[LM_MAX_UNITS], ratio[LM_MAX_UNITS];
   double all_fast, all_slow; /* upd-all: the weighted mean's fast, slow */
   int seen[LM_MAX_UNITS], fired[LM_MAX_UNITS], n_fired, all_seen;
-  /* place-gnmr-B: the library's placer (gnmr.h, rules P1-P6), the
+  /* place-gnmr-B: the library's placer (gnmr.h, rules P1-P7), the
      prototype upd-late's rule, its decisions the library's */
   gnmr_place lib;
   gnmr_place_unit lib_units[LM_MAX_UNITS];
@@ -1554,16 +1562,17 @@ static int lm_place_measured(int rule) {
          rule == LM_PLACE_UPD_ALL || rule == LM_PLACE_UPD_LATE;
 }
 
-/* The units of `order` in turn while their FLOPs fit share x total. */
+/* The units of `order` in turn while their FLOPs (of the rule's GEMMs, a
+   third of the unit each) fit share x total. */
 static double lm_place_fill(lm_placer *pl, const int *order, int n,
                             double share) {
-  double used = 0;
+  double used = 0, part = lm_gemm_count(pl->gemms) / 3.0;
   int k;
   for (k = 0; k < n; k++) {
     int u = order[k];
-    if (used + pl->flops[u] <= share * pl->total * (1 + 1e-12)) {
+    if (used + part * pl->flops[u] <= share * pl->total * (1 + 1e-12)) {
       pl->fixed[u] = 1;
-      used += pl->flops[u];
+      used += part * pl->flops[u];
     }
   }
   return used / pl->total;
@@ -1588,6 +1597,7 @@ static void lm_place_init(lm_placer *pl, const char *arm, const lm_model *m,
   int order[LM_MAX_UNITS], U = m->n_units, L = m->s.L, n = 0, u, l, k;
   size_t r;
   memset(pl, 0, sizeof *pl);
+  memset(order, 0, sizeof order);
   pl->rule = -1;
   pl->n_units = U;
   pl->late_from = steps;
@@ -1647,7 +1657,9 @@ static void lm_place_init(lm_placer *pl, const char *arm, const lm_model *m,
     if (pl->rule == LM_PLACE_GNMR_PLAN) {
       c.planned_steps = (uint32_t)steps;
       if (pl->gemms) c.gemms = (uint32_t)pl->gemms;
-      pl->gemms = (int)c.gemms;
+      if (LM_PLACE_RULES[r].serve_low) c.serve = GNMR_SERVE_LOW;
+      pl->gemms =
+          (int)(c.serve == GNMR_SERVE_LOW ? c.gemms & ~GNMR_GEMM_FWD : c.gemms);
       pl->rule = LM_PLACE_GNMR;
     }
     if (gnmr_place_init(&pl->lib, &c, pl->lib_units, pl->flops, (uint32_t)U) !=
@@ -1687,9 +1699,8 @@ static void lm_place_step(lm_placer *pl, int step) {
     return;
   }
   for (u = 0; u < pl->n_units; u++)
-    pl->hf[u] = (uint8_t)(pl->fixed[u]            ? LM_GEMM_ALL
-                          : step >= pl->late_from ? pl->gemms
-                                                  : 0);
+    pl->hf[u] =
+        (uint8_t)(pl->fixed[u] || step >= pl->late_from ? pl->gemms : 0);
 }
 
 /* After the forward pass: the once rule's calibration window. */
