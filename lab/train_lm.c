@@ -77,7 +77,8 @@
    order, split at the "%" lines; every LM_VAL_EVERY-th fortune is validation.
 
    Outputs in --out: summary.csv (hf_flops: the share of the units' GEMM
-   FLOPs on the f32 path), loss.csv (every step's training loss), trace.csv
+   FLOPs on the f32 path; val_bpb on the f32 path, val_bpb_served with each
+   unit's forward on its last step's path: lm_served_paths), loss.csv (every step's training loss), trace.csv
    (the first gnmr arm, first seed), stress.csv, units.csv (each arm's
    unit-steps on the f32 path and its first, per unit), place_trace.csv
    (the placement signals of the lowp and placement arms, first seed),
