@@ -355,16 +355,16 @@
         last planned step: a unit whose pay exceeds the credit by rounding
         alone (a relative 1e-9, as P5's) is paid, the credit going to 0,
         so the units the plan carries to the end all run it. The calls of
-        steps t >= T - 1 decide
-        steps past the plan: they pay nothing and change no unit's GEMMs
-        (the credit still earns), so after the last planned step each unit
-        holds the GEMMs it ran on that step, and a checkpoint taken then
-        restores them. That is the placement the trained model was fitted
-        to: serve it with those GEMMs high-fidelity (serve HIGH; with
-        serve LOW no forward GEMM is placed, and the model is served on the
-        format). A run continued past its plan runs on it at its cost,
-        outside the budget: give the new plan to a new placer. A run that
-        fires only there fires with no unit high.
+        steps t >= T - 1 decide steps past the plan: they pay nothing and
+        change no unit's GEMMs (the credit still earns), so after the last
+        planned step each unit holds the GEMMs it ran on that step, and a
+        checkpoint taken then restores them. That is the placement the
+        trained model was fitted to: serve it with those GEMMs
+        high-fidelity (serve HIGH; with serve LOW no forward GEMM is
+        placed, and the model is served on the format). A run continued
+        past its plan runs on it at its cost, outside the budget: give the
+        new plan to a new placer. A run that fires only there fires with
+        no unit high.
    The level's defaults are the LM demo's upd-late prototype (fire_level
    and fall_ratio read off one trace: lm-natural-clip, seed 1; RESULTS has
    them on the other seeds and settings, and where they lose to the late
