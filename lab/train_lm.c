@@ -78,11 +78,11 @@
 
    Outputs in --out: summary.csv (hf_flops: the share of the units' GEMM
    FLOPs on the f32 path; val_bpb on the f32 path, val_bpb_served with each
-   unit's forward on its last step's path: lm_served_paths), loss.csv (every step's training loss), trace.csv
-   (the first gnmr arm, first seed), stress.csv, units.csv (each arm's
-   unit-steps on the f32 path and its first, per unit), place_trace.csv
-   (the placement signals of the lowp and placement arms, first seed),
-   loss.svg, recovery.svg; with --sweep, sweep.csv.
+   unit's forward on its last step's path: lm_served_paths), loss.csv (every
+   step's training loss), trace.csv (the first gnmr arm, first seed),
+   stress.csv, units.csv (each arm's unit-steps on the f32 path and its first,
+   per unit), place_trace.csv (the placement signals of the lowp and placement
+   arms, first seed), loss.svg, recovery.svg; with --sweep, sweep.csv.
 
    Build and run: make demo-lm (both settings, every arm x 3 seeds),
    make demo-lm-quick, make demo-lm-sweep. Define LM_DOUBLE to build the
