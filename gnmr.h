@@ -320,7 +320,7 @@
    monitor that changes nothing: max_recovering = 0 and spike_policy =
    GNMR_SPIKE_PASS (every scale 1 but a non-finite unit's 0).
 
-   Placement (gnmr_place_*, rules P1-P6): a second, separate rule for the
+   Placement (gnmr_place_*, rules P1-P7): a second, separate rule for the
    format's own loss (FP4: every step a little worse, no step much worse),
    where the rules above do nothing. It holds units on the high-fidelity
    path by a budget of compute, not of units: each unit has a cost (its
@@ -376,6 +376,20 @@
         the run's length; the credit banked before the fire is what the
         late phase spends, so a rule that fires early runs out before the
         end (RESULTS: why the level is low).
+     P7 the final placement. Told T, the call of step T - 2 decides the
+        last planned step: a unit whose pay exceeds the credit by rounding
+        alone (a relative 1e-9, as P5's) is paid, the credit going to 0,
+        so the units the plan carries to the end all run it. The calls of
+        steps t >= T - 1 decide steps past the plan: they pay nothing and
+        change no unit's GEMMs (the credit still earns), so after the last
+        planned step each unit holds the GEMMs it ran on that step, and a
+        checkpoint taken then restores them. That is the placement the
+        trained model was fitted to: serve it with those GEMMs
+        high-fidelity (serve HIGH; with serve LOW no forward GEMM is
+        placed, and the model is served on the format). A run continued
+        past its plan runs on it at its cost, outside the budget: give the
+        new plan to a new placer. A run that fires only there fires with
+        no unit high.
    The level's defaults (fire_level, fall_ratio) were read off one trace
    of the LM demo's uncontrolled low-precision run; RESULTS ("Placement")
    has them on other runs and settings, and where they lose to the late
@@ -383,7 +397,14 @@
    library could know: give it. gemms defaults to the whole unit, which
    any caller can switch; a trainer that switches GEMMs one by one should
    weigh GNMR_GEMM_FWD (the settings suite's tune half and test half:
-   RESULTS, "Settings suite"). Placement configuration
+   RESULTS, "Settings suite") for a model served in high precision. serve
+   says how the trained model will be served: GNMR_SERVE_HIGH, its placed
+   GEMMs in high precision (P7); GNMR_SERVE_LOW, on the low format, where
+   a forward that ran high-fidelity at the end would leave weights fitted
+   to f32 forwards and served on the format's (RESULTS, "FP4 as served"):
+   the placer then drops GNMR_GEMM_FWD from gemms and places backward
+   GEMMs only (a gemms of the forward alone is refused). Placement
+   configuration
    (gnmr_place_config_default; gnmr_place_config_check names the field):
        field            symbol  valid                 default
        budget           B       (0, 1]                0.1
@@ -395,6 +416,9 @@
        warmup_steps             any                   50
        planned_steps    T       any; 0 = not told     0
        gemms                    1..7 (GNMR_GEMM_*)    GNMR_GEMM_ALL
+       serve                    GNMR_SERVE_HIGH, or   GNMR_SERVE_HIGH
+                                LOW with a backward
+                                GEMM in gemms
    The state is the caller's: a gnmr_place and a block of n
    gnmr_place_unit, opaque (read a unit with gnmr_place_unit_info), sealed
    as the controller's: a placer edited by hand or a struct copy whose
@@ -445,7 +469,7 @@
        gnmr_isa_active, gnmr_isa_supported, gnmr_isa_force, gnmr_isa_name
                                  the norm helpers' SIMD path
        gnmr_ctl_isa_active, gnmr_ctl_isa_force  the controller's path
-     Placement (rules P1-P6):
+     Placement (rules P1-P7):
        gnmr_place_config_default the placer's defaults
        gnmr_place_config_check   a placer config valid? names the field
        gnmr_place_init           a placer over the caller's unit states
@@ -987,7 +1011,7 @@ GNMR_DEF int gnmr_checkpoint_config(const gnmr_ctl *ctl, const void *buf,
                                     size_t len, gnmr_config *out,
                                     const char **differs);
 
-/* ---- placement (rules P1-P6, top of this file) ------------------------- */
+/* ---- placement (rules P1-P7, top of this file) ------------------------- */
 
 /* The placer's settings (gnmr_place_config_default; the manual's table). */
 typedef struct gnmr_place_config {
@@ -1010,8 +1034,10 @@ typedef struct gnmr_place_config {
   uint32_t planned_steps;
   /* the GEMMs a fired unit runs high-fidelity, GNMR_GEMM_* bits; 1..7 */
   uint32_t gemms;
-  /* cppcheck-suppress unusedStructMember */
-  uint32_t reserved_; /* 0: no padding */
+  /* how the trained model will be served, GNMR_SERVE_*: HIGH, the placed
+     GEMMs high-fidelity; LOW, on the low format, so the forward GEMM stays
+     on it in training too (gemms' GNMR_GEMM_FWD is dropped) */
+  uint32_t serve;
 } gnmr_place_config;
 
 /* A unit's three GEMMs (gnmr_place_config.gemms, gnmr_place_high): each
@@ -1020,6 +1046,10 @@ typedef struct gnmr_place_config {
 #define GNMR_GEMM_DGRAD 2u /* input gradient: dx = dy W^T */
 #define GNMR_GEMM_WGRAD 4u /* weight gradient: dW = x^T dy */
 #define GNMR_GEMM_ALL 7u
+
+/* How the model will be served (gnmr_place_config.serve). */
+#define GNMR_SERVE_HIGH 0u /* the placed GEMMs in high precision */
+#define GNMR_SERVE_LOW 1u  /* every GEMM on the low format */
 
 /* The defaults: budget 0.1, the rest as the manual's table. */
 GNMR_DEF gnmr_place_config gnmr_place_config_default(void);
@@ -1095,7 +1125,7 @@ GNMR_DEF int gnmr_place_init(gnmr_place *pl, const gnmr_place_config *cfg,
                              uint32_t n_units);
 /* One training step, after its optimizer update: update[u] = ||W_t+1 -
    W_t||, qerr[u] = ||Q(W_t) - W_t|| (the unit's weights' quantization error
-   as the cheap path used them), rules P1-P6. high (may be NULL) gets, per
+   as the cheap path used them), rules P1-P7. high (may be NULL) gets, per
    unit, the GEMMs it runs high-fidelity on the next step (cfg.gemms, or 0
    for none: with the default GNMR_GEMM_ALL, 7 means the whole unit). A
    finite
@@ -1104,9 +1134,11 @@ GNMR_DEF int gnmr_place_init(gnmr_place *pl, const gnmr_place_config *cfg,
    twin has stepped: GNMR_ESTATE. Refused, nothing changes, high included. */
 GNMR_DEF GNMR_HOSTDEV int gnmr_place_step(gnmr_place *pl, const double *update,
                                           const double *qerr, uint8_t *high);
-/* The GEMMs (GNMR_GEMM_* bits, cfg.gemms) unit u runs high-fidelity on
-   the next step; 0 for none, and for a NULL or uninitialised placer or a
-   unit >= n. */
+/* The GEMMs (GNMR_GEMM_* bits: cfg.gemms, less GNMR_GEMM_FWD under
+   GNMR_SERVE_LOW) unit u runs high-fidelity on the next step; 0 for none,
+   and for a NULL or uninitialised placer or a unit >= n. Told the plan,
+   after its last step: the final placement (rule P7), the GEMMs to serve
+   high-fidelity. */
 GNMR_DEF GNMR_HOSTDEV int gnmr_place_high(const gnmr_place *pl, uint32_t u);
 /* Unit u's state into *out, its order field the u-th entry of the firing
    order (the unit that fired u-th; 0 before the fire). GNMR_EINVAL: NULL,
@@ -4066,7 +4098,7 @@ GNMR_DEF int gnmr_checkpoint_config(const gnmr_ctl *ctl, const void *buf,
 }
 
 /* ---- placement --------------------------------------------------------------
-   Rules P1-P6 (top of this file). The step is plain C on doubles, every
+   Rules P1-P7 (top of this file). The step is plain C on doubles, every
    product through gnmr__mul: the host and a CUDA device (one thread,
    examples/cuda/gnmr_ctl.cuh) give the same bits. */
 
@@ -4092,11 +4124,13 @@ static int gnmr__place_share(double x) {
   X(slow_decay, 0.99, gnmr__place_share(c->slow_decay))                        \
   X(warmup_steps, 50, 1)                                                       \
   X(planned_steps, 0, 1)                                                       \
-  X(gemms, GNMR_GEMM_ALL, c->gemms >= 1 && c->gemms <= GNMR_GEMM_ALL)
+  X(gemms, GNMR_GEMM_ALL, c->gemms >= 1 && c->gemms <= GNMR_GEMM_ALL)          \
+  X(serve, GNMR_SERVE_HIGH,                                                    \
+    c->serve == GNMR_SERVE_HIGH ||                                             \
+        (c->serve == GNMR_SERVE_LOW && (c->gemms & ~GNMR_GEMM_FWD) != 0u))
 
 GNMR_DEF gnmr_place_config gnmr_place_config_default(void) {
   gnmr_place_config c;
-  c.reserved_ = 0;
 #define GNMR__DEFAULT(name, value, valid) c.name = value;
   GNMR__PLACE_CONFIG(GNMR__DEFAULT)
 #undef GNMR__DEFAULT
@@ -4212,7 +4246,6 @@ GNMR_DEF int gnmr_place_init(gnmr_place *pl, const gnmr_place_config *cfg,
   if (!gnmr__finite64(total)) return GNMR_EINVAL;
   memset(pl, 0, sizeof *pl);
   pl->cfg = *cfg;
-  pl->cfg.reserved_ = 0;
   pl->units = units;
   pl->n_units = n;
   pl->total = total;
@@ -4354,10 +4387,17 @@ gnmr__place_observe(gnmr_place *pl, const double *update, const double *qerr) {
   }
 }
 
+/* The GEMMs a fired unit runs high-fidelity: cfg.gemms, less the forward
+   GEMM for a model served on the low format. */
+static GNMR_HOSTDEV uint32_t gnmr__place_gemms(const gnmr_place *pl) {
+  return pl->cfg.serve == GNMR_SERVE_LOW ? pl->cfg.gemms & ~GNMR_GEMM_FWD
+                                         : pl->cfg.gemms;
+}
+
 /* What a fired unit of cost c pays a step: its GEMMs' share of c (c
    itself for all three). */
 static GNMR_HOSTDEV double gnmr__place_pay(const gnmr_place *pl, double c) {
-  const uint32_t g = pl->cfg.gemms;
+  const uint32_t g = gnmr__place_gemms(pl);
   const double k = (double)((g & 1u) + (g >> 1 & 1u) + (g >> 2 & 1u));
   return k == 3.0 ? c : gnmr__mul(c, k) / 3.0;
 }
@@ -4377,6 +4417,13 @@ static GNMR_HOSTDEV int gnmr__place_due(const gnmr_place *pl, double credit) {
          (double)(T - 1 - t) * (1.0 - 1e-9);
 }
 
+/* Rule P7: told the plan T, the call of step t >= T - 1 decides a step
+   past the plan. */
+static GNMR_HOSTDEV int gnmr__place_past_plan(const gnmr_place *pl) {
+  return pl->cfg.planned_steps != 0 &&
+         pl->steps + 1 >= (uint64_t)pl->cfg.planned_steps;
+}
+
 GNMR_DEF GNMR_HOSTDEV int gnmr_place_step(gnmr_place *pl, const double *update,
                                           const double *qerr, uint8_t *high) {
   double credit;
@@ -4393,14 +4440,26 @@ GNMR_DEF GNMR_HOSTDEV int gnmr_place_step(gnmr_place *pl, const double *update,
     gnmr__place_fire(pl);
   if (pl->n_fired == 0) { /* every unit low: its high is 0 since init */
     if (high) memset(high, 0, n);
+  } else if (gnmr__place_past_plan(pl)) { /* P7: the placement stays */
+    const gnmr__place_soa s = gnmr__place_carve(pl);
+    uint32_t u;
+    if (high)
+      for (u = 0; u < n; u++) high[u] = (uint8_t)s.high[u];
   } else { /* every unit fired: each visited once, in firing order */
     const gnmr__place_soa s = gnmr__place_carve(pl);
+    const uint32_t gemms = gnmr__place_gemms(pl);
+    /* P7: the last planned step's pays what rounding alone leaves short */
+    const double slack =
+        pl->cfg.planned_steps != 0 &&
+                pl->steps + 2 == (uint64_t)pl->cfg.planned_steps
+            ? 1e-9
+            : 0.0;
     uint32_t k;
     for (k = 0; k < n; k++) {
       const uint32_t v = s.order[k];
       const double pay = gnmr__place_pay(pl, s.cost[v]);
-      const uint32_t on = credit >= pay ? pl->cfg.gemms : 0u;
-      if (on) credit -= pay;
+      const uint32_t on = credit >= pay - gnmr__mul(slack, pay) ? gemms : 0u;
+      if (on) credit = credit > pay ? credit - pay : 0.0;
       s.high[v] = on;
       if (high) high[v] = (uint8_t)on;
     }
@@ -4443,7 +4502,8 @@ GNMR_DEF int gnmr_place_info(const gnmr_place *pl, gnmr_place_report *out) {
   return GNMR_OK;
 }
 
-/* The placer's checkpoint: magic, version, n; the config (reserved_ as 0);
+/* The placer's checkpoint: magic, version, n; the config (serve where
+   version 2 before 0.6 wrote a reserved 0: GNMR_SERVE_HIGH, the same);
    the placer's state; each unit's state; CRC-32 of all before it. Each
    value as the little-endian bits of its type. A change to a list changes
    the format: bump GNMR__PLACE_VERSION. */
@@ -4463,7 +4523,7 @@ GNMR_DEF int gnmr_place_info(const gnmr_place *pl, gnmr_place_report *out) {
   +sizeof(((gnmr_place_config *)0)->name) /* NOLINT */
 #define GNMR__PLACE_HEADER 16u
 #define GNMR__PLACE_FIXED                                                      \
-  (GNMR__PLACE_HEADER + (4 GNMR__PLACE_CONFIG(GNMR__PLACE_CFG_BYTES)) +        \
+  (GNMR__PLACE_HEADER + (0 GNMR__PLACE_CONFIG(GNMR__PLACE_CFG_BYTES)) +        \
    (0 GNMR__PLACE_STATE(GNMR__PLACE_BYTES)))
 
 static const char gnmr__place_magic[8] = {'G', 'N', 'M', 'R',
@@ -4503,8 +4563,7 @@ static int gnmr__place_valid(const gnmr_place *t, gnmr__place_get_fn get,
   double total = 0.0;
   uint32_t j;
   gnmr_place_unit_state a, b;
-  if (gnmr_place_config_check(&t->cfg, NULL) != GNMR_OK ||
-      t->cfg.reserved_ != 0 || t->reserved_ != 0)
+  if (gnmr_place_config_check(&t->cfg, NULL) != GNMR_OK || t->reserved_ != 0)
     return 0;
   if (t->n_fired != 0 && !fired) return 0;
   if (!gnmr__place_nonneg(t->credit) || !gnmr__place_nonneg(t->level) ||
@@ -4520,8 +4579,8 @@ static int gnmr__place_valid(const gnmr_place *t, gnmr__place_get_fn get,
     if (!gnmr__finite_above(a.cost, 0.0) || !gnmr__place_nonneg(a.update) ||
         !gnmr__place_nonneg(a.ratio) || !gnmr__place_nonneg(a.ratio_max) ||
         a.ratio > a.ratio_max || a.seen > t->steps ||
-        (a.high != 0 && a.high != t->cfg.gemms) || a.order >= t->n_units ||
-        (!fired && (a.order != 0 || a.high)))
+        (a.high != 0 && a.high != gnmr__place_gemms(t)) ||
+        a.order >= t->n_units || (!fired && (a.order != 0 || a.high)))
       return 0;
     if (a.seen == 0 && (a.update != 0.0 || a.ratio_max != 0.0)) return 0;
     total += a.cost;
@@ -4554,7 +4613,7 @@ GNMR_DEF int gnmr_place_checkpoint_save(const gnmr_place *pl, void *buf,
   const gnmr_place_config *c;
   unsigned char *p;
   size_t size;
-  uint32_t u, zero = 0;
+  uint32_t u;
   if (!pl || !written) return GNMR_EINVAL;
   if (!gnmr__place_ok(pl) || !gnmr__place_valid(pl, gnmr__place_get_mem, pl))
     return GNMR_ESTATE;
@@ -4571,7 +4630,6 @@ GNMR_DEF int gnmr_place_checkpoint_save(const gnmr_place *pl, void *buf,
   p = gnmr__put(p, &c->name, sizeof c->name);
   GNMR__PLACE_CONFIG(GNMR__PUT_CFG)
 #undef GNMR__PUT_CFG
-  p = gnmr__put(p, &zero, 4);
 #define GNMR__PUT_STATE(name, type) p = gnmr__put(p, &pl->name, sizeof(type));
   GNMR__PLACE_STATE(GNMR__PUT_STATE)
 #undef GNMR__PUT_STATE
@@ -4613,7 +4671,6 @@ GNMR_DEF int gnmr_place_checkpoint_load(gnmr_place *pl, const void *buf,
   gnmr__get(&p, &t.cfg.name, sizeof t.cfg.name);
   GNMR__PLACE_CONFIG(GNMR__GET_CFG)
 #undef GNMR__GET_CFG
-  gnmr__get(&p, &t.cfg.reserved_, 4);
 #define GNMR__GET_STATE(name, type) gnmr__get(&p, &t.name, sizeof(type));
   GNMR__PLACE_STATE(GNMR__GET_STATE)
 #undef GNMR__GET_STATE

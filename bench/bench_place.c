@@ -1,4 +1,4 @@
-/* bench_place.c - the placer's step (gnmr_place_step, rules P1-P6) against
+/* bench_place.c - the placer's step (gnmr_place_step, rules P1-P7) against
    the paper rules' gnmr_step, ns per unit per step at N = 4096 units, in
    one process, timed in alternating pairs (the order inside a pair
    alternating too), so the host's drifts in speed fall on both alike.

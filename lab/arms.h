@@ -96,17 +96,26 @@
                 budget a token bucket that earns B% of a step's FLOPs per
                 step
      gnmr       upd-late's rule from the library: gnmr.h's placer
-                (gnmr_place_*, rules P1-P6) makes the decisions, not
+                (gnmr_place_*, rules P1-P7) makes the decisions, not
                 told the run's length (0.4's rule)
      plan       the library's placer told the planned steps
                 (planned_steps), its default GEMMs (gemms); planall,
                 planf, planfd: told, every GEMM / the forward GEMMs /
                 forward and input gradient
-     latef, latefd, latefw, latedw
+     latef, latefd, latefw, latedw, lated, latew
                 the late switch per GEMM, told the schedule: the unit's
                 forward (f), input-gradient (d) and weight-gradient (w)
                 GEMMs named run f32, each a third of the unit's FLOPs, so
                 latef's switch comes at 3B% of the steps from the end
+   For a model served on the format (the forward stays on it; the served
+   evaluation, lab/train_lm.c): latedw, lated, latew above, and
+     nvfp4dw    nvfp4's units in its order, their input- and weight-
+                gradient GEMMs f32 for the whole run (a per-unit choice)
+     planlow, planlowd, planloww
+                the library's placer told the planned steps with
+                serve GNMR_SERVE_LOW: no forward GEMM placed; planlow the
+                input- and weight-gradient GEMMs, planlowd the input
+                gradient's alone, planloww the weight gradient's
    A static rule takes units in its order while their FLOPs fit the budget.
    Every demo also takes --global-clip X: each arm's gradient is clipped to
    global norm X after the arm's own control (what production trainers run
@@ -307,6 +316,9 @@ static const demo_arm ARMS[] = {
     ARM_PLACE_ROWS("latefd"),
     ARM_PLACE_ROWS("latefw"),
     ARM_PLACE_ROWS("latedw"),
+    ARM_PLACE_ROWS("lated"),
+    ARM_PLACE_ROWS("latew"),
+    ARM_PLACE_ROWS("nvfp4dw"),
     ARM_PLACE_ROWS("nvfp4-late"),
     ARM_PLACE_ROWS("upd-max"),
     ARM_PLACE_ROWS("upd-both"),
@@ -317,6 +329,9 @@ static const demo_arm ARMS[] = {
     ARM_PLACE_ROWS("planall"),
     ARM_PLACE_ROWS("planf"),
     ARM_PLACE_ROWS("planfd"),
+    ARM_PLACE_ROWS("planlow"),
+    ARM_PLACE_ROWS("planlowd"),
+    ARM_PLACE_ROWS("planloww"),
 #undef ARM_PLACE_ROWS
 };
 #define ARM_COUNT ((int)(sizeof ARMS / sizeof ARMS[0]))

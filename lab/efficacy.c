@@ -1,26 +1,40 @@
 /* efficacy.c - the closed-loop efficacy report (make efficacy).
 
    Reads every DIR/<setting>/<part>/summary.csv the training demos wrote
-   (lab/train_lm.c: val_bpb; lab/train_stress.c: test_loss) and
-   writes, in DIR:
+   (lab/train_lm.c: val_bpb, val_bpb_served; lab/train_stress.c:
+   test_loss, test_loss_served) and writes, in DIR:
      summary.csv  one row per setting, arm and seed: setting, arm, seed,
                   val_loss, gap_recovered, hf_unit_steps, hf_flops,
                   loss_spikes, diverged, vs_f32_pct (hf_flops: the share
                   of the units' GEMM FLOPs on the high-fidelity path, where
-                  the demo reports it, the LM demo; else empty)
+                  the demo reports it, the LM demo; else empty), then
+                  val_loss_served and gap_recovered_served (empty where
+                  the demo's file has no served column)
      report.md    per setting: each arm's final validation loss, mean (sd)
                   and per seed, against f32, the share of the lowp gap it
                   recovers, its unit-steps on the high-fidelity path, loss
                   spikes; then every arm against every other, paired by seed
-     efficacy.svg gap recovered against high-fidelity unit-steps, one point
+     efficacy.svg gap recovered (served, where the demo wrote it; else on
+                  the f32 path) against high-fidelity unit-steps, one point
                   per arm and seed, a panel per setting
-     frontier.svg gap recovered against hf_flops, a panel per setting that
-                  has hf_flops: each arm's mean over seeds, the arms of one
-                  placement rule (place-RULE-B, lab/arms.h) joined in
-                  order of FLOPs, every other arm a marker of its own
-   and prints report.md. In a setting, "f32" and "lowp" are that setting's
-   own runs (with --global-clip: f32+clip and lowp+clip), and the gap
+     frontier.svg the same gap recovered against hf_flops, a panel per setting
+   that has hf_flops: each arm's mean over seeds, the arms of one placement rule
+   (place-RULE-B, lab/arms.h) joined in order of FLOPs, every other arm a marker
+   of its own and prints report.md. In a setting, "f32" and "lowp" are that
+   setting's own runs (with --global-clip: f32+clip and lowp+clip), and the gap
    recovered by arm a on seed s is (lowp - a) / (lowp - f32), same seed.
+   Two evaluations (the demos'): val_loss on the f32 path, every unit's
+   forward in f32; val_loss_served, each unit's forward on the path its
+   last training step ran (the format, or f32 where it ran high). The gap
+   recovered that the report leads with is the served one (lowp served on
+   its format, f32 on f32, the arm as served); the f32-path figure stands
+   beside it. Intervals: a paired bootstrap over seeds (ef_boot: the
+   seeds resampled with replacement, every arm's values of one seed kept
+   together, EF_BOOT draws from a fixed RNG seed, so the report is the
+   same on every run), the 2.5th and 97.5th percentiles of the mean.
+   A setting whose lowp-against-f32 served gap has an interval containing
+   0 has no measurable gap: its gaps recovered are shown but marked, and
+   ef_measurable() leaves it out of any mean over settings.
    Arms that run every unit in f32 (f32, f32-*) have no gap and no place on
    the plot. */
 #define _POSIX_C_SOURCE 200809L
@@ -40,6 +54,7 @@ typedef struct ef_arm {
   char name[EF_NAME];
   int seed[EF_MAX_SEEDS], n;
   double loss[EF_MAX_SEEDS], hf[EF_MAX_SEEDS], flops[EF_MAX_SEEDS];
+  double served[EF_MAX_SEEDS]; /* the served evaluation; NAN: none */
   int spikes[EF_MAX_SEEDS], diverged[EF_MAX_SEEDS];
 } ef_arm;
 
@@ -123,7 +138,7 @@ static int ef_column(char **head, int n, const char *a, const char *b) {
 static void ef_read(const char *path, const char *setting) {
   FILE *f = ef_open(path, "r");
   char line[1024], hline[1024], *head[64], *v[64];
-  int nh, c_arm, c_seed, c_loss, c_hf, c_fl, c_sp, c_div;
+  int nh, c_arm, c_seed, c_loss, c_hf, c_fl, c_sp, c_div, c_sv;
   ef_setting *s;
   if (!fgets(hline, sizeof hline, f)) { /* a run that never started */
     fprintf(stderr, "efficacy: %s is empty: skipped\n", path);
@@ -137,6 +152,7 @@ static void ef_read(const char *path, const char *setting) {
   c_loss = ef_column(head, nh, "val_bpb", "test_loss");
   c_hf = ef_column(head, nh, "recovery_fraction", NULL);
   c_fl = ef_column(head, nh, "hf_flops", NULL); /* optional */
+  c_sv = ef_column(head, nh, "val_bpb_served", "test_loss_served"); /* too */
   c_sp = ef_column(head, nh, "loss_spikes", NULL);
   c_div = ef_column(head, nh, "diverged", NULL);
   if (c_arm < 0 || c_seed < 0 || c_loss < 0 || c_hf < 0 || c_sp < 0 ||
@@ -153,6 +169,7 @@ static void ef_read(const char *path, const char *setting) {
     a->loss[k] = atof(v[c_loss]);
     a->hf[k] = atof(v[c_hf]);
     a->flops[k] = c_fl >= 0 ? atof(v[c_fl]) : NAN;
+    a->served[k] = c_sv >= 0 ? atof(v[c_sv]) : NAN;
     a->spikes[k] = atoi(v[c_sp]);
     a->diverged[k] = atoi(v[c_div]);
   }
@@ -205,24 +222,46 @@ static const ef_arm *ef_find(const ef_setting *s, const char *name) {
   return NULL;
 }
 
-/* arm a's value on seed `seed`, or NAN */
-static double ef_at(const ef_arm *a, int seed) {
+/* The two evaluations (the header): EF_F32 the f32 path, EF_SERVED the
+   served one. */
+enum { EF_F32, EF_SERVED };
+
+/* arm a's loss on seed k of its own, in evaluation ev */
+static double ef_loss(const ef_arm *a, int k, int ev) {
+  return ev == EF_SERVED ? a->served[k] : a->loss[k];
+}
+
+/* arm a's value on seed `seed` in evaluation ev, or NAN */
+static double ef_at_ev(const ef_arm *a, int seed, int ev) {
   int k;
   if (!a) return NAN;
   for (k = 0; k < a->n; k++)
-    if (a->seed[k] == seed) return a->loss[k];
+    if (a->seed[k] == seed) return ef_loss(a, k, ev);
   return NAN;
+}
+
+/* arm a's value on seed `seed` on the f32 path, or NAN */
+static double ef_at(const ef_arm *a, int seed) {
+  return ef_at_ev(a, seed, EF_F32);
 }
 
 static int ef_all_f32(const ef_arm *a) {
   return strcmp(a->name, "f32") == 0 || strncmp(a->name, "f32-", 4) == 0;
 }
 
-static double ef_gap(const ef_setting *s, const ef_arm *a, int k) {
-  double lo = ef_at(ef_find(s, "lowp"), a->seed[k]),
-         hi = ef_at(ef_find(s, "f32"), a->seed[k]);
+/* The gap arm a recovers on its k-th seed in evaluation ev: (lowp - a) /
+   (lowp - f32), the same seed, each in ev (served: lowp on its format, f32
+   on f32); NAN for an all-f32 arm, a missing run or no gap. */
+static double ef_gap_ev(const ef_setting *s, const ef_arm *a, int k, int ev) {
+  double lo = ef_at_ev(ef_find(s, "lowp"), a->seed[k], ev),
+         hi = ef_at_ev(ef_find(s, "f32"), a->seed[k], ev);
   if (ef_all_f32(a) || !(lo - hi != 0)) return NAN;
-  return (lo - a->loss[k]) / (lo - hi);
+  return (lo - ef_loss(a, k, ev)) / (lo - hi);
+}
+
+/* ... on the f32 path */
+static double ef_gap(const ef_setting *s, const ef_arm *a, int k) {
+  return ef_gap_ev(s, a, k, EF_F32);
 }
 
 static double ef_mean(const double *x, int n) {
@@ -241,6 +280,78 @@ static double ef_sd(const double *x, int n) {
   return c > 1 ? sqrt(s / (c - 1)) : 0.0;
 }
 
+/* The paired bootstrap (the header). x[i]: one value per seed (a NAN is
+   left out: the seed has no pair); the seeds are resampled with
+   replacement EF_BOOT times from a splitmix64 stream seeded EF_BOOT_SEED,
+   and *lo, *hi get the 2.5th and 97.5th percentiles of the resampled
+   means (by rank, the nearest: draws 50 and 1950 of 2000, 0-based). The
+   values of one seed are resampled together (the caller pairs them: a
+   difference, or a gap recovered, per seed). Fewer than 2 values: NAN. */
+#define EF_BOOT 2000
+#define EF_BOOT_SEED 0x9E3779B97F4A7C15ull
+
+static unsigned long long ef_splitmix(unsigned long long *st) {
+  unsigned long long z = (*st += 0x9E3779B97F4A7C15ull);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+static int ef_cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return x < y ? -1 : x > y;
+}
+
+static void ef_boot(const double *x, int n, double *lo, double *hi) {
+  static double means[EF_BOOT];
+  double v[EF_MAX_SEEDS];
+  unsigned long long st = EF_BOOT_SEED;
+  int m = 0, i, b;
+  for (i = 0; i < n && m < EF_MAX_SEEDS; i++)
+    if (!isnan(x[i])) v[m++] = x[i];
+  *lo = *hi = NAN;
+  if (m < 2) return;
+  for (b = 0; b < EF_BOOT; b++) {
+    double sum = 0;
+    for (i = 0; i < m; i++) sum += v[ef_splitmix(&st) % (unsigned)m];
+    means[b] = sum / m;
+  }
+  qsort(means, EF_BOOT, sizeof *means, ef_cmp_double);
+  *lo = means[EF_BOOT / 40];
+  *hi = means[EF_BOOT - 1 - EF_BOOT / 40];
+}
+
+/* The setting's lowp-against-f32 gap in evaluation ev: its mean over the
+   paired seeds (lowp - f32), and its interval; 1 when the interval
+   excludes 0 (a measurable gap), 0 when it holds 0 or there is none. */
+static int ef_measurable(const ef_setting *s, int ev, double *mean, double *lo,
+                         double *hi) {
+  const ef_arm *lowp = ef_find(s, "lowp"), *f32 = ef_find(s, "f32");
+  double d[EF_MAX_SEEDS];
+  int k;
+  *mean = *lo = *hi = NAN;
+  if (!lowp || !f32) return 0;
+  for (k = 0; k < lowp->n; k++)
+    d[k] = ef_loss(lowp, k, ev) - ef_at_ev(f32, lowp->seed[k], ev);
+  *mean = ef_mean(d, lowp->n);
+  ef_boot(d, lowp->n, lo, hi);
+  return !isnan(*lo) && (*lo > 0 || *hi < 0);
+}
+
+/* A mean and its interval as "M [LO, HI]" (x100 and % with pct), or the
+   mean alone where there is no interval. */
+static void ef_print_ci(FILE *f, double m, double lo, double hi, int pct) {
+  const double k = pct ? 100.0 : 1.0;
+  const char *u = pct ? "%" : "";
+  if (isnan(m)) return;
+  if (isnan(lo))
+    fprintf(f, pct ? "%.0f%s" : "%+.4f%s", k * m, u);
+  else if (pct)
+    fprintf(f, "%.0f%% [%.0f, %.0f]", k * m, k * lo, k * hi);
+  else
+    fprintf(f, "%+.4f [%+.4f, %+.4f]", m, lo, hi);
+}
+
 static void ef_csv(const char *root) {
   char path[1024];
   FILE *f;
@@ -248,12 +359,14 @@ static void ef_csv(const char *root) {
   snprintf(path, sizeof path, "%.900s/summary.csv", root);
   f = ef_open(path, "w");
   fprintf(f, "setting,arm,seed,val_loss,gap_recovered,hf_unit_steps,"
-             "hf_flops,loss_spikes,diverged,vs_f32_pct\n");
+             "hf_flops,loss_spikes,diverged,vs_f32_pct,val_loss_served,"
+             "gap_recovered_served\n");
   for (i = 0; i < ef_n_set; i++)
     for (j = 0; j < ef_set[i].n_arms; j++) {
       const ef_arm *a = &ef_set[i].arm[j];
       for (k = 0; k < a->n; k++) {
         double g = ef_gap(&ef_set[i], a, k),
+               gs = ef_gap_ev(&ef_set[i], a, k, EF_SERVED),
                f32 = ef_at(ef_find(&ef_set[i], "f32"), a->seed[k]);
         fprintf(f, "%s,%s,%d,%.6f,", ef_set[i].name, a->name, a->seed[k],
                 a->loss[k]);
@@ -267,31 +380,88 @@ static void ef_csv(const char *root) {
         else
           fprintf(f, "%.5f,", a->flops[k]);
         fprintf(f, "%d,%d,", a->spikes[k], a->diverged[k]);
-        if (isnan(f32))
-          fprintf(f, "\n");
-        else
-          fprintf(f, "%.3f\n", 100.0 * (a->loss[k] - f32) / f32);
+        if (!isnan(f32)) fprintf(f, "%.3f", 100.0 * (a->loss[k] - f32) / f32);
+        fprintf(f, ",");
+        if (!isnan(a->served[k])) fprintf(f, "%.6f", a->served[k]);
+        fprintf(f, ",");
+        if (!isnan(gs)) fprintf(f, "%.4f", gs);
+        fprintf(f, "\n");
       }
     }
   if (fclose(f) != 0) ef_die("writing %s failed", path);
 }
 
+/* 1 when every run of the setting has the served evaluation. */
+static int ef_has_served(const ef_setting *s) {
+  int j, k;
+  for (j = 0; j < s->n_arms; j++)
+    for (k = 0; k < s->arm[j].n; k++)
+      if (isnan(s->arm[j].served[k])) return 0;
+  return s->n_arms > 0;
+}
+
+/* The gap arm a recovers in evaluation ev: per seed into gap[], the mean
+   and its bootstrap interval into m[0..2]. */
+static void ef_gap_ci(const ef_setting *s, const ef_arm *a, int ev, double *gap,
+                      double *m) {
+  int k;
+  for (k = 0; k < a->n; k++) gap[k] = ef_gap_ev(s, a, k, ev);
+  m[0] = ef_mean(gap, a->n);
+  ef_boot(gap, a->n, &m[1], &m[2]);
+}
+
+/* The gap the plots show: served where every run of the setting has it,
+   else on the f32 path. */
+static double ef_gap_lead(const ef_setting *s, const ef_arm *a, int k) {
+  return ef_gap_ev(s, a, k, ef_has_served(s) ? EF_SERVED : EF_F32);
+}
+
+/* "mean [lo, hi] (per seed)" of a gap recovered, or nothing. */
+static void ef_print_gap(FILE *f, const double *gap, int n, const double *m) {
+  int k;
+  if (isnan(m[0])) return;
+  ef_print_ci(f, m[0], m[1], m[2], 1);
+  fprintf(f, " (");
+  for (k = 0; k < n; k++) fprintf(f, "%s%.0f", k ? " / " : "", 100.0 * gap[k]);
+  fprintf(f, ")");
+}
+
 static void ef_report_setting(FILE *f, const ef_setting *s) {
-  int j, k, c;
+  int j, k, c, ev, served = ef_has_served(s);
   const ef_arm *f32 = ef_find(s, "f32");
   fprintf(f, "\n### %s\n\n", s->name);
-  fprintf(f, "| arm | val loss, mean (sd) | per seed | vs f32 | gap "
-             "recovered (per seed) | hf unit-steps | hf FLOPs | loss spikes | "
-             "diverged |\n|---|---|---|---|---|---|---|---|---|\n");
+  for (ev = served ? EF_SERVED : EF_F32; ev >= EF_F32; ev--) {
+    double m, lo, hi;
+    int ok = ef_measurable(s, ev, &m, &lo, &hi);
+    if (isnan(m)) continue;
+    fprintf(f, "lowp - f32, %s: ", ev == EF_SERVED ? "served" : "f32 path");
+    ef_print_ci(f, m, lo, hi, 0);
+    fprintf(f, "%s\n",
+            ok          ? ": a measurable gap.  "
+            : isnan(lo) ? ": one seed, no interval.  "
+                        : ": no measurable gap (the interval holds "
+                          "0): left out of the means.  ");
+  }
+  fprintf(f, "\n| arm | served loss, mean (sd) | gap recovered, served "
+             "[95%% CI] (per seed) | f32-path loss, mean (sd) | per seed | "
+             "vs f32 | gap recovered, f32 path [95%% CI] (per seed) | hf "
+             "unit-steps | hf FLOPs | loss spikes | diverged |\n"
+             "|---|---|---|---|---|---|---|---|---|---|---|\n");
   for (j = 0; j < s->n_arms; j++) {
     const ef_arm *a = &s->arm[j];
-    double gap[EF_MAX_SEEDS], vs[EF_MAX_SEEDS];
+    double gap[EF_MAX_SEEDS], vs[EF_MAX_SEEDS], m[3];
     int sp = 0, dv = 0;
-    fprintf(f, "| `%s` | %.4f (%.4f) | ", a->name, ef_mean(a->loss, a->n),
+    fprintf(f, "| `%s` | ", a->name);
+    if (!isnan(ef_mean(a->served, a->n)))
+      fprintf(f, "%.4f (%.4f)", ef_mean(a->served, a->n),
+              ef_sd(a->served, a->n));
+    fprintf(f, " | ");
+    ef_gap_ci(s, a, EF_SERVED, gap, m);
+    ef_print_gap(f, gap, a->n, m);
+    fprintf(f, " | %.4f (%.4f) | ", ef_mean(a->loss, a->n),
             ef_sd(a->loss, a->n));
     for (k = 0; k < a->n; k++) {
       fprintf(f, "%s%.4f", k ? " / " : "", a->loss[k]);
-      gap[k] = ef_gap(s, a, k);
       vs[k] = f32 ? 100.0 * (a->loss[k] - ef_at(f32, a->seed[k])) /
                         ef_at(f32, a->seed[k])
                   : NAN;
@@ -302,15 +472,9 @@ static void ef_report_setting(FILE *f, const ef_setting *s) {
       fprintf(f, " | | ");
     else
       fprintf(f, " | %+.2f%% (%.2f) | ", ef_mean(vs, a->n), ef_sd(vs, a->n));
-    if (isnan(ef_mean(gap, a->n)))
-      fprintf(f, "|");
-    else {
-      fprintf(f, "%.0f%% (", 100.0 * ef_mean(gap, a->n));
-      for (k = 0; k < a->n; k++)
-        fprintf(f, "%s%.0f", k ? " / " : "", 100.0 * gap[k]);
-      fprintf(f, ") |");
-    }
-    fprintf(f, " %.2f%% | ", 100.0 * ef_mean(a->hf, a->n));
+    ef_gap_ci(s, a, EF_F32, gap, m);
+    ef_print_gap(f, gap, a->n, m);
+    fprintf(f, " | %.2f%% | ", 100.0 * ef_mean(a->hf, a->n));
     if (isnan(ef_mean(a->flops, a->n)))
       fprintf(f, "|");
     else
@@ -318,9 +482,14 @@ static void ef_report_setting(FILE *f, const ef_setting *s) {
     fprintf(f, " %d | %d |\n", sp, dv);
   }
   /* Paired: row against column, mean of the per-seed relative differences
-     (negative: the row ends lower, better) and the seeds the row wins. */
-  fprintf(f, "\nPaired by seed, row against column: mean of (row - column) "
-             "/ column in %%, and the seeds where the row ends lower.\n\n|  |");
+     (negative: the row ends lower, better), its interval and the seeds the
+     row wins; on the served evaluation where every run has it. */
+  ev = served ? EF_SERVED : EF_F32;
+  fprintf(f,
+          "\nPaired by seed, row against column (%s): mean of (row - "
+          "column) / column in %%, its 95%% interval, and the seeds where "
+          "the row ends lower.\n\n|  |",
+          ev == EF_SERVED ? "served" : "f32 path");
   for (c = 0; c < s->n_arms; c++) fprintf(f, " `%s` |", s->arm[c].name);
   fprintf(f, "\n|---|");
   for (c = 0; c < s->n_arms; c++) fprintf(f, "---|");
@@ -330,22 +499,26 @@ static void ef_report_setting(FILE *f, const ef_setting *s) {
     fprintf(f, "| `%s` |", a->name);
     for (c = 0; c < s->n_arms; c++) {
       const ef_arm *b = &s->arm[c];
-      double d[EF_MAX_SEEDS];
+      double d[EF_MAX_SEEDS], lo, hi;
       int wins = 0, n = 0;
       if (b == a) {
         fprintf(f, " |");
         continue;
       }
       for (k = 0; k < a->n; k++) {
-        double y = ef_at(b, a->seed[k]);
+        double x = ef_loss(a, k, ev), y = ef_at_ev(b, a->seed[k], ev);
         if (isnan(y)) continue;
-        d[n++] = 100.0 * (a->loss[k] - y) / y;
-        wins += a->loss[k] < y;
+        d[n++] = 100.0 * (x - y) / y;
+        wins += x < y;
       }
+      ef_boot(d, n, &lo, &hi);
       if (n == 0)
         fprintf(f, " |");
-      else
+      else if (isnan(lo))
         fprintf(f, " %+.2f (%d/%d) |", ef_mean(d, n), wins, n);
+      else
+        fprintf(f, " %+.2f [%+.2f, %+.2f] (%d/%d) |", ef_mean(d, n), lo, hi,
+                wins, n);
     }
     fprintf(f, "\n");
   }
@@ -358,9 +531,16 @@ static void ef_report(const char *root) {
   snprintf(path, sizeof path, "%.900s/report.md", root);
   f = ef_open(path, "w");
   fprintf(f, "## Closed-loop efficacy\n\nFinal validation loss (LM: bits "
-             "per byte; MLP: test cross-entropy), lower is better. gap "
+             "per byte; MLP: test cross-entropy), lower is better, in two "
+             "evaluations: served (each unit's forward on the path its "
+             "last training step ran: the format, or f32 where it ran "
+             "high) and the f32 path (every forward in f32). gap "
              "recovered = (lowp - arm) / (lowp - f32), per seed, in the "
-             "same setting; hf unit-steps: the share of unit-steps on the "
+             "same setting and evaluation (served: lowp on its format, f32 "
+             "on f32); [95%% CI]: a paired bootstrap over seeds (2000 "
+             "draws, a fixed RNG seed); a setting whose lowp - f32 "
+             "interval holds 0 has no measurable gap; hf unit-steps: the share "
+             "of unit-steps on the "
              "high-fidelity path; hf FLOPs: the share of the units' GEMM "
              "FLOPs there (frontier.svg: gap recovered against it, a curve "
              "per placement rule).\n");
@@ -451,7 +631,7 @@ static void ef_svg(const char *root) {
       for (t = 0; t < n_names; t++)
         if (strcmp(names[t], a->name) == 0) break;
       for (k = 0; k < a->n; k++) {
-        double g = 100 * ef_gap(&ef_set[i], a, k), gy = g;
+        double g = 100 * ef_gap_lead(&ef_set[i], a, k), gy = g;
         int out;
         if (isnan(g)) continue;
         out = g < ylo || g > yhi;
@@ -546,7 +726,7 @@ static void ef_frontier_svg(const char *root) {
         if (ef_all_f32(a) || isnan(x)) continue;
         ef_rule(a->name, rule);
         if (strcmp(rule, rules[t]) != 0) continue;
-        for (k = 0; k < a->n; k++) gap[k] = ef_gap(s, a, k);
+        for (k = 0; k < a->n; k++) gap[k] = ef_gap_lead(s, a, k);
         g = 100 * ef_mean(gap, a->n);
         if (isnan(g)) continue;
         for (k = n; k > 0 && xs[k - 1] > x; k--) /* in order of FLOPs */

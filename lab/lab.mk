@@ -128,7 +128,8 @@ EFF_LM_SHIFT_UNIT = 6
 EFF_LM_SHIFT_PCT = 40
 EFF_LM_SHIFT = --shift $(EFF_LM_SHIFT_UNIT):$(EFF_LM_SHIFT_PCT)
 EFF_CSV_HEADER = setting,arm,seed,val_loss,gap_recovered,hf_unit_steps,$\
-  hf_flops,loss_spikes,diverged,vs_f32_pct
+  hf_flops,loss_spikes,diverged,vs_f32_pct,val_loss_served,$\
+  gap_recovered_served
 EFF_MLP = $(B)/train_stress --quiet --stress 8 --hidden 128,64,32
 EFF_MLP_CLEAN = $(B)/train_stress --quiet --hidden 128,64,32
 EFF_LM_CLEAN = $(EFF_LM) --format e4m3 --lr 2e-3
@@ -195,7 +196,7 @@ eff-lm-nat-clip2:
 	  --seeds $(EFF_SEEDS) --arms paper-tau3,$(EFF_FWD) \
 	  --out $(EFF)/lm-natural-clip/fwd
 # CI's placement arms: one static, one measured by the library's placer
-# (gnmr.h, rules P1-P6), beside eff-lm-inj-core's f32 and lowp (their
+# (gnmr.h, rules P1-P7), beside eff-lm-inj-core's f32 and lowp (their
 # hf_flops must come through to the report).
 eff-lm-inj-place:
 	$(EFF_LM_INJ) --setting lm-injected --steps $(EFF_STEPS) \
@@ -351,7 +352,7 @@ SUITE_DIR = $(B)/suite
 SUITE_RUN = $(B)/settings_suite run
 SUITE_QUICK = lm-e2m1-clip,mlp-e4m3-faults
 SUITE_CSV_HEADER = setting,half,arm,seed,val_loss,hf_unit_steps,hf_flops,$\
-  gap_recovered
+  gap_recovered,val_loss_served,gap_recovered_served
 $(B)/settings_suite: lab/suite.c lab/efficacy.c
 	@mkdir -p $(@D)
 	gcc $(CFLAGS_ALL) -o $@ $< -lm

@@ -62,7 +62,10 @@
      suite report DIR                  DIR/summary.csv, DIR/frontier.svg
    run's options: --jobs J (runs at once, default 2), --steps N (every run;
    default LM 500, MLP 1000), --seeds N (default 3),
-   --eval N (LM validation windows), --only A,B (those settings), --bin DIR
+   --eval N (LM validation windows), --only A,B (those settings), --arms
+   A,B (those arms in every setting run, instead of the suite's: a
+   comparison of its own, in a DIR of its own, as a run that exists is not
+   run again), --bin DIR
    (where train_lm and train_stress are, default build), --data DIR (the
    fortune files).
 
@@ -315,6 +318,7 @@ static void suite_list(void) {
 
 typedef struct suite_opts {
   const char *dir, *bin, *data, *only;
+  const char *arms; /* --arms: every selected setting's arms, or NULL */
   int jobs, steps, seeds, eval;
 } suite_opts;
 
@@ -385,14 +389,16 @@ static pid_t suite_start(const suite_opts *o, const suite_job *j) {
     snprintf(cmd, sizeof cmd,
              "rm -rf '%s' && %s/train_stress --quiet %s --seed %d --seeds 1 "
              "--steps %d --arms %s --out '%s' > '%s.log' 2>&1",
-             tmp, o->bin, args, j->seed, steps, suite_arms(s), tmp, tmp);
+             tmp, o->bin, args, j->seed, steps,
+             o->arms ? o->arms : suite_arms(s), tmp, tmp);
   else
     snprintf(cmd, sizeof cmd,
              "rm -rf '%s' && %s/train_lm --quiet --threads 1 --data '%s' "
              "--setting %s %s --seed %d --seeds 1 --steps %d --eval %d "
              "--arms %s --out '%s' > '%s.log' 2>&1",
              tmp, o->bin, o->data, s->name, args, j->seed, steps,
-             o->eval > 0 ? o->eval : 512, suite_arms(s), tmp, tmp);
+             o->eval > 0 ? o->eval : 512, o->arms ? o->arms : suite_arms(s),
+             tmp, tmp);
   fflush(stdout);
   pid = fork();
   if (pid < 0) ef_die("fork failed");
@@ -495,6 +501,49 @@ static int suite_find(const char *name) {
   return -1;
 }
 
+/* Per half (test first) and arm: the mean over settings of the arm's
+   served gap recovered (its mean over seeds), over the settings whose
+   lowp - f32 served gap is measurable (ef_measurable) only, and how many
+   settings those are of the arm's. ef_set[0 .. n) in report order. */
+static void suite_means(int n) {
+  char names[EF_MAX_ARMS][EF_NAME];
+  int n_names = 0, h, i, j, t;
+  for (i = 0; i < n; i++)
+    for (j = 0; j < ef_set[i].n_arms; j++) {
+      const ef_arm *a = &ef_set[i].arm[j];
+      if (ef_all_f32(a) || strcmp(a->name, "lowp") == 0) continue;
+      for (t = 0; t < n_names; t++)
+        if (strcmp(names[t], a->name) == 0) break;
+      if (t == n_names && n_names < EF_MAX_ARMS)
+        snprintf(names[n_names++], EF_NAME, "%s", a->name);
+    }
+  printf("\nmeans of the served gap recovered over the settings with a "
+         "measurable served gap (settings counted / settings run):\n");
+  for (h = 1; h >= 0; h--)
+    for (t = 0; t < n_names; t++) {
+      double sum = 0;
+      int used = 0, run = 0;
+      for (i = 0; i < n; i++) {
+        const ef_setting *s = &ef_set[i];
+        const ef_arm *a = ef_find(s, names[t]);
+        double m, lo, hi, gap[EF_MAX_SEEDS], ci[3];
+        if (!a || suite_test_half(&SUITE[suite_find(s->name)]) != h) continue;
+        run++;
+        if (!ef_measurable(s, EF_SERVED, &m, &lo, &hi)) continue;
+        ef_gap_ci(s, a, EF_SERVED, gap, ci);
+        if (isnan(ci[0])) continue;
+        sum += ci[0];
+        used++;
+      }
+      if (run == 0) continue;
+      printf("  %-4s %-16s ", h ? "test" : "tune", names[t]);
+      if (used)
+        printf("%6.0f%% (%d/%d)\n", 100 * sum / used, used, run);
+      else
+        printf("%7s (0/%d)\n", "-", run);
+    }
+}
+
 /* Reads DIR with efficacy.c, keeps the suite's settings in report order
    (test half first), writes DIR/summary.csv and DIR/frontier.svg and a
    table on stdout. */
@@ -515,28 +564,42 @@ static void suite_report(const char *dir) {
   snprintf(path, sizeof path, "%.900s/summary.csv", dir);
   f = ef_open(path, "w");
   fprintf(f, "setting,half,arm,seed,val_loss,hf_unit_steps,hf_flops,"
-             "gap_recovered\n");
-  printf("\n%-20s %-4s %-14s %5s %9s %9s %9s %9s\n", "setting", "half", "arm",
-         "seeds", "val_loss", "gap_rec", "hf_steps", "hf_flops");
+             "gap_recovered,val_loss_served,gap_recovered_served\n");
+  printf("\n%-20s %-4s %-14s %5s %9s %9s %9s %9s %9s  %s\n", "setting", "half",
+         "arm", "seeds", "val_loss", "gap_rec", "hf_steps", "hf_flops",
+         "served", "gap_rec served [95% CI]");
   for (i = 0; i < n; i++) {
     const ef_setting *s = &ef_set[i];
     const char *half = suite_half(&SUITE[suite_find(s->name)]);
+    double gm, glo, ghi;
+    int meas = ef_measurable(s, EF_SERVED, &gm, &glo, &ghi);
+    if (!isnan(gm)) {
+      printf("%-20s %-4s lowp - f32 served ", s->name, half);
+      ef_print_ci(stdout, gm, glo, ghi, 0);
+      printf("%s\n", meas         ? ": measurable"
+                     : isnan(glo) ? ": one seed, no interval"
+                                  : ": no measurable gap (left out of the "
+                                    "means)");
+    }
     for (j = 0; j < s->n_arms; j++) {
       ef_arm *a = &ef_set[i].arm[j];
-      double gap[EF_MAX_SEEDS];
+      double gap[EF_MAX_SEEDS], gs[EF_MAX_SEEDS], ci[3];
       for (m = 0; m < a->n; m++) {
         if (ef_all_f32(a)) a->hf[m] = 1; /* the demos count control only */
         gap[m] = ef_gap(s, a, m);
+        gs[m] = ef_gap_ev(s, a, m, EF_SERVED);
         fprintf(f, "%s,%s,%s,%d,%.6f,%.6f,", s->name, half, a->name, a->seed[m],
                 a->loss[m], a->hf[m]);
         if (isnan(a->flops[m]))
           fprintf(f, ",");
         else
           fprintf(f, "%.6f,", a->flops[m]);
-        if (isnan(gap[m]))
-          fprintf(f, "\n");
-        else
-          fprintf(f, "%.4f\n", gap[m]);
+        if (!isnan(gap[m])) fprintf(f, "%.4f", gap[m]);
+        fprintf(f, ",");
+        if (!isnan(a->served[m])) fprintf(f, "%.6f", a->served[m]);
+        fprintf(f, ",");
+        if (!isnan(gs[m])) fprintf(f, "%.4f", gs[m]);
+        fprintf(f, "\n");
       }
       printf("%-20s %-4s %-14s %5d %9.4f ", s->name, half, a->name, a->n,
              ef_mean(a->loss, a->n));
@@ -546,12 +609,20 @@ static void suite_report(const char *dir) {
         printf("%8.0f%% ", 100 * ef_mean(gap, a->n));
       printf("%8.2f%% ", 100 * ef_mean(a->hf, a->n));
       if (isnan(ef_mean(a->flops, a->n)))
-        printf("%9s\n", "");
+        printf("%9s ", "");
       else
-        printf("%8.2f%%\n", 100 * ef_mean(a->flops, a->n));
+        printf("%8.2f%% ", 100 * ef_mean(a->flops, a->n));
+      if (isnan(ef_mean(a->served, a->n)))
+        printf("%9s  ", "");
+      else
+        printf("%9.4f  ", ef_mean(a->served, a->n));
+      ef_gap_ci(s, a, EF_SERVED, gs, ci);
+      ef_print_ci(stdout, ci[0], ci[1], ci[2], 1);
+      printf("\n");
     }
   }
   if (fclose(f) != 0) ef_die("writing %s failed", path);
+  suite_means(n);
   /* The frontier's panels: each setting's name and half. */
   for (i = 0; i < n; i++) {
     char name[EF_NAME];
@@ -572,7 +643,8 @@ static void suite_report(const char *dir) {
 static void suite_usage(void) {
   fprintf(stderr,
           "usage: suite list | suite run DIR [--jobs J] [--steps N] "
-          "[--seeds N] [--eval N] [--only A,B] [--bin DIR] [--data DIR] | "
+          "[--seeds N] [--eval N] [--only A,B] [--arms A,B] [--bin DIR] "
+          "[--data DIR] | "
           "suite report DIR\n");
   exit(2);
 }
@@ -617,6 +689,8 @@ int main(int argc, char **argv) {
       o.eval = suite_int(v, 1, 1 << 20);
     else if (strcmp(f, "--only") == 0)
       o.only = v;
+    else if (strcmp(f, "--arms") == 0)
+      o.arms = v;
     else if (strcmp(f, "--bin") == 0)
       o.bin = v;
     else if (strcmp(f, "--data") == 0)
@@ -625,6 +699,10 @@ int main(int argc, char **argv) {
       suite_usage();
   }
   if (i != argc || strlen(o.dir) > 900) suite_usage();
+  if (o.arms && (strlen(o.arms) > 1000 || !o.arms[0] ||
+                 strspn(o.arms, "abcdefghijklmnopqrstuvwxyz0123456789.,-") !=
+                     strlen(o.arms)))
+    ef_die("--arms: a comma-separated list of the demo's arm names");
   if (o.only)
     for (i = 0; o.only[i];) {
       char name[EF_NAME];

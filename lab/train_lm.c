@@ -77,11 +77,12 @@
    order, split at the "%" lines; every LM_VAL_EVERY-th fortune is validation.
 
    Outputs in --out: summary.csv (hf_flops: the share of the units' GEMM
-   FLOPs on the f32 path), loss.csv (every step's training loss), trace.csv
-   (the first gnmr arm, first seed), stress.csv, units.csv (each arm's
-   unit-steps on the f32 path and its first, per unit), groups.csv (each
-   gnmr arm's unit-steps flagged and admissions, and those of the units
-   that cover a LayerNorm: --units), place_trace.csv
+   FLOPs on the f32 path; val_bpb on the f32 path, val_bpb_served with each
+   unit's forward on its last step's path: lm_served_paths), loss.csv (every
+   step's training loss), trace.csv (the first gnmr arm, first seed),
+   stress.csv, units.csv (each arm's unit-steps on the f32 path and its first,
+   per unit), groups.csv (each gnmr arm's unit-steps flagged and admissions,
+   and those of the units that cover a LayerNorm: --units), place_trace.csv
    (the placement signals of the lowp and placement arms, first seed),
    loss.svg, recovery.svg; with --sweep, sweep.csv.
 
@@ -1599,28 +1600,36 @@ enum {
 static const struct {
   const char *name;
   int rule, draw, gemms;
+  int serve_low; /* plan*: gnmr_place_config.serve GNMR_SERVE_LOW */
 } LM_PLACE_RULES[] = {
-    {"nvfp4", LM_PLACE_NVFP4, 0, LM_GEMM_ALL},
-    {"firstlast", LM_PLACE_FIRSTLAST, 0, LM_GEMM_ALL},
-    {"rand1", LM_PLACE_RANDOM, 1, LM_GEMM_ALL},
-    {"rand2", LM_PLACE_RANDOM, 2, LM_GEMM_ALL},
-    {"rand3", LM_PLACE_RANDOM, 3, LM_GEMM_ALL},
-    {"once", LM_PLACE_ONCE, 0, LM_GEMM_ALL},
-    {"late", LM_PLACE_LATE, 0, LM_GEMM_ALL},
-    {"latef", LM_PLACE_LATE, 0, LM_GEMM_FWD},
-    {"latefd", LM_PLACE_LATE, 0, LM_GEMM_FWD | LM_GEMM_DGRAD},
-    {"latefw", LM_PLACE_LATE, 0, LM_GEMM_FWD | LM_GEMM_WGRAD},
-    {"latedw", LM_PLACE_LATE, 0, LM_GEMM_DGRAD | LM_GEMM_WGRAD},
-    {"nvfp4-late", LM_PLACE_NVFP4_LATE, 0, LM_GEMM_ALL},
-    {"upd-max", LM_PLACE_UPD_MAX, 0, LM_GEMM_ALL},
-    {"upd-both", LM_PLACE_UPD_BOTH, 0, LM_GEMM_ALL},
-    {"upd-all", LM_PLACE_UPD_ALL, 0, LM_GEMM_ALL},
-    {"upd-late", LM_PLACE_UPD_LATE, 0, LM_GEMM_ALL},
-    {"gnmr", LM_PLACE_GNMR, 0, LM_GEMM_ALL},
-    {"plan", LM_PLACE_GNMR_PLAN, 0, 0}, /* 0: the library's default gemms */
-    {"planall", LM_PLACE_GNMR_PLAN, 0, LM_GEMM_ALL},
-    {"planf", LM_PLACE_GNMR_PLAN, 0, LM_GEMM_FWD},
-    {"planfd", LM_PLACE_GNMR_PLAN, 0, LM_GEMM_FWD | LM_GEMM_DGRAD},
+    {"nvfp4", LM_PLACE_NVFP4, 0, LM_GEMM_ALL, 0},
+    {"nvfp4dw", LM_PLACE_NVFP4, 0, LM_GEMM_DGRAD | LM_GEMM_WGRAD, 0},
+    {"firstlast", LM_PLACE_FIRSTLAST, 0, LM_GEMM_ALL, 0},
+    {"rand1", LM_PLACE_RANDOM, 1, LM_GEMM_ALL, 0},
+    {"rand2", LM_PLACE_RANDOM, 2, LM_GEMM_ALL, 0},
+    {"rand3", LM_PLACE_RANDOM, 3, LM_GEMM_ALL, 0},
+    {"once", LM_PLACE_ONCE, 0, LM_GEMM_ALL, 0},
+    {"late", LM_PLACE_LATE, 0, LM_GEMM_ALL, 0},
+    {"latef", LM_PLACE_LATE, 0, LM_GEMM_FWD, 0},
+    {"latefd", LM_PLACE_LATE, 0, LM_GEMM_FWD | LM_GEMM_DGRAD, 0},
+    {"latefw", LM_PLACE_LATE, 0, LM_GEMM_FWD | LM_GEMM_WGRAD, 0},
+    {"latedw", LM_PLACE_LATE, 0, LM_GEMM_DGRAD | LM_GEMM_WGRAD, 0},
+    {"lated", LM_PLACE_LATE, 0, LM_GEMM_DGRAD, 0},
+    {"latew", LM_PLACE_LATE, 0, LM_GEMM_WGRAD, 0},
+    {"nvfp4-late", LM_PLACE_NVFP4_LATE, 0, LM_GEMM_ALL, 0},
+    {"upd-max", LM_PLACE_UPD_MAX, 0, LM_GEMM_ALL, 0},
+    {"upd-both", LM_PLACE_UPD_BOTH, 0, LM_GEMM_ALL, 0},
+    {"upd-all", LM_PLACE_UPD_ALL, 0, LM_GEMM_ALL, 0},
+    {"upd-late", LM_PLACE_UPD_LATE, 0, LM_GEMM_ALL, 0},
+    {"gnmr", LM_PLACE_GNMR, 0, LM_GEMM_ALL, 0},
+    {"plan", LM_PLACE_GNMR_PLAN, 0, 0, 0}, /* 0: the library's default gemms */
+    {"planall", LM_PLACE_GNMR_PLAN, 0, LM_GEMM_ALL, 0},
+    {"planf", LM_PLACE_GNMR_PLAN, 0, LM_GEMM_FWD, 0},
+    {"planfd", LM_PLACE_GNMR_PLAN, 0, LM_GEMM_FWD | LM_GEMM_DGRAD, 0},
+    /* served on the format (serve LOW): the backward GEMMs only */
+    {"planlow", LM_PLACE_GNMR_PLAN, 0, 0, 1},
+    {"planlowd", LM_PLACE_GNMR_PLAN, 0, LM_GEMM_DGRAD, 1},
+    {"planloww", LM_PLACE_GNMR_PLAN, 0, LM_GEMM_WGRAD, 1},
 };
 
 /* The measured rules (upd-*). Each step a unit on the low-cost path has
@@ -1668,7 +1677,7 @@ typedef struct lm_placer {
       slow[LM_MAX_UNITS], ratio[LM_MAX_UNITS];
   double all_fast, all_slow; /* upd-all: the weighted mean's fast, slow */
   int seen[LM_MAX_UNITS], fired[LM_MAX_UNITS], n_fired, all_seen;
-  /* place-gnmr-B: the library's placer (gnmr.h, rules P1-P6), the
+  /* place-gnmr-B: the library's placer (gnmr.h, rules P1-P7), the
      prototype upd-late's rule, its decisions the library's */
   gnmr_place lib;
   gnmr_place_unit lib_units[LM_MAX_UNITS];
@@ -1679,16 +1688,17 @@ static int lm_place_measured(int rule) {
          rule == LM_PLACE_UPD_ALL || rule == LM_PLACE_UPD_LATE;
 }
 
-/* The units of `order` in turn while their FLOPs fit share x total. */
+/* The units of `order` in turn while their FLOPs (of the rule's GEMMs, a
+   third of the unit each) fit share x total. */
 static double lm_place_fill(lm_placer *pl, const int *order, int n,
                             double share) {
-  double used = 0;
+  double used = 0, part = lm_gemm_count(pl->gemms) / 3.0;
   int k;
   for (k = 0; k < n; k++) {
     int u = order[k];
-    if (used + pl->flops[u] <= share * pl->total * (1 + 1e-12)) {
+    if (used + part * pl->flops[u] <= share * pl->total * (1 + 1e-12)) {
       pl->fixed[u] = 1;
-      used += pl->flops[u];
+      used += part * pl->flops[u];
     }
   }
   return used / pl->total;
@@ -1713,6 +1723,7 @@ static void lm_place_init(lm_placer *pl, const char *arm, const lm_model *m,
   int order[LM_MAX_UNITS], U = m->n_units, L = m->s.L, n = 0, u, l, k;
   size_t r;
   memset(pl, 0, sizeof *pl);
+  memset(order, 0, sizeof order);
   pl->rule = -1;
   pl->n_units = U;
   pl->late_from = steps;
@@ -1772,7 +1783,9 @@ static void lm_place_init(lm_placer *pl, const char *arm, const lm_model *m,
     if (pl->rule == LM_PLACE_GNMR_PLAN) {
       c.planned_steps = (uint32_t)steps;
       if (pl->gemms) c.gemms = (uint32_t)pl->gemms;
-      pl->gemms = (int)c.gemms;
+      if (LM_PLACE_RULES[r].serve_low) c.serve = GNMR_SERVE_LOW;
+      pl->gemms =
+          (int)(c.serve == GNMR_SERVE_LOW ? c.gemms & ~GNMR_GEMM_FWD : c.gemms);
       pl->rule = LM_PLACE_GNMR;
     }
     if (gnmr_place_init(&pl->lib, &c, pl->lib_units, pl->flops, (uint32_t)U) !=
@@ -1812,9 +1825,8 @@ static void lm_place_step(lm_placer *pl, int step) {
     return;
   }
   for (u = 0; u < pl->n_units; u++)
-    pl->hf[u] = (uint8_t)(pl->fixed[u]            ? LM_GEMM_ALL
-                          : step >= pl->late_from ? pl->gemms
-                                                  : 0);
+    pl->hf[u] =
+        (uint8_t)(pl->fixed[u] || step >= pl->late_from ? pl->gemms : 0);
 }
 
 /* After the forward pass: the once rule's calibration window. */
@@ -1944,7 +1956,9 @@ typedef struct lm_opts {
 } lm_opts;
 
 typedef struct lm_result {
-  double val_bpb, recovery_fraction, seconds, overhead_pct;
+  double val_bpb;        /* on the f32 path */
+  double val_bpb_served; /* each unit's forward on its last step's path */
+  double recovery_fraction, seconds, overhead_pct;
   double hf_flops; /* share of the units' GEMM FLOPs on the f32 path */
   int unit_hf_steps[LM_MAX_UNITS], unit_first_hf[LM_MAX_UNITS]; /* -1: never */
   int loss_spikes, diverged;
@@ -1961,16 +1975,40 @@ typedef struct lm_trace {
   FILE *place;         /* place_trace.csv rows (lowp, measured arms) */
 } lm_trace;
 
-/* Validation bits per byte on the f32 path: eval_seqs windows of T+1 bytes
-   spread evenly over the validation text, B at a time. */
-static double lm_evaluate(lm_model *m, const lm_text *val, int eval_seqs) {
-  int T = m->s.T, B = m->s.B, N = B * T, done = 0, b;
+/* The served paths (the served evaluation): each unit's forward as its
+   last training step ran it. A unit on the low-cost path whose forward
+   GEMM was on the format keeps the format (its scaling as training left
+   it: lm_evaluate); a unit on the f32 path, or whose forward GEMM ran f32
+   (placement per GEMM), is served in f32. No faults, no signals. */
+static void lm_served_paths(const lm_path *last, int U, lm_path *served) {
+  int u;
+  memset(served, 0, sizeof *served * (size_t)U);
+  for (u = 0; u < U; u++)
+    if (last[u].fmt && !(last[u].hf_gemms & LM_GEMM_FWD))
+      served[u].fmt = last[u].fmt;
+}
+
+/* Validation bits per byte: eval_seqs windows of T+1 bytes spread evenly
+   over the validation text, B at a time. paths NULL: every unit on the f32
+   path; else each unit's forward on paths[u] (lm_served_paths). A unit on
+   a per-tensor format scales by the delayed scale training left in its amax
+   histories, the same for every batch: the histories are restored after
+   each, so the evaluation changes nothing and its order does not matter. */
+static double lm_evaluate(lm_model *m, const lm_text *val, int eval_seqs,
+                          const lm_path *paths) {
+  int T = m->s.T, B = m->s.B, N = B * T, done = 0, b, u;
   lm_path f32[LM_MAX_UNITS];
+  lp_scaler sx[LM_MAX_UNITS], sw[LM_MAX_UNITS];
   uint8_t *tok = DEMO_CALLOC((size_t)N, uint8_t),
           *tgt = DEMO_CALLOC((size_t)N, uint8_t);
   double loss = 0;
   size_t span = val->n - (size_t)T - 1;
   memset(f32, 0, sizeof f32);
+  if (!paths) paths = f32;
+  for (u = 0; u < m->n_units; u++) {
+    sx[u] = m->unit[u].sx;
+    sw[u] = m->unit[u].sw;
+  }
   while (done < eval_seqs) {
     for (b = 0; b < B; b++) {
       size_t start =
@@ -1978,7 +2016,11 @@ static double lm_evaluate(lm_model *m, const lm_text *val, int eval_seqs) {
       memcpy(tok + (size_t)b * (size_t)T, val->bytes + start, (size_t)T);
       memcpy(tgt + (size_t)b * (size_t)T, val->bytes + start + 1, (size_t)T);
     }
-    loss += lm_forward(m, tok, tgt, f32) * B;
+    loss += lm_forward(m, tok, tgt, paths) * B;
+    for (u = 0; u < m->n_units; u++) {
+      m->unit[u].sx = sx[u];
+      m->unit[u].sw = sw[u];
+    }
     done += B;
   }
   free(tok);
@@ -2072,7 +2114,8 @@ static double lm_lr(const lm_opts *o, int step) {
                                           (o->steps - warm))));
 }
 
-/* Trains one arm for o->steps steps, then evaluates it in f32. Same seed:
+/* Trains one arm for o->steps steps, then evaluates it on the f32 path
+   and as served (lm_served_paths). Same seed:
    same initial weights, same batches, same faults. */
 static lm_result lm_train(const lm_opts *o, const demo_arm *arm, int seed,
                           const lm_text *train, const lm_text *val,
@@ -2090,7 +2133,8 @@ static lm_result lm_train(const lm_opts *o, const demo_arm *arm, int seed,
   int CU;            /* controller units: U, or 2U with forward signals */
   long hf_steps = 0; /* unit-steps on the f32 path (forward arms) */
   int shift_step = o->shift.index >= 0 ? o->steps * o->shift.pct / 100 : -1;
-  lm_placer pl; /* placement arms; the lowp arm's signals */
+  lm_placer pl;               /* placement arms; the lowp arm's signals */
+  lm_path last[LM_MAX_UNITS]; /* the last step's paths */
   int signals = arm->kind == ARM_LOWP || arm->kind == ARM_PLACE;
   double hf_fl = 0, total_fl = 0;
   double ema_loss = 0, ctl_time = 0, t0, adagc_ema[LM_MAX_UNITS];
@@ -2209,6 +2253,7 @@ static lm_result lm_train(const lm_opts *o, const demo_arm *arm, int seed,
         res.unit_hf_steps[u]++;
         if (res.unit_first_hf[u] < 0) res.unit_first_hf[u] = step;
       }
+    memcpy(last, paths, sizeof last);
     loss = lm_forward(&m, tok, tgt, paths);
     lm_place_forward(&pl, &m, step);
     lm_backward(&m);
@@ -2335,7 +2380,14 @@ static lm_result lm_train(const lm_opts *o, const demo_arm *arm, int seed,
   if (arm->kind == ARM_PLACE)
     res.recovery_fraction = (double)hf_steps / ((double)o->steps * U);
   res.hf_flops = hf_fl / (total_fl * o->steps);
-  res.val_bpb = lm_evaluate(&m, val, o->eval_seqs);
+  res.val_bpb = lm_evaluate(&m, val, o->eval_seqs, NULL);
+  if (o->steps > 0) {
+    lm_path served[LM_MAX_UNITS];
+    lm_served_paths(last, U, served);
+    res.val_bpb_served = lm_evaluate(&m, val, o->eval_seqs, served);
+  } else {
+    res.val_bpb_served = res.val_bpb;
+  }
   lm_pool_stop();
   if (!isfinite(res.val_bpb) || res.val_bpb > 8.0) res.diverged = 1;
   res.param_hash = lm_hash(m.params, sizeof *m.params * m.n_params);
@@ -2391,8 +2443,8 @@ static int lm_run_arms(const lm_opts *o, const lm_text *train,
   FILE *trace_f;
   int traced = 0;
   float *curves[LM_N_ARMS];
-  double bpb[LM_N_ARMS][100], rf[LM_N_ARMS][100], hff[LM_N_ARMS][100],
-      secs[LM_N_ARMS];
+  double bpb[LM_N_ARMS][100], served[LM_N_ARMS][100], rf[LM_N_ARMS][100],
+      hff[LM_N_ARMS][100], secs[LM_N_ARMS];
   int spikes[LM_N_ARMS], div[LM_N_ARMS], a, s, i, n_ev0 = 0,
                                                   U = 4 * o->shape.L + 1;
   demo_event ev0[LM_MAX_EVENTS];
@@ -2402,7 +2454,7 @@ static int lm_run_arms(const lm_opts *o, const lm_text *train,
   summary = DEMO_FOPEN(path, "w");
   fprintf(summary, "setting,arm,seed,format,lr,stress,steps,val_bpb,"
                    "recovery_fraction,loss_spikes,diverged,seconds,"
-                   "overhead_pct,hf_flops\n");
+                   "overhead_pct,hf_flops,val_bpb_served\n");
   snprintf(path, sizeof path, "%s/trace.csv", o->out_dir);
   trace.f = trace_f = DEMO_FOPEN(path, "w");
   fprintf(trace_f, "step,unit,name,norm,ratio,delta,action\n");
@@ -2478,15 +2530,17 @@ static int lm_run_arms(const lm_opts *o, const lm_text *train,
         curves[a][i] += (float)(ema / log(2.0) / o->seeds);
       }
       bpb[a][s] = r.val_bpb;
+      served[a][s] = r.val_bpb_served;
       rf[a][s] = r.recovery_fraction;
       hff[a][s] = r.hf_flops;
       spikes[a] += r.loss_spikes;
       div[a] += r.diverged;
       secs[a] += r.seconds;
-      fprintf(summary, "%s,%s,%d,%s,%g,%d,%d,%.6f,%.6f,%d,%d,%.2f,%.3f,%.6f\n",
-              o->setting ? o->setting : "run", arm->name, seed, o->fmt->name,
-              o->lr, o->stress, o->steps, r.val_bpb, r.recovery_fraction,
-              r.loss_spikes, r.diverged, r.seconds, r.overhead_pct, r.hf_flops);
+      fprintf(
+          summary, "%s,%s,%d,%s,%g,%d,%d,%.6f,%.6f,%d,%d,%.2f,%.3f,%.6f,%.6f\n",
+          o->setting ? o->setting : "run", arm->name, seed, o->fmt->name, o->lr,
+          o->stress, o->steps, r.val_bpb, r.recovery_fraction, r.loss_spikes,
+          r.diverged, r.seconds, r.overhead_pct, r.hf_flops, r.val_bpb_served);
       fflush(summary);
       if (arm->kind == ARM_GNMR)
         fprintf(groups_f, "%s,%s,%d,%s,%ld,%ld,%ld,%ld\n",
@@ -2494,9 +2548,10 @@ static int lm_run_arms(const lm_opts *o, const lm_text *train,
                 arm->forward ? "linear" : lm_unit_grouping_name(o->units),
                 r.flagged, r.flagged_ln, r.admitted, r.admitted_ln);
       if (!o->quiet)
-        fprintf(stderr, "  %s seed %d %-6s val %.4f bits/byte (%.1fs)\n",
+        fprintf(stderr,
+                "  %s seed %d %-6s val %.4f bits/byte, served %.4f (%.1fs)\n",
                 o->setting ? o->setting : "run", seed, arm->name, r.val_bpb,
-                r.seconds);
+                r.val_bpb_served, r.seconds);
       free(r.loss);
     }
   }
@@ -2514,12 +2569,13 @@ static int lm_run_arms(const lm_opts *o, const lm_text *train,
            o->setting ? o->setting : "run", o->fmt->name, o->lr, o->stress,
            o->steps, o->seeds, o->seed, o->shape.C, o->shape.L, o->shape.nh,
            o->shape.T, o->shape.B, lm_threads);
-    printf("%-8s %18s %9s %9s %7s %8s %8s\n", "arm", "val_bpb(sd)", "recovery",
-           "hf_flops", "spikes", "diverged", "wall_s");
+    printf("%-8s %18s %8s %9s %9s %7s %8s %8s\n", "arm", "val_bpb(sd)",
+           "served", "recovery", "hf_flops", "spikes", "diverged", "wall_s");
     for (a = 0; a < o->n_arms; a++)
-      printf("%-8s %9.4f (%6.4f) %8.2f%% %8.2f%% %7d %8d %8.1f\n",
+      printf("%-8s %9.4f (%6.4f) %8.4f %8.2f%% %8.2f%% %7d %8d %8.1f\n",
              LM_ARMS[o->arms[a]].name, demo_mean(bpb[a], o->seeds),
-             demo_sd(bpb[a], o->seeds), 100 * demo_mean(rf[a], o->seeds),
+             demo_sd(bpb[a], o->seeds), demo_mean(served[a], o->seeds),
+             100 * demo_mean(rf[a], o->seeds),
              100 * demo_mean(hff[a], o->seeds), spikes[a], div[a], secs[a]);
     {
       char line[160], others[256];
@@ -2528,8 +2584,9 @@ static int lm_run_arms(const lm_opts *o, const lm_text *train,
                "hf_flops: the share of GEMM FLOPs on f32; spikes: steps whose "
                "loss passed %gx its EMA",
                LM_SPIKE_FACTOR);
-      columns[0] = "val_bpb: validation loss, bits per byte (sd over seeds); "
-                   "recovery: unit-steps on the f32 path;";
+      columns[0] = "val_bpb: validation loss, bits per byte, f32 path (sd "
+                   "over seeds); served: each unit's forward as its last step "
+                   "ran it; recovery: unit-steps on the f32 path;";
       columns[1] = line;
       demo_legend(
           columns, 2,

@@ -662,7 +662,10 @@ typedef struct ts_opts {
    admissions counts every RECOVER, in_fault those at a layer on one of its
    own fault's steps. Other arms: 0. */
 typedef struct ts_result {
-  double test_loss, test_acc, recovery_fraction, overhead_pct, seconds;
+  double test_loss, test_acc; /* on the f32 path */
+  /* each layer's forward as its last step ran it (ts_served_paths) */
+  double test_loss_served, test_acc_served;
+  double recovery_fraction, overhead_pct, seconds;
   int loss_spikes, diverged;
   int caught[2], faults[2], admissions, in_fault; /* [TS_BURST, TS_STALE] */
   float *loss; /* per step training loss (caller frees) */
@@ -675,21 +678,43 @@ typedef struct ts_trace {
 
 static double ts_seconds(void) { return (double)clock() / CLOCKS_PER_SEC; }
 
-static double ts_evaluate(ts_model *m, const ts_data *d, double *acc) {
+/* The served paths (the served evaluation): each layer's forward as its
+   last training step ran it, on the format (its delayed scaling as training
+   left it: ts_evaluate) or f32; no faults, no signals. */
+static void ts_served_paths(const ts_path *last, ts_path *served) {
+  int l;
+  memset(served, 0, sizeof *served * TS_LAYERS);
+  for (l = 0; l < TS_LAYERS; l++) served[l].fmt = last[l].fmt;
+}
+
+/* Test loss and accuracy; paths NULL: every layer on the f32 path, else
+   each on paths[l] (ts_served_paths), a layer on the format scaled by the
+   delayed scale its amax histories held at the end of training, the same
+   for every batch (restored after each: the evaluation changes nothing). */
+static double ts_evaluate(ts_model *m, const ts_data *d, const ts_path *paths,
+                          double *acc) {
   ts_path f32[TS_LAYERS];
-  int start, correct = 0;
+  lp_scaler sx[TS_LAYERS], sw[TS_LAYERS];
+  int start, correct = 0, l;
   double loss = 0.0;
   memset(f32, 0, sizeof f32);
-  for (start = 0; start + m->batch <= d->n; start += m->batch)
+  if (!paths) paths = f32;
+  for (l = 0; l < TS_LAYERS; l++)
+    sx[l] = m->layer[l].sx, sw[l] = m->layer[l].sw;
+  for (start = 0; start + m->batch <= d->n; start += m->batch) {
     loss += ts_forward(m, d->x + (size_t)start * (size_t)d->dim, d->y + start,
-                       m->batch, f32, &correct) *
+                       m->batch, paths, &correct) *
             m->batch;
+    for (l = 0; l < TS_LAYERS; l++)
+      m->layer[l].sx = sx[l], m->layer[l].sw = sw[l];
+  }
   *acc = (double)correct / (start ? start : 1);
   return loss / (start ? start : 1);
 }
 
-/* Trains one arm for o->steps steps and evaluates it on the test set in
-   f32. Same seed: same initial weights, same data order, same faults. */
+/* Trains one arm for o->steps steps and evaluates it on the test set on
+   the f32 path and as served (ts_served_paths). Same seed: same initial
+   weights, same data order, same faults. */
 static ts_result ts_train(const ts_opts *o, int arm, int seed,
                           const ts_data *train, const ts_data *test,
                           const demo_event *ev, int n_ev, ts_trace *trace) {
@@ -722,7 +747,9 @@ static ts_result ts_train(const ts_opts *o, int arm, int seed,
   float *xb, norms[2 * TS_LAYERS];
   uint8_t *yb, caught[256];
   ts_result res;
+  ts_path last[TS_LAYERS]; /* the last step's paths */
   memset(&res, 0, sizeof res);
+  memset(last, 0, sizeof last);
   memset(caught, 0, sizeof caught);
   memset(&ps, 0, sizeof ps);
   memset(p_admit, 0, sizeof p_admit);
@@ -821,6 +848,7 @@ static ts_result ts_train(const ts_opts *o, int arm, int seed,
           }
         }
     }
+    memcpy(last, paths, sizeof last);
     loss = ts_forward(&m, xb, yb, o->batch, paths, NULL);
     ts_backward(&m, yb, o->batch);
     if (step < freeze_end) ts_scale_grads(&m.layer[o->freeze.index], 0.0);
@@ -920,7 +948,12 @@ static ts_result ts_train(const ts_opts *o, int arm, int seed,
                                            : (long)c.recovery_steps) /
         ((double)o->steps * TS_LAYERS);
   }
-  res.test_loss = ts_evaluate(&m, test, &res.test_acc);
+  res.test_loss = ts_evaluate(&m, test, NULL, &res.test_acc);
+  {
+    ts_path served[TS_LAYERS];
+    ts_served_paths(last, served);
+    res.test_loss_served = ts_evaluate(&m, test, served, &res.test_acc_served);
+  }
   if (!isfinite(res.test_loss) || res.test_loss > log((double)test->classes))
     res.diverged = 1;
   ts_model_free(&m);
@@ -1118,7 +1151,7 @@ static int ts_run_arms(const ts_opts *o, const ts_data *train,
   fprintf(summary, "arm,seed,format,stress,test_loss,test_acc,recovery_"
                    "fraction,loss_spikes,diverged,overhead_pct,bursts,"
                    "bursts_caught,stales,stales_caught,admissions,"
-                   "admissions_in_fault\n");
+                   "admissions_in_fault,test_loss_served,test_acc_served\n");
   ts_path_join(path, sizeof path, o->out_dir, "trace.csv");
   trace.f = DEMO_FOPEN(path, "w");
   fprintf(trace.f, "step,unit,norm,gnmr,delta,action\n");
@@ -1169,11 +1202,13 @@ static int ts_run_arms(const ts_opts *o, const ts_data *train,
       div[a] += r.diverged;
       secs[a] += r.seconds;
       fprintf(summary,
-              "%s,%d,%s,%d,%.6f,%.6f,%.6f,%d,%d,%.4f,%d,%d,%d,%d,%d,%d\n",
+              "%s,%d,%s,%d,%.6f,%.6f,%.6f,%d,%d,%.4f,%d,%d,%d,%d,%d,%d,%.6f,"
+              "%.6f\n",
               ARMS[arm].name, seed, o->fmt->name, o->stress, r.test_loss,
               r.test_acc, r.recovery_fraction, r.loss_spikes, r.diverged,
               r.overhead_pct, r.faults[TS_BURST], r.caught[TS_BURST],
-              r.faults[TS_STALE], r.caught[TS_STALE], r.admissions, r.in_fault);
+              r.faults[TS_STALE], r.caught[TS_STALE], r.admissions, r.in_fault,
+              r.test_loss_served, r.test_acc_served);
       for (i = 0; i < 2; i++) {
         faults[a][i] += r.faults[i];
         caught[a][i] += r.caught[i];
@@ -1182,8 +1217,10 @@ static int ts_run_arms(const ts_opts *o, const ts_data *train,
       adm[a][1] += r.in_fault;
       fflush(summary);
       if (!o->quiet)
-        fprintf(stderr, "  seed %d %-5s acc %.4f loss %.4f (%.1fs)\n", seed,
-                ARMS[arm].name, r.test_acc, r.test_loss, r.seconds);
+        fprintf(stderr,
+                "  seed %d %-5s acc %.4f loss %.4f, served %.4f (%.1fs)\n",
+                seed, ARMS[arm].name, r.test_acc, r.test_loss,
+                r.test_loss_served, r.seconds);
       free(r.loss);
     }
   }

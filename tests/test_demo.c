@@ -249,12 +249,12 @@ static int csv_check(const char *path, const char *header, int fields,
     return -1;
   }
   while (fgets(line, sizeof line, f)) {
-    char *cols[16], *c = line;
+    char *cols[24], *c = line;
     int n = 0;
     if (line[strlen(line) - 1] != '\n') break;
     line[strlen(line) - 1] = 0;
     for (;;) {
-      if (n < 16) cols[n] = c;
+      if (n < 24) cols[n] = c;
       n++;
       c = strchr(c, ',');
       if (!c) break;
@@ -282,8 +282,11 @@ static int is_number(const char *s) {
 static void summary_row(char **f) {
   int i, a = arm_find(f[0]), gnmr = a >= 0 && ARMS[a].kind == ARM_GNMR;
   if (a < 0 || strcmp(f[2], "e4m3") != 0) row_errors++;
-  for (i = 4; i < 16; i++)
+  for (i = 4; i < 18; i++)
     if (!is_number(f[i])) row_errors++;
+  /* the f32 arm is served on the f32 path */
+  if (a >= 0 && ARMS[a].f32 && (strcmp(f[4], f[16]) || strcmp(f[5], f[17])))
+    row_errors++;
   /* caught within the faults, in-fault admissions within the admissions */
   if (atoi(f[11]) > atoi(f[10]) || atoi(f[13]) > atoi(f[12]) ||
       atoi(f[15]) > atoi(f[14]))
@@ -413,8 +416,9 @@ TEST(demo_runs_end_to_end) {
                           "arm,seed,format,stress,test_loss,test_acc,"
                           "recovery_fraction,loss_spikes,diverged,"
                           "overhead_pct,bursts,bursts_caught,stales,"
-                          "stales_caught,admissions,admissions_in_fault\n",
-                          16, summary_row),
+                          "stales_caught,admissions,admissions_in_fault,"
+                          "test_loss_served,test_acc_served\n",
+                          18, summary_row),
                 2 * TS_N_DEFAULT_ARMS);
   EXPECT_EQ_INT(csv_check(TEST_OUT "/trace.csv",
                           "step,unit,norm,gnmr,delta,action\n", 6, trace_row),
@@ -525,6 +529,40 @@ TEST(spam_clips_the_entries_over_the_threshold_and_resets_at_500) {
   EXPECT_EQ_BITS(dw[4], 1000.0f);
   for (i = 0; i < 6; i++) EXPECT(mw[i] == 0.0f && vw[i] == 0.0f);
   for (i = 0; i < 3; i++) EXPECT(mb[i] == 0.0f && vb[i] == 0.0f);
+}
+
+/* The served evaluation: each layer as its last step ran it (a layer on
+   the f32 path in f32, faults dropped); lowp's differs from its f32-path
+   evaluation (the quantized forward), f32's is the same bits. */
+TEST(served_evaluation_uses_the_quantized_forward) {
+  char *argv[] = {"train_stress", "--hidden", "16,16,16",
+                  "--batch",      "32",       "--quiet"};
+  ts_opts o;
+  ts_data train, test;
+  ts_result f, l;
+  ts_path last[TS_LAYERS], served[TS_LAYERS];
+  int i;
+  memset(last, 0, sizeof last);
+  for (i = 0; i < TS_LAYERS; i++) last[i].fmt = &LP_FORMATS[2];
+  last[1].fmt = NULL, last[1].track = 1; /* high on the last step */
+  last[0].burst = 1, last[0].stale = 1;
+  ts_served_paths(last, served);
+  EXPECT(served[0].fmt == &LP_FORMATS[2] && !served[0].burst &&
+         !served[0].stale);
+  EXPECT(served[1].fmt == NULL && !served[1].track);
+  ts_parse(&o, (int)(sizeof argv / sizeof argv[0]), argv);
+  ts_synthetic(&train, &test);
+  o.steps = 30;
+  f = ts_train(&o, arm_find("f32"), 1, &train, &test, NULL, 0, NULL);
+  l = ts_train(&o, arm_find("lowp"), 1, &train, &test, NULL, 0, NULL);
+  EXPECT_EQ_BITS(f.test_loss_served, f.test_loss);
+  EXPECT_EQ_BITS(f.test_acc_served, f.test_acc);
+  EXPECT(isfinite(l.test_loss_served) && l.test_loss_served != l.test_loss);
+  printf("  f32 %.5f; lowp %.5f, served %.5f\n", f.test_loss, l.test_loss,
+         l.test_loss_served);
+  free(f.loss), free(l.loss);
+  ts_data_free(&train);
+  ts_data_free(&test);
 }
 
 /* Each peer arm trains end to end on the built-in task with faults: a
@@ -747,6 +785,7 @@ int main(int argc, char **argv) {
       CHECK_CASE(loss_plot_range_survives_a_spike),
       CHECK_CASE(loss_plot_legend_names_a_curve_drawn_on_another),
       CHECK_CASE(demo_runs_end_to_end),
+      CHECK_CASE(served_evaluation_uses_the_quantized_forward),
       CHECK_CASE(gstab_bounds_a_spike_by_the_history_and_passes_calm_norms),
       CHECK_CASE(spam_clips_the_entries_over_the_threshold_and_resets_at_500),
       CHECK_CASE(gstab_and_spam_run_end_to_end),

@@ -1,7 +1,8 @@
 /* test_efficacy.c - the efficacy report (lab/efficacy.c) on summary files
    written here, with known answers: the gap recovered, the high-fidelity
    share in unit-steps and in FLOPs, the pairing by seed, both demos' column
-   names, a run that never started, the frontier by placement rule. */
+   names, a run that never started, the frontier by placement rule, the two
+   evaluations (served, f32 path) and the paired bootstrap. */
 #define main efficacy_report_main
 #include "../lab/efficacy.c"
 #undef main
@@ -98,6 +99,103 @@ TEST(gap_recovered_is_per_seed_against_the_same_settings_runs) {
   EXPECT_NEAR(ef_gap(&ef_set[1], ef_find(&ef_set[1], "clip"), 0), 0.8, 1e-12);
 }
 
+/* A setting with both evaluations: f32 served as on its f32 path; lowp
+   served on its format better than on the f32 path (the mismatch); a
+   placement arm served in f32 better on the f32 path, worse served. */
+static void make_served_runs(void) {
+  REQUIRE(system("rm -rf " DIR " && mkdir -p " DIR "/fp4/all " DIR
+                 "/flat/all") == 0);
+  write_file(DIR "/fp4/all/summary.csv",
+             "setting,arm,seed,format,lr,stress,steps,val_bpb,recovery_"
+             "fraction,loss_spikes,diverged,seconds,overhead_pct,hf_flops,"
+             "val_bpb_served\n"
+             "fp4,f32,1,e2m1,0.002,0,10,3.00,0,0,0,1,0,1,3.00\n"
+             "fp4,f32,2,e2m1,0.002,0,10,3.10,0,0,0,1,0,1,3.10\n"
+             "fp4,f32,3,e2m1,0.002,0,10,3.20,0,0,0,1,0,1,3.20\n"
+             "fp4,lowp,1,e2m1,0.002,0,10,3.40,0,0,0,1,0,0,3.20\n"
+             "fp4,lowp,2,e2m1,0.002,0,10,3.50,0,0,0,1,0,0,3.30\n"
+             "fp4,lowp,3,e2m1,0.002,0,10,3.60,0,0,0,1,0,0,3.40\n"
+             "fp4,place-planf-10,1,e2m1,0.002,0,10,3.10,0,0,0,1,0,0.1,3.30\n"
+             "fp4,place-planf-10,2,e2m1,0.002,0,10,3.20,0,0,0,1,0,0.1,3.40\n"
+             "fp4,place-planf-10,3,e2m1,0.002,0,10,3.30,0,0,0,1,0,0.1,3.50\n");
+  /* lowp - f32 of -0.1, +0.1, 0: an interval that holds 0 */
+  write_file(DIR "/flat/all/summary.csv",
+             "arm,seed,format,stress,test_loss,test_acc,recovery_fraction,"
+             "loss_spikes,diverged,overhead_pct,bursts,bursts_caught,stales,"
+             "stales_caught,admissions,admissions_in_fault,test_loss_served,"
+             "test_acc_served\n"
+             "f32,1,e4m3,8,0.5,0.8,0,0,0,0,0,0,0,0,0,0,0.5,0.8\n"
+             "f32,2,e4m3,8,0.5,0.8,0,0,0,0,0,0,0,0,0,0,0.5,0.8\n"
+             "f32,3,e4m3,8,0.5,0.8,0,0,0,0,0,0,0,0,0,0,0.5,0.8\n"
+             "lowp,1,e4m3,8,0.4,0.8,0,0,0,0,0,0,0,0,0,0,0.4,0.8\n"
+             "lowp,2,e4m3,8,0.6,0.8,0,0,0,0,0,0,0,0,0,0,0.6,0.8\n"
+             "lowp,3,e4m3,8,0.5,0.8,0,0,0,0,0,0,0,0,0,0,0.5,0.8\n");
+}
+
+TEST(served_gap_is_lowp_served_against_f32_and_stands_beside_the_f32_path) {
+  const ef_setting *s;
+  const ef_arm *p;
+  double m, lo, hi;
+  make_served_runs();
+  ef_n_set = 0;
+  ef_scan(DIR);
+  REQUIRE(ef_n_set == 2);
+  s = &ef_set[1];
+  REQUIRE(strcmp(s->name, "fp4") == 0);
+  p = ef_find(s, "place-planf-10");
+  REQUIRE(p != NULL);
+  EXPECT(ef_has_served(s));
+  /* f32 path: (3.4 - 3.1) / (3.4 - 3.0); served: (3.2 - 3.3) / (3.2 - 3.0) */
+  EXPECT_NEAR(ef_gap_ev(s, p, 0, EF_F32), 0.75, 1e-12);
+  EXPECT_NEAR(ef_gap_ev(s, p, 0, EF_SERVED), -0.5, 1e-12);
+  EXPECT_NEAR(ef_gap(s, p, 0), 0.75, 1e-12);
+  /* lowp served: +0.2 over f32 on every seed, a measurable gap */
+  EXPECT(ef_measurable(s, EF_SERVED, &m, &lo, &hi));
+  EXPECT_NEAR(m, 0.2, 1e-9);
+  EXPECT_NEAR(lo, 0.2, 1e-9);
+  EXPECT_NEAR(hi, 0.2, 1e-9);
+  /* flat: lowp - f32 of -0.1, +0.1, 0 */
+  EXPECT(!ef_measurable(&ef_set[0], EF_SERVED, &m, &lo, &hi));
+  EXPECT(lo < 0 && hi > 0);
+  ef_csv(DIR);
+  ef_report(DIR);
+  EXPECT(file_has(DIR "/summary.csv", "fp4,place-planf-10,1,3.100000,0.7500,"
+                                      "0.00000,0.10000,0,0,3.333,3.300000,"
+                                      "-0.5000\n"));
+  EXPECT(file_has(DIR "/summary.csv", "fp4,f32,1,3.000000,,0.00000,1.00000,0,"
+                                      "0,0.000,3.000000,\n"));
+  EXPECT(file_has(DIR "/report.md", "lowp - f32, served: +0.2000 [+0.2000, "
+                                    "+0.2000]: a measurable gap"));
+  EXPECT(file_has(DIR "/report.md", "no measurable gap (the interval holds "
+                                    "0): left out of the means"));
+  /* served: -50% on each seed; f32 path 75%, 67%, 60% */
+  EXPECT(file_has(DIR "/report.md", "| -50% [-50, -50] (-50 / -50 / -50) |"));
+  EXPECT(file_has(DIR "/report.md", "Paired by seed, row against column "
+                                    "(served)"));
+}
+
+TEST(bootstrap_is_deterministic_and_knows_its_cases) {
+  const double same[5] = {0.3, 0.3, 0.3, 0.3, 0.3},
+               pos[5] = {0.10, 0.12, 0.09, 0.11, 0.13},
+               mixed[6] = {-1, 1, -1, 1, -1, 1}, one[1] = {2.0},
+               gaps[4] = {0.5, NAN, 0.7, 0.6};
+  double lo, hi, lo2, hi2;
+  ef_boot(same, 5, &lo, &hi); /* every seed equal: a zero-width interval */
+  EXPECT_NEAR(lo, 0.3, 1e-12);
+  EXPECT_NEAR(hi, 0.3, 1e-12);
+  ef_boot(pos, 5, &lo, &hi); /* a clear positive gap: 0 left out */
+  EXPECT(lo > 0.09 && lo < 0.11 && hi > 0.11 && hi <= 0.13);
+  ef_boot(pos, 5, &lo2, &hi2); /* a fixed RNG seed: the same again */
+  EXPECT_EQ_BITS(lo, lo2);
+  EXPECT_EQ_BITS(hi, hi2);
+  ef_boot(mixed, 6, &lo, &hi); /* no direction: the interval holds 0 */
+  EXPECT(lo < 0 && hi > 0);
+  ef_boot(one, 1, &lo, &hi); /* one seed: no interval */
+  EXPECT(isnan(lo) && isnan(hi));
+  ef_boot(gaps, 4, &lo, &hi); /* a NAN (no pair) is left out */
+  EXPECT(lo >= 0.5 && hi <= 0.7 && lo < hi);
+}
+
 TEST(outputs_hold_every_row_and_the_paired_table) {
   make_runs();
   ef_n_set = 0;
@@ -109,17 +207,23 @@ TEST(outputs_hold_every_row_and_the_paired_table) {
   EXPECT_EQ_INT(count_lines(DIR "/summary.csv"), 13);
   EXPECT(file_has(DIR "/summary.csv", "setting,arm,seed,val_loss,gap_"
                                       "recovered,hf_unit_steps,hf_flops,"
-                                      "loss_spikes,diverged,vs_f32_pct\n"));
+                                      "loss_spikes,diverged,vs_f32_pct,"
+                                      "val_loss_served,gap_recovered_"
+                                      "served\n"));
+  /* no served column in these files: the served fields are empty */
   EXPECT(file_has(DIR "/summary.csv", "lm,gnmr,1,3.250000,0.7500,0.05000,"
-                                      "0.04000,2,0,8.333\n"));
+                                      "0.04000,2,0,8.333,,\n"));
   EXPECT(file_has(DIR "/summary.csv", "lm,f32,2,3.200000,,0.00000,,0,0,0.000"));
   EXPECT(file_has(DIR "/summary.csv", "mlp,lowp,1,1.000000,0.0000,0.00000,,3,"
                                       "1,100.000"));
   EXPECT(file_has(DIR "/report.md", "| 4.00% | 3.00% | 3 | 0 |"));
-  /* gnmr against f32 +8.33% and +9.38%; against lowp -18.75% and -2.78% */
-  EXPECT(
-      file_has(DIR "/report.md", "| `gnmr` | +8.85 (0/2) | -10.76 (2/2) | |"));
-  EXPECT(file_has(DIR "/report.md", "| 50% (75 / 25) |"));
+  /* gnmr against f32 +8.33% and +9.38%; against lowp -18.75% and -2.78%;
+     two seeds: the bootstrap's means run from one seed's to the other's */
+  EXPECT(file_has(DIR "/report.md", "| `gnmr` | +8.85 [+8.33, +9.37] (0/2) | "
+                                    "-10.76 [-18.75, -2.78] (2/2) | |"));
+  EXPECT(file_has(DIR "/report.md", "| 50% [25, 75] (75 / 25) |"));
+  /* the one-seed MLP setting: no interval */
+  EXPECT(file_has(DIR "/report.md", "lowp - f32, f32 path: +0.5000: one seed"));
   EXPECT(file_has(DIR "/efficacy.svg", "<circle"));
   EXPECT_EQ_INT(svg_geometry_errors(DIR "/efficacy.svg"), 0);
 }
@@ -176,6 +280,9 @@ int main(int argc, char **argv) {
   static const check_case cases[] = {
       CHECK_CASE(gap_recovered_is_per_seed_against_the_same_settings_runs),
       CHECK_CASE(outputs_hold_every_row_and_the_paired_table),
+      CHECK_CASE(
+          served_gap_is_lowp_served_against_f32_and_stands_beside_the_f32_path),
+      CHECK_CASE(bootstrap_is_deterministic_and_knows_its_cases),
       CHECK_CASE(frontier_joins_a_rules_arms_in_order_of_flops),
       CHECK_CASE(frontier_wraps_to_rows_of_four_panels),
   };

@@ -193,6 +193,61 @@ TEST(arms_and_seeds_differ) {
   free(val.bytes);
 }
 
+/* The served evaluation: each unit's forward on the path its last step ran.
+   A unit on the f32 path, or whose forward GEMM ran f32, is served in f32;
+   a unit whose forward GEMM ran on the format keeps it (a backward GEMM on
+   f32 does not change that); faults and signals are dropped. */
+TEST(served_paths_follow_the_last_step) {
+  const lp_format *f = lp_format_find("e2m1");
+  lm_path last[4], served[4];
+  memset(last, 0, sizeof last);
+  last[0].fmt = f;                                 /* on the format */
+  last[1].fmt = NULL;                              /* high: the f32 path */
+  last[2].fmt = f, last[2].hf_gemms = LM_GEMM_FWD; /* forward placed */
+  last[3].fmt = f, last[3].hf_gemms = LM_GEMM_DGRAD | LM_GEMM_WGRAD;
+  last[0].outlier_gain = 8, last[0].stale = 1, last[0].measure = 1;
+  lm_served_paths(last, 4, served);
+  EXPECT(served[0].fmt == f && served[0].outlier_gain == 0 &&
+         !served[0].stale && !served[0].measure);
+  EXPECT(served[1].fmt == NULL);
+  EXPECT(served[2].fmt == NULL);
+  EXPECT(served[3].fmt == f && served[3].hf_gemms == 0);
+}
+
+/* The served evaluation of lowp runs the quantized forward: it differs from
+   the f32 path's; the f32 arm is served on the f32 path, the same bits; a
+   unit that ran high on the last step (the late switch: every unit) is
+   served in f32, so the run's served figure is its f32-path one. */
+TEST(served_evaluation_uses_the_quantized_forward) {
+  lm_opts o = small_opts();
+  lm_text train, val;
+  lm_result f, l, late, latedw;
+  make_text(&train, 20000, 1);
+  make_text(&val, 2000, 2);
+  o.steps = 20;
+  o.stress = 0;
+  o.fmt = lp_format_find("e2m1");
+  f = lm_train(&o, &LM_ARMS[arm_find("f32")], 1, &train, &val, NULL, 0, NULL);
+  l = lm_train(&o, &LM_ARMS[arm_find("lowp")], 1, &train, &val, NULL, 0, NULL);
+  late = lm_train(&o, &LM_ARMS[arm_find("place-late-10")], 1, &train, &val,
+                  NULL, 0, NULL);
+  latedw = lm_train(&o, &LM_ARMS[arm_find("place-latedw-20")], 1, &train, &val,
+                    NULL, 0, NULL);
+  EXPECT_EQ_BITS(f.val_bpb_served, f.val_bpb);
+  EXPECT(isfinite(l.val_bpb_served) && l.val_bpb_served != l.val_bpb);
+  EXPECT_EQ_BITS(late.val_bpb_served, late.val_bpb);
+  /* the backward GEMMs high at the end: the forward stays on the format */
+  EXPECT(isfinite(latedw.val_bpb_served) &&
+         latedw.val_bpb_served != latedw.val_bpb);
+  printf("  f32 %.4f; lowp %.4f served %.4f; late-10 %.4f; latedw-20 %.4f "
+         "served %.4f\n",
+         f.val_bpb, l.val_bpb, l.val_bpb_served, late.val_bpb, latedw.val_bpb,
+         latedw.val_bpb_served);
+  free(f.loss), free(l.loss), free(late.loss), free(latedw.loss);
+  free(train.bytes);
+  free(val.bytes);
+}
+
 /* ---- placement -----------------------------------------------------------
  */
 
@@ -844,7 +899,7 @@ TEST(demo_runs_end_to_end) {
   EXPECT_EQ_INT(count_lines(TEST_OUT "/out/summary.csv",
                             "setting,arm,seed,format,lr,stress,steps,val_bpb,"
                             "recovery_fraction,loss_spikes,diverged,seconds,"
-                            "overhead_pct,hf_flops\n"),
+                            "overhead_pct,hf_flops,val_bpb_served\n"),
                 2 * n_default);
   EXPECT_EQ_INT(
       count_lines(TEST_OUT "/out/loss.csv", "arm,seed,step,loss_bpb\n"),
@@ -886,6 +941,8 @@ int main(int argc, char **argv) {
       CHECK_CASE(options_land_where_the_table_says),
       CHECK_CASE(options_refuse_bad_values),
       CHECK_CASE(help_prints_each_option_and_its_default),
+      CHECK_CASE(served_paths_follow_the_last_step),
+      CHECK_CASE(served_evaluation_uses_the_quantized_forward),
       CHECK_CASE(fortunes_split_by_fortune),
       CHECK_CASE(unit_groupings_cover_each_parameter_once),
       CHECK_CASE(demo_runs_end_to_end),

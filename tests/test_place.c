@@ -1,4 +1,4 @@
-/* test_place.c - the placer (rules P1-P6): a budget of high precision
+/* test_place.c - the placer (rules P1-P7): a budget of high precision
    placed in time by each unit's update against its weights' quantization
    error. Synthetic runs of 9 units shaped like the LM demo's (costs 3, 1,
    4, 4 per block and a head), the update norm following a learning-rate
@@ -122,9 +122,20 @@ TEST(config_defaults_and_checks_name_the_field) {
   BAD(slow_decay, 2.0, "slow_decay");
   BAD(gemms, 0, "gemms");
   BAD(gemms, 8, "gemms");
+  BAD(serve, 2, "serve");
+  {
+    gnmr_place_config b = gnmr_place_config_default(); /* LOW: no backward */
+    b.serve = GNMR_SERVE_LOW;
+    b.gemms = GNMR_GEMM_FWD;
+    EXPECT_EQ_INT(gnmr_place_config_check(&b, &field), GNMR_ECONFIG);
+    EXPECT(field && strcmp(field, "serve") == 0);
+    b.gemms = GNMR_GEMM_FWD | GNMR_GEMM_WGRAD; /* the forward is dropped */
+    EXPECT_EQ_INT(gnmr_place_config_check(&b, NULL), GNMR_OK);
+  }
 #undef BAD
   EXPECT_EQ_INT(c.planned_steps, 0); /* not told */
   EXPECT_EQ_INT(c.gemms, GNMR_GEMM_ALL);
+  EXPECT_EQ_INT(c.serve, GNMR_SERVE_HIGH);
   c.planned_steps = UINT32_MAX; /* any plan */
   EXPECT_EQ_INT(gnmr_place_config_check(&c, NULL), GNMR_OK);
   c.budget = 1.0; /* the whole run may be high-fidelity */
@@ -226,8 +237,9 @@ TEST(nothing_fires_in_warmup_then_a_fall_fires) {
    R = T - 1 - t steps left, (t + 1) 3 p >= R (k q - 3 p). Held on budgets
    of 1/20, 1/10 and 1/5, plans of 40 to 1000 steps, every set of GEMMs and
    every world (the level is not read: a flat one fires too), and from the
-   fire to the end each step runs every unit's GEMMs of the set but where
-   rounding leaves the last step short; the budget holds at every prefix. */
+   fire to the end each step runs every unit's GEMMs of the set, the last
+   planned step too (rule P7 absorbs the credit's rounding there); the
+   budget holds at every prefix of the plan. */
 TEST(told_the_plan_it_fires_where_the_credit_reaches_the_end) {
   static const uint32_t plans[] = {40, 333, 1000};
   static const int p_of[] = {1, 1, 1}, q_of[] = {20, 10, 5};
@@ -266,8 +278,11 @@ TEST(told_the_plan_it_fires_where_the_credit_reaches_the_end) {
               const uint8_t d = decisions[t][u];
               if (d != 0 && d != g) ok = 0; /* the set, or nothing */
               if (t < f && d) ok = 0;       /* nothing before the fire */
-              if (t >= f && t + 2 < T && d != g) full = 0;
-              spent += paid(d, u);
+              if (t >= f && t + 1 < T && d != g) full = 0;
+              /* the last call decides a step past the plan (rule P7):
+                 the last planned step's placement, unpaid */
+              if (t + 1 == T && d != decisions[t - 1][u]) ok = 0;
+              if (t + 1 < T) spent += paid(d, u);
             }
             if (spent > c.budget * total * (t + 2) * (1 + 1e-12)) ok = 0;
           }
@@ -278,30 +293,82 @@ TEST(told_the_plan_it_fires_where_the_credit_reaches_the_end) {
   EXPECT_EQ_INT(checked, 3 * 3 * 4 * 4);
 }
 
-/* A run longer than its plan: after step T the fired units run while the
-   credit covers them (rule P6), the budget still holds, and one whose
-   credit is spent runs low again. */
-TEST(a_run_past_its_plan_spends_only_what_it_earns) {
+/* A run longer than its plan (rule P7): after its last planned step every
+   unit keeps the GEMMs it ran on that step, for good, and nothing more is
+   paid: the budget holds over the plan, and the placer's final state is
+   the last planned step's placement, the one to serve. A checkpoint taken
+   at the end restores it. */
+TEST(after_its_plan_the_placement_of_the_last_step_stays) {
+  gnmr_place pl, back;
+  gnmr_place_unit units[NU], bunits[NU];
+  gnmr_place_config c = gnmr_place_config_default();
+  gnmr_place_report r0, r1;
+  const double total = 28;
+  const uint32_t T = 500;
+  double spent = 0;
+  uint32_t t, u, last_high = 0;
+  int ok = 1, same = 1;
+  unsigned char buf[4096];
+  size_t n = 0;
+  c.planned_steps = T;
+  REQUIRE(run(&pl, units, &c, W_COSINE, 1, 1, 0, T));
+  /* decisions[T - 2] is the last planned step's (step T - 1) */
+  for (u = 0; u < NU; u++) last_high += decisions[T - 2][u] != 0;
+  /* the credit carries every unit to the end, rounding absorbed */
+  EXPECT_EQ_INT(last_high, NU);
+  for (u = 0; u < NU; u++)
+    EXPECT_EQ_INT(gnmr_place_high(&pl, u), decisions[T - 2][u]);
+  REQUIRE(gnmr_place_info(&pl, &r0) == GNMR_OK);
+  REQUIRE(gnmr_place_checkpoint_save(&pl, buf, sizeof buf, &n) == GNMR_OK);
+  REQUIRE(gnmr_place_init(&back, &c, bunits, COSTS, NU) == GNMR_OK);
+  REQUIRE(gnmr_place_checkpoint_load(&back, buf, n) == GNMR_OK);
+  for (u = 0; u < NU; u++)
+    EXPECT_EQ_INT(gnmr_place_high(&back, u), decisions[T - 2][u]);
+  REQUIRE(gnmr_place_info(&back, &r1) == GNMR_OK);
+  EXPECT_EQ_BITS(r1.high_share, r0.high_share);
+  EXPECT_EQ_BITS(r0.high_share, 1.0);
+  REQUIRE(run(&pl, units, &c, W_COSINE, 1, 1, T, STEPS)); /* past the plan */
+  for (t = 0; t < STEPS; t++) {
+    for (u = 0; u < NU; u++) {
+      if (t + 1 < T) spent += paid(decisions[t][u], u);
+      if (t + 1 >= T && decisions[t][u] != decisions[T - 2][u]) same = 0;
+    }
+    if (t + 1 < T && spent > c.budget * total * (t + 2) * (1 + 1e-12)) ok = 0;
+  }
+  EXPECT(ok);
+  EXPECT(same);
+  EXPECT(fired_step(&pl) < T);
+}
+
+/* Served on the low format: the forward GEMM is never placed; a fired unit
+   runs its backward GEMMs of cfg.gemms and pays their share. */
+TEST(served_low_places_backward_gemms_only) {
   gnmr_place pl;
   gnmr_place_unit units[NU];
   gnmr_place_config c = gnmr_place_config_default();
+  const uint32_t T = 400;
   const double total = 28;
   double spent = 0;
-  uint32_t t, u, late_high = 0;
+  uint32_t t, u, seen = 0;
   int ok = 1;
-  c.planned_steps = 500;
-  REQUIRE(run(&pl, units, &c, W_COSINE, 1, 1, 0, STEPS));
-  for (t = 0; t < STEPS; t++) {
+  c.planned_steps = T;
+  c.serve = GNMR_SERVE_LOW; /* gemms ALL: dgrad and wgrad */
+  REQUIRE(run(&pl, units, &c, W_COSINE, 1, 1, 0, T));
+  for (t = 0; t < T; t++)
     for (u = 0; u < NU; u++) {
-      spent += paid(decisions[t][u], u);
-      if (t > 600) late_high += decisions[t][u] != 0;
+      const uint8_t d = decisions[t][u];
+      if (d != 0 && d != (GNMR_GEMM_DGRAD | GNMR_GEMM_WGRAD)) ok = 0;
+      seen += d != 0;
+      if (t + 1 < T) spent += paid(d, u);
     }
-    if (spent > c.budget * total * (t + 2) * (1 + 1e-12)) ok = 0;
-  }
   EXPECT(ok);
-  /* past the plan a tenth of the cost a step: some units, never all */
-  EXPECT(late_high > 0 && late_high < (STEPS - 601) * NU);
-  EXPECT(fired_step(&pl) < 500);
+  EXPECT(seen > 0);
+  EXPECT(spent <= c.budget * total * (T + 1) * (1 + 1e-12));
+  /* two GEMMs of three: the fire comes where (t + 1) 3 p >= R (2 q - 3 p),
+     p / q = 1 / 10: t + 1 >= 17 (T - 1 - t) / 3 */
+  for (t = 0; t + 1 < T; t++)
+    if ((long)(t + 1) * 3 >= (long)(T - 1 - t) * 17) break;
+  EXPECT_EQ_INT(fired_step(&pl), t);
 }
 
 TEST(a_falling_signal_fires_a_flat_one_never) {
@@ -895,7 +962,8 @@ int main(int argc, char **argv) {
       CHECK_CASE(nothing_fires_in_warmup_then_a_fall_fires),
       CHECK_CASE(a_falling_signal_fires_a_flat_one_never),
       CHECK_CASE(told_the_plan_it_fires_where_the_credit_reaches_the_end),
-      CHECK_CASE(a_run_past_its_plan_spends_only_what_it_earns),
+      CHECK_CASE(after_its_plan_the_placement_of_the_last_step_stays),
+      CHECK_CASE(served_low_places_backward_gemms_only),
       CHECK_CASE(the_budget_holds_at_every_prefix),
       CHECK_CASE(scaling_the_signals_changes_no_decision),
       CHECK_CASE(nan_and_inf_signals_are_skipped_and_negatives_refused),

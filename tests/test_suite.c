@@ -207,6 +207,65 @@ TEST(every_lm_setting_parses_in_the_demo) {
   EXPECT_EQ_INT(lm_parse_in_child(argv, argc, NULL), 1);
 }
 
+#ifndef TEST_OUT
+#define TEST_OUT "build/test_suite"
+#endif
+
+static void write_text(const char *path, const char *text) {
+  FILE *f = fopen(path, "w");
+  REQUIRE(f != NULL);
+  fputs(text, f);
+  REQUIRE(fclose(f) == 0);
+}
+
+static int text_has(const char *path, const char *needle) {
+  static char buf[1 << 14];
+  FILE *f = fopen(path, "r");
+  size_t n;
+  if (!f) return 0;
+  n = fread(buf, 1, sizeof buf - 1, f);
+  buf[n] = 0;
+  fclose(f);
+  return strstr(buf, needle) != NULL;
+}
+
+/* The suite's summary carries both evaluations: the served loss and the
+   gap recovered on it (lowp served against f32) beside the f32 path's. */
+TEST(report_carries_the_served_evaluation) {
+  static const char *const row =
+      "lm-e2m1-clip,f32,%d,e2m1,0.004,0,500,3.0%d,0,0,0,1,0,1,3.0%d\n"
+      "lm-e2m1-clip,lowp,%d,e2m1,0.004,0,500,3.4%d,0,0,0,1,0,0,3.2%d\n"
+      "lm-e2m1-clip,place-planf-10,%d,e2m1,0.004,0,500,3.1%d,0,0,0,1,0,0.1,"
+      "3.3%d\n";
+  char path[256], text[1024];
+  int seed;
+  REQUIRE(system("rm -rf " TEST_OUT " && mkdir -p " TEST_OUT
+                 "/lm-e2m1-clip/s1 " TEST_OUT "/lm-e2m1-clip/s2") == 0);
+  for (seed = 1; seed <= 2; seed++) {
+    snprintf(text, sizeof text,
+             "setting,arm,seed,format,lr,stress,steps,val_bpb,recovery_"
+             "fraction,loss_spikes,diverged,seconds,overhead_pct,hf_flops,"
+             "val_bpb_served\n");
+    snprintf(text + strlen(text), sizeof text - strlen(text), row, seed, seed,
+             seed, seed, seed, seed, seed, seed, seed);
+    snprintf(path, sizeof path, TEST_OUT "/lm-e2m1-clip/s%d/summary.csv", seed);
+    write_text(path, text);
+  }
+  ef_n_set = 0;
+  suite_report(TEST_OUT);
+  EXPECT(text_has(TEST_OUT "/summary.csv",
+                  "setting,half,arm,seed,val_loss,hf_unit_steps,hf_flops,"
+                  "gap_recovered,val_loss_served,gap_recovered_served\n"));
+  /* seed 1: f32 path (3.41 - 3.11) / (3.41 - 3.01) = 0.75; served (3.21 -
+     3.31) / (3.21 - 3.01) = -0.5 */
+  EXPECT(text_has(TEST_OUT "/summary.csv",
+                  "lm-e2m1-clip,test,place-planf-10,1,3.110000,0.000000,"
+                  "0.100000,0.7500,3.310000,-0.5000\n"));
+  EXPECT(text_has(TEST_OUT "/summary.csv",
+                  "lm-e2m1-clip,test,f32,2,3.020000,1.000000,1.000000,,"
+                  "3.020000,\n"));
+}
+
 int main(int argc, char **argv) {
   static const check_case cases[] = {
       CHECK_CASE(split_is_the_fnv1a_hash_lowest_bit),
@@ -217,9 +276,10 @@ int main(int argc, char **argv) {
       CHECK_CASE(heavy_tailed_settings_in_both_halves),
       CHECK_CASE(mlp_settings_take_their_batch),
       CHECK_CASE(every_lm_setting_parses_in_the_demo),
+      CHECK_CASE(report_carries_the_served_evaluation),
   };
   (void)train_lm_main;        /* the demo's main and the suite's commands run */
   (void)efficacy_report_main; /* in their own programs */
-  (void)suite_list, (void)suite_run, (void)suite_report, (void)suite_int;
+  (void)suite_list, (void)suite_run, (void)suite_int;
   return check_main(cases, sizeof cases / sizeof cases[0], argc, argv);
 }

@@ -124,7 +124,7 @@ static const gnmr_py_row gnmr_py_rows[] = {
     GNMR_PY_OFF(gnmr_place_config, warmup_steps),
     GNMR_PY_OFF(gnmr_place_config, planned_steps),
     GNMR_PY_OFF(gnmr_place_config, gemms),
-    GNMR_PY_OFF(gnmr_place_config, reserved_),
+    GNMR_PY_OFF(gnmr_place_config, serve),
     GNMR_PY_SIZE(gnmr_place_unit), /* opaque storage: its size only */
     GNMR_PY_SIZE(gnmr_place_unit_state),
     GNMR_PY_OFF(gnmr_place_unit_state, cost),

@@ -123,13 +123,15 @@ class PlaceConfig(ctypes.Structure):
     _fields_ = [("budget", _d), ("update_decay", _d), ("fire_level", _d),
                 ("fall_ratio", _d), ("fast_decay", _d), ("slow_decay", _d),
                 ("warmup_steps", _u32), ("planned_steps", _u32),
-                ("gemms", _u32), ("reserved_", _u32)]
+                ("gemms", _u32), ("serve", _u32)]
 
 
 # The GEMMs of a Linear (gnmr.h's GNMR_GEMM_* bits): the forward y = x W,
 # the input gradient dx = dy W^T, the weight gradient dW = x^T dy.
 GNMR_GEMM_FWD, GNMR_GEMM_DGRAD, GNMR_GEMM_WGRAD = 1, 2, 4
 GNMR_GEMM_ALL = 7
+GNMR_SERVE_HIGH = 0  # gnmr_place_config.serve: placed GEMMs served high
+GNMR_SERVE_LOW = 1   # ... every GEMM served on the low format
 
 
 class PlaceUnitState(ctypes.Structure):
@@ -1245,7 +1247,7 @@ def _linears(module):
 
 
 class Placer:
-    """gnmr.h's placer (its manual's rules P1-P6: gnmr_place_*): which
+    """gnmr.h's placer (its manual's rules P1-P7: gnmr_place_*): which
     units run high fidelity, within a budget (a share of the units' GEMM
     cost), from each unit's update norm ||W_t+1 - W_t|| against its
     weights' quantization error ||Q(W_t) - W_t||.
@@ -1308,6 +1310,13 @@ class Placer:
             if key not in names:
                 raise KeyError("gnmr_place_config has no field %r" % key)
             setattr(self.config, key, value)
+        if self.config.serve != GNMR_SERVE_HIGH:
+            # serve LOW places backward GEMMs only (rule P7 in gnmr.h): a
+            # module switched whole would run its forward high too.
+            raise ValueError("gnmr_place_config.serve = %r: the bridge "
+                             "switches whole modules, forward included; "
+                             "serve LOW needs per-GEMM switching"
+                             % self.config.serve)
         if self.config.gemms != GNMR_GEMM_ALL:
             # Per GEMM, a unit's modules must be switches whose cheap path
             # can run some of a Linear's GEMMs on the true operands

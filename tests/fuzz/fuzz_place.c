@@ -96,7 +96,7 @@ static gnmr_place_config place_config(fuzz_reader *r) {
   c.fast_decay = fuzz_pick(r, unit, sizeof unit / sizeof unit[0]);
   c.slow_decay = fuzz_pick(r, unit, sizeof unit / sizeof unit[0]);
   c.warmup_steps = fuzz_u8(r) % 12u;
-  if (sel & 2) c.reserved_ = fuzz_u8(r);
+  if (sel & 2) c.serve = fuzz_u8(r) % 3u;          /* 2 refused */
   if (sel & 4) c.planned_steps = fuzz_u8(r) % 48u; /* 0: not told */
   if (sel & 8) c.gemms = fuzz_u8(r) % 9u;          /* 0 and 8 refused */
   return c;
