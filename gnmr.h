@@ -2384,8 +2384,7 @@ gnmr__paper8_avx512(gnmr__step_ctx *c, uint32_t u, const __m512i *lanes) {
       _mm512_sub_pd(ratio, gnmr__mul8(wsum, _mm512_set1_pd(c->r.inv_window)));
   warm = _mm512_cmp_epu64_mask(k, _mm512_set1_epi64((long long)c->r.warmup),
                                _MM_CMPINT_NLT);
-  /* risky lanes, and (rule 5 in warm-up) lanes whose history is clipped
-     or restarts */
+  /* risky lanes, and (rule 5 in warm-up) lanes whose history is clipped */
   calm &= (__mmask8) ~(
       _mm512_mask_cmp_pd_mask(warm, ratio, _mm512_set1_pd(c->r.tau_r),
                               _CMP_GT_OQ) |
@@ -2393,12 +2392,13 @@ gnmr__paper8_avx512(gnmr__step_ctx *c, uint32_t u, const __m512i *lanes) {
                               _CMP_GT_OQ) |
       _mm512_mask_cmp_pd_mask((__mmask8)~warm, g,
                               gnmr__mul8(m, _mm512_set1_pd(c->r.tau_r)),
-                              _CMP_GT_OQ) |
-      _mm512_mask_cmp_pd_mask(
-          (__mmask8)~warm,
-          gnmr__mul8(_mm512_set1_pd(c->r.tau_r),
-                     gnmr__mul8(_mm512_set1_pd(c->r.tau_r), g)),
-          m, _CMP_LT_OQ));
+                              _CMP_GT_OQ));
+  if (warm != 0xFF) /* and (rule 5 in warm-up) those whose history restarts */
+    calm &= (__mmask8)~_mm512_mask_cmp_pd_mask(
+        (__mmask8)~warm,
+        gnmr__mul8(_mm512_set1_pd(c->r.tau_r),
+                   gnmr__mul8(_mm512_set1_pd(c->r.tau_r), g)),
+        m, _CMP_LT_OQ);
   if (!calm) return 0xFF;
 
   /* rule 5 for the calm lanes; the caller steps the others one by one */
