@@ -294,6 +294,47 @@ TEST(noise_a_fault_in_warmup_does_not_poison_the_history) {
   warmup_fault_check(&c, 50);
 }
 
+/* The restart itself: a warm-up history more than tau_r^2 above the norm
+   (here the first observation, 4 or more times the second) restarts at
+   the norm, k counting on; at tau_r^2 exactly it does not. NOISE mode: a
+   step rule N4 would call a FALL restarts mu at L(g), p = 0, s kept. */
+TEST(warmup_restart_sets_the_history_to_the_norm) {
+  static fixture f;
+  gnmr_config c = gnmr_config_default();
+  gnmr__unit_state st;
+  REQUIRE(c.ratio_threshold == 2.0 && c.warmup_steps == 16);
+  REQUIRE(setup(&f, &c, 2) == GNMR_OK);
+  f.norms[0] = 1000.0f;
+  f.norms[1] = 4.0f;
+  REQUIRE(gnmr_step(&f.ctl, f.norms, f.d) == GNMR_OK);
+  f.norms[0] = 1.0f;
+  f.norms[1] = 1.0f; /* 2 (2 * 1) < 4 is false: no restart */
+  REQUIRE(gnmr_step(&f.ctl, f.norms, f.d) == GNMR_OK);
+  st = unit_of(&f, 0);
+  EXPECT_EQ_BITS(st.mean, 1.0);
+  EXPECT_EQ_INT(st.finite_steps, 2);
+  EXPECT(st.window[0] == 1.0f && st.window[1] == 1.0f);
+  EXPECT_EQ_BITS(st.window_sum, 2.0);
+  EXPECT_EQ_INT(f.d[0].flags, GNMR_FLAG_WARMUP);
+  EXPECT_EQ_BITS(f.d[0].scale, 1.0);
+  EXPECT_EQ_BITS(f.d[0].ratio, 1.0 / 1000.0);
+  EXPECT_EQ_BITS(unit_of(&f, 1).mean, 2.5); /* (4 + 1) / 2 */
+  REQUIRE(step_all(&f, 1.0f) == GNMR_OK);
+  EXPECT_EQ_BITS(unit_of(&f, 0).mean, 1.0);
+
+  c = gnmr_config_noise();
+  REQUIRE(setup(&f, &c, 2) == GNMR_OK);
+  REQUIRE(step_all(&f, 1000.0f) == GNMR_OK);
+  REQUIRE(step_all(&f, 1.0f) == GNMR_OK);
+  st = unit_of(&f, 0);
+  EXPECT_EQ_BITS(st.log_mean, 0.0); /* L(1) = 0 */
+  EXPECT_EQ_BITS(st.last_dev, 0.0);
+  EXPECT_EQ_BITS(st.fluct, 0.0);
+  EXPECT_EQ_INT(st.finite_steps, 2);
+  EXPECT_EQ_INT(f.d[0].flags, GNMR_FLAG_WARMUP);
+  EXPECT_EQ_BITS(f.d[0].scale, 1.0);
+}
+
 TEST(warmup_suppresses_ratio_and_delta_until_k_observations) {
   static fixture f;
   gnmr_config c = quiet_config();
@@ -1761,6 +1802,7 @@ int main(int argc, char **argv) {
       CHECK_CASE(warmup_suppresses_ratio_and_delta_until_k_observations),
       CHECK_CASE(a_fault_in_warmup_does_not_poison_the_history),
       CHECK_CASE(noise_a_fault_in_warmup_does_not_poison_the_history),
+      CHECK_CASE(warmup_restart_sets_the_history_to_the_norm),
       CHECK_CASE(first_observation_has_ratio_one_and_delta_zero),
       CHECK_CASE(ratio_trigger_at_and_around_the_threshold),
       CHECK_CASE(delta_trigger_at_and_around_the_threshold),
