@@ -217,14 +217,15 @@ TEST(bad_steps_are_refused_and_change_nothing) {
    tau_r times the mean at most, though it is not flagged or scaled, and a
    fault on the first observation, which sets the mean, is dropped on the
    next step by the restart (the history then stands above tau_r^2 times
-   the calm norm). One x1000 fault early in a unit's warm-up, then x20 and
-   x1000 faults every 40 steps to step 480: every fault after warm-up is clipped
-   as in the same run without the early one, to within tol of its clipped
-   norm, and no x20 fault passes unclipped. The same for NOISE mode's
-   rules N5 and N6. Before 0.5 a fault at k = 3 entered the mean whole:
-   20x too high at the end of warm-up, the x20 faults passed and the x1000
-   ones were clipped to 40x the calm norm and less; before the restart, one
-   at k = 0 did the same. */
+   the calm norm). One x1000 fault at step 0 or 3 of a unit's warm-up,
+   then x20 and x1000 faults every 40 steps to step 480: every fault after
+   warm-up is clipped as in the same run without the early one, to within
+   tol of its clipped norm, and no x20 fault passes unclipped. The same
+   for NOISE mode's rules N5 and N6. Without the cap a fault at step 3
+   entered the mean whole: 20x too high at the end of warm-up, the x20
+   faults passed and the x1000 ones were clipped to 40x the calm norm and
+   less; without the restart one at step 0 did much the same, and NOISE
+   mode's unchecked warm-up left later faults clipped 2-3x too loosely. */
 static double warmup_fault_norm(uint32_t t, int early_at) {
   double g = 1.0 + 0.05 * sin(0.7 * (double)t); /* calm, about 1 */
   if ((int)t == early_at) g *= 1000.0;

@@ -52,12 +52,11 @@
       The test is multiplies and compares: a divide only when flagged.
    5. Mean, finite g only: k += 1; a = max(1/k, 1 - history_decay) (no
       divide once k * (1 - history_decay) >= 1);
-      mu += a * clamp(d_raw, -z_fall * S, z_rise * S) once k > warmup
-      (plain d_raw before: the warm-up mean is the plain mean of L(g)),
-      and in warm-up on a step rule 4 would call a RISE; a warm-up step
-      it would call a FALL restarts the level instead (mu += d_raw, p =
-      0, s kept; rules 6, 7 skip it). A spike moves mu by at most
-      a * z_rise * S.
+      mu += a * clamp(d_raw, -z_fall * S, z_rise * S) once k > warmup.
+      In warm-up a plain a * d_raw, but clamped on a step rule 4 would
+      call a RISE; a step it would call a FALL restarts the level instead
+      (mu += d_raw, p = 0, s kept; rules 6, 7 skip it). A spike moves mu
+      by at most a * z_rise * S.
    6. Fluctuation, from the second finite observation on (j = k - 1
       residuals so far): x = |e|, capped at winsor * S once k > warmup
       (in warm-up: as rule 5 clamps);
