@@ -2242,17 +2242,16 @@ static GNMR__HOT GNMR_HOSTDEV uint32_t gnmr__paper_unit(
 }
 
 #if GNMR__CTL_AVX512
-/* Most units on most steps are calm: finite, past the first W observations,
-   not locked, not cooling down, not risky, and (in warm-up) neither above
-   tau_r m nor below m / tau_r^2, which rule 5 would clip or restart. For
-   such units rules 2-6 and 8 reduce to straight arithmetic, done here
-   eight lanes wide with the same IEEE operations in the same order as
-   gnmr__paper_unit, so the bits are the same (with -ffp-contract=off, as
-   everywhere). Other lanes are left untouched and returned as a mask for
-   gnmr__unit_step. No gathers: they
-   are slow where the Downfall microcode mitigation is in place. The maskz_
-   forms of the conversions avoid g++'s uninitialised-variable warnings
-   inside its own headers. */
+/* Most units on most steps are calm: finite, past the first W observations
+   and past warm-up (where rule 5 may clip or restart the history), not
+   locked, not cooling down, not risky. For such units rules 2-6 and 8 reduce to
+   straight arithmetic, done here eight lanes wide with the same IEEE operations
+   in the same order as gnmr__paper_unit, so the bits are the same (with
+   -ffp-contract=off, as everywhere). Other lanes are left untouched and
+   returned as a mask for gnmr__unit_step. No gathers: they are slow where the
+   Downfall microcode mitigation is in place. The maskz_ forms of the
+   conversions avoid g++'s uninitialised-variable warnings inside its own
+   headers. */
 /* Rule 5's window for the calm lanes of gnmr__paper8_avx512 (k their
    counts before this step): the ratio stored, the one W back evicted from
    the running sum, and once per lap the sum replaced by gnmr__window_sum.
@@ -2384,21 +2383,13 @@ gnmr__paper8_avx512(gnmr__step_ctx *c, uint32_t u, const __m512i *lanes) {
       _mm512_sub_pd(ratio, gnmr__mul8(wsum, _mm512_set1_pd(c->r.inv_window)));
   warm = _mm512_cmp_epu64_mask(k, _mm512_set1_epi64((long long)c->r.warmup),
                                _MM_CMPINT_NLT);
-  /* risky lanes, and (rule 5 in warm-up) lanes whose history is clipped */
-  calm &= (__mmask8) ~(
-      _mm512_mask_cmp_pd_mask(warm, ratio, _mm512_set1_pd(c->r.tau_r),
-                              _CMP_GT_OQ) |
-      _mm512_mask_cmp_pd_mask(warm, delta, _mm512_set1_pd(c->r.tau_d),
-                              _CMP_GT_OQ) |
-      _mm512_mask_cmp_pd_mask((__mmask8)~warm, g,
-                              gnmr__mul8(m, _mm512_set1_pd(c->r.tau_r)),
-                              _CMP_GT_OQ));
-  if (warm != 0xFF) /* and (rule 5 in warm-up) those whose history restarts */
-    calm &= (__mmask8)~_mm512_mask_cmp_pd_mask(
-        (__mmask8)~warm,
-        gnmr__mul8(_mm512_set1_pd(c->r.tau_r),
-                   gnmr__mul8(_mm512_set1_pd(c->r.tau_r), g)),
-        m, _CMP_LT_OQ);
+  /* risky lanes, and lanes in warm-up (rule 5 may clip or restart their
+     history) */
+  calm &= warm & (__mmask8) ~(
+                     _mm512_mask_cmp_pd_mask(
+                         warm, ratio, _mm512_set1_pd(c->r.tau_r), _CMP_GT_OQ) |
+                     _mm512_mask_cmp_pd_mask(
+                         warm, delta, _mm512_set1_pd(c->r.tau_d), _CMP_GT_OQ));
   if (!calm) return 0xFF;
 
   /* rule 5 for the calm lanes; the caller steps the others one by one */
