@@ -48,8 +48,9 @@
 
    Two sets of rules; config.rule picks one: PAPER, the default (rules 1-8:
    the paper's; gnmr_config_default() adds rule 9, gnmr_config_paper() is
-   0.1's rules bit for bit on any positive norm but a warm-up norm above
-   tau_r m, which rule 5 clips since 0.5), or NOISE (rules N0-N9:
+   0.1's rules bit for bit on any positive norm but in warm-up, where rule
+   5 clips a norm above tau_r m and restarts a history above tau_r^2 g),
+   or NOISE (rules N0-N9:
    thresholds in units of each unit's own fluctuation, falls as well as
    rises, and a step-level verdict; gnmr_config_noise()). The default was
    chosen by what training ends at, not by detection figures: in closed
@@ -133,13 +134,18 @@
         score  = max(ratio / tau_r, delta / tau_d).
      5  history (finite g only): x = min(g, tau_r * m) when risky or in
         warm-up (0 < k < warmup_steps), else g: a spike cannot inflate its
-        own history, from a unit's second observation on. In warm-up it is
-        neither flagged nor scaled (rules 4, 8), but a fault there would
-        otherwise stay in the mean every later step is read by (before
-        0.5 one x1000 norm at k = 3 let later x20 faults pass unclipped
-        for hundreds of steps). The first observation has no history to
-        be read by: it is m. k += 1;
+        own history, from a unit's second observation on. k += 1;
         m += max(1/k, 1 - beta) * (x - m); the window gets min(ratio, tau_r).
+        In warm-up a fault is neither flagged nor scaled (rules 4, 8), but
+        it would otherwise stay in the mean every later step is read by
+        (one x1000 norm let later x20 faults pass unclipped for hundreds of
+        steps). The first observation has no history to be read by: it is
+        m. So in warm-up, where the cap lets m rise at most tau_r-fold a
+        step, a history more than tau_r^2 above g (tau_r^2 g < m: a fault
+        on the first observations, or a fall) restarts at g instead: m =
+        g, every stored ratio 1, k += 1 (ratio, delta, score as above,
+        WARMUP, scale 1). tau_r^2, not tau_r: a restart from one low norm
+        of a noisy unit late in warm-up would hold m low for many steps.
    Then across units:
      6  a unit in recovery counts its lock down: HOLD while steps are left;
         at zero, RELEASE (cooldown_steps of cooldown start) unless it is
@@ -155,7 +161,11 @@
         high-fidelity path on steps t+1 ... t+L exactly.
      8  scale of this step's gradient: 1 when calm, 0 when non-finite; for a
         risky unit per spike_policy: PASS 1, CLIP min(1, tau_r * m / g),
-        SKIP 0.
+        SKIP 0. A fault in warm-up is not risky, so its own gradient keeps
+        scale 1 (rule N9 alike): with no history yet, nothing tells it
+        from the fast moves of a run's first steps, which a clip would cut;
+        rules 5 and N5 keep it out of the history, and a non-finite norm
+        still gets scale 0.
 
    Rules of one step, NOISE mode. Per unit: g (not 0), k as above; mu its
    log-mean,
@@ -194,11 +204,22 @@
         score = e / (z_rise S) for a rise, -e / (z_fall S) for a fall,
         else 0. decision.delta = e (decision fields: below).
      N5 mean (finite g only): k += 1; a = max(1/k, 1 - history_decay);
-        mu += a * dr while k <= warmup_steps, then a * dr clamped to
-        [-z_fall S, z_rise S]: a spike moves mu by at most a z_rise S.
+        mu += a * dr clamped to [-z_fall S, z_rise S]: a spike moves mu by
+        at most a z_rise S. In warm-up (k <= warmup_steps after the count)
+        S is still being learned, so the clamp here and N6's cap hold only
+        on a step rule N4 would call a RISE (e > z_rise S, d > L(min_rise)),
+        and a step it would call a FALL (e < -z_fall S, d < L(max_fall),
+        two_sided or not: a fault on the first observations, or a fall)
+        restarts the level instead: mu += dr (mu = L(g)), p = 0, s as it
+        was (N6, N7 skip the step). A fault in warm-up then moves mu and s
+        as one after it does (unchecked, one x1000 norm early in warm-up
+        left later faults clipped well above the calm level for hundreds
+        of steps).
+        The global norm's history (rule N3) follows the same rules.
      N6 fluctuation, from the second observation on: s += max(1/(k-1),
         1 - fluct_decay) * (|e| - s), |e| capped at winsor * S once k >
-        warmup_steps: a spike moves s by at most (1 - fluct_decay) winsor S.
+        warmup_steps (in warm-up: N5): a spike moves s by at most (1 -
+        fluct_decay) winsor S.
      N7 p = d clamped to [-z_fall S, z_rise S], only on a step not flagged
         and with |e| <= hold * S: the next step of an event is judged
         against the level before it.
@@ -2169,6 +2190,20 @@ static const long long gnmr__from_b[5][8] = {
 
 /* ---- PAPER rules (1-5, 8): the scalar reference, its AVX-512 copy ------ */
 
+/* Unit u's PAPER history restarted at a level (rule 9, and rule 5 in
+   warm-up): m = level and every stored ratio 1, as at that level; k is the
+   unit's count after this step. */
+static GNMR__HOT GNMR_HOSTDEV void gnmr__paper_level(const gnmr__rules *c,
+                                                     const gnmr__soa *s,
+                                                     uint32_t u, double level,
+                                                     uint64_t k) {
+  const uint32_t filled = k < GNMR_WINDOW_MAX ? (uint32_t)k : GNMR_WINDOW_MAX;
+  uint32_t i;
+  s->mean[u] = level;
+  for (i = 0; i < filled; i++) s->window[(size_t)i * c->n + u] = 1.0f;
+  s->window_sum[u] = (double)(k < c->window ? (uint32_t)k : c->window);
+}
+
 /* Rules 2-5 and 8 for unit u, finite g: ratio, delta, score and the own
    scale, the mean and the window. Returns GNMR_FLAG_RATIO and
    GNMR_FLAG_DELTA (risky), GNMR_FLAG_WARMUP or 0. */
@@ -2203,6 +2238,18 @@ static GNMR__HOT GNMR_HOSTDEV uint32_t gnmr__paper_unit(
   risky = (flags & (GNMR_FLAG_RATIO | GNMR_FLAG_DELTA)) != 0;
   score = ratio * c->inv_tau_r;
   if (delta * c->inv_tau_d > score) score = delta * c->inv_tau_d;
+  /* rule 5 in warm-up: a history more than tau_r^2 above this norm (a
+     fault on the first observations) restarts from it */
+  if (GNMR__UNLIKELY(k > 0 && k < c->warmup &&
+                     gnmr__mul(c->tau_r, gnmr__mul(c->tau_r, g)) < m)) {
+    s->finite_steps[u] = k + 1;
+    gnmr__paper_level(c, s, u, g, k + 1);
+    *ratio_ = ratio;
+    *delta_ = delta;
+    *score_ = score;
+    *scale_ = 1.0;
+    return flags;
+  }
   /* rules 5, 8: a spike cannot inflate its own history, warm-up included
      (from the second observation: the first has no history to read it by);
      only a risky one is scaled */
@@ -2227,16 +2274,16 @@ static GNMR__HOT GNMR_HOSTDEV uint32_t gnmr__paper_unit(
 }
 
 #if GNMR__CTL_AVX512
-/* Most units on most steps are calm: finite, past the first W observations,
-   not locked, not cooling down, not risky, and (in warm-up) not above
-   tau_r m, which rule 5 would clip. For such units rules 2-6 and 8
-   reduce to straight arithmetic, done here eight lanes wide with the same
-   IEEE operations in the same order as gnmr__paper_unit, so the bits are
-   the same (with -ffp-contract=off, as everywhere). Other lanes are left
-   untouched and returned as a mask for gnmr__unit_step. No gathers: they
-   are slow where the Downfall microcode mitigation is in place. The maskz_
-   forms of the conversions avoid g++'s uninitialised-variable warnings
-   inside its own headers. */
+/* Most units on most steps are calm: finite, past the first W observations
+   and past warm-up (where rule 5 may clip or restart the history), not
+   locked, not cooling down, not risky. For such units rules 2-6 and 8 reduce to
+   straight arithmetic, done here eight lanes wide with the same IEEE operations
+   in the same order as gnmr__paper_unit, so the bits are the same (with
+   -ffp-contract=off, as everywhere). Other lanes are left untouched and
+   returned as a mask for gnmr__unit_step. No gathers: they are slow where the
+   Downfall microcode mitigation is in place. The maskz_ forms of the
+   conversions avoid g++'s uninitialised-variable warnings inside its own
+   headers. */
 /* Rule 5's window for the calm lanes of gnmr__paper8_avx512 (k their
    counts before this step): the ratio stored, the one W back evicted from
    the running sum, and once per lap the sum replaced by gnmr__window_sum.
@@ -2368,15 +2415,13 @@ gnmr__paper8_avx512(gnmr__step_ctx *c, uint32_t u, const __m512i *lanes) {
       _mm512_sub_pd(ratio, gnmr__mul8(wsum, _mm512_set1_pd(c->r.inv_window)));
   warm = _mm512_cmp_epu64_mask(k, _mm512_set1_epi64((long long)c->r.warmup),
                                _MM_CMPINT_NLT);
-  /* risky lanes, and (rule 5 in warm-up) lanes whose history is clipped */
-  calm &= (__mmask8) ~(
-      _mm512_mask_cmp_pd_mask(warm, ratio, _mm512_set1_pd(c->r.tau_r),
-                              _CMP_GT_OQ) |
-      _mm512_mask_cmp_pd_mask(warm, delta, _mm512_set1_pd(c->r.tau_d),
-                              _CMP_GT_OQ) |
-      _mm512_mask_cmp_pd_mask((__mmask8)~warm, g,
-                              gnmr__mul8(m, _mm512_set1_pd(c->r.tau_r)),
-                              _CMP_GT_OQ));
+  /* risky lanes, and lanes in warm-up (rule 5 may clip or restart their
+     history) */
+  calm &= warm & (__mmask8) ~(
+                     _mm512_mask_cmp_pd_mask(
+                         warm, ratio, _mm512_set1_pd(c->r.tau_r), _CMP_GT_OQ) |
+                     _mm512_mask_cmp_pd_mask(
+                         warm, delta, _mm512_set1_pd(c->r.tau_d), _CMP_GT_OQ));
   if (!calm) return 0xFF;
 
   /* rule 5 for the calm lanes; the caller steps the others one by one */
@@ -2544,6 +2589,7 @@ gnmr__noise_history(const gnmr__rules *c, double *mu, double *s, double *p,
   const uint64_t k0 = *k, k1 = k0 + 1;
   double d, e, S, hi, lo, a, x;
   uint32_t flags = k0 < c->warmup ? (uint32_t)GNMR_FLAG_WARMUP : 0u;
+  int capped;
   *score = 0.0;
   if (k0 == 0) { /* mu is 0: dr is L(g) */
     *mu = dr;
@@ -2568,12 +2614,26 @@ gnmr__noise_history(const gnmr__rules *c, double *mu, double *s, double *p,
       *score = -e / lo;
     }
   }
+  /* rule N5 in warm-up: a step rule N4 would call a FALL restarts the
+     level from g; one it would call a RISE enters as after warm-up */
+  capped = k1 > c->warmup;
+  if (k0 < c->warmup) {
+    if (GNMR__UNLIKELY(e < -lo && d < c->l_max_fall)) {
+      *mu += dr;
+      *p = 0.0;
+      *k = k1;
+      *d_ = d;
+      *e_ = e;
+      return flags;
+    }
+    capped = e > hi && d > c->l_min_rise;
+  }
   /* rule N5 */
   a = k1 < c->full_weight_from ? 1.0 / (double)k1 : c->floor_w;
-  *mu += gnmr__mul(a, k1 > c->warmup ? gnmr__clamp(dr, -lo, hi) : dr);
+  *mu += gnmr__mul(a, capped ? gnmr__clamp(dr, -lo, hi) : dr);
   /* rule N6 */
   x = e < 0.0 ? -e : e;
-  if (k1 > c->warmup && x > c->winsor * S) x = c->winsor * S;
+  if (capped && x > c->winsor * S) x = c->winsor * S;
   a = k0 < c->fluct_full_from ? 1.0 / (double)k0 : c->fluct_w;
   *s += gnmr__mul(a, x - *s);
   /* rule N7 */
@@ -3024,12 +3084,8 @@ gnmr__shift_judge(const gnmr__rules *c, const gnmr__soa *s, uint32_t u,
   if (c->noise) {
     s->log_mean[u] = gnmr__mul(0.5, llo + lhi);
     s->last_dev[u] = 0.0;
-  } else { /* the run's middle; every stored ratio 1, as at that level */
-    const uint32_t filled = k < GNMR_WINDOW_MAX ? (uint32_t)k : GNMR_WINDOW_MAX;
-    uint32_t i;
-    s->mean[u] = gnmr__mul(0.5, (double)lo + (double)hi);
-    for (i = 0; i < filled; i++) s->window[(size_t)i * c->n + u] = 1.0f;
-    s->window_sum[u] = (double)(k < c->window ? (uint32_t)k : c->window);
+  } else { /* the run's middle */
+    gnmr__paper_level(c, s, u, gnmr__mul(0.5, (double)lo + (double)hi), k);
   }
   s->level_shifts[u]++;
   return 1;

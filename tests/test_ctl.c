@@ -214,56 +214,126 @@ TEST(bad_steps_are_refused_and_change_nothing) {
 /* ---- signals ------------------------------------------------------------ */
 
 /* Rule 5 holds in warm-up: a fault there enters the unit's history at
-   tau_r times the mean at most, though it is not flagged or scaled. One
-   x1000 fault on the 4th step (k = 3) of a unit, then x20 and x1000
-   faults every 40 steps to step 480, under the defaults: every later
-   fault is clipped as in the same run without the early one, to within
-   WARMUP_FAULT_TOL of its clipped norm (the early fault's share of the
-   mean, (tau_r - 1) / k, is 2.5% at the first later fault and falls), and
-   no x20 fault passes unclipped. Before 0.5 the early fault entered the
-   mean whole: 20x too high at the end of warm-up, the x20 faults passed
-   and the x1000 ones were clipped to 40x the calm norm and less. */
-#define WARMUP_FAULT_TOL 0.05
-static double warmup_fault_norm(uint32_t t, int early) {
+   tau_r times the mean at most, though it is not flagged or scaled, and a
+   fault on the first observation, which sets the mean, is dropped on the
+   next step by the restart (the history then stands above tau_r^2 times
+   the calm norm). One x1000 fault at step 0 or 3 of a unit's warm-up,
+   then x20 and x1000 faults every 40 steps to step 480: every fault after
+   warm-up is clipped as in the same run without the early one, to within
+   tol of its clipped norm, and no x20 fault passes unclipped. The same
+   for NOISE mode's rules N5 and N6. Without the cap a fault at step 3
+   entered the mean whole: 20x too high at the end of warm-up, the x20
+   faults passed and the x1000 ones were clipped to 40x the calm norm and
+   less; without the restart one at step 0 did much the same, and NOISE
+   mode's unchecked warm-up left later faults clipped 2-3x too loosely. */
+static double warmup_fault_norm(uint32_t t, int early_at) {
   double g = 1.0 + 0.05 * sin(0.7 * (double)t); /* calm, about 1 */
-  if (early && t == 3) g *= 1000.0;
+  if ((int)t == early_at) g *= 1000.0;
   if (t >= 40 && t % 40 == 0) g *= (t / 40) % 2 ? 20.0 : 1000.0;
   return g;
 }
 
-TEST(a_fault_in_warmup_does_not_poison_the_history) {
+/* The scenario under c with the early fault at step `at`, beside the run
+   without it: *worst, the worst relative difference of the later faults'
+   clipped norms. */
+static void warmup_fault_worst(const gnmr_config *c, int at, double tol,
+                               double *worst) {
   static fixture clean, hit;
-  const gnmr_config c = gnmr_config_default();
-  double worst = 0.0;
   uint32_t t, faults = 0;
-  REQUIRE(c.warmup_steps == 16 && c.spike_policy == GNMR_SPIKE_CLIP);
-  REQUIRE(setup(&clean, &c, 1) == GNMR_OK && setup(&hit, &c, 1) == GNMR_OK);
+  *worst = 0.0;
+  REQUIRE(setup(&clean, c, 1) == GNMR_OK && setup(&hit, c, 1) == GNMR_OK);
   for (t = 0; t <= 480; t++) {
-    const double gc = warmup_fault_norm(t, 0), gh = warmup_fault_norm(t, 1);
+    const double gc = warmup_fault_norm(t, -1), gh = warmup_fault_norm(t, at);
     const double m = unit_of(&hit, 0).mean;
     REQUIRE(step_one(&clean, 0, (float)gc) == GNMR_OK);
     REQUIRE(step_one(&hit, 0, (float)gh) == GNMR_OK);
-    if (t == 3) {
+    if ((int)t == at) {
       /* not flagged nor scaled in warm-up; its history takes tau_r m */
       EXPECT(hit.d[0].flags == GNMR_FLAG_WARMUP);
       EXPECT_EQ_BITS(hit.d[0].scale, 1.0);
-      EXPECT_NEAR(unit_of(&hit, 0).mean, m + (2.0 * m - m) / 4.0, 1e-12);
+      if (c->rule == GNMR_RULE_PAPER && at > 0)
+        EXPECT_NEAR(unit_of(&hit, 0).mean, m + (2.0 * m - m) / (at + 1.0),
+                    1e-12);
     }
-    if (t >= 40 && t % 40 == 0) {
+    if (t > c->warmup_steps && t % 40 == 0) {
       const double want = (double)(float)gc * clean.d[0].scale;
       const double got = (double)(float)gh * hit.d[0].scale;
       const double off = fabs(got / want - 1.0);
       faults++;
       EXPECT(clean.d[0].scale < 1.0 && hit.d[0].scale < 1.0);
       EXPECT(want < 2.5); /* the clean run's clip: about tau_r calm norms */
-      EXPECT(off <= WARMUP_FAULT_TOL);
-      if (off > worst) worst = off;
+      EXPECT(off <= tol);
+      if (off > *worst) *worst = off;
     }
   }
-  EXPECT_EQ_INT(faults, 12);
-  printf("  the later faults' clipped norms within %.2f%% of the clean "
-         "run's\n",
-         100.0 * worst);
+  EXPECT_EQ_INT(faults, 12 - c->warmup_steps / 40);
+}
+
+/* the early fault's share of the mean, (tau_r - 1) / k, is 2.5% at the
+   first later fault and falls */
+#define WARMUP_FAULT_TOL 0.05
+
+static void warmup_fault_check(const gnmr_config *c, uint32_t warmup) {
+  double worst;
+  int at;
+  REQUIRE(c->warmup_steps == warmup && c->spike_policy == GNMR_SPIKE_CLIP);
+  for (at = 0; at <= 3; at += 3) {
+    warmup_fault_worst(c, at, WARMUP_FAULT_TOL, &worst);
+    printf("  early fault at step %d: the later faults' clipped norms "
+           "within %.2f%% of the clean run's\n",
+           at, 100.0 * worst);
+  }
+}
+
+TEST(a_fault_in_warmup_does_not_poison_the_history) {
+  const gnmr_config c = gnmr_config_default();
+  warmup_fault_check(&c, 16);
+}
+
+TEST(noise_a_fault_in_warmup_does_not_poison_the_history) {
+  const gnmr_config c = gnmr_config_noise();
+  warmup_fault_check(&c, 50);
+}
+
+/* The restart itself: a warm-up history more than tau_r^2 above the norm
+   (here the first observation, 4 or more times the second) restarts at
+   the norm, k counting on; at tau_r^2 exactly it does not. NOISE mode: a
+   step rule N4 would call a FALL restarts mu at L(g), p = 0, s kept. */
+TEST(warmup_restart_sets_the_history_to_the_norm) {
+  static fixture f;
+  gnmr_config c = gnmr_config_default();
+  gnmr__unit_state st;
+  REQUIRE(c.ratio_threshold == 2.0 && c.warmup_steps == 16);
+  REQUIRE(setup(&f, &c, 2) == GNMR_OK);
+  f.norms[0] = 1000.0f;
+  f.norms[1] = 4.0f;
+  REQUIRE(gnmr_step(&f.ctl, f.norms, f.d) == GNMR_OK);
+  f.norms[0] = 1.0f;
+  f.norms[1] = 1.0f; /* 2 (2 * 1) < 4 is false: no restart */
+  REQUIRE(gnmr_step(&f.ctl, f.norms, f.d) == GNMR_OK);
+  st = unit_of(&f, 0);
+  EXPECT_EQ_BITS(st.mean, 1.0);
+  EXPECT_EQ_INT(st.finite_steps, 2);
+  EXPECT(st.window[0] == 1.0f && st.window[1] == 1.0f);
+  EXPECT_EQ_BITS(st.window_sum, 2.0);
+  EXPECT_EQ_INT(f.d[0].flags, GNMR_FLAG_WARMUP);
+  EXPECT_EQ_BITS(f.d[0].scale, 1.0);
+  EXPECT_EQ_BITS(f.d[0].ratio, 1.0 / 1000.0);
+  EXPECT_EQ_BITS(unit_of(&f, 1).mean, 2.5); /* (4 + 1) / 2 */
+  REQUIRE(step_all(&f, 1.0f) == GNMR_OK);
+  EXPECT_EQ_BITS(unit_of(&f, 0).mean, 1.0);
+
+  c = gnmr_config_noise();
+  REQUIRE(setup(&f, &c, 2) == GNMR_OK);
+  REQUIRE(step_all(&f, 1000.0f) == GNMR_OK);
+  REQUIRE(step_all(&f, 1.0f) == GNMR_OK);
+  st = unit_of(&f, 0);
+  EXPECT_EQ_BITS(st.log_mean, 0.0); /* L(1) = 0 */
+  EXPECT_EQ_BITS(st.last_dev, 0.0);
+  EXPECT_EQ_BITS(st.fluct, 0.0);
+  EXPECT_EQ_INT(st.finite_steps, 2);
+  EXPECT_EQ_INT(f.d[0].flags, GNMR_FLAG_WARMUP);
+  EXPECT_EQ_BITS(f.d[0].scale, 1.0);
 }
 
 TEST(warmup_suppresses_ratio_and_delta_until_k_observations) {
@@ -671,21 +741,31 @@ static void ref_step(const gnmr_config *c, ref_unit *r, uint32_t n,
                 (delta > c->delta_threshold ? GNMR_FLAG_DELTA : 0u);
       risky = (flags & (GNMR_FLAG_RATIO | GNMR_FLAG_DELTA)) != 0;
       score = fmax(ratio / c->ratio_threshold, delta / c->delta_threshold);
-      /* rule 5 holds in warm-up too, from the second observation on */
-      x = risky || (r[u].k > 0 && r[u].k < c->warmup_steps)
-              ? fmin(g, c->ratio_threshold * r[u].m)
-              : g;
-      if (risky && c->spike_policy == GNMR_SPIKE_SKIP) scale = 0.0;
-      if (risky && c->spike_policy == GNMR_SPIKE_CLIP)
-        scale = fmin(1.0, c->ratio_threshold * r[u].m / g);
-      r[u].k++;
-      w = fmax(1.0 / (double)r[u].k, 1.0 - c->history_decay);
-      r[u].m += w * (x - r[u].m);
-      if (r[u].nwin == c->delta_window) {
-        memmove(r[u].win, r[u].win + 1, (r[u].nwin - 1) * sizeof(float));
-        r[u].nwin--;
+      if (r[u].k > 0 && r[u].k < c->warmup_steps &&
+          c->ratio_threshold * (c->ratio_threshold * g) < r[u].m) {
+        /* rule 5 in warm-up: a history tau_r^2 above g restarts at g,
+           every stored ratio 1; k counts on */
+        r[u].k++;
+        r[u].m = g;
+        if (r[u].nwin < c->delta_window) r[u].nwin++;
+        for (i = 0; i < r[u].nwin; i++) r[u].win[i] = 1.0f;
+      } else {
+        /* rule 5 holds in warm-up too, from the second observation on */
+        x = risky || (r[u].k > 0 && r[u].k < c->warmup_steps)
+                ? fmin(g, c->ratio_threshold * r[u].m)
+                : g;
+        if (risky && c->spike_policy == GNMR_SPIKE_SKIP) scale = 0.0;
+        if (risky && c->spike_policy == GNMR_SPIKE_CLIP)
+          scale = fmin(1.0, c->ratio_threshold * r[u].m / g);
+        r[u].k++;
+        w = fmax(1.0 / (double)r[u].k, 1.0 - c->history_decay);
+        r[u].m += w * (x - r[u].m);
+        if (r[u].nwin == c->delta_window) {
+          memmove(r[u].win, r[u].win + 1, (r[u].nwin - 1) * sizeof(float));
+          r[u].nwin--;
+        }
+        r[u].win[r[u].nwin++] = (float)fmin(ratio, c->ratio_threshold);
       }
-      r[u].win[r[u].nwin++] = (float)fmin(ratio, c->ratio_threshold);
     }
     if (r[u].lock > 0) {
       action = GNMR_ACTION_HOLD;
@@ -1722,6 +1802,8 @@ int main(int argc, char **argv) {
       CHECK_CASE(bad_steps_are_refused_and_change_nothing),
       CHECK_CASE(warmup_suppresses_ratio_and_delta_until_k_observations),
       CHECK_CASE(a_fault_in_warmup_does_not_poison_the_history),
+      CHECK_CASE(noise_a_fault_in_warmup_does_not_poison_the_history),
+      CHECK_CASE(warmup_restart_sets_the_history_to_the_norm),
       CHECK_CASE(first_observation_has_ratio_one_and_delta_zero),
       CHECK_CASE(ratio_trigger_at_and_around_the_threshold),
       CHECK_CASE(delta_trigger_at_and_around_the_threshold),

@@ -52,11 +52,14 @@
       The test is multiplies and compares: a divide only when flagged.
    5. Mean, finite g only: k += 1; a = max(1/k, 1 - history_decay) (no
       divide once k * (1 - history_decay) >= 1);
-      mu += a * clamp(d_raw, -z_fall * S, z_rise * S) once k > warmup
-      (plain d_raw before: the warm-up mean is the plain mean of L(g)).
-      A spike moves mu by at most a * z_rise * S.
+      mu += a * clamp(d_raw, -z_fall * S, z_rise * S) once k > warmup.
+      In warm-up a plain a * d_raw, but clamped on a step rule 4 would
+      call a RISE; a step it would call a FALL restarts the level instead
+      (mu += d_raw, p = 0, s kept; rules 6, 7 skip it). A spike moves mu
+      by at most a * z_rise * S.
    6. Fluctuation, from the second finite observation on (j = k - 1
-      residuals so far): x = |e|, capped at winsor * S once k > warmup;
+      residuals so far): x = |e|, capped at winsor * S once k > warmup
+      (in warm-up: as rule 5 clamps);
       s += max(1/j, 1 - fluct_decay) * (x - s): the winsorised mean
       absolute residual. A spike moves s by at most
       (1 - fluct_decay) * winsor * S.
@@ -363,7 +366,7 @@ static int proto_unit_step(const proto_ctl *c, proto_unit *st, double d_raw,
                            double common, double *score, double *z) {
   const proto_config *cf = &c->cfg;
   double d, e, S, a, x;
-  int fl = 0;
+  int fl = 0, capped;
   *score = 0.0;
   if (z) *z = 0.0;
   if (st->k == 0) {
@@ -403,18 +406,31 @@ static int proto_unit_step(const proto_ctl *c, proto_unit *st, double d_raw,
       st->A = 0.0, st->J = 0;
   }
   if (z) *z = e / S; /* reporting only */
+  /* rule 5 in warm-up: a step rules 2-4 would call a FALL restarts the
+     level at g (p = 0, s kept); one they would call a RISE moves mu and s
+     as a step after warm-up does */
+  capped = st->k + 1 > cf->warmup;
+  if (st->k < cf->warmup) {
+    if (e < -(cf->z_fall * S) && d < c->l_max_fall) {
+      st->mu += d_raw;
+      st->p = 0.0;
+      st->k += 1;
+      return 0;
+    }
+    capped = e > cf->z_rise * S && d > c->l_min_rise;
+  }
   /* rule 5 */
   st->k += 1;
   /* max(1/k, 1 - beta) with no divide once 1/k <= 1 - beta */
   a = (double)st->k * (1.0 - cf->mean_decay) >= 1.0 ? 1.0 - cf->mean_decay
                                                     : 1.0 / (double)st->k;
-  if (st->k > cf->warmup)
+  if (capped)
     st->mu += a * proto_clamp(d_raw, -cf->z_fall * S, cf->z_rise * S);
   else
     st->mu += a * d_raw;
   /* rule 6 */
   x = fabs(e);
-  if (st->k > cf->warmup && x > cf->winsor * S) x = cf->winsor * S;
+  if (capped && x > cf->winsor * S) x = cf->winsor * S;
   a = (double)(st->k - 1) * (1.0 - cf->fluct_decay) >= 1.0
           ? 1.0 - cf->fluct_decay
           : 1.0 / (double)(st->k - 1);

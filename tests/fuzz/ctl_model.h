@@ -27,6 +27,12 @@ FUZZ_UNUSED static uint32_t fuzz_f32_bits_of(float x) {
   return b;
 }
 
+/* A positive normal float, by its bits (whatever -Ofast assumes). */
+FUZZ_UNUSED static int fuzz_normal(float x) {
+  const uint32_t e = fuzz_f32_bits_of(x) >> 23;
+  return e >= 1u && e <= 254u;
+}
+
 FUZZ_UNUSED static gnmr_config fuzz_config(fuzz_reader *r, uint32_t n_units) {
   static const double ratio[] = {3.0, 1.5, 2.0,  10.0, 1.0000001, 1e300,
                                  1.0, 0.5, -3.0, NAN,  INFINITY};
@@ -362,7 +368,8 @@ FUZZ_UNUSED static int fuzz_step_checked(gnmr_ctl *ctl, fuzz_shadow *sh,
   uint32_t nonfinite = 0, held = 0, absent = 0, shifts = 0;
   gnmr_counters before, after, unit_sum;
   uint64_t k0[FUZZ_MAX_UNITS + 1], kg0 = ctl->global_k;
-  double m0[FUZZ_MAX_UNITS + 1];
+  double m0[FUZZ_MAX_UNITS + 1], mu0[FUZZ_MAX_UNITS + 1];
+  double s0[FUZZ_MAX_UNITS + 1], p0[FUZZ_MAX_UNITS + 1];
   int rc, over_at_start;
 
   FUZZ_CHECK(gnmr_counters_get(ctl, GNMR_ALL_UNITS, &before) == GNMR_OK);
@@ -382,6 +389,9 @@ FUZZ_UNUSED static int fuzz_step_checked(gnmr_ctl *ctl, fuzz_shadow *sh,
     FUZZ_CHECK(gnmr_unit_info(ctl, u, &st) == GNMR_OK);
     k0[u] = c.finite_steps;
     m0[u] = st.mean;
+    mu0[u] = st.log_mean;
+    s0[u] = st.fluct;
+    p0[u] = st.last_dev;
   }
   /* More units recovering than the budget (gnmr_reconfigure lowered it):
      locks that run out are not renewed. */
@@ -520,13 +530,39 @@ FUZZ_UNUSED static int fuzz_step_checked(gnmr_ctl *ctl, fuzz_shadow *sh,
   }
   FUZZ_CHECK(unit_sum.recovering == rec_now);
   /* Rule 5 in warm-up: a norm enters the history at tau_r m at most, so
-     the mean moves up to tau_r m0 at most (one product's rounding). */
+     the mean moves up to tau_r m0 at most (one product's rounding); a
+     history above tau_r^2 g restarts at g, every stored ratio 1. */
   for (u = 0; cfg->rule == GNMR_RULE_PAPER && u < n; u++) {
+    const double tau = cfg->ratio_threshold, g = (double)norms[u];
     gnmr_unit_state st;
     if (k0[u] == 0 || k0[u] >= cfg->warmup_steps) continue;
     FUZZ_CHECK(gnmr_unit_info(ctl, u, &st) == GNMR_OK);
-    FUZZ_CHECK(st.mean <= m0[u] ||
-               st.mean <= cfg->ratio_threshold * m0[u] * (1.0 + 4e-16));
+    if (fuzz_normal(norms[u]) && tau * (tau * g) < m0[u])
+      FUZZ_CHECK(st.mean == g && st.window_mean == 1.0);
+    else
+      FUZZ_CHECK(st.mean <= m0[u] || st.mean <= tau * m0[u] * (1.0 + 4e-16));
+  }
+  /* Rule N5 in warm-up: mu rises by a dr, a = max(1/k, 1 - history_decay),
+     clamped to z_rise S on a step rule N4 would call a RISE; on any other
+     e <= z_rise S or d <= L(min_rise), and dr = d + c, d = e + ar p; a
+     restart moves it by dr < L(max_fall) + c < |c|. */
+  if (cfg->rule == GNMR_RULE_NOISE) {
+    gnmr_step_report rep;
+    FUZZ_CHECK(gnmr_step_info(ctl, &rep) == GNMR_OK);
+    for (u = 0; u < n; u++) {
+      const double S = s0[u] > cfg->fluct_floor ? s0[u] : cfg->fluct_floor;
+      const double a =
+          fmax(1.0 / (double)(k0[u] + 1), 1.0 - cfg->history_decay);
+      gnmr_unit_state st;
+      double rise;
+      if (k0[u] == 0 || k0[u] >= cfg->warmup_steps || !fuzz_normal(norms[u]))
+        continue;
+      FUZZ_CHECK(gnmr_unit_info(ctl, u, &st) == GNMR_OK);
+      rise = a * (cfg->z_rise * S + cfg->ar * fabs(p0[u]) + fabs(rep.common) +
+                  fuzz_L(cfg->min_rise, cfg->eps));
+      FUZZ_CHECK(st.log_mean - mu0[u] <=
+                 fmax(rise, fabs(rep.common)) + FUZZ_LOG_TOL);
+    }
   }
   if (cfg->rule == GNMR_RULE_NOISE) {
     fuzz_noise_checked(ctl, norms, d, k0, kg0, &before, &after);
