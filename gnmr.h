@@ -1,4 +1,4 @@
-/* gnmr.h - v0.5.0 - runtime stability control for low-precision training.
+/* gnmr.h - v0.6.0 - runtime stability control for low-precision training.
    MIT license (see the end of this file). No warranty.
 
    GNMR (Gradient Norm-to-Mean Ratio) watches every "recoverable unit" of a
@@ -589,9 +589,9 @@
 #include <string.h> /* memcpy: the inline element conversions */
 
 #define GNMR_VERSION_MAJOR 0
-#define GNMR_VERSION_MINOR 5
+#define GNMR_VERSION_MINOR 6
 #define GNMR_VERSION_PATCH 0
-#define GNMR_VERSION_STRING "0.5.0"
+#define GNMR_VERSION_STRING "0.6.0"
 
 #ifdef GNMR_STATIC
 #define GNMR__STATIC_INTERFACE /* the implementation checks it matches */
