@@ -4498,9 +4498,10 @@ GNMR_DEF GNMR_HOSTDEV int gnmr_place_step(gnmr_place *pl, const double *update,
     if (high) memset(high, 0, n);
   } else if (gnmr__place_past_plan(pl)) { /* P7: the placement stays */
     const gnmr__place_soa s = gnmr__place_carve(pl);
-    uint32_t u;
-    if (high)
+    if (high) {
+      uint32_t u;
       for (u = 0; u < n; u++) high[u] = (uint8_t)s.high[u];
+    }
   } else { /* every unit fired: each visited once, in firing order */
     const gnmr__place_soa s = gnmr__place_carve(pl);
     const uint32_t gemms = gnmr__place_gemms(pl);

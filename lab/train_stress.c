@@ -153,7 +153,7 @@ static void ts_heavy_tails(ts_data *d, int nu, uint64_t stream) {
   demo_rng r = {stream};
   int k, j, i;
   for (k = 0; k < d->n; k++) {
-    float *x = d->x + (size_t)k * d->dim;
+    float *x = d->x + (size_t)k * (size_t)d->dim;
     double chi2 = 0.0, s;
     for (i = 0; i < nu; i++) {
       double z = demo_normal(&r);

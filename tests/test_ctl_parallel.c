@@ -572,9 +572,9 @@ static int run_pair(const gnmr_config *cfg, uint32_t n, uint32_t steps,
       return 0;
     }
     { /* between steps the grid select's counts are 0 (the next step's) */
-      uint32_t b;
-      for (b = 0; b < 256; b++)
-        if (w.sel.hist[b] != 0) {
+      uint32_t bin;
+      for (bin = 0; bin < 256; bin++)
+        if (w.sel.hist[bin] != 0) {
           if (!quiet)
             printf("  n %u step %u: the select's counts left\n", n, step);
           return 0;
