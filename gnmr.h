@@ -2417,11 +2417,12 @@ gnmr__paper8_avx512(gnmr__step_ctx *c, uint32_t u, const __m512i *lanes) {
                                _MM_CMPINT_NLT);
   /* risky lanes, and lanes in warm-up (rule 5 may clip or restart their
      history) */
-  calm &= warm & (__mmask8) ~(
-                     _mm512_mask_cmp_pd_mask(
-                         warm, ratio, _mm512_set1_pd(c->r.tau_r), _CMP_GT_OQ) |
-                     _mm512_mask_cmp_pd_mask(
-                         warm, delta, _mm512_set1_pd(c->r.tau_d), _CMP_GT_OQ));
+  calm =
+      (__mmask8)(calm & warm &
+                 ~(_mm512_mask_cmp_pd_mask(
+                       warm, ratio, _mm512_set1_pd(c->r.tau_r), _CMP_GT_OQ) |
+                   _mm512_mask_cmp_pd_mask(
+                       warm, delta, _mm512_set1_pd(c->r.tau_d), _CMP_GT_OQ)));
   if (!calm) return 0xFF;
 
   /* rule 5 for the calm lanes; the caller steps the others one by one */
