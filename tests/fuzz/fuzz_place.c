@@ -359,12 +359,17 @@ static void drive(fuzz_reader *r) {
     FUZZ_CHECK(step_checked(&b_pl, other_units, a, q, hb) == rc);
     if (rc != GNMR_OK) continue;
     FUZZ_CHECK(memcmp(ha, hb, n) == 0);
+    FUZZ_CHECK(gnmr_place_info(&a_pl, &rep) == GNMR_OK);
+    FUZZ_CHECK(rep.credit >= 0.0 && rep.credit <= DBL_MAX);
+    /* rule P7: the decisions of steps past a plan keep its last placement,
+       outside the budget; P6 bounds the plan's steps */
+    if (a_pl.cfg.planned_steps != 0 &&
+        rep.steps >= (uint64_t)a_pl.cfg.planned_steps)
+      continue;
     /* rule P6: through step t, at most B C (t + 1) */
     for (u = 0; u < n; u++) /* a third of the cost per GEMM */
       spent +=
           costs[u] * ((ha[u] & 1) + (ha[u] >> 1 & 1) + (ha[u] >> 2 & 1)) / 3.0;
-    FUZZ_CHECK(gnmr_place_info(&a_pl, &rep) == GNMR_OK);
-    FUZZ_CHECK(rep.credit >= 0.0 && rep.credit <= DBL_MAX);
     FUZZ_CHECK(spent <= a_pl.earn * (double)(rep.steps + 1u) * (1.0 + 1e-9));
   }
   /* the two paths' states, to the bit; a checkpoint round trip */
