@@ -50,7 +50,7 @@ __all__ = ["Controller", "GnmrError", "LayoutError", "RankMismatch",
            "StepResult",
            "Decision", "StepReport", "PrecisionSwitch", "FP8Delayed",
            "Placer", "GNMR_GEMM_FWD", "GNMR_GEMM_DGRAD", "GNMR_GEMM_WGRAD",
-           "GNMR_GEMM_ALL",
+           "GNMR_GEMM_ALL", "GNMR_SERVE_HIGH", "GNMR_SERVE_LOW",
            "round_e4m3", "round_e5m2", "round_e2m1", "round_format",
            "quantize_nvfp4", "fake_quantize", "FORMATS", "load_library",
            "config_default", "c_step"]
@@ -1257,13 +1257,21 @@ class Placer:
     drives their .placed_gemms: high fidelity while placed), or modules
     holding Linears. costs: per unit (None: from the shapes, per token, 6
     x in x out per Linear: the forward GEMM and the backward's two).
-    config: gnmr_place_config fields over gnmr_place_config_default().
-    gemms other than GNMR_GEMM_ALL (e.g. GNMR_GEMM_DGRAD |
-    GNMR_GEMM_WGRAD: the backward high, the forward on the format) need
-    every module of every unit to be a PrecisionSwitch over FP8Delayed
-    (ValueError otherwise); a placed unit runs those GEMMs on the true
-    operands and pays a third of its cost for each. .high_gemms holds
-    each unit's bits for the next step, .high whether any is on.
+    config: gnmr_place_config fields over gnmr_place_config_default()
+    (one out of range: GnmrError naming it, as gnmr_place_init refuses).
+    serve says how the trained model will be served: GNMR_SERVE_HIGH (the
+    default), its placed GEMMs high-fidelity; GNMR_SERVE_LOW, on the low
+    format, so a placed unit runs only its backward GEMMs high and every
+    forward stays on the format: gemms less GNMR_GEMM_FWD (.gemms), and
+    a gemms of the forward alone is refused (GnmrError, field "serve").
+    Placed GEMMs other than GNMR_GEMM_ALL (gemms such as GNMR_GEMM_DGRAD |
+    GNMR_GEMM_WGRAD, or any under serve LOW) need every module of every
+    unit to be a PrecisionSwitch over FP8Delayed (ValueError otherwise:
+    other modules switch whole, forward included); a placed unit runs
+    those GEMMs on the true operands and pays a third of its cost for
+    each. .high_gemms holds each unit's bits for the next step (after the
+    planned steps, the final placement: the GEMMs to serve high, none of
+    them a forward under serve LOW), .high whether any is on.
     quantizer(weight, module) -> the weight as the cheap path uses it
     (None: the switch's cheap path's quantize_weight() where it has one,
     else E4M3 at the weight's own amax scale).
@@ -1310,40 +1318,13 @@ class Placer:
             if key not in names:
                 raise KeyError("gnmr_place_config has no field %r" % key)
             setattr(self.config, key, value)
-        if self.config.serve != GNMR_SERVE_HIGH:
-            # serve LOW places backward GEMMs only (rule P7 in gnmr.h): a
-            # module switched whole would run its forward high too.
-            raise ValueError("gnmr_place_config.serve = %r: the bridge "
-                             "switches whole modules, forward included; "
-                             "serve LOW needs per-GEMM switching"
-                             % self.config.serve)
-        if self.config.gemms != GNMR_GEMM_ALL:
-            # Per GEMM, a unit's modules must be switches whose cheap path
-            # can run some of a Linear's GEMMs on the true operands
-            # (FP8Delayed's high_gemms); anything else is switched whole.
-            bad = [nm for nm, mods in zip(self.names, self.modules)
-                   if not all(_gemm_switch(m) for m in mods)]
-            if bad:
-                raise ValueError(
-                    "gnmr_place_config.gemms = %r: unit%s %s hold%s modules "
-                    "other than PrecisionSwitch over a quantizer with "
-                    "high_gemms (FP8Delayed), which only switch whole "
-                    "(GNMR_GEMM_ALL, 7)" % (
-                        self.config.gemms, "s" if len(bad) > 1 else "",
-                        ", ".join(bad), "" if len(bad) > 1 else "s"))
+        self._check_config(self.config)
+        self._check_switches(self.config)
         self._pl = Place()
         self._units = (self._lib.gnmr_py_place_unit * n)()
         rc = self._lib.gnmr_place_init(ctypes.byref(self._pl),
                                        ctypes.byref(self.config),
                                        self._units, (_d * n)(*costs), n)
-        if rc == GNMR_ECONFIG:
-            name = ctypes.c_char_p()
-            self._lib.gnmr_place_config_check(ctypes.byref(self.config),
-                                              ctypes.byref(name))
-            field = name.value.decode() if name.value else None
-            raise GnmrError(rc, "gnmr_place_config.%s = %r is out of range"
-                            % (field, getattr(self.config, field, None)),
-                            "gnmr_place_init", field)
         _raise(rc, "gnmr_place_init", self._lib)
         self.high = [False] * n
         self.high_gemms = [0] * n
@@ -1352,6 +1333,59 @@ class Placer:
     @property
     def n_units(self):
         return len(self.names)
+
+    @property
+    def gemms(self):
+        """The GEMMs a placed unit runs high-fidelity (GNMR_GEMM_* bits):
+        config.gemms, less GNMR_GEMM_FWD under GNMR_SERVE_LOW, as gnmr.h's
+        placer places and pays them."""
+        return _place_gemms(self.config)
+
+    def _check_config(self, cfg):
+        """gnmr_place_config_check: GnmrError (GNMR_ECONFIG, .field) for a
+        field out of range, as gnmr_place_init would refuse it."""
+        name = ctypes.c_char_p()
+        rc = self._lib.gnmr_place_config_check(ctypes.byref(cfg),
+                                               ctypes.byref(name))
+        if rc != GNMR_ECONFIG:
+            _raise(rc, "gnmr_place_config_check", self._lib)
+            return
+        field = name.value.decode() if name.value else None
+        text = "gnmr_place_config.%s = %r is out of range" % (
+            field, getattr(cfg, field, None))
+        if field == "serve" and cfg.serve == GNMR_SERVE_LOW:
+            text += (" with gemms = %d: GNMR_SERVE_LOW places backward "
+                     "GEMMs only (GNMR_GEMM_DGRAD, GNMR_GEMM_WGRAD) and "
+                     "gemms holds none" % cfg.gemms)
+        elif field == "serve":
+            text += (": GNMR_SERVE_HIGH (%d) or GNMR_SERVE_LOW (%d)"
+                     % (GNMR_SERVE_HIGH, GNMR_SERVE_LOW))
+        raise GnmrError(rc, text, "gnmr_place_init", field)
+
+    def _check_switches(self, cfg):
+        """ValueError unless the units' modules can run what cfg places:
+        anything switches whole (GNMR_GEMM_ALL); some GEMMs of a Linear
+        need a PrecisionSwitch whose cheap path's quantizer has
+        high_gemms (FP8Delayed), which runs them on the true operands."""
+        gemms = _place_gemms(cfg)
+        if gemms == GNMR_GEMM_ALL:
+            return
+        bad = [nm for nm, mods in zip(self.names, self.modules)
+               if not all(_gemm_switch(m) for m in mods)]
+        if not bad:
+            return
+        if cfg.serve == GNMR_SERVE_LOW:
+            why = ("gnmr_place_config.serve = GNMR_SERVE_LOW: a placed unit "
+                   "runs its backward GEMMs (%d) high and its forward on the "
+                   "format, the format it will be served in" % gemms)
+        else:
+            why = "gnmr_place_config.gemms = %r" % cfg.gemms
+        raise ValueError(
+            "%s; unit%s %s hold%s modules other than PrecisionSwitch over a "
+            "quantizer with high_gemms (FP8Delayed), which only switch whole "
+            "(GNMR_GEMM_ALL, 7: the forward too)" % (
+                why, "s" if len(bad) > 1 else "", ", ".join(bad),
+                "" if len(bad) > 1 else "s"))
 
     def _qweight(self, lin, mods):
         if self._quantizer is not None:
@@ -1464,9 +1498,24 @@ class Placer:
         return _state_of(self.names, self.checkpoint())
 
     def load_state_dict(self, state):
-        """Restores state_dict()'s output; raises (nothing changed) on
-        other units or a checkpoint gnmr.h refuses."""
+        """Restores state_dict()'s output, its config included; raises
+        (nothing changed) on other units, a checkpoint gnmr.h refuses, or
+        a config these modules cannot run (ValueError, as __init__)."""
         buf, size = _checkpoint_of(state, self.names, "Placer")
+        # The checkpoint's config wins: loaded into a scratch placer first,
+        # so that one these modules cannot run (serve LOW or gemms over
+        # modules that only switch whole) is refused with nothing changed.
+        n = self.n_units
+        scratch = Place()
+        units = (self._lib.gnmr_py_place_unit * n)()
+        _raise(self._lib.gnmr_place_init(ctypes.byref(scratch),
+                                         ctypes.byref(self.config), units,
+                                         (_d * n)(*self.costs), n),
+               "gnmr_place_init", self._lib)
+        _raise(self._lib.gnmr_place_checkpoint_load(ctypes.byref(scratch),
+                                                    buf, size),
+               "gnmr_place_checkpoint_load", self._lib)
+        self._check_switches(scratch.cfg)
         _raise(self._lib.gnmr_place_checkpoint_load(ctypes.byref(self._pl),
                                                     buf, size),
                "gnmr_place_checkpoint_load", self._lib)
@@ -1491,6 +1540,14 @@ def _quantizer(cheap):
                  if hasattr(m, "quantize_input")), None)
 
 
+def _place_gemms(cfg):
+    """gnmr.h's GEMMs of a placed unit: cfg.gemms, less the forward GEMM for
+    a model served on the low format (GNMR_SERVE_LOW)."""
+    if cfg.serve == GNMR_SERVE_LOW:
+        return cfg.gemms & ~GNMR_GEMM_FWD
+    return cfg.gemms
+
+
 def _gemm_switch(m):
     """True if m can be placed per GEMM: a PrecisionSwitch whose cheap
     path's quantizer has high_gemms (FP8Delayed)."""
@@ -1509,7 +1566,8 @@ class PrecisionSwitch(torch.nn.Module):
     A Placer sets .placed_gemms, the GNMR_GEMM_* bits its unit runs
     high-fidelity: all of them (GNMR_GEMM_ALL; .placed is True) switch to
     `high` whole; some of them (a placer configured with gemms, e.g.
-    GNMR_GEMM_DGRAD | GNMR_GEMM_WGRAD) stay on `cheap`, whose quantizer
+    GNMR_GEMM_DGRAD | GNMR_GEMM_WGRAD, or with serve GNMR_SERVE_LOW) stay
+    on `cheap`, whose quantizer
     (FP8Delayed) runs those GEMMs on the true operands and the others on
     the quantized ones. forced(...) overrides placed_gemms too: forced
     False runs every GEMM on the cheap path."""

@@ -56,12 +56,12 @@ def train(steps=STEPS, config=CONFIG):
     """An FP4 (E2M1) MLP trained with AdamW, the learning rate decaying to
     nothing (updates shrink against the weights' quantization error: the
     placer fires). Returns the placer, its signals, placements and the
-    switches' paths (with config's gemms other than GNMR_GEMM_ALL: their
-    placed_gemms)."""
+    switches' paths (where the placer places GEMMs other than
+    GNMR_GEMM_ALL: their placed_gemms)."""
     net, lins, sws = model()
     pl = G.Placer({"l%d" % i: sw for i, sw in enumerate(sws)},
                   config=config)
-    whole = pl.config.gemms == G.GNMR_GEMM_ALL
+    whole = pl.gemms == G.GNMR_GEMM_ALL
     opt = torch.optim.AdamW(net.parameters(), lr=3e-3)
     sched = torch.optim.lr_scheduler.LambdaLR(
         opt, lambda t: max(0.0, 1 - t / steps) ** 2)
@@ -198,6 +198,109 @@ def test_backward_gemms_placed_keep_the_forward_on_the_format():
     assert paths == c_highs  # placed_gemms: the C placer's bits
     assert any(6 in row for row in paths) and any(0 in row for row in paths)
     assert not any(sw.high_fidelity_now for sw in pl.modules[0])
+
+
+def test_served_low_places_the_backward_and_never_the_forward():
+    """serve = GNMR_SERVE_LOW over the whole unit's gemms: gnmr.h's placer
+    drops the forward GEMM, so the placements are the C placer's, DGRAD |
+    WGRAD or nothing, and the run is the one placed with gemms = DGRAD |
+    WGRAD (the same signals, switches and checkpointed state but the
+    config). After the run a placed unit's forward is the format's, bit
+    for bit, while its backward GEMMs read the true operands."""
+    bwd = G.GNMR_GEMM_DGRAD | G.GNMR_GEMM_WGRAD
+    cfg = dict(CONFIG, serve=G.GNMR_SERVE_LOW)  # gemms: GNMR_GEMM_ALL
+    pl, signals, highs, paths, lins = train(config=cfg)
+    assert pl.config.gemms == G.GNMR_GEMM_ALL and pl.gemms == bwd
+    c_highs, c_ckpt = run_c(pl.config, pl.costs, signals, STEPS + 1)
+    assert paths == c_highs  # placed_gemms: the C placer's bits
+    assert highs == [[h and 1 for h in row] for row in c_highs]
+    assert pl.checkpoint() == c_ckpt
+    assert {h for row in paths for h in row} == {0, bwd}
+    _, bwd_signals, _, bwd_paths, _ = train(config=dict(CONFIG, gemms=bwd))
+    assert paths == bwd_paths and signals == bwd_signals
+    sws = [mods[0] for mods in pl.modules]
+    assert pl.high_gemms == [sw.placed_gemms for sw in sws]
+    placed = [sw for sw in sws if sw.placed_gemms]
+    assert placed and len(placed) < len(sws), pl.high_gemms  # not vacuous
+    gen = torch.Generator().manual_seed(2)
+    for sw in sws:
+        sw.eval()  # the scales as the run left them
+        lin = sw.high
+        x0 = torch.randn(8, lin.in_features, generator=gen)
+        dy = torch.randn(8, lin.out_features, generator=gen)
+        got = []
+        for forced in (None, False):
+            x = x0.clone().requires_grad_()
+            lin.zero_grad(set_to_none=True)
+            if forced is None:
+                y = sw(x)
+            else:
+                with sw.forced(forced):
+                    y = sw(x)
+            y.backward(dy)
+            got.append((y.detach(), x.grad, lin.weight.grad))
+        (y, dx, dw), (y0, dx0, dw0) = got
+        assert not sw.high_fidelity_now
+        assert torch.equal(y, y0)  # served on the format
+        assert not torch.allclose(y, lin(x0).detach())
+        if sw.placed_gemms:
+            assert not torch.allclose(dx, dx0)
+            assert not torch.allclose(dw, dw0)
+            wt = lin.weight.detach()
+            assert torch.allclose(dx, dy.matmul(wt), rtol=1e-6, atol=1e-6)
+            assert torch.allclose(dw, dy.t().matmul(x0), rtol=1e-6,
+                                  atol=1e-6)
+        else:
+            assert torch.equal(dx, dx0) and torch.equal(dw, dw0)
+
+
+def test_served_low_is_refused_only_where_it_cannot_be_honoured():
+    """The config is refused as gnmr.h refuses it (GnmrError, the field
+    gnmr_place_config_check names): serve LOW with no backward GEMM in
+    gemms, or a serve that is neither; units that only switch whole, which
+    would run the forward high too, are refused with a ValueError, in
+    __init__ and in load_state_dict, changing nothing."""
+    _, lins, sws = model()
+    lib = G.load_library()
+    for serve in (G.GNMR_SERVE_HIGH, G.GNMR_SERVE_LOW, 2):
+        for gemms in range(0, 9):
+            cfg = {"serve": serve, "gemms": gemms}
+            valid = 1 <= gemms <= 7 and (serve == G.GNMR_SERVE_HIGH or (
+                serve == G.GNMR_SERVE_LOW and gemms & 6 != 0))
+            c = lib.gnmr_place_config_default()
+            c.serve, c.gemms = serve, gemms
+            name = ctypes.c_char_p()
+            rc = lib.gnmr_place_config_check(ctypes.byref(c),
+                                             ctypes.byref(name))
+            assert (rc == G.GNMR_OK) == valid, cfg
+            if valid:
+                G.Placer({"a": sws[0], "b": sws[1]}, config=cfg)
+                continue
+            with pytest.raises(G.GnmrError) as info:
+                G.Placer({"a": sws[0], "b": sws[1]}, config=cfg)
+            assert info.value.code == G.GNMR_ECONFIG
+            assert info.value.field == name.value.decode(), cfg
+            if serve == G.GNMR_SERVE_LOW and 1 <= gemms <= 7:
+                assert info.value.field == "serve"
+                assert "backward GEMMs only" in str(info.value)
+    low = {"serve": G.GNMR_SERVE_LOW}
+    for mods in (lins[0], G.PrecisionSwitch(lins[0], lins[0]),
+                 [sws[0], lins[1]]):
+        with pytest.raises(ValueError, match="GNMR_SERVE_LOW.*unit a"):
+            G.Placer({"a": mods}, config=low)
+    src = G.Placer({"a": sws[0], "b": sws[1]}, config=low)
+    src.step(update=[1.0, 1.0], qerr=[0.5, 0.5])
+    dst = G.Placer({"a": lins[0], "b": lins[1]})
+    before = dst.checkpoint()
+    with pytest.raises(ValueError, match="GNMR_SERVE_LOW"):
+        dst.load_state_dict(src.state_dict())
+    assert dst.checkpoint() == before
+    assert dst.config.serve == G.GNMR_SERVE_HIGH and dst.gemms == 7
+    ok = G.Placer({"a": sws[0], "b": sws[1]})
+    ok.load_state_dict(src.state_dict())
+    assert ok.config.serve == G.GNMR_SERVE_LOW
+    assert ok.gemms == G.GNMR_GEMM_DGRAD | G.GNMR_GEMM_WGRAD
+    assert ok.checkpoint() == src.checkpoint()
 
 
 def test_gemm_bits_pick_each_gemms_operands():
