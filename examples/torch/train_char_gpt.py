@@ -341,9 +341,14 @@ def run_arm(arm, train, val, a, rows, rank=0, world=1):
         sys.stderr.write("\n")
     if pl is not None and rank == 0:
         r = pl.report()
-        print("%s: %s" % (arm, "the placer fired at step %d; float32 on "
+        gemms = "" if pl.gemms == gnmr_torch.GNMR_GEMM_ALL else " (%s)" % (
+            "+".join(nm for bit, nm in ((gnmr_torch.GNMR_GEMM_FWD, "fwd"),
+                                        (gnmr_torch.GNMR_GEMM_DGRAD, "dgrad"),
+                                        (gnmr_torch.GNMR_GEMM_WGRAD, "wgrad"))
+                     if pl.gemms & bit))
+        print("%s: %s" % (arm, "the placer fired at step %d; float32%s on "
                           "the last step: %s (share of the GEMM cost %.3f)"
-                          % (r["fired_step"], placed or "none",
+                          % (r["fired_step"], gemms, placed or "none",
                              r["high_share"])
                           if r["fired_step"] is not None else
                           "the placer has not fired (all cheap)"))
