@@ -978,6 +978,19 @@ static double place_unit_noise(void) { /* in [-1, 1) */
   return (double)(check_rand() >> 11) / 4503599627370496.0 - 1.0;
 }
 static gnmr_place_unit place_a[PLACE_UNITS], place_b[PLACE_UNITS];
+/* Step t's signals of a run of `steps`: the update falls with a cosine
+   learning rate, the quantization error grows; a NaN update and a zero
+   error now and then (no observation). */
+static void place_signal(uint32_t t, uint32_t steps, double *up, double *q) {
+  const double lr = 0.1 + 0.45 * (1 + cos(3.14159265358979 * t / steps));
+  uint32_t u;
+  for (u = 0; u < PLACE_UNITS; u++) {
+    up[u] = lr * (1 + 0.2 * place_unit_noise()) * (1 + u % 5);
+    q[u] = (1 + 2.0 * t / steps) * (1 + 0.01 * place_unit_noise());
+  }
+  if (t % 97 == 3) up[t % PLACE_UNITS] = (double)NAN;
+  if (t % 89 == 5) q[(t * 7) % PLACE_UNITS] = 0.0;
+}
 /* The scale kernel's element: a non-finite gradient (rule 8's scale 0)
    becomes 0, not NaN * 0; other scales are the double product (the first
    GPU run of 0.4 found train_step's NaN surviving its scale of 0). */
@@ -1008,13 +1021,7 @@ TEST(placer_kernel_body_equals_gnmr_place_step) {
   b = a;
   b.units = place_b;
   for (t = 0; t < 1000; t++) {
-    const double lr = 0.1 + 0.45 * (1 + cos(3.14159265358979 * t / 1000.0));
-    for (u = 0; u < PLACE_UNITS; u++) {
-      up[u] = lr * (1 + 0.2 * place_unit_noise()) * (1 + u % 5);
-      q[u] = (1 + 2.0 * t / 1000.0) * (1 + 0.01 * place_unit_noise());
-    }
-    if (t % 97 == 3) up[t % PLACE_UNITS] = (double)NAN;
-    if (t % 89 == 5) q[(t * 7) % PLACE_UNITS] = 0.0;
+    place_signal(t, 1000, up, q);
     if (t == 400) q[17] = -1.0; /* refused: neither changes */
     EXPECT_EQ_INT(gnmr_place_step(&a, up, q, high_a),
                   t == 400 ? GNMR_ENORM : GNMR_OK);
@@ -1028,6 +1035,78 @@ TEST(placer_kernel_body_equals_gnmr_place_step) {
   b.units = place_a;
   EXPECT(memcmp(&a, &b, sizeof a) == 0);
   EXPECT_EQ_INT(a.n_fired, PLACE_UNITS);
+}
+
+/* The same, told the plan T and run 100 steps past it, for the GEMM bits:
+   serve LOW with the backward GEMMs, serve LOW with all three (the placer
+   drops the forward), serve HIGH with the forward alone. Every step the
+   kernel's high[] equals gnmr_place_step's byte for byte and
+   gnmr_place_high's; each entry is 0 or the placed GEMMs (cfg.gemms, less
+   the forward under LOW), so no forward bit under LOW; the run fires
+   before the plan's end with some unit placed; and every call past the
+   plan (the calls of steps k >= T - 1, k counting the calls not refused:
+   rule P7) hands back the last planned step's placement (the call of step
+   T - 2's). */
+#define PLACE_PLAN 300u
+TEST(placer_kernel_body_gemm_bits_serve_and_past_the_plan) {
+  static const uint32_t cases[3][3] = {
+      /* serve, gemms, the GEMMs a placed unit runs high */
+      {GNMR_SERVE_LOW, GNMR_GEMM_DGRAD | GNMR_GEMM_WGRAD,
+       GNMR_GEMM_DGRAD | GNMR_GEMM_WGRAD},
+      {GNMR_SERVE_LOW, GNMR_GEMM_ALL, GNMR_GEMM_DGRAD | GNMR_GEMM_WGRAD},
+      {GNMR_SERVE_HIGH, GNMR_GEMM_FWD, GNMR_GEMM_FWD}};
+  double costs[PLACE_UNITS], up[PLACE_UNITS], q[PLACE_UNITS];
+  uint8_t high_a[PLACE_UNITS], high_b[PLACE_UNITS], planned[PLACE_UNITS];
+  uint32_t i, u, t, k;
+  for (u = 0; u < PLACE_UNITS; u++) costs[u] = 1 + (double)(u % 7);
+  for (i = 0; i < 3; i++) {
+    gnmr_place a, b;
+    gnmr_place_config c = gnmr_place_config_default();
+    int32_t status[2] = {GNMR_OK, GNMR_OK};
+    uint32_t same = 1, other_bits = 0, fwd_low = 0, moved = 0, placed = 0;
+    c.budget = 0.2;
+    c.serve = cases[i][0];
+    c.gemms = cases[i][1];
+    c.planned_steps = PLACE_PLAN;
+    REQUIRE(gnmr_place_init(&a, &c, place_a, costs, PLACE_UNITS) == GNMR_OK);
+    memcpy(place_b, place_a, sizeof place_b); /* create's two copies */
+    b = a;
+    b.units = place_b;
+    for (t = k = 0; t < PLACE_PLAN + 100; t++) {
+      place_signal(t, PLACE_PLAN, up, q);
+      if (t == 100) q[17] = -1.0; /* refused: neither changes */
+      EXPECT_EQ_INT(gnmr_place_step(&a, up, q, high_a),
+                    t == 100 ? GNMR_ENORM : GNMR_OK);
+      gnmr_cuda__place_one(&b, up, q, high_b, status);
+      EXPECT_EQ_INT(status[0], t == 100 ? GNMR_ENORM : GNMR_OK);
+      if (t == 100) continue;
+      if (memcmp(high_a, high_b, sizeof high_a) != 0) same = 0;
+      for (u = 0; u < PLACE_UNITS; u++) {
+        if (high_b[u] != 0 && high_b[u] != cases[i][2]) other_bits++;
+        if (c.serve == GNMR_SERVE_LOW && (high_b[u] & GNMR_GEMM_FWD)) fwd_low++;
+        if (gnmr_place_high(&b, u) != (int)high_b[u]) same = 0;
+        if (k == PLACE_PLAN - 2) placed += high_b[u] != 0;
+      }
+      if (k == PLACE_PLAN - 2) memcpy(planned, high_b, sizeof planned);
+      if (k >= PLACE_PLAN - 1 && memcmp(planned, high_b, sizeof planned) != 0)
+        moved++; /* P7: past the plan nothing changes */
+      k++;
+    }
+    EXPECT_EQ_INT(k, a.steps); /* every call but the refused one counted */
+    EXPECT(same);
+    EXPECT_EQ_INT(other_bits, 0);
+    EXPECT_EQ_INT(fwd_low, 0);
+    EXPECT_EQ_INT(moved, 0);
+    EXPECT(placed > 0);
+    EXPECT_EQ_INT(status[1], GNMR_ENORM);
+    EXPECT(a.n_fired == PLACE_UNITS && a.fired_step < PLACE_PLAN - 2);
+    EXPECT(memcmp(place_a, place_b, sizeof place_a) == 0);
+    b.units = place_a;
+    EXPECT(memcmp(&a, &b, sizeof a) == 0);
+    printf("  serve %s, gemms %u: %u of %u units placed at the plan's end\n",
+           c.serve == GNMR_SERVE_LOW ? "LOW" : "HIGH", c.gemms, placed,
+           PLACE_UNITS);
+  }
 }
 
 int main(int argc, char **argv) {
@@ -1046,6 +1125,7 @@ int main(int argc, char **argv) {
       CHECK_CASE(select_matches_a_full_ranking),
       CHECK_CASE(refused_steps_change_nothing),
       CHECK_CASE(scale_zero_clears_a_non_finite_gradient),
-      CHECK_CASE(placer_kernel_body_equals_gnmr_place_step)};
+      CHECK_CASE(placer_kernel_body_equals_gnmr_place_step),
+      CHECK_CASE(placer_kernel_body_gemm_bits_serve_and_past_the_plan)};
   return check_main(cases, sizeof cases / sizeof cases[0], argc, argv);
 }
