@@ -23,15 +23,24 @@
        gnmr_cuda_ctl_create(&gc, &host);       // device copy of config+state
        each step, on a stream (no host sync; capturable in a CUDA graph):
          gnmr_cuda_step(&gc, d_norms, d_decisions, stream);
+         // d_decisions[u] (device, N gnmr_decision): unit u's decision
+         // this step (its gradient's scale, flags, action), as gnmr_step's
          gnmr_cuda_scale_grads(&gc, d_grads, n_grads, max_elems,
                                d_decisions, stream);
          gnmr_cuda_report_async(&gc, pinned_report, stream);  // if wanted
-         in any kernel: gnmr_cuda_recovering(gc.lock, u)  // next step's path
+         in any kernel: gnmr_cuda_recovering(gc.lock, u)
+         // 1: unit u, the whole unit (every GEMM of it), high-fidelity
+         // next step; 0: low. Whole-unit yes/no, gnmr_recovering's answer.
          on the host: gnmr_cuda_paths_publish / _wait (below) // the same
        gnmr_cuda_status(&gc, &last, &first);   // syncs: did the steps pass?
        gnmr_cuda_ctl_download(&gc, &host);     // back, e.g. to checkpoint
        gnmr_cuda_ctl_upload(&gc, &host);       // there, e.g. after a load
        gnmr_cuda_ctl_destroy(&gc);
+   The controller's answers (gnmr_cuda_recovering, the path bits) are
+   whole-unit; the placer's (gnmr_cuda_place_step's high, below) are per
+   GEMM, GNMR_GEMM_* bits. A trainer running both runs GEMM g of unit u
+   high-fidelity when the controller's answer is 1 or the placer's bits
+   hold g.
    While the device holds the state, leave the host controller alone: a
    download overwrites it. New settings: gnmr_reconfigure on the host after
    a download, then an upload (a graph captured before stays valid: it
@@ -161,7 +170,8 @@
    BF16) needs the decisions there, but they live on the device. A decision
    of step t takes effect from step t + 1, so gnmr_cuda_paths_publish packs
    the next-step path bits right after gnmr_cuda_step of step t (bit u % 32
-   of word u / 32: unit u runs high fidelity), copies them into pinned host
+   of word u / 32: unit u, every GEMM of it, runs high fidelity; one bit a
+   unit, the controller's whole-unit answer), copies them into pinned host
    memory with cudaMemcpyAsync and records an event on the stream; at the
    start of step t + 1, gnmr_cuda_paths_wait waits on that event alone (no
    stream or device sync: the device goes on with the rest of step t, which
@@ -189,7 +199,8 @@
 /* 32-bit words of the path bits of n units. */
 #define GNMR_CUDA_PATH_WORDS(n) ((n) / 32u + ((n) % 32u != 0u ? 1u : 0u))
 
-/* 1 if unit u runs high fidelity (bits: what gnmr_cuda_paths_wait gave). */
+/* 1 if unit u (the whole unit) runs high fidelity (bits: what
+   gnmr_cuda_paths_wait gave; the controller's answer, not the placer's). */
 static inline GNMR_HOSTDEV int gnmr_cuda_path_high(const uint32_t *bits,
                                                    uint32_t u) {
   return (int)(bits[u / 32] >> (u % 32) & 1u);
@@ -261,9 +272,9 @@ typedef struct gnmr_cuda_grad {
   uint32_t unit;
 } gnmr_cuda_grad;
 
-/* Is unit u on the high-fidelity path next step? For any kernel after the
-   step, in any file: lock is gc.lock (gnmr_recovering's answer, without
-   its checks). */
+/* Is unit u (the whole unit) on the high-fidelity path next step? For any
+   kernel after the step, in any file: lock is gc.lock (gnmr_recovering's
+   answer, without its checks). */
 static __device__ __forceinline__ int gnmr_cuda_recovering(const uint32_t *lock,
                                                            uint32_t u) {
   return lock[u] > 0;
@@ -331,26 +342,38 @@ int gnmr_cuda_paths_publish(gnmr_cuda_paths *p, const gnmr_cuda_ctl *gc,
 int gnmr_cuda_paths_wait(gnmr_cuda_paths *p, const uint32_t **bits);
 void gnmr_cuda_paths_destroy(gnmr_cuda_paths *p);
 
-/* ---- the placer (gnmr.h, rules P1-P6) on the device ---------------------
+/* ---- the placer (gnmr.h, rules P1-P7) on the device ---------------------
    One thread runs gnmr.h's gnmr_place_step itself over a device copy of
    the placer, so the decisions and state are the host's bit for bit (the
-   build flags above); tests/test_ctl_parallel.c runs the kernel's body on
-   the CPU against gnmr_place_step. One launch per step, O(units) in one
-   thread: for the few hundred units of a model's GEMMs, not for millions.
+   build flags above). One launch per step, O(units) in one thread: for
+   the few hundred units of a model's GEMMs, not for millions.
 
        gnmr_place host;  gnmr_place_init(&host, &cfg, units, costs, N);
        gnmr_cuda_place gp;
        gnmr_cuda_place_create(&gp, &host);
        each step, after the optimizer's update:
          gnmr_cuda_place_step(&gp, d_update, d_qerr, d_high, stream);
-         // d_high[u] (device, N bytes): unit u high-fidelity next step
+         // d_high[u] (device, N bytes): GNMR_GEMM_* bits, the GEMMs of
+         // unit u that run high-fidelity next step (gnmr_place_high's
+         // answer); 0: none. Not a yes/no: test each GEMM's bit,
+         // d_high[u] & GNMR_GEMM_FWD (forward), _DGRAD, _WGRAD. A nonzero
+         // entry is cfg.gemms, less GNMR_GEMM_FWD under serve =
+         // GNMR_SERVE_LOW: there the forward bit never appears (the
+         // placer leaves every forward on the low format).
        gnmr_cuda_place_status(&gp, &last, &first);  // syncs
        gnmr_cuda_place_download(&gp, &host);   // back, e.g. to checkpoint
        gnmr_cuda_place_destroy(&gp);
    Codes as the controller's: GNMR_EINVAL, GNMR_ESTATE, GNMR_EMISMATCH,
    GNMR_CUDA_ECUDA (gp->cuda_error); a step's own code (GNMR_ENORM for a
    finite negative signal: the step changes nothing) stays on the device
-   until gnmr_cuda_place_status reads it. */
+   until gnmr_cuda_place_status reads it. The step is gnmr_place_step
+   itself, rule P7 included: told the plan T, the calls past it hand back
+   the last planned step's bits and change no unit's GEMMs. Checked:
+   tests/test_ctl_parallel.c runs the kernel's body on the CPU (the
+   default config; serve LOW with the backward GEMMs and with all three;
+   the forward alone under serve HIGH; told a plan and run past it);
+   tests/cuda/test_ctl_cuda.cu on a GPU, the default config alone (every
+   GEMM, serve HIGH, no plan). The other configs have not run on a GPU. */
 typedef struct gnmr_cuda_place {
   gnmr_place *pl;         /* device: its units pointer is device */
   gnmr_place_unit *units; /* device: the state */
@@ -363,7 +386,10 @@ typedef struct gnmr_cuda_place {
    (syncs). On failure gp holds nothing. */
 int gnmr_cuda_place_create(gnmr_cuda_place *gp, const gnmr_place *host);
 /* One step: update and qerr (device, n_units doubles each) to high
-   (device, n_units bytes, or NULL). Launches only (no sync). */
+   (device, n_units bytes, or NULL): per unit the GNMR_GEMM_* bits of the
+   GEMMs it runs high-fidelity next step, 0 for none (gnmr_place_step's
+   high; never GNMR_GEMM_FWD under GNMR_SERVE_LOW). Launches only (no
+   sync). */
 int gnmr_cuda_place_step(gnmr_cuda_place *gp, const double *update,
                          const double *qerr, uint8_t *high,
                          cudaStream_t stream);
