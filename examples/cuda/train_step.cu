@@ -22,6 +22,13 @@
                        step t - 1's bits (a decision takes effect from the
                        next step): high fidelity, an f32 update; else one
                        rounded through bf16 (the cheap path)
+   The path bits are the controller's, one a unit: a 1 puts the whole unit
+   on the high-fidelity path (here its update; in a trainer, every GEMM of
+   it). This example does not run the placer
+   (gnmr_cuda_place_*, gnmr_ctl.cuh), whose high[u] is GNMR_GEMM_* bits
+   (which of the unit's GEMMs), not a yes/no; a trainer with both runs
+   GEMM g of unit u high-fidelity when the path bit is 1 or high[u] holds
+   g.
 
    Build: make cuda (nvcc -I. -Iexamples/cuda: the headers are included by
    name, so a trainer copies gnmr.h and the three .cuh files next to this
