@@ -492,18 +492,31 @@ TEST(bad_arguments_refused) {
 
 /* The placer (gnmr_cuda_place_*, one device thread) against
    gnmr_place_step on the CPU: T steps of a decaying signal with NaNs and
-   one refused step, for n units; every step's high-fidelity units, the
-   codes and the final state (checkpoint bytes) bit for bit, and the run
-   fires (each size's signal fires on the CPU, before step T). */
-static void place_against_cpu(uint32_t n, uint32_t steps) {
-  const uint32_t refused = steps * 2 / 5;
+   one refused step, for n units; every step's high-fidelity GEMM bits
+   (and gnmr_place_high's on the CPU), the codes and the final state
+   (checkpoint bytes) bit for bit, and the run fires (each size's signal
+   fires on the CPU, before step T). Each entry of high[] is 0 or the
+   case's GEMMs, so no forward bit under serve LOW. Told a plan, the run
+   goes past its end: the run fires before the plan's last step with some
+   unit placed there, and every call past the plan (the calls of steps
+   k >= plan - 1, k counting the calls not refused: rule P7) hands back
+   the last planned step's placement (the call of step plan - 2's). */
+typedef struct place_case {
+  uint32_t serve, gemms;
+  uint32_t bits; /* the GEMMs a placed unit runs high */
+  uint32_t plan; /* planned_steps; 0: not told */
+} place_case;
+static void place_against_cpu(uint32_t n, uint32_t steps,
+                              const place_case *pcase) {
+  const uint32_t refused = steps * 2 / 5, plan = pcase->plan;
   const size_t ckpt = 64 * (size_t)n + 256;
   gnmr_place_unit *ua = (gnmr_place_unit *)calloc(n, sizeof *ua),
                   *ub = (gnmr_place_unit *)calloc(n, sizeof *ub);
   double *up = (double *)malloc(n * sizeof *up),
          *q = (double *)malloc(n * sizeof *q),
          *costs = (double *)malloc(n * sizeof *costs);
-  uint8_t *ha = (uint8_t *)malloc(n), *hb = (uint8_t *)malloc(n);
+  uint8_t *ha = (uint8_t *)malloc(n), *hb = (uint8_t *)malloc(n),
+          *planned = (uint8_t *)calloc(n, 1);
   unsigned char *ka = (unsigned char *)malloc(ckpt),
                 *kb = (unsigned char *)malloc(ckpt);
   gnmr_place_config pc = gnmr_place_config_default();
@@ -513,11 +526,15 @@ static void place_against_cpu(uint32_t n, uint32_t steps) {
   uint8_t *d_h = NULL;
   size_t na, nb;
   int last = 0, first = 0, same = 1;
-  uint32_t u, t;
-  REQUIRE(ua && ub && up && q && costs && ha && hb && ka && kb);
+  uint32_t u, t, k = 0, other_bits = 0, fwd_low = 0, moved = 0, placed = 0;
+  REQUIRE(ua && ub && up && q && costs && ha && hb && planned && ka && kb);
+  REQUIRE(plan == 0 || (plan > 2 && steps > plan && refused + 2 != plan));
   check_rand_state = 0x9E3779B97F4A7C15ull; /* each size its own signal */
   for (u = 0; u < n; u++) costs[u] = 1 + (double)(u % 7);
   pc.budget = 0.2;
+  pc.serve = pcase->serve;
+  pc.gemms = pcase->gemms;
+  pc.planned_steps = plan;
   REQUIRE(gnmr_place_init(&a, &pc, ua, costs, n) == GNMR_OK);
   REQUIRE(gnmr_place_init(&b, &pc, ub, costs, n) == GNMR_OK);
   GNMR_REQUIRE(gnmr_cuda_place_create(&dev, &b));
@@ -525,7 +542,8 @@ static void place_against_cpu(uint32_t n, uint32_t steps) {
   CUDA_REQUIRE(cudaMalloc((void **)&d_q, n * sizeof *q));
   CUDA_REQUIRE(cudaMalloc((void **)&d_h, n));
   for (t = 0; t < steps; t++) {
-    const double lr = 0.1 + 0.45 * (1 + cos(3.14159265358979 * t / steps));
+    const double lr =
+        0.1 + 0.45 * (1 + cos(3.14159265358979 * t / (plan ? plan : steps)));
     for (u = 0; u < n; u++) {
       up[u] =
           lr * (1 + 0.2 * (double)(check_rand() % 1000) * 1e-3) * (1 + u % 5);
@@ -542,8 +560,26 @@ static void place_against_cpu(uint32_t n, uint32_t steps) {
     if (t == refused) continue;
     CUDA_REQUIRE(cudaMemcpy(hb, d_h, n, cudaMemcpyDeviceToHost));
     if (memcmp(ha, hb, n) != 0) same = 0;
+    for (u = 0; u < n; u++) {
+      if (hb[u] != 0 && hb[u] != pcase->bits) other_bits++;
+      if (pc.serve == GNMR_SERVE_LOW && (hb[u] & GNMR_GEMM_FWD)) fwd_low++;
+      if (gnmr_place_high(&a, u) != (int)ha[u]) same = 0;
+      if (plan && k == plan - 2) placed += hb[u] != 0;
+    }
+    if (plan && k == plan - 2) memcpy(planned, hb, n);
+    if (plan && k >= plan - 1 && memcmp(planned, hb, n) != 0)
+      moved++; /* P7: past the plan nothing changes */
+    k++;
   }
   EXPECT(same);
+  EXPECT_EQ_INT(k, a.steps); /* every call but the refused one counted */
+  EXPECT_EQ_INT(other_bits, 0);
+  EXPECT_EQ_INT(fwd_low, 0);
+  EXPECT_EQ_INT(moved, 0);
+  if (plan) {
+    EXPECT(placed > 0);
+    EXPECT(a.fired_step < plan - 2);
+  }
   EXPECT_EQ_INT(first, GNMR_ENORM);
   GNMR_REQUIRE(gnmr_cuda_place_download(&dev, &b));
   EXPECT_EQ_INT(a.n_fired, n);
@@ -551,7 +587,8 @@ static void place_against_cpu(uint32_t n, uint32_t steps) {
   REQUIRE(gnmr_place_checkpoint_save(&a, ka, ckpt, &na) == GNMR_OK);
   REQUIRE(gnmr_place_checkpoint_save(&b, kb, ckpt, &nb) == GNMR_OK);
   EXPECT(na == nb && memcmp(ka, kb, na) == 0);
-  printf("  placer, %u units, %u steps: %s\n", n, steps,
+  printf("  placer, %u units, %u steps, serve %s, gemms %u, plan %u: %s\n", n,
+         steps, pc.serve == GNMR_SERVE_LOW ? "LOW" : "HIGH", pc.gemms, plan,
          same && na == nb && memcmp(ka, kb, na) == 0 ? "bit-identical"
                                                      : "DIFFERS");
   gnmr_cuda_place_destroy(&dev);
@@ -565,17 +602,40 @@ static void place_against_cpu(uint32_t n, uint32_t steps) {
   free(costs);
   free(ha);
   free(hb);
+  free(planned);
   free(ka);
   free(kb);
 }
 
-/* 1 to 65,536 units; fewer steps where the one device thread has more to
-   walk (each size's signal still fires, checked on the CPU first). */
+/* The default GEMMs and serve, not told a plan: 1 to 65,536 units; fewer
+   steps where the one device thread has more to walk (each size's signal
+   still fires, checked on the CPU first). */
 TEST(placer_matches_the_cpu) {
-  place_against_cpu(1, 1000);
-  place_against_cpu(300, 1000);
-  place_against_cpu(4097, 400);
-  place_against_cpu(65536, 120);
+  static const place_case all = {GNMR_SERVE_HIGH, GNMR_GEMM_ALL, GNMR_GEMM_ALL,
+                                 0};
+  place_against_cpu(1, 1000, &all);
+  place_against_cpu(300, 1000, &all);
+  place_against_cpu(4097, 400, &all);
+  place_against_cpu(65536, 120, &all);
+}
+
+/* Told a plan of 300 steps and run 100 past it, for the GEMM bits: serve
+   LOW with the backward GEMMs, serve LOW with all three (the placer drops
+   the forward), serve HIGH with the forward alone (each fires before the
+   plan's last step with every unit placed there, on the CPU first). */
+TEST(placer_gemm_bits_serve_and_past_the_plan_match_the_cpu) {
+  static const place_case cases[] = {
+      {GNMR_SERVE_LOW, GNMR_GEMM_DGRAD | GNMR_GEMM_WGRAD,
+       GNMR_GEMM_DGRAD | GNMR_GEMM_WGRAD, 300},
+      {GNMR_SERVE_LOW, GNMR_GEMM_ALL, GNMR_GEMM_DGRAD | GNMR_GEMM_WGRAD, 300},
+      {GNMR_SERVE_HIGH, GNMR_GEMM_FWD, GNMR_GEMM_FWD, 300}};
+  static const uint32_t sizes[] = {1, 300, 4097};
+  size_t i, j;
+  for (i = 0; i < sizeof cases / sizeof cases[0]; i++)
+    for (j = 0; j < sizeof sizes / sizeof sizes[0]; j++) {
+      place_against_cpu(sizes[j], 400, &cases[i]);
+      if (check__failed_here) return;
+    }
 }
 
 int main(int argc, char **argv) {
@@ -588,7 +648,8 @@ int main(int argc, char **argv) {
       CHECK_CASE(scale_grads_f32),
       CHECK_CASE(scale_grads_after_a_refused_step_changes_nothing),
       CHECK_CASE(bad_arguments_refused),
-      CHECK_CASE(placer_matches_the_cpu)};
+      CHECK_CASE(placer_matches_the_cpu),
+      CHECK_CASE(placer_gemm_bits_serve_and_past_the_plan_match_the_cpu)};
   if (no_cuda_device("test_ctl_cuda", 1)) return NO_DEVICE_EXIT;
   rc = check_main(cases, sizeof cases / sizeof cases[0], argc, argv);
   if (rc) printf("test_ctl_cuda: " GNMR_CUDA_BITS_HINT "\n");
