@@ -44,9 +44,9 @@
      gnmr-pass, paper-pass, noise-pass     spike_policy PASS: promotion only
      gnmr-clip-only, paper-clip-only,      max_recovering 0: the clip only
      noise-clip-only
-     gnmr-persist2                     gnmr-clip-only's controller, the
-                                       arm admitting a unit flagged two
-                                       steps in a row (a prototype, below)
+     gnmr-persist2, gnmr-band3,        gnmr-clip-only's controller, the
+     gnmr-band4, gnmr-bucket           arm admitting units by a rule of its
+                                       own (prototypes, below)
      paper-tau3                        ratio_threshold 3
      paper-lock4                       lock_steps 4
      noise-nofall                      two_sided 0
@@ -128,6 +128,8 @@
 #define ARMS_H
 
 #include <math.h>
+#include <stdint.h>
+#include <string.h>
 
 enum {
   ARM_F32,
@@ -168,47 +170,140 @@ ARM_VARIANT(arm_default_pass, gnmr_config_default,
             c.spike_policy = GNMR_SPIKE_PASS)
 ARM_VARIANT(arm_default_clip_only, gnmr_config_default, c.max_recovering = 0)
 
-/* The persist2 arm (issue 50; a lab prototype, not a rule of gnmr.h): the
-   controller runs as gnmr-clip-only (the defaults with
-   max_recovering 0: it flags and clips, admits nothing), and the arm admits
-   a unit itself once it was flagged (RATIO, DELTA or NONFINITE) on
-   ARM_PERSIST_STEPS steps in a row: one unit at a time, the highest score
-   first, for lock steps, then cooldown steps before it may be admitted
-   again, as the defaults' budget. A lone spike is clipped, not admitted. */
+/* The calm-admission arms (issue 50; lab prototypes, not rules of
+   gnmr.h). Each runs the controller as gnmr-clip-only (the defaults with
+   max_recovering 0: it flags and clips, admits nothing, so clipping stays
+   the defaults'), and the arm admits units itself from the decisions and
+   the gradient norms alone:
+     gnmr-persist2  a unit flagged (RATIO, DELTA or NONFINITE) on
+                    ARM_PERSIST_STEPS (2) steps in a row
+     gnmr-band3, gnmr-band4
+                    a unit flagged while its log gradient norm is above its
+                    own noise band, centre + K sd (K 3 or 4): centre an EMA
+                    of the log norm, sd an EMA of its absolute deviation
+                    from the centre (at least ARM_BAND_MIN_SD), both with
+                    weight max(1 / (n + 1), 1 / ARM_BAND_SPAN) after n
+                    observations; admitted when that holds on 2 steps in a
+                    row, or once when the norm is ARM_BAND_BIG (100) times
+                    the band's centre or more, or its norm is not finite.
+                    The band observes each finite nonzero norm clipped into
+                    [centre - K sd, centre + K sd], so a spike cannot widen
+                    it; in its first ARM_BAND_WARMUP observations nothing
+                    is above it
+     gnmr-bucket    a unit flagged on one step, as the defaults, but only
+                    while its token bucket holds lock steps: it earns
+                    ARM_BUCKET_RATE (0.015) steps a step, holds at most
+                    lock, starts full and pays lock per admission, so over
+                    T steps a unit is admitted for at most lock + 0.015 T
+                    steps, flagged or not
+   All: one unit at a time, the highest score first, for lock steps, then
+   cooldown steps before it may be admitted again, as the defaults' budget.
+   A lone spike is clipped, not admitted. */
 #define ARM_PERSIST_NAME "gnmr-persist2"
 #define ARM_PERSIST_STEPS 2
 #define ARM_PERSIST_UNITS 64
+#define ARM_BAND_SPAN 32    /* band EMAs: weight 1/32 once warm */
+#define ARM_BAND_WARMUP 16  /* observations before anything is above it */
+#define ARM_BAND_MIN_SD 0.1 /* log units: a floor for a steady norm */
+#define ARM_BAND_BIG 100.0  /* this far over the centre: admitted at once */
+#define ARM_BUCKET_RATE 0.015
+enum { ARM_ADMIT_NONE, ARM_ADMIT_PERSIST, ARM_ADMIT_BAND, ARM_ADMIT_BUCKET };
 typedef struct arm_persist {
-  int run[ARM_PERSIST_UNITS];  /* flagged steps in a row */
-  int left[ARM_PERSIST_UNITS]; /* > 0: on the high-fidelity path */
-  int cool[ARM_PERSIST_UNITS]; /* steps before it may be admitted again */
+  int rule;                         /* ARM_ADMIT_* */
+  double k;                         /* band: width in sd */
+  int run[ARM_PERSIST_UNITS];       /* qualifying steps in a row */
+  int left[ARM_PERSIST_UNITS];      /* > 0: on the high-fidelity path */
+  int cool[ARM_PERSIST_UNITS];      /* steps before it may be admitted again */
+  int seen[ARM_PERSIST_UNITS];      /* band: norms observed */
+  double centre[ARM_PERSIST_UNITS]; /* band: EMA of the log norm */
+  double sd[ARM_PERSIST_UNITS];     /* band: EMA of |log norm - centre| */
+  double tokens[ARM_PERSIST_UNITS]; /* bucket: steps it may still spend */
 } arm_persist;
 
-/* After gnmr_step's decisions d[0..n) (n <= ARM_PERSIST_UNITS): the
-   lock and cooldown tick, then at most one unit is admitted; admitted[u]
-   is 1 for it, 0 for the rest. p->left[u] > 0: unit u runs the
-   high-fidelity path next step. */
-static void arm_persist_step(arm_persist *p, const gnmr_decision *d, int n,
-                             int lock, int cooldown, int *admitted) {
+/* The rule of the arm called name (ARM_ADMIT_NONE: not one of these). */
+static int arm_admit_rule(const char *name, double *k) {
+  *k = 0;
+  if (strcmp(name, ARM_PERSIST_NAME) == 0) return ARM_ADMIT_PERSIST;
+  if (strcmp(name, "gnmr-band3") == 0) return *k = 3, ARM_ADMIT_BAND;
+  if (strcmp(name, "gnmr-band4") == 0) return *k = 4, ARM_ADMIT_BAND;
+  if (strcmp(name, "gnmr-bucket") == 0) return ARM_ADMIT_BUCKET;
+  return ARM_ADMIT_NONE;
+}
+
+/* A zeroed arm_persist set to the rule of the arm called name; lock: the
+   bucket's size. Returns the rule. */
+static int arm_persist_init(arm_persist *p, const char *name, int lock) {
+  int u;
+  memset(p, 0, sizeof *p);
+  p->rule = arm_admit_rule(name, &p->k);
+  for (u = 0; u < ARM_PERSIST_UNITS; u++) p->tokens[u] = lock;
+  return p->rule;
+}
+
+/* The band rule for unit u's norm x this step: 1 above the band, 2 far
+   above it (or not finite), 0 not; then the band observes x. */
+static int arm_band_observe(arm_persist *p, int u, float x) {
+  double l, w, hi, lo, c = p->centre[u], sd = p->sd[u];
+  int above = 0;
+  if (!isfinite(x)) return 2;
+  if (x <= 0) return 0;
+  l = log((double)x);
+  if (sd < ARM_BAND_MIN_SD) sd = ARM_BAND_MIN_SD;
+  hi = c + p->k * sd, lo = c - p->k * sd;
+  if (p->seen[u] >= ARM_BAND_WARMUP) {
+    above = l > hi ? (l - c >= log(ARM_BAND_BIG) ? 2 : 1) : 0;
+    l = l > hi ? hi : l < lo ? lo : l;
+  }
+  w = 1.0 / (p->seen[u] + 1);
+  if (w < 1.0 / ARM_BAND_SPAN) w = 1.0 / ARM_BAND_SPAN;
+  if (p->seen[u] == 0) {
+    p->centre[u] = l;
+  } else {
+    p->sd[u] += w * (fabs(l - c) - p->sd[u]);
+    p->centre[u] += w * (l - c);
+  }
+  p->seen[u]++;
+  return above;
+}
+
+/* After gnmr_step's decisions d[0..n) on the norms x[0..n) (n <=
+   ARM_PERSIST_UNITS): the lock and cooldown tick, then at most one unit is
+   admitted; admitted[u] is 1 for it, 0 for the rest. p->left[u] > 0: unit
+   u runs the high-fidelity path next step. */
+static void arm_persist_step(arm_persist *p, const gnmr_decision *d,
+                             const float *x, int n, int lock, int cooldown,
+                             int *admitted) {
   const uint32_t risky =
       GNMR_FLAG_RATIO | GNMR_FLAG_DELTA | GNMR_FLAG_NONFINITE;
-  int u, busy = 0, best = -1;
+  int u, busy = 0, best = -1, ok[ARM_PERSIST_UNITS];
   for (u = 0; u < n; u++) {
+    const int flagged = (d[u].flags & risky) != 0;
     admitted[u] = 0;
     if (p->left[u] > 0) {
       if (--p->left[u] == 0) p->cool[u] = cooldown;
     } else if (p->cool[u] > 0) {
       p->cool[u]--;
     }
-    p->run[u] = (d[u].flags & risky) ? p->run[u] + 1 : 0;
+    if (p->rule == ARM_ADMIT_BAND) {
+      const int above = arm_band_observe(p, u, x[u]);
+      p->run[u] = flagged && above ? p->run[u] + 1 : 0;
+      ok[u] = p->run[u] >= ARM_PERSIST_STEPS || (flagged && above == 2);
+    } else if (p->rule == ARM_ADMIT_BUCKET) {
+      p->tokens[u] += ARM_BUCKET_RATE;
+      if (p->tokens[u] > lock) p->tokens[u] = lock;
+      ok[u] = flagged && p->tokens[u] >= lock;
+    } else {
+      p->run[u] = flagged ? p->run[u] + 1 : 0;
+      ok[u] = p->run[u] >= ARM_PERSIST_STEPS;
+    }
     busy += p->left[u] > 0;
   }
   for (u = 0; u < n && !busy; u++)
-    if (p->run[u] >= ARM_PERSIST_STEPS && p->cool[u] == 0 &&
-        (best < 0 || d[u].score > d[best].score))
+    if (ok[u] && p->cool[u] == 0 && (best < 0 || d[u].score > d[best].score))
       best = u;
   if (best >= 0) {
     p->left[best] = lock;
+    p->tokens[best] -= lock;
     admitted[best] = 1;
   }
 }
@@ -280,6 +375,9 @@ static const demo_arm ARMS[] = {
     {"gnmr-pass", ARM_GNMR, arm_default_pass, 0, 1, 0},
     {"gnmr-clip-only", ARM_GNMR, arm_default_clip_only, 0, 1, 0},
     {ARM_PERSIST_NAME, ARM_GNMR, arm_default_clip_only, 0, 1, 0},
+    {"gnmr-band3", ARM_GNMR, arm_default_clip_only, 0, 1, 0},
+    {"gnmr-band4", ARM_GNMR, arm_default_clip_only, 0, 1, 0},
+    {"gnmr-bucket", ARM_GNMR, arm_default_clip_only, 0, 1, 0},
     {"paper-pass", ARM_GNMR, arm_paper_pass, 0, 1, 0},
     {"paper-clip-only", ARM_GNMR, arm_paper_clip_only, 0, 1, 0},
     {"paper-tau3", ARM_GNMR, arm_paper_tau3, 0, 1, 0},

@@ -2144,11 +2144,10 @@ static lm_result lm_train(const lm_opts *o, const demo_arm *arm, int seed,
           *tgt = DEMO_CALLOC((size_t)N, uint8_t);
   float norms[LM_MAX_CTL];
   const int grouped = arm->kind == ARM_GNMR && o->units != LM_UNITS_LINEAR;
-  /* the persist2 arm's own admissions (lab/arms.h) */
-  const int persist = strcmp(arm->name, ARM_PERSIST_NAME) == 0;
+  /* the calm-admission arms' own admissions (lab/arms.h) */
   arm_persist ps;
+  const int persist = arm_persist_init(&ps, arm->name, 0) != ARM_ADMIT_NONE;
   int p_admit[LM_MAX_UNITS];
-  memset(&ps, 0, sizeof ps);
   memset(p_admit, 0, sizeof p_admit);
   memset(&res, 0, sizeof res);
   memset(norms, 0, sizeof norms);
@@ -2177,6 +2176,7 @@ static lm_result lm_train(const lm_opts *o, const demo_arm *arm, int seed,
     cfg = lm_arm_config(o, arm, CU);
     rc = gnmr_init(&ctl, &cfg, slots, (uint32_t)CU);
     if (rc != GNMR_OK) DEMO_DIE("gnmr_init: %s", gnmr_strerror(rc));
+    if (persist) arm_persist_init(&ps, arm->name, (int)cfg.lock_steps);
   }
   for (u = 0; u < U; u++) adagc_ema[u] = 0;
   memset(gs, 0, sizeof gs);
@@ -2314,7 +2314,7 @@ static lm_result lm_train(const lm_opts *o, const demo_arm *arm, int seed,
       rc = gnmr_step(&ctl, norms, d);
       if (rc != GNMR_OK) DEMO_DIE("gnmr_step: %s", gnmr_strerror(rc));
       if (persist)
-        arm_persist_step(&ps, d, U, (int)cfg.lock_steps,
+        arm_persist_step(&ps, d, norms, U, (int)cfg.lock_steps,
                          (int)cfg.cooldown_steps, p_admit);
       for (u = 0; u < U; u++) {
         res.flagged += (d[u].flags & (GNMR_FLAG_RATIO | GNMR_FLAG_DELTA |

@@ -741,8 +741,8 @@ static ts_result ts_train(const ts_opts *o, int arm, int seed,
   int shift_step = o->shift.index >= 0 ? o->steps * o->shift.pct / 100 : -1;
   arm_zclip zc = {0, 0, 0};
   arm_gstab gs[TS_LAYERS];
-  arm_persist ps; /* the persist2 arm's own admissions */
-  const int persist = strcmp(A->name, ARM_PERSIST_NAME) == 0;
+  arm_persist ps; /* the calm-admission arms' own admissions */
+  const int persist = arm_persist_init(&ps, A->name, 0) != ARM_ADMIT_NONE;
   int p_lock = 8, p_cool = 4, p_admit[TS_LAYERS];
   float *xb, norms[2 * TS_LAYERS];
   uint8_t *yb, caught[256];
@@ -751,7 +751,6 @@ static ts_result ts_train(const ts_opts *o, int arm, int seed,
   memset(&res, 0, sizeof res);
   memset(last, 0, sizeof last);
   memset(caught, 0, sizeof caught);
-  memset(&ps, 0, sizeof ps);
   memset(p_admit, 0, sizeof p_admit);
   if (n_ev > 256) DEMO_DIE("%d faults: at most 256", n_ev);
   dims[0] = train->dim;
@@ -777,6 +776,7 @@ static ts_result ts_train(const ts_opts *o, int arm, int seed,
     }
     p_lock = (int)cfg.lock_steps;
     p_cool = (int)cfg.cooldown_steps;
+    if (persist) arm_persist_init(&ps, A->name, p_lock);
     /* The default 8 is more units than this MLP has: the step-level verdict
        would never be reached. */
     if (cfg.common_min_units > TS_LAYERS) cfg.common_min_units = TS_LAYERS;
@@ -889,7 +889,8 @@ static ts_result ts_train(const ts_opts *o, int arm, int seed,
         norms[TS_LAYERS + l] = m.layer[l].qerr;
       rc = gnmr_step(&ctl, norms, d);
       if (rc != GNMR_OK) DEMO_DIE("gnmr_step: %s", gnmr_strerror(rc));
-      if (persist) arm_persist_step(&ps, d, TS_LAYERS, p_lock, p_cool, p_admit);
+      if (persist)
+        arm_persist_step(&ps, d, norms, TS_LAYERS, p_lock, p_cool, p_admit);
       for (l = 0; l < TS_LAYERS; l++) {
         if (d[l].scale != 1.0) ts_scale_grads(&m.layer[l], d[l].scale);
         /* Admitted: the unit's scaling state is suspect (a burst in the amax

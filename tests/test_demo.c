@@ -661,21 +661,22 @@ TEST(svg_checks_catch_unreadable_pictures) {
 TEST(persist2_admits_only_a_risk_that_persists) {
   arm_persist p;
   gnmr_decision d[2];
+  float x[2] = {1, 1};
   int adm[2], step, admitted_at = -1, on = 0;
-  memset(&p, 0, sizeof p);
+  EXPECT_EQ_INT(arm_persist_init(&p, "gnmr-persist2", 3), ARM_ADMIT_PERSIST);
   memset(d, 0, sizeof d);
   d[0].flags = GNMR_FLAG_RATIO; /* step 0: one flagged step, then calm */
-  arm_persist_step(&p, d, 2, 3, 2, adm);
+  arm_persist_step(&p, d, x, 2, 3, 2, adm);
   EXPECT(!adm[0] && !adm[1] && p.left[0] == 0);
   d[0].flags = 0;
-  arm_persist_step(&p, d, 2, 3, 2, adm);
+  arm_persist_step(&p, d, x, 2, 3, 2, adm);
   EXPECT(!adm[0] && p.run[0] == 0);
   /* both flagged from step 2 on: unit 1 scores higher and goes first */
   d[0].flags = GNMR_FLAG_DELTA, d[0].score = 1.5;
   d[1].flags = GNMR_FLAG_RATIO, d[1].score = 4.0;
   for (step = 2; step < 12; step++) {
     on += p.left[1] > 0; /* on the high-fidelity path this step */
-    arm_persist_step(&p, d, 2, 3, 2, adm);
+    arm_persist_step(&p, d, x, 2, 3, 2, adm);
     if (adm[1] && admitted_at < 0) admitted_at = step;
     EXPECT(!(adm[0] && p.left[1] > 0)); /* one at a time */
     if (step == 3) EXPECT(adm[1] && !adm[0]);
@@ -683,6 +684,112 @@ TEST(persist2_admits_only_a_risk_that_persists) {
   EXPECT_EQ_INT(admitted_at, 3);
   EXPECT(on >= 3);
   EXPECT(p.left[0] > 0 || p.cool[0] > 0 || p.left[1] > 0); /* turns taken */
+}
+
+/* A calm unit's norms alternating 1 and 1.5 for the band's warm-up and
+   more (its centre and sd settle inside); returns the steps taken. */
+static int band_settle(arm_persist *p, gnmr_decision *d, float *x, int *adm) {
+  int step;
+  for (step = 0; step < 64; step++) {
+    x[0] = step % 2 ? 1.5f : 1.0f;
+    arm_persist_step(p, d, x, 1, 3, 2, adm);
+    EXPECT(!adm[0]);
+  }
+  return step;
+}
+
+/* The band arm (lab/arms.h): a flagged norm inside the unit's own band is
+   not admitted, even on many steps in a row; one above it twice in a row
+   is; a x1000 norm once is, at once; a NaN norm is; a spike does not widen
+   the band (the same spike later is still above it). */
+TEST(band_admits_what_leaves_the_units_own_band) {
+  arm_persist p;
+  gnmr_decision d[1];
+  float x[1];
+  int adm[1], i;
+  double centre, sd;
+  EXPECT_EQ_INT(arm_persist_init(&p, "gnmr-band3", 3), ARM_ADMIT_BAND);
+  memset(d, 0, sizeof d);
+  band_settle(&p, d, x, adm);
+  EXPECT(p.seen[0] == 64 && p.sd[0] > 0.1 && p.sd[0] < 0.3);
+  /* flagged inside the band: never admitted */
+  d[0].flags = GNMR_FLAG_RATIO;
+  for (i = 0; i < 10; i++) {
+    x[0] = 1.5f;
+    arm_persist_step(&p, d, x, 1, 3, 2, adm);
+    EXPECT(!adm[0]);
+  }
+  /* above the band on one step (x 10, under the x 100 margin): clipped,
+     not admitted; the band barely moves */
+  centre = p.centre[0], sd = p.sd[0];
+  x[0] = 10.0f * (float)exp(centre);
+  arm_persist_step(&p, d, x, 1, 3, 2, adm);
+  EXPECT(!adm[0] && p.run[0] == 1);
+  EXPECT(p.centre[0] - centre < 0.5 * sd);
+  x[0] = 1.0f;
+  arm_persist_step(&p, d, x, 1, 3, 2, adm);
+  EXPECT(!adm[0] && p.run[0] == 0);
+  /* unflagged above the band: not admitted (the controller's flag is
+     needed) */
+  d[0].flags = 0;
+  for (i = 0; i < 3; i++) {
+    x[0] = 10.0f * (float)exp(p.centre[0]);
+    arm_persist_step(&p, d, x, 1, 3, 2, adm);
+    EXPECT(!adm[0]);
+  }
+  /* flagged above it twice in a row: admitted on the second */
+  d[0].flags = GNMR_FLAG_RATIO;
+  x[0] = 10.0f * (float)exp(p.centre[0]);
+  arm_persist_step(&p, d, x, 1, 3, 2, adm);
+  EXPECT(!adm[0]);
+  arm_persist_step(&p, d, x, 1, 3, 2, adm);
+  EXPECT(adm[0] && p.left[0] == 3);
+  /* a x1000 norm on a fresh unit, once: admitted at once; NaN too */
+  arm_persist_init(&p, "gnmr-band4", 3);
+  EXPECT(p.k == 4);
+  d[0].flags = 0;
+  band_settle(&p, d, x, adm);
+  d[0].flags = GNMR_FLAG_RATIO;
+  x[0] = 1000.0f;
+  arm_persist_step(&p, d, x, 1, 3, 2, adm);
+  EXPECT(adm[0]);
+  arm_persist_init(&p, "gnmr-band4", 3);
+  x[0] = (float)NAN;
+  d[0].flags = GNMR_FLAG_NONFINITE;
+  arm_persist_step(&p, d, x, 1, 3, 2, adm);
+  EXPECT(adm[0] && p.seen[0] == 0); /* and not observed */
+  /* in the warm-up nothing is above the band */
+  arm_persist_init(&p, "gnmr-band3", 3);
+  d[0].flags = GNMR_FLAG_RATIO;
+  for (i = 0; i < 8; i++) {
+    x[0] = (float)pow(10.0, i);
+    arm_persist_step(&p, d, x, 1, 3, 2, adm);
+    EXPECT(!adm[0]);
+  }
+}
+
+/* The bucket arm (lab/arms.h): flagged on every step for T steps, a unit
+   runs the high-fidelity path at most lock + rate T steps; the first flag
+   is admitted at once. */
+TEST(bucket_bounds_a_units_admissions) {
+  arm_persist p;
+  gnmr_decision d[1];
+  float x[1] = {1};
+  int adm[1], step, on = 0, first = -1;
+  const int T = 2000, lock = 8;
+  EXPECT_EQ_INT(arm_persist_init(&p, "gnmr-bucket", lock), ARM_ADMIT_BUCKET);
+  EXPECT_EQ_INT(arm_persist_init(&p, "gnmr", lock), ARM_ADMIT_NONE);
+  arm_persist_init(&p, "gnmr-bucket", lock);
+  memset(d, 0, sizeof d);
+  d[0].flags = GNMR_FLAG_RATIO;
+  for (step = 0; step < T; step++) {
+    on += p.left[0] > 0;
+    arm_persist_step(&p, d, x, 1, lock, 4, adm);
+    if (adm[0] && first < 0) first = step;
+  }
+  EXPECT_EQ_INT(first, 0);
+  EXPECT(on <= lock + ARM_BUCKET_RATE * T);
+  EXPECT(on >= ARM_BUCKET_RATE * T); /* and it does spend it */
 }
 
 /* ---- the command line ------------------------------------------------------
@@ -790,6 +897,8 @@ int main(int argc, char **argv) {
       CHECK_CASE(spam_clips_the_entries_over_the_threshold_and_resets_at_500),
       CHECK_CASE(gstab_and_spam_run_end_to_end),
       CHECK_CASE(persist2_admits_only_a_risk_that_persists),
+      CHECK_CASE(band_admits_what_leaves_the_units_own_band),
+      CHECK_CASE(bucket_bounds_a_units_admissions),
       CHECK_CASE(options_land_where_the_table_says),
       CHECK_CASE(options_refuse_bad_values),
       CHECK_CASE(help_prints_each_option_and_its_default),
