@@ -561,7 +561,7 @@ static void suite_means(int n, FILE *out) {
         ns[used++] = a->n;
       }
       if (run == 0) continue;
-      fprintf(out, "  %-4s %-16s ", h ? "test" : "tune", names[t]);
+      fprintf(out, "  %-4s %-18s ", h ? "test" : "tune", names[t]);
       if (used) {
         m = suite_mean_over(gaps, ns, used, &lo, &hi);
         ef_print_ci(out, m, lo, hi, 1);
@@ -636,7 +636,7 @@ static int suite_means_file(const char *path, const char *only, FILE *out) {
         nn[used++] = ns[a][i];
       }
     m = suite_mean_over(gaps[a], nn, used, &lo, &hi);
-    fprintf(out, "  %-16s ", arms[a]);
+    fprintf(out, "  %-18s ", arms[a]);
     ef_print_ci(out, m, lo, hi, 1);
     fprintf(out, " (%d)\n", used);
   }

@@ -283,7 +283,7 @@ TEST(means_over_settings_carry_their_interval) {
   suite_means(ef_n_set, out);
   REQUIRE(fclose(out) == 0);
   EXPECT(text_has(TEST_OUT "/means.txt",
-                  "  test place-planf-10   -50% [-50, -50] (1/1)\n"));
+                  "  test place-planf-10     -50% [-50, -50] (1/1)\n"));
   EXPECT(text_has(TEST_OUT "/means.txt", "conditional on these settings: "
                                          "the settings are not resampled"));
   write_text(TEST_OUT "/gaps.csv", "setting,arm,seed,gap_recovered_served\n"
@@ -297,17 +297,17 @@ TEST(means_over_settings_carry_their_interval) {
   REQUIRE(fclose(out) == 0);
   /* p: settings a and b, each on one value: 40%, zero width (pooled
      seeds would read 48%); q: one setting of 0.1 and 0.3 */
-  EXPECT(
-      text_has(TEST_OUT "/means.txt", "  p                40% [40, 40] (2)\n"));
-  EXPECT(
-      text_has(TEST_OUT "/means.txt", "  q                20% [10, 30] (1)\n"));
+  EXPECT(text_has(TEST_OUT "/means.txt",
+                  "  p                  40% [40, 40] (2)\n"));
+  EXPECT(text_has(TEST_OUT "/means.txt",
+                  "  q                  20% [10, 30] (1)\n"));
   out = fopen(TEST_OUT "/means.txt", "w");
   REQUIRE(out != NULL);
   EXPECT_EQ_INT(suite_means_file(TEST_OUT "/gaps.csv", NULL, out), 0);
   REQUIRE(fclose(out) == 0);
   /* c has one seed (its second row is empty): (0.2 + 0.6 + 0.9) / 3, no
      interval */
-  EXPECT(text_has(TEST_OUT "/means.txt", "  p                57% (3)\n"));
+  EXPECT(text_has(TEST_OUT "/means.txt", "  p                  57% (3)\n"));
   write_text(TEST_OUT "/none.csv", "setting,arm,seed,gap_recovered_served\n"
                                    "a,p,1,\n");
   EXPECT_EQ_INT(suite_means_file(TEST_OUT "/none.csv", NULL, stdout), 1);
