@@ -302,23 +302,46 @@ static int ef_cmp_double(const void *a, const void *b) {
   return x < y ? -1 : x > y;
 }
 
-static void ef_boot(const double *x, int n, double *lo, double *hi) {
+/* The same bootstrap over several groups of seeds (the settings of a mean
+   over settings): x[g * EF_MAX_SEEDS + i], i < n[g], group g's values (a
+   NAN left out). Each draw resamples every group's seeds with
+   replacement, each group on its own (its seeds never mix with
+   another's), from the one splitmix64 stream seeded EF_BOOT_SEED (groups
+   in order), and takes the mean over groups of each group's resampled
+   mean; *lo, *hi get that statistic's 2.5th and 97.5th percentiles as
+   ef_boot's. The groups themselves are not resampled: the interval is
+   conditional on them. A group with fewer than 2 values, or no group:
+   NAN. One group draws exactly as ef_boot. */
+static void ef_boot_groups(const double *x, const int *n, int groups,
+                           double *lo, double *hi) {
   static double means[EF_BOOT];
-  double v[EF_MAX_SEEDS];
+  double v[EF_MAX_SETTINGS][EF_MAX_SEEDS];
+  int m[EF_MAX_SETTINGS], g, i, b;
   unsigned long long st = EF_BOOT_SEED;
-  int m = 0, i, b;
-  for (i = 0; i < n && m < EF_MAX_SEEDS; i++)
-    if (!isnan(x[i])) v[m++] = x[i];
   *lo = *hi = NAN;
-  if (m < 2) return;
+  if (groups < 1 || groups > EF_MAX_SETTINGS) return;
+  for (g = 0; g < groups; g++) {
+    const double *xg = x + g * EF_MAX_SEEDS;
+    for (m[g] = 0, i = 0; i < n[g] && m[g] < EF_MAX_SEEDS; i++)
+      if (!isnan(xg[i])) v[g][m[g]++] = xg[i];
+    if (m[g] < 2) return;
+  }
   for (b = 0; b < EF_BOOT; b++) {
-    double sum = 0;
-    for (i = 0; i < m; i++) sum += v[ef_splitmix(&st) % (unsigned)m];
-    means[b] = sum / m;
+    double total = 0;
+    for (g = 0; g < groups; g++) {
+      double sum = 0;
+      for (i = 0; i < m[g]; i++) sum += v[g][ef_splitmix(&st) % (unsigned)m[g]];
+      total += sum / m[g];
+    }
+    means[b] = total / groups;
   }
   qsort(means, EF_BOOT, sizeof *means, ef_cmp_double);
   *lo = means[EF_BOOT / 40];
   *hi = means[EF_BOOT - 1 - EF_BOOT / 40];
+}
+
+static void ef_boot(const double *x, int n, double *lo, double *hi) {
+  ef_boot_groups(x, &n, 1, lo, hi);
 }
 
 /* The setting's lowp-against-f32 gap in evaluation ev: its mean over the

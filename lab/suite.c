@@ -60,6 +60,8 @@
      suite list                        the settings, test half first
      suite run DIR [options]           runs what DIR lacks, then report
      suite report DIR                  DIR/summary.csv, DIR/frontier.svg
+     suite means FILE [--only A,B]     means over settings, per-seed gaps
+                                       read from a CSV (suite_means_file)
    run's options: --jobs J (runs at once, default 2), --steps N (every run;
    default LM 500, MLP 1000), --seeds N (default 3),
    --eval N (LM validation windows), --only A,B (those settings), --arms
@@ -501,11 +503,34 @@ static int suite_find(const char *name) {
   return -1;
 }
 
+/* The mean over `used` settings of each one's mean served gap recovered
+   over its seeds (gap[i * EF_MAX_SEEDS + k], k < n[i]: per seed, paired
+   with lowp and f32 of that seed), and its interval (ef_boot_groups: each
+   setting's seeds resampled on their own; the settings are not
+   resampled, so the interval is conditional on them). */
+static double suite_mean_over(const double *gap, const int *n, int used,
+                              double *lo, double *hi) {
+  double sum = 0;
+  int i;
+  for (i = 0; i < used; i++) sum += ef_mean(gap + i * EF_MAX_SEEDS, n[i]);
+  ef_boot_groups(gap, n, used, lo, hi);
+  return used ? sum / used : NAN;
+}
+
+static const char SUITE_MEANS_NOTE[] =
+    "[95%% CI]: a paired bootstrap over seeds, each setting's seeds "
+    "resampled on their own (%d draws, a fixed RNG seed); conditional on "
+    "these settings: the settings are not resampled, so it says nothing of "
+    "settings not run\n";
+
 /* Per half (test first) and arm: the mean over settings of the arm's
    served gap recovered (its mean over seeds), over the settings whose
-   lowp - f32 served gap is measurable (ef_measurable) only, and how many
-   settings those are of the arm's. ef_set[0 .. n) in report order. */
-static void suite_means(int n) {
+   lowp - f32 served gap is measurable (ef_measurable) only, its interval
+   (suite_mean_over), and how many settings those are of the arm's.
+   ef_set[0 .. n) in report order; on out. */
+static void suite_means(int n, FILE *out) {
+  static double gaps[EF_MAX_SETTINGS * EF_MAX_SEEDS];
+  int ns[EF_MAX_SETTINGS];
   char names[EF_MAX_ARMS][EF_NAME];
   int n_names = 0, h, i, j, t;
   for (i = 0; i < n; i++)
@@ -517,31 +542,106 @@ static void suite_means(int n) {
       if (t == n_names && n_names < EF_MAX_ARMS)
         snprintf(names[n_names++], EF_NAME, "%s", a->name);
     }
-  printf("\nmeans of the served gap recovered over the settings with a "
-         "measurable served gap (settings counted / settings run):\n");
+  fprintf(out, "\nmeans of the served gap recovered over the settings with a "
+               "measurable served gap [95%% CI] (settings counted / settings "
+               "run):\n");
   for (h = 1; h >= 0; h--)
     for (t = 0; t < n_names; t++) {
-      double sum = 0;
+      double m, lo, hi;
       int used = 0, run = 0;
       for (i = 0; i < n; i++) {
         const ef_setting *s = &ef_set[i];
         const ef_arm *a = ef_find(s, names[t]);
-        double m, lo, hi, gap[EF_MAX_SEEDS], ci[3];
+        double ci[3];
         if (!a || suite_test_half(&SUITE[suite_find(s->name)]) != h) continue;
         run++;
         if (!ef_measurable(s, EF_SERVED, &m, &lo, &hi)) continue;
-        ef_gap_ci(s, a, EF_SERVED, gap, ci);
+        ef_gap_ci(s, a, EF_SERVED, gaps + used * EF_MAX_SEEDS, ci);
         if (isnan(ci[0])) continue;
-        sum += ci[0];
-        used++;
+        ns[used++] = a->n;
       }
       if (run == 0) continue;
-      printf("  %-4s %-16s ", h ? "test" : "tune", names[t]);
-      if (used)
-        printf("%6.0f%% (%d/%d)\n", 100 * sum / used, used, run);
-      else
-        printf("%7s (0/%d)\n", "-", run);
+      fprintf(out, "  %-4s %-18s ", h ? "test" : "tune", names[t]);
+      if (used) {
+        m = suite_mean_over(gaps, ns, used, &lo, &hi);
+        ef_print_ci(out, m, lo, hi, 1);
+        fprintf(out, " (%d/%d)\n", used, run);
+      } else
+        fprintf(out, "%7s (0/%d)\n", "-", run);
     }
+  fprintf(out, SUITE_MEANS_NOTE, EF_BOOT);
+}
+
+/* suite means FILE [--only A,B]: the same means and intervals
+   (suite_mean_over) from per-seed figures in a CSV whose header names the
+   columns setting, arm, seed and gap_recovered_served (a fraction; the
+   suite's summary.csv has them, or figures written down from a report).
+   Every setting in FILE, or in --only, counts: no lowp or f32 loss is read,
+   so the caller names the settings with a measurable gap. Rows with an
+   empty gap are skipped. On out; returns 0, or 1 where FILE holds no such
+   row. */
+static int suite_means_file(const char *path, const char *only, FILE *out) {
+  static double gaps[EF_MAX_ARMS][EF_MAX_SETTINGS * EF_MAX_SEEDS];
+  static char arms[EF_MAX_ARMS][EF_NAME], sets[EF_MAX_SETTINGS][EF_NAME];
+  static int ns[EF_MAX_ARMS][EF_MAX_SETTINGS];
+  FILE *f = ef_open(path, "r");
+  char line[1024], hline[1024], *head[64], *v[64];
+  int nh, c_set, c_arm, c_seed, c_gap, n_arms = 0, n_sets = 0, a, i, rows = 0;
+  suite_opts sel;
+  memset(&sel, 0, sizeof sel);
+  sel.only = only;
+  memset(ns, 0, sizeof ns);
+  if (!fgets(hline, sizeof hline, f)) ef_die("%s is empty", path);
+  nh = ef_split(hline, head, 64);
+  c_set = ef_column(head, nh, "setting", NULL);
+  c_arm = ef_column(head, nh, "arm", NULL);
+  c_seed = ef_column(head, nh, "seed", NULL);
+  c_gap = ef_column(head, nh, "gap_recovered_served", NULL);
+  if (c_set < 0 || c_arm < 0 || c_seed < 0 || c_gap < 0)
+    ef_die("%s: no setting, arm, seed and gap_recovered_served columns", path);
+  while (fgets(line, sizeof line, f)) {
+    int n = ef_split(line, v, 64);
+    if (n < nh || !v[c_gap][0] || !suite_selected(&sel, v[c_set])) continue;
+    for (a = 0; a < n_arms && strcmp(arms[a], v[c_arm]) != 0; a++) continue;
+    for (i = 0; i < n_sets && strcmp(sets[i], v[c_set]) != 0; i++) continue;
+    if (a == EF_MAX_ARMS || i == EF_MAX_SETTINGS)
+      ef_die("%s: more than %d arms or %d settings", path, EF_MAX_ARMS,
+             EF_MAX_SETTINGS);
+    if (a == n_arms) snprintf(arms[n_arms++], EF_NAME, "%.47s", v[c_arm]);
+    if (i == n_sets) snprintf(sets[n_sets++], EF_NAME, "%.47s", v[c_set]);
+    if (ns[a][i] == EF_MAX_SEEDS)
+      ef_die("%s: %s, %s: more than %d seeds", path, sets[i], arms[a],
+             EF_MAX_SEEDS);
+    gaps[a][i * EF_MAX_SEEDS + ns[a][i]++] = atof(v[c_gap]);
+    rows++;
+  }
+  fclose(f);
+  if (rows == 0) {
+    fprintf(stderr, "suite: no gap_recovered_served figure in %s\n", path);
+    return 1;
+  }
+  fprintf(out,
+          "means of the served gap recovered over the settings of %s "
+          "[95%% CI] (settings):\n",
+          path);
+  for (a = 0; a < n_arms; a++) {
+    /* the arm's settings, packed in FILE's order */
+    double m, lo, hi;
+    int used = 0, nn[EF_MAX_SETTINGS];
+    for (i = 0; i < n_sets; i++)
+      if (ns[a][i] > 0) {
+        if (used != i)
+          memcpy(gaps[a] + used * EF_MAX_SEEDS, gaps[a] + i * EF_MAX_SEEDS,
+                 sizeof(double) * EF_MAX_SEEDS);
+        nn[used++] = ns[a][i];
+      }
+    m = suite_mean_over(gaps[a], nn, used, &lo, &hi);
+    fprintf(out, "  %-18s ", arms[a]);
+    ef_print_ci(out, m, lo, hi, 1);
+    fprintf(out, " (%d)\n", used);
+  }
+  fprintf(out, SUITE_MEANS_NOTE, EF_BOOT);
+  return 0;
 }
 
 /* Reads DIR with efficacy.c, keeps the suite's settings in report order
@@ -622,7 +722,7 @@ static void suite_report(const char *dir) {
     }
   }
   if (fclose(f) != 0) ef_die("writing %s failed", path);
-  suite_means(n);
+  suite_means(n, stdout);
   /* The frontier's panels: each setting's name and half. */
   for (i = 0; i < n; i++) {
     char name[EF_NAME];
@@ -645,7 +745,7 @@ static void suite_usage(void) {
           "usage: suite list | suite run DIR [--jobs J] [--steps N] "
           "[--seeds N] [--eval N] [--only A,B] [--arms A,B] [--bin DIR] "
           "[--data DIR] | "
-          "suite report DIR\n");
+          "suite report DIR | suite means FILE [--only A,B]\n");
   exit(2);
 }
 
@@ -671,6 +771,9 @@ int main(int argc, char **argv) {
     suite_report(argv[2]);
     return 0;
   }
+  if ((argc == 3 || (argc == 5 && strcmp(argv[3], "--only") == 0)) &&
+      strcmp(argv[1], "means") == 0)
+    return suite_means_file(argv[2], argc == 5 ? argv[4] : NULL, stdout);
   if (argc < 3 || strcmp(argv[1], "run") != 0) suite_usage();
   memset(&o, 0, sizeof o);
   o.dir = argv[2];

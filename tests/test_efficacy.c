@@ -196,6 +196,44 @@ TEST(bootstrap_is_deterministic_and_knows_its_cases) {
   EXPECT(lo >= 0.5 && hi <= 0.7 && lo < hi);
 }
 
+/* The bootstrap of a mean over settings resamples each setting's seeds on
+   its own: settings whose seeds agree give a zero-width interval at the
+   mean of the settings' means (0 on 2 seeds and 1 on 6: 0.5, where seeds
+   pooled over settings would read 0.75 and, resampled together, a wide
+   interval); known inputs give an interval that holds their mean of means
+   and stays inside what any draw can reach; a setting with one seed, or
+   no setting, gives none. */
+TEST(bootstrap_over_settings_resamples_each_settings_seeds) {
+  static const double a[5] = {0.10, 0.12, 0.09, 0.11, 0.13},
+                      b[5] = {0.50, 0.55, 0.45, 0.52, 0.48};
+  double x[3 * EF_MAX_SEEDS], lo, hi, lo2, hi2;
+  int n[3] = {2, 6, 1}, i;
+  for (i = 0; i < 3 * EF_MAX_SEEDS; i++) x[i] = i < EF_MAX_SEEDS ? 0.0 : 1.0;
+  ef_boot_groups(x, n, 2, &lo, &hi);
+  EXPECT_NEAR(lo, 0.5, 1e-12);
+  EXPECT_NEAR(hi, 0.5, 1e-12);
+  ef_boot_groups(x, n, 3, &lo, &hi); /* the third setting has one seed */
+  EXPECT(isnan(lo) && isnan(hi));
+  ef_boot_groups(x, n, 0, &lo, &hi);
+  EXPECT(isnan(lo) && isnan(hi));
+  for (i = 0; i < 5; i++) x[i] = a[i], x[EF_MAX_SEEDS + i] = b[i];
+  x[EF_MAX_SEEDS + 5] = NAN; /* no pair: left out */
+  n[0] = 5, n[1] = 6;
+  ef_boot_groups(x, n, 2, &lo, &hi); /* mean of means 0.305 */
+  EXPECT(lo < 0.305 && hi > 0.305);
+  EXPECT(lo > 0.27 && hi < 0.34 && hi - lo > 0.01);
+  EXPECT(!(lo <= 0.11 && hi >= 0.11)); /* neither setting's own mean */
+  EXPECT(!(lo <= 0.5 && hi >= 0.5));
+  ef_boot_groups(x, n, 2, &lo2, &hi2); /* a fixed RNG seed */
+  EXPECT_EQ_BITS(lo, lo2);
+  EXPECT_EQ_BITS(hi, hi2);
+  /* one setting: ef_boot's interval */
+  ef_boot(b, 5, &lo, &hi);
+  ef_boot_groups(x + EF_MAX_SEEDS, n + 1, 1, &lo2, &hi2);
+  EXPECT_EQ_BITS(lo, lo2);
+  EXPECT_EQ_BITS(hi, hi2);
+}
+
 TEST(outputs_hold_every_row_and_the_paired_table) {
   make_runs();
   ef_n_set = 0;
@@ -283,6 +321,7 @@ int main(int argc, char **argv) {
       CHECK_CASE(
           served_gap_is_lowp_served_against_f32_and_stands_beside_the_f32_path),
       CHECK_CASE(bootstrap_is_deterministic_and_knows_its_cases),
+      CHECK_CASE(bootstrap_over_settings_resamples_each_settings_seeds),
       CHECK_CASE(frontier_joins_a_rules_arms_in_order_of_flops),
       CHECK_CASE(frontier_wraps_to_rows_of_four_panels),
   };

@@ -266,6 +266,53 @@ TEST(report_carries_the_served_evaluation) {
                   "3.020000,\n"));
 }
 
+/* The means over settings carry their interval, each setting's seeds
+   resampled on their own, and say that it is conditional on the settings:
+   from the suite's runs (the report's settings above: -50% on both seeds)
+   and from a CSV of per-seed gaps (suite means FILE), where a setting of
+   one seed leaves the mean without an interval and --only picks the
+   settings. */
+TEST(means_over_settings_carry_their_interval) {
+  FILE *out;
+  REQUIRE(system("mkdir -p " TEST_OUT) == 0);
+  ef_n_set = 0;
+  ef_scan(TEST_OUT); /* report_carries_the_served_evaluation's runs */
+  REQUIRE(ef_n_set == 1);
+  out = fopen(TEST_OUT "/means.txt", "w");
+  REQUIRE(out != NULL);
+  suite_means(ef_n_set, out);
+  REQUIRE(fclose(out) == 0);
+  EXPECT(text_has(TEST_OUT "/means.txt",
+                  "  test place-planf-10     -50% [-50, -50] (1/1)\n"));
+  EXPECT(text_has(TEST_OUT "/means.txt", "conditional on these settings: "
+                                         "the settings are not resampled"));
+  write_text(TEST_OUT "/gaps.csv", "setting,arm,seed,gap_recovered_served\n"
+                                   "a,p,1,0.2\na,p,2,0.2\n"
+                                   "b,p,1,0.6\nb,p,2,0.6\nb,p,3,0.6\n"
+                                   "c,p,1,0.9\nc,p,2,\n"
+                                   "a,q,1,0.1\na,q,2,0.3\n");
+  out = fopen(TEST_OUT "/means.txt", "w");
+  REQUIRE(out != NULL);
+  EXPECT_EQ_INT(suite_means_file(TEST_OUT "/gaps.csv", "a,b", out), 0);
+  REQUIRE(fclose(out) == 0);
+  /* p: settings a and b, each on one value: 40%, zero width (pooled
+     seeds would read 48%); q: one setting of 0.1 and 0.3 */
+  EXPECT(text_has(TEST_OUT "/means.txt",
+                  "  p                  40% [40, 40] (2)\n"));
+  EXPECT(text_has(TEST_OUT "/means.txt",
+                  "  q                  20% [10, 30] (1)\n"));
+  out = fopen(TEST_OUT "/means.txt", "w");
+  REQUIRE(out != NULL);
+  EXPECT_EQ_INT(suite_means_file(TEST_OUT "/gaps.csv", NULL, out), 0);
+  REQUIRE(fclose(out) == 0);
+  /* c has one seed (its second row is empty): (0.2 + 0.6 + 0.9) / 3, no
+     interval */
+  EXPECT(text_has(TEST_OUT "/means.txt", "  p                  57% (3)\n"));
+  write_text(TEST_OUT "/none.csv", "setting,arm,seed,gap_recovered_served\n"
+                                   "a,p,1,\n");
+  EXPECT_EQ_INT(suite_means_file(TEST_OUT "/none.csv", NULL, stdout), 1);
+}
+
 int main(int argc, char **argv) {
   static const check_case cases[] = {
       CHECK_CASE(split_is_the_fnv1a_hash_lowest_bit),
@@ -277,6 +324,7 @@ int main(int argc, char **argv) {
       CHECK_CASE(mlp_settings_take_their_batch),
       CHECK_CASE(every_lm_setting_parses_in_the_demo),
       CHECK_CASE(report_carries_the_served_evaluation),
+      CHECK_CASE(means_over_settings_carry_their_interval),
   };
   (void)train_lm_main;        /* the demo's main and the suite's commands run */
   (void)efficacy_report_main; /* in their own programs */
