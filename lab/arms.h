@@ -116,6 +116,30 @@
                 serve GNMR_SERVE_LOW: no forward GEMM placed; planlow the
                 input- and weight-gradient GEMMs, planlowd the input
                 gradient's alone, planloww the weight gradient's
+     latedattn, latedmlp
+                the late switch of the input-gradient GEMMs of some units
+                only, told the schedule: the attention's (each block's
+                qkv and projection) or the MLPs' (each block's two); the
+                fewer FLOPs, the earlier the switch. In the suite's LM
+                shape (width 64, 2 blocks) at 10%: latedattn runs the
+                whole run at 9.5% (the attention is 29% of the FLOPs),
+                latedmlp the last 53% of the steps
+     latedwhead the head's input- and weight-gradient GEMMs, the whole
+                run where the budget allows (the suite's LM shape at 10%:
+                9.5%)
+   lowp-jit     lowp's training; served (the served evaluation) with each
+                per-tensor scale taken from the tensor's own amax (the
+                final weights', each batch's activations') instead of the
+                delayed scale of the amax histories: a serving change of
+                no FLOPs, not a placement. Block formats (NVFP4) scale
+                from the current amax anyway: there it is lowp.
+   lowp-srd     lowp, but each input-gradient GEMM reads the weight
+                stochastically rounded to the format (at the scale of the
+                forward's, one draw per value, seed and step) instead of
+                the forward's round-to-nearest copy: unbiased for the f32
+                weight, as the f32 input gradient of lated/planlowd, at no
+                f32 FLOPs. The forward, and so the served model's
+                rounding, stays round to nearest.
    A static rule takes units in its order while their FLOPs fit the budget.
    Every demo also takes --global-clip X: each arm's gradient is clipped to
    global norm X after the arm's own control (what production trainers run
@@ -200,6 +224,8 @@ ARM_VARIANT(arm_default_clip_only, gnmr_config_default, c.max_recovering = 0)
    cooldown steps before it may be admitted again, as the defaults' budget.
    A lone spike is clipped, not admitted. */
 #define ARM_PERSIST_NAME "gnmr-persist2"
+#define ARM_JIT_NAME "lowp-jit" /* lowp served on current scales */
+#define ARM_SRD_NAME "lowp-srd" /* lowp, dgrad on rounded-at-random W */
 #define ARM_PERSIST_STEPS 2
 #define ARM_PERSIST_UNITS 64
 #define ARM_BAND_SPAN 32    /* band EMAs: weight 1/32 once warm */
@@ -378,6 +404,8 @@ static const demo_arm ARMS[] = {
     {"gnmr-band3", ARM_GNMR, arm_default_clip_only, 0, 1, 0},
     {"gnmr-band4", ARM_GNMR, arm_default_clip_only, 0, 1, 0},
     {"gnmr-bucket", ARM_GNMR, arm_default_clip_only, 0, 1, 0},
+    {ARM_JIT_NAME, ARM_LOWP, NULL, 0, 1, 0},
+    {ARM_SRD_NAME, ARM_LOWP, NULL, 0, 1, 0},
     {"paper-pass", ARM_GNMR, arm_paper_pass, 0, 1, 0},
     {"paper-clip-only", ARM_GNMR, arm_paper_clip_only, 0, 1, 0},
     {"paper-tau3", ARM_GNMR, arm_paper_tau3, 0, 1, 0},
@@ -430,6 +458,9 @@ static const demo_arm ARMS[] = {
     ARM_PLACE_ROWS("planlow"),
     ARM_PLACE_ROWS("planlowd"),
     ARM_PLACE_ROWS("planloww"),
+    ARM_PLACE_ROWS("latedattn"),
+    ARM_PLACE_ROWS("latedmlp"),
+    ARM_PLACE_ROWS("latedwhead"),
 #undef ARM_PLACE_ROWS
 };
 #define ARM_COUNT ((int)(sizeof ARMS / sizeof ARMS[0]))

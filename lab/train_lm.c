@@ -258,6 +258,8 @@ typedef struct lm_linear {
   lm_real *xf;      /* the unquantized input, for an f32 weight gradient */
   int hfg;          /* low-cost path: its GEMMs on f32 anyway (LM_GEMM_*) */
   lm_real *wt;      /* scratch: wq transposed, for the input gradient */
+  lm_real *wsr;     /* the weight stochastically rounded (lm_path.sr) */
+  int srd;          /* this step: the input gradient reads wsr, not wq */
   lp_scaler sx, sw; /* delayed scaling of the activation and the weight */
   float qerr;       /* forward signal: ||Q(x) - x|| / ||x|| this step */
   float gain;       /* output multiplier: 1, DEMO_SHIFT_GAIN after --shift */
@@ -295,6 +297,10 @@ typedef struct lm_path {
   double logit_gain; /* > 0: head logit_head's q and k x gain (qkv unit) */
   int logit_head, n_head;
   int stale; /* activation scale x LM_STALE_GAIN */
+  int jit;   /* per-tensor format: scale by this tensor's own amax */
+  /* != 0: the input gradient's GEMM reads the weight stochastically
+     rounded (lm_round's key) at wq's scale, not wq; the forward keeps wq */
+  uint64_t sr;
   /* The forward signal's format (arms with forward signals only): the
      GEMM input's relative quantization error goes to lm_linear.qerr; on
      the f32 path, the error this format would give at the current scale. */
@@ -369,12 +375,36 @@ static void lm_gemm_db_wt_cols(void *p, int o0, int o1) {
   }
 }
 
+/* The format's value next to x, stochastically rounded: one of the two
+   neighbours of |x|, the upper with probability its distance's share
+   (unbiased inside the range), saturating at the largest as lp_quantize;
+   the uniform draw is that of value i under `key`, so the result does not
+   depend on the threads' split. key 0: round to nearest (lp_quantize). */
+static float lm_round(float x, const lp_format *f, uint64_t key, size_t i) {
+  uint64_t st = key ^ ((uint64_t)i * UINT64_C(0x9E3779B97F4A7C15));
+  float a = fabsf(x), q;
+  uint32_t bits;
+  int e;
+  if (!key) return lp_quantize(x, f);
+  if (isnan(x) || a == 0.0f) return x;
+  if (!(a < f->max)) return x < 0 ? -f->max : f->max;
+  memcpy(&bits, &a, sizeof bits);
+  e = (int)(bits >> 23) - 127;
+  if (e < f->emin) e = f->emin;
+  q = (float)(floor((double)a * lp_pow2f(f->mbits - e) +
+                    splitmix_uniform(&st)) *
+              lp_pow2f(e - f->mbits));
+  if (q > f->max) q = f->max;
+  return x < 0 ? -q : q;
+}
+
 typedef struct lm_quant_ctx {
   const lm_real *x;
   lm_real *out;
   const lp_format *fmt;
   float scale;
   int cols;
+  uint64_t sr; /* lm_round's key (0: to nearest) */
 } lm_quant_ctx;
 
 static void lm_quant_rows(void *p, int r0, int r1) {
@@ -382,7 +412,8 @@ static void lm_quant_rows(void *p, int r0, int r1) {
   size_t i, a = (size_t)r0 * (size_t)c->cols, z = (size_t)r1 * (size_t)c->cols;
   for (i = a; i < z; i++)
     c->out[i] =
-        (lm_real)(lp_quantize((float)c->x[i] * c->scale, c->fmt) / c->scale);
+        (lm_real)(lm_round((float)c->x[i] * c->scale, c->fmt, c->sr, i) /
+                  c->scale);
 }
 
 static float lm_amax(const lm_real *x, size_t n) {
@@ -397,7 +428,8 @@ static float lm_amax(const lm_real *x, size_t n) {
    of fmt->block along a row, or, with `down`, along a column (the weight's
    inner dimension is its rows). In place is allowed. */
 static void lm_quantize_blocks(const lm_real *x, int rows, int cols, int down,
-                               const lp_format *fmt, float amax, lm_real *out) {
+                               const lp_format *fmt, float amax, uint64_t sr,
+                               lm_real *out) {
   float ts = lp_block_tensor_scale(amax, fmt);
   int outer = down ? cols : rows, len = down ? rows : cols, o, b, i;
   size_t stride = down ? (size_t)cols : 1, ostride = down ? 1 : (size_t)cols;
@@ -413,22 +445,24 @@ static void lm_quantize_blocks(const lm_real *x, int rows, int cols, int down,
       sc = lp_block_scale(ba, fmt, ts);
       for (i = 0; i < e; i++) {
         size_t k = at + (size_t)i * stride;
-        out[k] =
-            sc > 0.0f ? (lm_real)(lp_quantize((float)x[k] / sc, fmt) * sc) : 0;
+        out[k] = sc > 0.0f
+                     ? (lm_real)(lm_round((float)x[k] / sc, fmt, sr, k) * sc)
+                     : 0;
       }
     }
 }
 
 /* Quantize rows x cols of x into out with the scaler's delayed scale (times
    `gain`), then push this tensor's amax into the history; a block-scaled
-   format scales per block (`down`: blocks along the columns) instead. */
+   format scales per block (`down`: blocks along the columns) instead. sr:
+   lm_round's key (0: to nearest). */
 static void lm_quantize(const lm_real *x, int rows, int cols, int down,
                         const lp_format *fmt, lp_scaler *s, float gain,
-                        lm_real *out) {
+                        uint64_t sr, lm_real *out) {
   lm_quant_ctx c;
   float amax = lm_amax(x, (size_t)rows * (size_t)cols);
   if (fmt->block) {
-    lm_quantize_blocks(x, rows, cols, down, fmt, amax, out);
+    lm_quantize_blocks(x, rows, cols, down, fmt, amax, sr, out);
     return;
   }
   c.x = x;
@@ -436,6 +470,7 @@ static void lm_quantize(const lm_real *x, int rows, int cols, int down,
   c.fmt = fmt;
   c.scale = lp_scaler_scale(s, fmt, amax) * gain;
   c.cols = cols;
+  c.sr = sr;
   lm_parallel(lm_quant_rows, &c, rows);
   lp_scaler_push(s, amax);
 }
@@ -471,6 +506,7 @@ static void lm_linear_forward(lm_linear *L, const lm_real *x, int n,
   lm_gemm_ctx c;
   L->gfmt = p->fmt ? p->gfmt : NULL;
   L->hfg = p->fmt ? p->hf_gemms : 0;
+  L->srd = p->fmt && p->sr && !(L->hfg & LM_GEMM_DGRAD);
   memcpy(L->xq, x, nx * sizeof *x);
   if (L->hfg & LM_GEMM_WGRAD) memcpy(L->xf, x, nx * sizeof *x);
   if (!p->fmt) {
@@ -495,9 +531,14 @@ static void lm_linear_forward(lm_linear *L, const lm_real *x, int n,
                 (size_t)((p->outlier_c0 + k) % L->in)] *=
               (lm_real)p->outlier_gain;
     }
+    if (p->jit) L->sx.len = L->sw.len = 0; /* lp_scaler_scale: amax_now */
     lm_quantize(L->xq, n, L->in, 0, p->fmt, &L->sx,
-                p->stale ? LM_STALE_GAIN : 1.0f, L->xq);
-    lm_quantize(L->w, L->in, L->out, 1, p->fmt, &L->sw, 1.0f, L->wq);
+                p->stale ? LM_STALE_GAIN : 1.0f, 0, L->xq);
+    if (L->srd) { /* the same scale as wq's: the history before its push */
+      lp_scaler sw = L->sw;
+      lm_quantize(L->w, L->in, L->out, 1, p->fmt, &sw, 1.0f, p->sr, L->wsr);
+    }
+    lm_quantize(L->w, L->in, L->out, 1, p->fmt, &L->sw, 1.0f, 0, L->wq);
     if (p->probe || p->measure) {
       const double t = lm_now();
       if (p->probe) L->qerr = lm_quant_error(x, L->xq, nx, NULL, 1.0f);
@@ -548,7 +589,7 @@ static void lm_linear_backward(lm_linear *L, const lm_real *dy, int n,
   lm_gemm_ctx c;
   const lm_real *dyl = dy; /* the low-cost GEMMs' output gradient */
   if (L->gfmt) {
-    lm_quantize(dy, n, L->out, 0, L->gfmt, &L->sg, 1.0f, L->dyq);
+    lm_quantize(dy, n, L->out, 0, L->gfmt, &L->sg, 1.0f, 0, L->dyq);
     dyl = L->dyq;
   }
   c.x = L->hfg & LM_GEMM_WGRAD ? L->xf : L->xq;
@@ -558,7 +599,7 @@ static void lm_linear_backward(lm_linear *L, const lm_real *dy, int n,
   c.n = n;
   c.in = L->in;
   c.out = L->out;
-  c.w = L->hfg & LM_GEMM_DGRAD ? L->w : L->wq;
+  c.w = L->hfg & LM_GEMM_DGRAD ? L->w : L->srd ? L->wsr : L->wq;
   c.y = L->wt;
   c.b = NULL;
   lm_parallel(lm_gemm_db_wt_cols, &c, L->out);
@@ -953,6 +994,7 @@ static void lm_model_init(lm_model *m, lm_shape s, demo_rng *r) {
     U->xq = DEMO_CALLOC((size_t)N * (size_t)U->in, lm_real);
     U->xf = DEMO_CALLOC((size_t)N * (size_t)U->in, lm_real);
     U->wq = DEMO_CALLOC(nw, lm_real);
+    U->wsr = DEMO_CALLOC(nw, lm_real);
     U->wt = DEMO_CALLOC(nw, lm_real);
     U->yref = DEMO_CALLOC((size_t)N * (size_t)U->out, lm_real);
     U->wprev = DEMO_CALLOC(nw, lm_real);
@@ -994,8 +1036,8 @@ static void lm_model_free(lm_model *m) {
   free(m->params), free(m->grads), free(m->m), free(m->v);
   for (u = 0; u < m->n_units; u++)
     free(m->unit[u].xq), free(m->unit[u].xf), free(m->unit[u].wq),
-        free(m->unit[u].wt), free(m->unit[u].yref), free(m->unit[u].wprev),
-        free(m->unit[u].dyq);
+        free(m->unit[u].wsr), free(m->unit[u].wt), free(m->unit[u].yref),
+        free(m->unit[u].wprev), free(m->unit[u].dyq);
   for (l = 0; l < m->s.L; l++) {
     lm_block_acts *a = &m->acts[l];
     free(a->res), free(a->ln1), free(a->ln1_mean), free(a->ln1_rstd);
@@ -1592,44 +1634,63 @@ enum {
   LM_PLACE_GNMR_PLAN
 };
 
+/* A unit's class, as a bit (LM_PLACE_RULES' units): a block's qkv and
+   projection (the attention's), its MLP's two Linears, or the head. */
+#define LM_CLASS_ATTN 3
+#define LM_CLASS_MLP 12
+#define LM_CLASS_HEAD 16
+static int lm_unit_class(const lm_shape *s, int u) {
+  return u == 4 * s->L ? LM_CLASS_HEAD : 1 << (u % 4);
+}
+
 /* gemms: the GEMMs a rule puts on f32 (LM_GEMM_*). The late switch per
    GEMM (latef: the forward GEMMs, latefd: forward and input gradient, ...)
    runs those on f32 for the last steps its budget buys: a GEMM costs a
    third of its unit, so latef's switch comes three times as early as
-   late's at the same FLOPs (the NVFP4 recipe's late forward switch). */
+   late's at the same FLOPs (the NVFP4 recipe's late forward switch). A
+   late rule limited to some units (units != 0) switches only those, so its
+   switch comes as much earlier as their share of the FLOPs is smaller; a
+   budget their whole run does not use up leaves the rest unspent. */
 static const struct {
   const char *name;
   int rule, draw, gemms;
   int serve_low; /* plan*: gnmr_place_config.serve GNMR_SERVE_LOW */
+  int units;     /* late*: the units it switches (LM_CLASS_*); 0: all */
 } LM_PLACE_RULES[] = {
-    {"nvfp4", LM_PLACE_NVFP4, 0, LM_GEMM_ALL, 0},
-    {"nvfp4dw", LM_PLACE_NVFP4, 0, LM_GEMM_DGRAD | LM_GEMM_WGRAD, 0},
-    {"firstlast", LM_PLACE_FIRSTLAST, 0, LM_GEMM_ALL, 0},
-    {"rand1", LM_PLACE_RANDOM, 1, LM_GEMM_ALL, 0},
-    {"rand2", LM_PLACE_RANDOM, 2, LM_GEMM_ALL, 0},
-    {"rand3", LM_PLACE_RANDOM, 3, LM_GEMM_ALL, 0},
-    {"once", LM_PLACE_ONCE, 0, LM_GEMM_ALL, 0},
-    {"late", LM_PLACE_LATE, 0, LM_GEMM_ALL, 0},
-    {"latef", LM_PLACE_LATE, 0, LM_GEMM_FWD, 0},
-    {"latefd", LM_PLACE_LATE, 0, LM_GEMM_FWD | LM_GEMM_DGRAD, 0},
-    {"latefw", LM_PLACE_LATE, 0, LM_GEMM_FWD | LM_GEMM_WGRAD, 0},
-    {"latedw", LM_PLACE_LATE, 0, LM_GEMM_DGRAD | LM_GEMM_WGRAD, 0},
-    {"lated", LM_PLACE_LATE, 0, LM_GEMM_DGRAD, 0},
-    {"latew", LM_PLACE_LATE, 0, LM_GEMM_WGRAD, 0},
-    {"nvfp4-late", LM_PLACE_NVFP4_LATE, 0, LM_GEMM_ALL, 0},
-    {"upd-max", LM_PLACE_UPD_MAX, 0, LM_GEMM_ALL, 0},
-    {"upd-both", LM_PLACE_UPD_BOTH, 0, LM_GEMM_ALL, 0},
-    {"upd-all", LM_PLACE_UPD_ALL, 0, LM_GEMM_ALL, 0},
-    {"upd-late", LM_PLACE_UPD_LATE, 0, LM_GEMM_ALL, 0},
-    {"gnmr", LM_PLACE_GNMR, 0, LM_GEMM_ALL, 0},
-    {"plan", LM_PLACE_GNMR_PLAN, 0, 0, 0}, /* 0: the library's default gemms */
-    {"planall", LM_PLACE_GNMR_PLAN, 0, LM_GEMM_ALL, 0},
-    {"planf", LM_PLACE_GNMR_PLAN, 0, LM_GEMM_FWD, 0},
-    {"planfd", LM_PLACE_GNMR_PLAN, 0, LM_GEMM_FWD | LM_GEMM_DGRAD, 0},
+    {"nvfp4", LM_PLACE_NVFP4, 0, LM_GEMM_ALL, 0, 0},
+    {"nvfp4dw", LM_PLACE_NVFP4, 0, LM_GEMM_DGRAD | LM_GEMM_WGRAD, 0, 0},
+    {"firstlast", LM_PLACE_FIRSTLAST, 0, LM_GEMM_ALL, 0, 0},
+    {"rand1", LM_PLACE_RANDOM, 1, LM_GEMM_ALL, 0, 0},
+    {"rand2", LM_PLACE_RANDOM, 2, LM_GEMM_ALL, 0, 0},
+    {"rand3", LM_PLACE_RANDOM, 3, LM_GEMM_ALL, 0, 0},
+    {"once", LM_PLACE_ONCE, 0, LM_GEMM_ALL, 0, 0},
+    {"late", LM_PLACE_LATE, 0, LM_GEMM_ALL, 0, 0},
+    {"latef", LM_PLACE_LATE, 0, LM_GEMM_FWD, 0, 0},
+    {"latefd", LM_PLACE_LATE, 0, LM_GEMM_FWD | LM_GEMM_DGRAD, 0, 0},
+    {"latefw", LM_PLACE_LATE, 0, LM_GEMM_FWD | LM_GEMM_WGRAD, 0, 0},
+    {"latedw", LM_PLACE_LATE, 0, LM_GEMM_DGRAD | LM_GEMM_WGRAD, 0, 0},
+    {"lated", LM_PLACE_LATE, 0, LM_GEMM_DGRAD, 0, 0},
+    {"latew", LM_PLACE_LATE, 0, LM_GEMM_WGRAD, 0, 0},
+    {"nvfp4-late", LM_PLACE_NVFP4_LATE, 0, LM_GEMM_ALL, 0, 0},
+    {"upd-max", LM_PLACE_UPD_MAX, 0, LM_GEMM_ALL, 0, 0},
+    {"upd-both", LM_PLACE_UPD_BOTH, 0, LM_GEMM_ALL, 0, 0},
+    {"upd-all", LM_PLACE_UPD_ALL, 0, LM_GEMM_ALL, 0, 0},
+    {"upd-late", LM_PLACE_UPD_LATE, 0, LM_GEMM_ALL, 0, 0},
+    {"gnmr", LM_PLACE_GNMR, 0, LM_GEMM_ALL, 0, 0},
+    {"plan", LM_PLACE_GNMR_PLAN, 0, 0, 0,
+     0}, /* 0: the library's default gemms */
+    {"planall", LM_PLACE_GNMR_PLAN, 0, LM_GEMM_ALL, 0, 0},
+    {"planf", LM_PLACE_GNMR_PLAN, 0, LM_GEMM_FWD, 0, 0},
+    {"planfd", LM_PLACE_GNMR_PLAN, 0, LM_GEMM_FWD | LM_GEMM_DGRAD, 0, 0},
     /* served on the format (serve LOW): the backward GEMMs only */
-    {"planlow", LM_PLACE_GNMR_PLAN, 0, 0, 1},
-    {"planlowd", LM_PLACE_GNMR_PLAN, 0, LM_GEMM_DGRAD, 1},
-    {"planloww", LM_PLACE_GNMR_PLAN, 0, LM_GEMM_WGRAD, 1},
+    {"planlow", LM_PLACE_GNMR_PLAN, 0, 0, 1, 0},
+    {"planlowd", LM_PLACE_GNMR_PLAN, 0, LM_GEMM_DGRAD, 1, 0},
+    {"planloww", LM_PLACE_GNMR_PLAN, 0, LM_GEMM_WGRAD, 1, 0},
+    /* served on the format: the late switch of some units' backward GEMMs */
+    {"latedattn", LM_PLACE_LATE, 0, LM_GEMM_DGRAD, 0, LM_CLASS_ATTN},
+    {"latedmlp", LM_PLACE_LATE, 0, LM_GEMM_DGRAD, 0, LM_CLASS_MLP},
+    {"latedwhead", LM_PLACE_LATE, 0, LM_GEMM_DGRAD | LM_GEMM_WGRAD, 0,
+     LM_CLASS_HEAD},
 };
 
 /* The measured rules (upd-*). Each step a unit on the low-cost path has
@@ -1669,6 +1730,7 @@ static const struct {
 
 typedef struct lm_placer {
   int rule, n_units, late_from, calib, calib_from, gemms;
+  uint8_t late_unit[LM_MAX_UNITS]; /* late rules: the units it switches */
   double budget, total, credit, flops[LM_MAX_UNITS];
   uint8_t fixed[LM_MAX_UNITS]; /* space rules: f32 for the whole run */
   uint8_t hf[LM_MAX_UNITS];    /* this step: its GEMMs on f32 (LM_GEMM_*) */
@@ -1772,7 +1834,14 @@ static void lm_place_init(lm_placer *pl, const char *arm, const lm_model *m,
     if (pl->calib_from < pl->calib / 2) pl->calib_from = pl->calib / 2;
     break;
   case LM_PLACE_LATE: {
-    double f = pl->budget * 3 / lm_gemm_count(pl->gemms);
+    double share = 0, f;
+    for (u = 0; u < U; u++) {
+      int in = !LM_PLACE_RULES[r].units ||
+               (LM_PLACE_RULES[r].units & lm_unit_class(&m->s, u));
+      pl->late_unit[u] = (uint8_t)in;
+      if (in) share += pl->flops[u] / pl->total;
+    }
+    f = pl->budget * 3 / lm_gemm_count(pl->gemms) / share;
     pl->late_from = f >= 1 ? 0 : steps - (int)(f * steps + 0.5);
     break;
   }
@@ -1826,7 +1895,11 @@ static void lm_place_step(lm_placer *pl, int step) {
   }
   for (u = 0; u < pl->n_units; u++)
     pl->hf[u] =
-        (uint8_t)(pl->fixed[u] || step >= pl->late_from ? pl->gemms : 0);
+        (uint8_t)(pl->fixed[u] ||
+                          (step >= pl->late_from &&
+                           (pl->rule != LM_PLACE_LATE || pl->late_unit[u]))
+                      ? pl->gemms
+                      : 0);
 }
 
 /* After the forward pass: the once rule's calibration window. */
@@ -1993,7 +2066,9 @@ static void lm_served_paths(const lm_path *last, int U, lm_path *served) {
    path; else each unit's forward on paths[u] (lm_served_paths). A unit on
    a per-tensor format scales by the delayed scale training left in its amax
    histories, the same for every batch: the histories are restored after
-   each, so the evaluation changes nothing and its order does not matter. */
+   each, so the evaluation changes nothing and its order does not matter.
+   A path with jit set scales each tensor by its own amax instead (the
+   weight's as training left it, each batch's activation its own). */
 static double lm_evaluate(lm_model *m, const lm_text *val, int eval_seqs,
                           const lm_path *paths) {
   int T = m->s.T, B = m->s.B, N = B * T, done = 0, b, u;
@@ -2145,6 +2220,8 @@ static lm_result lm_train(const lm_opts *o, const demo_arm *arm, int seed,
   float norms[LM_MAX_CTL];
   const int grouped = arm->kind == ARM_GNMR && o->units != LM_UNITS_LINEAR;
   /* the calm-admission arms' own admissions (lab/arms.h) */
+  /* lowp-srd: the input gradients read stochastically rounded weights */
+  const int srd = strcmp(arm->name, ARM_SRD_NAME) == 0;
   arm_persist ps;
   const int persist = arm_persist_init(&ps, arm->name, 0) != ARM_ADMIT_NONE;
   int p_admit[LM_MAX_UNITS];
@@ -2224,6 +2301,9 @@ static lm_result lm_train(const lm_opts *o, const demo_arm *arm, int seed,
         continue;
       }
       paths[u].fmt = o->fmt;
+      if (srd) /* a key per seed, step and unit, never 0 */
+        paths[u].sr =
+            (uint64_t)seed << 40 ^ (uint64_t)step << 8 ^ (uint64_t)(u + 1);
       if (arm->kind == ARM_PLACE && pl.hf[u]) {
         paths[u].hf_gemms = pl.hf[u];
         hf_steps++;
@@ -2384,6 +2464,8 @@ static lm_result lm_train(const lm_opts *o, const demo_arm *arm, int seed,
   if (o->steps > 0) {
     lm_path served[LM_MAX_UNITS];
     lm_served_paths(last, U, served);
+    if (strcmp(arm->name, ARM_JIT_NAME) == 0)
+      for (u = 0; u < U; u++) served[u].jit = 1;
     res.val_bpb_served = lm_evaluate(&m, val, o->eval_seqs, served);
   } else {
     res.val_bpb_served = res.val_bpb;

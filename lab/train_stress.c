@@ -1000,8 +1000,10 @@ static void ts_opt_arms(void *dst, const char *v, const char *name) {
   int a;
   o->n_arms = demo_parse_arms(v, o->arms, TS_MAX_ARMS);
   for (a = 0; a < o->n_arms; a++)
-    if (ARMS[o->arms[a]].kind == ARM_PLACE)
-      DEMO_DIE("%s: %s is a placement arm of the LM demo only", name,
+    if (ARMS[o->arms[a]].kind == ARM_PLACE ||
+        strcmp(ARMS[o->arms[a]].name, ARM_JIT_NAME) == 0 ||
+        strcmp(ARMS[o->arms[a]].name, ARM_SRD_NAME) == 0)
+      DEMO_DIE("%s: %s is an arm of the LM demo only", name,
                ARMS[o->arms[a]].name);
 }
 

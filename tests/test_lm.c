@@ -248,6 +248,71 @@ TEST(served_evaluation_uses_the_quantized_forward) {
   free(val.bytes);
 }
 
+/* lowp-jit: served on each tensor's own amax, its training lowp's, bit for
+   bit; on E2M1 per tensor the served figure moves, on NVFP4 (a scale per
+   block from the current amax anyway) it does not. lowp-srd: the input
+   gradient reads stochastically rounded weights, so training differs from
+   lowp's, and the forward does not (the first step's loss is lowp's). */
+TEST(jit_serving_and_stochastic_dgrad_change_what_they_say) {
+  lm_opts o = small_opts();
+  lm_text train, val;
+  lm_result l, j, sr, nl, nj;
+  make_text(&train, 20000, 1);
+  make_text(&val, 2000, 2);
+  o.steps = 12;
+  o.stress = 0;
+  o.fmt = lp_format_find("e2m1");
+  l = lm_train(&o, &LM_ARMS[arm_find("lowp")], 1, &train, &val, NULL, 0, NULL);
+  j = lm_train(&o, &LM_ARMS[arm_find(ARM_JIT_NAME)], 1, &train, &val, NULL, 0,
+               NULL);
+  sr = lm_train(&o, &LM_ARMS[arm_find(ARM_SRD_NAME)], 1, &train, &val, NULL, 0,
+                NULL);
+  EXPECT(j.param_hash == l.param_hash);
+  EXPECT_EQ_BITS(j.val_bpb, l.val_bpb);
+  EXPECT(isfinite(j.val_bpb_served) && j.val_bpb_served != l.val_bpb_served);
+  EXPECT(sr.param_hash != l.param_hash);
+  EXPECT_EQ_BITS(sr.loss[0], l.loss[0]);
+  o.fmt = lp_format_find("nvfp4");
+  nl = lm_train(&o, &LM_ARMS[arm_find("lowp")], 1, &train, &val, NULL, 0, NULL);
+  nj = lm_train(&o, &LM_ARMS[arm_find(ARM_JIT_NAME)], 1, &train, &val, NULL, 0,
+                NULL);
+  EXPECT_EQ_BITS(nj.val_bpb_served, nl.val_bpb_served);
+  printf("  e2m1 lowp served %.4f, jit %.4f; srd %.4f\n", l.val_bpb_served,
+         j.val_bpb_served, sr.val_bpb_served);
+  free(l.loss), free(j.loss), free(sr.loss), free(nl.loss), free(nj.loss);
+  free(train.bytes);
+  free(val.bytes);
+}
+
+/* Stochastic rounding (lm_round): each result is one of the two format
+   values around x, the mean over draws is x (E2M1's grid, inside its
+   range), a key of 0 rounds to nearest, and the draw is the value's own:
+   the same key and index give the same result. */
+TEST(stochastic_rounding_is_unbiased_between_neighbours) {
+  const lp_format *f = lp_format_find("e2m1");
+  static const float xs[] = {0.2f, 0.7f, 1.3f, 2.6f, 3.9f, 4.5f, -5.2f};
+  size_t k, i;
+  for (k = 0; k < sizeof xs / sizeof *xs; k++) {
+    float x = xs[k], lo = -7, hi = 7;
+    double sum = 0;
+    const int n = 20000;
+    static const float grid[] = {-6,   -4, -3,   -2, -1.5f, -1, -0.5f, 0,
+                                 0.5f, 1,  1.5f, 2,  3,     4,  6}; /* E2M1's */
+    for (i = 0; i + 1 < sizeof grid / sizeof *grid; i++) /* lo <= x < hi */
+      if (grid[i] <= x && x < grid[i + 1]) lo = grid[i], hi = grid[i + 1];
+    for (i = 0; i < (size_t)n; i++) {
+      float q = lm_round(x, f, 12345, i);
+      EXPECT(q == lo || q == hi);
+      EXPECT_EQ_BITS(q, lm_round(x, f, 12345, i));
+      sum += q;
+    }
+    EXPECT_NEAR(sum / n, x, 0.03);
+    EXPECT_EQ_BITS(lm_round(x, f, 0, 7), lp_quantize(x, f));
+  }
+  EXPECT_EQ_BITS(lm_round(9.0f, f, 5, 1), 6.0f); /* saturates */
+  EXPECT_EQ_BITS(lm_round(0.0f, f, 5, 1), 0.0f);
+}
+
 /* ---- placement -----------------------------------------------------------
  */
 
@@ -331,6 +396,33 @@ TEST(placement_rules_choose_their_units_within_the_budget) {
     EXPECT(hf <= 0.10 * (step + 1) + 1e-9);
   }
   EXPECT(hf > 0.09 * 1000 && hf_unit_steps > 0);
+  /* The late switch of some units only: the attention's input gradients
+     (8/28 of the FLOPs, a third of it 9.5%: the whole run), the MLPs'
+     (16/28: the last 52.5% of the steps) and the head's backward GEMMs
+     (2/3 of 4/28: the whole run); no other unit, and never the forward. */
+  {
+    static const char *const arm[3] = {
+        "place-latedattn-10", "place-latedmlp-10", "place-latedwhead-10"};
+    static const int late_from[3] = {0, 475, 0};
+    static const double want[3] = {8.0 / 28 / 3, 0.10, 4.0 / 28 * 2 / 3};
+    int k;
+    for (k = 0; k < 3; k++) {
+      lm_place_init(&pl, arm[k], &m, 1000, 1);
+      EXPECT_EQ_INT(pl.late_from, late_from[k]);
+      for (hf = 0, step = 0; step < 1000; step++) {
+        lm_place_step(&pl, step);
+        for (u = 0; u < m.n_units; u++) {
+          int cls = lm_unit_class(&m.s, u), in = k == 0   ? cls & LM_CLASS_ATTN
+                                                 : k == 1 ? cls & LM_CLASS_MLP
+                                                          : u == 8;
+          EXPECT(!(pl.hf[u] & LM_GEMM_FWD));
+          if (!in) EXPECT_EQ_INT(pl.hf[u], 0);
+          hf += lm_gemm_count(pl.hf[u]) / 3.0 * lm_unit_flops(&m.s, u) / total;
+        }
+      }
+      EXPECT_NEAR(hf / 1000, want[k], 0.001);
+    }
+  }
   lm_model_free(&m);
 }
 
@@ -393,15 +485,15 @@ TEST(block_scales_are_per_block_along_the_inner_dimension) {
   for (i = 0; i < 64; i++)
     x[i] = (lm_real)(((i % 32 < 16) == (i < 32) ? 1000.0 : 1.0) *
                      (1 + (i % 7) / 7.0));
-  lm_quantize_blocks(x, 2, 32, 0, nv, lm_amax(x, 64), q);
+  lm_quantize_blocks(x, 2, 32, 0, nv, lm_amax(x, 64), 0, q);
   for (i = 0; i < 64; i++)
     EXPECT(fabs((double)(q[i] - x[i])) <= 0.3 * fabs((double)x[i]));
   /* The weight (32 x 2), x transposed: the same blocks down its columns. */
   for (i = 0; i < 64; i++) w[(i % 32) * 2 + i / 32] = x[i];
-  lm_quantize_blocks(w, 32, 2, 1, nv, lm_amax(w, 64), wq);
+  lm_quantize_blocks(w, 32, 2, 1, nv, lm_amax(w, 64), 0, wq);
   for (i = 0; i < 64; i++) EXPECT(wq[(i % 32) * 2 + i / 32] == q[i]);
   /* Blocks across the weight's rows mix both magnitudes: the 1s are lost. */
-  lm_quantize_blocks(w, 32, 2, 0, nv, lm_amax(w, 64), wq);
+  lm_quantize_blocks(w, 32, 2, 0, nv, lm_amax(w, 64), 0, wq);
   EXPECT(wq[1] == 0 && w[1] != 0);
 }
 
@@ -943,6 +1035,8 @@ int main(int argc, char **argv) {
       CHECK_CASE(help_prints_each_option_and_its_default),
       CHECK_CASE(served_paths_follow_the_last_step),
       CHECK_CASE(served_evaluation_uses_the_quantized_forward),
+      CHECK_CASE(jit_serving_and_stochastic_dgrad_change_what_they_say),
+      CHECK_CASE(stochastic_rounding_is_unbiased_between_neighbours),
       CHECK_CASE(fortunes_split_by_fortune),
       CHECK_CASE(unit_groupings_cover_each_parameter_once),
       CHECK_CASE(demo_runs_end_to_end),
