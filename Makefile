@@ -777,6 +777,7 @@ help:
 	  'efficacy          closed-loop efficacy, every arm and setting (~1 h)' \
 	  'efficacy-quick    its CI lane (~3 min)' \
 	  'eff-place         placement arms where FP4 loses (~1 h)' \
+	  'width-ladder      FP4 LM at widths 32, 64, 96: does the gap hold (~1 h)' \
 	  'suite             the settings suite, tune and test halves (~3 h)' \
 	  'suite-quick       its CI lane: two settings, 200 steps (~3 min)' \
 	  'libgnmr           shared libraries for the PyTorch bridge' \

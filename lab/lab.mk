@@ -439,3 +439,37 @@ gpu-efficacy-data: fortunes-check
 	cp $$(find $(FORTUNES) -maxdepth 1 -type f ! -name '*.*') $(B)/fortunes/
 
 .PHONY: gpu-efficacy gpu-efficacy-toy gpu-efficacy-data
+
+# The FP4 width ladder (bench/RESULTS.md, "FP4 width ladder (2026-11-29)"):
+# the LM demo at widths WIDTHS (head size 16: heads = width / 16) on the
+# options of the suite's lm-e2m1-sgd and lm-e2m1-nowarm (lab/suite.c),
+# nothing else changed, arms WIDTH_ARMS, seeds 1..WIDTH_SEEDS, 500 steps,
+# 512 validation windows, one GEMM thread, two runs at a time;
+# build/width/w<C>/<setting>/s<seed>/, efficacy_report over each width,
+# then bench/width_fit.py over them all. Resumable: a run whose folder
+# exists is skipped. About an hour on 2 shared cores at 32,64,96 x 3 seeds.
+WIDTHS ?= 32 64 96
+WIDTH_SEEDS ?= 3
+WIDTH_DIR = $(B)/width
+WIDTH_ARMS = f32,lowp,place-planf-10,place-planlowd-10
+WIDTH_OPT_lm-e2m1-sgd = --format e2m1 --optimizer sgd --schedule cosine \
+  --warmup 5% --lr 0.3
+WIDTH_OPT_lm-e2m1-nowarm = --format e2m1 --optimizer adamw \
+  --schedule cosine --warmup 0 --lr 2e-3
+WIDTH_RUNS = $(foreach c,$(WIDTHS),$(foreach s,lm-e2m1-sgd lm-e2m1-nowarm,$\
+  $(foreach k,$(shell seq $(WIDTH_SEEDS)),$(WIDTH_DIR)/w$(c)/$(s)/s$(k))))
+$(WIDTH_DIR)/w%:
+	@c=$$(echo $* | cut -d/ -f1); s=$$(echo $* | cut -d/ -f2); \
+	k=$$(echo $* | cut -d/ -f3 | tr -d s); mkdir -p $(@D)/.tmp && \
+	$(B)/train_lm --quiet --threads 1 --data $(FORTUNES) --setting $$s \
+	  $(WIDTH_OPT_$(word 2,$(subst /, ,$*))) --dim $$c --heads $$((c / 16)) \
+	  --seed $$k --seeds 1 --steps 500 --eval 512 --arms $(WIDTH_ARMS) \
+	  --out $(@D)/.tmp/s$$k > $(@D)/.tmp/s$$k.log 2>&1 && \
+	mv $(@D)/.tmp/s$$k $@
+width-ladder: $(B)/train_lm $(B)/efficacy_report fortunes-check
+	$(MAKE) --no-print-directory -j2 $(WIDTH_RUNS)
+	for c in $(WIDTHS); do \
+	  $(B)/efficacy_report $(WIDTH_DIR)/w$$c > /dev/null || exit 1; done
+	python3 bench/width_fit.py $(foreach c,$(WIDTHS),$(WIDTH_DIR)/w$(c))
+
+.PHONY: width-ladder
