@@ -1677,8 +1677,8 @@ static const struct {
     {"upd-all", LM_PLACE_UPD_ALL, 0, LM_GEMM_ALL, 0, 0},
     {"upd-late", LM_PLACE_UPD_LATE, 0, LM_GEMM_ALL, 0, 0},
     {"gnmr", LM_PLACE_GNMR, 0, LM_GEMM_ALL, 0, 0},
-    {"plan", LM_PLACE_GNMR_PLAN, 0, 0, 0,
-     0}, /* 0: the library's default gemms */
+    /* gemms 0: the library's default gemms */
+    {"plan", LM_PLACE_GNMR_PLAN, 0, 0, 0, 0},
     {"planall", LM_PLACE_GNMR_PLAN, 0, LM_GEMM_ALL, 0, 0},
     {"planf", LM_PLACE_GNMR_PLAN, 0, LM_GEMM_FWD, 0, 0},
     {"planfd", LM_PLACE_GNMR_PLAN, 0, LM_GEMM_FWD | LM_GEMM_DGRAD, 0, 0},
@@ -1730,7 +1730,7 @@ static const struct {
 
 typedef struct lm_placer {
   int rule, n_units, late_from, calib, calib_from, gemms;
-  uint8_t late_unit[LM_MAX_UNITS]; /* late rules: the units it switches */
+  uint8_t late_unit[LM_MAX_UNITS]; /* the units a late switch switches */
   double budget, total, credit, flops[LM_MAX_UNITS];
   uint8_t fixed[LM_MAX_UNITS]; /* space rules: f32 for the whole run */
   uint8_t hf[LM_MAX_UNITS];    /* this step: its GEMMs on f32 (LM_GEMM_*) */
@@ -1803,6 +1803,9 @@ static void lm_place_init(lm_placer *pl, const char *arm, const lm_model *m,
   for (u = 0; u < U; u++) {
     pl->flops[u] = lm_unit_flops(&m->s, u);
     pl->total += pl->flops[u];
+    pl->late_unit[u] =
+        (uint8_t)(!LM_PLACE_RULES[r].units ||
+                  (LM_PLACE_RULES[r].units & lm_unit_class(&m->s, u)));
   }
   switch (pl->rule) {
   case LM_PLACE_NVFP4:
@@ -1835,12 +1838,8 @@ static void lm_place_init(lm_placer *pl, const char *arm, const lm_model *m,
     break;
   case LM_PLACE_LATE: {
     double share = 0, f;
-    for (u = 0; u < U; u++) {
-      int in = !LM_PLACE_RULES[r].units ||
-               (LM_PLACE_RULES[r].units & lm_unit_class(&m->s, u));
-      pl->late_unit[u] = (uint8_t)in;
-      if (in) share += pl->flops[u] / pl->total;
-    }
+    for (u = 0; u < U; u++)
+      if (pl->late_unit[u]) share += pl->flops[u] / pl->total;
     f = pl->budget * 3 / lm_gemm_count(pl->gemms) / share;
     pl->late_from = f >= 1 ? 0 : steps - (int)(f * steps + 0.5);
     break;
@@ -1895,9 +1894,7 @@ static void lm_place_step(lm_placer *pl, int step) {
   }
   for (u = 0; u < pl->n_units; u++)
     pl->hf[u] =
-        (uint8_t)(pl->fixed[u] ||
-                          (step >= pl->late_from &&
-                           (pl->rule != LM_PLACE_LATE || pl->late_unit[u]))
+        (uint8_t)(pl->fixed[u] || (step >= pl->late_from && pl->late_unit[u])
                       ? pl->gemms
                       : 0);
 }
