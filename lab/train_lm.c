@@ -2216,10 +2216,9 @@ static lm_result lm_train(const lm_opts *o, const demo_arm *arm, int seed,
           *tgt = DEMO_CALLOC((size_t)N, uint8_t);
   float norms[LM_MAX_CTL];
   const int grouped = arm->kind == ARM_GNMR && o->units != LM_UNITS_LINEAR;
-  /* the calm-admission arms' own admissions (lab/arms.h) */
   /* lowp-srd: the input gradients read stochastically rounded weights */
   const int srd = strcmp(arm->name, ARM_SRD_NAME) == 0;
-  arm_persist ps;
+  arm_persist ps; /* the calm-admission arms' own admissions (lab/arms.h) */
   const int persist = arm_persist_init(&ps, arm->name, 0) != ARM_ADMIT_NONE;
   int p_admit[LM_MAX_UNITS];
   memset(p_admit, 0, sizeof p_admit);
