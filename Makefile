@@ -51,7 +51,7 @@ B = build
 # A command the test programs run under (valgrind in make test-valgrind).
 RUNNER =
 
-TESTS = test_check test_readme test_ctl test_rules test_quiet test_refuse \
+TESTS = test_check test_readme test_ctl test_rules test_quiet test_band test_refuse \
         test_cuda_host test_norm test_demo test_ctl_parallel test_lm \
         test_efficacy test_place test_docs test_suite
 TEST_BINS = $(foreach cc,$(CC_LIST),$(foreach t,$(TESTS),$(B)/$(cc)/$(t))) \

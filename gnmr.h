@@ -1,4 +1,4 @@
-/* gnmr.h - v0.6.0 - runtime stability control for low-precision training.
+/* gnmr.h - v0.7.0 - runtime stability control for low-precision training.
    MIT license (see the end of this file). No warranty.
 
    GNMR (Gradient Norm-to-Mean Ratio) watches every "recoverable unit" of a
@@ -84,7 +84,10 @@
    more of the faults' gap; the forward signals catch the faults its
    higher gradient thresholds let pass (bench/RESULTS.md, "Settings
    suite"). Where the caller cannot compute the forward signal, gradient
-   norms alone with the defaults stay the rule the manual assumes.
+   norms alone with the defaults stay the rule the manual assumes; where
+   those norms have heavy tails (small batches, heavy-tailed data), take
+   gnmr_config_calm() (rule 10), which keeps the defaults' clipping and
+   admits far fewer calm unit-steps.
    lab/train_lm.c and train_stress.c do this (their forward-signal runs).
 
    Rules of one step, both modes. Rule 0 comes first, rule 9 after each
@@ -120,6 +123,30 @@
         moves up for good is clipped to tau_r m and renewed step after step
         while m creeps up by about (1 - beta)(tau_r - 1) m a step: a 10x
         shift stays clipped for well over a hundred steps.
+    10  admission band, when band_k = K > 0 (0 in gnmr_config_default();
+        4 in gnmr_config_calm()): each unit keeps a band on L(g) (rule
+        N0), a centre c and a deviation v, averages with weight w =
+        max(1/(n+1), 1/32) after n observations (each finite g > 0 is
+        one; c = L(g) at the first). With V = max(v, 0.1), once n >=
+        warmup_steps, a g with L(g) > c + K V is above the band, far above
+        when also L(g) - c >= ln 100; a non-finite g is far above. Then the
+        band learns g: l = L(g) clamped to [c - K V, c + K V] once n >=
+        warmup_steps (a spike cannot widen it), v += w (|l - c| - v), c +=
+        w (l - c). A risky unit's run counts its risky steps above the band
+        in a row (up to band_steps; any other step but an absent one ends
+        it). A risky unit is admitted (rule 7) or renewed (rule 6) only
+        when its run reaches band_steps or it is far above now; otherwise
+        it is flagged BAND and stays KEEP (a lock that runs out is
+        released), its scale rule 8's (a spike is clipped all the same).
+        A FALL is never above the band. Why: on a calm run whose norms
+        have heavy tails (small batches, heavy-tailed data) the ratio
+        tests flag a unit every few steps, and the defaults admit 1-9% of
+        unit-steps; such norms seldom sit K deviations above the unit's
+        own history on two steps running, where injected faults did, or
+        came 100x over it (bench/RESULTS.md, "Calm admission rules on the
+        test half"). The band is learned on every step of every unit, so
+        the step takes the scalar rules (no calm lanes); turning it on or
+        off with gnmr_reconfigure starts it afresh.
 
    Rules of one step, PAPER mode. For every unit u, with g its norm this
    step (not 0: rule 0), k its finite observations so far and m its
@@ -149,13 +176,14 @@
    Then across units:
      6  a unit in recovery counts its lock down: HOLD while steps are left;
         at zero, RELEASE (cooldown_steps of cooldown start) unless it is
-        risky this step, which renews the lock (HOLD + RENEWED) in its slot
+        risky this step (and, with rule 10, out of its band), which renews
+        the lock (HOLD + RENEWED) in its slot
         (never while more units recover than max_recovering allows, which
         only gnmr_reconfigure can cause).
      7  admission: risky units on the cheap path and out of cooldown
-        (non-finite ignores cooldown) are ranked by score, highest first,
-        ties by lower unit index; the best take the free slots
-        (max_recovering minus the units still locked, at least 0) with
+        (non-finite ignores cooldown; with rule 10, out of their band) are
+   ranked by score, highest first, ties by lower unit index; the best take the
+   free slots (max_recovering minus the units still locked, at least 0) with
         RECOVER and a lock of L = lock_steps. The rest stay KEEP, flagged
         OVER_BUDGET (or COOLDOWN). A unit admitted at step t runs the
         high-fidelity path on steps t+1 ... t+L exactly.
@@ -288,7 +316,8 @@
    Flags (bits of gnmr_decision.flags; gnmr_flag_name names them): RATIO
    (NOISE: a rise), DELTA, NONFINITE, OVER_BUDGET, COOLDOWN, WARMUP,
    RENEWED, FALL (NOISE), GLOBAL (NOISE: on every unit of a GLOBAL step but
-   an absent one), ABSENT (rule 0), SHIFT (rule 9).
+   an absent one), ABSENT (rule 0), SHIFT (rule 9), BAND (rule 10: risky,
+   in its band, not admitted).
 
    Configuration (gnmr_config_default; gnmr_config_check names the first
    field it refuses, gnmr_init and gnmr_reconfigure check the same):
@@ -323,10 +352,15 @@
      Both modes (rule 9):
        shift_steps      P       0 = off, 2..4096      16
        shift_spread             finite, >= 0          1
+     Both modes (rule 10):
+       band_k           K       0 = off; finite, >= 0 0 (calm: 4)
+       band_steps               1..4096               2
    gnmr_config_paper() is 0.1's defaults exactly (rule PAPER, warmup 16,
    shift_steps 0); gnmr_config_noise() the defaults with rule NOISE and
    warmup 50; gnmr_config_forward() the defaults with ratio_threshold 8 and
-   delta_threshold 6, for forward signals beside gradient norms. The NOISE
+   delta_threshold 6, for forward signals beside gradient norms;
+   gnmr_config_calm() the defaults with band_k 4, for gradient norms alone
+   with heavy tails. The NOISE
    values come from lab/detect (bench/RESULTS.md, "Detection"). The
    code reads defaults and ranges from one list (GNMR__CONFIG, in the
    implementation); tests/test_rules.c holds this table to it.
@@ -462,6 +496,7 @@
        gnmr_config_paper         0.1's defaults exactly, rule PAPER
        gnmr_config_noise         the noise-aware rules, rule NOISE
        gnmr_config_forward       the defaults, for forward signals too
+       gnmr_config_calm          the defaults with rule 10's band on
        gnmr_config_check         a config valid for n units? names the field
        gnmr_init                 a controller over the caller's slots
        gnmr_reconfigure          new settings for a running controller
@@ -521,7 +556,7 @@
        GNMR_ECORRUPT   checkpoint fails its CRC or    checkpoint_load,
                        holds what no step can reach   _config
        GNMR_EVERSION   checkpoint of another format   checkpoint_load,
-                       version (0.1-0.3's 1, 2, 3)    _config
+                       version (0.1-0.6's 1 to 4)     _config
        GNMR_EMISMATCH  checkpoint of another number   checkpoint_load,
                        of units                       _config
        GNMR_ECONFIG    a config field out of range    config_check, init,
@@ -552,8 +587,8 @@
    gnmr_reconfigure after the load changes them);
    gnmr_checkpoint_config reads the saved config and names the first field
    that differs from the controller's, without loading. Format
-   version 4 (0.4: rules 0 and 9's config, counters and runs); other
-   versions (0.1's 1, 0.2.0's 2 without the verdict, 0.3's 3) are refused
+   version 5 (0.7: rule 10's config and bands); other versions (0.1's 1,
+   0.2.0's 2 without the verdict, 0.3's 3, 0.4-0.6's 4) are refused
    (GNMR_EVERSION): start the controller afresh (its statistics settle
    within warmup_steps).
 
@@ -589,9 +624,9 @@
 #include <string.h> /* memcpy: the inline element conversions */
 
 #define GNMR_VERSION_MAJOR 0
-#define GNMR_VERSION_MINOR 6
+#define GNMR_VERSION_MINOR 7
 #define GNMR_VERSION_PATCH 0
-#define GNMR_VERSION_STRING "0.6.0"
+#define GNMR_VERSION_STRING "0.7.0"
 
 #ifdef GNMR_STATIC
 #define GNMR__STATIC_INTERFACE /* the implementation checks it matches */
@@ -718,11 +753,16 @@ typedef struct gnmr_config {
      norm held steady is taken to have moved to a new level; 0 = off, else
      2 ... GNMR_SHIFT_STEPS_MAX */
   uint32_t shift_steps;
-  /* cppcheck-suppress unusedStructMember */
-  uint32_t reserved_; /* 0: no padding, so configs compare byte for byte */
+  /* Both modes (rule 10): risky steps in a row above the admission band
+     before a unit is admitted; 1 ... GNMR_SHIFT_STEPS_MAX */
+  uint32_t band_steps;
   /* steady: the run's log-spread at most this many times its log-jump from
      the old level; finite, >= 0 */
   double shift_spread;
+  /* Both modes (rule 10): K, the admission band's width in deviations of
+     the unit's own log norm; 0 = off (every risky unit is a candidate),
+     else finite, > 0 */
+  double band_k;
 } gnmr_config;
 
 /* The library's defaults (table above). */
@@ -733,6 +773,12 @@ GNMR_DEF gnmr_config gnmr_config_paper(void);
 /* The noise-aware rules (rule = GNMR_RULE_NOISE, warmup 50), the other
    fields as gnmr_config_paper(). */
 GNMR_DEF gnmr_config gnmr_config_noise(void);
+/* For gradient norms alone on a run whose norms have heavy tails (small
+   batches, heavy-tailed data): the defaults with band_k 4 (rule 10), so a
+   risky unit is clipped as by the defaults but admitted only when it
+   leaves its own noise band (bench/RESULTS.md, "Calm admission rules on the
+   test half"). */
+GNMR_DEF gnmr_config gnmr_config_calm(void);
 /* For a controller fed each unit's forward signal beside its gradient norm
    ("What to feed it"): the defaults with ratio_threshold 8 and
    delta_threshold 6, chosen on the tune half of the settings suite
@@ -789,10 +835,14 @@ GNMR_DEF int gnmr_config_check(const gnmr_config *cfg, uint32_t n_units,
   X(log_mean, double, ONE)       /* mu, NOISE mode's log-mean */               \
   X(fluct, double, ONE)          /* s, its fluctuation */                      \
   X(last_dev, double, ONE)       /* p, its last deviation */                   \
+  X(band_centre, double, ONE)    /* rule 10: the band's centre, c */           \
+  X(band_dev, double, ONE)       /* ... and its deviation, v */                \
   GNMR__COUNTERS(X)                                                            \
   X(shift_run, uint64_t, PAIR) /* rule 9's run (gnmr__run_*) */                \
   X(lock, uint32_t, ONE)       /* steps of recovery left */                    \
-  X(cooldown, uint32_t, ONE)   /* steps of cooldown left */
+  X(cooldown, uint32_t, ONE)   /* steps of cooldown left */                    \
+  X(band_seen, uint32_t, ONE)  /* rule 10: observations it learned from */     \
+  X(band_run, uint32_t, ONE)   /* ... risky steps above it in a row */
 #define GNMR__UNIT_SCRATCH(X)                                                  \
   X(score, double, ONE)  /* > 0 while the unit waits for a slot */             \
   X(dev, double, ONE)    /* NOISE: L(g) - mu, this step's (rule N2) */         \
@@ -933,7 +983,8 @@ enum {
   GNMR_FLAG_FALL = 1u << 7,        /* NOISE: below its expected level */
   GNMR_FLAG_GLOBAL = 1u << 8,      /* NOISE: on every unit of a GLOBAL step */
   GNMR_FLAG_ABSENT = 1u << 9,      /* norm exactly 0: no observation */
-  GNMR_FLAG_SHIFT = 1u << 10       /* a new level learned this step */
+  GNMR_FLAG_SHIFT = 1u << 10,      /* a new level learned this step */
+  GNMR_FLAG_BAND = 1u << 11        /* risky, not admitted: in its band */
 };
 
 /* The manual's "Decision fields" defines each field once, per mode. */
@@ -975,7 +1026,7 @@ GNMR_DEF const char *gnmr_flag_name(uint32_t flag);
 /* flags as their names joined by '|' ("" for none; unknown bits as one hex
    number), NUL-terminated. GNMR_ESIZE where cap is too small (buf
    untouched); GNMR_FLAGS_STRING_MAX bytes always do. */
-#define GNMR_FLAGS_STRING_MAX 96
+#define GNMR_FLAGS_STRING_MAX 112
 GNMR_DEF int gnmr_flags_string(uint32_t flags, char *buf, size_t cap);
 
 typedef struct gnmr_counters {
@@ -1004,6 +1055,10 @@ typedef struct gnmr_unit_state {
   double last_dev;
   gnmr_counters counters; /* as gnmr_counters_get: finite_steps is k,
                              recovering is lock_left > 0 */
+  double band_centre;     /* rule 10: c and v of the band on L(g) */
+  double band_dev;
+  uint32_t band_seen; /* observations the band learned from */
+  uint32_t band_run;  /* risky steps above it in a row */
 } gnmr_unit_state;
 GNMR_DEF int gnmr_unit_info(const gnmr_ctl *ctl, uint32_t u,
                             gnmr_unit_state *out);
@@ -1616,11 +1671,13 @@ static int gnmr__finite_above(double x, double floor_) {
     c->shift_steps == 0 ||                                                     \
         (c->shift_steps >= 2 && c->shift_steps <= GNMR_SHIFT_STEPS_MAX))       \
   X(shift_spread, 1.0,                                                         \
-    gnmr__finite64(c->shift_spread) && c->shift_spread >= 0.0)
+    gnmr__finite64(c->shift_spread) && c->shift_spread >= 0.0)                 \
+  X(band_steps, 2,                                                             \
+    c->band_steps >= 1 && c->band_steps <= GNMR_SHIFT_STEPS_MAX)               \
+  X(band_k, 0.0, gnmr__finite64(c->band_k) && c->band_k >= 0.0)
 
 GNMR_DEF gnmr_config gnmr_config_default(void) {
   gnmr_config c;
-  c.reserved_ = 0;
 #define GNMR__DEFAULT(name, value, valid) c.name = value;
   GNMR__CONFIG(GNMR__DEFAULT)
 #undef GNMR__DEFAULT
@@ -1637,6 +1694,14 @@ GNMR_DEF gnmr_config gnmr_config_noise(void) {
   gnmr_config c = gnmr_config_default();
   c.rule = GNMR_RULE_NOISE;
   c.warmup_steps = 50; /* norms fall fast in the first steps (lab/detect) */
+  return c;
+}
+
+GNMR_DEF gnmr_config gnmr_config_calm(void) {
+  gnmr_config c = gnmr_config_default();
+  /* read off the tune half's heavy-tailed settings (K 3 and 4 tried);
+     bench/RESULTS.md, "Calm admission rules, gradient norms alone" */
+  c.band_k = 4.0;
   return c;
 }
 
@@ -1749,7 +1814,6 @@ GNMR_DEF int gnmr_init(gnmr_ctl *ctl, const gnmr_config *cfg, gnmr_slot *units,
   rc = gnmr_config_check(cfg, n_units, NULL);
   if (rc != GNMR_OK) return rc;
   c = *cfg; /* cfg may be ctl->cfg */
-  c.reserved_ = 0;
   memset(ctl, 0, sizeof *ctl);
   if (n_units > 0) memset(units, 0, sizeof *units * n_units);
   ctl->cfg = c;
@@ -1890,7 +1954,6 @@ GNMR_DEF int gnmr_reconfigure(gnmr_ctl *ctl, const gnmr_config *cfg) {
   rc = gnmr_config_check(cfg, ctl->n_units, NULL);
   if (rc != GNMR_OK) return rc;
   c = *cfg;
-  c.reserved_ = 0;
   n = ctl->n_units;
   s = gnmr__carve(ctl->units, n);
   cap = gnmr__window_value(c.ratio_threshold);
@@ -1909,6 +1972,14 @@ GNMR_DEF int gnmr_reconfigure(gnmr_ctl *ctl, const gnmr_config *cfg) {
     if (resum)
       s.window_sum[u] = gnmr__window_sum(
           &s, n, u, k, k < c.delta_window ? (uint32_t)k : c.delta_window);
+    if (s.band_run[u] > c.band_steps) s.band_run[u] = c.band_steps;
+  }
+  if ((c.band_k > 0.0) != (ctl->cfg.band_k > 0.0) && n > 0) {
+    /* rule 10 turned on or off: a band starts afresh, or is not kept */
+    memset(s.band_centre, 0, sizeof *s.band_centre * n);
+    memset(s.band_dev, 0, sizeof *s.band_dev * n);
+    memset(s.band_seen, 0, sizeof *s.band_seen * n);
+    memset(s.band_run, 0, sizeof *s.band_run * n);
   }
   if (c.rule != ctl->cfg.rule && n > 0) {
     /* the statistics of both modes, and k, which they share */
@@ -1969,6 +2040,9 @@ typedef struct gnmr__rules {
   uint32_t n, window, lock_steps, cooldown_steps;
   uint32_t shift_steps; /* rule 9: P, 0 = off */
   double shift_spread;
+  double band_k;       /* rule 10: K, 0 = off */
+  uint32_t band_steps; /* ... and its run */
+  int band;            /* band_k > 0 */
   int policy;
   int renew; /* 0 while more units recover than max_recovering allows */
   /* NOISE mode (rules N1-N9); the last three set by the step's phase 2 */
@@ -3244,6 +3318,56 @@ static GNMR_HOSTDEV uint32_t gnmr__admit_count(const gnmr__tally *t,
   return t->candidates < free_slots ? t->candidates : free_slots;
 }
 
+/* ---- the admission band (rule 10) ---------------------------------------- */
+
+#define GNMR__BAND_SPAN 32.0 /* the band's averages: weight 1/32 once warm */
+#define GNMR__BAND_FLOOR 0.1 /* the least deviation V, in log units */
+#define GNMR__BAND_FAR 4.605170185988091 /* ln 100: far above, at once */
+
+/* Rule 10 for unit u, after its rule set's rules and rule 9 (risky, the
+   flags so far, g32 its norm): the band judges g, then learns it. Returns
+   1 if the unit may take or keep a slot (rules 6, 7), else 0, and flags a
+   risky unit it holds back BAND. Reads and writes unit u only. */
+static GNMR_HOSTDEV int gnmr__band(const gnmr__rules *c, const gnmr__soa *s,
+                                   uint32_t u, float g32, int risky,
+                                   uint32_t *flags) {
+  const uint32_t seen = s->band_seen[u];
+  uint32_t run = s->band_run[u];
+  int above = 2, ok;                       /* a non-finite norm is far above */
+  if (*flags & GNMR_FLAG_ABSENT) return 0; /* rule 0: the run stays */
+  if (gnmr__finite32(g32)) {
+    const double centre = s->band_centre[u], dev = s->band_dev[u];
+    const double v = dev > GNMR__BAND_FLOOR ? dev : GNMR__BAND_FLOOR;
+    const double half = gnmr__mul(c->band_k, v);
+    double l, w, off;
+    l = gnmr__log((double)g32, c->log_floor);
+    above = 0;
+    if (seen >= c->warmup) { /* the band has learned enough to judge */
+      if (l > centre + half) {
+        above = l - centre >= GNMR__BAND_FAR ? 2 : 1;
+        l = centre + half; /* a spike cannot widen the band */
+      } else if (l < centre - half) {
+        l = centre - half;
+      }
+    }
+    if (seen == 0) {
+      s->band_centre[u] = l;
+    } else {
+      w = (double)seen + 1.0 < GNMR__BAND_SPAN ? 1.0 / ((double)seen + 1.0)
+                                               : 1.0 / GNMR__BAND_SPAN;
+      off = l - centre;
+      s->band_dev[u] = dev + gnmr__mul(w, (off < 0.0 ? -off : off) - dev);
+      s->band_centre[u] = centre + gnmr__mul(w, off);
+    }
+    if (seen < UINT32_MAX) s->band_seen[u] = seen + 1;
+  }
+  run = risky && above ? (run < c->band_steps ? run + 1 : run) : 0;
+  s->band_run[u] = run;
+  ok = run >= c->band_steps || (risky && above == 2);
+  if (risky && !ok) *flags |= GNMR_FLAG_BAND;
+  return risky && ok;
+}
+
 /* ---- one unit, and phase 3's loops -----------------------------------------
  */
 
@@ -3317,7 +3441,11 @@ gnmr__unit_step(const gnmr__rules *c, const gnmr__soa *s, const float *norms,
     flags |= GNMR_FLAG_GLOBAL;
     scale = gnmr__mul(scale, c->global_scale);
   }
-  ev |= gnmr__unit_locks(c, s, u, risky, score, &flags, &action);
+  /* rule 10: a risky unit in its own band takes no slot (its scale
+     stands) */
+  ev |= gnmr__unit_locks(
+      c, s, u, c->band ? gnmr__band(c, s, u, norms[u], risky, &flags) : risky,
+      score, &flags, &action);
   if (out) {
     gnmr_decision *d = &out[u];
     d->ratio = ratio;
@@ -3470,6 +3598,9 @@ static GNMR_HOSTDEV void gnmr__rules_of(const gnmr_ctl *ctl, gnmr__rules *r) {
   r->cooldown_steps = ctl->cfg.cooldown_steps;
   r->shift_steps = ctl->cfg.shift_steps;
   r->shift_spread = ctl->cfg.shift_spread;
+  r->band_k = ctl->cfg.band_k;
+  r->band_steps = ctl->cfg.band_steps;
+  r->band = r->band_k > 0.0;
   r->policy = ctl->cfg.spike_policy;
   r->renew = ctl->recovering <= ctl->cfg.max_recovering;
   r->noise = ctl->cfg.rule == GNMR_RULE_NOISE;
@@ -3669,7 +3800,8 @@ GNMR_DEF GNMR_HOSTDEV int gnmr_step(gnmr_ctl *ctl, const float *norms,
   memset(&c.report, 0, sizeof c.report);
   c.report.global_scale = 1.0;
   if (c.r.noise) gnmr__step_common(ctl, &c, wide);
-  gnmr__step_units(&c, wide && !(c.r.noise && c.r.global));
+  /* rule 10 learns from every unit's norm, calm or not: no calm lanes */
+  gnmr__step_units(&c, wide && !(c.r.noise && c.r.global) && !c.r.band);
   k = gnmr__step_select(&c, ctl->cfg.max_recovering);
   gnmr__step_admit(&c, k);
   gnmr__step_over_budget(&c, k);
@@ -3748,6 +3880,10 @@ GNMR_DEF int gnmr_unit_info(const gnmr_ctl *ctl, uint32_t u,
   t.log_mean = s.log_mean[u];
   t.fluct = s.fluct[u];
   t.last_dev = s.last_dev[u];
+  t.band_centre = s.band_centre[u];
+  t.band_dev = s.band_dev[u];
+  t.band_seen = s.band_seen[u];
+  t.band_run = s.band_run[u];
   *out = t;
   return GNMR_OK;
 }
@@ -3764,12 +3900,10 @@ GNMR_DEF const char *gnmr_action_name(int action) {
   return action >= 0 && action < 4 ? names[action] : "?";
 }
 
-static const char *const gnmr__flag_names[] = {"RATIO",     "DELTA",
-                                               "NONFINITE", "OVER_BUDGET",
-                                               "COOLDOWN",  "WARMUP",
-                                               "RENEWED",   "FALL",
-                                               "GLOBAL",    "ABSENT",
-                                               "SHIFT"}; /* bit i: 1 << i */
+static const char *const gnmr__flag_names[] = {
+    "RATIO",    "DELTA",  "NONFINITE", "OVER_BUDGET",
+    "COOLDOWN", "WARMUP", "RENEWED",   "FALL",
+    "GLOBAL",   "ABSENT", "SHIFT",     "BAND"}; /* bit i: 1 << i */
 #define GNMR__N_FLAGS (sizeof gnmr__flag_names / sizeof gnmr__flag_names[0])
 
 GNMR_DEF const char *gnmr_flag_name(uint32_t flag) {
@@ -3817,17 +3951,19 @@ GNMR_DEF int gnmr_flags_string(uint32_t flags, char *buf, size_t cap) {
      verdict GNMR__REPORT, the last step's (f64 G, L(G) - mu_G, G's ratio,
              c, global scale; u32 settled, flagged, rises, falls, global)
      units   GNMR__UNIT_STATE, unit by unit (f64 mean, window_sum; f32
-             window[GNMR_WINDOW_MAX]; u64 k; f64 mu, s, p; u64 the
-             counters; u32 lock, cooldown)
+             window[GNMR_WINDOW_MAX]; u64 k; f64 mu, s, p, the band's c,
+             v; u64 the counters, rule 9's run; u32 lock, cooldown, the
+             band's observations and run)
      trailer u32 CRC-32 (IEEE) of everything before it: it catches every
              single-bit flip and every burst up to 32 bits.
    A change to a list changes the format: bump GNMR__CKPT_VERSION. Version
    1 (0.1: no NOISE fields) is refused with GNMR_EVERSION rather than
    loaded into PAPER mode: it would set a resumed run's rules by the file,
    not by the caller's config; version 2 (0.2.0: no verdict) too, rather
-   than loaded with a verdict the file does not hold. */
+   than loaded with a verdict the file does not hold; and version 4 (0.6:
+   no band, rule 10), whose units have no band to resume. */
 
-#define GNMR__CKPT_VERSION 4u
+#define GNMR__CKPT_VERSION 5u
 #define GNMR__CKPT_HEADER 24u
 #define GNMR__CFG_BYTES(name, value, valid) /* a term of a sum */              \
   +sizeof(((gnmr_config *)0)->name) /* NOLINT(bugprone-macro-parentheses) */
@@ -3917,6 +4053,21 @@ static int gnmr__shift_valid(const gnmr__unit_state *s, const gnmr_config *c) {
          GNMR__RUN_FALL(w) <= (c->rule == GNMR_RULE_NOISE ? 1u : 0u);
 }
 
+/* Rule 10's state: all 0 while the band is off; else c and v finite,
+   within what L of a float or of eps gives (|c| <= 710, v <= 2 * 710, so
+   below 2048 with room), v 0 until a second observation, c too until a
+   first, and the run within band_steps. */
+static int gnmr__band_valid(const gnmr__unit_state *s, const gnmr_config *c) {
+  if (c->band_k == 0.0)
+    return s->band_centre == 0.0 && s->band_dev == 0.0 && s->band_seen == 0 &&
+           s->band_run == 0;
+  return gnmr__finite64(s->band_centre) && fabs(s->band_centre) <= 1024.0 &&
+         gnmr__finite64(s->band_dev) && s->band_dev >= 0.0 &&
+         s->band_dev <= 2048.0 && (s->band_seen > 1 || s->band_dev == 0.0) &&
+         (s->band_seen > 0 || s->band_centre == 0.0) &&
+         s->band_run <= c->band_steps;
+}
+
 /* 1 if a unit's state could have come from gnmr_step under config c. */
 static int gnmr__unit_valid(const gnmr__unit_state *s, const gnmr_config *c) {
   const float cap = gnmr__window_value(c->ratio_threshold);
@@ -3960,7 +4111,7 @@ static int gnmr__unit_valid(const gnmr__unit_state *s, const gnmr_config *c) {
         (double)(s->finite_steps & GNMR__RING) * (double)(c->delta_window + 2) *
             (double)cap * 2.220446049250313e-16 /* 2^-52 */))
     return 0;
-  if (!gnmr__shift_valid(s, c)) return 0;
+  if (!gnmr__shift_valid(s, c) || !gnmr__band_valid(s, c)) return 0;
   return gnmr__noise_valid(s->log_mean, s->fluct, s->last_dev, s->finite_steps);
 }
 

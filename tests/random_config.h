@@ -26,6 +26,10 @@ static gnmr_config paper_config(uint32_t n) {
     c.shift_steps = 2 + (uint32_t)(check_rand() % 6);
     c.shift_spread = (double)(check_rand() % 8) / 4.0;
   }
+  if (check_rand() % 3 == 0) { /* rule 10 on, narrow enough to act */
+    c.band_k = 0.25 + (double)(check_rand() % 16) / 4.0;
+    c.band_steps = 1 + (uint32_t)(check_rand() % 3);
+  }
   return c;
 }
 

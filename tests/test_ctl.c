@@ -1069,7 +1069,8 @@ static void ck_reseal(unsigned char *buf, size_t len) {
 }
 
 /* Where unit 0 starts in a checkpoint. */
-#define CK_V4_CRC 0x9F2283D3u /* pinned: the format must not move a byte */
+#define CK_V5_CRC 0x2D37D321u /* pinned: the format must not move a byte */
+#define CK_V4_CRC 0x9F2283D3u /* 0.4-0.6's bytes of the same run */
 #define CK_UNIT0 (GNMR__CKPT_HEADER + GNMR__CKPT_CONFIG + GNMR__CKPT_TOTALS)
 
 static void put_f64(unsigned char *p, double v) { gnmr__put(p, &v, 8); }
@@ -1094,7 +1095,10 @@ TEST(checkpoint_errors_each_have_their_own_code) {
   copy[8] = 3; /* 0.3's */
   ck_reseal(copy, len);
   EXPECT_EQ_INT(gnmr_checkpoint_load(&target.ctl, copy, len), GNMR_EVERSION);
-  copy[8] = 5;
+  copy[8] = 4; /* 0.4-0.6's: no band */
+  ck_reseal(copy, len);
+  EXPECT_EQ_INT(gnmr_checkpoint_load(&target.ctl, copy, len), GNMR_EVERSION);
+  copy[8] = 6;
   ck_reseal(copy, len);
   EXPECT_EQ_INT(gnmr_checkpoint_load(&target.ctl, copy, len), GNMR_EVERSION);
   /* Another unit count. */
@@ -1103,7 +1107,7 @@ TEST(checkpoint_errors_each_have_their_own_code) {
   EXPECT_EQ_INT(gnmr_checkpoint_load(&bigger.ctl, ck_buf, len), GNMR_EMISMATCH);
   /* Valid checksum, impossible contents: a lock longer than lock_steps. */
   memcpy(copy, ck_buf, len);
-  gnmr__put_u32(copy + CK_UNIT0 + GNMR__CKPT_UNIT - 8, 99);
+  gnmr__put_u32(copy + CK_UNIT0 + GNMR__CKPT_UNIT - 16, 99);
   ck_reseal(copy, len);
   EXPECT_EQ_INT(gnmr_checkpoint_load(&target.ctl, copy, len), GNMR_ECORRUPT);
   /* Valid checksum, invalid config (tau_r = 0.5). */
@@ -1143,18 +1147,19 @@ TEST(checkpoint_format_is_little_endian_field_by_field) {
   const unsigned char *p = ck_buf;
   ck_saved(&src, &len);
   EXPECT(memcmp(ck_buf, "GNMRCKPT", 8) == 0);
-  EXPECT(ck_buf[8] == 4 && ck_buf[9] == 0 && ck_buf[10] == 0);
+  EXPECT(ck_buf[8] == 5 && ck_buf[9] == 0 && ck_buf[10] == 0);
   EXPECT(ck_buf[12] == CK_N && ck_buf[13] == 0);
   EXPECT(ck_buf[16] == GNMR_WINDOW_MAX);
   p += 24;
   gnmr__get(&p, &tau, 8);
   EXPECT_EQ_BITS(tau, src.ctl.cfg.ratio_threshold);
-  /* config: 4 f64, 6 u32, 2 u32, 11 f64, 2 u32, u32, f64; totals: 11
-     u64, 2 u32; global: 3 f64, 1 u64; verdict: 5 f64, 5 u32; a unit: 2
-     f64, 16 f32, u64, 3 f64, 9 u64, 2 u64 (rule 9's run), 2 u32 */
-  EXPECT_EQ_INT(GNMR__CKPT_CONFIG, 32 + 24 + 8 + 88 + 8 + 4 + 8);
+  /* config: 4 f64, 6 u32, 2 u32, 11 f64, 2 u32, u32, f64, u32, f64;
+     totals: 11 u64, 2 u32; global: 3 f64, 1 u64; verdict: 5 f64, 5 u32;
+     a unit: 2 f64, 16 f32, u64, 3 f64, 2 f64 (the band), 9 u64, 2 u64
+     (rule 9's run), 2 u32, 2 u32 (the band's) */
+  EXPECT_EQ_INT(GNMR__CKPT_CONFIG, 32 + 24 + 8 + 88 + 8 + 4 + 8 + 4 + 8);
   EXPECT_EQ_INT(GNMR__CKPT_TOTALS, 88 + 8 + 32 + 40 + 20);
-  EXPECT_EQ_INT(GNMR__CKPT_UNIT, 16 + 64 + 8 + 24 + 72 + 16 + 8);
+  EXPECT_EQ_INT(GNMR__CKPT_UNIT, 16 + 64 + 8 + 24 + 16 + 72 + 16 + 8 + 8);
   EXPECT_EQ_INT(len, 24 + GNMR__CKPT_CONFIG + GNMR__CKPT_TOTALS +
                          CK_N * GNMR__CKPT_UNIT + 4);
 }
@@ -1616,7 +1621,8 @@ TEST(names_of_actions_and_flags) {
   EXPECT(strcmp(gnmr_flag_name(GNMR_FLAG_GLOBAL), "GLOBAL") == 0);
   EXPECT(strcmp(gnmr_flag_name(GNMR_FLAG_ABSENT), "ABSENT") == 0);
   EXPECT(strcmp(gnmr_flag_name(GNMR_FLAG_SHIFT), "SHIFT") == 0);
-  EXPECT(gnmr_flag_name(1u << 11) == NULL);
+  EXPECT(strcmp(gnmr_flag_name(GNMR_FLAG_BAND), "BAND") == 0);
+  EXPECT(gnmr_flag_name(1u << 12) == NULL);
   REQUIRE(gnmr_flags_string(0, buf, sizeof buf) == GNMR_OK);
   EXPECT(strcmp(buf, "") == 0);
   REQUIRE(gnmr_flags_string(GNMR_FLAG_RATIO | GNMR_FLAG_RENEWED, buf,
@@ -1625,9 +1631,39 @@ TEST(names_of_actions_and_flags) {
   REQUIRE(gnmr_flags_string(GNMR_FLAG_DELTA | 0x3000u, buf, sizeof buf) ==
           GNMR_OK);
   EXPECT(strcmp(buf, "DELTA|0x3000") == 0);
+  /* a known bit beside an unknown one: BAND is 1 << 11 */
+  REQUIRE(gnmr_flags_string(0x1800u, buf, sizeof buf) == GNMR_OK);
+  EXPECT(strcmp(buf, "BAND|0x1000") == 0);
   REQUIRE(gnmr_flags_string(0xFFFFFFFFu, buf, sizeof buf) == GNMR_OK);
   EXPECT(strcmp(buf, "RATIO|DELTA|NONFINITE|OVER_BUDGET|COOLDOWN|WARMUP|"
-                     "RENEWED|FALL|GLOBAL|ABSENT|SHIFT|0xfffff800") == 0);
+                     "RENEWED|FALL|GLOBAL|ABSENT|SHIFT|BAND|0xfffff000") == 0);
+}
+
+/* Version 5 without rule 10's fields (the config's last two, each unit's
+   band after p and its count and run at the end): version 4 (0.4-0.6)
+   bytes. A run with the band off leaves them 0. */
+static size_t ck_as_version_4(const unsigned char *v5, unsigned char *v4,
+                              uint32_t n) {
+  const size_t config4 = GNMR__CKPT_CONFIG - 12, unit4 = 208;
+  const size_t totals = GNMR__CKPT_TOTALS;
+  size_t at, u, i;
+  memcpy(v4, v5, 24 + config4);
+  v4[8] = 4;
+  for (i = 24 + config4; i < 24 + GNMR__CKPT_CONFIG; i++)
+    if (i >= 24 + config4 + 4) EXPECT(v5[i] == 0); /* band_k 0: off */
+  at = 24 + config4;
+  memcpy(v4 + at, v5 + 24 + GNMR__CKPT_CONFIG, totals);
+  at += totals;
+  for (u = 0; u < n; u++) {
+    const unsigned char *src = v5 + CK_UNIT0 + u * GNMR__CKPT_UNIT;
+    memcpy(v4 + at, src, 112);                       /* mean ... p */
+    for (i = 112; i < 128; i++) EXPECT(src[i] == 0); /* c, v */
+    memcpy(v4 + at + 112, src + 128, 96); /* counters, run, lock, cooldown */
+    for (i = 224; i < 232; i++) EXPECT(src[i] == 0); /* seen, run */
+    at += unit4;
+  }
+  gnmr__put_u32(v4 + at, gnmr__crc32(v4, at));
+  return at + 4;
 }
 
 /* Version 4 without rule 0's and rule 9's fields (the config's last two,
@@ -1635,8 +1671,8 @@ TEST(names_of_actions_and_flags) {
    fields taken out must hold what a run of the paper rules leaves there. */
 static size_t ck_as_version_3(const unsigned char *v4, unsigned char *v3,
                               uint32_t n) {
-  const size_t config3 = GNMR__CKPT_CONFIG - 12, unit3 = 176;
-  const unsigned char *t4 = v4 + 24 + GNMR__CKPT_CONFIG;
+  const size_t config3 = GNMR__CKPT_CONFIG - 24, unit3 = 176;
+  const unsigned char *t4 = v4 + 24 + GNMR__CKPT_CONFIG - 12;
   size_t at, u, i;
   memcpy(v3, v4, 24 + config3);
   v3[8] = 3;
@@ -1647,7 +1683,7 @@ static size_t ck_as_version_3(const unsigned char *v4, unsigned char *v3,
                                                     verdict */
   at += 172;
   for (u = 0; u < n; u++) {
-    const unsigned char *src = v4 + CK_UNIT0 + u * GNMR__CKPT_UNIT;
+    const unsigned char *src = v4 + CK_UNIT0 - 12 + u * 208; /* v4's */
     memcpy(v3 + at, src, 168); /* mean ... p, the 7 counters */
     for (i = 168; i < 200; i++) EXPECT(src[i] == 0); /* 2 counters, run */
     memcpy(v3 + at + 168, src + 200, 8);             /* lock, cooldown */
@@ -1660,7 +1696,7 @@ static size_t ck_as_version_3(const unsigned char *v4, unsigned char *v3,
 /* Version 3 without the step's verdict: version 2 (0.2.0) bytes. */
 static size_t ck_as_version_2(const unsigned char *v3, size_t len,
                               unsigned char *v2) {
-  const size_t unit0 = CK_UNIT0 - 12 - 16; /* version 3's */
+  const size_t unit0 = CK_UNIT0 - 24 - 16; /* version 3's */
   const size_t verdict = 40 + 20, at = unit0 - verdict;
   memcpy(v2, v3, at);
   v2[8] = 2;
@@ -1673,8 +1709,8 @@ static size_t ck_as_version_2(const unsigned char *v3, size_t len,
    bytes for the same run, bit for bit (PAPER mode's state is 0.1's). */
 static size_t ck_as_version_1(const unsigned char *v3, size_t len,
                               unsigned char *v1, uint32_t n) {
-  const size_t unit1 = 144, unit3 = 176, config3 = GNMR__CKPT_CONFIG - 12;
-  const size_t unit0 = CK_UNIT0 - 12 - 16; /* version 3's */
+  const size_t unit1 = 144, unit3 = 176, config3 = GNMR__CKPT_CONFIG - 24;
+  const size_t unit0 = CK_UNIT0 - 24 - 16; /* version 3's */
   size_t at = 0, u;
   const unsigned char *t = v3 + 24 + config3;
   memcpy(v1, v3, 24);
@@ -1700,8 +1736,8 @@ static size_t ck_as_version_1(const unsigned char *v3, size_t len,
 /* The checkpoint bytes of this version, for a fixed run: the field lists
    must not move a byte (a change of format bumps the version instead);
    and without the fields 0.1 did not have, 0.1's bytes. */
-TEST(checkpoint_bytes_are_those_of_versions_4_3_2_and_1) {
-  static unsigned char v1[1 << 14], v2[1 << 14], v3[1 << 14];
+TEST(checkpoint_bytes_are_those_of_versions_5_4_3_2_and_1) {
+  static unsigned char v1[1 << 14], v2[1 << 14], v3[1 << 14], v4[1 << 14];
   static fixture f;
   gnmr_config c = gnmr_config_paper();
   uint64_t x = 1;
@@ -1723,9 +1759,12 @@ TEST(checkpoint_bytes_are_those_of_versions_4_3_2_and_1) {
   REQUIRE(gnmr_checkpoint_save(&f.ctl, ck_buf, sizeof ck_buf, &len) == 0);
   /* (A CRC over the trailer too is the residue 0x2144DF1C of any valid
      buffer: the content is pinned by the CRC of what precedes it.) */
+  EXPECT_EQ_INT(len, 2024);
+  EXPECT_EQ_INT(gnmr__crc32(ck_buf, len - 4), CK_V5_CRC);
+  len = ck_as_version_4(ck_buf, v4, 7);
   EXPECT_EQ_INT(len, 1844);
-  EXPECT_EQ_INT(gnmr__crc32(ck_buf, len - 4), CK_V4_CRC);
-  len = ck_as_version_3(ck_buf, v3, 7);
+  EXPECT_EQ_INT(gnmr__crc32(v4, len - 4), CK_V4_CRC /* 0.6's bytes */);
+  len = ck_as_version_3(v4, v3, 7);
   EXPECT_EQ_INT(len, 1592);
   EXPECT_EQ_INT(gnmr__crc32(v3, len - 4), 0x798B4918u /* 0.3's bytes */);
   EXPECT_EQ_INT(ck_as_version_2(v3, len, v2), 1532);
@@ -1842,7 +1881,7 @@ int main(int argc, char **argv) {
       CHECK_CASE(reinit_with_its_own_config_keeps_it),
       CHECK_CASE(unit_info_reads_the_state),
       CHECK_CASE(names_of_actions_and_flags),
-      CHECK_CASE(checkpoint_bytes_are_those_of_versions_4_3_2_and_1),
+      CHECK_CASE(checkpoint_bytes_are_those_of_versions_5_4_3_2_and_1),
       CHECK_CASE(strerror_names_every_code),
       CHECK_CASE(no_heap_in_the_controller_or_the_norms)};
   return check_main(cases, sizeof cases / sizeof cases[0], argc, argv);

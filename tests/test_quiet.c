@@ -278,10 +278,10 @@ TEST(checkpoint_mid_run_resumes_identically) {
 TEST(checkpoint_refuses_a_run_no_step_can_write) {
   static unsigned char buf[1 << 14], bad[1 << 14];
   /* unit 5's run, in the unit's record (gnmr.h, "checkpoint"): before
-     lock and cooldown, its two words (gnmr__run_*) */
+     lock, cooldown and the band's two u32, its two words (gnmr__run_*) */
   const size_t unit5 = GNMR__CKPT_HEADER + GNMR__CKPT_CONFIG +
                        GNMR__CKPT_TOTALS + 5 * (size_t)GNMR__CKPT_UNIT,
-               word = unit5 + GNMR__CKPT_UNIT - 24, lo = word + 8,
+               word = unit5 + GNMR__CKPT_UNIT - 32, lo = word + 8,
                hi = word + 12;
   const uint64_t k5 = (uint64_t)SHIFT_AT + 5; /* unit 5's k when saved */
   gnmr_config c = mode_config(0);

@@ -623,7 +623,9 @@ TEST(checkpoint_load_refuses_every_bad_buffer_and_changes_nothing) {
   REFUSED(gnmr_checkpoint_load(&w.ctl, bad, ck_len), GNMR_EVERSION);
   bad[8] = 3; /* 0.3's version */
   REFUSED(gnmr_checkpoint_load(&w.ctl, bad, ck_len), GNMR_EVERSION);
-  bad[8] = 5;
+  bad[8] = 4; /* 0.4-0.6's version */
+  REFUSED(gnmr_checkpoint_load(&w.ctl, bad, ck_len), GNMR_EVERSION);
+  bad[8] = 6;
   REFUSED(gnmr_checkpoint_load(&w.ctl, bad, ck_len), GNMR_EVERSION);
   memcpy(bad, w.ck, ck_len);
   bad[24 + 7] ^= 0x80; /* ratio_threshold negative */

@@ -77,10 +77,10 @@
               scale, the report); the step's rules, with the verdict's c,
               GLOBAL and scale, left for the units.
      units    every thread one unit (each block copies the verdict's rules,
-              a byte a thread): gnmr.h's gnmr__unit_step (rules 0-6, 8 and
-              9; N1, N2, N4-N9), the totals summed per block (integers, a
-              ballot per warp), each candidate for a slot listed in any
-              order (rule N8: on a GLOBAL step only NONFINITE ones). Above
+              a byte a thread): gnmr.h's gnmr__unit_step (rules 0-6, 8,
+              9 and 10's band; N1, N2, N4-N9), the totals summed per block
+   (integers, a ballot per warp), each candidate for a slot listed in any order
+   (rule N8: on a GLOBAL step only NONFINITE ones). Above
               GNMR_CUDA_GRID_SELECT_MIN units each block also counts its
               candidates' first digit (below) and the last block to finish
               starts the grid's select and fixes that digit.

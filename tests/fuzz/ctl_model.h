@@ -85,9 +85,15 @@ FUZZ_UNUSED static gnmr_config fuzz_config_any(fuzz_reader *r,
                                   1e300, -1e-9, NAN,    INFINITY};
   static const double gfrac[] = {0.25, 1.0, 0.5,       1e-300, 0.9999999,
                                  0.0,  1.5, 1.0000001, -0.25,  NAN};
+  static const double band_k[] = {4.0, 1.0,  0.25, 1e300,
+                                  0.0, -1.0, NAN,  INFINITY};
   gnmr_config c = fuzz_config(r, n_units);
   uint8_t mode = fuzz_u8(r);
   if (mode & 1) c.rule = GNMR_RULE_NOISE;
+  if (mode & 8) { /* rule 10: K from its table, band_steps 1 or 2 */
+    c.band_k = band_k[(mode >> 4) & 7];
+    c.band_steps = mode & 0x80 ? 1u : 2u;
+  }
   if (!(mode & 2)) return c;
   if (mode & 4) c.rule = (int)fuzz_u32(r); /* mostly not a rule */
   c.two_sided = fuzz_pick_u32(r, 3);       /* 2 is out of range */
@@ -243,7 +249,7 @@ FUZZ_UNUSED static void fuzz_shadow_sync(fuzz_shadow *sh, const gnmr_ctl *ctl) {
 #define FUZZ_ALL_FLAGS                                                         \
   (FUZZ_RISK_FLAGS | GNMR_FLAG_OVER_BUDGET | GNMR_FLAG_COOLDOWN |              \
    GNMR_FLAG_WARMUP | GNMR_FLAG_RENEWED | GNMR_FLAG_GLOBAL |                   \
-   GNMR_FLAG_ABSENT | GNMR_FLAG_SHIFT)
+   GNMR_FLAG_ABSENT | GNMR_FLAG_SHIFT | GNMR_FLAG_BAND)
 
 /* Within the error of the library's log (rule N0: < 2e-5) of fuzz_L. */
 #define FUZZ_LOG_TOL 1e-4
@@ -361,6 +367,53 @@ static int fuzz_has_negative(const float *norms, uint32_t n) {
 }
 
 /* One gnmr_step with every per-step invariant checked. Returns its rc. */
+/* A unit's band (rule 10) before a step. */
+typedef struct fuzz_band {
+  double centre, dev;
+  uint32_t seen, run;
+} fuzz_band;
+
+/* Rule 10 after a step that returned GNMR_OK, for unit u with norm g,
+   flags and its band b before the step: the BAND flag, the band's count
+   and run as the rule writes them, centre and deviation finite. Returns 1
+   if the unit may take or keep a slot (always, with the band off). */
+static int fuzz_band_checked(const gnmr_ctl *ctl, uint32_t u, float g,
+                             uint32_t flags, const fuzz_band *b) {
+  const gnmr_config *cfg = &ctl->cfg;
+  const int risky = (flags & FUZZ_RISK_FLAGS) != 0;
+  gnmr_unit_state st;
+  uint32_t run = b->run, seen = b->seen;
+  int above = 2, ok;
+  FUZZ_CHECK(gnmr_unit_info(ctl, u, &st) == GNMR_OK);
+  if (cfg->band_k == 0.0) {
+    FUZZ_CHECK(!(flags & GNMR_FLAG_BAND) && st.band_seen == 0 &&
+               st.band_run == 0 && st.band_centre == 0.0 && st.band_dev == 0.0);
+    return 1;
+  }
+  FUZZ_CHECK(isfinite(st.band_centre) && isfinite(st.band_dev) &&
+             st.band_dev >= 0.0);
+  if (flags & GNMR_FLAG_ABSENT) { /* rule 0: nothing learned, run kept */
+    FUZZ_CHECK(st.band_seen == seen && st.band_run == run &&
+               !(flags & GNMR_FLAG_BAND));
+    return 0;
+  }
+  if (isfinite(g)) {
+    const double eps = cfg->eps > DBL_MIN ? cfg->eps : DBL_MIN;
+    const double l = gnmr__log((double)g, eps);
+    const double v = b->dev > 0.1 ? b->dev : 0.1;
+    const double half = gnmr__mul(cfg->band_k, v);
+    above = seen >= cfg->warmup_steps && l > b->centre + half
+                ? (l - b->centre >= 4.605170185988091 ? 2 : 1)
+                : 0;
+    if (seen < UINT32_MAX) seen++;
+  }
+  run = risky && above ? (run < cfg->band_steps ? run + 1 : run) : 0;
+  ok = run >= cfg->band_steps || (risky && above == 2);
+  FUZZ_CHECK(st.band_seen == seen && st.band_run == run);
+  FUZZ_CHECK(!(flags & GNMR_FLAG_BAND) == !(risky && !ok));
+  return ok;
+}
+
 FUZZ_UNUSED static int fuzz_step_checked(gnmr_ctl *ctl, fuzz_shadow *sh,
                                          const float *norms, gnmr_decision *d) {
   const gnmr_config *cfg = &ctl->cfg;
@@ -370,6 +423,7 @@ FUZZ_UNUSED static int fuzz_step_checked(gnmr_ctl *ctl, fuzz_shadow *sh,
   uint64_t k0[FUZZ_MAX_UNITS + 1], kg0 = ctl->global_k;
   double m0[FUZZ_MAX_UNITS + 1], mu0[FUZZ_MAX_UNITS + 1];
   double s0[FUZZ_MAX_UNITS + 1], p0[FUZZ_MAX_UNITS + 1];
+  fuzz_band band0[FUZZ_MAX_UNITS + 1];
   int rc, over_at_start;
 
   FUZZ_CHECK(gnmr_counters_get(ctl, GNMR_ALL_UNITS, &before) == GNMR_OK);
@@ -392,6 +446,10 @@ FUZZ_UNUSED static int fuzz_step_checked(gnmr_ctl *ctl, fuzz_shadow *sh,
     mu0[u] = st.log_mean;
     s0[u] = st.fluct;
     p0[u] = st.last_dev;
+    band0[u].centre = st.band_centre;
+    band0[u].dev = st.band_dev;
+    band0[u].seen = st.band_seen;
+    band0[u].run = st.band_run;
   }
   /* More units recovering than the budget (gnmr_reconfigure lowered it):
      locks that run out are not renewed. */
@@ -403,6 +461,8 @@ FUZZ_UNUSED static int fuzz_step_checked(gnmr_ctl *ctl, fuzz_shadow *sh,
     const gnmr_decision *x = &d[u];
     int was = sh->lock_left[u] > 0, now = gnmr_recovering(ctl, u);
     int is_risky = (x->flags & FUZZ_RISK_FLAGS) != 0;
+    /* rule 10: may this risky unit take or keep a slot (1 band off) */
+    int band_ok = fuzz_band_checked(ctl, u, norms[u], x->flags, &band0[u]);
     /* NOISE mode: the global policy multiplies every scale on a GLOBAL
        step, where only NONFINITE units are admitted */
     int global = (x->flags & GNMR_FLAG_GLOBAL) != 0;
@@ -461,7 +521,7 @@ FUZZ_UNUSED static int fuzz_step_checked(gnmr_ctl *ctl, fuzz_shadow *sh,
       if (x->flags & GNMR_FLAG_OVER_BUDGET) over++;
       break;
     case GNMR_ACTION_RECOVER:
-      FUZZ_CHECK(!was && now && is_risky && cfg->max_recovering > 0);
+      FUZZ_CHECK(!was && now && is_risky && band_ok && cfg->max_recovering > 0);
       FUZZ_CHECK(!(x->flags & (GNMR_FLAG_COOLDOWN | GNMR_FLAG_RENEWED)));
       FUZZ_CHECK(!global || (x->flags & GNMR_FLAG_NONFINITE));
       sh->lock_left[u] = cfg->lock_steps;
@@ -471,7 +531,7 @@ FUZZ_UNUSED static int fuzz_step_checked(gnmr_ctl *ctl, fuzz_shadow *sh,
       FUZZ_CHECK(was && now);
       held++;
       if (--sh->lock_left[u] == 0) {
-        FUZZ_CHECK((x->flags & GNMR_FLAG_RENEWED) && is_risky &&
+        FUZZ_CHECK((x->flags & GNMR_FLAG_RENEWED) && is_risky && band_ok &&
                    !over_at_start);
         sh->lock_left[u] = cfg->lock_steps;
       } else {
@@ -479,7 +539,7 @@ FUZZ_UNUSED static int fuzz_step_checked(gnmr_ctl *ctl, fuzz_shadow *sh,
       }
       break;
     case GNMR_ACTION_RELEASE:
-      FUZZ_CHECK(was && !now && (!is_risky || over_at_start) &&
+      FUZZ_CHECK(was && !now && (!is_risky || !band_ok || over_at_start) &&
                  (sh->lock_left[u] == 1 || (x->flags & GNMR_FLAG_SHIFT)));
       held++;
       sh->lock_left[u] = 0;

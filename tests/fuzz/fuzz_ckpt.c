@@ -22,10 +22,10 @@
 
 #define CKPT_MAX 32768u
 
-/* The format's offsets mode 3 edits (below) are those of version 4. */
+/* The format's offsets mode 3 edits (below) are those of version 5. */
 typedef char
-    fuzz_ckpt_layout[GNMR__CKPT_VERSION == 4 && GNMR__CKPT_CONFIG == 172 &&
-                             GNMR__CKPT_TOTALS == 188 && GNMR__CKPT_UNIT == 208
+    fuzz_ckpt_layout[GNMR__CKPT_VERSION == 5 && GNMR__CKPT_CONFIG == 184 &&
+                             GNMR__CKPT_TOTALS == 188 && GNMR__CKPT_UNIT == 232
                          ? 1
                          : -1];
 
@@ -172,17 +172,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   {
     /* Offsets of the 32-bit fields and of the low words of the 64-bit ones
        (the high words of mu, s, p: a double near 1): config W .. policy,
-       rule, two_sided, common_min_units, global_policy, shift_steps; the
-       totals and the global norm's k; the verdict's low words and counts;
-       the header; then (from GNMR__CKPT_HEADER + GNMR__CKPT_CONFIG +
-       GNMR__CKPT_TOTALS) one unit's fields, rule 9's run included. */
+       rule, two_sided, common_min_units, global_policy, shift_steps,
+       band_steps and band_k's high word; the totals and the global norm's
+       k; the verdict's low words and counts; the header; then (from
+       GNMR__CKPT_HEADER + GNMR__CKPT_CONFIG + GNMR__CKPT_TOTALS) one unit's
+       fields, rule 9's run and rule 10's band (the high words of its
+       centre and deviation, its count and run) included. */
     static const uint16_t head_fields[] = {
-        56,  60,  64,  68,  72,  76,  80,  84,  176, 180, 184, 196, 204,
-        212, 220, 228, 236, 244, 252, 260, 268, 276, 284, 288, 316, 324,
-        332, 340, 348, 356, 364, 368, 372, 376, 380, 12,  16,  20};
-    static const uint16_t unit_fields[] = {0,   4,   8,   12,  16,  80,
-                                           84,  92,  100, 108, 112, 184,
-                                           188, 192, 196, 200, 204, 76};
+        56,  60,  64,  68,  72,  76,  80,  84,  176, 180, 184, 196, 204, 208,
+        216, 224, 232, 240, 248, 256, 264, 272, 280, 288, 296, 300, 328, 336,
+        344, 352, 360, 368, 376, 380, 384, 388, 392, 12,  16,  20};
+    static const uint16_t unit_fields[] = {
+        0,   4,   8,   12,  16,  80,  84, 92,  100, 108, 128,
+        200, 204, 208, 212, 216, 220, 76, 116, 124, 224, 228};
     const size_t unit0 =
         GNMR__CKPT_HEADER + GNMR__CKPT_CONFIG + GNMR__CKPT_TOTALS;
     uint8_t edits = fuzz_u8(&r) % 16u;
