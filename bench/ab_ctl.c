@@ -12,12 +12,13 @@
    how many pairs this build was faster.
 
    usage: ab_ctl [spiky 0|1] [maxO] [decisions 0|1]
-                 [base paper|noise|default] [this paper|noise|default]
-                 [scalar]
+                 [base paper|noise|default|calm]
+                 [this paper|noise|default|calm] [scalar]
    (the rules of each side: gnmr_config_paper() by default, or 0.2's NOISE
    mode, gnmr_config_paper() with rule NOISE and warmup 50 (0.2's default,
    0.3's gnmr_config_noise()), or that build's gnmr_config_default() (0.3:
-   the paper rules; 0.4: with rule 9); a 0.1 base has PAPER only.
+   the paper rules; 0.4: with rule 9), or gnmr_config_calm() (0.7 on: rule
+   10's band); a 0.1 base has PAPER only.
    `ab_ctl 0 4 1 paper noise` with BASE=HEAD: NOISE mode's cost against
    PAPER mode's, one build, one process; `scalar`: both sides' controllers
    forced to their scalar path, 0.2 on) */
@@ -55,7 +56,7 @@ static double ab_uniform(void) {
 #if GNMR_VERSION_MAJOR == 0 && GNMR_VERSION_MINOR < 2
 typedef gnmr_unit gnmr_slot; /* 0.1's name */
 #endif
-/* rules: 0 paper, 1 noise, 2 default (usage above) */
+/* rules: 0 paper, 1 noise, 2 default, 3 calm (usage above) */
 double AB_SIDE(int spiky, uint32_t max_o, int decisions, int rules, int scalar);
 double AB_SIDE(int spiky, uint32_t max_o, int decisions, int rules,
                int scalar) {
@@ -77,6 +78,11 @@ double AB_SIDE(int spiky, uint32_t max_o, int decisions, int rules,
     /* NOISE written out: a 0.2 base has no gnmr_config_noise() */
     gnmr_config cfg = rules == 2 ? gnmr_config_default() : gnmr_config_paper();
     if (rules == 1) cfg.rule = GNMR_RULE_NOISE, cfg.warmup_steps = 50;
+#if GNMR_VERSION_MAJOR == 0 && GNMR_VERSION_MINOR < 7
+    if (rules == 3) exit(2); /* no band before 0.7 */
+#else
+    if (rules == 3) cfg = gnmr_config_calm();
+#endif
     if (scalar && gnmr_ctl_isa_force(GNMR_ISA_SCALAR) != GNMR_OK) exit(1);
 #endif
     cfg.max_recovering = max_o;
@@ -102,10 +108,10 @@ double AB_SIDE(int spiky, uint32_t max_o, int decisions, int rules,
 double ab_base(int spiky, uint32_t max_o, int decisions, int rules, int scalar);
 double ab_this(int spiky, uint32_t max_o, int decisions, int rules, int scalar);
 
-static const char *const ab_rules[] = {"paper", "noise", "default"};
+static const char *const ab_rules[] = {"paper", "noise", "default", "calm"};
 static int ab_rules_of(int argc, char **argv, int i) {
   int r;
-  for (r = 0; argc > i && r < 3; r++)
+  for (r = 0; argc > i && r < 4; r++)
     if (strcmp(argv[i], ab_rules[r]) == 0) return r;
   return 0;
 }

@@ -6,9 +6,11 @@
    to take about BATCH_MS, repeats them, and reports the median and the spread
    (min, max). The decisions feed a sink so the work cannot be optimised away.
 
-   usage: bench_ctl [--csv FILE] [--quick] [--units N] [--rule paper|noise]
+   usage: bench_ctl [--csv FILE] [--quick] [--units N]
+                    [--rule paper|noise|calm]
    (--units N: the rows for N units only, any N >= 1; --rule: the rules of
-   gnmr_config_paper() or NOISE mode, else gnmr_config_default()'s) */
+   gnmr_config_paper(), NOISE mode or gnmr_config_calm() (rule 10's band,
+   which takes the scalar rules), else gnmr_config_default()'s) */
 #define _POSIX_C_SOURCE 199309L
 #define GNMR_IMPLEMENTATION
 #include "gnmr.h"
@@ -59,6 +61,7 @@ typedef struct result {
 
 static double sink;
 static int rule = -1; /* --rule; -1: the default config's */
+static int calm;      /* --rule calm: gnmr_config_calm() */
 
 static result measure(uint32_t n, int spiky, uint32_t max_recovering,
                       int with_out, double batch_ms) {
@@ -86,6 +89,7 @@ static result measure(uint32_t n, int spiky, uint32_t max_recovering,
       if (spiky && uniform() < 0.001) v = (double)NAN;
       pool[(size_t)p * n + u] = (float)v;
     }
+  if (calm) cfg = gnmr_config_calm();
   cfg.max_recovering = max_recovering;
   if (gnmr_init(&ctl, &cfg, units, n) != GNMR_OK) {
     fprintf(stderr, "bench_ctl: gnmr_init failed\n");
@@ -139,13 +143,17 @@ int main(int argc, char **argv) {
       n_sizes = 1;
       a++;
     } else if (strcmp(argv[a], "--rule") == 0 && a + 1 < argc &&
+               strcmp(argv[a + 1], "calm") == 0) {
+      calm = 1;
+      a++;
+    } else if (strcmp(argv[a], "--rule") == 0 && a + 1 < argc &&
                (strcmp(argv[a + 1], "paper") == 0 ||
                 strcmp(argv[a + 1], "noise") == 0)) {
       rule =
           strcmp(argv[++a], "paper") == 0 ? GNMR_RULE_PAPER : GNMR_RULE_NOISE;
     } else {
       fprintf(stderr, "usage: bench_ctl [--csv FILE] [--quick] [--units N] "
-                      "[--rule paper|noise]\n");
+                      "[--rule paper|noise|calm]\n");
       return 2;
     }
   }
@@ -159,7 +167,8 @@ int main(int argc, char **argv) {
          REPEATS, batch_ms);
   printf("cpu: %s; compiler: %s; gnmr %s; rules: %s\n\n", cpu, __VERSION__,
          gnmr_version(),
-         rule == GNMR_RULE_PAPER                         ? "PAPER"
+         calm                                            ? "PAPER + band (calm)"
+         : rule == GNMR_RULE_PAPER                       ? "PAPER"
          : rule == GNMR_RULE_NOISE                       ? "NOISE"
          : gnmr_config_default().rule == GNMR_RULE_NOISE ? "NOISE (default)"
                                                          : "PAPER (default)");
