@@ -53,7 +53,7 @@ __all__ = ["Controller", "GnmrError", "LayoutError", "RankMismatch",
            "GNMR_GEMM_ALL", "GNMR_SERVE_HIGH", "GNMR_SERVE_LOW",
            "round_e4m3", "round_e5m2", "round_e2m1", "round_format",
            "quantize_nvfp4", "fake_quantize", "FORMATS", "load_library",
-           "config_default", "c_step"]
+           "config_default", "config_calm", "c_step"]
 
 # ---- the C structs, mirrored (gnmr.h); checked against the library ------
 
@@ -73,8 +73,8 @@ class Config(ctypes.Structure):
                 ("fluct_decay", _d), ("winsor", _d), ("fluct_floor", _d),
                 ("global_ratio", _d), ("global_frac", _d),
                 ("common_min_units", _u32), ("global_policy", ctypes.c_int),
-                ("shift_steps", _u32), ("reserved_", _u32),
-                ("shift_spread", _d)]
+                ("shift_steps", _u32), ("band_steps", _u32),
+                ("shift_spread", _d), ("band_k", _d)]
 
 
 class StepReportC(ctypes.Structure):
@@ -172,7 +172,7 @@ _ENUMS = {"spike_policy": {"PASS": 0, "CLIP": 1, "SKIP": 2},
           "global_policy": {"NONE": 0, "CLIP": 1, "SKIP": 2}}
 ACTIONS = ("KEEP", "RECOVER", "HOLD", "RELEASE")
 FLAGS = ("RATIO", "DELTA", "NONFINITE", "OVER_BUDGET", "COOLDOWN", "WARMUP",
-         "RENEWED", "FALL", "GLOBAL", "ABSENT", "SHIFT")
+         "RENEWED", "FALL", "GLOBAL", "ABSENT", "SHIFT", "BAND")
 # Flags that say nothing is wrong: too few observations, no gradient.
 _QUIET = (1 << FLAGS.index("WARMUP")) | (1 << FLAGS.index("ABSENT"))
 
@@ -280,6 +280,7 @@ def load_library(path=None):
         "gnmr_config_default": (Config, []),
         "gnmr_config_paper": (Config, []),
         "gnmr_config_forward": (Config, []),
+        "gnmr_config_calm": (Config, []),
         "gnmr_config_check": (ctypes.c_int, [P(Config), _u32,
                                              P(ctypes.c_char_p)]),
         "gnmr_init": (ctypes.c_int, [P(Ctl), P(Config), vp, _u32]),
@@ -368,6 +369,14 @@ def config_default(**overrides):
     """gnmr_config_default() of the library, with fields overridden by name
     (spike_policy, rule, global_policy also by their names: "CLIP")."""
     cfg = load_library().gnmr_config_default()
+    _apply_config(cfg, overrides)
+    return cfg
+
+
+def config_calm(**overrides):
+    """gnmr_config_calm() of the library (rule 10's admission band on),
+    with fields overridden by name as config_default."""
+    cfg = load_library().gnmr_config_calm()
     _apply_config(cfg, overrides)
     return cfg
 

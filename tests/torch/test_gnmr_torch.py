@@ -81,6 +81,8 @@ CONFIGS = [
     ("noise", {"rule": "NOISE", "max_recovering": 4, "warmup_steps": 20}),
     ("paper", {"rule": "PAPER", "max_recovering": 2, "warmup_steps": 16,
                "ratio_threshold": 1.3, "delta_threshold": 0.2}),
+    # rule 10 narrow enough to act on these traces
+    ("band", {"band_k": 1.0, "max_recovering": 4, "ratio_threshold": 1.3}),
 ]
 TRACE_FILES = ["trace_fp8_lr1e-3.csv.gz", "trace_bf16_lr2e-2_w10.csv.gz"]
 
@@ -273,6 +275,19 @@ def test_default_config_comes_from_c():
     lib = G.load_library()
     ctl = make_ctl(["a"], {})
     assert bytes(ctl.config) == bytes(lib.gnmr_config_default())
+
+
+def test_calm_config_comes_from_c_and_takes_overrides():
+    lib = G.load_library()
+    assert bytes(G.config_calm()) == bytes(lib.gnmr_config_calm())
+    assert G.config_calm().band_k == 4.0
+    assert G.config_default().band_k == 0.0  # the band is off by default
+    assert G.config_calm(band_steps=3).band_steps == 3
+    ctl = make_ctl(["a"], {"band_k": 4.0})
+    assert bytes(ctl.config) == bytes(lib.gnmr_config_calm())
+    with pytest.raises(G.GnmrError) as e:
+        make_ctl(["a"], {"band_k": -1.0})
+    assert e.value.field == "band_k"
 
 
 def test_precision_switch_follows_recovery():
