@@ -38,7 +38,9 @@
                 runs it with --optimizer adamw only.
      gnmr       gnmr.h with gnmr_config_default()
      gnmr-paper gnmr_config_paper(); gnmr-noise gnmr_config_noise();
-                gnmr-global the noise rules with global_policy CLIP
+                gnmr-global the noise rules with global_policy CLIP;
+                gnmr-calm gnmr_config_calm() (rule 10, the admission
+                band: gnmr-band4's rule in the library)
    Ablations (each changes one thing of its base: gnmr-* the defaults,
    paper-* gnmr_config_paper(), noise-* gnmr_config_noise()):
      gnmr-pass, paper-pass, noise-pass     spike_policy PASS: promotion only
@@ -404,6 +406,7 @@ static const demo_arm ARMS[] = {
     {"gnmr-band3", ARM_GNMR, arm_default_clip_only, 0, 1, 0},
     {"gnmr-band4", ARM_GNMR, arm_default_clip_only, 0, 1, 0},
     {"gnmr-bucket", ARM_GNMR, arm_default_clip_only, 0, 1, 0},
+    {"gnmr-calm", ARM_GNMR, gnmr_config_calm, 0, 1, 0},
     {ARM_JIT_NAME, ARM_LOWP, NULL, 0, 1, 0},
     {ARM_SRD_NAME, ARM_LOWP, NULL, 0, 1, 0},
     {"paper-pass", ARM_GNMR, arm_paper_pass, 0, 1, 0},
