@@ -116,8 +116,8 @@ def main():
               % (st, HALF.get(st, "tune"), ", ".join(map(str, seeds))))
         print()
         print("| order | served loss per seed | served gap recovered per "
-              "seed | mean | f32-path loss per seed | f32-path gap recovered "
-              "mean | hf unit-steps per seed%s |" %
+              "seed | served mean | f32-path loss per seed | f32-path gap "
+              "recovered mean | hf unit-steps per seed%s |" %
               (" | hf FLOPs mean" if lm else ""))
         print("|---|---|---|---|---|---|---|%s" % ("---|" if lm else ""))
         for arm, name in (("gnmr", "control, then the clip (gnmr sees the "
