@@ -3328,9 +3328,10 @@ static GNMR_HOSTDEV uint32_t gnmr__admit_count(const gnmr__tally *t,
    flags so far, g32 its norm): the band judges g, then learns it. Returns
    1 if the unit may take or keep a slot (rules 6, 7), else 0, and flags a
    risky unit it holds back BAND. Reads and writes unit u only. */
-static GNMR_HOSTDEV int gnmr__band(const gnmr__rules *c, const gnmr__soa *s,
-                                   uint32_t u, float g32, int risky,
-                                   uint32_t *flags) {
+static GNMR__HOT GNMR_HOSTDEV int gnmr__band(const gnmr__rules *c,
+                                             const gnmr__soa *s, uint32_t u,
+                                             float g32, int risky,
+                                             uint32_t *flags) {
   const uint32_t seen = s->band_seen[u];
   uint32_t run = s->band_run[u];
   int above = 2, ok;                       /* a non-finite norm is far above */
@@ -3371,16 +3372,19 @@ static GNMR_HOSTDEV int gnmr__band(const gnmr__rules *c, const gnmr__soa *s,
 /* ---- one unit, and phase 3's loops -----------------------------------------
  */
 
-/* Rules 0-6, 8 and 9 for unit u (0, N1, N2, N4-N9 and 9 in NOISE mode):
-   its decision (KEEP,
-   HOLD or RELEASE), its statistics, its lock and cooldown. A unit that
-   waits for a slot (rule 7, decided after every unit) is marked by
-   score[u] = its score, > 0 (risky scores are >= 1 or +inf); whoever runs
-   rule 7 clears every mark. Reads and writes unit u only, so units may be
-   stepped in any order, or one CUDA thread each. */
+/* Rules 0-6 and 8-10 for unit u (0, N1, N2, N4-N9, 9 and 10 in NOISE
+   mode): its decision (KEEP, HOLD or RELEASE), its statistics, its lock
+   and cooldown. A unit that waits for a slot (rule 7, decided after every
+   unit) is marked by score[u] = its score, > 0 (risky scores are >= 1 or
+   +inf); whoever runs rule 7 clears every mark. Reads and writes unit u
+   only, so units may be stepped in any order, or one CUDA thread each.
+   band: c->band, as a constant where a loop is compiled for each value
+   (the host's scalar loop), so the loop without the band has none of its
+   code. */
 static GNMR__HOT GNMR_HOSTDEV unsigned
-gnmr__unit_step(const gnmr__rules *c, const gnmr__soa *s, const float *norms,
-                gnmr_decision *out, uint32_t u) {
+gnmr__unit_step_with(const gnmr__rules *c, const gnmr__soa *s,
+                     const float *norms, gnmr_decision *out, uint32_t u,
+                     const int band) {
   const double g = (double)norms[u];
   double ratio, delta, score, scale = 1.0;
   uint32_t flags;
@@ -3444,7 +3448,7 @@ gnmr__unit_step(const gnmr__rules *c, const gnmr__soa *s, const float *norms,
   /* rule 10: a risky unit in its own band takes no slot (its scale
      stands) */
   ev |= gnmr__unit_locks(
-      c, s, u, c->band ? gnmr__band(c, s, u, norms[u], risky, &flags) : risky,
+      c, s, u, band ? gnmr__band(c, s, u, norms[u], risky, &flags) : risky,
       score, &flags, &action);
   if (out) {
     gnmr_decision *d = &out[u];
@@ -3458,14 +3462,26 @@ gnmr__unit_step(const gnmr__rules *c, const gnmr__soa *s, const float *norms,
   return ev;
 }
 
+/* The same, band read from the rules (a device's thread, a test): the
+   CUDA controller's alone on the host, so maybe unused here. */
+#if defined(__GNUC__) || defined(__clang__)
+__attribute__((unused))
+#endif
+static GNMR_HOSTDEV unsigned
+gnmr__unit_step(const gnmr__rules *c, const gnmr__soa *s, const float *norms,
+                gnmr_decision *out, uint32_t u) {
+  return gnmr__unit_step_with(c, s, norms, out, u, c->band);
+}
+
 /* Unit u on the CPU: its rules, its share of the totals, and, if it waits
    for a slot, its index listed in the heap scratch for rule 7. Inlined
    into the scalar loop (a call per unit was about a tenth of the scalar
    step's instructions). */
-static GNMR__HOT GNMR_HOSTDEV void gnmr__unit_cpu_inline(gnmr__step_ctx *c,
-                                                         uint32_t u) {
+static GNMR__HOT GNMR_HOSTDEV void
+gnmr__unit_cpu_inline(gnmr__step_ctx *c, uint32_t u, const int band) {
   gnmr__tally_add(&c->t, c->s.heap,
-                  gnmr__unit_step(&c->r, &c->s, c->norms, c->out, u), u);
+                  gnmr__unit_step_with(&c->r, &c->s, c->norms, c->out, u, band),
+                  u);
 }
 
 #if GNMR__CTL_AVX512
@@ -3476,7 +3492,7 @@ __attribute__((noinline))
 #endif
 static GNMR_HOSTDEV void
 gnmr__unit_cpu(gnmr__step_ctx *c, uint32_t u) {
-  gnmr__unit_cpu_inline(c, u);
+  gnmr__unit_cpu_inline(c, u, 0); /* the band takes the scalar loop */
 }
 #endif
 
@@ -3720,7 +3736,10 @@ static GNMR_HOSTDEV void gnmr__step_units(gnmr__step_ctx *c, int wide) {
 #else
   (void)wide;
 #endif
-  for (u = 0; u < c->r.n; u++) gnmr__unit_cpu_inline(c, u);
+  if (c->r.band)
+    for (u = 0; u < c->r.n; u++) gnmr__unit_cpu_inline(c, u, 1);
+  else
+    for (u = 0; u < c->r.n; u++) gnmr__unit_cpu_inline(c, u, 0);
 }
 
 /* Phase 4, rule 7: how many candidates fit the slots left free after
