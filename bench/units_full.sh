@@ -7,8 +7,9 @@
 # lowp do not read --units), one at a time, one GEMM thread, nice 10; a run
 # whose directory holds "done" is skipped, so the script resumes. Order:
 # the fault setting's f32, lowp and gnmr per grouping, seed by seed; then
-# gnmr-calm per grouping on it; then the calm setting (its f32 is the fault
-# setting's: the f32 path sees no faults). bench/units_full.py reads OUT.
+# gnmr-calm per grouping on it; then the calm setting's lowp and gnmr (its
+# f32 is the fault setting's: the f32 path sees no faults), then its
+# gnmr-calm. bench/units_full.py reads OUT.
 out=$1 seeds=${2:-1 2 3} bin=${3:-build} data=${4:-/usr/share/games/fortunes}
 [ -n "$out" ] || { echo "usage: units_full.sh OUT [SEEDS] [BIN] [DATA]" >&2; exit 2; }
 run() { # dir train_lm-args...
@@ -42,5 +43,10 @@ for s in $seeds; do
   run "calm/lowp/s$s" $CALM --arms lowp --seed "$s"
   for u in linear tensor layer; do
     run "calm/gnmr-$u/s$s" $CALM --arms gnmr --units $u --seed "$s"
+  done
+done
+for s in $seeds; do
+  for u in linear tensor layer; do
+    run "calm/gnmr-calm-$u/s$s" $CALM --arms gnmr-calm --units $u --seed "$s"
   done
 done
