@@ -12,13 +12,13 @@ smaller gap makes the ratio noise: "-" in the table); hf, the share of the
 Linears' unit-steps on the f32 path (units.csv's hf_steps over Linears x
 steps); flagged and admitted unit-steps, with the share of those that went
 to a unit holding a LayerNorm (groups.csv); each controlled arm's mean gap
-recovered over the seeds where f32 ends below lowp. Then, per arm family,
-the paired difference between groupings (tensor - linear, layer - linear,
-same seed; and gnmr-calm - gnmr at each grouping), its mean and a paired
-bootstrap interval: the seeds resampled with replacement, 2000 draws from
-random.Random(20261129), the 2.5th and 97.5th percentiles of the mean. The
-f32 row of a setting without its own f32 runs is the fault setting's (the
-f32 path sees no faults).
+recovered over those seeds. Then, per arm family, the paired difference
+between groupings (tensor - linear, layer - linear, same seed; and gnmr-calm
+- gnmr at each grouping), its mean and a paired bootstrap interval: the
+seeds resampled with replacement, 2000 draws from random.Random(20261129),
+the 2.5th and 97.5th percentiles of the mean. The f32 row of a setting
+without its own f32 runs is the fault setting's (the f32 path sees no
+faults).
 """
 import csv
 import os
