@@ -3343,8 +3343,7 @@ static GNMR__HOT GNMR_HOSTDEV int gnmr__band(const gnmr__rules *c,
     const double centre = s->band_centre[u], dev = s->band_dev[u];
     const double v = dev > GNMR__BAND_FLOOR ? dev : GNMR__BAND_FLOOR;
     const double half = gnmr__mul(c->band_k, v);
-    double l, w, off;
-    l = gnmr__log((double)g32, c->log_floor);
+    double l = gnmr__log((double)g32, c->log_floor);
     above = 0;
     if (seen >= c->warmup) { /* the band has learned enough to judge */
       if (l > centre + half) {
@@ -3357,9 +3356,10 @@ static GNMR__HOT GNMR_HOSTDEV int gnmr__band(const gnmr__rules *c,
     if (seen == 0) {
       s->band_centre[u] = l;
     } else {
-      w = (double)seen + 1.0 < GNMR__BAND_SPAN ? 1.0 / ((double)seen + 1.0)
-                                               : 1.0 / GNMR__BAND_SPAN;
-      off = l - centre;
+      const double w = (double)seen + 1.0 < GNMR__BAND_SPAN
+                           ? 1.0 / ((double)seen + 1.0)
+                           : 1.0 / GNMR__BAND_SPAN;
+      const double off = l - centre;
       s->band_dev[u] = dev + gnmr__mul(w, (off < 0.0 ? -off : off) - dev);
       s->band_centre[u] = centre + gnmr__mul(w, off);
     }
