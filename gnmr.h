@@ -91,7 +91,8 @@
    lab/train_lm.c and train_stress.c do this (their forward-signal runs).
 
    Rules of one step, both modes. Rule 0 comes first, rule 9 after each
-   mode's own rules; a unit they do not take goes through its mode's rules.
+   mode's own rules, rule 10 (when on) after it, before rules 6-7 (N8); a
+   unit rules 0 and 9 do not take goes through its mode's rules.
      0  g exactly 0 (+0 or -0): absent, no observation. A frozen layer, a
         LoRA factor before its first update, an MoE expert that got no
         tokens, a layer whose turn has not come: no gradient is no news.
@@ -1426,7 +1427,7 @@ static __device__ __forceinline__ void gnmr__cuda_ieee_guard(void) {
      gnmr__soa             the units' arrays, carved from the slots
      gnmr__carve           gnmr__soa over a controller's slots
      gnmr__usable          the controller's guard (initialised, not moved)
-     gnmr__unit_step       rules 0-6, 8, 9 / N1, N2, N4-N9 for one unit:
+     gnmr__unit_step       rules 0-6, 8-10 / N1, N2, N4-N9 for one unit:
                            GNMR__EV_* bits
      GNMR__EV_             the bits gnmr__unit_step returns
      GNMR__EV_CANDIDATE    the unit is a candidate for admission
@@ -3724,7 +3725,7 @@ static GNMR_HOSTDEV void gnmr__step_common(gnmr_ctl *ctl, gnmr__step_ctx *c,
   gnmr__step_verdict(ctl, r, rep, sumsq, finite, settled, up);
 }
 
-/* Phase 3, rules 0-6, 8 and 9 (0, N1, N2, N4-N9 and 9) for every unit;
+/* Phase 3, rules 0-6 and 8-10 (0, N1, N2, N4-N9, 9 and 10) for every unit;
    candidates listed for rule 7. */
 static GNMR_HOSTDEV void gnmr__step_units(gnmr__step_ctx *c, int wide) {
   uint32_t u;
