@@ -181,16 +181,16 @@
      6  a unit in recovery counts its lock down: HOLD while steps are left;
         at zero, RELEASE (cooldown_steps of cooldown start) unless it is
         risky this step (and, with rule 10, out of its band), which renews
-        the lock (HOLD + RENEWED) in its slot
-        (never while more units recover than max_recovering allows, which
-        only gnmr_reconfigure can cause).
+        the lock (HOLD + RENEWED) in its slot (never while more units
+        recover than max_recovering allows, which only gnmr_reconfigure
+        can cause).
      7  admission: risky units on the cheap path and out of cooldown
         (non-finite ignores cooldown; with rule 10, out of their band) are
-   ranked by score, highest first, ties by lower unit index; the best take the
-   free slots (max_recovering minus the units still locked, at least 0) with
-        RECOVER and a lock of L = lock_steps. The rest stay KEEP, flagged
-        OVER_BUDGET (or COOLDOWN). A unit admitted at step t runs the
-        high-fidelity path on steps t+1 ... t+L exactly.
+        ranked by score, highest first, ties by lower unit index; the best
+        take the free slots (max_recovering minus the units still locked,
+        at least 0) with RECOVER and a lock of L = lock_steps. The rest
+        stay KEEP, flagged OVER_BUDGET (or COOLDOWN). A unit admitted at
+        step t runs the high-fidelity path on steps t+1 ... t+L exactly.
      8  scale of this step's gradient: 1 when calm, 0 when non-finite; for a
         risky unit per spike_policy: PASS 1, CLIP min(1, tau_r * m / g),
         SKIP 0. A fault in warm-up is not risky, so its own gradient keeps
@@ -364,10 +364,10 @@
    warmup 50; gnmr_config_forward() the defaults with ratio_threshold 8 and
    delta_threshold 6, for forward signals beside gradient norms;
    gnmr_config_calm() the defaults with band_k 4, for gradient norms alone
-   with heavy tails. The NOISE
-   values come from lab/detect (bench/RESULTS.md, "Detection"). The
-   code reads defaults and ranges from one list (GNMR__CONFIG, in the
-   implementation); tests/test_rules.c holds this table to it.
+   with heavy tails. The NOISE values come from lab/detect (bench/RESULTS.md,
+   "Detection"). The code reads defaults and ranges from one list
+   (GNMR__CONFIG, in the implementation); tests/test_rules.c holds this
+   table to it.
    Watching: max_recovering = 0 admits nobody. Every risky unit stays
    KEEP, flagged OVER_BUDGET, and nothing runs high-fidelity; the rules
    that do not need a slot still act: the history (rule 5) and the scale
