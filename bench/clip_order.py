@@ -17,13 +17,13 @@ random.Random(20261129), the 2.5th and 97.5th percentiles of the mean.
 """
 import csv
 import os
-import random
 import sys
+
+from paired_boot import boot
 
 SETTINGS = ["lm-e4m3-lion-faults", "lm-e2m1-faults", "lm-e5m2g-sgd-faults",
             "mlp-e4m3-faults"]  # the test half first, as the suite reports
 HALF = {"lm-e4m3-lion-faults": "test"}
-DRAWS, RNG_SEED = 2000, 20261129
 
 
 def load(out, setting):
@@ -57,23 +57,6 @@ def loss(row, served):
 def gap(arms, arm, served):
     lo, hi = loss(arms["lowp"], served), loss(arms["f32"], served)
     return (lo - loss(arms[arm], served)) / (lo - hi)
-
-
-def boot(groups):
-    """Mean over groups of each group's mean, and its bootstrap interval:
-    each draw resamples every group's values on their own."""
-    rng = random.Random(RNG_SEED)
-    stat = sum(sum(g) / len(g) for g in groups) / len(groups)
-    if any(len(g) < 2 for g in groups):
-        return stat, float("nan"), float("nan")
-    means = []
-    for _ in range(DRAWS):
-        t = 0.0
-        for g in groups:
-            t += sum(g[rng.randrange(len(g))] for _ in g) / len(g)
-        means.append(t / len(groups))
-    means.sort()
-    return stat, means[int(0.025 * DRAWS)], means[int(0.975 * DRAWS) - 1]
 
 
 def pct(x):

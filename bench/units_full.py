@@ -22,13 +22,13 @@ faults).
 """
 import csv
 import os
-import random
 import sys
+
+from paired_boot import boot
 
 SETTINGS = ["injected", "calm"]
 UNITS = ["linear", "tensor", "layer"]
 FAMILIES = ["gnmr", "gnmr-calm"]
-DRAWS, RNG_SEED = 2000, 20261129
 MIN_GAP = 0.01  # gap recovered only where lowp ends 1% or more above f32
 
 
@@ -81,17 +81,6 @@ def gap(arms, arm, seed, key):
     if lo - hi < MIN_GAP * hi:
         return None
     return (lo - arms[arm][seed][key]) / (lo - hi)
-
-
-def bootstrap(xs):
-    """The mean of xs and its paired bootstrap 95% interval."""
-    rng = random.Random(RNG_SEED)
-    mean = sum(xs) / len(xs)
-    if len(xs) < 2:
-        return mean, float("nan"), float("nan")
-    draws = sorted(sum(rng.choice(xs) for _ in xs) / len(xs)
-                   for _ in range(DRAWS))
-    return mean, draws[int(0.025 * DRAWS)], draws[int(0.975 * DRAWS) - 1]
 
 
 def share(part, whole):
@@ -148,7 +137,7 @@ def gaps(arms, seeds):
                      if s in arms[arm]]
                 g = [x for x in g if x is not None]
                 if g:
-                    m, lo, hi = bootstrap(g)
+                    m, lo, hi = boot([g])
                     parts.append("%s %.0f%% [%.0f, %.0f] (%d seeds)" % (
                         name, 100 * m, 100 * lo, 100 * hi, len(g)))
             if parts:
@@ -173,7 +162,7 @@ def differences(arms, seeds):
             continue
         for key, name in (("served", "served"), ("f32", "f32 path")):
             d = [arms[arm][s][key] - arms[base][s][key] for s in common]
-            m, lo, hi = bootstrap(d)
+            m, lo, hi = boot([d])
             ref = sum(arms[base][s][key] for s in common) / len(common)
             print("- `%s` minus `%s`, %s: %+.4f [%+.4f, %+.4f] "
                   "(%+.2f%%), per seed %s; higher on %d of %d seeds" % (

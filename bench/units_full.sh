@@ -6,10 +6,10 @@
 # OUT/<setting>/<arm>/s<seed> (arm gnmr-<units> or gnmr-calm-<units>; f32 and
 # lowp do not read --units), one at a time, one GEMM thread, nice 10; a run
 # whose directory holds "done" is skipped, so the script resumes. Order:
-# the fault setting's f32, lowp and gnmr per grouping, seed by seed; then
-# gnmr-calm per grouping on it; then the calm setting's lowp and gnmr (its
-# f32 is the fault setting's: the f32 path sees no faults), then its
-# gnmr-calm. bench/units_full.py reads OUT.
+# the fault setting's f32 and lowp, its gnmr per grouping, its gnmr-calm per
+# grouping; then the calm setting's lowp (its f32 is the fault setting's:
+# the f32 path sees no faults), gnmr and gnmr-calm. bench/units_full.py
+# reads OUT.
 out=$1 seeds=${2:-1 2 3} bin=${3:-build} data=${4:-/usr/share/games/fortunes}
 [ -n "$out" ] || { echo "usage: units_full.sh OUT [SEEDS] [BIN] [DATA]" >&2; exit 2; }
 run() { # dir train_lm-args...
@@ -27,26 +27,19 @@ run() { # dir train_lm-args...
 }
 INJ="--setting injected --format e4m3 --lr 2e-3 --stress 24"
 CALM="--setting calm --format e4m3 --lr 2e-3"
+grid() { # setting arm options: the arm at each grouping, seed by seed
+  for s in $seeds; do
+    for u in linear tensor layer; do
+      run "$1/$2-$u/s$s" $3 --arms "$2" --units $u --seed "$s"
+    done
+  done
+}
 for s in $seeds; do
   run "injected/f32/s$s" $INJ --arms f32 --seed "$s"
   run "injected/lowp/s$s" $INJ --arms lowp --seed "$s"
-  for u in linear tensor layer; do
-    run "injected/gnmr-$u/s$s" $INJ --arms gnmr --units $u --seed "$s"
-  done
 done
-for s in $seeds; do
-  for u in linear tensor layer; do
-    run "injected/gnmr-calm-$u/s$s" $INJ --arms gnmr-calm --units $u --seed "$s"
-  done
-done
-for s in $seeds; do
-  run "calm/lowp/s$s" $CALM --arms lowp --seed "$s"
-  for u in linear tensor layer; do
-    run "calm/gnmr-$u/s$s" $CALM --arms gnmr --units $u --seed "$s"
-  done
-done
-for s in $seeds; do
-  for u in linear tensor layer; do
-    run "calm/gnmr-calm-$u/s$s" $CALM --arms gnmr-calm --units $u --seed "$s"
-  done
-done
+grid injected gnmr "$INJ"
+grid injected gnmr-calm "$INJ"
+for s in $seeds; do run "calm/lowp/s$s" $CALM --arms lowp --seed "$s"; done
+grid calm gnmr "$CALM"
+grid calm gnmr-calm "$CALM"
